@@ -1,0 +1,3 @@
+from labelguard.cli import main
+
+main()

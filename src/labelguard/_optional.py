@@ -1,0 +1,39 @@
+"""Lazy imports of optional heavy dependencies, with one clear message when they are missing."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from labelguard.errors import MissingDependency
+
+# module name -> the extra that installs it
+_EXTRAS = {
+    "h5py": "hdf5",
+    "nibabel": "nifti",
+    "tifffile": "tiff",
+    "torch": "torch",
+    "dask": "dask",
+    "distributed": "dask",
+}
+
+
+def require(module: str, purpose: str = "") -> ModuleType:
+    """Import ``module`` or raise :class:`MissingDependency` naming the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        extra = _EXTRAS.get(module.split(".")[0], "all")
+        what = f" to {purpose}" if purpose else ""
+        raise MissingDependency(
+            f"{module} is needed{what}: pip install 'labelguard[{extra}]'"
+        ) from exc
+
+
+def available(module: str) -> bool:
+    """True when ``module`` can be imported."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True

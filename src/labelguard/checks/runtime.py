@@ -1,0 +1,76 @@
+"""LG5xx: training-time problems found by the PyTorch runtime guard (labelguard.torch)."""
+
+from labelguard.core.registry import define
+
+LOSS_DOMAIN = define(
+    "LG501", "loss-input-outside-domain", "error",
+    summary="a loss input is outside the loss's domain (BCE input outside [0, 1])",
+    why="""
+BCELoss takes probabilities. Logits (no sigmoid) or NaN fail the
+"input_val >= zero && input_val <= one" device-side assert on a GPU.""",
+    bad="loss = nn.BCELoss()(model(x), y)  # the head has no sigmoid",
+    good="loss = nn.BCEWithLogitsLoss()(model(x), y)",
+    fix="Use BCEWithLogitsLoss on logits (numerically stable), or add a sigmoid before BCELoss.",
+    scope="runtime",
+)
+
+NON_FINITE = define(
+    "LG502", "non-finite-values", "error",
+    summary="non-finite values (NaN/Inf) in a model output, loss input or gradient",
+    why="""
+A NaN passes through every layer and the loss; in BCE it becomes the domain assert, in
+argmax/indexing an out-of-range index. The first module that produced it is the place to look.""",
+    bad="optimizer = Adam(model.parameters())  # frozen layers optimised; weights blow up to NaN",
+    good="optimizer = Adam(p for p in model.parameters() if p.requires_grad)",
+    fix="Find the first module that produced the value (labelguard.torch.trace_nonfinite); "
+    "lower the learning rate, clip gradients, filter frozen parameters out of the optimizer.",
+    scope="runtime",
+)
+
+HEAD_MISMATCH = define(
+    "LG503", "head-size-mismatch", "error",
+    summary="the model's number of output classes differs from the spec or the targets",
+    why="""
+A head with 2 outputs trained on labels {0, 1, 2} indexes past the logits: the cross-entropy
+device-side assert.""",
+    bad="SwinUnet(num_classes=2) trained on masks holding 0, 1 and 2",
+    good="SwinUnet(num_classes=3)",
+    fix="Make the head's out_features/out_channels equal to num_classes (background included).",
+    scope="runtime",
+)
+
+FROZEN_IN_OPTIMIZER = define(
+    "LG504", "frozen-parameters-optimised", "warning",
+    summary="parameters with requires_grad=False are handed to the optimizer (or trainable ones are missing)",
+    why="""
+Weight decay and momentum still move frozen parameters in some optimizers and setups, and
+fixed layers (mean-shift, normalisation constants) drift until the outputs become NaN.""",
+    bad="optim.Adam(model.parameters())  # model has frozen MeanShift layers",
+    good="optim.Adam(filter(lambda p: p.requires_grad, model.parameters()))",
+    fix="Build the optimizer over the trainable parameters only.",
+    scope="runtime",
+)
+
+TARGET_DTYPE = define(
+    "LG505", "target-dtype-or-shape", "error",
+    summary="a target's dtype or shape is wrong for its loss",
+    why="""
+cross_entropy treats float targets as class probabilities (shape must match the input), and
+integer targets must be int64; a mask of shape (N, 1, H, W) fails against logits (N, C, H, W).""",
+    bad="F.cross_entropy(logits, mask.float())",
+    good="F.cross_entropy(logits, mask.long().squeeze(1))",
+    fix="Convert class-index targets with .long() and give them the input's shape without the class axis.",
+    scope="runtime",
+)
+
+INDEX_OUT_OF_TABLE = define(
+    "LG506", "index-exceeds-table", "error",
+    summary="an index tensor exceeds the table it indexes (token ids >= embedding rows)",
+    why="""
+An id >= num_embeddings is the "srcIndex < srcSelectDimSize" device-side assert on a GPU and
+"index out of range in self" on the CPU.""",
+    bad="tokenizer extended to 30524 tokens, model.embeddings has 30522 rows",
+    good="model.resize_token_embeddings(len(tokenizer))",
+    fix="Resize the embedding to the tokenizer (resize_token_embeddings), or fix the ids.",
+    scope="runtime",
+)

@@ -1,0 +1,66 @@
+"""Findings: small immutable records of one problem in one place."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class Severity(enum.IntEnum):
+    """How bad a finding is; ordered so that ``ERROR > WARNING > INFO``."""
+
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @classmethod
+    def parse(cls, text: str | "Severity") -> "Severity":
+        if isinstance(text, Severity):
+            return text
+        try:
+            return cls[str(text).strip().upper()]
+        except KeyError:
+            raise ValueError(
+                f"unknown severity {text!r}: expected one of error, warning, info"
+            ) from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in one place.
+
+    Attributes:
+        code: the stable check code, e.g. ``"LG201"``.
+        severity: how bad it is (the check's default unless config changed it).
+        path: the file the problem is in, or None for a dataset-level finding.
+        message: the facts, with the real values.
+        hint: what to do about it.
+        data: machine-readable details (values, counts, row numbers, suggested remaps).
+    """
+
+    code: str
+    severity: Severity
+    path: str | None
+    message: str
+    hint: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def sort_key(self) -> tuple:
+        return (self.path or "", self.code, self.message)
+
+    def with_severity(self, severity: Severity) -> "Finding":
+        return Finding(self.code, severity, self.path, self.message, self.hint, self.data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": str(self.severity),
+            "path": self.path,
+            "message": self.message,
+            "hint": self.hint,
+            "data": dict(self.data),
+        }
