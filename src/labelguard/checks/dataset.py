@@ -56,7 +56,8 @@ def one_based_labels(summary: Summary, spec: LabelSpec) -> list[Finding]:
     classes = [v for v in found if v not in spec.ignore]
     if not classes or spec.background in classes or spec.background not in allowed:
         return []
-    if classes[0] != spec.background + 1:
+    # 1-based: the values run 1..m and the shift lands exactly on the spec's values.
+    if classes != list(range(spec.background + 1, classes[-1] + 1)) or classes[-1] != max(allowed) + 1:
         return []
     remap = {v: v - 1 for v in classes}
     return [ONE_BASED.finding(

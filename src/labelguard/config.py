@@ -1,0 +1,141 @@
+"""Project configuration: ``labelguard.toml`` or ``[tool.labelguard]`` in ``pyproject.toml``.
+
+Layered like a linter's config, lowest to highest priority: the dataset's own metadata,
+the project config found by walking up from the data, ``--config FILE``, then CLI flags.
+An unknown key is an error that names it.
+
+Example ``labelguard.toml``::
+
+    [labels]
+    num_classes = 3
+    classes = ["background", "liver", "tumour"]
+    ignore_index = [255]
+
+    [audit]
+    fail_on = "error"
+
+    [severity]
+    LG205 = "warning"
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from labelguard.core.findings import Severity
+from labelguard.core.registry import REGISTRY
+from labelguard.core.spec import LabelSpec
+from labelguard.errors import SpecError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+CONFIG_NAME = "labelguard.toml"
+AUDIT_KEYS = {"fail_on", "workers", "format", "key", "sample", "color_map"}
+TOP_KEYS = {"labels", "audit", "severity"}
+
+
+@dataclass
+class Config:
+    """A parsed config file."""
+
+    path: str | None = None
+    spec: LabelSpec = field(default_factory=LabelSpec)
+    audit: dict[str, Any] = field(default_factory=dict)
+    severity: dict[str, Severity] = field(default_factory=dict)
+
+
+def find_project_config(start: str) -> str | None:
+    """The nearest labelguard.toml, or pyproject.toml with [tool.labelguard], at or above ``start``."""
+    current = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(os.path.abspath(start)))
+    while True:
+        candidate = os.path.join(current, CONFIG_NAME)
+        if os.path.isfile(candidate):
+            return candidate
+        pyproject = os.path.join(current, "pyproject.toml")
+        if os.path.isfile(pyproject) and _has_tool_table(pyproject):
+            return pyproject
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _has_tool_table(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return "labelguard" in tomllib.load(handle).get("tool", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+
+
+def load_config(path: str) -> Config:
+    """Parse a config file; SpecError naming the file and key when it is invalid."""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise SpecError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"invalid TOML in {path}: {exc}") from None
+    if os.path.basename(path) == "pyproject.toml":
+        data = data.get("tool", {}).get("labelguard", {})
+    return parse_config(data, path)
+
+
+def parse_config(data: dict[str, Any], path: str) -> Config:
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise SpecError(f"unknown config key {', '.join(unknown)} in {path}; known tables: "
+                        f"{', '.join(sorted(TOP_KEYS))}")
+    config = Config(path=path)
+    labels = data.get("labels", {})
+    if not isinstance(labels, dict):
+        raise SpecError(f"[labels] in {path} must be a table")
+    config.spec = LabelSpec.from_mapping(labels, source=path) if labels else LabelSpec()
+    audit = data.get("audit", {})
+    unknown = sorted(set(audit) - AUDIT_KEYS)
+    if unknown:
+        raise SpecError(f"unknown key {', '.join('audit.' + k for k in unknown)} in {path}; known: "
+                        f"{', '.join(sorted(AUDIT_KEYS))}")
+    config.audit = dict(audit)
+    for code, level in data.get("severity", {}).items():
+        if code.upper() not in REGISTRY:
+            raise SpecError(f"unknown check code {code} in [severity] of {path}")
+        try:
+            config.severity[code.upper()] = Severity.parse(level)
+        except ValueError as exc:
+            raise SpecError(f"{exc} for {code} in {path}") from None
+    return config
+
+
+def format_config(spec: LabelSpec, comments: list[str] | None = None) -> str:
+    """A labelguard.toml holding ``spec``, with ``comments`` (found values and counts) above it."""
+    lines = ["# labelguard label spec: `labelguard audit` checks data against it.",
+             "# Written by `labelguard init`; edit it to say what the labels must be."]
+    for comment in comments or []:
+        lines.append(f"# {comment}")
+    lines.append("")
+    lines.append("[labels]")
+    data = spec.to_dict()
+    for key in ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label"):
+        if key not in data or data[key] is None:
+            continue
+        lines.append(f"{key} = {_toml_value(data[key])}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    return str(value)

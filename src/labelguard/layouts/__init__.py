@@ -1,0 +1,10 @@
+"""Dataset layouts: find the files of a dataset, pair them, and make the per-file tasks.
+
+Each layout module registers itself in :data:`labelguard.layouts.base.LAYOUTS` with a
+``detect`` and a ``discover`` function; the audit asks them in priority order.
+"""
+
+from labelguard.layouts import masks  # noqa: F401  (registers the mask layouts)
+from labelguard.layouts.base import LAYOUTS, AuditOptions, Discovery, discover
+
+__all__ = ["LAYOUTS", "AuditOptions", "Discovery", "discover"]

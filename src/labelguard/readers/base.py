@@ -1,0 +1,59 @@
+"""What every reader shares: the read error and byte sniffing."""
+
+from __future__ import annotations
+
+import os
+
+
+class ReadError(Exception):
+    """A file cannot be read, decoded or parsed; the message says why, for an LG001 finding."""
+
+
+MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+    (b"II+\x00", "tiff"),
+    (b"MM\x00+", "tiff"),
+    (b"BM", "bmp"),
+    (b"\x93NUMPY", "npy"),
+    (b"PK\x03\x04", "zip"),
+    (b"PK\x05\x06", "zip"),
+    (b"\x89HDF\r\n\x1a\n", "hdf5"),
+    (b"\x1f\x8b", "gzip"),
+    (b"GIF8", "gif"),
+    (b"RIFF", "riff"),
+)
+
+EXTENSION_KINDS = {
+    ".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".tif": "tiff", ".tiff": "tiff",
+    ".bmp": "bmp", ".npy": "npy", ".npz": "zip", ".h5": "hdf5", ".hdf5": "hdf5",
+    ".nii": "nifti", ".gz": "gzip", ".gif": "gif", ".webp": "riff",
+}
+
+
+def sniff(head: bytes) -> str | None:
+    """The container format that ``head`` (the first bytes of a file) starts with."""
+    for magic, kind in MAGIC:
+        if head.startswith(magic):
+            return kind
+    if len(head) >= 348 and head[344:348] in (b"n+1\x00", b"ni1\x00"):
+        return "nifti"
+    return None
+
+
+def read_head(path: str, size: int = 352) -> bytes:
+    """The first bytes of ``path``; ReadError with the OS reason when it cannot be opened."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(size)
+    except IsADirectoryError:
+        raise ReadError("is a directory, not a file") from None
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+
+
+def extension(path: str) -> str:
+    """The lower-case extension, ``.nii.gz`` and ``.npy.h5`` counted as their last part."""
+    return os.path.splitext(path)[1].lower()

@@ -1,0 +1,75 @@
+"""File lists (train.txt, ImageSets/*.txt): parsing with every unclean line noted.
+
+A list is read as bytes so that a BOM, CRLF endings and stray whitespace are seen exactly
+as a dataset class that does ``open(f).read().split('\\n')`` would see them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from labelguard.readers.base import ReadError
+
+
+@dataclass(frozen=True)
+class ListEntry:
+    line: int
+    raw: str
+    text: str  # the stripped line
+    fields: tuple[str, ...]  # whitespace-separated parts (CamVid lists pair "image mask")
+
+
+@dataclass
+class ListFile:
+    path: str
+    entries: list[ListEntry] = field(default_factory=list)
+    # problem -> line numbers: "bom", "crlf", "whitespace", "blank", "duplicate"
+    problems: dict[str, list[int]] = field(default_factory=dict)
+    examples: dict[int, str] = field(default_factory=dict)
+
+    def note(self, problem: str, line: int, raw: str) -> None:
+        self.problems.setdefault(problem, []).append(line)
+        self.examples.setdefault(line, raw)
+
+
+def parse_list(path: str) -> ListFile:
+    """Parse a file list; ReadError when it cannot be read as text."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except IsADirectoryError:
+        raise ReadError("is a directory, not a list file") from None
+    except OSError as exc:
+        raise ReadError(f"cannot open list: {exc.strerror or exc}") from None
+    if b"\x00" in data[:4096]:
+        raise ReadError("binary content, not a text list")
+    listing = ListFile(path)
+    if data.startswith(b"\xef\xbb\xbf"):
+        listing.note("bom", 1, "<BOM>")
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    seen: dict[str, int] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, raw in enumerate(lines, 1):
+        if raw.endswith("\r"):
+            listing.note("crlf", number, raw)
+            raw = raw[:-1]
+        stripped = raw.strip()
+        if not stripped:
+            listing.note("blank", number, raw)
+            continue
+        if stripped.startswith("#"):
+            continue
+        if stripped != raw:
+            listing.note("whitespace", number, raw)
+        if stripped in seen:
+            listing.note("duplicate", number, raw)
+            continue
+        seen[stripped] = number
+        listing.entries.append(ListEntry(number, raw, stripped, tuple(stripped.split())))
+    return listing

@@ -1,0 +1,278 @@
+"""Read label masks from images (PNG/TIFF/BMP/JPEG), arrays (NPY/NPZ), HDF5 and NIfTI.
+
+The reader decides the format from the file's bytes, not its name, so a JPEG renamed
+``.png`` is still known to be a JPEG. It returns the stored array untouched (colour masks
+stay (H, W, 3)); decoding colours and judging values is the checks' work.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from labelguard._optional import require
+from labelguard.readers.base import EXTENSION_KINDS, ReadError, read_head, sniff
+
+LABEL_KEYS = ("label", "labels", "mask", "masks", "seg", "gt", "arr_0")
+IMAGE_KEYS = ("image", "images", "img", "data", "x")
+IMAGE_FORMATS = ("png", "jpeg", "tiff", "bmp", "gif", "riff")
+MASK_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".npy", ".npz",
+                   ".h5", ".hdf5", ".nii", ".nii.gz", ".gif", ".webp")
+
+
+@dataclass
+class MaskRecord:
+    """A mask as stored.
+
+    Attributes:
+        array: the label array as stored: (H, W), (D, H, W) / (H, W, D), or (H, W, C) for colour.
+        container: the format found in the bytes (png, jpeg, tiff, npy, zip (npz), hdf5, nifti...).
+        declared: the format the file name claims.
+        mode: the Pillow mode or the array dtype.
+        palette: the RGB palette of a palette (P) image, flattened, when there is one.
+        image_shape: the shape of the image stored in the same file (npz/HDF5 ``image``).
+        key: the array key used in an NPZ/HDF5 file.
+    """
+
+    array: np.ndarray
+    container: str
+    declared: str | None
+    mode: str
+    palette: tuple[int, ...] | None = None
+    image_shape: tuple[int, ...] | None = None
+    key: str | None = None
+
+    @property
+    def lossy(self) -> bool:
+        return self.container == "jpeg"
+
+    @property
+    def renamed(self) -> bool:
+        """True when the bytes are of another format than the name says."""
+        return self.declared is not None and self.declared != self.container and not (
+            self.declared == "gzip" and self.container == "nifti"
+        )
+
+
+def mask_extension(path: str) -> str:
+    lower = path.lower()
+    if lower.endswith(".nii.gz"):
+        return ".nii.gz"
+    return os.path.splitext(lower)[1]
+
+
+def is_mask_candidate(path: str) -> bool:
+    return mask_extension(path) in MASK_EXTENSIONS
+
+
+def _declared(path: str) -> str | None:
+    ext = mask_extension(path)
+    if ext == ".nii.gz":
+        return "nifti"
+    return EXTENSION_KINDS.get(ext)
+
+
+def read_mask(path: str, key: str | None = None) -> MaskRecord:
+    """Read the label array of ``path``; ReadError (-> LG001) when it cannot be read."""
+    head = read_head(path)
+    if not head:
+        raise ReadError("empty file (0 bytes)")
+    container = sniff(head)
+    declared = _declared(path)
+    if container is None:
+        raise ReadError(
+            f"not a known mask format (named {declared or 'with no known extension'}, "
+            f"starts with {head[:8]!r})"
+        )
+    if container in IMAGE_FORMATS:
+        return _read_image(path, container, declared)
+    if container == "npy":
+        return _read_npy(path, declared)
+    if container == "zip":
+        return _read_npz(path, declared, key)
+    if container == "hdf5":
+        return _read_hdf5(path, declared, key)
+    if container in ("nifti", "gzip"):
+        return _read_nifti(path, declared)
+    raise ReadError(f"unsupported format {container}")
+
+
+def _read_image(path: str, container: str, declared: str | None) -> MaskRecord:
+    if container == "tiff":
+        record = _read_tiff_stack(path, declared)
+        if record is not None:
+            return record
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+            image.load()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError,
+            Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ReadError(f"cannot decode {container.upper()}: {exc}") from None
+    palette = None
+    if image.mode == "P":
+        raw = image.getpalette() or []
+        palette = tuple(raw)
+    mode = image.mode
+    if mode in ("I;16B", "I;16L", "I;16N"):
+        mode = "I;16"
+    try:
+        array = np.asarray(image)
+    except (ValueError, TypeError) as exc:
+        raise ReadError(f"cannot convert {container.upper()} mode {image.mode} to an array: {exc}") from None
+    return MaskRecord(array=array, container=container, declared=declared, mode=mode, palette=palette)
+
+
+def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
+    """Multi-page, float and 16-bit TIFFs through tifffile when it is installed."""
+    try:
+        tifffile = require("tifffile")
+    except ImportError:
+        return None
+    try:
+        array = tifffile.imread(path)
+    except Exception as exc:  # tifffile raises many types on corrupt files
+        raise ReadError(f"cannot decode TIFF: {exc}") from None
+    return MaskRecord(array=np.asarray(array), container="tiff", declared=declared, mode=str(array.dtype))
+
+
+def _read_npy(path: str, declared: str | None) -> MaskRecord:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise ReadError(f"cannot load NPY: {exc}") from None
+    except (OSError, EOFError) as exc:
+        raise ReadError(f"cannot load NPY (truncated?): {exc}") from None
+    return MaskRecord(array=array, container="npy", declared=declared, mode=str(array.dtype))
+
+
+def _pick_key(keys: list[str], key: str | None, path_kind: str) -> str:
+    if key is not None:
+        if key not in keys:
+            raise ReadError(f"{path_kind} has no array {key!r} (keys: {', '.join(keys) or 'none'})")
+        return key
+    for candidate in LABEL_KEYS:
+        if candidate in keys:
+            return candidate
+    if len(keys) == 1:
+        return keys[0]
+    raise ReadError(
+        f"{path_kind} has no label array among {', '.join(keys) or 'no keys'}; "
+        f"expected one of {', '.join(LABEL_KEYS)} or pass --key"
+    )
+
+
+def _image_key(keys: list[str], label_key: str) -> str | None:
+    return next((k for k in IMAGE_KEYS if k in keys and k != label_key), None)
+
+
+def _read_npz(path: str, declared: str | None, key: str | None) -> MaskRecord:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            keys = list(archive.files)
+            chosen = _pick_key(keys, key, "NPZ")
+            array = archive[chosen]
+            image_key = _image_key(keys, chosen)
+            image_shape = tuple(archive[image_key].shape) if image_key else None
+    except ReadError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise ReadError(f"cannot load NPZ: {exc}") from None
+    return MaskRecord(array=array, container="zip", declared=declared, mode=str(array.dtype),
+                      image_shape=image_shape, key=chosen)
+
+
+def _read_hdf5(path: str, declared: str | None, key: str | None) -> MaskRecord:
+    h5py = require("h5py", "read HDF5 masks")
+    try:
+        with h5py.File(path, "r") as handle:
+            keys = [k for k in handle.keys() if isinstance(handle[k], h5py.Dataset)]
+            chosen = _pick_key(keys, key, "HDF5 file")
+            array = np.asarray(handle[chosen][()])
+            image_key = _image_key(keys, chosen)
+            image_shape = tuple(handle[image_key].shape) if image_key else None
+    except ReadError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise ReadError(f"cannot read HDF5: {exc}") from None
+    return MaskRecord(array=array, container="hdf5", declared=declared, mode=str(array.dtype),
+                      image_shape=image_shape, key=chosen)
+
+
+def _read_nifti(path: str, declared: str | None) -> MaskRecord:
+    nib = require("nibabel", "read NIfTI masks")
+    try:
+        image = nib.load(path)
+        array = np.asanyarray(image.dataobj)
+    except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
+        raise ReadError(f"cannot read NIfTI: {exc}") from None
+    return MaskRecord(array=np.asarray(array), container="nifti", declared=declared, mode=str(array.dtype))
+
+
+def image_shape(path: str) -> tuple[int, ...]:
+    """The array shape of an image file without decoding its pixels where the format allows.
+
+    2D images give (H, W) or (H, W, C); NIfTI gives its header shape; arrays their shape.
+    """
+    head = read_head(path)
+    if not head:
+        raise ReadError("empty file (0 bytes)")
+    container = sniff(head)
+    if container in IMAGE_FORMATS:
+        if container == "tiff":
+            record = _read_tiff_stack(path, None)
+            if record is not None:
+                return tuple(record.array.shape)
+        try:
+            with Image.open(path) as image:
+                width, height = image.size
+                bands = len(image.getbands())
+        except (UnidentifiedImageError, OSError, ValueError) as exc:
+            raise ReadError(f"cannot read image header: {exc}") from None
+        return (height, width) if bands == 1 else (height, width, bands)
+    if container == "npy":
+        try:
+            return tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)
+        except (ValueError, OSError) as exc:
+            raise ReadError(f"cannot load NPY: {exc}") from None
+    if container in ("nifti", "gzip"):
+        nib = require("nibabel", "read NIfTI images")
+        try:
+            return tuple(nib.load(path).shape)
+        except Exception as exc:
+            raise ReadError(f"cannot read NIfTI header: {exc}") from None
+    if container in ("zip", "hdf5"):
+        return tuple(read_mask_image_array_shape(path, container))
+    raise ReadError(f"not a known image format (starts with {head[:8]!r})")
+
+
+def read_mask_image_array_shape(path: str, container: str) -> tuple[int, ...]:
+    if container == "zip":
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                keys = list(archive.files)
+                key = next((k for k in IMAGE_KEYS if k in keys), keys[0] if keys else None)
+                if key is None:
+                    raise ReadError("NPZ holds no arrays")
+                return tuple(archive[key].shape)
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise ReadError(f"cannot load NPZ: {exc}") from None
+    h5py = require("h5py", "read HDF5 images")
+    try:
+        with h5py.File(path, "r") as handle:
+            keys = list(handle.keys())
+            key = next((k for k in IMAGE_KEYS if k in keys), keys[0] if keys else None)
+            if key is None:
+                raise ReadError("HDF5 file holds no datasets")
+            return tuple(handle[key].shape)
+    except (OSError, KeyError) as exc:
+        raise ReadError(f"cannot read HDF5: {exc}") from None

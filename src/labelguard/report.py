@@ -1,0 +1,118 @@
+"""The audit report: summary, findings, and the versioned JSON schema.
+
+JSON schema, version 1::
+
+    {
+      "version": 1,
+      "tool": {"name": "labelguard", "version": "0.1.0"},
+      "summary": {
+        "paths": [...], "layouts": [...],
+        "spec": {...} | null, "spec_sources": [...],
+        "samples": int, "sampled": null | {"size": int, "of": int, "seed": int},
+        "findings": {"error": int, "warning": int, "info": int},
+        "codes": {"LG201": int, ...},
+        "values": {"<value>": {"files": int, "pixels": int, "in_spec": bool | null}},
+        "outside_spec": {"<value>": {"files": int, "pixels": int}},
+        "classes": {"<name>": {"objects": int, "images": int}},
+        "empty_masks": int, "unreadable": int,
+        "suggested_remap": {"<from>": to} | null,
+        "suggested_color_map": {"r,g,b": index} | null,
+        "notes": [str], "errors": [str]
+      },
+      "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
+    }
+
+``path`` is relative to the current directory when the file is inside it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from labelguard._version import __version__
+from labelguard.core.findings import Finding, Severity
+from labelguard.core.spec import LabelSpec
+from labelguard.core.summary import Summary
+from labelguard.core.values import reduce_zero_label
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Report:
+    """What an audit found."""
+
+    paths: list[str]
+    spec: LabelSpec
+    summary: Summary
+    findings: list[Finding]
+    layouts: list[str] = field(default_factory=list)
+    sampled: dict[str, int] | None = None
+    suggested_remap: dict[int, int] | None = None
+    suggested_color_map: dict[str, int] | None = None
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        by = Counter(str(f.severity) for f in self.findings)
+        return {name: by.get(name, 0) for name in ("error", "warning", "info")}
+
+    def code_counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(f.code for f in self.findings).items()))
+
+    def exit_code(self, fail_on: str = "error") -> int:
+        """0: nothing at or above ``fail_on``; 1: findings; 2: labelguard itself failed."""
+        if self.errors:
+            return 2
+        if fail_on == "never":
+            return 0
+        threshold = Severity.parse(fail_on)
+        return 1 if any(f.severity >= threshold for f in self.findings) else 0
+
+    def value_in_spec(self, value: int) -> bool | None:
+        allowed = self.spec.allowed_values()
+        if allowed is None:
+            return None
+        checked = int(reduce_zero_label(np.array([value]))[0]) if self.spec.reduce_zero_label else value
+        return checked in allowed or checked in self.spec.ignore or (
+            self.spec.reduce_zero_label and checked == 255)
+
+    def outside_spec(self) -> dict[int, tuple[int, int]]:
+        """value -> (files, pixels) for every found value the spec does not allow."""
+        return {
+            v: (self.summary.value_files[v], self.summary.value_pixels[v])
+            for v in self.summary.found_values() if self.value_in_spec(v) is False
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        summary = self.summary.to_dict()
+        for value, entry in summary["values"].items():
+            entry["in_spec"] = self.value_in_spec(int(value))
+        return {
+            "version": SCHEMA_VERSION,
+            "tool": {"name": "labelguard", "version": __version__},
+            "summary": {
+                "paths": self.paths,
+                "layouts": self.layouts,
+                "spec": self.spec.to_dict() if self.spec.is_known else None,
+                "spec_sources": list(self.spec.sources),
+                "samples": summary["samples"],
+                "sampled": self.sampled,
+                "findings": self.counts(),
+                "codes": self.code_counts(),
+                "values": summary["values"],
+                "outside_spec": {str(v): {"files": f, "pixels": p} for v, (f, p) in self.outside_spec().items()},
+                "classes": summary["classes"],
+                "empty_masks": summary["empty_masks"],
+                "unreadable": summary["unreadable"],
+                "suggested_remap": {str(k): v for k, v in self.suggested_remap.items()} if self.suggested_remap else None,
+                "suggested_color_map": self.suggested_color_map,
+                "notes": self.notes,
+                "errors": self.errors,
+            },
+            "findings": [f.to_dict() for f in self.findings],
+        }
