@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+from dataclasses import replace
 from typing import Callable, Iterable, Sequence
 
 from labelguard import layouts
@@ -22,36 +23,28 @@ from labelguard.report import Report
 log = logging.getLogger(__name__)
 
 
-def resolve_spec(
-    discovered: Iterable[LabelSpec],
-    data_path: str,
-    config_file: str | None = None,
-    cli: LabelSpec | None = None,
-    use_project_config: bool = True,
-) -> tuple[LabelSpec, dict]:
-    """The effective spec, layered: dataset metadata < project config < --config < CLI.
-
-    Returns the spec and the [audit]/[severity] settings of the config files used.
-    """
-    spec = LabelSpec()
-    for found in discovered:
-        spec = spec.merged(found)
-    settings: dict = {"audit": {}, "severity": {}}
-    config_paths = []
+def load_settings(data_path: str, config_file: str | None, use_project_config: bool) -> list:
+    """The config files that apply to ``data_path``, lowest priority first, parsed."""
+    paths = []
     if use_project_config:
         project = find_project_config(data_path)
         if project:
-            config_paths.append(project)
+            paths.append(project)
     if config_file:
-        config_paths.append(config_file)
-    for path in config_paths:
-        config = load_config(path)
+        paths.append(config_file)
+    return [load_config(path) for path in paths]
+
+
+def resolve_spec(discovered: Iterable[LabelSpec], configs: list, cli: LabelSpec | None = None) -> LabelSpec:
+    """The effective spec, layered: dataset metadata < project config < --config < CLI."""
+    spec = LabelSpec()
+    for found in discovered:
+        spec = spec.merged(found)
+    for config in configs:
         spec = spec.merged(config.spec)
-        settings["audit"].update(config.audit)
-        settings["severity"].update(config.severity)
     if cli is not None:
         spec = spec.merged(cli)
-    return spec, settings
+    return spec
 
 
 def audit(
@@ -61,7 +54,7 @@ def audit(
     options: AuditOptions | None = None,
     config_file: str | None = None,
     use_project_config: bool = True,
-    workers: int | None = 1,
+    workers: int | None | str = 1,
     sample: int | None = None,
     seed: int = 0,
     severity: dict[str, Severity] | None = None,
@@ -75,7 +68,8 @@ def audit(
         options: layout options (forced format, --images/--masks, lists, npz key, colour map).
         config_file: a config file above the project config in priority.
         use_project_config: look for labelguard.toml / pyproject.toml above the data.
-        workers: processes for the per-file work (None: all cores).
+        workers: processes for the per-file work (None: all cores; "config": the config's
+            [audit] workers, else all cores).
         sample: audit a seeded random subset of this many files.
         seed: the sampling seed.
         severity: code -> severity overrides (above the config's).
@@ -84,11 +78,20 @@ def audit(
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
-    options = options or AuditOptions()
+    configs = load_settings(paths[0], config_file, use_project_config)
+    settings: dict = {}
+    overrides: dict[str, Severity] = {}
+    for config in configs:
+        settings.update(config.audit)
+        overrides.update(config.severity)
+    overrides.update(severity or {})
+    options = _with_settings(options or AuditOptions(), settings)
+    if workers == "config":
+        workers = settings.get("workers")
+    if sample is None and settings.get("sample"):
+        sample = int(settings["sample"])
     discoveries = [layouts.discover(path, options) for path in paths]
-    effective, settings = resolve_spec(
-        (d.spec for d in discoveries), paths[0], config_file, spec, use_project_config)
-    overrides = {**settings["severity"], **(severity or {})}
+    effective = resolve_spec((d.spec for d in discoveries), configs, spec)
     tasks: list[FileTask] = [t for d in discoveries for t in d.tasks]
     sampled = None
     if sample is not None and 0 < sample < len(tasks):
@@ -129,4 +132,14 @@ def audit(
         suggested_color_map=color_proposal(summary.colors) if summary.colors else None,
         notes=notes,
         errors=errors,
+        settings=settings,
     )
+
+
+def _with_settings(options: AuditOptions, settings: dict) -> AuditOptions:
+    """Options the caller left unset take the config's [audit] values."""
+    changes = {}
+    for key in ("format", "key", "color_map"):
+        if getattr(options, key) is None and settings.get(key):
+            changes[key] = settings[key]
+    return replace(options, **changes) if changes else options

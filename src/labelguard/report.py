@@ -56,6 +56,7 @@ class Report:
     suggested_color_map: dict[str, int] | None = None
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)  # the config files' [audit] table
 
     def counts(self) -> dict[str, int]:
         by = Counter(str(f.severity) for f in self.findings)

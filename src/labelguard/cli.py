@@ -1,0 +1,318 @@
+"""The ``labelguard`` command line: a thin layer over the library.
+
+Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage or internal error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import traceback
+
+import click
+
+from labelguard._version import __version__
+from labelguard.core.findings import Severity
+from labelguard.core.spec import LabelSpec
+from labelguard.errors import LabelguardError, SpecError
+
+FAIL_ON = ("error", "warning", "info", "never")
+
+
+class LabelguardGroup(click.Group):
+    """Turns labelguard's own exceptions into exit 2 with one clear line, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except (LabelguardError, ValueError, OSError) as exc:
+            click.echo(f"labelguard: error: {exc}", err=True)
+            ctx.exit(2)
+        except Exception as exc:  # an internal bug: short message, traceback only on request
+            if os.environ.get("LABELGUARD_DEBUG"):
+                traceback.print_exc()
+            click.echo(f"labelguard: internal error: {type(exc).__name__}: {exc} "
+                       "(set LABELGUARD_DEBUG=1 for the traceback)", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=LabelguardGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="labelguard")
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+def main(verbose: int) -> None:
+    """Find the labels that trigger "CUDA error: device-side assert triggered"."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="labelguard: %(levelname)s: %(message)s")
+
+
+def _int_list(values: tuple[str, ...] | str | None) -> tuple[int, ...]:
+    if not values:
+        return ()
+    if isinstance(values, str):
+        values = (values,)
+    out = []
+    for value in values:
+        for part in str(value).split(","):
+            part = part.strip()
+            if part:
+                try:
+                    out.append(int(part))
+                except ValueError:
+                    raise click.BadParameter(f"{part!r} is not an integer") from None
+    return tuple(out)
+
+
+def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background) -> LabelSpec:
+    names = None
+    if classes_file:
+        try:
+            with open(classes_file, encoding="utf-8-sig") as handle:
+                names = tuple(line.strip() for line in handle if line.strip())
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {classes_file}: {exc.strerror}", param_hint="--classes-file")
+    if classes:
+        names = tuple(c.strip() for c in classes.split(",") if c.strip())
+    sources = []
+    if num_classes is not None:
+        sources.append(f"--num-classes {num_classes}")
+    if values:
+        sources.append("--values")
+    if names:
+        sources.append("--classes-file" if classes_file and not classes else "--classes")
+    if ignore_index:
+        sources.append("--ignore-index " + ",".join(str(v) for v in _int_list(ignore_index)))
+    try:
+        return LabelSpec(
+            classes=names, values=_int_list(values) or None, num_classes=num_classes,
+            ignore=_int_list(ignore_index), background=background if background is not None else 0,
+            reduce_zero_label=reduce_zero_label, sources=tuple(sources),
+        )
+    except SpecError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def spec_options(func):
+    """The label spec flags shared by audit and init."""
+    options = [
+        click.option("--num-classes", type=click.IntRange(min=1), help="Number of classes, background included."),
+        click.option("--values", help="Legal values, e.g. 0,1,2 (when they are not 0..N-1)."),
+        click.option("--classes", help="Class names in index order, comma separated."),
+        click.option("--classes-file", type=click.Path(dir_okay=False), help="Class names, one per line."),
+        click.option("--ignore-index", multiple=True, help="A value the loss ignores (e.g. 255); repeatable."),
+        click.option("--reduce-zero-label", is_flag=True,
+                     help="mmsegmentation's option: 0 becomes 255 (ignored), other values shift down by one."),
+        click.option("--background", type=int, default=None, help="The background value (default 0)."),
+        click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+                     help="A labelguard.toml / pyproject.toml above the project config in priority."),
+        click.option("--no-config", is_flag=True, help="Ignore labelguard.toml / pyproject.toml found above the data."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def layout_options(func):
+    options = [
+        click.option("--format", "layout", help="Force a layout (see `labelguard formats`)."),
+        click.option("--images", type=click.Path(exists=True, file_okay=False), help="Folder of images to pair."),
+        click.option("--masks", type=click.Path(exists=True, file_okay=False), help="Folder of masks to pair."),
+        click.option("--list", "lists", multiple=True, type=click.Path(exists=True, dir_okay=False),
+                     help="A file list (train.txt); only listed files are audited. Repeatable."),
+        click.option("--key", help="Array key of the label in NPZ/HDF5 files."),
+        click.option("--color-map", type=click.Path(exists=True, dir_okay=False),
+                     help="Colour map file (dataset_meta.json, label_colors.txt, labelmap.txt, CSV)."),
+        click.option("--path-column", help="CSV column holding the file path."),
+        click.option("--label-column", help="CSV column holding the label."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _options(layout, images, masks, lists, key, color_map, path_column, label_column):
+    from labelguard.layouts import AuditOptions
+
+    return AuditOptions(format=layout, images=images, masks=masks, lists=tuple(lists), key=key,
+                        color_map=color_map, path_column=path_column, label_column=label_column)
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool):
+    """A rich progress bar on a terminal; yields a (done, total) callback or None."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  transient=True) as bar:
+        task = bar.add_task("audit", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@spec_options
+@layout_options
+@click.option("-f", "--output-format", default="text", show_default=True,
+              help="Report format: text or json (see `labelguard formats`).")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file.")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default=None,
+              help="Exit 1 when a finding is at or above this severity (default: error).")
+@click.option("--sample", type=click.IntRange(min=1), help="Audit a seeded random subset of N files.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
+@click.option("-j", "--workers", type=click.IntRange(min=1), help="Processes (default: all cores).")
+@click.option("--write-classes", type=click.Path(dir_okay=False),
+              help="Write the class names found, one per line, sorted.")
+@click.option("--severity", "severity_overrides", multiple=True, metavar="CODE=LEVEL",
+              help="Change a code's severity, e.g. LG205=warning. Repeatable.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
+          config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
+          output_format, output_file, fail_on, sample, seed, workers, write_classes, severity_overrides,
+          no_progress):
+    """Audit the datasets at PATHS against the label spec.
+
+    \b
+    Examples:
+      labelguard audit data/Synapse --list lists/train.txt --num-classes 9
+      labelguard audit VOCdevkit/VOC2012 --ignore-index 255
+      labelguard audit --images data/imgs --masks data/masks --num-classes 2
+    """
+    from labelguard.audit import audit as run_audit
+    from labelguard.output import get_formatter, write_report
+
+    get_formatter(output_format)
+    if not paths:
+        if not masks:
+            raise click.UsageError("give a dataset PATH (or --masks DIR)")
+        paths = (masks,)
+    for path in paths:
+        if not os.path.exists(path):
+            raise click.UsageError(f"{path}: no such file or directory")
+    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background)
+    overrides = {}
+    for item in severity_overrides:
+        code, _, level = item.partition("=")
+        try:
+            overrides[code.strip().upper()] = Severity.parse(level)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--severity") from None
+    show_progress = not no_progress and sys.stderr.isatty()
+    with _progress(show_progress) as progress:
+        report = run_audit(
+            list(paths), spec, options=_options(layout, images, masks, lists, key, color_map, path_column,
+                                                label_column),
+            config_file=config_file, use_project_config=not no_config,
+            workers=workers if workers is not None else "config", sample=sample, seed=seed,
+            severity=overrides, progress=progress,
+        )
+    if write_classes:
+        names = sorted(report.summary.class_objects)
+        with open(write_classes, "w", encoding="utf-8") as handle:
+            handle.write("".join(f"{name}\n" for name in names))
+        click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)
+    if output_file:
+        with open(output_file, "w", encoding="utf-8") as handle:
+            write_report(report, output_format, handle)
+        click.echo(f"report written to {output_file}", err=True)
+    else:
+        write_report(report, output_format, sys.stdout)
+    sys.exit(report.exit_code(fail_on or report.settings.get("fail_on", "error")))
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True))
+@spec_options
+@layout_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Config file to write (default: PATH/labelguard.toml).")
+@click.option("--force", is_flag=True, help="Overwrite an existing config file.")
+@click.option("-j", "--workers", type=click.IntRange(min=1), help="Processes (default: all cores).")
+def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
+         config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
+         output, force, workers):
+    """Infer a label spec from the data at PATH and write it as labelguard.toml.
+
+    Commit the file: later audits check new data against it.
+    """
+    from labelguard.init import infer_spec_file
+
+    target = output or os.path.join(path if os.path.isdir(path) else os.path.dirname(path) or ".",
+                                    "labelguard.toml")
+    if os.path.exists(target) and not force:
+        raise click.UsageError(f"{target} exists; pass --force to overwrite it")
+    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background)
+    text, inferred = infer_spec_file(
+        path, spec, options=_options(layout, images, masks, lists, key, color_map, path_column, label_column),
+        workers=workers, config_file=config_file, use_project_config=not no_config)
+    with open(target, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    click.echo(text, nl=False)
+    click.echo(f"wrote {target}: {inferred.describe()}", err=True)
+
+
+@main.command()
+def rules() -> None:
+    """List every check code."""
+    from labelguard.core.registry import REGISTRY
+    import labelguard.checks  # noqa: F401
+
+    for code in sorted(REGISTRY):
+        check = REGISTRY[code]
+        click.echo(f"{code}  {str(check.severity):<7}  {check.name:<34} {check.summary}")
+
+
+@main.command()
+@click.argument("code")
+def rule(code: str) -> None:
+    """Explain one check code: what, why it breaks training, example, fix."""
+    from labelguard.core.registry import REGISTRY
+    import labelguard.checks  # noqa: F401
+
+    check = REGISTRY.get(code.strip().upper())
+    if check is None:
+        raise click.UsageError(f"unknown code {code!r}; `labelguard rules` lists them")
+    click.echo(f"{check.code} {check.name} (default severity: {check.severity}, {check.scope}-level)")
+    click.echo("")
+    click.echo(f"What it means:\n  {check.summary}")
+    click.echo("")
+    click.echo("Why it breaks training:\n" + _indent(check.why))
+    click.echo("")
+    click.echo("Bad:\n" + _indent(check.bad))
+    click.echo("Good:\n" + _indent(check.good))
+    click.echo("")
+    click.echo("Fix:\n" + _indent(check.fix))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.strip().splitlines())
+
+
+@main.command()
+def formats() -> None:
+    """List the dataset layouts and report formats."""
+    from labelguard.layouts import LAYOUTS
+    from labelguard.output import FORMATTERS
+
+    click.echo("dataset layouts (--format):")
+    for layout in sorted(LAYOUTS.values(), key=lambda item: item.priority):
+        click.echo(f"  {layout.name:<18} {layout.description}")
+    click.echo("report formats (--output-format): " + ", ".join(sorted(FORMATTERS)))
+
+
+@main.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+def demo(directory: str | None) -> None:
+    """Write a small dataset with planted faults to DIRECTORY and audit it."""
+    from labelguard.demo import run_demo
+
+    run_demo(directory, sys.stdout)

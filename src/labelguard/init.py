@@ -1,0 +1,50 @@
+"""``labelguard init``: infer a label spec from the data and write it as a config file."""
+
+from __future__ import annotations
+
+from labelguard.audit import audit
+from labelguard.config import format_config
+from labelguard.core.spec import LabelSpec
+from labelguard.layouts.base import AuditOptions
+
+# A value this high next to small class values is taken for an ignore/border value.
+IGNORE_CANDIDATES = (255, -1, -100)
+
+
+def infer_spec(report, given: LabelSpec) -> LabelSpec:
+    """The spec the data implies: the values (or class names) found, ignore values apart."""
+    summary = report.summary
+    spec = report.spec
+    if summary.value_files:
+        found = summary.found_values()
+        ignore = tuple(v for v in found if v in IGNORE_CANDIDATES and len(found) > 1) or spec.ignore
+        classes = [v for v in found if v not in ignore]
+        if classes == list(range(len(classes))):
+            inferred = LabelSpec(num_classes=len(classes), ignore=ignore)
+        else:
+            inferred = LabelSpec(values=tuple(classes), ignore=ignore)
+        return inferred.merged(given)
+    if summary.class_objects:
+        if spec.classes:
+            return LabelSpec(classes=spec.classes).merged(given)
+        return LabelSpec(classes=tuple(sorted(summary.class_objects))).merged(given)
+    return given
+
+
+def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None = None, workers=None,
+                    config_file: str | None = None, use_project_config: bool = False) -> tuple[str, LabelSpec]:
+    """(config text, inferred spec) for the data at ``path``."""
+    report = audit(path, LabelSpec(), options=options, workers=workers, config_file=config_file,
+                   use_project_config=False)
+    spec = infer_spec(report, given)
+    comments = [f"inferred from {report.summary.samples} samples under {report.paths[0]} "
+                f"(layout: {', '.join(report.layouts)})"]
+    for value in report.summary.found_values():
+        comments.append(f"value {value}: {report.summary.value_files[value]} files, "
+                        f"{report.summary.value_pixels[value]} pixels")
+    for name in sorted(report.summary.class_objects):
+        comments.append(f"class {name!r}: {report.summary.class_objects[name]} objects in "
+                        f"{report.summary.class_images[name]} images")
+    if any(v in IGNORE_CANDIDATES for v in report.summary.value_files):
+        comments.append("values 255/-1/-100 next to class values were taken for ignore values: check it")
+    return format_config(spec, comments), spec
