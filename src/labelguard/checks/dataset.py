@@ -32,6 +32,9 @@ ignore it; it also often reveals a labelling error (a few stray pixels of a clas
 
 # The rarest class holding less than this fraction of the most frequent one is flagged.
 IMBALANCE_RATIO = 1e-3
+# Values under this share of all pixels, found in few files, are stray values (JPEG or
+# interpolation fringes: LG202 names them) rather than the dataset's classes.
+STRAY_SHARE = 0.005
 
 DatasetCheck = Callable[[Summary, LabelSpec], list[Finding]]
 DATASET_CHECKS: list[DatasetCheck] = []
@@ -40,6 +43,14 @@ DATASET_CHECKS: list[DatasetCheck] = []
 def dataset_check(func: DatasetCheck) -> DatasetCheck:
     DATASET_CHECKS.append(func)
     return func
+
+
+def main_values(summary: Summary) -> list[int]:
+    """The found values that are classes of the data, without stray fringe values."""
+    total = sum(summary.value_pixels.values()) or 1
+    half = max(1, summary.samples) / 2
+    return [v for v in summary.found_values()
+            if summary.value_pixels[v] >= STRAY_SHARE * total or summary.value_files[v] >= half]
 
 
 def _class_label(value: int, spec: LabelSpec) -> str:
@@ -76,7 +87,7 @@ def scaled_binary(summary: Summary, spec: LabelSpec) -> list[Finding]:
     if allowed is None or len(allowed) != 2:
         return []
     low, high = sorted(allowed)
-    classes = [v for v in summary.found_values() if v not in spec.ignore]
+    classes = [v for v in main_values(summary) if v not in spec.ignore]
     scaled = [v for v in classes if v not in allowed]
     if not scaled or len(scaled) != 1 or not set(classes) <= {low, scaled[0]} or scaled[0] <= high:
         return []
@@ -101,7 +112,8 @@ def classes_never_seen(summary: Summary, spec: LabelSpec) -> list[Finding]:
         found = set(summary.value_files)
         if spec.reduce_zero_label:
             found = {v - 1 for v in found if v not in (0, 255)}
-        missing = sorted(allowed - found)
+        remap = suggested_remap(summary, spec) or {}
+        missing = sorted(allowed - found - set(remap.values()))
         if missing and found & allowed:
             labels = [_class_label(v, spec) for v in missing]
             findings.append(CLASS_UNUSED.finding(
@@ -185,7 +197,7 @@ def suggested_remap(summary: Summary, spec: LabelSpec) -> dict[int, int] | None:
     """The remap that would bring every found mask value into the spec, when one is evident."""
     if spec.reduce_zero_label:
         return None
-    return suggest_remap(summary.found_values(), spec)
+    return suggest_remap(main_values(summary), spec)
 
 
 def _fmt_map(mapping: dict) -> str:

@@ -192,7 +192,8 @@ def _outside_spec(display, values, bad, spec: LabelSpec, value_name: str):
                      f"--ignore-index {ignore_like[0]} and pass ignore_index={ignore_like[0]} to the loss")
     hints.append("or remap the values (`labelguard fix remap`)")
     message = (
-        f"{value_name}{plural} {pairs}{more} outside {spec.describe()}. On a GPU this is the "
+        f"{value_name}{plural} {pairs}{more} {'are' if plural else 'is'} outside {spec.describe()}. "
+        "On a GPU this is the "
         "\"device-side assert triggered\" in cross_entropy"
     )
     return VALUE_OUTSIDE_SPEC.finding(

@@ -85,19 +85,19 @@ def violations(values: np.ndarray, counts: np.ndarray, spec: LabelSpec) -> Viola
 
 
 def suggest_remap(found: list[int], spec: LabelSpec) -> dict[int, int] | None:
-    """A value remap that brings ``found`` values into the spec, when one is evident.
+    """A value remap that brings ``found`` values onto the spec, when one is evident.
 
-    Found values that are not ignore values are mapped in order onto the legal values when
-    there are no more of them than legal values (``{0, 255}`` onto ``{0, 1}`` gives
-    ``{255: 1}``; ``{1, 2, 3}`` onto ``{0, 1, 2}`` gives ``{1: 0, 2: 1, 3: 2}``).
+    Evident means one-to-one: the found class values (ignore values apart) are as many as
+    the legal values, and some are illegal; they are mapped in order (``{0, 255}`` onto
+    ``{0, 1}`` gives ``{255: 1}``; ``{1, 2, 3}`` onto ``{0, 1, 2}`` gives
+    ``{1: 0, 2: 1, 3: 2}``). Anything else needs a person to decide.
     """
     allowed = spec.allowed_values()
     if allowed is None:
         return None
-    ignore = set(spec.ignore)
-    classes = sorted(v for v in found if v not in ignore)
+    classes = sorted(v for v in found if v not in set(spec.ignore))
     targets = sorted(allowed)
-    if not classes or len(classes) > len(targets) or set(classes) <= allowed:
+    if len(classes) != len(targets) or set(classes) <= allowed:
         return None
     remap = {src: dst for src, dst in zip(classes, targets) if src != dst}
     return remap or None

@@ -249,8 +249,11 @@ def _geometry_findings(task: FileTask, record: MaskRecord, labels: np.ndarray) -
 
 
 def _describe_shape(shape: tuple[int, ...]) -> str:
+    """Width x height for 2D images (channels named apart), the full shape for volumes."""
     if len(shape) == 2:
         return f"{shape[1]}x{shape[0]}"
+    if len(shape) == 3 and shape[-1] <= 4:
+        return f"{shape[1]}x{shape[0]} ({shape[-1]} channels)"
     return "x".join(str(s) for s in shape)
 
 
