@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 
 import numpy as np
@@ -21,7 +22,7 @@ from labelguard.checks.masks import (
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import (
-    AuditOptions, Discovery, display_path, pair_key, register_layout, select_from_lists,
+    AuditOptions, Discovery, display_path, pair_key, register_layout, select_from_lists, strip_extension,
     unpaired_findings, walk_files,
 )
 from labelguard.readers.base import ReadError
@@ -258,11 +259,13 @@ def _describe_shape(shape: tuple[int, ...]) -> str:
 
 
 def same_geometry(mask: tuple[int, ...], image: tuple[int, ...]) -> bool:
-    """True when a mask fits an image: equal shapes, or the image has one extra channel axis."""
-    if tuple(mask) == tuple(image):
+    """True when a mask fits an image: equal shapes, or the image has one extra channel axis
+    (channels last, first, or after a batch axis as in BraTS numpy volumes)."""
+    mask, image = tuple(mask), tuple(image)
+    if mask == image:
         return True
     if len(image) == len(mask) + 1:
-        return tuple(image[:-1]) == tuple(mask) or tuple(image[1:]) == tuple(mask)
+        return any(image[:i] + image[i + 1:] == mask for i in range(len(image)))
     if len(mask) == len(image) + 1 and 1 in (mask[0], mask[-1]):
         return tuple(m for m in mask if m != 1) == tuple(i for i in image if i != 1)
     return False
@@ -551,10 +554,32 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         discovery.findings.append(UNREADABLE.finding(display_path(root), "no such file or directory"))
         return discovery
     forced = options.format == "masks"
-    masks = [p for p in walk_files(root, skip_dirs=IMAGE_DIRS) if is_mask_candidate(p)
+    files = [p for p in walk_files(root, skip_dirs=IMAGE_DIRS) if is_mask_candidate(p)
              and (forced or mask_extension(p) not in JPEG_EXTENSIONS or _in_mask_dir(p, root))]
+    pairs = _pair_by_role(files)
+    images = set(pairs.values())
+    masks = [p for p in files if p not in images]
     color_map = _declared_color_map(options, [root], discovery)
-    return _finish(discovery, options, masks, {}, color_map, [])
+    return _finish(discovery, options, masks, pairs, color_map, [])
+
+
+_ROLE_SPLIT = re.compile(r"([_\-.])")
+IMAGE_TOKENS = frozenset({"data", "image", "images", "img", "volume", "vol", "input", "raw", "ct", "mri"})
+LABEL_TOKENS = frozenset({"label", "labels", "mask", "masks", "seg", "gt", "annotation", "target"})
+
+
+def _pair_by_role(files: list[str]) -> dict[str, str]:
+    """Pairs (mask -> image) of files in one folder whose names differ only by a role word:
+    ``HGG_val0_data_cropped.npy`` / ``HGG_val0_label_cropped.npy``, ``x_img.png`` / ``x_mask.png``."""
+    slots: dict[tuple[str, str], dict[str, str]] = {}
+    for path in files:
+        parts = _ROLE_SPLIT.split(strip_extension(os.path.basename(path)))
+        for i, part in enumerate(parts):
+            role = "image" if part.lower() in IMAGE_TOKENS else "mask" if part.lower() in LABEL_TOKENS else None
+            if role:
+                key = "".join(parts[:i] + ["*"] + parts[i + 1:])
+                slots.setdefault((os.path.dirname(path), key), {}).setdefault(role, path)
+    return {slot["mask"]: slot["image"] for slot in slots.values() if "mask" in slot and "image" in slot}
 
 
 def _in_mask_dir(path: str, root: str) -> bool:
