@@ -2,12 +2,15 @@
 
 Public API::
 
-    LabelSpec        what labels are legal
-    Finding, Severity
-    LabelError       raised by labelguard.torch when a target breaks the spec
+    audit(paths, spec) -> Report     audit datasets against a label spec
+    LabelSpec                        what labels are legal
+    Report, Finding, Severity        what an audit returns
+    LabelError                       raised by labelguard.torch when a target breaks the spec
 """
 
 from labelguard._version import __version__
+from labelguard.audit import audit
+from labelguard.report import Report
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import LabelError, LabelguardError, MissingDependency, SpecError
@@ -18,7 +21,9 @@ __all__ = [
     "LabelSpec",
     "LabelguardError",
     "MissingDependency",
+    "Report",
     "Severity",
     "SpecError",
+    "audit",
     "__version__",
 ]

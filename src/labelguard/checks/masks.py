@@ -167,7 +167,7 @@ def value_findings(
 
 
 def _outside_spec(display, values, bad, spec: LabelSpec, value_name: str):
-    pairs = ", ".join(f"{v} in {c} pixels" for v, c in zip(bad.values[:8], bad.counts[:8]))
+    pairs = ", ".join(f"{v} in {c} pixel{'s' if c != 1 else ''}" for v, c in zip(bad.values[:8], bad.counts[:8]))
     more = f" and {len(bad.values) - 8} more values" if len(bad.values) > 8 else ""
     plural = "s" if len(bad.values) > 1 else ""
     if len(values) > IMAGE_LIKE_DISTINCT:
