@@ -261,11 +261,15 @@ def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_
 
 
 @main.command()
-def rules() -> None:
+@click.option("--markdown", is_flag=True, help="Print the full reference as Markdown (docs/rules.md).")
+def rules(markdown: bool) -> None:
     """List every check code."""
-    from labelguard.core.registry import REGISTRY
+    from labelguard.core.registry import REGISTRY, rules_markdown
     import labelguard.checks  # noqa: F401
 
+    if markdown:
+        click.echo(rules_markdown(), nl=False)
+        return
     for code in sorted(REGISTRY):
         check = REGISTRY[code]
         click.echo(f"{code}  {str(check.severity):<7}  {check.name:<34} {check.summary}")
