@@ -1,0 +1,20 @@
+"""``labelguard.fix``: repair what the audit found, safely.
+
+Every fix is a dry run unless ``apply=True``; applied runs write through one atomic-write +
+journal layer (:mod:`labelguard.fix.journal`) so that :func:`undo` restores the exact bytes,
+even after a run was killed half-way.
+"""
+
+from labelguard.fix.api import colors, remap
+from labelguard.fix.base import FileChange, FixResult
+from labelguard.fix.journal import FixError, UndoResult, undo
+
+__all__ = [
+    "FileChange",
+    "FixError",
+    "FixResult",
+    "UndoResult",
+    "colors",
+    "remap",
+    "undo",
+]

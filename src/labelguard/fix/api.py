@@ -1,0 +1,152 @@
+"""The fix functions of the public API; the ``labelguard fix`` commands are thin layers over them."""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from labelguard.core.spec import LabelSpec
+from labelguard.fix.base import FixResult, load_report, parse_value_map, report_paths
+from labelguard.fix.engine import find_masks, run_fixes
+from labelguard.fix.journal import FixError
+from labelguard.fix.masks import (
+    LabelFile, color_table, colors_to_indices, describe_counts, open_color_file, open_label_file, remap_array,
+    values_of,
+)
+from labelguard.layouts.base import AuditOptions
+from labelguard.readers.base import ReadError
+from labelguard.readers.colormap import ColorMap, load_color_map
+
+PathsArg = "str | os.PathLike | Sequence[str | os.PathLike] | None"
+
+
+def _paths(paths, report: dict | None) -> list[str]:
+    if paths is None or (not isinstance(paths, (str, os.PathLike)) and not list(paths)):
+        if report is None:
+            raise FixError("no paths given")
+        return report_paths(report)
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def remap(
+    paths: PathsArg = None,
+    mapping: "str | dict | None" = None,
+    *,
+    spec: LabelSpec | None = None,
+    options: AuditOptions | None = None,
+    from_report: str | None = None,
+    apply: bool = False,
+    out: str | None = None,
+) -> FixResult:
+    """Replace mask values: ``{255: 1}`` turns every 255 into 1 (all pairs at once, so a swap works).
+
+    Masks keep their format: PNG its mode (L, P, I;16) and palette, NPZ its other arrays (copied
+    byte for byte), HDF5 its other datasets and attributes, NIfTI its header and affine.
+
+    Args:
+        paths: dataset folders or mask files (default: the report's paths).
+        mapping: ``"255:1,3:2"`` or ``{255: 1, 3: 2}`` (default: the report's suggested remap).
+        spec: the label spec the re-audit checks against (default: what the data and config declare).
+        options: layout options, as for :func:`labelguard.audit.audit` (``key`` for NPZ/HDF5).
+        from_report: a saved JSON audit report whose ``suggested_remap`` to apply.
+        apply: write (default: a dry run that only reports).
+        out: write the fixed masks under this folder and leave the input untouched.
+
+    Returns:
+        A :class:`FixResult`; ``result.changes`` holds one entry per mask file.
+
+    Raises:
+        FixError: no map given or found, bad map, unreadable report.
+
+    Example:
+        >>> result = remap("masks/", "255:1", apply=True)  # doctest: +SKIP
+        >>> result.count("written")  # doctest: +SKIP
+        12
+    """
+    report = load_report(from_report) if from_report else None
+    if mapping is None:
+        suggested = (report or {}).get("summary", {}).get("suggested_remap") if report else None
+        if not suggested:
+            raise FixError("no map given" + (" and the report suggests no remap" if report else "")
+                           + "; pass one such as 255:1")
+        mapping = suggested
+    value_map = parse_value_map(mapping)
+    dataset = find_masks(_paths(paths, report), spec, options)
+
+    def transform(label_file: LabelFile):
+        new, counts = remap_array(label_file.array, value_map)
+        before = values_of(label_file.array)
+        if not counts:
+            return None, f"no value of the map occurs (values {before})", {"values": before}
+        after = values_of(new)
+        return new, f"{describe_counts(counts, value_map)}; values {before} -> {after}", {
+            "pixels": {str(k): v for k, v in counts.items()}, "before": before, "after": after}
+
+    return run_fixes("remap", dataset, open_label_file, transform, key=(options or AuditOptions()).key,
+                     apply=apply, out=out,
+                     command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
+
+
+def colors(
+    paths: PathsArg = None,
+    color_map: "str | dict | ColorMap | None" = None,
+    *,
+    spec: LabelSpec | None = None,
+    options: AuditOptions | None = None,
+    from_report: str | None = None,
+    unmapped: int | None = None,
+    mode: str = "P",
+    apply: bool = False,
+    out: str | None = None,
+) -> FixResult:
+    """Convert colour (RGB/RGBA) masks to index masks.
+
+    The map is, in this order: ``color_map`` (a map file, a :class:`ColorMap` or
+    ``{"r,g,b": index}``), the report's ``suggested_color_map``, the map the dataset declares,
+    or the map an audit of the data proposes (VOC colours keep their VOC index; otherwise
+    black is 0 and the others follow by pixel count).
+
+    Args:
+        unmapped: the index for colours not in the map (default: such a file is skipped).
+        mode: ``"P"`` writes the index mask with the map's colours as palette (it looks the same
+            in a viewer), ``"L"`` a plain grey index mask.
+        The other arguments are as for :func:`remap`.
+    """
+    if mode not in ("P", "L"):
+        raise FixError(f"mode must be P or L, got {mode!r}")
+    report = load_report(from_report) if from_report else None
+    paths = _paths(paths, report)
+    dataset = find_masks(paths, spec, options)
+    if color_map is None and report is not None:
+        color_map = report["summary"].get("suggested_color_map")
+    if color_map is None:
+        color_map = dataset.color_map
+    if color_map is None:
+        from labelguard.audit import audit
+
+        proposal = audit(paths, spec, options=options).suggested_color_map
+        if not proposal:
+            raise FixError("no colour masks found to propose a map from; pass a colour map")
+        color_map = proposal
+    if isinstance(color_map, (str, os.PathLike)):
+        try:
+            color_map = load_color_map(os.fspath(color_map))
+        except ReadError as exc:
+            raise FixError(f"colour map {color_map}: {exc}") from None
+    table = color_table(color_map)
+
+    def opener(path: str, key: str | None) -> LabelFile:
+        return open_color_file(path, table, mode)
+
+    def transform(label_file: LabelFile):
+        indices, per_color = colors_to_indices(label_file.array, table, unmapped)
+        shown = ", ".join(f"({c}) -> {i} ({n} px)" for c, (i, n) in list(per_color.items())[:8])
+        more = f" and {len(per_color) - 8} more" if len(per_color) > 8 else ""
+        return indices.astype(np.int64), f"{shown}{more}", {"colors": per_color}
+
+    return run_fixes("colors", dataset, opener, transform, apply=apply, out=out, command="fix colors",
+                     audit_color_map=color_map if isinstance(color_map, ColorMap) else None)

@@ -1,0 +1,136 @@
+"""What every fix shares: parsed maps, per-file outcomes and the run result."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from labelguard.fix.journal import FixError
+
+PLANNED = "planned"  # dry run: would be written
+WRITTEN = "written"
+UNCHANGED = "unchanged"
+SKIPPED = "skipped"  # cannot be fixed this way (format, unmapped colour...): reported, not written
+REFUSED = "refused"  # the re-audit found the fixed file worse, or the re-read differs
+
+
+@dataclass
+class FileChange:
+    """One file's outcome.
+
+    Attributes:
+        path: the file fixed (the input).
+        status: planned, written, unchanged, skipped or refused.
+        summary: one line: what changes (values/classes before -> after, counts) or why not.
+        target: where the fixed file goes (the input, or its place under ``out``).
+        details: machine-readable facts (per-value pixel counts, removed lines...).
+    """
+
+    path: str
+    status: str
+    summary: str
+    target: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FixResult:
+    """What a fix did (``applied``) or would do (a dry run)."""
+
+    action: str
+    applied: bool
+    changes: list[FileChange] = field(default_factory=list)
+    run_id: str | None = None
+    journal: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for c in self.changes if c.status == status)
+
+    @property
+    def ok(self) -> bool:
+        """False when some file was refused (the fix would have made it worse)."""
+        return not any(c.status == REFUSED for c in self.changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action, "applied": self.applied, "run": self.run_id, "journal": self.journal,
+            "notes": self.notes,
+            "changes": [{"path": c.path, "status": c.status, "summary": c.summary, "target": c.target,
+                         "details": c.details} for c in self.changes],
+        }
+
+
+def parse_value_map(text: str | dict) -> dict[int, int]:
+    """``"255:1,3:2"`` (or ``{255: 1}`` / ``{"255": 1}``) -> ``{255: 1, 3: 2}``.
+
+    Raises:
+        FixError: a part is not ``int:int`` or a source value is given twice.
+    """
+    if isinstance(text, dict):
+        try:
+            return {int(k): int(v) for k, v in text.items()}
+        except (TypeError, ValueError):
+            raise FixError(f"a value map needs integer keys and values, got {text!r}") from None
+    mapping: dict[int, int] = {}
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        source, sep, target = part.partition(":")
+        if not sep:
+            source, sep, target = part.partition("=")
+        try:
+            key, value = int(source), int(target)
+        except ValueError:
+            raise FixError(f"{part!r} in the map is not FROM:TO with integers (e.g. 255:1)") from None
+        if key in mapping and mapping[key] != value:
+            raise FixError(f"value {key} is mapped twice ({mapping[key]} and {value})")
+        mapping[key] = value
+    if not mapping:
+        raise FixError("the map is empty; give FROM:TO pairs such as 255:1,3:2")
+    return mapping
+
+
+def parse_name_map(text: str | dict) -> dict[str, str]:
+    """``"Dog=dog,dgo=dog"`` -> ``{"Dog": "dog", "dgo": "dog"}`` (names keep inner spaces)."""
+    if isinstance(text, dict):
+        return {str(k): str(v) for k, v in text.items()}
+    mapping: dict[str, str] = {}
+    for part in str(text).split(","):
+        if not part.strip():
+            continue
+        source, sep, target = part.partition("=")
+        if not sep or not source or not target.strip():
+            raise FixError(f"{part!r} in the map is not OLD=NEW (e.g. Dog=dog)")
+        mapping[source] = target.strip()
+    if not mapping:
+        raise FixError("the map is empty; give OLD=NEW pairs such as Dog=dog")
+    return mapping
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """A saved audit report (JSON schema v1); FixError when it is not one."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise FixError(f"cannot read the report {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise FixError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != 1 or "summary" not in data:
+        raise FixError(f"{path} is not a labelguard JSON report (schema version 1); "
+                       "write one with `labelguard audit DATA -f json -o report.json`")
+    return data
+
+
+def report_paths(report: dict[str, Any]) -> list[str]:
+    """The audited paths of a report, checked to exist."""
+    paths = list(report["summary"].get("paths") or [])
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing or not paths:
+        raise FixError("the report's paths " + ", ".join(missing or ["(none)"]) + " do not exist here; "
+                       "run from the folder the audit ran in, or name the paths")
+    return paths

@@ -1,0 +1,417 @@
+"""Rewriting mask files: value remaps and colour -> index conversion.
+
+Each format is loaded as a :class:`LabelFile`: the label array plus a writer that stores a new
+array with everything else of the file kept (PNG mode and palette, the other arrays of an NPZ,
+the other datasets and attributes of an HDF5 file, NIfTI header and affine) and a check that
+re-reads what was written.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import zipfile
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from PIL import Image
+
+from labelguard._optional import available, require
+from labelguard.core.findings import Severity
+from labelguard.core.spec import LabelSpec
+from labelguard.core.tasks import FileResult, FileTask
+from labelguard.fix.journal import FixError, fsync_file
+from labelguard.layouts.masks import process_mask
+from labelguard.readers.base import ReadError, read_head, sniff
+from labelguard.readers.colormap import ColorMap, color_histogram, unpack
+from labelguard.readers.masks import IMAGE_FORMATS, LABEL_KEYS, read_mask
+
+
+class CannotFix(Exception):
+    """This file cannot be fixed this way; the message says why (reported as a skip)."""
+
+
+@dataclass
+class LabelFile:
+    """A mask file opened for rewriting.
+
+    Attributes:
+        path: the file.
+        container: its format, from the bytes.
+        array: the stored label array.
+        mode: the Pillow mode or dtype, for messages.
+        key: the NPZ/HDF5 array key.
+        write: ``write(new_array, dest)`` writes the whole file with ``new_array`` as labels.
+        check: ``check(dest, new_array)`` raises FixError when ``dest`` does not hold what it should.
+    """
+
+    path: str
+    container: str
+    array: np.ndarray
+    mode: str
+    key: str | None
+    write: Callable[[np.ndarray, str], None]
+    check: Callable[[str, np.ndarray], None]
+
+
+def open_label_file(path: str, key: str | None = None) -> LabelFile:
+    """Open ``path`` for rewriting; CannotFix for formats that a rewrite would damage."""
+    try:
+        container = sniff(read_head(path))
+    except ReadError as exc:
+        raise CannotFix(str(exc)) from None
+    if container == "jpeg":
+        raise CannotFix("JPEG mask: a rewrite would be lossy again; re-export it losslessly (PNG) "
+                        "from the source labels")
+    if container == "tiff" and available("tifffile"):
+        return _open_tiff(path)
+    if container in IMAGE_FORMATS:
+        return _open_image(path, container)
+    if container == "npy":
+        return _open_npy(path)
+    if container == "zip":
+        return _open_npz(path, key)
+    if container == "hdf5":
+        return _open_hdf5(path, key)
+    if container in ("nifti", "gzip"):
+        return _open_nifti(path)
+    raise CannotFix(f"not a mask format labelguard can rewrite ({container or 'unknown bytes'})")
+
+
+def _same_array(dest: str, key: str | None, expected: np.ndarray) -> None:
+    try:
+        record = read_mask(dest, key)
+    except ReadError as exc:
+        raise FixError(f"the written file cannot be read back: {exc}") from None
+    if record.array.shape != expected.shape or not np.array_equal(record.array, expected):
+        raise FixError("the written file reads back different labels than intended")
+
+
+def _open_image(path: str, container: str) -> LabelFile:
+    with Image.open(path) as image:
+        image.load()
+        mode, fmt, info = image.mode, image.format, dict(image.info)
+        palette = image.getpalette(rawmode=image.palette.mode) if mode == "P" and image.palette else None
+        palette_mode = image.palette.mode if palette else None
+        array = np.asarray(image)
+    if mode not in ("L", "P", "I;16", "I;16B", "I;16L", "I"):
+        raise CannotFix(f"a mode {mode} image is not an index mask"
+                        + ("; convert colours with `labelguard fix colors`" if mode in ("RGB", "RGBA") else ""))
+
+    def write(new: np.ndarray, dest: str) -> None:
+        if mode == "P":
+            out = Image.frombytes("P", (new.shape[1], new.shape[0]), _fit(new, np.uint8, mode).tobytes())
+            if palette is not None:
+                out.putpalette(palette, rawmode=palette_mode)
+        else:
+            out = Image.fromarray(_fit(new, array.dtype, mode))
+        params = {}
+        if "transparency" in info:
+            params["transparency"] = info["transparency"]
+        out.save(dest, format=fmt, **params)
+
+    def check(dest: str, new: np.ndarray) -> None:
+        _same_array(dest, None, new.astype(array.dtype))
+        with Image.open(dest) as written:
+            if written.mode != mode and not (mode.startswith("I;16") and written.mode.startswith("I;16")):
+                raise FixError(f"the written image has mode {written.mode}, not {mode}")
+            if palette is not None and written.getpalette(rawmode=palette_mode) != palette:
+                raise FixError("the written image lost its palette")
+
+    return LabelFile(path, container, array, mode, None, write, check)
+
+
+def _fit(new: np.ndarray, dtype, what: str) -> np.ndarray:
+    """``new`` as ``dtype``; CannotFix when a value does not fit."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu" and new.size:
+        info = np.iinfo(dtype)
+        low, high = int(new.min()), int(new.max())
+        if low < info.min or high > info.max:
+            bad = high if high > info.max else low
+            raise CannotFix(f"value {bad} does not fit this file's {dtype} labels ({what}, "
+                            f"{info.min}..{info.max})")
+    return new.astype(dtype, copy=False)
+
+
+def _open_tiff(path: str) -> LabelFile:
+    tifffile = require("tifffile", "rewrite TIFF masks")
+    try:
+        array = np.asarray(tifffile.imread(path))
+    except Exception as exc:  # tifffile raises many types on corrupt files
+        raise CannotFix(f"cannot decode TIFF: {exc}") from None
+    if array.ndim == 3 and array.shape[-1] in (3, 4) and array.dtype == np.uint8:
+        raise CannotFix("a colour TIFF is not an index mask; convert colours with `labelguard fix colors`")
+
+    def write(new: np.ndarray, dest: str) -> None:
+        tifffile.imwrite(dest, _fit(new, array.dtype, "TIFF"),
+                         photometric="minisblack" if new.ndim == 2 else None)
+
+    return LabelFile(path, "tiff", array, str(array.dtype), None, write,
+                     lambda dest, new: _same_array(dest, None, new.astype(array.dtype)))
+
+
+def _open_npy(path: str) -> LabelFile:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise CannotFix(f"cannot load NPY: {exc}") from None
+
+    def write(new: np.ndarray, dest: str) -> None:
+        data = _fit(new, array.dtype, "NPY")
+        if np.isfortran(array):
+            data = np.asfortranarray(data)
+        with open(dest, "wb") as handle:
+            np.save(handle, data, allow_pickle=False)
+
+    return LabelFile(path, "npy", array, str(array.dtype), None, write,
+                     lambda dest, new: _same_array(dest, None, new.astype(array.dtype)))
+
+
+def _pick(keys: list[str], key: str | None, what: str) -> str:
+    if key is not None:
+        if key not in keys:
+            raise CannotFix(f"{what} has no array {key!r} (keys: {', '.join(keys) or 'none'})")
+        return key
+    found = next((k for k in LABEL_KEYS if k in keys), None)
+    if found is None and len(keys) == 1:
+        found = keys[0]
+    if found is None:
+        raise CannotFix(f"{what} has no label array among {', '.join(keys)}; pass --key")
+    return found
+
+
+def _open_npz(path: str, key: str | None) -> LabelFile:
+    """Only the label member is rewritten; every other member is copied byte for byte."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            names = [m.filename[:-4] for m in members if m.filename.endswith(".npy")]
+            chosen = _pick(names, key, "NPZ")
+            with archive.open(chosen + ".npy") as handle:
+                array = np.lib.format.read_array(handle, allow_pickle=False)
+    except CannotFix:
+        raise
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+        raise CannotFix(f"cannot load NPZ: {exc}") from None
+
+    def write(new: np.ndarray, dest: str) -> None:
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, _fit(new, array.dtype, f"NPZ {chosen!r}"), allow_pickle=False)
+        with zipfile.ZipFile(path) as source, zipfile.ZipFile(dest, "w") as out:
+            for member in source.infolist():
+                if member.filename == chosen + ".npy":
+                    info = zipfile.ZipInfo(member.filename, date_time=member.date_time)
+                    info.compress_type = member.compress_type
+                    info.external_attr = member.external_attr
+                    out.writestr(info, buffer.getvalue())
+                else:
+                    out.writestr(member, source.read(member.filename))
+
+    def check(dest: str, new: np.ndarray) -> None:
+        _same_array(dest, chosen, new.astype(array.dtype))
+        with zipfile.ZipFile(path) as source, zipfile.ZipFile(dest) as out:
+            for member in source.infolist():
+                if member.filename != chosen + ".npy" and out.read(member.filename) != source.read(member.filename):
+                    raise FixError(f"NPZ member {member.filename} changed")
+
+    return LabelFile(path, "npz", array, str(array.dtype), chosen, write, check)
+
+
+def _open_hdf5(path: str, key: str | None) -> LabelFile:
+    """The file is copied and the label dataset overwritten in place: other datasets, groups,
+    attributes, chunking and compression stay as they were."""
+    h5py = require("h5py", "rewrite HDF5 masks")
+    try:
+        with h5py.File(path, "r") as handle:
+            keys = [k for k in handle.keys() if isinstance(handle[k], h5py.Dataset)]
+            chosen = _pick(keys, key, "HDF5 file")
+            array = np.asarray(handle[chosen][()])
+    except CannotFix:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise CannotFix(f"cannot read HDF5: {exc}") from None
+
+    def write(new: np.ndarray, dest: str) -> None:
+        data = _fit(new, array.dtype, f"HDF5 {chosen!r}")
+        shutil.copyfile(path, dest)
+        with h5py.File(dest, "r+") as handle:
+            handle[chosen][...] = data
+
+    def check(dest: str, new: np.ndarray) -> None:
+        _same_array(dest, chosen, new.astype(array.dtype))
+        with h5py.File(path, "r") as source, h5py.File(dest, "r") as out:
+            for name in source.keys():
+                if name == chosen or not isinstance(source[name], h5py.Dataset):
+                    continue
+                if not np.array_equal(source[name][()], out[name][()]):
+                    raise FixError(f"HDF5 dataset {name} changed")
+
+    return LabelFile(path, "hdf5", array, str(array.dtype), chosen, write, check)
+
+
+def _open_nifti(path: str) -> LabelFile:
+    nib = require("nibabel", "rewrite NIfTI masks")
+    try:
+        image = nib.load(path)
+        array = np.asarray(image.dataobj)
+    except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error...
+        raise CannotFix(f"cannot read NIfTI: {exc}") from None
+    slope, inter = image.dataobj.slope, image.dataobj.inter
+    if (slope, inter) != (1.0, 0.0):
+        raise CannotFix(f"NIfTI with intensity scaling (slope {slope}, intercept {inter}) is not a plain label map")
+    stored = image.get_data_dtype()
+
+    def write(new: np.ndarray, dest: str) -> None:
+        out = nib.Nifti1Image(_fit(new, stored, "NIfTI"), image.affine, header=image.header.copy())
+        out.set_data_dtype(stored)
+        nib.save(out, dest)
+
+    def check(dest: str, new: np.ndarray) -> None:
+        written = nib.load(dest)
+        if not np.array_equal(np.asarray(written.dataobj), new.astype(array.dtype)):
+            raise FixError("the written NIfTI reads back different labels than intended")
+        if not np.allclose(written.affine, image.affine) or written.get_data_dtype() != stored:
+            raise FixError("the written NIfTI lost its affine or data type")
+
+    return LabelFile(path, "nifti", array, str(array.dtype), None, write, check)
+
+
+# ---- transforms ---------------------------------------------------------------------------
+
+def remap_array(array: np.ndarray, mapping: dict[int, int]) -> tuple[np.ndarray, dict[int, int]]:
+    """``array`` with every value ``v`` in ``mapping`` replaced by ``mapping[v]`` (all at once,
+    so ``{1: 2, 2: 1}`` swaps), and the pixel count changed per source value."""
+    if array.dtype.kind not in "iu":
+        if array.dtype.kind != "f" or not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
+            raise CannotFix(f"{array.dtype} labels with non-integer values cannot be remapped; "
+                            "fix LG204 first")
+    new = array.copy()
+    counts: dict[int, int] = {}
+    for source, target in mapping.items():
+        hit = array == source
+        n = int(hit.sum())
+        if not n:
+            continue
+        if array.dtype.kind in "iu" and not _fits(target, array.dtype):
+            raise CannotFix(f"value {target} does not fit this file's {array.dtype} labels")
+        counts[source] = n
+        new[hit] = target
+    return new, counts
+
+
+def _fits(value: int, dtype: np.dtype) -> bool:
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+def color_table(color_map: "ColorMap | dict") -> dict[int, int]:
+    """Packed 0xRRGGBB -> index, from a :class:`ColorMap` or a report's ``{"r,g,b": index}``."""
+    if isinstance(color_map, ColorMap):
+        return color_map.lookup()
+    table: dict[int, int] = {}
+    for key, index in color_map.items():
+        try:
+            r, g, b = (int(v) for v in str(key).split(","))
+            table[(r << 16) | (g << 8) | b] = int(index)
+        except ValueError:
+            raise FixError(f"colour map key {key!r} is not 'r,g,b'") from None
+    return table
+
+
+def colors_to_indices(rgb: np.ndarray, table: dict[int, int], unmapped: int | None) -> tuple[np.ndarray, dict]:
+    """Index labels of a colour mask, and the pixel count per index; CannotFix naming colours
+    not in the map (unless ``unmapped`` gives them a value)."""
+    codes, counts, inverse = color_histogram(rgb[..., :3])
+    index_of = np.array([table.get(int(c), -1) for c in codes], dtype=np.int64)
+    missing = {unpack(int(c)): int(n) for c, n, i in zip(codes, counts, index_of) if i < 0}
+    if missing:
+        if unmapped is None:
+            listed = ", ".join(f"{c} ({n} px)" for c, n in sorted(missing.items(), key=lambda i: -i[1])[:6])
+            raise CannotFix(f"colours not in the map: {listed}; add them to the map or pass --unmapped VALUE")
+        index_of[index_of < 0] = unmapped
+    indices = index_of[inverse].reshape(rgb.shape[:2])
+    per_color = {"%d,%d,%d" % unpack(int(c)): [int(i), int(n)] for c, n, i in zip(codes, counts, index_of)}
+    return indices, per_color
+
+
+def open_color_file(path: str, table: dict[int, int], mode: str = "P") -> LabelFile:
+    """A colour image mask, rewritten as an index mask: mode P with the map's colours as its
+    palette (it looks the same in a viewer), or mode L."""
+    try:
+        container = sniff(read_head(path))
+    except ReadError as exc:
+        raise CannotFix(str(exc)) from None
+    if container == "jpeg":
+        raise CannotFix("JPEG colour mask: its colours are smeared along edges; re-export it losslessly")
+    if container not in IMAGE_FORMATS:
+        raise CannotFix(f"not an image ({container or 'unknown bytes'}): only colour images are converted")
+    with Image.open(path) as image:
+        image.load()
+        fmt = image.format
+        if image.mode not in ("RGB", "RGBA", "P"):
+            raise CannotFix(f"mode {image.mode} is not a colour mask")
+        if image.mode == "P":
+            raise CannotFix("already an index mask (mode P)")
+        rgb = np.asarray(image.convert("RGB"))
+    palette = [0] * 768
+    for packed, index in sorted(table.items(), key=lambda item: -item[0]):
+        if 0 <= index < 256:
+            palette[3 * index: 3 * index + 3] = list(unpack(packed))
+
+    def write(new: np.ndarray, dest: str) -> None:
+        data = _fit(new, np.uint8, f"mode {mode}")
+        if mode == "P":
+            out = Image.frombytes("P", (data.shape[1], data.shape[0]), data.tobytes())
+            out.putpalette(palette)
+        else:
+            out = Image.fromarray(data)
+        out.save(dest, format=fmt if fmt in ("PNG", "TIFF", "BMP") else "PNG")
+
+    return LabelFile(path, container, rgb, "RGB", None, write,
+                     lambda dest, new: _same_array(dest, None, new.astype(np.uint8)))
+
+
+def audit_file(path: str, spec: LabelSpec, key: str | None, color_map: ColorMap | None = None) -> FileResult:
+    options = []
+    if key:
+        options.append(("key", key))
+    if color_map is not None:
+        options.append(("color_map", color_map))
+    return process_mask(FileTask(process_mask, path, path, options=tuple(options)), spec)
+
+
+def worse(before: FileResult, after: FileResult) -> str | None:
+    """Why ``after`` is worse than ``before`` (a new error code, more out-of-spec pixels), or None."""
+    def errors(result: FileResult) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for finding in result.findings:
+            if finding.severity >= Severity.ERROR:
+                pixels = sum(finding.data.get("counts") or []) if finding.code == "LG201" else 1
+                found[finding.code] = found.get(finding.code, 0) + pixels
+        return found
+
+    old, new = errors(before), errors(after)
+    for code, amount in new.items():
+        if code not in old:
+            message = next(f.message for f in after.findings if f.code == code)
+            return f"the fixed file would have {code}: {message}"
+        if code == "LG201" and amount > old[code]:
+            return f"the fixed file would have more out-of-spec pixels ({amount} > {old[code]})"
+    return None
+
+
+def write_verified(label_file: LabelFile, new: np.ndarray, dest: str) -> None:
+    """Write and fsync ``dest``, then check it reads back as intended."""
+    label_file.write(new, dest)
+    fsync_file(dest)
+    label_file.check(dest, new)
+
+
+def describe_counts(counts: dict[int, int], mapping: dict[int, int]) -> str:
+    return ", ".join(f"{src} -> {mapping[src]} ({n} px)" for src, n in sorted(counts.items()))
+
+
+def values_of(array: np.ndarray) -> list[int]:
+    return [int(v) for v in np.unique(array)] if array.size else []
