@@ -1,0 +1,233 @@
+"""Mask audit throughput against the decode-only floor and the naive ``np.unique`` script.
+
+Writes N realistic 512x512 segmentation masks (blob-shaped objects of several classes on a
+background, VOC-style 255 borders around the objects in half of them, PNG mode L), then
+measures in this one run, each the best of ``--repeat`` passes over a warm file cache:
+
+* decode-only: ``np.asarray(Image.open(path))`` per file, nothing else (the physical floor);
+* naive: ``np.unique(np.array(Image.open(path)))`` per file, values collected in a set;
+* ``labelguard audit DIR --workers 1`` and ``--workers 2`` run as ``python -m labelguard``
+  subprocesses: the wall time includes interpreter start-up, imports, discovery, the
+  per-file work, the dataset checks and writing the report; nothing is subtracted.
+
+It also reports the in-process ``labelguard.audit.audit()`` rate (no start-up) for
+reference, and the peak RSS of the CLI audit at N and 4N files (``os.wait4`` rusage).
+
+Usage::
+
+    python benchmarks/bench_masks.py                 # 2000 masks in a temporary folder
+    python benchmarks/bench_masks.py -n 500 --dir /tmp/masks   # reuse a folder across runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+SIZE = 512
+NUM_CLASSES = 8
+IGNORE = 255
+BORDER = 2  # VOC draws a 255 band about this many pixels either side of each object edge
+
+TARGET_DECODE = 0.75  # one worker vs the decode-only loop
+TARGET_NAIVE = 2.0  # one worker vs the naive script
+TARGET_SCALING = 1.7  # two workers vs one
+
+
+def _smooth_noise(rng: np.random.Generator, cells: int) -> np.ndarray:
+    """A SIZE x SIZE field of smooth random bumps: coarse noise upsampled bicubically."""
+    coarse = rng.standard_normal((cells, cells)).astype(np.float32)
+    return np.asarray(Image.fromarray(coarse, "F").resize((SIZE, SIZE), Image.BICUBIC))
+
+
+def make_mask(seed: int) -> np.ndarray:
+    """A uint8 label map: 1-5 organic objects of random classes on background 0."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:SIZE, 0:SIZE].astype(np.float32) / SIZE
+    mask = np.zeros((SIZE, SIZE), dtype=np.uint8)
+    for _ in range(int(rng.integers(1, 6))):
+        cy, cx = rng.uniform(0.15, 0.85, size=2)
+        radius = rng.uniform(0.08, 0.3)
+        distance = np.sqrt(((yy - cy) ** 2 + (xx - cx) ** 2)) / radius
+        field = 1.0 - distance + 0.35 * _smooth_noise(rng, int(rng.integers(4, 10)))
+        mask[field > 0] = rng.integers(1, NUM_CLASSES)
+    if seed % 2 == 0:
+        edge = np.zeros_like(mask, dtype=bool)
+        edge[:, 1:] |= mask[:, 1:] != mask[:, :-1]
+        edge[1:, :] |= mask[1:, :] != mask[:-1, :]
+        band = edge.copy()
+        for _ in range(BORDER):
+            grown = band.copy()
+            grown[:, 1:] |= band[:, :-1]
+            grown[:, :-1] |= band[:, 1:]
+            grown[1:, :] |= band[:-1, :]
+            grown[:-1, :] |= band[1:, :]
+            band = grown
+        mask[band] = IGNORE
+    return mask
+
+
+def _write_one(args: tuple[str, int]) -> None:
+    path, seed = args
+    Image.fromarray(make_mask(seed), "L").save(path, format="PNG")
+
+
+def ensure_masks(folder: Path, count: int) -> list[Path]:
+    """``count`` masks in ``folder``, writing only the ones missing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"mask_{i:06d}.png" for i in range(count)]
+    missing = [(str(p), i) for i, p in enumerate(paths) if not p.exists()]
+    if missing:
+        print(f"writing {len(missing)} masks to {folder} ...", flush=True)
+        with ProcessPoolExecutor() as pool:
+            list(pool.map(_write_one, missing, chunksize=32))
+    return paths
+
+
+def replicate(paths: list[Path], folder: Path, copies: int) -> Path:
+    """A folder holding ``copies`` hard links (or copies) of every file: copies x N files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for copy in range(copies):
+        for path in paths:
+            target = folder / f"c{copy}_{path.name}"
+            if target.exists():
+                continue
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copyfile(path, target)
+    return folder
+
+
+def warm(paths: list[Path]) -> None:
+    for path in paths:
+        path.read_bytes()
+
+
+def decode_only(paths: list[Path]) -> None:
+    for path in paths:
+        np.asarray(Image.open(path))
+
+
+def naive_unique(paths: list[Path]) -> set[int]:
+    found: set[int] = set()
+    for path in paths:
+        found.update(np.unique(np.array(Image.open(path))).tolist())
+    return found
+
+
+def cli_command(folder: Path, workers: int) -> list[str]:
+    return [sys.executable, "-m", "labelguard", "audit", str(folder), "--workers", str(workers),
+            "--num-classes", str(NUM_CLASSES), "--ignore-index", str(IGNORE), "--no-config",
+            "--no-progress", "-o", os.devnull]
+
+
+def run_cli(folder: Path, workers: int) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one CLI audit; fails loudly on exit code 2."""
+    start = time.perf_counter()
+    process = subprocess.Popen(cli_command(folder, workers), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"labelguard exited {process.returncode}: {stderr.decode(errors='replace')}")
+    return elapsed, usage.ru_maxrss
+
+
+def in_process(folder: Path) -> None:
+    from labelguard.audit import audit
+    from labelguard.core.spec import LabelSpec
+
+    report = audit(str(folder), LabelSpec(num_classes=NUM_CLASSES, ignore=(IGNORE,)),
+                   use_project_config=False, workers=1)
+    assert report.summary.samples > 0
+
+
+def best_of(repeat: int, func, *args) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        func(*args)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _verdict(ratio: float, target: float) -> str:
+    return "PASS" if ratio >= target else "FAIL"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--count", type=int, default=2000, help="masks to generate (default 2000)")
+    parser.add_argument("--dir", type=Path, help="folder for the masks (reused if present); default: a temp dir")
+    parser.add_argument("--repeat", type=int, default=3, help="passes per measurement; the best counts")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak RSS runs at N and 4N files")
+    args = parser.parse_args(argv)
+
+    temporary = None
+    if args.dir is None:
+        temporary = tempfile.TemporaryDirectory(prefix="labelguard-bench-")
+        root = Path(temporary.name)
+    else:
+        root = args.dir
+    try:
+        folder = root / f"masks-{args.count}"
+        paths = ensure_masks(folder, args.count)
+        warm(paths)
+        n = len(paths)
+        print(f"{n} masks {SIZE}x{SIZE}, PNG mode L, {NUM_CLASSES} classes + {IGNORE} borders; "
+              f"{os.cpu_count()} cores; best of {args.repeat}")
+
+        rates = {}
+        rates["decode"] = n / best_of(args.repeat, decode_only, paths)
+        rates["naive"] = n / best_of(args.repeat, naive_unique, paths)
+        rates["api1"] = n / best_of(args.repeat, in_process, folder)
+        for workers in (1, 2):
+            wall = min(run_cli(folder, workers)[0] for _ in range(args.repeat))
+            rates[f"cli{workers}"] = n / wall
+
+        print()
+        print(f"  {'decode-only loop (Image.open + np.asarray)':<52} {rates['decode']:8.0f} files/s")
+        print(f"  {'naive script (np.array(Image.open) + np.unique)':<52} {rates['naive']:8.0f} files/s")
+        print(f"  {'labelguard audit --workers 1 (CLI, incl. start-up)':<52} {rates['cli1']:8.0f} files/s")
+        print(f"  {'labelguard audit --workers 2 (CLI, incl. start-up)':<52} {rates['cli2']:8.0f} files/s")
+        print(f"  {'labelguard.audit.audit(workers=1) in-process':<52} {rates['api1']:8.0f} files/s")
+        print()
+        checks = [
+            ("workers 1 / decode-only", rates["cli1"] / rates["decode"], TARGET_DECODE),
+            ("workers 1 / naive", rates["cli1"] / rates["naive"], TARGET_NAIVE),
+            ("workers 2 / workers 1", rates["cli2"] / rates["cli1"], TARGET_SCALING),
+        ]
+        failed = 0
+        for name, ratio, target in checks:
+            verdict = _verdict(ratio, target)
+            failed += verdict == "FAIL"
+            print(f"  {name:<26} {ratio:5.2f}x  (target >= {target}x)  {verdict}")
+
+        if not args.no_memory:
+            big = replicate(paths, root / f"masks-{args.count}x4", 4)
+            warm(sorted(big.iterdir()))
+            print()
+            for label, target_dir in ((f"N = {n}", folder), (f"4N = {4 * n}", big)):
+                _, rss = run_cli(target_dir, 1)
+                print(f"  peak RSS, --workers 1, {label:<12} {rss / 1024:7.1f} MiB")
+        return 1 if failed else 0
+    finally:
+        if temporary is not None:
+            temporary.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
