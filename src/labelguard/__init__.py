@@ -3,6 +3,7 @@
 Public API::
 
     audit(paths, spec) -> Report     audit datasets against a label spec
+    explain(text) -> Explanation     the likely causes of a PyTorch error log
     LabelSpec                        what labels are legal
     Report, Finding, Severity        what an audit returns
     LabelError                       raised by labelguard.torch when a target breaks the spec
@@ -14,6 +15,7 @@ from labelguard.report import Report
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import LabelError, LabelguardError, MissingDependency, SpecError
+from labelguard.explain import explain
 
 __all__ = [
     "Finding",
@@ -25,5 +27,6 @@ __all__ = [
     "Severity",
     "SpecError",
     "audit",
+    "explain",
     "__version__",
 ]

@@ -1,0 +1,375 @@
+"""Match a log against the knowledge base and build the explanation.
+
+Scoring is by evidence kind, not by entry: an assertion condition is the strongest evidence,
+then a host/CPU message, then the kernel's file or function, then a torch function in the
+traceback. The matcher never claims a cause: it ranks the causes the knowledge base lists for
+the faults the log shows, and says what the log cannot tell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from labelguard.explain.extract import Facts, extract, normalise
+from labelguard.explain.flight import (
+    ORDER_EXACT,
+    BatchRecord,
+    FlightRecord,
+    read_record,
+)
+from labelguard.explain.knowledge import ENTRIES, GENERIC_STEPS, Cause, Entry
+
+# Evidence weights. One piece of evidence per kind counts once per entry.
+WEIGHTS = {"condition": 10, "message": 8, "kernel": 4, "frame": 2}
+STRONG = ("condition", "message", "kernel")
+
+
+@dataclass(frozen=True)
+class Match:
+    """An entry of the knowledge base that the log matches.
+
+    Attributes:
+        entry: the entry's id.
+        title: what failed.
+        score: the summed weight of the evidence kinds found.
+        evidence: each piece of evidence, as ``kind: text found``.
+        kinds: the evidence kinds found.
+    """
+
+    entry: str
+    title: str
+    score: int
+    evidence: tuple[str, ...]
+    kinds: tuple[str, ...]
+
+    @property
+    def strong(self) -> bool:
+        return any(kind in STRONG for kind in self.kinds)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entry": self.entry,
+            "title": self.title,
+            "score": self.score,
+            "evidence": list(self.evidence),
+        }
+
+
+@dataclass(frozen=True)
+class RankedCause:
+    """A cause in the ranked list.
+
+    Attributes:
+        rank: 1 for the first cause to check.
+        likelihood: ``likely`` when the log shows the fault this cause produces (matched by
+            its assertion condition or message), ``possible`` otherwise. Never more.
+        entry: the knowledge-base entry the cause belongs to.
+    """
+
+    rank: int
+    likelihood: str
+    entry: str
+    title: str
+    why: str
+    confirm: str
+    codes: tuple[str, ...]
+    fix: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "likelihood": self.likelihood,
+            "entry": self.entry,
+            "title": self.title,
+            "why": self.why,
+            "confirm": self.confirm,
+            "codes": list(self.codes),
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    """What a flight record adds to an explanation."""
+
+    path: str
+    in_flight: BatchRecord | None
+    previous: tuple[BatchRecord, ...]
+    epoch_complete: bool
+    index_order: str
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "in_flight": self.in_flight.to_dict() if self.in_flight else None,
+            "previous": [b.to_dict() for b in self.previous],
+            "epoch_complete": self.epoch_complete,
+            "index_order": self.index_order,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The explanation of a log.
+
+    Attributes:
+        recognised: False when no signature of the knowledge base matched.
+        summary: one line: what failed, or that the log was not recognised.
+        matches: the matched entries, best first.
+        causes: the ranked causes, first to check first.
+        facts: what the log says (kernel, condition, error, frames, versions).
+        unknowns: what the log cannot tell, and where to get it.
+        steps: the generic steps, always given.
+        cpu_message: what the same fault prints on the CPU (for the best match).
+        record: the batch in flight from a flight record, when one was given.
+    """
+
+    recognised: bool
+    summary: str
+    matches: tuple[Match, ...]
+    causes: tuple[RankedCause, ...]
+    facts: Facts
+    unknowns: tuple[str, ...]
+    steps: tuple[str, ...]
+    cpu_message: str | None = None
+    record: RecordSummary | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "recognised": self.recognised,
+            "summary": self.summary,
+            "matches": [m.to_dict() for m in self.matches],
+            "causes": [c.to_dict() for c in self.causes],
+            "facts": self.facts.to_dict(),
+            "unknowns": list(self.unknowns),
+            "steps": list(self.steps),
+            "cpu_message": self.cpu_message,
+            "record": self.record.to_dict() if self.record else None,
+            "notes": list(self.notes),
+        }
+
+
+def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -> Explanation:
+    """Explain a PyTorch error log: what failed, the likely causes, what to run next.
+
+    Args:
+        text: the log or traceback, as printed (several hundred assertion lines are fine).
+        record: a flight record (its path or a loaded :class:`FlightRecord`) written by
+            :func:`labelguard.torch.record`; adds the samples of the batch in flight.
+
+    Returns:
+        An :class:`Explanation`; ``explanation.recognised`` is False when no known signature
+        matched, and the generic steps are given either way.
+
+    Raises:
+        FlightRecordError: ``record`` names a file that is missing or not a flight record.
+
+    Example:
+        >>> from labelguard import explain
+        >>> log = "Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
+        ...        "thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed."
+        >>> result = explain(log)
+        >>> result.matches[0].entry
+        'nll-target-out-of-range'
+        >>> result.causes[0].codes
+        ('LG102', 'LG201', 'LG101')
+    """
+    clean = normalise(text)
+    facts = extract(clean)
+    frame_text = "\n".join(f"{f.function or ''} {f.code or ''}" for f in facts.frames)
+
+    found: list[tuple[Match, Entry, dict[str, str]]] = []
+    for entry in ENTRIES:
+        scored = _match(entry, clean, frame_text)
+        if scored is not None:
+            found.append((scored[0], entry, scored[1]))
+    if any(match.strong and not entry.generic for match, entry, _ in found):
+        found = [item for item in found if not item[1].generic]
+    # Specific entries first: a generic entry survives only next to entries matched by their
+    # traceback frames, which say more about the fault than "device-side assert" does.
+    found.sort(key=lambda item: (item[1].generic, -item[0].score))
+
+    values: dict[str, str] = {}
+    for _, _, groups in found:
+        for key, value in groups.items():
+            values.setdefault(key, value)
+    facts = _with_values(facts, values)
+
+    causes = _rank_causes(found, clean)
+    summary_record = _summarise_record(record) if record is not None else None
+    recognised = bool(found)
+    return Explanation(
+        recognised=recognised,
+        summary=_summary(found),
+        matches=tuple(match for match, _, _ in found),
+        causes=causes,
+        facts=facts,
+        unknowns=_unknowns(found, facts, summary_record),
+        steps=GENERIC_STEPS,
+        cpu_message=(found[0][1].cpu_message or None) if found else None,
+        record=summary_record,
+    )
+
+
+@lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+def _match(entry: Entry, text: str, frame_text: str) -> tuple[Match, dict[str, str]] | None:
+    if not all(_compiled(p).search(text) for p in entry.requires):
+        return None
+    evidence: list[str] = []
+    kinds: list[str] = []
+    groups: dict[str, str] = {}
+    sources = (
+        ("condition", entry.conditions, text),
+        ("message", entry.messages, text),
+        ("kernel", entry.kernels, text),
+        ("frame", entry.frames, frame_text),
+    )
+    for kind, patterns, haystack in sources:
+        for pattern in patterns:
+            hit = _compiled(pattern).search(haystack)
+            if hit is None:
+                continue
+            evidence.append(f"{kind}: {_shorten(hit.group(0))}")
+            groups.update({k: v for k, v in hit.groupdict().items() if v is not None})
+            if kind not in kinds:
+                kinds.append(kind)
+            break
+    if not kinds:
+        return None
+    score = sum(WEIGHTS[kind] for kind in kinds)
+    return Match(entry.id, entry.title, score, tuple(evidence), tuple(kinds)), groups
+
+
+def _rank_causes(found: list[tuple[Match, Entry, dict]], text: str) -> tuple[RankedCause, ...]:
+    ranked: list[RankedCause] = []
+    seen: set[Cause] = set()
+    for position, (match, entry, _) in enumerate(found):
+        likely = (
+            position == 0
+            and not entry.generic
+            and any(kind in ("condition", "message") for kind in match.kinds)
+        )
+        preferred = sorted(
+            entry.causes,
+            key=lambda cause: not any(_compiled(p).search(text) for p in cause.prefer_when),
+        )
+        for cause in preferred:
+            if cause in seen:
+                continue
+            seen.add(cause)
+            ranked.append(
+                RankedCause(
+                    rank=len(ranked) + 1,
+                    likelihood="likely" if likely else "possible",
+                    entry=entry.id,
+                    title=cause.title,
+                    why=cause.why,
+                    confirm=cause.confirm,
+                    codes=cause.codes,
+                    fix=cause.fix,
+                )
+            )
+    return tuple(ranked)
+
+
+def _unknowns(
+    found: list[tuple[Match, Entry, dict]], facts: Facts, record: RecordSummary | None
+) -> tuple[str, ...]:
+    unknowns: list[str] = []
+    for _, entry, _ in found:
+        for item in entry.cannot_know:
+            if item not in unknowns:
+                unknowns.append(item)
+    cuda_error = facts.assertion_lines > 0 or bool(
+        facts.error_message and "CUDA error" in facts.error_message
+    )
+    if cuda_error and facts.user_frame is not None:
+        unknowns.append(
+            "whether the Python frame is the call that failed: CUDA reports kernel errors at "
+            "the next synchronisation, so the traceback can point past the failing kernel "
+            "unless the run used CUDA_LAUNCH_BLOCKING=1"
+        )
+    if facts.assertion_lines and facts.assertions:
+        unknowns.append(
+            "which sample held the bad value: block and thread numbers index CUDA threads, "
+            "not samples or files"
+        )
+    if record is None:
+        unknowns.append(
+            "which samples were in the batch: the log holds no data (record the batches with "
+            "labelguard.torch.record and pass --record, or audit the dataset)"
+        )
+    if facts.torch_version is None:
+        unknowns.append(
+            "the torch version: not printed (python -c \"import torch; print(torch.__version__)\")"
+        )
+    if not found:
+        unknowns.insert(
+            0,
+            "what failed: the log holds no kernel assertion, no known host error and no known "
+            "CPU message; paste the complete output, including the lines above the traceback",
+        )
+    return tuple(unknowns)
+
+
+def _summarise_record(record: str | os.PathLike | FlightRecord) -> RecordSummary:
+    loaded = record if isinstance(record, FlightRecord) else read_record(record)
+    notes: list[str] = []
+    if loaded.in_flight is None:
+        notes.append("the record holds no batch: the loop had not taken one yet")
+    else:
+        notes.append(
+            "the batch in flight is the last one the loop took; CUDA reports errors late, so "
+            "the fault can also belong to the batch before it (listed too); with "
+            "CUDA_LAUNCH_BLOCKING=1 it is the batch in flight"
+        )
+    if loaded.epoch_complete:
+        notes.append(
+            "the loader had finished its pass: the crash came in the last step or outside "
+            "this loader (e.g. validation with another loader)"
+        )
+    if loaded.index_order != ORDER_EXACT:
+        notes.append(
+            f"index order is '{loaded.index_order}': the indices may not match the batches "
+            "exactly"
+        )
+    return RecordSummary(
+        path=loaded.path,
+        in_flight=loaded.in_flight,
+        previous=loaded.previous[:1],
+        epoch_complete=loaded.epoch_complete,
+        index_order=loaded.index_order,
+        notes=tuple(notes),
+    )
+
+
+def _with_values(facts: Facts, values: dict[str, str]) -> Facts:
+    return replace(facts, values=values) if values else facts
+
+
+def _summary(found: list[tuple[Match, Entry, dict]]) -> str:
+    if not found:
+        return "Not recognised: the log matches no known PyTorch error signature"
+    best_match, best, _ = found[0]
+    if best_match.strong:
+        return best.title[0].upper() + best.title[1:]
+    generic = next((entry for _, entry, _ in found if entry.generic), None)
+    lead = generic.title if generic else "the log names no failing kernel"
+    through = best.operation.split(",")[0]
+    return f"{lead[0].upper()}{lead[1:]}; the traceback passes through {through}"
+
+
+def _shorten(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

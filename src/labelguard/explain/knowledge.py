@@ -1,0 +1,826 @@
+"""The knowledge base of ``labelguard explain``: error signatures mapped to ranked causes.
+
+This module is data. Each :class:`Entry` names one fault as PyTorch reports it, with the
+regular expressions that recognise it and the causes that produce it, most frequent first.
+The matcher (:mod:`labelguard.explain.engine`) reads these records and never special-cases an
+entry, so a new fault is one more record here plus a real log in ``tests/explain/logs``.
+
+Signatures match on what stays stable across torch releases: the assertion condition as it
+is printed, the kernel's file and function name, and the host-side message. Line numbers
+change with every release and are never part of a signature.
+
+Signature kinds, from strongest to weakest:
+
+* ``conditions``: the text inside ``Assertion `...` failed`` (the CUDA kernel assertion);
+* ``messages``: a CPU or host error message; named groups become extracted facts;
+* ``kernels``: the kernel source file or function name;
+* ``frames``: a torch function named in the Python traceback (weak: the traceback of an
+  asynchronous CUDA error can point past the failing kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The commands the causes refer to, kept in one place so the wording follows the CLI.
+AUDIT = "labelguard audit DATA --num-classes N"
+AUDIT_IGNORE = "labelguard audit DATA --num-classes N --ignore-index 255"
+AUDIT_SPLITS = "labelguard audit DATA --num-classes N, on every split (train, val, test)"
+GUARD = "labelguard.torch.guard(dataset, num_classes=N)"
+PREFLIGHT = "labelguard.torch.preflight(model, loss_fn, loader, num_classes=N)"
+CHECKED = "labelguard.torch.checked(loss_fn, num_classes=N)"
+RECORD = "labelguard.torch.record(loader, PATH), then labelguard replay PATH"
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One way a fault comes about.
+
+    Attributes:
+        title: the cause in one line, stated as a fact to check ("a target id >= ...").
+        why: how this cause produces exactly this error.
+        confirm: the labelguard command (or plain check) that confirms it on the user's data.
+        codes: the check codes (``../shared/spec/checks.md``) that report it; may be empty
+            when no labelguard check covers the cause, and ``confirm`` then says so.
+        fix: what to change.
+        prefer_when: regular expressions on the log; when one matches, this cause is ranked
+            before the causes of its entry that have no matching preference.
+    """
+
+    title: str
+    why: str
+    confirm: str
+    codes: tuple[str, ...]
+    fix: str
+    prefer_when: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One fault and the signatures that recognise it.
+
+    Attributes:
+        id: stable identifier, used in JSON output and tests.
+        title: what failed, in one line.
+        operation: the torch operations that run the failing kernel.
+        conditions, kernels, messages, frames: regular expressions (see the module doc).
+        requires: regular expressions that must all match the log before any signature of
+            this entry counts (CTC: an illegal memory access only says "CTC" with the frame).
+        cpu_message: what the CPU prints for the same fault, when it prints anything.
+        cannot_know: what a log of this fault never tells.
+        causes: the causes, most frequent first.
+        generic: True for the catch-all entries (a bare device-side assert): they are shown
+            only when no specific entry matched through a condition, message or kernel.
+    """
+
+    id: str
+    title: str
+    operation: str
+    conditions: tuple[str, ...] = ()
+    kernels: tuple[str, ...] = ()
+    messages: tuple[str, ...] = ()
+    frames: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    cpu_message: str = ""
+    cannot_know: tuple[str, ...] = ()
+    causes: tuple[Cause, ...] = ()
+    generic: bool = False
+
+
+# --- causes shared by several entries ---------------------------------------------------
+
+_CLASS_ID_TOO_LARGE = Cause(
+    title="a label is >= the number of classes the loss was given (off by one, a stray class, "
+    "background not counted)",
+    why="The loss reads the score of class `t` from a row of n_classes scores. A label equal to "
+    "n_classes or larger points past the row, and the kernel stops at its bounds check. Typical: "
+    "labels 0..3 with num_classes=3, a stray annotation with an extra class, or 'two classes' "
+    "plus background.",
+    confirm=AUDIT_SPLITS,
+    codes=("LG102", "LG201", "LG101"),
+    fix="Set num_classes to the number of distinct labels including background (max label + 1), "
+    "or remap/drop the labels that exceed it; remove annotations of classes that are not in the "
+    "dataset.",
+)
+
+_HEAD_TOO_SMALL = Cause(
+    title="the model outputs fewer classes than the labels use (head built with a smaller "
+    "num_classes)",
+    why="n_classes in the assertion is the size of the model's class axis, not the value in your "
+    "config. A head left at its default (2, 80, 1000) or a config edited in one place only gives "
+    "logits narrower than the label range.",
+    confirm=f"{PREFLIGHT} (it compares the head's output size with num_classes and the targets: "
+    "LG503), or print logits.shape[1] next to target.max()",
+    codes=("LG503",),
+    fix="Build the head with out_features/out_channels equal to the number of classes "
+    "(background included); when loading a checkpoint with another head size, replace the head.",
+)
+
+_IGNORE_VALUE_NOT_IGNORED = Cause(
+    title="an ignore/unknown value (255, -1, -100) reaches the loss without being its ignore_index",
+    why="Masks mark borders or unlabelled pixels with 255, and detection/NLP code uses -1 or "
+    "-100 for 'no label'. The loss only skips the value given as ignore_index (default -100); "
+    "any other such value is checked as a class id and fails.",
+    confirm=f"{AUDIT_IGNORE} (LG201 lists the values outside the spec; LG103 the negative ids)",
+    codes=("LG201", "LG103"),
+    fix="Pass ignore_index=255 (or the value you use) to the loss, or map the value to the "
+    "loss's ignore_index before training.",
+    prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d", r"ignore_index"),
+)
+
+_MASK_STORAGE = Cause(
+    title="masks stored as 0/255, saved as JPEG or resized with interpolation, so they hold "
+    "values that are not class ids",
+    why="A binary mask saved by an image editor holds 0 and 255; a JPEG or bilinear resize "
+    "creates in-between values along every edge. Each such pixel is a target far above "
+    "n_classes.",
+    confirm=AUDIT,
+    codes=("LG209", "LG202", "LG204", "LG203"),
+    fix="Remap 255 to 1 for binary masks, store masks as PNG (never JPEG), resize masks with "
+    "nearest-neighbour interpolation, and convert colour masks with an explicit colour-to-index "
+    "map.",
+    prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d", r"\bmasks?\b"),
+)
+
+_ONE_BASED = Cause(
+    title="labels start at 1 (1..N) while the loss expects 0..N-1",
+    why="Annotation tools and COCO-style ids often number classes from 1. With N outputs, "
+    "label N is one past the last column.",
+    confirm=AUDIT,
+    codes=("LG208", "LG102"),
+    fix="Subtract 1 from every label (or build a contiguous id map, e.g. COCO category ids to "
+    "0..79) in the dataset, not in the loss.",
+)
+
+_NAN_IN_MODEL = Cause(
+    title="the model produced NaN/Inf (diverging training, frozen layers handed to the "
+    "optimizer, fp16 overflow)",
+    why="NaN fails every comparison, so `0 <= x <= 1` is false for it. Training that ran for "
+    "epochs before crashing points this way: the data did not change, the weights did.",
+    confirm="labelguard.torch.trace_nonfinite names the first module that outputs NaN/Inf "
+    "(LG502); labelguard.torch.audit_optimizer lists frozen parameters in the optimizer (LG504)",
+    codes=("LG502", "LG504"),
+    fix="Lower the learning rate, clip gradients, build the optimizer over trainable parameters "
+    "only, and keep the loss in fp32.",
+)
+
+_INDEX_FROM_LABELS = Cause(
+    title="a class id or sample id is used as an index into a table that is too small",
+    why="Per-class tables (class weights, colour palettes, one-hot matrices, confusion "
+    "matrices, class embeddings) have one row per class. A label at or above that size indexes "
+    "past the table.",
+    confirm=AUDIT_SPLITS,
+    codes=("LG102", "LG201", "LG506"),
+    fix="Size the table from the data's label range (or num_classes including background), "
+    "or fix the labels that exceed it.",
+)
+
+_INDEX_FROM_MODEL = Cause(
+    title="an index computed inside the model or loss (argmax, matching, sampling) is out of "
+    "range",
+    why="Indices built at run time (anchor/box assignment, top-k, gathered positions) are "
+    "invisible to a data audit; an empty tensor, a NaN turned into an index or an off-by-one "
+    "in that code produces the same assertion.",
+    confirm=f"{RECORD} --loss module:function re-runs the crashing batch on the CPU, which "
+    "raises with the index and the size",
+    codes=("LG506", "LG502"),
+    fix="Check the index tensor's min/max against the indexed size right before the call "
+    "(on the CPU run), and guard empty inputs.",
+)
+
+
+# --- the entries -----------------------------------------------------------------------
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry(
+        id="nll-target-out-of-range",
+        title="a class target outside [0, n_classes) reached cross_entropy / nll_loss",
+        operation="F.cross_entropy, nn.CrossEntropyLoss, F.nll_loss, nn.NLLLoss (1-D and "
+        "spatial/segmentation targets)",
+        conditions=(
+            r"\bt\s*>=\s*0\s*&&\s*t\s*<\s*n_classes\b",
+            r"\bcur_target\s*>=\s*0\s*&&\s*cur_target\s*<\s*n_classes\b",
+            r"Assertion\s*[`']?\s*(?:t|cur_target)\s*<\s*n_classes\s*[`']",
+        ),
+        kernels=(
+            r"\bnll_loss\w*(?:kernel|_2d|_1d)\w*",
+            r"\bNLLLoss2d\.cu\b",
+            r"\b(?:Spatial)?ClassNLLCriterion\b",
+        ),
+        messages=(
+            r"Target (?P<target>-?\d+) is out of bounds",
+        ),
+        frames=(r"\b(?:cross_entropy|nll_loss|nll_loss2d|cross_entropy_loss)\b",),
+        cpu_message="IndexError: Target 3 is out of bounds.",
+        cannot_know=(
+            "the offending target value and n_classes: the kernel assertion prints the "
+            "condition, not the numbers (the CPU run prints the value)",
+        ),
+        causes=(
+            _CLASS_ID_TOO_LARGE,
+            _IGNORE_VALUE_NOT_IGNORED,
+            _MASK_STORAGE,
+            _HEAD_TOO_SMALL,
+            _ONE_BASED,
+        ),
+    ),
+    Entry(
+        id="bce-input-out-of-range",
+        title="binary_cross_entropy got an input (prediction) outside [0, 1]",
+        operation="F.binary_cross_entropy, nn.BCELoss",
+        conditions=(
+            r"\binput_val\s*>=\s*zero\s*&&\s*input_val\s*<=\s*one\b",
+            r"\*?\b(?:input|x)\s*>=\s*0\.?\s*&&\s*\*?(?:input|x)\s*<=\s*1\.?",
+        ),
+        kernels=(r"\bBCECriterion\b", r"\bbce_updateOutput\w*", r"binary_cross_entropy\w*cuda"),
+        messages=(
+            r"all elements of input should be between 0 and 1",
+            r"input value should be between 0~1, but got (?P<input>\S+)",
+        ),
+        frames=(r"\bbinary_cross_entropy\b(?!_with_logits)",),
+        cpu_message="RuntimeError: all elements of input should be between 0 and 1",
+        cannot_know=(
+            "whether the bad input was a logit (> 1 or < 0) or NaN: the assertion fails for "
+            "both and prints neither",
+        ),
+        causes=(
+            Cause(
+                title="BCELoss is fed logits: the last layer has no sigmoid",
+                why="BCELoss takes probabilities and checks 0 <= p <= 1 on every element. Raw "
+                "scores from a Linear/Conv head are routinely negative or above 1.",
+                confirm=f"{PREFLIGHT} or {CHECKED} (LG501 names the loss and the input range "
+                "it saw), or print pred.min() and pred.max() before the loss",
+                codes=("LG501",),
+                fix="Use nn.BCEWithLogitsLoss on the raw scores (it applies the sigmoid in a "
+                "numerically stable way), or add torch.sigmoid before BCELoss.",
+            ),
+            _NAN_IN_MODEL,
+            Cause(
+                title="a hand-made probability leaves [0, 1] (softmax of a subset, a product or "
+                "sum of probabilities, label smoothing applied to the prediction)",
+                why="Arithmetic on probabilities (adding two heads, rescaling, mixing) can push "
+                "values slightly past 1 or below 0, which the check rejects.",
+                confirm="print pred.min() and pred.max() on the CPU run of the failing batch",
+                codes=("LG501",),
+                fix="Clamp to [eps, 1 - eps] only when the excess is rounding; otherwise compute "
+                "the loss from logits with BCEWithLogitsLoss.",
+            ),
+        ),
+    ),
+    Entry(
+        id="bce-target-out-of-range",
+        title="binary_cross_entropy got a target outside [0, 1]",
+        operation="F.binary_cross_entropy, nn.BCELoss (torch releases that check the target)",
+        conditions=(r"\btarget_val\s*>=\s*zero\s*&&\s*target_val\s*<=\s*one\b",),
+        kernels=(r"binary_cross_entropy\w*cuda",),
+        messages=(r"all elements of target should be between 0 and 1",),
+        frames=(r"\bbinary_cross_entropy\b",),
+        cpu_message="RuntimeError: all elements of target should be between 0 and 1",
+        cannot_know=("the target value that failed: the assertion prints only the condition",),
+        causes=(
+            Cause(
+                title="binary masks stored as 0/255 (or another scale) instead of 0/1",
+                why="A mask read straight from an 8-bit image holds 255 for the foreground; "
+                "BCE needs 1.",
+                confirm=AUDIT,
+                codes=("LG209",),
+                fix="Divide by 255 or remap {255: 1} when loading the mask.",
+            ),
+            Cause(
+                title="class-index masks (0, 1, 2, ...) given to a binary loss",
+                why="A multi-class mask has values above 1; BCE only accepts one probability "
+                "per element.",
+                confirm=AUDIT,
+                codes=("LG201", "LG505"),
+                fix="Use cross_entropy with class indices, or one-hot the mask into one "
+                "channel per class before BCE.",
+            ),
+            Cause(
+                title="soft targets above 1 from interpolation, edge maps or augmentation",
+                why="Resizing or blurring a target, or building edge/gradient targets, yields "
+                "values that are not limited to [0, 1].",
+                confirm=AUDIT,
+                codes=("LG204",),
+                fix="Resize targets with nearest-neighbour interpolation and clamp or normalise "
+                "continuous targets to [0, 1].",
+            ),
+        ),
+    ),
+    Entry(
+        id="index-select-out-of-range",
+        title="an index >= the size of the table in index_select / embedding lookup",
+        operation="nn.Embedding, F.embedding, torch.index_select, embedding_bag, and tensor "
+        "indexing that uses the vectorized gather path",
+        conditions=(
+            r"\bsrcIndex\s*<\s*srcSelectDimSize\b",
+            r"\bind\s*>=\s*0\s*&&\s*ind\s*<\s*ind_dim_size\b",
+            r"vectorized gather kernel index out of bounds",
+            r"\binput\[emb\]\s*<\s*numRows\b",
+        ),
+        kernels=(
+            r"\bindexSelect(?:Small|Large)Index\b",
+            r"\bvectorized_gather_kernel\b",
+            r"\bIndexKernelUtils\.cu\b",
+            r"\bTHCTensorIndex\.cu\b",
+            r"\bEmbeddingBag\.cu\b",
+        ),
+        messages=(
+            r"index out of range in self",
+            r"Index (?P<position>\d+) of input takes value (?P<index>-?\d+) which is not in "
+            r"the valid range \[0, (?P<size>\d+)\)",
+        ),
+        frames=(r"\b(?:embedding|embedding_bag|index_select)\b",),
+        cpu_message="IndexError: index out of range in self",
+        cannot_know=(
+            "the offending id and the table size: the assertion prints neither",
+            "which embedding (tokens, positions, token types, classes) failed when the model "
+            "has several",
+        ),
+        causes=(
+            Cause(
+                title="token ids >= the embedding's num_embeddings (tokenizer extended or "
+                "swapped, embeddings not resized)",
+                why="Adding special tokens or using another checkpoint's tokenizer produces ids "
+                "past the last row of the embedding matrix.",
+                confirm=f"{PREFLIGHT} (LG506 compares the token ids with every nn.Embedding's "
+                "num_embeddings), or compare len(tokenizer) with "
+                "model.get_input_embeddings().num_embeddings",
+                codes=("LG506",),
+                fix="model.resize_token_embeddings(len(tokenizer)) after changing the "
+                "tokenizer, or use the tokenizer that matches the checkpoint.",
+            ),
+            Cause(
+                title="sequences longer than max_position_embeddings, or token_type_ids / other "
+                "ids beyond their table (type_vocab_size=1 given type id 1)",
+                why="Position and segment embeddings are small tables; a long input or a "
+                "second segment id indexes past them.",
+                confirm=f"{PREFLIGHT}, or print input_ids.shape[1] against "
+                "config.max_position_embeddings and token_type_ids.max() against "
+                "config.type_vocab_size",
+                codes=("LG506",),
+                fix="Truncate inputs to max_length, or drop token_type_ids for models with "
+                "type_vocab_size=1.",
+            ),
+            Cause(
+                title="label or ignore values (-100, -1, 255) fed in as ids, or class ids used "
+                "to look up a class embedding that is too small",
+                why="Negative ids wrap into huge unsigned offsets in the kernel; class ids "
+                "above the class table size fail the same check.",
+                confirm=AUDIT,
+                codes=("LG102", "LG103", "LG506"),
+                fix="Replace ignore values by the padding id before the lookup, and size class "
+                "embeddings with num_classes.",
+            ),
+            _INDEX_FROM_MODEL,
+        ),
+    ),
+    Entry(
+        id="indexing-out-of-bounds",
+        title="tensor[index] with an index outside the indexed dimension",
+        operation="advanced indexing tensor[idx], tensor[idx] = v, index_put_",
+        conditions=(
+            r"\bindex\s*>=\s*-sizes\[i\]\s*&&\s*index\s*<\s*sizes\[i\]",
+            r"-sizes\[i\]\s*<=\s*index\s*&&\s*index\s*<\s*sizes\[i\]",
+        ),
+        kernels=(r"\bIndexKernel\.cu\b",),
+        messages=(
+            r"IndexError: index (?P<index>-?\d+) is out of bounds for dimension (?P<dim>\d+) "
+            r"with size (?P<size>\d+)",
+        ),
+        frames=(r"__getitem__|__setitem__|index_put",),
+        cpu_message="IndexError: index 7 is out of bounds for dimension 0 with size 5",
+        cannot_know=("the index value and the size it exceeded: the assertion prints neither",),
+        causes=(
+            _INDEX_FROM_LABELS,
+            _INDEX_FROM_MODEL,
+            Cause(
+                title="negative ids (-1 for 'unknown') used as indices",
+                why="Python-style negative indices are allowed only down to -size; ids such as "
+                "-100 or an ignore value stored as a large integer fall outside.",
+                confirm=AUDIT,
+                codes=("LG103",),
+                fix="Filter out the ignore/unknown ids before indexing with them.",
+            ),
+        ),
+    ),
+    Entry(
+        id="scatter-gather-out-of-bounds",
+        title="an index outside the target dimension in scatter / gather (and one_hot on CUDA)",
+        operation="torch.gather, scatter_, scatter_add_, F.one_hot (CUDA runs it as a scatter), "
+        "label-smoothing and focal/Dice losses built on them",
+        conditions=(
+            r"\bidx_dim\s*>=\s*0\s*&&\s*idx_dim\s*<\s*index_size\b",
+            r"\bindexValue\s*>=\s*0\s*&&\s*indexValue\s*<\s*\w+\.sizes\[dim\]",
+        ),
+        kernels=(
+            r"\bScatterGatherKernel\.cu\b",
+            r"\bTHCTensorScatterGather\b",
+            r"\bTHCudaTensor_scatter\w*Kernel\b",
+        ),
+        messages=(
+            r"Class values must be smaller than num_classes",
+            r"Class values must be non-negative",
+            r"RuntimeError: index (?P<index>-?\d+) is out of bounds for dimension (?P<dim>\d+) "
+            r"with size (?P<size>\d+)",
+        ),
+        frames=(r"\b(?:one_hot|gather|scatter_?|scatter_add_?)\b",),
+        cpu_message="RuntimeError: Class values must be smaller than num_classes. (one_hot) / "
+        "RuntimeError: index 4 is out of bounds for dimension 1 with size 3 (gather, scatter)",
+        cannot_know=(
+            "whether one_hot, gather or scatter launched the kernel: they share it; the Python "
+            "frame under CUDA_LAUNCH_BLOCKING=1 tells",
+        ),
+        causes=(
+            Cause(
+                title="one_hot(mask, num_classes) on a mask holding the ignore value (255) or a "
+                "value >= num_classes",
+                why="Dice, focal and similar losses one-hot the target. On CUDA, one_hot skips "
+                "its range check and relies on scatter's bounds assertion, so a 255 border or "
+                "a stray class fails there.",
+                confirm=f"{AUDIT_IGNORE} (LG201 lists the values outside the classes); "
+                f"{GUARD} with loss='dice' flags ignore values headed for one_hot (LG501)",
+                codes=("LG201", "LG102", "LG501"),
+                fix="Mask out the ignore value before one_hot (e.g. set it to 0 and zero its "
+                "loss weight), and pass num_classes including background.",
+                prefer_when=(r"one_hot|Class values must", r"dice|Dice|focal|Focal"),
+            ),
+            Cause(
+                title="gather/scatter over class scores with targets >= the number of classes "
+                "(custom cross-entropy, focal loss, label smoothing, mixup)",
+                why="Custom losses pick each target's score with logp.gather(1, target) or "
+                "build soft labels with scatter_(1, target, value); the class axis has "
+                "n_classes entries.",
+                confirm=AUDIT_SPLITS,
+                codes=("LG102", "LG201", "LG503"),
+                fix="Make num_classes in the loss/mixup match the model head and the labels, "
+                "and remove or remap out-of-range labels.",
+            ),
+            Cause(
+                title="negative labels (-1 for 'unknown') in a gather/scatter index",
+                why="gather and scatter accept no negative indices at all.",
+                confirm=AUDIT,
+                codes=("LG103",),
+                fix="Drop or mask the -1 entries before the gather/scatter.",
+            ),
+            _INDEX_FROM_MODEL,
+        ),
+    ),
+    Entry(
+        id="index-add-out-of-bounds",
+        title="an index outside the destination in index_add_ / index_copy_ / index_fill_",
+        operation="Tensor.index_add_, index_copy_, index_fill_ (also embedding backward and "
+        "per-class accumulations)",
+        conditions=(
+            r"\bdstIndex\s*<\s*dst(?:Add|Copy|Fill)DimSize\b",
+            r"\bidx\s*>=\s*0\s*&&\s*idx\s*<\s*self_dim_size\b",
+            r"index_copy_\(\): index out of bounds",
+        ),
+        kernels=(r"\bindex(?:Add|Copy|Fill)(?:Small|Large)Index\b",),
+        messages=(
+            r"index_(?:copy|add|fill)_\(\): index (?P<index>-?\d+) is out of bounds for "
+            r"dimension (?P<dim>\d+) with size (?P<size>\d+)",
+            r"RuntimeError: index (?P<index>-?\d+) is out of bounds for dimension (?P<dim>\d+) "
+            r"with size (?P<size>\d+)",
+        ),
+        frames=(r"\bindex_(?:add|copy|fill)_?\b",),
+        cpu_message="RuntimeError: index 9 is out of bounds for dimension 0 with size 5",
+        cannot_know=("the index value and the destination size: the assertion prints neither",),
+        causes=(
+            Cause(
+                title="per-class accumulation (confusion matrix, class centroids, counts) with a "
+                "label >= the number of rows",
+                why="Accumulating into a num_classes-row tensor with index_add_ fails for any "
+                "label at or above num_classes.",
+                confirm=AUDIT_SPLITS,
+                codes=("LG102", "LG201"),
+                fix="Allocate the accumulator from the true label range, or drop labels that "
+                "exceed it (and ignore values) first.",
+            ),
+            Cause(
+                title="node/segment/item ids beyond the destination (graphs, sparse features, "
+                "recommendation tables)",
+                why="Ids built from another vocabulary or a later data snapshot exceed the table "
+                "the model was sized with.",
+                confirm=f"compare index.max() with the destination size on the CPU run ({RECORD} "
+                "--loss module:function); no labelguard data check covers foreign ids",
+                codes=("LG506",),
+                fix="Rebuild the id map from the same data the table is sized from, or grow the "
+                "table.",
+            ),
+            _INDEX_FROM_MODEL,
+        ),
+    ),
+    Entry(
+        id="multinomial-invalid-probabilities",
+        title="torch.multinomial got probabilities with NaN/Inf, negative entries or an "
+        "all-zero row",
+        operation="torch.multinomial, torch.distributions.Categorical.sample, "
+        "WeightedRandomSampler, sampling in generate()",
+        conditions=(
+            r"\bcumdist\[size\s*-\s*1\]\s*>\s*static_cast<\w+>\(0\)",
+            r"Assertion\s*[`']\s*val\s*>=\s*zero\s*[`']",
+            r"THCNumerics<\w+>::ge\(val,\s*zero\)",
+            r"THCNumerics<\w+>::gt\(sum,\s*\w+\)",
+        ),
+        kernels=(
+            r"\bMultinomialKernel\.cu\b",
+            r"\bsampleMultinomialOnce\b",
+            r"\bbinarySearchForMultinomial\b",
+        ),
+        messages=(
+            r"probability tensor contains either `?inf`?, `?nan`? or element < 0",
+            r"invalid multinomial distribution \((?P<reason>[^)]*)\)",
+        ),
+        frames=(r"\bmultinomial\b",),
+        cpu_message="RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+        cannot_know=("which row of the probability tensor was invalid",),
+        causes=(
+            _NAN_IN_MODEL,
+            Cause(
+                title="logits or log-probabilities passed where probabilities are expected",
+                why="multinomial needs non-negative weights; raw scores and log-probabilities "
+                "are negative.",
+                confirm="print probs.min() and torch.isfinite(probs).all() on the CPU run; no "
+                "labelguard data check covers it",
+                codes=(),
+                fix="Apply softmax (or exp of log-probabilities) before sampling, or use "
+                "torch.distributions.Categorical(logits=...).",
+            ),
+            Cause(
+                title="a row of weights is all zero (a class that never occurs weighted by its "
+                "frequency, all candidates masked out, temperature 0)",
+                why="Sampling needs a positive total per row; weights computed from class counts "
+                "are zero for classes absent from the data.",
+                confirm=f"{AUDIT} (LG104 lists the classes that never occur)",
+                codes=("LG104",),
+                fix="Give absent classes a floor weight or drop them from the sampler; keep at "
+                "least one candidate unmasked.",
+            ),
+        ),
+    ),
+    Entry(
+        id="bernoulli-probability-out-of-range",
+        title="torch.bernoulli got a probability outside [0, 1] (or NaN)",
+        operation="torch.bernoulli, Tensor.bernoulli_, distributions.Bernoulli.sample, "
+        "dropout-like masks built from predicted probabilities",
+        conditions=(r"\b0\s*<=\s*p[1-4]?\s*&&\s*p[1-4]?\s*<=\s*1\b",),
+        kernels=(
+            r"\bbernoulli_tensor_cuda_kernel\b",
+            r"\bDistributionBernoulli\.cu\b",
+            r"\bDistributionTemplates\.h\b",
+        ),
+        messages=(
+            r"Expected p_in >= 0 && p_in <= 1 to be true",
+            r"bernoulli_? expects p to be in \[0, 1\], but got p=(?P<p>\S+)",
+            r"invalid argument \d+: must be >= 0 and <= 1",
+        ),
+        frames=(r"\bbernoulli_?\b",),
+        cpu_message="RuntimeError: Expected p_in >= 0 && p_in <= 1 to be true, but got false.",
+        cannot_know=("the probability that failed and its position",),
+        causes=(
+            Cause(
+                title="the probabilities come from a layer without sigmoid (logits)",
+                why="bernoulli takes a probability per element; unsquashed scores leave [0, 1].",
+                confirm="print p.min() and p.max() on the CPU run; no labelguard data check "
+                "covers it",
+                codes=(),
+                fix="Apply torch.sigmoid, or sample with "
+                "torch.distributions.Bernoulli(logits=...).",
+            ),
+            _NAN_IN_MODEL,
+        ),
+    ),
+    Entry(
+        id="multi-margin-target-out-of-range",
+        title="multi_margin_loss got a target outside [0, number of classes)",
+        operation="F.multi_margin_loss, nn.MultiMarginLoss",
+        conditions=(
+            r"\btarget_k\s*>=\s*0\s*&&\s*target_k\s*<\s*dim\b",
+            r"\"target index is out of bounds\"",
+        ),
+        kernels=(r"\bMultiMarginLoss\w*", r"\bMultiMarginCriterion\w*"),
+        messages=(r"\btarget out of range\b",),
+        frames=(r"\bmulti_margin_loss\b",),
+        cpu_message="RuntimeError: target out of range",
+        cannot_know=("the target value and the number of classes",),
+        causes=(_CLASS_ID_TOO_LARGE, _HEAD_TOO_SMALL, _ONE_BASED),
+    ),
+    Entry(
+        id="ctc-target-out-of-range",
+        title="ctc_loss read past its inputs: a target label >= the number of output classes, or "
+        "lengths that do not fit",
+        operation="F.ctc_loss, nn.CTCLoss (the CUDA kernel has no bounds assertion: a bad label "
+        "is an illegal memory access, or a wrong loss)",
+        requires=(r"(?i)ctc_?loss|LossCTC|warp_?ctc",),
+        conditions=(
+            r"ctc_loss: target label out of range",
+            r"\blabel\s*>=\s*0\s*&&\s*label\s*<\s*num_labels\b",
+        ),
+        kernels=(r"\bLossCTC\.cu\b", r"\bctc_loss_\w*gpu_kernel\b"),
+        messages=(
+            r"an illegal memory access was encountered",
+            r"Expected input_lengths to have value at most (?P<max_input_length>\d+), but got "
+            r"value (?P<input_length>\d+)",
+            r"Expected tensor to have size at least (?P<needed>\d+) at dimension 1, but got "
+            r"size (?P<got>\d+) for argument #2 'targets'",
+        ),
+        frames=(r"\bctc_loss\b",),
+        cpu_message="none for an out-of-range label: the CPU kernel does not check it either "
+        "(the loss value is wrong); length errors read 'Expected input_lengths to have value "
+        "at most T'",
+        cannot_know=(
+            "which label or length was wrong: an illegal memory access carries no details",
+        ),
+        causes=(
+            Cause(
+                title="a target label >= the number of classes of log_probs (alphabet larger "
+                "than the output layer, blank not counted)",
+                why="The kernel uses each label to index the class axis of log_probs without a "
+                "bounds check, so a label past the last class reads outside the tensor.",
+                confirm=f"compare targets.max() with log_probs.shape[2] - 1 on the failing batch "
+                f"({RECORD}); {GUARD} with num_classes=C checks label ids the dataset "
+                "returns as its target (LG102)",
+                codes=("LG102", "LG503"),
+                fix="Size the output layer as len(alphabet) + 1 (the blank), map characters to "
+                "1..len(alphabet) when blank=0, and drop characters outside the alphabet.",
+            ),
+            Cause(
+                title="padded targets passed without trimming, or target_lengths/input_lengths "
+                "that do not match the tensors",
+                why="With padded 2-D targets the padding value is read as a label when "
+                "target_lengths is too long; input_lengths above T read past log_probs.",
+                confirm="assert (target_lengths <= targets.shape[1]).all() and "
+                "(input_lengths <= log_probs.shape[0]).all() on the failing batch (LG505)",
+                codes=("LG505",),
+                fix="Compute target_lengths from the unpadded transcripts and input_lengths "
+                "from the model's output length after downsampling.",
+            ),
+            Cause(
+                title="negative labels or the padding value (-1, -100) inside the targets",
+                why="A negative label indexes before the start of log_probs.",
+                confirm=AUDIT,
+                codes=("LG103",),
+                fix="Pad with a valid id that target_lengths excludes, never with -1.",
+            ),
+        ),
+    ),
+    Entry(
+        id="stack-unequal-size",
+        title="default_collate could not stack the samples of a batch: their shapes differ",
+        operation="DataLoader's default_collate (torch.stack) with batch_size > 1",
+        messages=(
+            r"stack expects each tensor to be equal size, but got (?P<first_shape>\[[^\]]*\]) "
+            r"at entry (?P<first_entry>\d+) and (?P<other_shape>\[[^\]]*\]) at entry "
+            r"(?P<other_entry>\d+)",
+            r"Trying to resize storage that is not resizable",
+        ),
+        frames=(r"\bdefault_collate\b|\bcollate\b",),
+        cpu_message="RuntimeError: stack expects each tensor to be equal size, but got "
+        "[224, 224] at entry 0 and [448, 448] at entry 1",
+        cannot_know=(
+            "which files the two entries came from: the numbers are positions in the batch, "
+            "not dataset indices (a flight record names them)",
+            "whether the images or the masks/labels have the odd shape: the message names "
+            "only the stacked tensor's shapes",
+        ),
+        causes=(
+            Cause(
+                title="an image and its mask/label have different sizes, or one side is not "
+                "resized by the transforms",
+                why="Transforms applied to the image only (or with different sizes) leave the "
+                "mask at its original size; the first sample with an odd size breaks the "
+                "stack.",
+                confirm=f"{AUDIT} (LG206 lists every image/mask pair whose size differs, with "
+                "both sizes)",
+                codes=("LG206",),
+                fix="Apply the same geometric transform to image and mask (paired transforms), "
+                "and resize masks with nearest-neighbour interpolation.",
+            ),
+            Cause(
+                title="images of varying size with no resize/crop to a common size",
+                why="Datasets collected from several sources have several resolutions; "
+                "default_collate needs equal shapes inside a batch.",
+                confirm=AUDIT,
+                codes=("LG206",),
+                fix="Resize or crop to a fixed size in the transforms, or use a collate_fn that "
+                "pads (detection) or batch_size=1.",
+            ),
+            Cause(
+                title="masks with an unexpected layout (RGB vs single channel, one-hot, an "
+                "extra axis) in some files",
+                why="A colour export or a channel axis in a few masks gives them a different "
+                "rank or channel count from the rest.",
+                confirm=AUDIT,
+                codes=("LG207", "LG203"),
+                fix="Convert every mask to a single-channel class-index map before training.",
+            ),
+        ),
+    ),
+    Entry(
+        id="illegal-memory-access",
+        title="CUDA illegal memory access: a kernel read or wrote outside its tensors",
+        operation="any CUDA kernel without a bounds assertion (CTC, custom CUDA extensions, "
+        "fused or compiled kernels)",
+        messages=(
+            r"an illegal memory access was encountered",
+            r"\bcudaErrorIllegalAddress\b",
+            r"\berror=77\b",
+        ),
+        cpu_message="depends on the operation: run the same batch on the CPU to get it",
+        cannot_know=(
+            "which kernel failed: the error is reported at a later synchronisation, and the "
+            "Python frame is usually not the culprit unless CUDA_LAUNCH_BLOCKING=1 was set",
+        ),
+        causes=(
+            Cause(
+                title="an out-of-range label or index reached a kernel that does not check "
+                "bounds (CTC loss, custom/compiled kernels, extensions)",
+                why="Kernels without a device-side assertion do not stop at a bad index; they "
+                "read or write past the tensor, which the GPU reports as an illegal address.",
+                confirm=f"{AUDIT_SPLITS}; {RECORD} --loss module:function to get the CPU error",
+                codes=("LG102", "LG201", "LG506"),
+                fix="Fix the labels/indices the audit or the CPU run reports.",
+            ),
+            Cause(
+                title="a custom CUDA extension built for another torch/CUDA version, or tensors "
+                "on different devices handed to an extension",
+                why="Extensions compiled against another ABI or given a tensor on the wrong "
+                "device dereference invalid pointers.",
+                confirm="run the same step on the CPU or without the extension; no labelguard "
+                "data check covers it",
+                codes=(),
+                fix="Rebuild the extension for the installed torch and move every input to the "
+                "same device.",
+            ),
+        ),
+    ),
+    Entry(
+        id="device-side-assert",
+        title="a CUDA kernel assertion failed (device-side assert), but the assertion line is "
+        "not in the log",
+        operation="any CUDA kernel with a bounds check: losses, embedding, indexing, gather, "
+        "scatter, sampling",
+        messages=(
+            r"device-side assert(?:ion)? triggered",
+            r"\bcudaErrorAssert\b",
+            r"cuda runtime error \((?:59|710)\)",
+            r"\berror=(?:59|710)\b",
+        ),
+        cpu_message="the same step on the CPU raises a Python exception with the value, e.g. "
+        "'IndexError: Target 3 is out of bounds.'",
+        cannot_know=(
+            "which kernel asserted: the 'Assertion ... failed' lines are printed by the GPU on "
+            "stderr before the traceback (in a notebook, in the server's console); paste them "
+            "too",
+        ),
+        causes=(
+            _CLASS_ID_TOO_LARGE,
+            Cause(
+                title="BCELoss got an input outside [0, 1] (no sigmoid, or NaN from training)",
+                why="BCELoss asserts 0 <= input <= 1 on the GPU; logits and NaN fail it.",
+                confirm=CHECKED,
+                codes=("LG501", "LG502"),
+                fix="Use BCEWithLogitsLoss on logits; trace the first NaN when training had "
+                "run for a while.",
+            ),
+            _IGNORE_VALUE_NOT_IGNORED,
+            _MASK_STORAGE,
+            Cause(
+                title="ids beyond an embedding or index table (tokenizer vs embedding size)",
+                why="Embedding and index_select assert that every id is below the table size.",
+                confirm=PREFLIGHT,
+                codes=("LG506",),
+                fix="Resize the embedding to the tokenizer, or fix the ids.",
+            ),
+            _HEAD_TOO_SMALL,
+        ),
+        generic=True,
+    ),
+)
+
+
+GENERIC_STEPS: tuple[str, ...] = (
+    "Rerun with CUDA_LAUNCH_BLOCKING=1 (Linux/macOS: `CUDA_LAUNCH_BLOCKING=1 python train.py`; "
+    "PowerShell: `$env:CUDA_LAUNCH_BLOCKING=1`; cmd: `set CUDA_LAUNCH_BLOCKING=1`): kernels then "
+    "run synchronously and the traceback points at the call that failed.",
+    "Run the failing step on the CPU (model and batch .cpu()): CPU kernels raise a Python "
+    "exception with the offending value instead of a device-side assert.",
+    "Audit the data before training, every split (training and validation): "
+    f"`{AUDIT}`.",
+    f"Check the setup on the CPU before training ({PREFLIGHT}), guard the dataset ({GUARD}) "
+    "to stop at the first bad sample with its index and file, and record the batches in "
+    "flight (labelguard.torch.record(loader, PATH)) so that `labelguard explain LOG --record "
+    "PATH` and `labelguard replay PATH` name the samples after a crash.",
+    "After a device-side assert the CUDA context is unusable: restart the process (or the "
+    "notebook kernel) before trying again; errors raised after the first one are "
+    "consequences, not causes.",
+)
+
+
+ERA_HINTS: tuple[tuple[str, str], ...] = (
+    (r"\bAcceleratorError\b", "torch 2.8 or newer (the error is a torch.AcceleratorError)"),
+    (r"TORCH_USE_CUDA_DSA", "torch 2.0 or newer (the message mentions TORCH_USE_CUDA_DSA)"),
+    (r"\bTHCUNN\b|[\\/]THC[\\/]|\bTHCudaCheck\b",
+     "an old torch 1.x: the kernel lives in THC/THCUNN, which later releases replaced"),
+    (r"cuda runtime error \(\d+\)", "an old torch 1.x ('cuda runtime error (N)' messages)"),
+)
