@@ -320,3 +320,9 @@ def demo(directory: str | None) -> None:
     from labelguard.demo import run_demo
 
     run_demo(directory, sys.stdout)
+
+
+from labelguard.explain.cli import explain_command, replay_command  # noqa: E402
+
+main.add_command(explain_command)
+main.add_command(replay_command)

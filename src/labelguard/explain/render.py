@@ -1,0 +1,173 @@
+"""Plain-text rendering of explanations and replay reports (the CLI prints these)."""
+
+from __future__ import annotations
+
+import textwrap
+from datetime import datetime
+
+from labelguard.explain.engine import Explanation, RecordSummary
+from labelguard.explain.flight import BatchRecord
+from labelguard.explain.replay import ReplayReport
+
+WIDTH = 100
+MAX_SITES = 3
+MAX_SAMPLES = 20
+
+
+def render_explanation(result: Explanation) -> str:
+    """The explanation as readable text, ranked causes first after the facts."""
+    out: list[str] = [f"labelguard explain: {result.summary}", ""]
+    if result.matches:
+        out.append("Matched on")
+        for match in result.matches:
+            out.append(f"  {match.entry}: " + "; ".join(match.evidence))
+        out.append("")
+    facts_lines = _facts(result)
+    if facts_lines:
+        out.append("What the log says")
+        out.extend(facts_lines)
+        out.append("")
+    if result.causes:
+        out.append("Causes to check, most likely first")
+        for cause in result.causes:
+            out.append(_wrap(f"{cause.rank}. [{cause.likelihood}] {cause.title}", "  ", "     "))
+            out.append(_wrap(f"why:     {cause.why}", "     ", "              "))
+            codes = f"  [{', '.join(cause.codes)}]" if cause.codes else ""
+            out.append(_wrap(f"confirm: {cause.confirm}{codes}", "     ", "              "))
+            out.append(_wrap(f"fix:     {cause.fix}", "     ", "              "))
+        out.append("")
+    if result.record is not None:
+        out.extend(_record(result.record))
+        out.append("")
+    if result.unknowns:
+        out.append("What the log cannot tell")
+        out.extend(_wrap(f"- {item}", "  ", "    ") for item in result.unknowns)
+        out.append("")
+    out.append("Steps that help whatever the cause")
+    out.extend(
+        _wrap(f"{number}. {step}", "  ", "     ") for number, step in enumerate(result.steps, 1)
+    )
+    return "\n".join(out) + "\n"
+
+
+def _facts(result: Explanation) -> list[str]:
+    facts = result.facts
+    rows: list[tuple[str, str]] = []
+    for site in facts.assertions[:MAX_SITES]:
+        where = site.location or "(location not printed)"
+        if site.function:
+            where += f" ({site.function})"
+        rows.append(("kernel", where))
+        rows.append(("condition", site.condition))
+        threads = f"{site.count} assertion line{'s' if site.count != 1 else ''}"
+        if site.blocks:
+            threads += f" from {site.blocks} CUDA block{'s' if site.blocks != 1 else ''}"
+        if site.first_block:
+            threads += f" (first: block {site.first_block}, thread {site.first_thread})"
+        rows.append(("printed", threads))
+    if len(facts.assertions) > MAX_SITES:
+        rows.append(("", f"... {len(facts.assertions) - MAX_SITES} more assertion sites"))
+    if facts.error_type:
+        rows.append(("error", f"{facts.error_type}: {facts.error_message}"))
+    if facts.user_frame is not None:
+        rows.append(("your code", facts.user_frame.describe()))
+    if facts.torch_call is not None:
+        rows.append(("torch call", facts.torch_call.describe()))
+    environment = []
+    if facts.torch_version:
+        environment.append(f"torch {facts.torch_version}")
+    if facts.python_version:
+        environment.append(f"python {facts.python_version}")
+    if facts.windows:
+        environment.append("Windows paths")
+    if environment:
+        rows.append(("environment", ", ".join(environment)))
+    for hint in facts.era:
+        rows.append(("torch era", hint))
+    if facts.values:
+        rows.append(("values", ", ".join(f"{k}={v}" for k, v in facts.values.items())))
+    if result.cpu_message:
+        rows.append(("on the CPU", result.cpu_message))
+    return [
+        _wrap(f"{label + ':' if label else '':<13}{value}", "  ", " " * 15) for label, value in rows
+    ]
+
+
+def _record(record: RecordSummary) -> list[str]:
+    out = [f"Flight record ({record.path})"]
+    if record.in_flight is not None:
+        out.append(f"  batch in flight: {_batch_header(record.in_flight)}")
+        out.extend(_samples(record.in_flight))
+    for batch in record.previous:
+        out.append(f"  batch before it: {_batch_header(batch)}")
+        out.extend(_samples(batch))
+    for note in record.notes:
+        out.append(_wrap(f"note: {note}", "  ", "        "))
+    out.append(
+        _wrap(
+            f"replay on the CPU: labelguard replay {record.path} --dataset-factory "
+            "MODULE:FUNCTION --loss MODULE:FUNCTION",
+            "  ",
+            "    ",
+        )
+    )
+    return out
+
+
+def _batch_header(batch: BatchRecord) -> str:
+    count = len(batch.indices) if batch.indices is not None else "unknown number of"
+    when = datetime.fromtimestamp(batch.time).strftime("%Y-%m-%d %H:%M:%S") if batch.time else ""
+    return (
+        f"epoch {batch.epoch}, batch {batch.step_in_epoch} of the epoch (step {batch.step}), "
+        f"{count} samples" + (f", taken {when}" if when else "")
+    )
+
+
+def _samples(batch: BatchRecord) -> list[str]:
+    samples = batch.samples()
+    if not samples:
+        return ["    (indices not recorded)"]
+    lines = [
+        f"    index {index:<8} {source}" if source else f"    index {index}"
+        for index, source in samples[:MAX_SAMPLES]
+    ]
+    if len(samples) > MAX_SAMPLES:
+        lines.append(f"    ... {len(samples) - MAX_SAMPLES} more (see --output-format json)")
+    return lines
+
+
+def render_replay(report: ReplayReport) -> str:
+    """A replay report as readable text: failing samples first, with their CPU errors."""
+    out = [
+        f"labelguard replay: {report.summary}",
+        f"  record:  {report.record_path}",
+        f"  dataset: {report.dataset}",
+        f"  checks:  {', '.join(report.checks)}",
+        "",
+    ]
+    for batch in report.batches:
+        out.append(f"{batch.role.capitalize()}: {_batch_header(batch.batch)}")
+        if batch.batch_error:
+            out.append(_wrap(f"whole batch: {batch.batch_error}", "  ", "    "))
+        failing = [s for s in batch.samples if not s.ok]
+        for sample in failing:
+            where = f"index {sample.index}" + (f" ({sample.source})" if sample.source else "")
+            for problem in sample.problems:
+                out.append(_wrap(f"{where}: {problem}", "  ", "    "))
+        passed = len(batch.samples) - len(failing)
+        out.append(f"  {passed} of {len(batch.samples)} samples passed")
+        out.append("")
+    for note in report.notes:
+        out.append(_wrap(f"note: {note}", "", "      "))
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _wrap(text: str, first: str, rest: str) -> str:
+    return textwrap.fill(
+        text,
+        width=WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )

@@ -1,0 +1,331 @@
+"""Replay the batches of a flight record on the CPU to get the precise error.
+
+On the GPU a bad target is a device-side assert that names no value and no sample. The same
+samples run on the CPU raise a Python exception with the value ("Target 3 is out of bounds."),
+so replaying the recorded batches through the user's dataset and loss names the sample and
+the value. Each recorded batch is loaded (through :func:`labelguard.torch.guard` when a label
+spec is given) and collated as the loader would; with a loss, the batch is run through it, and
+when anything fails every sample is run alone to say which.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from labelguard._optional import require
+from labelguard.core.spec import LabelSpec
+from labelguard.errors import LabelError
+from labelguard.explain.flight import BatchRecord, FlightRecord, read_record
+
+
+@dataclass(frozen=True)
+class SampleReplay:
+    """One sample of a replayed batch.
+
+    Attributes:
+        index: its dataset index.
+        source: its file, when the record has it.
+        problems: what failed for it alone: a loading error, values outside the spec (with
+            the check code), or the loss's CPU error.
+    """
+
+    index: int
+    source: str | None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "source": self.source, "problems": list(self.problems)}
+
+
+@dataclass(frozen=True)
+class BatchReplay:
+    """One replayed batch.
+
+    Attributes:
+        role: ``batch in flight`` or ``batch before it`` / ``earlier batch``.
+        batch: the batch as recorded.
+        batch_error: the error of the whole batch (collate or loss), if any.
+        samples: each sample's result.
+    """
+
+    role: str
+    batch: BatchRecord
+    batch_error: str | None
+    samples: tuple[SampleReplay, ...]
+
+    @property
+    def failed(self) -> bool:
+        return self.batch_error is not None or any(not s.ok for s in self.samples)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "batch": self.batch.to_dict(),
+            "batch_error": self.batch_error,
+            "failed": self.failed,
+            "samples": [s.to_dict() for s in self.samples],
+        }
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """The result of :func:`replay`."""
+
+    record_path: str
+    dataset: str
+    checks: tuple[str, ...]
+    batches: tuple[BatchReplay, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return any(b.failed for b in self.batches)
+
+    @property
+    def failing_samples(self) -> list[SampleReplay]:
+        return [s for b in self.batches for s in b.samples if not s.ok]
+
+    @property
+    def summary(self) -> str:
+        failing = self.failing_samples
+        if failing:
+            names = ", ".join(str(s.index) for s in failing[:10])
+            more = f" and {len(failing) - 10} more" if len(failing) > 10 else ""
+            return f"{len(failing)} sample(s) fail on the CPU: index {names}{more}"
+        if any(b.batch_error for b in self.batches):
+            return "a recorded batch fails on the CPU as a whole, no single sample does"
+        return "no recorded sample fails on the CPU"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "failed": self.failed,
+            "record": self.record_path,
+            "dataset": self.dataset,
+            "checks": list(self.checks),
+            "batches": [b.to_dict() for b in self.batches],
+            "notes": list(self.notes),
+        }
+
+
+def load_callable(reference: str) -> Callable:
+    """The function named by ``module:function`` or ``path/to/file.py:function``."""
+    module_name, sep, attribute = reference.rpartition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"expected MODULE:FUNCTION, got {reference!r}")
+    if module_name.endswith(".py") or os.sep in module_name or "/" in module_name:
+        path = Path(module_name)
+        if not path.is_file():
+            raise ValueError(f"no such file: {path}")
+        spec = importlib.util.spec_from_file_location(f"_labelguard_replay_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ValueError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(module_name)
+    try:
+        function = getattr(module, attribute)
+    except AttributeError:
+        raise ValueError(f"{module_name} has no attribute {attribute!r}") from None
+    if not callable(function):
+        raise ValueError(f"{reference} is not callable")
+    return function
+
+
+def replay(
+    record: str | os.PathLike | FlightRecord,
+    dataset_factory: Callable[[], Any] | str,
+    *,
+    loss: Callable[[Any], Any] | str | None = None,
+    spec: LabelSpec | None = None,
+    num_classes: int | None = None,
+    ignore_index: int | tuple[int, ...] | None = None,
+    batches: int | None = None,
+) -> ReplayReport:
+    """Re-run the recorded batches on the CPU through the dataset (and the loss).
+
+    Args:
+        record: the flight record (path or loaded).
+        dataset_factory: a function (or ``module:function``) returning the dataset, or the
+            DataLoader whose dataset and collate_fn to use. It must build the same dataset as
+            the crashed run (same files, same order), on the CPU.
+        loss: a function (or ``module:function``) taking one collated batch, as the loader
+            yields it, and computing the loss on the CPU; its exception is the precise error.
+        spec, num_classes, ignore_index: when given, every sample is loaded through
+            :func:`labelguard.torch.guard`, which checks its target against them (LG201,
+            LG102, LG103, LG204, LG206) and names the value and the file.
+        batches: how many recorded batches to replay, newest first; all by default.
+
+    Returns:
+        A :class:`ReplayReport` naming the samples that fail, with their errors.
+    """
+    loaded = record if isinstance(record, FlightRecord) else read_record(record)
+    factory = (
+        load_callable(dataset_factory) if isinstance(dataset_factory, str) else dataset_factory
+    )
+    loss_fn = load_callable(loss) if isinstance(loss, str) else loss
+    made = factory()
+    if hasattr(made, "dataset") and hasattr(made, "collate_fn"):
+        dataset, collate = made.dataset, made.collate_fn
+    else:
+        dataset, collate = made, None
+    if collate is None:
+        collate = require("torch.utils.data", "collate the replayed samples").default_collate
+
+    notes: list[str] = []
+    size = _length(dataset)
+    if loaded.dataset_len is not None and size is not None and size != loaded.dataset_len:
+        notes.append(
+            f"the dataset has {size} samples but had {loaded.dataset_len} when recorded: the "
+            "indices may point at other samples"
+        )
+    checks = ["load", "collate"]
+    guarded = None
+    if spec is not None or num_classes is not None:
+        guard = require("labelguard.torch.guard", "check the replayed targets").guard
+        guarded = guard(dataset, spec, num_classes=num_classes, ignore_index=ignore_index)
+        checks.append("guard")
+    if loss_fn is not None:
+        checks.append("loss")
+    else:
+        notes.append(
+            "no loss given: the samples were loaded and collated, not run through the loss"
+        )
+
+    chosen = list(reversed(loaded.batches))
+    if batches is not None:
+        chosen = chosen[:batches]
+    results = tuple(
+        _replay_batch(_role(position), batch, dataset, guarded, collate, loss_fn)
+        for position, batch in enumerate(chosen)
+    )
+    if results and not any(r.failed for r in results):
+        notes.append(
+            "nothing failed on the CPU: the fault may come from the model (an index computed "
+            "inside it, NaN weights) rather than the samples; run the guard in the training loop"
+        )
+    return ReplayReport(
+        record_path=loaded.path,
+        dataset=_qualified_name(dataset),
+        checks=tuple(checks),
+        batches=results,
+        notes=tuple(notes),
+    )
+
+
+def _role(position: int) -> str:
+    return ("batch in flight", "batch before it")[position] if position < 2 else "earlier batch"
+
+
+def _replay_batch(
+    role: str,
+    batch: BatchRecord,
+    dataset: Any,
+    guarded: Any,
+    collate: Callable,
+    loss_fn: Callable | None,
+) -> BatchReplay:
+    if batch.indices is None:
+        return BatchReplay(role, batch, "the record has no indices for this batch", ())
+    problems: dict[int, list[str]] = {}
+    items: dict[int, Any] = {}
+    for position, index in enumerate(batch.indices):
+        problems[position] = []
+        if guarded is not None:
+            try:
+                guarded[index]
+            except LabelError as exc:
+                problems[position].append(f"guard: {exc}")
+            except Exception:  # a loading failure: reported below from the plain dataset
+                pass
+        try:
+            items[position] = dataset[index]
+        except Exception as exc:  # the user's dataset can raise anything: it is the finding
+            problems[position].append(f"loading failed: {_describe(exc)}")
+
+    batch_error = None
+    if items:
+        try:
+            collated = collate(list(items.values()))
+        except Exception as exc:
+            batch_error = f"collate: {_describe(exc)}"
+            for position, text in _odd_shapes(items).items():
+                problems[position].append(text)
+        else:
+            if loss_fn is not None:
+                batch_error = _run_loss(loss_fn, collated)
+    if loss_fn is not None and (batch_error or any(problems.values())):
+        for position, item in items.items():
+            try:
+                alone = collate([item])
+            except Exception as exc:
+                problems[position].append(f"collate: {_describe(exc)}")
+                continue
+            error = _run_loss(loss_fn, alone)
+            if error:
+                problems[position].append(error)
+    sources = batch.sources or (None,) * len(batch.indices)
+    samples = tuple(
+        SampleReplay(index, source, tuple(problems[position]))
+        for position, (index, source) in enumerate(zip(batch.indices, sources))
+    )
+    return BatchReplay(role, batch, batch_error, samples)
+
+
+def _run_loss(loss_fn: Callable, batch: Any) -> str | None:
+    try:
+        loss_fn(batch)
+    except Exception as exc:  # the loss's own exception is the precise CPU error we want
+        return f"loss: {_describe(exc)}"
+    return None
+
+
+def _odd_shapes(items: Mapping[int, Any]) -> dict[int, str]:
+    shapes = {position: _shapes(item) for position, item in items.items()}
+    common, _ = Counter(shapes.values()).most_common(1)[0]
+    return {
+        position: f"LG206: shapes {_fmt(shape)} differ from most of the batch: {_fmt(common)}"
+        for position, shape in shapes.items()
+        if shape != common
+    }
+
+
+def _shapes(item: Any) -> tuple:
+    if isinstance(item, Mapping):
+        return tuple(_shapes(v) for v in item.values())
+    if isinstance(item, (tuple, list)):
+        return tuple(_shapes(v) for v in item)
+    shape = getattr(item, "shape", None)
+    return tuple(shape) if shape is not None else ()
+
+
+def _fmt(shape: tuple) -> str:
+    return repr(shape).replace("torch.Size", "")
+
+
+def _describe(exc: BaseException) -> str:
+    message = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {message[0] if message else ''}".rstrip(": ")
+
+
+def _length(dataset: Any) -> int | None:
+    try:
+        return len(dataset)
+    except TypeError:
+        return None
+
+
+def _qualified_name(obj: Any) -> str:
+    kind = type(obj)
+    return f"{kind.__module__}.{kind.__qualname__}"
