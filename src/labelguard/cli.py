@@ -326,3 +326,7 @@ from labelguard.explain.cli import explain_command, replay_command  # noqa: E402
 
 main.add_command(explain_command)
 main.add_command(replay_command)
+
+from labelguard.fix.cli import fix  # noqa: E402
+
+main.add_command(fix)

@@ -8,12 +8,14 @@ even after a run was killed half-way.
 from labelguard.fix.api import colors, remap
 from labelguard.fix.base import FileChange, FixResult
 from labelguard.fix.journal import FixError, UndoResult, undo
+from labelguard.fix.lists import clean_list
 
 __all__ = [
     "FileChange",
     "FixError",
     "FixResult",
     "UndoResult",
+    "clean_list",
     "colors",
     "remap",
     "undo",

@@ -1,0 +1,191 @@
+"""``labelguard fix``: thin click commands over :mod:`labelguard.fix`.
+
+Exit codes: 0 done (or dry run shown), 1 some file was refused (the fix would have made it
+worse) or undo met a conflict, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from labelguard.core.spec import LabelSpec
+from labelguard.errors import SpecError
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FixResult
+
+_MARK = {PLANNED: "would fix", WRITTEN: "fixed", UNCHANGED: "unchanged", SKIPPED: "skipped", REFUSED: "refused"}
+
+
+def _ints(text: str | None, option: str) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint=option) from None
+
+
+def _spec(num_classes, values, classes, ignore_index) -> LabelSpec | None:
+    if not any((num_classes, values, classes, ignore_index)):
+        return None
+    try:
+        return LabelSpec(num_classes=num_classes, values=_ints(values, "--values"),
+                         classes=tuple(c.strip() for c in classes.split(",")) if classes else None,
+                         ignore=_ints(",".join(ignore_index), "--ignore-index") or (),
+                         sources=("command line",))
+    except SpecError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def common_options(func):
+    """Options every writing fix shares."""
+    options = [
+        click.option("--apply", is_flag=True, help="Write the changes (default: a dry run that only shows them)."),
+        click.option("--out", type=click.Path(file_okay=False),
+                     help="Write fixed files under this folder (same relative paths); the input stays untouched."),
+        click.option("--from-report", type=click.Path(exists=True, dir_okay=False),
+                     help="A JSON audit report (audit -f json -o FILE) whose suggestions to apply."),
+        click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def spec_options(func):
+    """The spec the re-audit of each written file checks against."""
+    options = [
+        click.option("--num-classes", type=click.IntRange(min=1), help="Number of classes, background included."),
+        click.option("--values", help="Legal values, e.g. 0,1,2."),
+        click.option("--classes", help="Class names in index order, comma separated."),
+        click.option("--ignore-index", multiple=True, help="A value the loss ignores (e.g. 255); repeatable."),
+        click.option("--key", help="Array key of the label in NPZ/HDF5 files."),
+        click.option("--format", "layout", help="Force a layout (see `labelguard formats`)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _layout(layout, key):
+    from labelguard.layouts.base import AuditOptions
+
+    return AuditOptions(format=layout, key=key)
+
+
+def _show(result: FixResult, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        for change in result.changes:
+            where = f" -> {change.target}" if change.target and change.target != change.path else ""
+            click.echo(f"{_MARK.get(change.status, change.status):<10} {change.path}{where}: {change.summary}")
+        for note in result.notes:
+            click.echo(f"note: {note}", err=True)
+        counts = {status: result.count(status) for status in _MARK if result.count(status)}
+        click.echo(", ".join(f"{n} {_MARK[s]}" for s, n in counts.items()) or "no files", err=True)
+        if not result.applied and result.count(PLANNED):
+            click.echo("dry run: nothing was written; add --apply to write (originals are backed up)", err=True)
+        if result.run_id:
+            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(result.journal))))
+            click.echo(f"run {result.run_id} journaled; undo with: labelguard fix undo {root}", err=True)
+    if not result.ok:
+        raise SystemExit(1)
+
+
+@click.group()
+def fix() -> None:
+    """Repair what audit found: remap values, convert colours, clean lists; undo a run.
+
+    Every command is a dry run unless --apply; applied runs replace each file atomically,
+    keep the originals under DATA/.labelguard/backups/ and journal every write, so
+    `labelguard fix undo DATA` restores the exact bytes.
+    """
+
+
+@fix.command("remap")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--map", "mapping", help="FROM:TO pairs, e.g. 255:1,3:2 (default: the report's suggested remap).")
+@spec_options
+@common_options
+def remap_command(paths, mapping, num_classes, values, classes, ignore_index, key, layout, apply, out,
+                  from_report, as_json):
+    """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI)."""
+    from labelguard.fix.api import remap
+
+    if not mapping and not from_report:
+        raise click.UsageError("give --map FROM:TO,... or --from-report REPORT")
+    result = remap(list(paths) or None, mapping, spec=_spec(num_classes, values, classes, ignore_index),
+                   options=_layout(layout, key), from_report=from_report, apply=apply, out=out)
+    _show(result, as_json)
+
+
+@fix.command("colors")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--color-map", type=click.Path(exists=True, dir_okay=False),
+              help="Colour map file (default: the report's proposal, the dataset's map, or a fresh proposal).")
+@click.option("--unmapped", type=int, help="Index for colours not in the map (default: skip such files).")
+@click.option("--mode", type=click.Choice(["P", "L"]), default="P", show_default=True,
+              help="P: index mask with the colours as palette; L: plain grey index mask.")
+@spec_options
+@common_options
+def colors_command(paths, color_map, unmapped, mode, num_classes, values, classes, ignore_index, key, layout,
+                   apply, out, from_report, as_json):
+    """Convert colour masks under PATHS to index masks."""
+    from labelguard.fix.api import colors
+
+    if not paths and not from_report:
+        raise click.UsageError("give the PATHS of the colour masks, or --from-report REPORT")
+    result = colors(list(paths) or None, color_map, spec=_spec(num_classes, values, classes, ignore_index),
+                    options=_layout(layout, key), from_report=from_report, unmapped=unmapped, mode=mode,
+                    apply=apply, out=out)
+    _show(result, as_json)
+
+
+@fix.command("list")
+@click.argument("lists", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--root", type=click.Path(exists=True, file_okay=False),
+              help="The dataset root the entries are relative to (default: found above the list).")
+@click.option("--keep-missing", is_flag=True, help="Keep entries whose file does not exist.")
+@common_options
+def list_command(lists, root, keep_missing, apply, out, from_report, as_json):
+    """Clean file lists: BOM, CRLF, whitespace, blank and duplicate lines, entries without a file."""
+    from labelguard.fix.lists import clean_list
+
+    if not lists and not from_report:
+        raise click.UsageError("give the LISTS to clean, or --from-report REPORT")
+    result = clean_list(list(lists) or None, root=root, drop_missing=not keep_missing, from_report=from_report,
+                        apply=apply, out=out)
+    _show(result, as_json)
+
+
+@fix.command("undo")
+@click.argument("path", default=".", type=click.Path(exists=True))
+@click.option("--run", "run_id", help="The run to undo (id or prefix; default: the latest not undone).")
+@click.option("--force", is_flag=True, help="Also restore files changed after the run.")
+@click.option("--list", "show_runs", is_flag=True, help="List the recorded runs instead.")
+def undo_command(path, run_id, force, show_runs):
+    """Restore the exact bytes every file had before a fix run (PATH: the data root)."""
+    from labelguard.fix.journal import find_runs, undo
+
+    if show_runs:
+        runs = find_runs(path)
+        if not runs:
+            click.echo("no fix runs recorded", err=True)
+        for info in runs:
+            state = "undone" if info.undone else ("complete" if info.finished else "interrupted")
+            click.echo(f"{info.id}  {state:<11}  {len(info.entries):>5} files  {info.command}")
+        return
+    result = undo(path, run_id, force=force)
+    for target in result.restored:
+        click.echo(f"restored   {target}")
+    for target in result.removed:
+        click.echo(f"removed    {target}")
+    for target, reason in result.conflicts:
+        click.echo(f"conflict   {target}: {reason}")
+    click.echo(f"run {result.run}: {len(result.restored)} restored, {len(result.removed)} removed, "
+               f"{len(result.unchanged)} already as before, {len(result.conflicts)} conflicts", err=True)
+    if result.conflicts:
+        raise SystemExit(1)
