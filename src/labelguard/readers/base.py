@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 
 class ReadError(Exception):
@@ -45,6 +46,13 @@ def sniff(head: bytes) -> str | None:
 
 def read_head(path: str, size: int = 352) -> bytes:
     """The first bytes of ``path``; ReadError with the OS reason when it cannot be opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        # Opening a named pipe blocks until a writer appears; a device may never end.
+        raise ReadError("not a regular file (a named pipe, socket or device)")
     try:
         with open(path, "rb") as handle:
             return handle.read(size)

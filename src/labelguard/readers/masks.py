@@ -113,6 +113,10 @@ def _read_image(path: str, container: str, declared: str | None) -> MaskRecord:
             data = handle.read()
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
+            if container == "png":
+                # Pillow checks no IDAT checksum and no end chunk when decoding: flipped bytes
+                # can decode to wrong labels and a cut-off file to a complete-looking one.
+                Image.open(io.BytesIO(data)).verify()
             image = Image.open(io.BytesIO(data))
             image.load()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError,
