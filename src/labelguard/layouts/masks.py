@@ -63,10 +63,13 @@ def process_mask(task: FileTask, spec: LabelSpec) -> FileResult:
     result.summary.samples += 1
     result.summary.dtypes[record.mode] += 1
     findings = result.findings
-    if record.lossy:
-        findings.append(_jpeg_finding(task.display, record))
+    if record.renamed and not record.lossy and not (
+            record.container in IMAGE_FORMATS and record.declared in IMAGE_FORMATS):
+        findings.append(_renamed_finding(task, record))
     array = _label_plane(task, record, findings, result)
     if array is None:
+        if record.lossy:
+            findings.append(_jpeg_finding(task.display, record))
         return result
     stored = record.array
     if record.container in ("png", "tiff") and stored.ndim == 2 and stored.dtype.itemsize > 1 \
@@ -84,6 +87,8 @@ def process_mask(task: FileTask, spec: LabelSpec) -> FileResult:
         findings.append(UNREADABLE.finding(task.display, f"not a label array: {exc}"))
         return result
     findings.extend(value_list)
+    if record.lossy:
+        findings.append(_jpeg_finding(task.display, record, values, counts))
     if any(f.code == "LG205" for f in value_list):
         result.summary.empty += 1
     result.summary.add_values(task.display, values, counts)
@@ -95,23 +100,50 @@ def process_mask(task: FileTask, spec: LabelSpec) -> FileResult:
     return result
 
 
-def _jpeg_finding(display: str, record: MaskRecord):
+def _jpeg_finding(display: str, record: MaskRecord, values: np.ndarray | None = None,
+                  counts: np.ndarray | None = None):
     if record.renamed:
         message = f"this mask is a JPEG file named .{record.declared}: JPEG compression smears the label values along every edge"
     else:
         message = "this mask is stored as JPEG: lossy compression smears the label values along every edge"
+    stray: dict = {}
+    if values is not None and counts is not None and len(values):
+        rare = counts < RARE_SHARE * int(counts.sum())
+        if rare.any():
+            stray = {"stray_values": values[rare].tolist()[:50], "stray_pixels": int(counts[rare].sum())}
+            shown = ", ".join(str(v) for v in stray["stray_values"][:8])
+            message += (f"; {stray['stray_pixels']} pixels hold {int(rare.sum())} stray values "
+                        f"({shown}{'...' if rare.sum() > 8 else ''}), each under {RARE_SHARE:.0%} of the mask")
     return LOSSY.finding(
         display, message,
         hint="Re-export the mask losslessly (PNG, TIFF, NPY) from the source labels; "
         "a renamed JPEG stays a JPEG.",
-        container="jpeg", renamed=record.renamed,
+        container="jpeg", renamed=record.renamed, **stray,
+    )
+
+
+_FORMAT_NAMES = {"zip": "NPZ (zip)", "nifti": "NIfTI", "riff": "WebP", "gzip": "gzip"}
+
+
+def _renamed_finding(task: FileTask, record: MaskRecord):
+    """LG001 for a file whose bytes are of another format than its name says, where readers
+    that go by the name (np.load, nibabel, PIL) cannot open it."""
+    real = _FORMAT_NAMES.get(record.container, record.container.upper())
+    return UNREADABLE.finding(
+        task.display,
+        f"{real} data in a file named {mask_extension(task.path)}: loaders that pick the reader by the "
+        "extension fail on it (labelguard read it by its content and checked its values)",
+        hint="Rename the file to the extension of its real format, or re-export it in the format "
+        "its name says.",
+        container=record.container, declared=record.declared,
     )
 
 
 def _label_plane(task: FileTask, record: MaskRecord, findings: list, result: FileResult):
     """The (H, W) / volume of labels to check, decoding colours; None when nothing can be checked."""
     array = record.array
-    if record.container not in IMAGE_FORMATS or array.ndim != 3:
+    # A multi-page TIFF gives (pages, H, W): a volume, not an image with colour channels.
+    if record.container not in IMAGE_FORMATS or array.ndim != 3 or array.shape[-1] not in (2, 3, 4):
         if array.ndim == 0:
             findings.append(UNREADABLE.finding(task.display, "holds a single number, not a label array"))
             return None
@@ -222,7 +254,7 @@ def _shift(ndim: int, axis: int, direction: int) -> list:
 
 def _geometry_findings(task: FileTask, record: MaskRecord, labels: np.ndarray) -> list:
     mask_shape = tuple(record.array.shape)
-    if record.container in IMAGE_FORMATS and record.array.ndim == 3:
+    if record.container in IMAGE_FORMATS and record.array.ndim == 3 and mask_shape[-1] in (2, 3, 4):
         mask_shape = mask_shape[:2]
     findings = []
     if record.image_shape is not None and not same_geometry(mask_shape, record.image_shape):
