@@ -159,3 +159,110 @@ def voc_palette() -> list[int]:
             c >>= 3
         palette.extend((r, g, b))
     return palette
+
+
+def write_bmp(path: Path, array: np.ndarray) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(array).save(path, format="BMP")
+    return path
+
+
+def truncate(path: Path, keep: float = 0.5) -> Path:
+    """Cut ``path`` to the first ``keep`` fraction of its bytes, as an interrupted copy does."""
+    path = Path(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+    return path
+
+
+def corrupt(path: Path, at: float = 0.5, length: int = 16) -> Path:
+    """Overwrite ``length`` bytes from the ``at`` fraction of ``path`` with 0xAB (bit rot)."""
+    path = Path(path)
+    data = bytearray(path.read_bytes())
+    start = int(len(data) * at)
+    data[start:start + length] = b"\xab" * len(data[start:start + length])
+    path.write_bytes(bytes(data))
+    return path
+
+
+def with_border(mask: np.ndarray, value: int = 255, width: int = 2) -> np.ndarray:
+    """``mask`` with a frame of ``value`` (VOC/Cityscapes "unlabelled" borders)."""
+    framed = mask.copy()
+    framed[:width, :] = framed[-width:, :] = value
+    framed[:, :width] = framed[:, -width:] = value
+    return framed
+
+
+def colorize(indices: np.ndarray, colors: Sequence[tuple[int, int, int]]) -> np.ndarray:
+    """An (H, W, 3) colour mask painting index i with ``colors[i]``."""
+    return np.asarray(colors, dtype=np.uint8)[indices]
+
+
+def write_dataset_meta(path: Path, names: Sequence[str], colors: Sequence[tuple[int, int, int]]) -> Path:
+    """A Datumaro-style dataset_meta.json with label_map and segmentation_colors."""
+    return write_json(path, {"label_map": {str(i): n for i, n in enumerate(names)},
+                             "segmentation_colors": [list(c) for c in colors],
+                             "background_label": "0"})
+
+
+def write_label_colors(path: Path, names: Sequence[str], colors: Sequence[tuple[int, int, int]]) -> Path:
+    """CamVid's label_colors.txt: 'R G B name' per line."""
+    return write_list(path, [f"{r} {g} {b}\t{n}" for n, (r, g, b) in zip(names, colors)])
+
+
+def write_voc_labelmap(path: Path, names: Sequence[str], colors: Sequence[tuple[int, int, int]]) -> Path:
+    """VOC's labelmap.txt: 'name:r,g,b::' per line under a comment header."""
+    return write_list(path, ["# label:color_rgb:parts:actions"]
+                      + [f"{n}:{r},{g},{b}::" for n, (r, g, b) in zip(names, colors)])
+
+
+def paired_dataset(root: Path, names: Sequence[str], masks: Sequence[np.ndarray] | None = None,
+                   mask_suffix: str = "", image_size: tuple[int, int] | None = None) -> tuple[Path, Path]:
+    """``images/<name>.png`` and ``masks/<name><mask_suffix>.png`` for each name.
+
+    The images take each mask's size unless ``image_size`` is given. Returns (images, masks).
+    """
+    images, mask_dir = Path(root) / "images", Path(root) / "masks"
+    for i, name in enumerate(names):
+        mask = masks[i] if masks is not None else organic_mask((32, 32), seed=i)
+        write_png(mask_dir / f"{name}{mask_suffix}.png", mask)
+        write_png(images / f"{name}.png", rgb_image(image_size or mask.shape[:2], seed=i))
+    return images, mask_dir
+
+
+def voc_segmentation_dataset(root: Path, n: int = 6, num_classes: int = 3,
+                             bad: Mapping[int, int] | None = None, size: tuple[int, int] = (32, 32),
+                             border: int = 255) -> Path:
+    """A Pascal VOC style segmentation set: ``JPEGImages/NNNN.jpg``, palette masks
+    ``SegmentationClass/NNNN.png`` whose regions are outlined with ``border`` (VOC's 255),
+    and ``ImageSets/Segmentation/train.txt``.
+
+    ``bad`` maps a sample index to a value planted in 50 pixels of that mask. Returns the root.
+    """
+    root = Path(root)
+    names = []
+    for i in range(n):
+        name = f"{2007000 + i:07d}"
+        mask = organic_mask(size, classes=tuple(range(num_classes)), seed=i)
+        edges = np.zeros(size, dtype=bool)
+        edges[:, 1:] |= mask[:, 1:] != mask[:, :-1]
+        edges[1:, :] |= mask[1:, :] != mask[:-1, :]
+        mask[edges] = border
+        if bad and i in bad:
+            mask.reshape(-1)[:50] = bad[i]
+        write_jpeg(root / "JPEGImages" / f"{name}.jpg", rgb_image(size, seed=i), quality=90)
+        write_png(root / "SegmentationClass" / f"{name}.png", mask, mode="P")
+        names.append(name)
+    write_list(root / "ImageSets" / "Segmentation" / "train.txt", names)
+    return root
+
+
+def image_folder_dataset(root: Path, classes: Sequence[str] = ("cat", "dog"), per_class: int = 3,
+                         size: tuple[int, int] = (16, 16)) -> Path:
+    """An ImageFolder layout: ``<root>/<class>/<n>.png``. Returns the root."""
+    root = Path(root)
+    for c, name in enumerate(classes):
+        for i in range(per_class):
+            write_png(root / name / f"{i:03d}.png", rgb_image(size, seed=c * 100 + i))
+    return root

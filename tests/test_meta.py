@@ -1,0 +1,95 @@
+"""The code table is complete: every registered code is in the catalog, documented and tested."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import labelguard.checks  # noqa: F401  (registers every code)
+from code_markers import KINDS, find_test_files, markers_in_source, scan
+from labelguard.core.registry import REGISTRY
+
+TESTS = Path(__file__).resolve().parent
+CATALOG = TESTS.parent.parent / "shared" / "spec" / "checks.md"
+CODES = sorted(REGISTRY)
+MARKERS = scan(find_test_files(TESTS))
+
+
+def catalog_rows() -> dict[str, str]:
+    """code -> default severity, from the catalog's table."""
+    rows = {}
+    for line in CATALOG.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"\|\s*(LG\d{3})\s*\|\s*(\w+)\s*\|", line)
+        if match:
+            rows[match.group(1)] = match.group(2)
+    return rows
+
+
+needs_catalog = pytest.mark.skipif(not CATALOG.is_file(), reason="../shared/spec/checks.md is absent")
+
+
+@needs_catalog
+@pytest.mark.parametrize("code", CODES)
+def test_registered_code_is_in_the_catalog_with_its_severity(code):
+    rows = catalog_rows()
+    assert code in rows, f"{code} is registered but not in {CATALOG.name}: codes come from the catalog"
+    assert str(REGISTRY[code].severity) == rows[code]
+
+
+@needs_catalog
+def test_every_catalog_code_is_registered():
+    assert sorted(set(catalog_rows()) - set(REGISTRY)) == []
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_code_is_documented(code):
+    check = REGISTRY[code]
+    for part in ("summary", "why", "bad", "good", "fix"):
+        assert getattr(check, part).strip(), f"{code} has no {part}"
+    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", check.name), f"{code} name {check.name!r} is not kebab-case"
+    assert check.scope in ("file", "dataset", "runtime")
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_code_has_a_failing_and_a_passing_case(code):
+    missing = [kind for kind in KINDS if not MARKERS.get(code, {}).get(kind)]
+    assert not missing, (
+        f"{code} has no test marked @pytest.mark.code({code!r}, {missing[0]!r})"
+        + (f" nor @pytest.mark.code({code!r}, {missing[1]!r})" if len(missing) > 1 else "")
+        + ": add a test on real files that shows the code "
+        + " and ".join({"fail": "firing on bad data", "pass": "silent on good data"}[k] for k in missing)
+        + " (see tests/conftest.py)"
+    )
+
+
+def test_markers_name_registered_codes_and_known_kinds():
+    wrong = [f"{place}: ({code!r}, {kind!r})" for code, kinds in MARKERS.items()
+             for kind, places in kinds.items() for place in places
+             if code not in REGISTRY or kind not in KINDS]
+    assert wrong == []
+
+
+def test_marker_scan_reads_every_form_of_marker():
+    source = '''
+import pytest
+from pytest import mark
+
+pytestmark = [pytest.mark.code("LG001", "fail")]
+
+@pytest.mark.code("LG201", "fail")
+@mark.code("LG201", "pass")
+def test_a():
+    pass
+
+@pytest.mark.parametrize("x", [pytest.param(1, marks=pytest.mark.code("LG205", "pass"))])
+def test_b(x):
+    pass
+
+@pytest.mark.slow
+def test_c():
+    pytest.mark.other("LG999", "fail")
+'''
+    found = sorted((code, kind) for code, kind, _ in markers_in_source(source))
+    assert found == [("LG001", "fail"), ("LG201", "fail"), ("LG201", "pass"), ("LG205", "pass")]
