@@ -1,0 +1,191 @@
+"""File lists: the parser (with hypothesis), entry resolution and LG003/LG004/LG005."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from builders import organic_mask, swin_unet_dataset, write_list, write_npz, write_png
+from labelguard.audit import audit
+from labelguard.core.spec import LabelSpec
+from labelguard.layouts import AuditOptions
+from labelguard.readers.base import ReadError
+from labelguard.readers.lists import parse_list
+
+NINE = LabelSpec(num_classes=9)
+
+
+def run_list(data: Path, *lists: Path, spec: LabelSpec = NINE):
+    return audit(data, spec, options=AuditOptions(lists=tuple(str(p) for p in lists)), use_project_config=False)
+
+
+def found(report, code: str) -> list:
+    return [f for f in report.findings if f.code == code]
+
+
+def audited(report) -> list[str]:
+    return sorted(Path(p).name for p in report.summary.value_examples.get(0, []))
+
+
+# ---- the parser -------------------------------------------------------------------------
+
+def test_parser_notes_every_unclean_line(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_bytes(b"\xef\xbb\xbfa\r\n b\n\nc \n# comment\na\n")
+    listing = parse_list(str(path))
+    assert [e.text for e in listing.entries] == ["a", "b", "c"]
+    assert [e.line for e in listing.entries] == [1, 2, 4]
+    assert listing.problems == {"bom": [1], "crlf": [1], "whitespace": [2, 4], "blank": [3], "duplicate": [6]}
+
+
+def test_parser_splits_image_mask_pairs(tmp_path):
+    listing = parse_list(str(write_list(tmp_path / "train.txt", ["/train/a.png /trainannot/a.png"])))
+    assert listing.entries[0].fields == ("/train/a.png", "/trainannot/a.png")
+
+
+def test_binary_file_is_not_a_list(tmp_path):
+    path = write_npz(tmp_path / "archive.npz", label=np.zeros((4, 4), np.uint8)).rename(tmp_path / "train.txt")
+    with pytest.raises(ReadError, match="binary"):
+        parse_list(str(path))
+
+
+NAME = st.text(alphabet="abcXYZ_019.-/", min_size=1, max_size=12)
+PAD = st.sampled_from(["", " ", "\t", "  "])
+
+
+@st.composite
+def list_lines(draw):
+    """(raw lines as written, newline per line) of a list with random dirt."""
+    lines = []
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["name", "name", "name", "blank", "comment"]))
+        if kind == "name":
+            lines.append(draw(PAD) + draw(NAME) + draw(PAD))
+        elif kind == "blank":
+            lines.append(draw(PAD))
+        else:
+            lines.append("#" + draw(NAME))
+    endings = [draw(st.sampled_from(["\n", "\r\n"])) for _ in lines]
+    return lines, endings
+
+
+@settings(max_examples=150, deadline=None)
+@given(list_lines(), st.booleans())
+def test_parser_against_a_reference_reading(tmp_path_factory, drawn, bom):
+    lines, endings = drawn
+    path = tmp_path_factory.mktemp("lists") / "train.txt"
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + "".join(l + e for l, e in zip(lines, endings)).encode())
+    listing = parse_list(str(path))
+
+    expected_entries, seen = [], set()
+    expected = {"whitespace": [], "blank": [], "duplicate": [], "crlf": []}
+    for number, (line, ending) in enumerate(zip(lines, endings), 1):
+        if ending == "\r\n":
+            expected["crlf"].append(number)
+        text = line.strip()
+        if not text:
+            expected["blank"].append(number)
+        elif not text.startswith("#"):
+            if text != line:
+                expected["whitespace"].append(number)
+            if text in seen:
+                expected["duplicate"].append(number)
+            else:
+                seen.add(text)
+                expected_entries.append((number, text))
+    if bom:
+        expected["bom"] = [1]
+    assert [(e.line, e.text) for e in listing.entries] == expected_entries
+    assert all(e.fields == tuple(e.text.split()) for e in listing.entries)
+    assert listing.problems == {k: v for k, v in expected.items() if v}
+
+
+# ---- resolution and findings ----------------------------------------------------------------
+
+@pytest.mark.code("LG003", "pass")
+@pytest.mark.code("LG004", "pass")
+@pytest.mark.code("LG005", "pass")
+def test_clean_list_without_extensions_selects_only_the_listed_files(tmp_path):
+    data, listing = swin_unet_dataset(tmp_path, n=6, bad={5: 9})
+    write_list(listing, ["case0001_slice000", "case0001_slice002", "case0002_slice000"])
+    report = run_list(data, listing)
+    assert not {"LG003", "LG004", "LG005"} & set(report.code_counts())
+    assert report.summary.samples == 3
+    assert not found(report, "LG201")  # slice 5 holds the bad value but is not listed
+    assert audited(report) == ["case0001_slice000.npz", "case0001_slice002.npz", "case0002_slice000.npz"]
+
+
+def test_entries_with_extension_and_subfolders_resolve(tmp_path):
+    write_png(tmp_path / "masks" / "city" / "a.png", organic_mask((16, 16), (0, 1)))
+    write_png(tmp_path / "masks" / "city" / "b.png", organic_mask((16, 16), (0, 1)))
+    listing = write_list(tmp_path / "val.txt", ["city/a.png", "city/b"])
+    report = run_list(tmp_path / "masks", listing, spec=LabelSpec(num_classes=2))
+    assert report.summary.samples == 2 and report.code_counts() == {}
+
+
+@pytest.mark.code("LG003", "fail")
+def test_missing_listed_file(tmp_path):
+    data, listing = swin_unet_dataset(tmp_path, n=3)
+    write_list(listing, ["case0001_slice000", "case0031_slice007"])
+    [finding] = found(run_list(data, listing), "LG003")
+    assert finding.data == {"line": 2, "entry": "case0031_slice007"}
+    assert Path(finding.path).name == "train.txt"
+
+
+@pytest.mark.code("LG004", "fail")
+@pytest.mark.parametrize("lines, newline, bom, problem", [
+    (["case0001_slice000", "case0001_slice001 "], "\n", False, "whitespace"),
+    (["case0001_slice000", "case0001_slice001"], "\r\n", False, "crlf"),
+    (["case0001_slice000", "case0001_slice001"], "\n", True, "bom"),
+    (["case0001_slice000", "", "case0001_slice001"], "\n", False, "blank"),
+    (["case0001_slice000", "case0001_slice000"], "\n", False, "duplicate"),
+])
+def test_unclean_list_entries(tmp_path, lines, newline, bom, problem):
+    data, listing = swin_unet_dataset(tmp_path, n=3)
+    write_list(listing, lines, newline=newline, bom=bom)
+    report = run_list(data, listing)
+    assert [f.data["problem"] for f in found(report, "LG004")] == [problem]
+    assert report.summary.samples == len(set(lines) - {""})  # the entries still resolve
+    assert not found(report, "LG003")
+
+
+@pytest.mark.code("LG005", "fail")
+def test_entries_escaping_the_root(tmp_path):
+    data, listing = swin_unet_dataset(tmp_path / "dataset", n=3)
+    write_npz(tmp_path / "elsewhere" / "x.npz", label=np.zeros((4, 4), np.uint8))
+    outside = tmp_path / "elsewhere" / "x.npz"
+    write_list(listing, ["case0001_slice000", "../../elsewhere/x.npz", str(outside), "../../../etc/shadow"])
+    report = run_list(data, listing)
+    assert sorted(f.data["line"] for f in found(report, "LG005")) == [2, 3, 4]
+    assert report.summary.samples == 1  # files outside the root are never audited
+
+
+def test_unreadable_list_is_lg001(tmp_path):
+    data, listing = swin_unet_dataset(tmp_path, n=2)
+    listing.write_bytes(b"\x00\x01\x02binary")
+    [finding] = found(run_list(data, listing), "LG001")
+    assert Path(finding.path).name == "train.txt"
+
+
+def test_camvid_list_pairs_image_and_mask_on_one_line(tmp_path):
+    mask = organic_mask((16, 16), (0, 1))
+    write_png(tmp_path / "trainannot" / "0001TP_006690.png", mask)
+    write_png(tmp_path / "train" / "0001TP_006690.png", np.zeros((8, 8, 3), np.uint8))
+    write_png(tmp_path / "trainannot" / "0001TP_006720.png", mask)
+    write_png(tmp_path / "train" / "0001TP_006720.png", np.zeros((16, 16, 3), np.uint8))
+    listing = write_list(tmp_path / "train.txt", ["/train/0001TP_006690.png /trainannot/0001TP_006690.png"])
+    report = run_list(tmp_path, listing, spec=LabelSpec(num_classes=2))
+    assert report.summary.samples == 1
+    [geometry] = found(report, "LG206")  # the pair named on the line is the one compared
+    assert geometry.data["image_shape"] == [8, 8, 3]
+
+
+def test_several_lists_are_unioned(tmp_path):
+    data, listing = swin_unet_dataset(tmp_path, n=6)
+    write_list(listing, ["case0001_slice000", "case0001_slice001"])
+    other = write_list(tmp_path / "lists" / "val.txt", ["case0001_slice001", "case0002_slice002"])
+    assert run_list(data, listing, other).summary.samples == 3
