@@ -5,7 +5,7 @@ journal layer (:mod:`labelguard.fix.journal`) so that :func:`undo` restores the 
 even after a run was killed half-way.
 """
 
-from labelguard.fix.api import colors, remap
+from labelguard.fix.api import colors, remap, remap_ids, rename
 from labelguard.fix.base import FileChange, FixResult
 from labelguard.fix.journal import FixError, UndoResult, undo
 from labelguard.fix.lists import clean_list
@@ -18,5 +18,7 @@ __all__ = [
     "clean_list",
     "colors",
     "remap",
+    "remap_ids",
+    "rename",
     "undo",
 ]

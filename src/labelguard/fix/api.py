@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from labelguard.core.spec import LabelSpec
-from labelguard.fix.base import FixResult, load_report, parse_value_map, report_paths
+from labelguard.fix.base import FixResult, load_report, parse_name_map, parse_value_map, report_paths
 from labelguard.fix.engine import find_masks, run_fixes
 from labelguard.fix.journal import FixError
 from labelguard.fix.masks import (
@@ -150,3 +150,45 @@ def colors(
 
     return run_fixes("colors", dataset, opener, transform, apply=apply, out=out, command="fix colors",
                      audit_color_map=color_map if isinstance(color_map, ColorMap) else None)
+
+
+def rename(
+    paths: "str | os.PathLike | Sequence[str | os.PathLike]",
+    mapping: "str | dict",
+    *,
+    apply: bool = False,
+    out: str | None = None,
+) -> FixResult:
+    """Rename classes: ``"Dog=dog,dgo=dog"`` in VOC XML ``<name>`` texts (the rest of each file stays
+    byte-identical) and COCO ``categories[].name``.
+
+    Args:
+        paths: annotation folders or files.
+        mapping: ``"OLD=NEW,..."`` or ``{"OLD": "NEW"}``.
+        apply: write (default: a dry run).
+        out: write the renamed files under this folder instead.
+    """
+    from labelguard.fix.annotations import rename_classes
+
+    return rename_classes(_paths(paths, None), parse_name_map(mapping), apply=apply, out=out)
+
+
+def remap_ids(
+    paths: "str | os.PathLike | Sequence[str | os.PathLike]",
+    mapping: "str | dict",
+    *,
+    apply: bool = False,
+    out: str | None = None,
+) -> FixResult:
+    """Remap integer class ids: the class column of YOLO rows (only that text changes) and COCO
+    ``categories[].id`` with every ``annotations[].category_id``.
+
+    Args:
+        paths: label folders or files.
+        mapping: ``"FROM:TO,..."`` or ``{FROM: TO}``.
+        apply: write (default: a dry run).
+        out: write the remapped files under this folder instead.
+    """
+    from labelguard.fix.annotations import remap_class_ids
+
+    return remap_class_ids(_paths(paths, None), parse_value_map(mapping), apply=apply, out=out)

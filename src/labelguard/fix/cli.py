@@ -108,18 +108,38 @@ def fix() -> None:
 @fix.command("remap")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--map", "mapping", help="FROM:TO pairs, e.g. 255:1,3:2 (default: the report's suggested remap).")
+@click.option("--ids", is_flag=True, help="Remap class ids in YOLO label rows and COCO JSON instead of mask values.")
 @spec_options
 @common_options
-def remap_command(paths, mapping, num_classes, values, classes, ignore_index, key, layout, apply, out,
+def remap_command(paths, mapping, ids, num_classes, values, classes, ignore_index, key, layout, apply, out,
                   from_report, as_json):
-    """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI)."""
-    from labelguard.fix.api import remap
+    """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
+    --ids the class ids of YOLO rows and COCO categories."""
+    from labelguard.fix.api import remap, remap_ids
 
     if not mapping and not from_report:
         raise click.UsageError("give --map FROM:TO,... or --from-report REPORT")
+    if ids:
+        if not mapping or not paths:
+            raise click.UsageError("--ids needs PATHS and --map")
+        _show(remap_ids(list(paths), mapping, apply=apply, out=out), as_json)
+        return
     result = remap(list(paths) or None, mapping, spec=_spec(num_classes, values, classes, ignore_index),
                    options=_layout(layout, key), from_report=from_report, apply=apply, out=out)
     _show(result, as_json)
+
+
+@fix.command("rename")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--map", "mapping", required=True, help='OLD=NEW pairs, e.g. "Dog=dog,dgo=dog".')
+@common_options
+def rename_command(paths, mapping, apply, out, from_report, as_json):
+    """Rename classes in VOC XML <name> texts and COCO categories under PATHS."""
+    from labelguard.fix.api import rename
+
+    if from_report:
+        raise click.UsageError("rename takes --map; a report suggests no renames")
+    _show(rename(list(paths), mapping, apply=apply, out=out), as_json)
 
 
 @fix.command("colors")
