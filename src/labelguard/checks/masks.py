@@ -167,7 +167,12 @@ def value_findings(
 
 
 def _outside_spec(display, values, bad, spec: LabelSpec, value_name: str):
-    pairs = ", ".join(f"{v} in {c} pixel{'s' if c != 1 else ''}" for v, c in zip(bad.values[:8], bad.counts[:8]))
+    # bad.values are what the loss sees; under reduce_zero_label the file holds each plus one,
+    # and the finding names the stored value as the summary and the report do.
+    stored = tuple(v + 1 for v in bad.values) if spec.reduce_zero_label else bad.values
+    pairs = ", ".join(
+        f"{s}{f' ({v} after reduce_zero_label)' if s != v else ''} in {c} pixel{'s' if c != 1 else ''}"
+        for s, v, c in zip(stored[:8], bad.values[:8], bad.counts[:8]))
     more = f" and {len(bad.values) - 8} more values" if len(bad.values) > 8 else ""
     plural = "s" if len(bad.values) > 1 else ""
     if len(values) > IMAGE_LIKE_DISTINCT:
@@ -177,7 +182,7 @@ def _outside_spec(display, values, bad, spec: LabelSpec, value_name: str):
             f"{int(values.min())} to {int(values.max())}; expected {spec.describe()}",
             hint="The image was saved where the label should be: check the export step that "
             "writes labels (and the image/label folders of the pairing).",
-            values=list(bad.values[:20]), counts=list(bad.counts[:20]), distinct=len(values),
+            values=list(stored[:20]), counts=list(bad.counts[:20]), distinct=len(values),
             looks_like_image=True,
         )
     n = spec.effective_num_classes
@@ -186,7 +191,7 @@ def _outside_spec(display, values, bad, spec: LabelSpec, value_name: str):
     if spec.is_contiguous() and highest >= 0 and highest < 256 and highest == n:
         hints.append(f"if {highest} is a real class, num_classes must be {highest + 1} "
                      "(count the background too)")
-    ignore_like = [v for v in bad.values if v in (255, -1, -100)]
+    ignore_like = [v for v in stored if v in (255, -1, -100)]
     if ignore_like:
         hints.append(f"if {ignore_like[0]} marks borders/unlabelled pixels, declare it with "
                      f"--ignore-index {ignore_like[0]} and pass ignore_index={ignore_like[0]} to the loss")
@@ -198,7 +203,7 @@ def _outside_spec(display, values, bad, spec: LabelSpec, value_name: str):
     )
     return VALUE_OUTSIDE_SPEC.finding(
         display, message, hint="; ".join(hints).capitalize() + ".",
-        values=list(bad.values), counts=list(bad.counts),
+        values=list(stored), counts=list(bad.counts),
     )
 
 

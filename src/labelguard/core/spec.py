@@ -129,17 +129,20 @@ class LabelSpec:
             if value != f.default and value is not None:
                 changes[f.name] = value
         merged_sources = tuple(dict.fromkeys(self.sources + other.sources))
-        spec = replace(self, **changes, sources=merged_sources)
         # A later source that names a different number of classes replaces the earlier
-        # class list or values rather than contradicting them.
+        # class list, values or count rather than contradicting them (decided before the
+        # new spec is built, which would reject the contradiction).
         if other.num_classes is not None:
-            if other.classes is None and spec.classes is not None and len(spec.classes) != other.num_classes:
-                spec = replace(spec, classes=None)
-            if other.values is None and spec.values is not None and len(spec.values) > other.num_classes:
-                spec = replace(spec, values=None)
-        if other.classes is not None and other.num_classes is None and spec.num_classes not in (None, len(other.classes)):
-            spec = replace(spec, num_classes=None)
-        return spec
+            if other.classes is None and self.classes is not None and len(self.classes) != other.num_classes:
+                changes["classes"] = None
+            if other.values is None and self.values is not None and len(self.values) > other.num_classes:
+                changes["values"] = None
+        elif self.num_classes is not None:
+            if other.classes is not None and len(other.classes) != self.num_classes:
+                changes["num_classes"] = None
+            if other.values is not None and len(other.values) > self.num_classes:
+                changes["num_classes"] = None
+        return replace(self, **changes, sources=merged_sources)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
