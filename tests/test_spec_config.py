@@ -1,0 +1,225 @@
+"""The label spec and its layers: dataset metadata < project config < --config < CLI flags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from builders import organic_mask, write_json, write_list, write_nifti, write_png
+from labelguard.audit import audit
+from labelguard.cli import main
+from labelguard.config import load_config
+from labelguard.core.findings import Severity
+from labelguard.core.spec import LabelSpec
+from labelguard.errors import SpecError
+
+
+def dataset(root: Path, values=(0, 1, 2, 3)) -> Path:
+    for i in range(2):
+        write_png(root / "masks" / f"{i}.png", organic_mask((32, 32), values, seed=i))
+    return root
+
+
+def outside(report) -> list[int]:
+    return sorted(report.outside_spec())
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+# ---- each layer wins over the one below ---------------------------------------------------
+
+def test_layers_in_priority_order(tmp_path):
+    data = dataset(tmp_path / "project" / "data")
+    write_json(data / "dataset.json", {"labels": {"background": 0, "liver": 1}})
+    assert outside(audit(data, use_project_config=False)) == [2, 3]
+
+    (tmp_path / "project" / "labelguard.toml").write_text("[labels]\nnum_classes = 3\n")
+    report = audit(data)
+    assert outside(report) == [3]
+    assert report.spec.sources[-1].endswith("labelguard.toml")
+
+    other = tmp_path / "other.toml"
+    other.write_text("[labels]\nnum_classes = 4\n")
+    assert outside(audit(data, config_file=str(other))) == []
+
+    assert outside(audit(data, LabelSpec(num_classes=2), config_file=str(other))) == [2, 3]
+
+
+def test_dataset_metadata_is_the_spec_when_nothing_else_is_given(tmp_path):
+    data = dataset(tmp_path / "a")
+    write_list(data / "labels.txt", ["background", "road", "car"])
+    report = audit(data, use_project_config=False)
+    assert report.spec.classes == ("background", "road", "car")
+    assert outside(report) == [3]
+
+
+def test_nnunet_dataset_json_names_the_classes(tmp_path):
+    write_nifti(tmp_path / "labelsTr" / "c_001.nii.gz", np.arange(4, dtype=np.uint8).reshape(1, 2, 2))
+    write_json(tmp_path / "dataset.json", {"labels": {"background": 0, "liver": 1, "tumour": 2}})
+    report = audit(tmp_path, use_project_config=False)
+    assert report.spec.classes == ("background", "liver", "tumour")
+    assert outside(report) == [3]
+
+
+def test_pyproject_tool_table_is_found_walking_up(tmp_path):
+    data = dataset(tmp_path / "repo" / "data" / "train")
+    (tmp_path / "repo" / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.labelguard.labels]\nnum_classes = 3\n')
+    report = audit(data)
+    assert outside(report) == [3]
+    assert audit(data, use_project_config=False).spec.is_known is False
+
+
+def test_nearest_project_config_wins(tmp_path):
+    data = dataset(tmp_path / "repo" / "data")
+    (tmp_path / "repo" / "labelguard.toml").write_text("[labels]\nnum_classes = 2\n")
+    (data / "labelguard.toml").write_text("[labels]\nnum_classes = 4\n")
+    assert outside(audit(data)) == []
+
+
+def test_cli_flags_win_over_config_files(tmp_path):
+    data = dataset(tmp_path / "data")
+    (data / "labelguard.toml").write_text("[labels]\nnum_classes = 4\nignore_index = [255]\n")
+    result = cli("audit", str(data), "--num-classes", "3", "-f", "json", "--no-progress")
+    report = json.loads(result.output)
+    assert result.exit_code == 1
+    assert report["summary"]["spec"]["num_classes"] == 3
+    assert report["summary"]["spec"]["ignore_index"] == [255]  # kept from the lower layer
+    assert list(report["summary"]["outside_spec"]) == ["3"]
+    assert cli("audit", str(data), "--no-config", "--no-progress").exit_code == 0
+
+
+def test_merged_spec_drops_a_class_list_of_another_length():
+    base = LabelSpec(classes=("a", "b"), sources=("labels.txt",))
+    merged = base.merged(LabelSpec(num_classes=3, ignore=(255,), sources=("cli",)))
+    assert (merged.classes, merged.num_classes, merged.ignore) == (None, 3, (255,))
+    assert merged.sources == ("labels.txt", "cli")
+    assert base.merged(LabelSpec(num_classes=2)).classes == ("a", "b")
+    counted = LabelSpec(num_classes=2)
+    assert counted.merged(LabelSpec(values=(0, 1, 5))).allowed_values() == {0, 1, 5}
+    assert counted.merged(LabelSpec(classes=("a", "b", "c"))).effective_num_classes == 3
+
+
+def test_cli_num_classes_overrides_a_class_list_of_another_length(tmp_path):
+    data = dataset(tmp_path / "data", values=(0, 1, 2))
+    write_list(data / "labels.txt", ["background", "road"])
+    result = cli("audit", str(data), "--no-config", "--no-progress", "-f", "json")
+    assert result.exit_code == 1 and list(json.loads(result.output)["summary"]["outside_spec"]) == ["2"]
+    assert cli("audit", str(data), "--num-classes", "3", "--no-config", "--no-progress").exit_code == 0
+
+
+# ---- config errors -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, named", [
+    ("[labels]\nnum_classes = 3\n[label]\nx = 1\n", "label"),
+    ("[labels]\nnum_class = 3\n", "num_class"),
+    ("[audit]\nfail = 'error'\n", "audit.fail"),
+    ("[severity]\nLG999 = 'info'\n", "LG999"),
+    ("[severity]\nLG205 = 'loud'\n", "loud"),
+    ("[labels\n", "invalid TOML"),
+])
+def test_config_errors_name_the_key(tmp_path, text, named):
+    path = tmp_path / "labelguard.toml"
+    path.write_text(text)
+    with pytest.raises(SpecError, match=named):
+        load_config(str(path))
+
+
+def test_unknown_config_key_is_exit_2_naming_the_key(tmp_path):
+    data = dataset(tmp_path / "data")
+    (tmp_path / "labelguard.toml").write_text("[labels]\nnum_classes = 3\nignore_indx = 255\n")
+    result = CliRunner().invoke(main, ["audit", str(data), "--no-progress"])
+    assert result.exit_code == 2
+    assert "ignore_indx" in result.output and "Traceback" not in result.output
+
+
+def test_severity_table_and_flag_change_severities(tmp_path):
+    data = dataset(tmp_path / "data", values=(0,))
+    (data / "labelguard.toml").write_text('[labels]\nnum_classes = 2\n[severity]\nLG205 = "error"\n')
+    report = audit(data)
+    assert {f.severity for f in report.findings if f.code == "LG205"} == {Severity.ERROR}
+    report = audit(data, severity={"LG205": Severity.WARNING})
+    assert {f.severity for f in report.findings if f.code == "LG205"} == {Severity.WARNING}
+
+
+def test_audit_table_sets_fail_on(tmp_path):
+    data = dataset(tmp_path / "data", values=(0,))
+    assert cli("audit", str(data), "--num-classes", "2", "--no-progress").exit_code == 0
+    (data / "labelguard.toml").write_text('[audit]\nfail_on = "info"\n')
+    assert cli("audit", str(data), "--num-classes", "2", "--no-progress").exit_code == 1
+    assert cli("audit", str(data), "--num-classes", "2", "--fail-on", "never", "--no-progress").exit_code == 0
+
+
+# ---- reduce_zero_label ---------------------------------------------------------------------
+
+def test_reduce_zero_label_shifts_values_and_ignores_zero(tmp_path):
+    data = dataset(tmp_path / "ok", values=(0, 1, 2, 3))
+    report = audit(data, LabelSpec(num_classes=3, reduce_zero_label=True), use_project_config=False)
+    assert report.outside_spec() == {}
+    assert not [f for f in report.findings if f.code in ("LG201", "LG208")]
+
+
+def test_reduce_zero_label_names_the_stored_value(tmp_path):
+    data = dataset(tmp_path / "bad", values=(0, 1, 2, 3, 4))
+    report = audit(data, LabelSpec(num_classes=3, reduce_zero_label=True), use_project_config=False)
+    lg201 = [f for f in report.findings if f.code == "LG201"]
+    assert lg201 and all(f.data["values"] == [4] for f in lg201)
+    assert "4 (3 after reduce_zero_label)" in lg201[0].message
+    assert "num_classes must be 4" in lg201[0].hint
+    assert list(report.outside_spec()) == [4]
+
+
+def test_reduce_zero_label_on_binary_data_leaves_one_class(tmp_path):
+    data = dataset(tmp_path / "binary", values=(0, 1))
+    report = audit(data, LabelSpec(num_classes=2, reduce_zero_label=True), use_project_config=False)
+    # 0 -> 255 (ignored) and 1 -> 0: class 1 of the spec never occurs
+    [unused] = [f for f in report.findings if f.code == "LG104"]
+    assert unused.data["missing"] == [1]
+
+
+def test_cli_reduce_zero_label_flag(tmp_path):
+    data = dataset(tmp_path / "d", values=(0, 1, 2, 3))
+    assert cli("audit", str(data), "--num-classes", "3", "--no-config", "--no-progress").exit_code == 1
+    assert cli("audit", str(data), "--num-classes", "3", "--reduce-zero-label", "--no-config",
+               "--no-progress").exit_code == 0
+
+
+# ---- labelguard init -----------------------------------------------------------------------
+
+def test_init_writes_a_config_that_later_audits_use(tmp_path):
+    data = dataset(tmp_path / "data", values=(0, 1, 2))
+    write_png(data / "masks" / "border.png", np.pad(organic_mask((8, 8), (0, 1)), 4, constant_values=255))
+    result = CliRunner().invoke(main, ["init", str(data)])
+    assert result.exit_code == 0, result.output
+    written = load_config(str(data / "labelguard.toml")).spec
+    assert (written.num_classes, written.ignore) == (3, (255,))
+
+    assert cli("audit", str(data), "--no-progress").exit_code == 0
+    write_png(data / "masks" / "new.png", organic_mask((32, 32), (0, 1, 2, 3)))
+    result = cli("audit", str(data), "-f", "json", "--no-progress")
+    report = json.loads(result.output)
+    assert result.exit_code == 1
+    assert list(report["summary"]["outside_spec"]) == ["3"]
+    assert report["summary"]["spec_sources"] == [str(data / "labelguard.toml")]
+
+
+def test_init_refuses_to_overwrite_without_force(tmp_path):
+    data = dataset(tmp_path / "data", values=(0, 1))
+    (data / "labelguard.toml").write_text("[labels]\nnum_classes = 9\n")
+    result = CliRunner().invoke(main, ["init", str(data)])
+    assert result.exit_code == 2 and "--force" in result.output
+    assert cli("init", str(data), "--force").exit_code == 0
+    assert load_config(str(data / "labelguard.toml")).spec.num_classes == 2
+
+
+def test_init_keeps_the_given_class_names(tmp_path):
+    data = dataset(tmp_path / "data", values=(0, 1, 2))
+    out = tmp_path / "spec.toml"
+    assert cli("init", str(data), "--classes", "bg,road,car", "-o", str(out)).exit_code == 0
+    assert load_config(str(out)).spec.classes == ("bg", "road", "car")
