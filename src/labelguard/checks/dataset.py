@@ -112,7 +112,10 @@ def classes_never_seen(summary: Summary, spec: LabelSpec) -> list[Finding]:
         found = set(summary.value_files)
         if spec.reduce_zero_label:
             found = {v - 1 for v in found if v not in (0, 255)}
-        remap = suggested_remap(summary, spec) or {}
+        # A gap that LG208 (1-based) or LG209 (0/255) explains is not reported twice; any
+        # other gap (labels [0, 2, 3, 4, 5] for 0..4) is worth its own finding.
+        explained = one_based_labels(summary, spec) or scaled_binary(summary, spec)
+        remap = (suggested_remap(summary, spec) or {}) if explained else {}
         missing = sorted(allowed - found - set(remap.values()))
         if missing and found & allowed:
             labels = [_class_label(v, spec) for v in missing]
