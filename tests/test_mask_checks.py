@@ -497,6 +497,16 @@ def test_binary_masks_as_0_1_and_255_as_ignore(tmp_path):
     assert not found(run(tmp_path / "b", LabelSpec(num_classes=2, ignore=(255,))), "LG209")
 
 
+@pytest.mark.code("LG104", "pass")
+def test_gap_explained_by_one_based_labels_is_not_also_an_unused_class(tmp_path):
+    for i in range(2):
+        write_png(tmp_path / "a" / "masks" / f"{i}.png", organic_mask((32, 32), (1, 2, 3), seed=i))
+    report = run(tmp_path / "a", THREE)
+    assert found(report, "LG208") and not found(report, "LG104")
+    write_png(tmp_path / "b" / "masks" / "0.png", organic_mask((32, 32), (0, 1, 2), seed=1))
+    assert not found(run(tmp_path / "b", THREE), "LG104")
+
+
 # ---- LG401: imbalance -----------------------------------------------------------------------
 
 @pytest.mark.code("LG401", "fail")
