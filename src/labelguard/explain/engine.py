@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from labelguard.explain.extract import Facts, extract, normalise
+from labelguard.explain.extract import Facts, digest, extract, normalise
 from labelguard.explain.flight import (
     ORDER_EXACT,
     BatchRecord,
@@ -183,15 +183,18 @@ def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -
     """
     clean = normalise(text)
     facts = extract(clean)
+    signatures = digest(clean)
     frame_text = "\n".join(f"{f.function or ''} {f.code or ''}" for f in facts.frames)
 
     found: list[tuple[Match, Entry, dict[str, str]]] = []
     for entry in ENTRIES:
-        scored = _match(entry, clean, frame_text)
+        scored = _match(entry, signatures, frame_text)
         if scored is not None:
             found.append((scored[0], entry, scored[1]))
     if any(match.strong and not entry.generic for match, entry, _ in found):
-        found = [item for item in found if not item[1].generic]
+        # The log names the fault: the catch-all entry and entries seen only in the
+        # traceback's frames would dilute the causes.
+        found = [item for item in found if item[0].strong and not item[1].generic]
     # Specific entries first: a generic entry survives only next to entries matched by their
     # traceback frames, which say more about the fault than "device-side assert" does.
     found.sort(key=lambda item: (item[1].generic, -item[0].score))
@@ -202,7 +205,7 @@ def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -
             values.setdefault(key, value)
     facts = _with_values(facts, values)
 
-    causes = _rank_causes(found, clean)
+    causes = _rank_causes(found, signatures)
     summary_record = _summarise_record(record) if record is not None else None
     recognised = bool(found)
     return Explanation(

@@ -20,15 +20,15 @@ _LINE_PREFIX = re.compile(r"^\s*(?:\[rank\d+\]:|\(\w+ pid=\d+\)|\[default\d+\]:)
 
 # Paths are matched with ASCII characters only, so text glued to a path (Chinese words,
 # a grep line number and colon) stays outside it.
-_PATH = r"(?:[A-Za-z]:)?[A-Za-z0-9_.~+\-\\/]*?"
-_SOURCE = r"[A-Za-z0-9_]+\.(?:cu|cuh|cpp|cc|c|h|hpp)"
-_LOCATION = re.compile(rf"(?P<path>{_PATH}(?P<file>{_SOURCE})):(?P<line>\d+)")
+_PATH_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~+-\\/")
+_SOURCE_LINE = re.compile(r"(?P<file>[A-Za-z0-9_]+\.(?:cu|cuh|cpp|cc|c|h|hpp)):(?P<line>\d+)")
 _ASSERTION = re.compile(r"Assertion\s*[`'\"]?(?P<condition>.+?)[`'\"]?\s+failed")
 _BLOCK_THREAD = re.compile(r"block:\s*\[(?P<block>[^\]]*)\],?\s*thread:\s*\[(?P<thread>[^\]]*)\]")
-_AT_LOCATION = re.compile(rf"\bat\s+(?P<path>{_PATH}(?P<file>{_SOURCE})):(?P<line>\d+)")
 
+# An exception line: at the start of the line or after a logger's prefix ("ERROR ... ] ").
 _ERROR = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)))\s*:\s*(?P<message>.*\S)\s*$"
+    r"(?:^|(?<=\s))(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s*:\s*"
+    r"(?P<message>.*\S)\s*$"
 )
 
 _FRAME_PLAIN = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?')
@@ -200,6 +200,18 @@ def normalise(text: str) -> str:
     return "\n".join(_LINE_PREFIX.sub("", line) for line in lines)
 
 
+def digest(text: str) -> str:
+    """The log without repeats, for signature matching.
+
+    A kernel prints its assertion once per failing thread; thousands of lines that differ
+    only in block/thread carry no more signature than the first of them.
+    """
+    kept: dict[str, str] = {}
+    for line in text.split("\n"):
+        kept.setdefault(_BLOCK_THREAD.sub("", line), line)
+    return "\n".join(kept.values())
+
+
 def extract(text: str) -> Facts:
     """The facts of an already :func:`normalise`-d log."""
     lines = text.split("\n")
@@ -242,17 +254,13 @@ def _assertions(lines: list[str]) -> tuple[tuple[Assertion, ...], int]:
         total += 1
         condition = found.group("condition").strip()
         prefix, suffix = line[: found.start()], line[found.end():]
-        location = _last_match(_LOCATION, prefix) or _AT_LOCATION.search(suffix)
-        function = None
-        if location is not None and location.end() <= len(prefix):
-            function = _function_name(prefix[location.end():])
+        location = _location(prefix, last=True)
+        function = _function_name(prefix[location[3]:]) if location else None
+        if location is None and re.match(r"\.?\s*at\s", suffix):
+            location = _location(suffix, last=False)
         block_thread = _BLOCK_THREAD.search(prefix)
-        key = (
-            location.group("path") if location else None,
-            int(location.group("line")) if location else None,
-            function,
-            condition,
-        )
+        path, file, line_no = location[:3] if location else (None, None, None)
+        key = (path, file, line_no, function, condition)
         site = sites.setdefault(key, {"count": 0, "blocks": set(), "first": block_thread})
         site["count"] += 1
         if block_thread is not None:
@@ -260,13 +268,13 @@ def _assertions(lines: list[str]) -> tuple[tuple[Assertion, ...], int]:
         if site["first"] is None:
             site["first"] = block_thread
     result = []
-    for (path, line_no, function, condition), site in sites.items():
+    for (path, file, line_no, function, condition), site in sites.items():
         first = site["first"]
         result.append(
             Assertion(
                 condition=condition,
                 path=path,
-                file=re.split(r"[\\/]", path)[-1] if path else None,
+                file=file,
                 line=line_no,
                 function=function,
                 count=site["count"],
@@ -278,6 +286,30 @@ def _assertions(lines: list[str]) -> tuple[tuple[Assertion, ...], int]:
     return tuple(result), total
 
 
+def _location(text: str, *, last: bool) -> tuple[str, str, int, int] | None:
+    """(path, file, line, end) of a ``path/File.cu:123`` in ``text``: the last or the first.
+
+    The file and line are found by a regular expression; the path is then extended to the
+    left over path characters, which keeps text glued to it (a grep line number and colon,
+    Chinese words) outside and costs nothing on logs with thousands of such lines.
+    """
+    found = None
+    for found in _SOURCE_LINE.finditer(text):
+        if not last:
+            break
+    if found is None:
+        return None
+    start = found.start()
+    while start > 0 and text[start - 1] in _PATH_CHARS:
+        start -= 1
+    # A Windows drive letter: "C:" right before the path, at the start of a word.
+    if (start >= 2 and text[start - 1] == ":" and text[start - 2].isalpha()
+            and (start == 2 or text[start - 3] not in _PATH_CHARS)):
+        start -= 2
+    path = text[start:found.start("line") - 1]
+    return path, found.group("file"), int(found.group("line")), found.end()
+
+
 def _function_name(between: str) -> str | None:
     """The kernel name printed between ``file:line:`` and ``block:``/``Assertion``."""
     text = between.split("block:")[0].strip().strip(":").strip()
@@ -287,7 +319,7 @@ def _function_name(between: str) -> str | None:
 def _errors(lines: list[str]) -> list[str]:
     seen: dict[str, None] = {}
     for line in lines:
-        found = _ERROR.match(line.strip())
+        found = _ERROR.search(line.strip())
         if found is None:
             continue
         seen[f"{found.group('type')}: {found.group('message')}"] = None
@@ -330,7 +362,7 @@ def _code_after(lines: list[str], index: int) -> str | None:
     if index + 1 >= len(lines):
         return None
     code = lines[index + 1].strip()
-    if not code or code.startswith("File ") or _CARET_LINE.match(code) or _ERROR.match(code):
+    if not code or code.startswith("File ") or _CARET_LINE.match(code) or _ERROR.search(code):
         return None
     return code
 
@@ -348,13 +380,6 @@ def _last_index(items, predicate) -> int | None:
         if predicate(items[index]):
             return index
     return None
-
-
-def _last_match(pattern: re.Pattern, text: str) -> re.Match | None:
-    found = None
-    for found in pattern.finditer(text):
-        pass
-    return found
 
 
 def _first_group(pattern: re.Pattern, text: str, group: str) -> str | None:

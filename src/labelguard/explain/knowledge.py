@@ -483,7 +483,9 @@ ENTRIES: tuple[Entry, ...] = (
             r"with size (?P<size>\d+)",
         ),
         frames=(r"\bindex_(?:add|copy|fill)_?\b",),
-        cpu_message="RuntimeError: index 9 is out of bounds for dimension 0 with size 5",
+        cpu_message="IndexError: index_copy_(): index 9 is out of bounds for dimension 0 with "
+        "size 5 / index_add_ prints the gather message: RuntimeError: index 9 is out of bounds "
+        "for dimension 0 with size 5",
         cannot_know=("the index value and the destination size: the assertion prints neither",),
         causes=(
             Cause(
