@@ -33,7 +33,9 @@ def histogram(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if flat.dtype.kind in "iu" and flat.dtype.itemsize <= 8:
         low, high = int(flat.min()), int(flat.max())
         if high - low < _BINCOUNT_LIMIT:
-            counts = np.bincount((flat - low).astype(np.intp, copy=False), minlength=1)
+            # A signed type overflows when shifted in place (int8 [-1, 127] minus -1).
+            shifted = flat - low if flat.dtype.kind == "u" else flat.astype(np.intp) - low
+            counts = np.bincount(shifted.astype(np.intp, copy=False), minlength=1)
             values = np.flatnonzero(counts)
             return (values + low).astype(np.int64), counts[values].astype(np.int64)
     values, counts = np.unique(flat, return_counts=True)
