@@ -1,0 +1,148 @@
+"""Property tests of the value rules (histogram, violations) and of Summary merging."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from labelguard.core.spec import LabelSpec
+from labelguard.core.summary import EXAMPLES_KEPT, Summary
+from labelguard.core.values import histogram, reduce_zero_label, violations
+
+INTEGER_DTYPES = st.sampled_from([np.uint8, np.uint16, np.int8, np.int16, np.int32, np.int64, np.uint32, np.bool_])
+
+
+@st.composite
+def label_arrays(draw):
+    """Integer arrays as masks come: long runs of few values, or noise over a wide range."""
+    dtype = np.dtype(draw(INTEGER_DTYPES))
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=24))
+    if dtype == np.bool_:
+        return draw(hnp.arrays(dtype, shape))
+    info = np.iinfo(dtype)
+    if draw(st.booleans()):
+        palette = draw(st.lists(st.integers(info.min, info.max), min_size=1, max_size=5))
+        runs = draw(st.lists(st.tuples(st.sampled_from(palette), st.integers(1, 40)), min_size=1, max_size=30))
+        flat = np.concatenate([np.full(n, v, dtype=dtype) for v, n in runs])
+        size = int(np.prod(shape))
+        flat = np.resize(flat, size) if size else flat[:0]
+        return flat.reshape(shape)
+    return draw(hnp.arrays(dtype, shape, elements=st.integers(info.min, info.max)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(label_arrays())
+def test_histogram_matches_a_plain_count(array):
+    values, counts = histogram(array)
+    expected = Counter(int(v) for v in array.reshape(-1).tolist())
+    assert values.dtype == np.int64 and counts.dtype == np.int64
+    assert values.tolist() == sorted(expected)
+    assert counts.tolist() == [expected[v] for v in sorted(expected)]
+
+
+SPECS = st.builds(
+    LabelSpec,
+    num_classes=st.integers(1, 12),
+    ignore=st.lists(st.sampled_from([255, -1, -100, 7]), max_size=2, unique=True).map(tuple),
+    reduce_zero_label=st.booleans(),
+) | st.builds(
+    LabelSpec,
+    values=st.lists(st.integers(-5, 300), min_size=1, max_size=6, unique=True).map(lambda v: tuple(sorted(v))),
+    ignore=st.lists(st.sampled_from([255, -1]), max_size=1).map(tuple),
+)
+
+
+def legal(value: int, spec: LabelSpec) -> bool:
+    """The spec's rule, as mmsegmentation applies reduce_zero_label: 0 -> 255, v -> v - 1,
+    and 255 after the shift is what the loss ignores."""
+    if spec.reduce_zero_label:
+        value = 255 if value in (0, 255) else value - 1
+        if value == 255:
+            return True
+    return value in spec.allowed_values() or value in spec.ignore
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.integers(-300, 1000), st.integers(1, 10_000), max_size=20), SPECS)
+def test_violations_are_exactly_the_illegal_values(histo, spec):
+    values = np.array(sorted(histo), dtype=np.int64)
+    counts = np.array([histo[v] for v in sorted(histo)], dtype=np.int64)
+    bad = violations(values, counts, spec)
+    illegal = [v for v in sorted(histo) if not legal(v, spec)]
+    if not illegal:
+        assert bad is None
+        return
+    seen = [v + 1 for v in bad.values] if spec.reduce_zero_label else list(bad.values)
+    assert seen == illegal
+    assert list(bad.counts) == [histo[v] for v in illegal]
+    assert bad.total == sum(histo[v] for v in illegal)
+    assert all(v < 0 for v in bad.negative) and set(bad.negative) <= set(bad.values)
+
+
+def test_violations_without_a_spec_or_values():
+    assert violations(np.array([0, 900]), np.array([1, 1]), LabelSpec()) is None
+    assert violations(np.zeros(0, np.int64), np.zeros(0, np.int64), LabelSpec(num_classes=2)) is None
+
+
+@given(st.lists(st.integers(0, 300), max_size=30))
+def test_reduce_zero_label_maps_zero_and_255_to_ignore(values):
+    reduced = reduce_zero_label(np.array(values, dtype=np.int64)).tolist()
+    assert reduced == [255 if v in (0, 255) else v - 1 for v in values]
+
+
+# ---- Summary ------------------------------------------------------------------------------
+
+PATHS = st.text(alphabet="abcdef/", min_size=1, max_size=6)
+
+
+@st.composite
+def summaries(draw):
+    summary = Summary()
+    for _ in range(draw(st.integers(0, 4))):
+        path = draw(PATHS)
+        values = draw(st.lists(st.integers(-2, 300), max_size=5, unique=True))
+        counts = draw(st.lists(st.integers(1, 1000), min_size=len(values), max_size=len(values)))
+        summary.samples += 1
+        summary.add_values(path, values, counts)
+        summary.add_classes(path, Counter(draw(st.lists(st.sampled_from(["cat", "dog", "Dog "]), max_size=4))))
+        summary.colors.update(draw(st.lists(st.sampled_from(["0,0,0", "128,0,0"]), max_size=3)))
+        summary.empty += draw(st.integers(0, 1))
+        summary.unreadable += draw(st.integers(0, 1))
+        summary.kinds[draw(st.sampled_from(["mask", "voc"]))] += 1
+        summary.dtypes[draw(st.sampled_from(["L", "uint16"]))] += 1
+    return summary
+
+
+def state(summary: Summary) -> dict:
+    return {**summary.to_dict(), "value_examples": summary.value_examples,
+            "class_examples": summary.class_examples, "colors": dict(summary.colors),
+            "value_files": dict(summary.value_files), "value_pixels": dict(summary.value_pixels)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(summaries(), summaries(), summaries())
+def test_summary_merge_is_associative(a, b, c):
+    assert state(a.merged(b).merged(c)) == state(a.merged(b.merged(c)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(summaries(), summaries())
+def test_summary_merge_is_commutative_and_counts_add(a, b):
+    ab, ba = a.merged(b), b.merged(a)
+    assert state(ab) == state(ba)
+    assert ab.samples == a.samples + b.samples
+    assert ab.value_pixels == a.value_pixels + b.value_pixels
+    for value, paths in ab.value_examples.items():
+        assert len(paths) <= EXAMPLES_KEPT
+        assert set(paths) <= set(a.value_examples.get(value, [])) | set(b.value_examples.get(value, []))
+
+
+@given(summaries())
+def test_merging_with_an_empty_summary_keeps_the_totals(a):
+    merged = a.merged(Summary())
+    assert merged.to_dict() == a.to_dict()
+    assert state(merged) == state(Summary().merged(a))
