@@ -1,0 +1,152 @@
+"""Conformance: the mask datasets of ../shared/corpus (written by Datumaro's own tools).
+
+Every mask file there must be read (no false LG001), and the colour-coded ones must be
+decoded through their colour maps. The corpus is read in place, never copied; the tests
+skip when it is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from builders import voc_palette
+from labelguard.audit import audit
+from labelguard.core.spec import LabelSpec
+from labelguard.readers.colormap import camvid_color_map, load_color_map
+from labelguard.readers.masks import read_mask
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "datumaro"
+
+pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+
+MASK_DATASETS = [
+    "ade20k2020_dataset/dataset",
+    "ade20k2020_dataset/dataset_with_meta_file",
+    "brats_dataset",
+    "brats_numpy_dataset",
+    "camvid_dataset",
+    "cityscapes_dataset/dataset",
+    "cityscapes_dataset/train_dataset",
+    "common_semantic_segmentation_dataset/dataset",
+    "common_semantic_segmentation_dataset/non_standard_dataset",
+    "kaggle_dataset/image_mask",
+    "kaggle_dataset/image_mask_with_labelmap",
+    "mapillary_vistas_dataset",
+    "voc_dataset/voc_dataset1",
+]
+
+
+def run(relative: str, spec: LabelSpec | None = None):
+    return audit(CORPUS / relative, spec or LabelSpec(), use_project_config=False, workers=1)
+
+
+def codes(report) -> set[str]:
+    return {f.code for f in report.findings}
+
+
+def mask_files() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name.endswith((".png", ".npy", ".nii.gz")))
+
+
+@pytest.mark.code("LG001", "pass")
+@pytest.mark.parametrize("path", mask_files(), ids=lambda p: str(p.relative_to(CORPUS)))
+def test_every_mask_file_of_the_corpus_is_read(path):
+    record = read_mask(str(path))
+    assert record.array.size > 0
+    assert record.container == {".png": "png", ".npy": "npy", ".gz": "nifti"}[path.suffix]
+
+
+@pytest.mark.code("LG001", "pass")
+@pytest.mark.parametrize("relative", MASK_DATASETS)
+def test_mask_datasets_audit_without_a_false_lg001(relative):
+    report = run(relative)
+    assert "LG001" not in codes(report), [f.message for f in report.findings if f.code == "LG001"]
+    assert report.errors == []
+    assert report.summary.samples > 0 or report.notes
+
+
+def test_common_semantic_segmentation_is_decoded_through_dataset_meta():
+    for relative in ("common_semantic_segmentation_dataset/dataset",
+                     "common_semantic_segmentation_dataset/non_standard_dataset"):
+        root = CORPUS / relative
+        meta = json.loads((root / "dataset_meta.json").read_text())
+        index = {tuple(c): i for i, c in enumerate(meta["segmentation_colors"])}
+        expected: dict[int, int] = {}
+        for mask in sorted((root / "masks").glob("*.png")):
+            for pixel in np.asarray(Image.open(mask).convert("RGB")).reshape(-1, 3).tolist():
+                expected[index[tuple(pixel)]] = expected.get(index[tuple(pixel)], 0) + 1
+        report = run(relative)
+        assert not codes(report) & {"LG001", "LG201", "LG203", "LG002"}, relative
+        assert dict(report.summary.value_pixels) == expected
+        assert list(report.spec.classes) == [meta["label_map"][str(i)] for i in range(len(meta["label_map"]))]
+
+
+def test_camvid_is_decoded_through_the_camvid_colours():
+    report = run("camvid_dataset")
+    assert report.layouts == ["camvid"]
+    assert not codes(report) & {"LG001", "LG002", "LG201", "LG203"}
+    assert report.summary.samples == 4
+    # the colours the corpus's own meta file names (CamVid colours) decode to the same names
+    meta = json.loads((CORPUS / "common_semantic_segmentation_dataset" / "dataset" / "dataset_meta.json").read_text())
+    camvid = camvid_color_map()
+    for i, color in enumerate(meta["segmentation_colors"]):
+        assert camvid.names[camvid.colors.index(tuple(color))] == meta["label_map"][str(i)]
+    road = camvid.names.index("Road")
+    assert report.summary.value_files[road] == 2  # (128, 64, 128) is in two of the masks
+
+
+def test_voc_colour_mask_is_decoded_through_the_voc_palette():
+    report = run("voc_dataset/voc_dataset1", LabelSpec(num_classes=21, ignore=(255,)))
+    assert not codes(report) & {"LG001", "LG201", "LG203"}
+    mask = np.asarray(Image.open(CORPUS / "voc_dataset/voc_dataset1/SegmentationClass/2007_000001.png"))
+    palette = [tuple(voc_palette()[3 * i:3 * i + 3]) for i in range(21)]
+    expected = {palette.index(tuple(c)) for c in np.unique(mask.reshape(-1, 3), axis=0).tolist()}
+    assert set(report.summary.found_values()) == expected
+
+
+def test_voc_labelmap_matches_the_standard_palette():
+    color_map = load_color_map(str(CORPUS / "voc_dataset/voc_dataset2/labelmap.txt"))
+    palette = [tuple(voc_palette()[3 * i:3 * i + 3]) for i in range(21)]
+    assert list(color_map.colors[:21]) == palette
+    assert color_map.names[:2] == ("background", "aeroplane")
+
+
+def test_kaggle_masks_with_a_label_map_are_index_masks_in_spec():
+    report = run("kaggle_dataset/image_mask_with_labelmap")
+    assert report.spec.classes == ("background", "cat", "dog")
+    assert report.outside_spec() == {}
+    assert report.summary.found_values() == [0, 1, 2]
+    assert {f.code for f in report.findings} == {"LG207"}  # 16-bit masks holding values below 256
+
+
+def test_brats_nifti_volumes_pair_with_their_multichannel_images():
+    report = run("brats_dataset")
+    assert report.layouts == ["nnunet"]
+    assert not codes(report) & {"LG001", "LG002", "LG206"}
+    import nibabel
+
+    label = np.asarray(nibabel.load(CORPUS / "brats_dataset/labelsTr/BRATS_001.nii.gz").dataobj)
+    assert report.summary.found_values() == sorted(np.unique(label).tolist())
+
+
+def test_brats_numpy_volumes_audit_labels_not_data():
+    report = run("brats_numpy_dataset")
+    assert report.summary.samples == 2
+    expected: set[int] = set()
+    for path in sorted((CORPUS / "brats_numpy_dataset").glob("*_label_*.npy")):
+        expected |= set(np.unique(np.load(path)).astype(int).tolist())
+    assert set(report.summary.found_values()) == expected
+
+
+def test_cityscapes_train_ids_are_read_and_instance_masks_left_out():
+    report = run("cityscapes_dataset/train_dataset")
+    assert report.layouts == ["cityscapes"]
+    assert report.summary.samples == len(list(CORPUS.glob("cityscapes_dataset/train_dataset/gtFine/*/*/*_labelTrainIds.png")))
+    assert max(report.summary.found_values()) < 256
