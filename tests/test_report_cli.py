@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from builders import organic_mask, with_border, write_jpeg, write_npy, write_png
+from builders import (
+    colorize, organic_mask, paired_dataset, with_border, write_jpeg, write_label_colors, write_npy, write_npz,
+    write_png,
+)
 from labelguard.audit import audit
 from labelguard.cli import main
 from labelguard.core.registry import REGISTRY
@@ -252,3 +255,35 @@ def test_python_m_labelguard(tmp_path):
     )
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["summary"]["codes"]["LG201"] == 1
+
+
+# ---- layout and spec flags reach the audit --------------------------------------------------
+
+@pytest.mark.code("LG201", "fail")
+@pytest.mark.code("LG201", "pass")
+def test_ignore_index_flag_on_a_dataset_with_255_borders(tmp_path):
+    for i in range(3):
+        write_png(tmp_path / "masks" / f"{i}.png", with_border(organic_mask((32, 32), (0, 1), seed=i)))
+    without = invoke("audit", str(tmp_path), "--num-classes", "2", "-f", "json")
+    assert without.exit_code == 1
+    assert json.loads(without.output)["summary"]["codes"] == {"LG201": 3}
+    with_ignore = invoke("audit", str(tmp_path), "--num-classes", "2", "--ignore-index", "255", "-f", "json")
+    assert with_ignore.exit_code == 0
+    assert "LG201" not in json.loads(with_ignore.output)["summary"]["codes"]
+
+
+def test_images_masks_key_and_color_map_flags(tmp_path):
+    images, masks = paired_dataset(tmp_path / "pairs", ["a", "b"], mask_suffix="_gt", image_size=(16, 16))
+    result = invoke("audit", "--images", str(images), "--masks", str(masks), "--num-classes", "3", "-f", "json")
+    summary = json.loads(result.output)["summary"]
+    assert summary["layouts"] == ["paired"] and summary["codes"] == {"LG206": 2}
+
+    write_npz(tmp_path / "npz" / "s.npz", volume=np.zeros((8, 8)), annotation=np.ones((8, 8), np.uint8))
+    keyed = json.loads(invoke("audit", str(tmp_path / "npz"), "--key", "annotation", "-f", "json").output)
+    assert keyed["summary"]["values"] == {"1": {"files": 1, "pixels": 64, "in_spec": None}}
+
+    colors = [(0, 0, 0), (10, 20, 30)]
+    write_png(tmp_path / "colour" / "masks" / "a.png", colorize(organic_mask((16, 16), (0, 1)), colors))
+    colour_map = write_label_colors(tmp_path / "colours.txt", ["bg", "thing"], colors)
+    decoded = json.loads(invoke("audit", str(tmp_path / "colour"), "--color-map", str(colour_map), "-f", "json").output)
+    assert set(decoded["summary"]["values"]) == {"0", "1"} and decoded["summary"]["codes"] == {}
