@@ -147,6 +147,9 @@ def _label_plane(task: FileTask, record: MaskRecord, findings: list, result: Fil
         if array.ndim == 0:
             findings.append(UNREADABLE.finding(task.display, "holds a single number, not a label array"))
             return None
+        if array.size == 0:
+            findings.append(UNREADABLE.finding(task.display, f"holds no label values (an empty array of shape {array.shape})"))
+            return None
         return array
     channels = array.shape[-1]
     if record.mode in ("LA", "PA") or channels == 2:
