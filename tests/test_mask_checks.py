@@ -74,6 +74,8 @@ BROKEN = {
     "strings.npy": lambda p: write_npy(p, np.array([["a", "b"], ["c", "d"]])),
     "objects.npy": lambda p: (np.save(p, np.array([{"a": 1}], dtype=object), allow_pickle=True), p)[1],
     "scalar.npy": lambda p: write_npy(p, np.array(3)),
+    "empty-array.npy": lambda p: write_npy(p, np.zeros((0, 32), np.uint8)),
+    "empty-label.npz": lambda p: write_npz(p, image=np.zeros((32, 32)), label=np.zeros((32, 0), np.uint8)),
     "truncated.npz": lambda p: truncate(write_npz(p, label=GOOD), 0.5),
     "bit-rot.npz": lambda p: corrupt(write_npz(p, label=np.random.default_rng(1).integers(0, 3, (64, 64))), 0.5),
     "no-label-key.npz": lambda p: write_npz(p, foo=GOOD, bar=GOOD),
@@ -129,6 +131,15 @@ def test_wrongly_named_file_says_what_it_really_is(tmp_path):
     assert "NPY" in finding.message and ".png" in finding.message
     # labelguard could read it by its content, so its values are still checked
     assert report.summary.value_files.keys() == {0, 1, 2}
+
+
+@pytest.mark.code("LG001", "fail")
+def test_broken_paired_image_is_lg001_on_the_image(tmp_path):
+    images, masks = paired_dataset(tmp_path, ["a", "b"])
+    (images / "a.png").write_bytes(b"")
+    report = run(tmp_path, THREE)
+    assert [(Path(f.path).parent.name, Path(f.path).name) for f in found(report, "LG001")] == [("images", "a.png")]
+    assert report.summary.samples == 2 and report.errors == []
 
 
 @pytest.mark.code("LG001", "pass")
