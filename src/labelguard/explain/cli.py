@@ -45,7 +45,7 @@ def explain_command(log: str | None, text: str | None, record: str | None, outpu
     Examples:
       labelguard explain train.log
       python train.py 2>&1 | tail -n 200 | labelguard explain -
-      labelguard explain "Assertion \`t >= 0 && t < n_classes\` failed."
+      labelguard explain 'Assertion `t >= 0 && t < n_classes` failed.'
       labelguard explain crash.log --record flight.json --output-format json
     """
     content = _read_log(log, text)

@@ -366,11 +366,10 @@ def _summary(found: list[tuple[Match, Entry, dict]]) -> str:
         return "Not recognised: the log matches no known PyTorch error signature"
     best_match, best, _ = found[0]
     if best_match.strong:
-        return best.title[0].upper() + best.title[1:]
+        return best.title
     generic = next((entry for _, entry, _ in found if entry.generic), None)
     lead = generic.title if generic else "the log names no failing kernel"
-    through = best.operation.split(",")[0]
-    return f"{lead[0].upper()}{lead[1:]}; the traceback passes through {through}"
+    return f"{lead}; the traceback passes through {best.operation.split(',')[0]}"
 
 
 def _shorten(text: str, limit: int = 120) -> str:

@@ -1,0 +1,107 @@
+"""labelguard explain on the command line: file, stdin, pasted text, JSON, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from conftest import LOGS, read_log
+
+from labelguard.cli import main
+from labelguard.explain import explain
+from labelguard.explain.flight import FlightRecordWriter
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(main, ["explain", *args], input=input)
+
+
+def test_explains_a_log_file_with_ranked_causes_and_the_generic_steps():
+    result = run(str(LOGS / "cuda_nll2d_torch113.log"))
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.startswith("labelguard explain: a class target outside [0, n_classes)")
+    assert "kernel:      ../aten/src/ATen/native/cuda/NLLLoss2d.cu:103 (nll_loss2d_forward_kernel)" in out
+    assert "condition:   t >= 0 && t < n_classes" in out
+    assert "5 assertion lines from 2 CUDA blocks (first: block [5,0,0], thread [996,0,0])" in out
+    assert "your code:   /home/user/Pytorch-UNet/train.py:118 in train_model" in out
+    assert "1. [likely]" in out and "confirm: labelguard audit DATA" in out
+    assert out.index("Causes to check") < out.index("What the log cannot tell") < out.index(
+        "Steps that help whatever the cause")
+    assert "CUDA_LAUNCH_BLOCKING=1" in out
+
+
+def test_reads_standard_input():
+    result = run("-", input=read_log("cuda_bce_input_torch21.log"))
+    assert result.exit_code == 0
+    assert "binary_cross_entropy got an input" in result.output
+
+
+def test_reads_piped_input_without_an_argument():
+    result = run(input="IndexError: Target 3 is out of bounds.\n")
+    assert result.exit_code == 0
+    assert "values:      target=3" in result.output
+
+
+@pytest.mark.parametrize("args", [
+    ["Assertion `srcIndex < srcSelectDimSize` failed."],
+    ["--text", "Assertion `srcIndex < srcSelectDimSize` failed."],
+])
+def test_a_pasted_string_is_explained(args):
+    result = run(*args)
+    assert result.exit_code == 0
+    assert "index_select / embedding" in result.output
+
+
+def test_json_output_is_the_library_result():
+    result = run(str(LOGS / "cpu_gather.log"), "--output-format", "json")
+    assert result.exit_code == 0
+    assert json.loads(result.output) == explain(read_log("cpu_gather.log")).to_dict()
+
+
+def test_unknown_log_says_not_recognised_and_gives_the_steps():
+    result = run(str(LOGS / "unknown_value_error.log"))
+    assert result.exit_code == 0
+    assert "labelguard explain: Not recognised" in result.output
+    assert "Causes to check" not in result.output
+    assert "Steps that help whatever the cause" in result.output
+
+
+def test_the_record_names_the_samples_in_flight(tmp_path):
+    path = tmp_path / "flight.json"
+    writer = FlightRecordWriter(path)
+    writer.handed(0, 3, [13, 2], ["masks/case_013.png", "masks/case_002.png"])
+    result = run(str(LOGS / "cuda_nll2d_torch113.log"), "--record", str(path))
+    assert result.exit_code == 0
+    assert "batch in flight: epoch 0, batch 3 of the epoch (step 0), 2 samples" in result.output
+    assert "index 13       masks/case_013.png" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.log"], "missing.log: no such file"),
+    (["logs/missing"], "no such file"),
+    ([str(LOGS / "cpu_gather.log"), "--record", "nowhere.json"], "no flight record"),
+    ([str(LOGS / "cpu_gather.log"), "--text", "x"], "not both"),
+])
+def test_usage_errors_exit_2(args, message):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_python_dash_m_labelguard_explain_in_a_real_process():
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "labelguard", "explain", str(LOGS / "cuda_nll2d_windows_chinese.log"),
+         "--output-format", "json"],
+        capture_output=True, text=True, encoding="utf-8", env=env, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["matches"][0]["entry"] == "nll-target-out-of-range"
+    assert data["facts"]["user_frame"]["path"] == "D:\\深度学习\\语义分割\\train.py"
+    assert data["facts"]["windows"] is True
