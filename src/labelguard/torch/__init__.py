@@ -1,0 +1,65 @@
+"""labelguard.torch: stop "CUDA error: device-side assert triggered" before it happens.
+
+Needs the ``torch`` extra (``pip install 'labelguard[torch]'``, torch >= 2.0); the rest of
+labelguard never imports torch.
+
+Public API::
+
+    guard(dataset, spec=None, *, num_classes=..., ignore_index=..., on_error=..., quarantine=...)
+                        check each sample's target where it is produced (DataLoader workers)
+    collate, guard_collate
+                        name the two samples whose shapes torch.stack cannot join (LG206)
+    checked(loss_fn)    a loss that raises a LabelError instead of a device-side assert
+    trace_nonfinite(model)
+                        name the first module that produced a NaN/Inf (LG502)
+    audit_optimizer(model, optimizer)
+                        frozen parameters optimised, trainable ones missing (LG504)
+    preflight(model, loss_fn, loader)
+                        a few CPU batches cross-checking head, loss and data
+    labelguard.torch.lightning.LabelGuardCallback
+                        preflight and batch checks in PyTorch Lightning (imported on its own)
+
+Errors: every error is a :class:`labelguard.LabelError`; see :mod:`labelguard.torch.errors`.
+"""
+
+from labelguard._optional import require
+
+require("torch", "use labelguard.torch")
+
+from labelguard.torch.collate import collate, guard_collate  # noqa: E402
+from labelguard.torch.errors import NonFiniteError, PreflightError, SampleError  # noqa: E402
+from labelguard.torch.guard import (  # noqa: E402
+    GuardedDataset,
+    GuardedIterableDataset,
+    QuarantineRecord,
+    guard,
+)
+from labelguard.torch.losses import CheckedLoss, checked  # noqa: E402
+from labelguard.torch.nonfinite import NonFiniteTracer, trace_nonfinite  # noqa: E402
+from labelguard.torch.optim import audit_optimizer  # noqa: E402
+from labelguard.torch.preflight import PreflightReport, preflight  # noqa: E402
+
+__all__ = [
+    "CheckedLoss",
+    "GuardedDataset",
+    "GuardedIterableDataset",
+    "NonFiniteError",
+    "NonFiniteTracer",
+    "PreflightError",
+    "PreflightReport",
+    "QuarantineRecord",
+    "SampleError",
+    "audit_optimizer",
+    "checked",
+    "collate",
+    "guard",
+    "guard_collate",
+    "preflight",
+    "trace_nonfinite",
+]
+
+# Tracebacks and reprs name the public path (labelguard.torch.SampleError), not the module
+# that happens to define the name; pickling resolves through the same path.
+for _name in __all__:
+    globals()[_name].__module__ = __name__
+del _name

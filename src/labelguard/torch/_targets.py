@@ -1,0 +1,422 @@
+"""Finding the target in a sample and checking its values with the core's rules.
+
+The value rules themselves live in :mod:`labelguard.core.values` and
+:func:`labelguard.checks.masks.value_findings`; this module only decides which of them a
+target needs (mask or class ids, which loss it feeds) and turns tensors into arrays.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from labelguard.checks.classes import ID_TOO_LARGE, NEGATIVE_ID
+from labelguard.checks.masks import GEOMETRY, NON_INTEGER, VALUE_OUTSIDE_SPEC, value_findings
+from labelguard.checks.runtime import LOSS_DOMAIN, TARGET_DTYPE
+from labelguard.core.findings import Finding, Severity
+from labelguard.core.spec import LabelSpec
+from labelguard.core.values import histogram, violations
+from labelguard.errors import SpecError
+from labelguard.torch.errors import SampleError
+
+log = logging.getLogger("labelguard.torch")
+
+TARGET_KEYS = ("label", "labels", "mask", "target", "targets", "y", "segmentation")
+INPUT_KEYS = ("image", "images", "img", "input", "inputs", "x", "pixel_values", "input_ids")
+
+TargetSelector = Callable[[Any], Any] | str | int | None
+
+
+class LossMode(enum.Enum):
+    """What the target feeds, which decides what is legal in it."""
+
+    INDEX = "index"  # cross_entropy / nll_loss: class indices, ignore values skipped
+    ONE_HOT = "one_hot"  # F.one_hot, Dice losses: class indices, ignore values NOT skipped
+    BINARY = "binary"  # BCE losses: float targets in [0, 1]
+
+
+def select_target(sample: Any, target: TargetSelector) -> Any:
+    """The target of ``sample``: by ``target`` (a key, an index or a function) or by default.
+
+    The default is the last element of a tuple/list, or the first of :data:`TARGET_KEYS` in a
+    dict; a target that is itself a dict (torchvision detection: boxes + labels) gives its
+    labels the same way.
+    """
+    if callable(target):
+        return target(sample)
+    if target is not None:
+        return sample[target]
+    found = _default_target(sample)
+    if isinstance(found, Mapping):
+        found = _default_target(found)
+    return found
+
+
+def _default_target(sample: Any) -> Any:
+    if isinstance(sample, Mapping):
+        for key in TARGET_KEYS:
+            if key in sample:
+                return sample[key]
+        raise SpecError(
+            f"no target in a sample dict with keys {sorted(map(str, sample))[:12]}: "
+            f"expected one of {', '.join(TARGET_KEYS)}; pass target='<key>' or a function"
+        )
+    if isinstance(sample, (tuple, list)) and len(sample) >= 2:
+        return sample[-1]
+    raise SpecError(
+        f"cannot tell the target in a sample of type {type(sample).__name__}: "
+        "pass target=<key, index or function>"
+    )
+
+
+def select_input(sample: Any) -> Any:
+    """The model input of a sample or batch (first element, or a dict's image/input key)."""
+    if isinstance(sample, Mapping):
+        for key in INPUT_KEYS:
+            if key in sample:
+                return sample[key]
+        return None
+    if isinstance(sample, (tuple, list)) and len(sample) >= 2:
+        return sample[0]
+    return None
+
+
+_warned_unchecked: set[str] = set()
+
+
+def as_array(value: Any) -> np.ndarray | None:
+    """A numpy view of a CPU target; None (logged once) when it cannot be read without a copy
+    from an accelerator or is not numeric."""
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            _warn_once(
+                f"device-{value.device.type}",
+                f"targets on {value.device} are not checked by the dataset guard (that would "
+                "need a device sync): check them with labelguard.torch.checked(loss_fn)",
+            )
+            return None
+        value = value.detach()
+        if value.dtype in (torch.float16, torch.bfloat16):
+            value = value.float()
+        return value.numpy()
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (bool, int, float, np.generic)):
+        return np.asarray(value)
+    if hasattr(value, "__array_interface__") or isinstance(value, (list, tuple)):
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError):
+            array = None
+        if array is not None and array.dtype.kind in "biuf":
+            return array
+    _warn_once(type(value).__name__, f"targets of type {type(value).__name__} are not checked")
+    return None
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned_unchecked:
+        _warned_unchecked.add(key)
+        log.warning(message)
+
+
+def shape_of(value: Any) -> tuple[int, ...] | None:
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return tuple(int(s) for s in shape)
+    size = getattr(value, "size", None)
+    if callable(size) and hasattr(value, "mode"):  # a PIL image: (width, height)
+        width, height = size()
+        return (height, width)
+    return None
+
+
+@dataclass(frozen=True)
+class TargetRules:
+    """The checks a target gets: the spec, what the target feeds and whether that was declared."""
+
+    spec: LabelSpec
+    mode: LossMode = LossMode.INDEX
+    loss_name: str | None = None  # set when the loss was declared: enables the dtype checks
+
+    def expected(self) -> str:
+        if self.mode is LossMode.BINARY:
+            return f"float values in [0, 1] ({self.loss_name or 'BCE'} target)"
+        return self.spec.describe()
+
+    def check(self, display: str | None, array: np.ndarray) -> list[Finding]:
+        """Every finding about one target array (errors first)."""
+        if array.dtype.kind not in "biuf":
+            return [TARGET_DTYPE.finding(
+                display, f"target dtype {array.dtype} holds no numbers",
+                dtype=str(array.dtype),
+            )]
+        if self.mode is LossMode.BINARY:
+            return _binary_findings(display, array, self.loss_name or "BCE loss")
+        findings = self._dtype_findings(display, array)
+        if array.ndim >= 2:
+            found, values, _ = value_findings(display, array, self.spec)
+        else:
+            found, values = _id_findings(display, array, self.spec)
+        findings.extend(found)
+        if self.mode is LossMode.ONE_HOT:
+            present = sorted(set(values.tolist()) & set(self.spec.ignore))
+            if present:
+                findings.insert(0, one_hot_finding(display, present, self.loss_name))
+        return sorted(findings, key=lambda f: -f.severity)
+
+    def _dtype_findings(self, display: str | None, array: np.ndarray) -> list[Finding]:
+        if self.loss_name is None or array.dtype == np.int64:
+            return []
+        loss = self.loss_name
+        if array.dtype.kind == "f":
+            why = f"{loss} reads float targets as class probabilities"
+        else:
+            why = f"{loss} needs int64 class indices"
+        return [TARGET_DTYPE.finding(
+            display,
+            f"target dtype {array.dtype} for {loss}: {why} "
+            f"(\"expected target dtype to be Long\")",
+            hint="Return class-index targets as int64: torch.as_tensor(mask, dtype=torch.long).",
+            dtype=str(array.dtype),
+        )]
+
+
+def rules_for(
+    spec: LabelSpec | Mapping[str, Any] | None,
+    num_classes: int | None,
+    ignore_index: int | Sequence[int] | None,
+    loss: Any = None,
+) -> TargetRules:
+    """Combine a spec, the keyword shortcuts and a declared loss into TargetRules."""
+    from labelguard.torch.losses import LossInfo
+
+    if isinstance(spec, Mapping):
+        spec = LabelSpec.from_mapping(spec, source="guard(spec=...)")
+    spec = spec or LabelSpec()
+    info = LossInfo.of(loss) if loss is not None else None
+    if ignore_index is None and info is not None and info.ignore_index is not None and spec.ignore == ():
+        ignore_index = info.ignore_index
+    override = LabelSpec(
+        num_classes=num_classes,
+        ignore=_ignore_tuple(ignore_index),
+        sources=("guard arguments",),
+    )
+    spec = spec.merged(override)
+    mode = info.mode if info is not None else LossMode.INDEX
+    if mode is not LossMode.BINARY and not spec.is_known:
+        log.warning(
+            "no num_classes or label spec given: only non-finite and non-integer targets "
+            "are checked; pass num_classes=... to check the values"
+        )
+    return TargetRules(spec=spec, mode=mode, loss_name=info.name if info else None)
+
+
+def _ignore_tuple(ignore_index: int | Sequence[int] | None) -> tuple[int, ...]:
+    if ignore_index is None:
+        return ()
+    if isinstance(ignore_index, (int, np.integer)):
+        return (int(ignore_index),)
+    return tuple(int(v) for v in ignore_index)
+
+
+def _id_findings(display: str | None, array: np.ndarray, spec: LabelSpec) -> tuple[list[Finding], np.ndarray]:
+    """LG204/LG102/LG103 on class ids (a scalar or a 1-D vector of targets)."""
+    findings: list[Finding] = []
+    flat = array.reshape(-1)
+    if flat.dtype.kind == "f":
+        finite = np.isfinite(flat)
+        whole = finite & (np.floor(flat) == flat)
+        non_finite = int(flat.size - np.count_nonzero(finite))
+        fractional = int(np.count_nonzero(finite & ~whole))
+        if non_finite or fractional:
+            examples = np.unique(flat[finite & ~whole])[:5].tolist()
+            parts = []
+            if fractional:
+                parts.append(f"{fractional} class id{'s' if fractional > 1 else ''} not whole "
+                             f"(e.g. {', '.join(f'{v:g}' for v in examples)})")
+            if non_finite:
+                parts.append(f"{non_finite} NaN/Inf")
+            findings.append(NON_INTEGER.finding(
+                display,
+                f"{' and '.join(parts)} in a {flat.dtype} target; class ids must be whole numbers",
+                hint="Return integer class ids (int64); a NaN id usually comes from a failed "
+                "lookup or a division in the dataset code.",
+                non_integer=fractional, non_finite=non_finite, examples=examples,
+            ))
+        flat = flat[whole].astype(np.int64)
+    values, counts = histogram(flat)
+    bad = violations(values, counts, spec)
+    if bad is None:
+        return findings, values
+    n = spec.effective_num_classes
+    large = [(v, c) for v, c in zip(bad.values, bad.counts) if v >= 0]
+    negative = [(v, c) for v, c in zip(bad.values, bad.counts) if v < 0]
+    tail = (f"outside {spec.describe()}. On a GPU this is the \"device-side assert "
+            "triggered\" in cross_entropy/nll_loss")
+    if large:
+        highest = max(v for v, _ in large)
+        hint = (f"If {highest} is a real class, num_classes must be at least {highest + 1}; "
+                "otherwise remap the ids to 0..num_classes-1")
+        if n is not None and highest == n and 0 not in values.tolist():
+            hint += " (ids look 1-based: subtract 1)"
+        findings.append(ID_TOO_LARGE.finding(
+            display, f"{_counted('class id', large, flat.size)} {tail}", hint=hint + ".",
+            values=[v for v, _ in large], counts=[c for _, c in large],
+        ))
+    if negative:
+        value = negative[0][0]
+        findings.append(NEGATIVE_ID.finding(
+            display, f"{_counted('class id', negative, flat.size)} {tail}",
+            hint=f"If {value} means 'unknown', declare ignore_index={value} and pass it to the "
+            "loss (CrossEntropyLoss ignores -100 by default), or drop those samples.",
+            values=[v for v, _ in negative], counts=[c for _, c in negative],
+        ))
+    return findings, values
+
+
+def _counted(noun: str, pairs: list[tuple[int, int]], total: int) -> str:
+    if total == 1:
+        return f"{noun} {pairs[0][0]} is"
+    listed = ", ".join(f"{v} ({c} of {total})" for v, c in pairs[:8])
+    more = f" and {len(pairs) - 8} more" if len(pairs) > 8 else ""
+    verb = "are" if len(pairs) > 1 else "is"
+    return f"{noun}{'s' if len(pairs) > 1 else ''} {listed}{more} {verb}"
+
+
+def one_hot_finding(display: str | None, present: list[int], loss_name: str | None) -> Finding:
+    loss = loss_name or "a one_hot/Dice loss"
+    values = ", ".join(str(v) for v in present)
+    return LOSS_DOMAIN.finding(
+        display,
+        f"one_hot with ignore value {values} present: {loss} turns targets into one-hot "
+        "vectors and cannot skip ignore values (F.one_hot: \"Class values must be smaller than "
+        "num_classes\"; on a GPU a device-side assert)",
+        hint=f"Mask the ignore pixels before one_hot (target = target.clone(); "
+        f"target[target == {present[0]}] = 0, and zero their loss weight), or use a Dice "
+        "implementation with an ignore_index.",
+        values=present,
+    )
+
+
+def _binary_findings(display: str | None, array: np.ndarray, loss: str) -> list[Finding]:
+    if array.dtype.kind != "f":
+        return [TARGET_DTYPE.finding(
+            display,
+            f"target dtype {array.dtype} for {loss}: BCE losses need float targets "
+            "(\"Found dtype Long but expected Float\")",
+            hint="Return the target as float: torch.as_tensor(mask, dtype=torch.float32).",
+            dtype=str(array.dtype),
+        )]
+    findings = []
+    finite = np.isfinite(array)
+    non_finite = int(array.size - np.count_nonzero(finite))
+    if non_finite:
+        findings.append(NON_INTEGER.finding(
+            display, f"{non_finite} target values are NaN/Inf ({loss} target)",
+            hint="Find where the dataset produces NaN (a division by zero in normalisation, a "
+            "failed lookup) and fix it there.",
+            non_finite=non_finite,
+        ))
+    outside = finite & ((array < 0) | (array > 1))
+    n_outside = int(np.count_nonzero(outside))
+    if n_outside:
+        values, counts = np.unique(array[outside], return_counts=True)
+        pairs = ", ".join(f"{v:g} in {c}" for v, c in zip(values[:8].tolist(), counts[:8].tolist()))
+        check = VALUE_OUTSIDE_SPEC if array.ndim >= 2 else ID_TOO_LARGE
+        hint = ("Binary masks stored as 0/255: divide by 255 (or remap {255: 1})."
+                if 255 in values.tolist() else "Scale the targets into [0, 1].")
+        findings.append(check.finding(
+            display,
+            f"{n_outside} target values outside [0, 1] ({pairs}); {loss} needs targets in [0, 1]",
+            hint=hint, values=values[:20].tolist(), counts=counts[:20].tolist(),
+        ))
+    return findings
+
+
+def geometry_finding(display: str | None, image: Any, target: Any) -> Finding | None:
+    """LG206 when a mask's spatial size matches neither end of its image's shape."""
+    image_shape, mask_shape = shape_of(image), shape_of(target)
+    if image_shape is None or mask_shape is None or len(mask_shape) < 2 or len(image_shape) < 2:
+        return None
+    if len(mask_shape) > 2 and mask_shape[0] == 1:
+        mask_shape = mask_shape[1:]
+    k = len(mask_shape)
+    if image_shape[-k:] == mask_shape or image_shape[:k] == mask_shape:
+        return None
+    return GEOMETRY.finding(
+        display,
+        f"image shape {image_shape} and mask shape {shape_of(target)} differ in size",
+        hint="Resize the mask with the image (nearest-neighbour for the mask), or crop both "
+        "with the same parameters.",
+        image_shape=list(image_shape), mask_shape=list(shape_of(target)),
+    )
+
+
+def errors_of(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity >= Severity.ERROR]
+
+
+def sample_error(
+    finding: Finding,
+    *,
+    where: str,
+    index: int | None,
+    source: str | None,
+    expected: str,
+) -> SampleError:
+    """The SampleError for an error finding, with the message format of the docs."""
+    place = f" ({source})" if source else ""
+    message = f"{finding.code} {where}{place}: {finding.message.rstrip('.')}."
+    if finding.hint:
+        message += f" Hint: {finding.hint}"
+    return SampleError(
+        message,
+        code=finding.code,
+        index=index,
+        source=source,
+        values=finding_values(finding),
+        expected=expected,
+    )
+
+
+def finding_values(finding: Finding) -> list | None:
+    """The offending values a finding names: class values, non-integer examples (NaN for
+    non-finite ones) or the wrong dtype."""
+    data = finding.data
+    if "values" in data:
+        return list(data["values"])
+    if "dtype" in data:
+        return [data["dtype"]]
+    if "examples" in data or "non_finite" in data or "non_finite_pixels" in data:
+        examples = list(data.get("examples", []))
+        if data.get("non_finite") or data.get("non_finite_pixels"):
+            examples.append(float("nan"))
+        return examples
+    return None
+
+
+def tensor_target_ok(target: torch.Tensor, spec: LabelSpec) -> bool:
+    """True when every value of ``target`` is legal under ``spec``: one reduction and one
+    sync wherever the tensor lives. False also when the spec needs the full check
+    (reduce_zero_label), which then runs on the CPU."""
+    allowed = spec.allowed_values()
+    if spec.reduce_zero_label:
+        return False
+    if allowed is None:
+        return bool(torch.isfinite(target).all()) if target.is_floating_point() else True
+    if spec.is_contiguous():
+        ok = (target >= 0) & (target < len(allowed))
+    else:
+        ok = torch.isin(target, torch.tensor(sorted(allowed), device=target.device))
+    for value in spec.ignore:
+        ok |= target == value
+    if target.is_floating_point():
+        ok &= target == target.floor()  # NaN compares unequal: caught too
+    return bool(ok.all())

@@ -1,0 +1,113 @@
+"""Batch-level checks: name the two samples whose shapes ``torch.stack`` cannot join.
+
+``collate`` costs nothing on good batches: it calls the real collate function and only
+when that fails looks for the shapes that differ. The samples are named by dataset index
+and file when the batch came from a guarded dataset in the same process (a DataLoader
+worker loads and collates its batch itself), otherwise by their position in the batch.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
+
+from torch.utils.data import default_collate, get_worker_info
+
+from labelguard.checks.masks import GEOMETRY
+from labelguard.torch._targets import sample_error, shape_of
+from labelguard.torch.errors import SampleError
+
+# (id(sample), index, guarded dataset) of the samples this process served last.
+_RECENT: deque[tuple[int, Any, Any]] = deque(maxlen=4096)
+
+
+def remember_sample(index: Any, sample: Any, dataset: Any) -> None:
+    """Note that ``dataset`` served ``sample`` as ``index`` (called by GuardedDataset)."""
+    _RECENT.append((id(sample), index, dataset))
+
+
+def collate(batch: list, *, collate_fn: Callable[[list], Any] | None = None) -> Any:
+    """``default_collate`` (or ``collate_fn``) that names the samples a shape mismatch comes from.
+
+    Raises:
+        SampleError: LG206 naming the two samples (index and file when known), the field
+            and both shapes, when the collate function fails on samples of different shapes.
+    """
+    try:
+        return (collate_fn or default_collate)(batch)
+    except Exception as exc:
+        error = batch_shape_error(batch)
+        if error is None:
+            raise
+        if get_worker_info() is not None:
+            raise error from error.worker_cause()
+        raise error from exc
+
+
+class guard_collate:  # noqa: N801 - used like a function: guard_collate(my_collate)
+    """Wrap a collate function with :func:`collate`'s shape diagnosis (picklable)."""
+
+    def __init__(self, collate_fn: Callable[[list], Any] | None = None) -> None:
+        self.collate_fn = collate_fn
+
+    def __call__(self, batch: list) -> Any:
+        return collate(batch, collate_fn=self.collate_fn)
+
+
+def batch_shape_error(batch: list) -> SampleError | None:
+    """LG206 for the first sample whose field shapes differ from the first sample's."""
+    if len(batch) < 2:
+        return None
+    first = dict(_shaped_fields(batch[0]))
+    for position in range(1, len(batch)):
+        for field, shape in _shaped_fields(batch[position]):
+            if field in first and first[field] != shape:
+                return _mismatch(batch, field, (0, first[field]), (position, shape))
+    return None
+
+
+def _shaped_fields(sample: Any, prefix: str = "") -> Iterator[tuple[str, tuple[int, ...]]]:
+    if isinstance(sample, Mapping):
+        for key, value in sample.items():
+            yield from _shaped_fields(value, f"{prefix}[{key!r}]")
+    elif isinstance(sample, (tuple, list)):
+        for i, value in enumerate(sample):
+            yield from _shaped_fields(value, f"{prefix}[{i}]")
+    else:
+        shape = shape_of(sample)
+        if shape is not None:
+            yield prefix or "sample", shape
+
+
+def _mismatch(batch: list, field: str, a: tuple[int, tuple], b: tuple[int, tuple]) -> SampleError:
+    names = _batch_names(batch)
+    (pos_a, shape_a), (pos_b, shape_b) = a, b
+    (index_a, source_a), (index_b, source_b) = names[pos_a], names[pos_b]
+    finding = GEOMETRY.finding(
+        source_b,
+        f"field {field} has shape {shape_a} in {_describe(index_a, source_a, pos_a)} but "
+        f"{shape_b} in {_describe(index_b, source_b, pos_b)}; default_collate cannot stack "
+        "them (\"stack expects each tensor to be equal size\")",
+        hint="Resize or crop every sample to one size in the dataset's transform (masks with "
+        "nearest-neighbour), or collate with padding.",
+        values=[list(shape_a), list(shape_b)],
+    )
+    error = sample_error(finding, where="batch", index=index_b, source=None,
+                         expected=f"shape {shape_a} in every sample")
+    error.source = source_b  # both files are in the message; the attribute names the odd one
+    return error
+
+
+def _describe(index: Any, source: str | None, position: int) -> str:
+    if index is None:
+        return f"batch position {position}"
+    return f"sample {index}" + (f" ({source})" if source else "")
+
+
+def _batch_names(batch: list) -> list[tuple[Any, str | None]]:
+    """(dataset index, file) of each batch position, when this process served the batch."""
+    recent = list(_RECENT)[-len(batch):]
+    if len(recent) == len(batch) and all(r[0] == id(s) for r, s in zip(recent, batch)):
+        return [(index, dataset.source(index)) for _, index, dataset in recent]
+    return [(None, None)] * len(batch)

@@ -1,0 +1,396 @@
+"""guard(dataset): check every target where the sample is produced, on the CPU.
+
+The check runs inside ``__getitem__`` / ``__iter__``, so in DataLoader workers when there are
+workers: no GPU work, no host-device sync, and the sample's index and file are still known.
+
+Records of bad samples go to one JSON-lines file shared by the main process and every
+worker (the ``quarantine`` path, or a temporary file): each process appends under a file
+lock and skips records already there, so after an epoch (or a crash) the file lists each
+bad sample once, whatever the number of workers and epochs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import weakref
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+from labelguard.core.spec import LabelSpec
+from labelguard.errors import SpecError
+from labelguard.torch._sources import source_in_sample, source_of
+from labelguard.torch._targets import (
+    TargetRules,
+    TargetSelector,
+    as_array,
+    errors_of,
+    geometry_finding,
+    rules_for,
+    sample_error,
+    select_input,
+    select_target,
+)
+from labelguard.torch.collate import remember_sample
+from labelguard.torch.errors import SampleError
+
+try:
+    import fcntl
+except ImportError:  # Windows: records are appended without a lock
+    fcntl = None
+
+log = logging.getLogger("labelguard.torch")
+
+ON_ERROR = ("raise", "skip", "warn")
+# A skipped sample is replaced by the next good one; this many bad ones in a row end the run.
+MAX_SUBSTITUTES = 32
+
+
+@dataclass(frozen=True)
+class QuarantineRecord:
+    """One bad sample: where it is, what is wrong, and what the guard did with it."""
+
+    index: int | None
+    source: str | None
+    code: str
+    values: list | None
+    message: str
+    action: str  # skipped | warned | raised
+
+    @property
+    def key(self) -> tuple:
+        return (self.index, self.source, self.code)
+
+
+class RecordStore:
+    """A JSON-lines file of QuarantineRecords, appended to by several processes."""
+
+    def __init__(self, path: str | os.PathLike | None) -> None:
+        if path is None:
+            handle, name = tempfile.mkstemp(prefix="labelguard-records-", suffix=".jsonl")
+            os.close(handle)
+            self.path = Path(name)
+            weakref.finalize(self, _remove_if_owner, self.path, os.getpid())
+        else:
+            self.path = Path(path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text("")  # a new guard starts a new quarantine
+        self._reset_process_state()
+
+    def _reset_process_state(self) -> None:
+        self._pid = os.getpid()
+        self._seen: set[tuple] = set()
+        self._offset = 0
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict) -> None:
+        self.path = state["path"]
+        self._reset_process_state()
+
+    def add(self, record: QuarantineRecord) -> None:
+        """Append ``record`` unless a record with the same key is already in the file."""
+        if os.getpid() != self._pid:  # a forked worker: its own file offset and lock
+            self._reset_process_state()
+        with open(self.path, "a+", encoding="utf-8") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                handle.seek(self._offset)
+                for line in handle:
+                    self._seen.add(_key_of(json.loads(line)))
+                self._offset = handle.tell()
+                if record.key in self._seen:
+                    return
+                line = json.dumps(asdict(record), default=str) + "\n"
+                handle.write(line)
+                handle.flush()
+                self._offset = handle.tell()
+                self._seen.add(record.key)
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def read(self) -> list[QuarantineRecord]:
+        if not self.path.exists():
+            return []
+        records = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                data = json.loads(line)
+                records.append(QuarantineRecord(**data))
+        return records
+
+
+def _key_of(data: Mapping[str, Any]) -> tuple:
+    return (data.get("index"), data.get("source"), data.get("code"))
+
+
+def _remove_if_owner(path: Path, owner: int) -> None:
+    if os.getpid() == owner:
+        path.unlink(missing_ok=True)
+
+
+class _SampleGuard:
+    """What the dataset wrappers share: the rules, how to find target and source, the store."""
+
+    def __init__(
+        self,
+        rules: TargetRules,
+        target: TargetSelector,
+        source: Callable[[int], Any] | None,
+        on_error: str,
+        store: RecordStore,
+    ) -> None:
+        self.rules = rules
+        self.target = target
+        self.source = source
+        self.on_error = on_error
+        self.store = store
+
+    def check(self, sample: Any, index: int | None, dataset: Any, where: str) -> SampleError | None:
+        target = select_target(sample, self.target)
+        findings = []
+        image = select_input(sample)
+        geometry = geometry_finding(None, image, target) if _spatial(image, target) else None
+        if geometry is not None:
+            findings.append(geometry)
+        array = as_array(target)
+        if array is not None:
+            findings.extend(self.rules.check(None, array))
+        errors = errors_of(findings)
+        if not errors:
+            return None
+        return sample_error(
+            errors[0], where=where, index=index,
+            source=self._source(sample, index, dataset), expected=self.rules.expected(),
+        )
+
+    def _source(self, sample: Any, index: int | None, dataset: Any) -> str | None:
+        found = None
+        if index is not None:
+            found = self.source(index) if self.source is not None else source_of(dataset, index)
+        if found is None:
+            found = source_in_sample(sample)
+        return None if found is None else os.fspath(found)
+
+    def record(self, error: SampleError, action: str) -> None:
+        self.store.add(QuarantineRecord(
+            index=error.index, source=error.source, code=error.code,
+            values=error.values, message=error.message, action=action,
+        ))
+
+    def fail(self, error: SampleError) -> None:
+        self.record(error, "raised")
+        if get_worker_info() is not None:
+            # The DataLoader rebuilds worker exceptions from their traceback text.
+            raise error from error.worker_cause()
+        raise error
+
+    def warn(self, error: SampleError) -> None:
+        self.record(error, "warned")
+        log.warning("%s", error.message)
+
+
+def _spatial(image: Any, target: Any) -> bool:
+    """True when image and target look like an image/mask pair (mask 2-D, (1, H, W) or a
+    volume one axis shorter than its image)."""
+    target_ndim = getattr(target, "ndim", None)
+    image_ndim = getattr(image, "ndim", None)
+    if target_ndim is None or image_ndim is None or target_ndim < 2:
+        return False
+    shape = tuple(target.shape)
+    return target_ndim == 2 or shape[0] == 1 or target_ndim == image_ndim - 1
+
+
+class _GuardedBase:
+    """Records and attribute access shared by the map-style and iterable wrappers."""
+
+    dataset: Any
+    _guard: _SampleGuard
+
+    @property
+    def records(self) -> list[QuarantineRecord]:
+        """Every bad sample recorded so far by this process and all its DataLoader workers."""
+        return self._guard.store.read()
+
+    @property
+    def quarantine_path(self) -> Path:
+        """The JSON-lines file the records are written to."""
+        return self._guard.store.path
+
+    def write_quarantine(self, path: str | os.PathLike) -> Path:
+        """Copy the records to ``path`` (JSON lines) and return it."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [json.dumps(asdict(r), default=str) for r in self.records]
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return path
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for attributes the wrapper lacks: classes, sample_list, transforms...
+        if name.startswith("__") or name in ("dataset", "_guard"):
+            raise AttributeError(name)
+        return getattr(self.dataset, name)
+
+
+class GuardedDataset(_GuardedBase, Dataset):
+    """A map-style dataset whose every sample's target is checked when it is loaded.
+
+    With ``on_error="skip"`` a bad sample is replaced by the next good index (so batches keep
+    their size) and recorded; ``records`` lists every one after the epoch.
+    """
+
+    def __init__(self, dataset: Any, guard: _SampleGuard) -> None:
+        self.dataset = dataset
+        self._guard = guard
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: Any) -> Any:
+        sample = self.dataset[index]
+        error = self._guard.check(sample, _as_index(index), self.dataset, f"sample {index}")
+        if error is None:
+            remember_sample(index, sample, self)
+            return sample
+        if self._guard.on_error == "warn":
+            self._guard.warn(error)
+            remember_sample(index, sample, self)
+            return sample
+        if self._guard.on_error == "raise" or _as_index(index) is None:
+            self._guard.fail(error)
+        self._guard.record(error, "skipped")
+        log.info("skipped %s", error.message)
+        return self._substitute(int(index), error)
+
+    def _substitute(self, index: int, first: SampleError) -> Any:
+        size = len(self.dataset)
+        for step in range(1, min(size, MAX_SUBSTITUTES + 1)):
+            other = (index + step) % size
+            sample = self.dataset[other]
+            error = self._guard.check(sample, other, self.dataset, f"sample {other}")
+            if error is None:
+                remember_sample(other, sample, self)
+                return sample
+            self._guard.record(error, "skipped")
+        raise SampleError(
+            f"{first.message} (on_error='skip': the next {min(size - 1, MAX_SUBSTITUTES)} "
+            "samples are bad too, so no replacement was found; fix the data or the spec)",
+            code=first.code, index=first.index, source=first.source,
+            values=first.values, expected=first.expected,
+        )
+
+    def source(self, index: int) -> str | None:
+        """The file of sample ``index`` as the guard names it (None when unknown)."""
+        return self._guard._source(None, index, self.dataset)
+
+
+class GuardedIterableDataset(_GuardedBase, IterableDataset):
+    """An iterable dataset whose every sample's target is checked when it is produced.
+
+    ``index`` in errors and records is the position in this process's (worker's) stream;
+    the source comes from the sample (``path``/``file``/``__key__``...) when it names one.
+    """
+
+    def __init__(self, dataset: Any, guard: _SampleGuard) -> None:
+        self.dataset = dataset
+        self._guard = guard
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __iter__(self) -> Iterator[Any]:
+        worker = get_worker_info()
+        stream = f" of worker {worker.id}'s stream" if worker is not None else ""
+        for position, sample in enumerate(self.dataset):
+            error = self._guard.check(sample, position, None, f"sample {position}{stream}")
+            if error is not None:
+                if self._guard.on_error == "raise":
+                    self._guard.fail(error)
+                if self._guard.on_error == "skip":
+                    self._guard.record(error, "skipped")
+                    log.info("skipped %s", error.message)
+                    continue
+                self._guard.warn(error)
+            yield sample
+
+
+def _as_index(index: Any) -> int | None:
+    if isinstance(index, (int, np.integer)) or (isinstance(index, torch.Tensor) and index.dim() == 0):
+        return int(index)
+    return None
+
+
+def guard(
+    dataset: Any,
+    spec: LabelSpec | Mapping[str, Any] | None = None,
+    *,
+    num_classes: int | None = None,
+    ignore_index: int | Sequence[int] | None = None,
+    target: TargetSelector = None,
+    source: Callable[[int], Any] | None = None,
+    on_error: str = "raise",
+    quarantine: str | os.PathLike | None = None,
+    loss: Any = None,
+) -> GuardedDataset | GuardedIterableDataset:
+    """Wrap ``dataset`` so that each sample's target is checked when it is produced.
+
+    Args:
+        dataset: a map-style dataset (``__getitem__`` + ``__len__``) or an IterableDataset.
+        spec: a :class:`labelguard.LabelSpec` (or a mapping of its keys).
+        num_classes: shortcut for the spec's ``num_classes`` (wins over ``spec``).
+        ignore_index: value(s) the loss ignores; legal in targets (read from ``loss`` when
+            not given).
+        target: where the target is in a sample: a key, an index or a function. Default:
+            the last element of a tuple/list, or the first of label/labels/mask/target/
+            targets/y/segmentation in a dict (a detection target dict gives its labels).
+        source: ``index -> file path``. Default: found on the dataset (ImageFolder
+            ``samples``/``imgs``, VOC ``masks``/``images``, COCO ``ids``, Swin-Unet
+            ``sample_list``, ``files``/``paths``) or the index alone.
+        on_error: ``"raise"`` a :class:`labelguard.LabelError` (also out of DataLoader
+            workers); ``"skip"`` the sample (replaced by the next good one, recorded);
+            ``"warn"``: log and pass it through (recorded).
+        quarantine: a JSON-lines path the records are written to as they are found.
+        loss: what the target feeds (a loss module, an ``F.*`` function or a name:
+            ``"cross_entropy"``, ``"nll"``, ``"dice"``/``"one_hot"``, ``"bce"``,
+            ``"bce_with_logits"``). Declaring it adds the dtype check (LG505), makes
+            ignore values illegal for one-hot/Dice losses (LG501) and checks BCE targets
+            as floats in [0, 1].
+
+    Checks: values outside the spec (LG201 in masks, LG102/LG103 in class ids), non-integer
+    or non-finite targets (LG204), image/mask size mismatch (LG206), wrong dtype for the
+    declared loss (LG505), ignore values into one_hot (LG501).
+
+    Returns:
+        A :class:`GuardedDataset` or :class:`GuardedIterableDataset`; ``.records`` lists the
+        bad samples seen by every worker.
+
+    Example::
+
+        >>> train = guard(Synapse_dataset(base_dir, list_dir, "train"), num_classes=9)
+        >>> loader = DataLoader(train, batch_size=24, num_workers=8)
+        >>> next(iter(loader))  # doctest: +SKIP
+        labelguard.torch.errors.SampleError: LG201 sample 17 (train_npz/case0007_slice003.npz):
+        label value 9 in 100 pixels outside [0, 9) (num_classes=9, ignore_index=None). ...
+    """
+    if on_error not in ON_ERROR:
+        raise SpecError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
+    if isinstance(dataset, _GuardedBase):
+        raise SpecError("this dataset is already guarded")
+    rules = rules_for(spec, num_classes, ignore_index, loss)
+    sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine))
+    if isinstance(dataset, IterableDataset):
+        return GuardedIterableDataset(dataset, sample_guard)
+    if not hasattr(dataset, "__getitem__"):
+        raise TypeError(f"guard() needs a dataset with __getitem__ or __iter__, got {type(dataset).__name__}")
+    return GuardedDataset(dataset, sample_guard)

@@ -1,0 +1,363 @@
+"""checked(loss_fn): the loss call that raises a LabelError instead of a device-side assert.
+
+Cost on a GPU, per call: a handful of elementwise ops and ONE reduction over the target
+(cross_entropy / nll_loss) or over input and target together (BCE losses), read back with
+ONE device-to-host sync. Only when that single flag says something is wrong does the
+wrapper copy the tensors to the CPU to name the values. Shape and dtype checks read
+metadata only. Switch it off with ``checked(..., enabled=False)`` or by setting
+``.enabled = False`` on the wrapper (e.g. after the first epoch went through).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from labelguard.checks.runtime import HEAD_MISMATCH, LOSS_DOMAIN, NON_FINITE, TARGET_DTYPE
+from labelguard.core.findings import Finding
+from labelguard.core.spec import LabelSpec
+from labelguard.errors import SpecError
+from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
+
+_CE_DEFAULT_IGNORE = -100
+
+_MODULES: dict[type, tuple[LossMode, bool]] = {
+    nn.CrossEntropyLoss: (LossMode.INDEX, False),
+    nn.NLLLoss: (LossMode.INDEX, False),
+    nn.BCELoss: (LossMode.BINARY, False),
+    nn.BCEWithLogitsLoss: (LossMode.BINARY, True),
+}
+_FUNCTIONS: dict[Callable, tuple[LossMode, bool]] = {
+    F.cross_entropy: (LossMode.INDEX, False),
+    F.nll_loss: (LossMode.INDEX, False),
+    F.binary_cross_entropy: (LossMode.BINARY, False),
+    F.binary_cross_entropy_with_logits: (LossMode.BINARY, True),
+}
+_NAMES: dict[str, tuple[str, LossMode, bool]] = {
+    "cross_entropy": ("cross_entropy", LossMode.INDEX, False),
+    "ce": ("cross_entropy", LossMode.INDEX, False),
+    "nll": ("nll_loss", LossMode.INDEX, False),
+    "nll_loss": ("nll_loss", LossMode.INDEX, False),
+    "one_hot": ("one_hot", LossMode.ONE_HOT, False),
+    "dice": ("Dice loss", LossMode.ONE_HOT, False),
+    "bce": ("binary_cross_entropy", LossMode.BINARY, False),
+    "binary_cross_entropy": ("binary_cross_entropy", LossMode.BINARY, False),
+    "bce_with_logits": ("binary_cross_entropy_with_logits", LossMode.BINARY, True),
+    "binary_cross_entropy_with_logits": ("binary_cross_entropy_with_logits", LossMode.BINARY, True),
+}
+
+
+@dataclass(frozen=True)
+class LossInfo:
+    """What labelguard knows about a loss: its kind, name and the settings that matter."""
+
+    name: str
+    mode: LossMode | None  # None: a loss labelguard does not know (a custom Dice...)
+    logits: bool = False  # BCEWithLogits: the input is logits, not probabilities
+    ignore_index: int | None = None
+    weight: torch.Tensor | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, loss: Any, *, strict: bool = True) -> "LossInfo":
+        """Describe ``loss`` (a loss module, an ``F.*`` function or partial, or a name).
+
+        Raises TypeError for an unknown loss when ``strict``.
+        """
+        if isinstance(loss, str):
+            key = loss.strip().lower()
+            if key not in _NAMES:
+                raise TypeError(f"unknown loss name {loss!r}; known: {', '.join(sorted(_NAMES))}")
+            name, mode, logits = _NAMES[key]
+            return cls(name, mode, logits, _CE_DEFAULT_IGNORE if mode is LossMode.INDEX else None)
+        if isinstance(loss, CheckedLoss):
+            return loss.info
+        keywords: dict[str, Any] = {}
+        func = loss
+        while isinstance(func, functools.partial):
+            keywords = {**func.keywords, **keywords}
+            func = func.func
+        for kind, (mode, logits) in _MODULES.items():
+            if isinstance(loss, kind):
+                ignore = getattr(loss, "ignore_index", None) if mode is LossMode.INDEX else None
+                return cls(type(loss).__name__, mode, logits, ignore, getattr(loss, "weight", None))
+        if func in _FUNCTIONS:
+            mode, logits = _FUNCTIONS[func]
+            ignore = keywords.get("ignore_index", _CE_DEFAULT_IGNORE) if mode is LossMode.INDEX else None
+            return cls(f"F.{func.__name__}", mode, logits, ignore, keywords.get("weight"))
+        if strict:
+            raise TypeError(
+                f"checked() does not know the loss {type(loss).__name__}: it wraps "
+                "CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss and their F.* functions"
+            )
+        ignore = getattr(loss, "ignore_index", None)
+        name = type(loss).__name__ if isinstance(loss, nn.Module) else getattr(func, "__name__", repr(loss))
+        return cls(name, None, False, ignore if isinstance(ignore, int) else None,
+                   getattr(loss, "weight", None))
+
+
+def class_axis_size(input: torch.Tensor) -> int:
+    """The number of classes of a cross_entropy input: (N, C, ...) or (C,)."""
+    return int(input.shape[1] if input.dim() >= 2 else input.shape[0])
+
+
+def loss_findings(
+    info: LossInfo,
+    input: torch.Tensor,
+    target: torch.Tensor,
+    *,
+    num_classes: int | None = None,
+    ignore_index: int | None = None,
+    where: str | None = None,
+    check_values: bool = True,
+) -> list[Finding]:
+    """Every finding about one loss call, errors first; one reduction and one sync when clean.
+
+    ``check_values=False`` leaves out the target value checks of cross_entropy/nll_loss
+    (preflight names those against the model's head instead).
+    """
+    if info.mode is LossMode.BINARY:
+        return _binary_call_findings(info, input, target, where)
+    if info.mode is LossMode.INDEX:
+        ignore = info.ignore_index if ignore_index is None else ignore_index
+        return _index_call_findings(info, input, target, num_classes, ignore, where, check_values)
+    return []
+
+
+def _index_call_findings(info, input, target, num_classes, ignore, where, check_values=True) -> list[Finding]:
+    classes = class_axis_size(input)
+    findings = []
+    if num_classes is not None and classes != num_classes:
+        findings.append(HEAD_MISMATCH.finding(
+            where,
+            f"{info.name} input has {classes} classes (shape {tuple(input.shape)}) but "
+            f"num_classes={num_classes}",
+            hint=f"Make the head's out_features/out_channels {num_classes}, or fix num_classes.",
+            outputs=classes, num_classes=num_classes,
+        ))
+    if target.is_floating_point():
+        if target.shape == input.shape:
+            return findings  # class probabilities (label smoothing, mixup): any value is legal
+        findings.append(TARGET_DTYPE.finding(
+            where,
+            f"{info.name} got a {str(target.dtype).replace('torch.', '')} target of shape "
+            f"{tuple(target.shape)} for an input of shape {tuple(input.shape)}: float targets "
+            "are read as class probabilities and must have the input's shape",
+            hint="Pass class indices as int64: target.long().",
+            dtype=str(target.dtype),
+        ))
+        return findings
+    expected = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.dim() >= 2 else ()
+    if tuple(target.shape) != expected:
+        squeezable = target.dim() == input.dim() and target.shape[1] == 1
+        findings.append(TARGET_DTYPE.finding(
+            where,
+            f"{info.name} target shape {tuple(target.shape)} does not fit input shape "
+            f"{tuple(input.shape)}: expected {expected}",
+            hint="Drop the channel axis of the target: target.squeeze(1)." if squeezable
+            else "Give the target the input's shape without the class axis.",
+            shape=list(target.shape), expected=list(expected),
+        ))
+    if target.dtype != torch.long:
+        findings.append(TARGET_DTYPE.finding(
+            where,
+            f"{info.name} target dtype {str(target.dtype).replace('torch.', '')}: class indices "
+            "must be int64 (\"expected target dtype to be Long\")",
+            hint="Convert the target with .long().", dtype=str(target.dtype),
+        ))
+    if not check_values:
+        return sorted(findings, key=lambda f: -f.severity)
+    wide = target.long() if target.dtype == torch.bool else target
+    bad = ((wide < 0) | (wide >= classes)) & (wide != ignore)
+    if bool(bad.any()):  # the one reduction and the one sync of a clean call
+        rules = TargetRules(LabelSpec(num_classes=classes, ignore=(ignore,)), LossMode.INDEX)
+        findings.extend(rules.check(where, wide.detach().cpu().numpy()))
+    return sorted(findings, key=lambda f: -f.severity)
+
+
+def _binary_call_findings(info, input, target, where) -> list[Finding]:
+    findings = []
+    if not target.is_floating_point():
+        findings.append(TARGET_DTYPE.finding(
+            where,
+            f"{info.name} target dtype {str(target.dtype).replace('torch.', '')}: BCE losses need "
+            "a float target (\"Found dtype Long but expected Float\")",
+            hint="Convert the target with .float().", dtype=str(target.dtype),
+        ))
+        target = target.float()
+    if target.shape != input.shape:
+        findings.append(TARGET_DTYPE.finding(
+            where,
+            f"{info.name} target shape {tuple(target.shape)} differs from input shape "
+            f"{tuple(input.shape)}",
+            hint="Give the target the input's shape (e.g. target.unsqueeze(1) for a (N, 1, H, W) output).",
+            shape=list(target.shape), expected=list(input.shape),
+        ))
+        return findings
+    input_ok = torch.isfinite(input) if info.logits else (input >= 0) & (input <= 1)
+    if bool((input_ok & (target >= 0) & (target <= 1)).all()):  # one reduction, one sync
+        return findings
+    findings.extend(_binary_details(info, input.detach().float().cpu(), target.detach().float().cpu(), where))
+    return sorted(findings, key=lambda f: -f.severity)
+
+
+def _binary_details(info, input, target, where) -> list[Finding]:
+    findings = []
+    logits_hint = ("Use BCEWithLogitsLoss on the logits (numerically stable), or add "
+                   "torch.sigmoid before BCELoss.")
+    stats = tensor_stats(input)
+    if stats["nan"] or stats["posinf"] or stats["neginf"]:
+        hint = ("Find the module that produced it with labelguard.torch.trace_nonfinite(model); "
+                "check the optimizer with audit_optimizer (frozen layers optimised)")
+        hint += "." if info.logits else "; BCEWithLogitsLoss on logits is numerically safer than sigmoid + BCELoss."
+        findings.append(NON_FINITE.finding(
+            where,
+            f"{info.name} input holds {stats['nan']} NaN, {stats['posinf']} +Inf and "
+            f"{stats['neginf']} -Inf of {stats['numel']} values{_gpu_assert(info)}",
+            hint=hint, **stats,
+        ))
+    elif not info.logits and (stats["min"] < 0 or stats["max"] > 1):
+        findings.append(LOSS_DOMAIN.finding(
+            where,
+            f"{info.name} input outside [0, 1]: min {stats['min']:.4g}, max {stats['max']:.4g}; "
+            f"the model gives logits, not probabilities{_gpu_assert(info)}",
+            hint=logits_hint, **stats,
+        ))
+    target_stats = tensor_stats(target)
+    if target_stats["nan"] or target_stats["posinf"] or target_stats["neginf"]:
+        findings.append(NON_FINITE.finding(
+            where,
+            f"{info.name} target holds {target_stats['nan']} NaN and "
+            f"{target_stats['posinf'] + target_stats['neginf']} Inf",
+            hint="Find where the dataset produces NaN targets (normalisation, failed lookups).",
+            **target_stats,
+        ))
+    elif target_stats["min"] < 0 or target_stats["max"] > 1:
+        scaled = target_stats["max"] == 255
+        findings.append(LOSS_DOMAIN.finding(
+            where,
+            f"{info.name} target outside [0, 1]: min {target_stats['min']:g}, max {target_stats['max']:g}",
+            hint="Binary masks stored as 0/255: divide by 255." if scaled
+            else "Scale the targets into [0, 1].",
+            **target_stats,
+        ))
+    return findings
+
+
+def _gpu_assert(info: LossInfo) -> str:
+    if info.logits:
+        return ""
+    return (". On a GPU this is the device-side assert "
+            "\"input_val >= zero && input_val <= one\" in binary_cross_entropy")
+
+
+def tensor_stats(tensor: torch.Tensor) -> dict[str, Any]:
+    """Shape, dtype, NaN/Inf counts and the range of the finite values of a tensor."""
+    stats: dict[str, Any] = {
+        "shape": list(tensor.shape),
+        "dtype": str(tensor.dtype).replace("torch.", ""),
+        "numel": int(tensor.numel()),
+    }
+    data = tensor.detach().float()
+    finite = torch.isfinite(data)
+    stats["nan"] = int(torch.isnan(data).sum())
+    stats["posinf"] = int((data == float("inf")).sum())
+    stats["neginf"] = int((data == float("-inf")).sum())
+    values = data[finite]
+    if values.numel():
+        stats.update(min=float(values.min()), max=float(values.max()), mean=float(values.mean()))
+    else:
+        stats.update(min=float("nan"), max=float("nan"), mean=float("nan"))
+    return stats
+
+
+class CheckedLoss(nn.Module):
+    """A loss that checks its input and target before the loss kernel can assert.
+
+    Built by :func:`checked`; calls the wrapped loss with the same arguments.
+    """
+
+    def __init__(
+        self,
+        loss_fn: Callable,
+        num_classes: int | None = None,
+        ignore_index: int | None = None,
+        enabled: bool = True,
+    ) -> None:
+        super().__init__()
+        info = LossInfo.of(loss_fn)
+        if ignore_index is not None and info.mode is LossMode.INDEX and info.ignore_index != ignore_index:
+            if isinstance(loss_fn, nn.Module):
+                raise SpecError(
+                    f"ignore_index={ignore_index} given but {info.name} ignores "
+                    f"{info.ignore_index}: build it with {info.name}(ignore_index={ignore_index}), "
+                    "otherwise those targets trigger the device-side assert"
+                )
+            info = LossInfo(info.name, info.mode, info.logits, ignore_index, info.weight)
+        self.loss_fn = loss_fn
+        self.info = info
+        self.num_classes = num_classes
+        self.enabled = enabled
+        self.calls = 0
+
+    def forward(self, input: torch.Tensor, target: torch.Tensor, *args: Any, **kwargs: Any):
+        self.calls += 1
+        if self.enabled:
+            ignore = kwargs.get("ignore_index") if not isinstance(self.loss_fn, nn.Module) else None
+            where = f"{self.info.name} call {self.calls}"
+            errors = errors_of(loss_findings(
+                self.info, input, target, num_classes=self.num_classes,
+                ignore_index=ignore, where=None,
+            ))
+            if errors:
+                raise sample_error(errors[0], where=where, index=None, source=None,
+                                   expected=self._expected(input))
+        return self.loss_fn(input, target, *args, **kwargs)
+
+    def _expected(self, input: torch.Tensor) -> str:
+        if self.info.mode is LossMode.BINARY:
+            return "input and target in [0, 1]" if not self.info.logits else "finite input, target in [0, 1]"
+        return LabelSpec(num_classes=class_axis_size(input), ignore=(self.info.ignore_index,)).describe()
+
+    def extra_repr(self) -> str:
+        return f"enabled={self.enabled}"
+
+
+def checked(
+    loss_fn: Callable,
+    num_classes: int | None = None,
+    ignore_index: int | None = None,
+    *,
+    enabled: bool = True,
+) -> CheckedLoss:
+    """Wrap a loss so that bad inputs raise a LabelError naming the values, not an assert.
+
+    Args:
+        loss_fn: ``nn.CrossEntropyLoss``, ``nn.NLLLoss``, ``nn.BCELoss``,
+            ``nn.BCEWithLogitsLoss``, or the ``F.*`` functions (also as ``functools.partial``).
+        num_classes: when given, the input's class axis must have this size (LG503).
+        ignore_index: the ignored target value; read from the loss object when it has one
+            (a different value here is a SpecError: the loss would not ignore it).
+        enabled: False to call the loss unchecked; ``.enabled`` switches it later.
+
+    Checks: cross_entropy/nll_loss targets in ``[0, C)`` or ``ignore_index`` (LG201 for
+    masks, LG102/LG103 for class ids), their dtype and shape (LG505), C against
+    num_classes (LG503); BCE inputs in [0, 1] (LG501, hint: BCEWithLogitsLoss) and finite
+    (LG502), BCE targets in [0, 1].
+
+    Cost: one reduction and one device-to-host sync per call (see the module docs).
+
+    Example::
+
+        >>> import torch
+        >>> loss = checked(torch.nn.CrossEntropyLoss())
+        >>> loss(torch.zeros(2, 3), torch.tensor([0, 3]))
+        Traceback (most recent call last):
+        ...
+        labelguard.torch.errors.SampleError: LG102 CrossEntropyLoss call 1: class ids 3 ...
+    """
+    return CheckedLoss(loss_fn, num_classes=num_classes, ignore_index=ignore_index, enabled=enabled)

@@ -1,0 +1,354 @@
+"""trace_nonfinite(model): name the first module that produced a NaN/Inf, at almost no cost.
+
+Steady state, each step costs one ``isfinite(...).all()`` over the model output (one sync
+on a GPU) and a copy of the RNG state; no per-module hooks. ``detect_anomaly`` and an
+``isfinite`` hook on every module cost 50 % or more of a step; this stays within a few
+per cent (benchmarks/bench_guard.py measures both in one run).
+
+Only when the output is non-finite does the tracer replay that batch, with the same inputs
+and RNG state and without gradients, with hooks on every module, to find the first one whose
+output turned non-finite while its inputs were finite. Buffers (BatchNorm statistics) and
+RNG state are restored after the replay. Inputs modified in place by the forward itself
+are not restored, so the replay of such a model can differ from the original step.
+
+With ``backward=True`` it also checks, once per backward pass, the total gradient norm of
+the trainable parameters, and names the parameter nearest to the output whose gradient is
+non-finite (or the loss, when the gradient reaching the model output already is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Iterator, Sequence
+
+import torch
+from torch import nn
+
+from labelguard.torch.errors import NonFiniteError
+from labelguard.torch.losses import tensor_stats
+
+log = logging.getLogger("labelguard.torch")
+
+
+def _float_tensors(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() or value.is_complex():
+            yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _float_tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _float_tensors(item)
+    elif hasattr(value, "__dataclass_fields__"):  # model outputs such as HF ModelOutput
+        for name in value.__dataclass_fields__:
+            yield from _float_tensors(getattr(value, name, None))
+
+
+def _all_finite(tensors: Sequence[torch.Tensor]) -> bool:
+    if len(tensors) == 1:
+        return bool(torch.isfinite(tensors[0]).all())
+    return bool(torch.stack([torch.isfinite(t).all() for t in tensors]).all())
+
+
+def _first_nonfinite(value: Any) -> torch.Tensor | None:
+    for tensor in _float_tensors(value):
+        if not bool(torch.isfinite(tensor).all()):
+            return tensor
+    return None
+
+
+def _describe_stats(stats: dict[str, Any]) -> str:
+    shape = tuple(stats["shape"])
+    counts = f"{stats['nan']} NaN, {stats['posinf']} +Inf, {stats['neginf']} -Inf"
+    if stats["nan"] or stats["posinf"] or stats["neginf"]:
+        return f"{shape} {stats['dtype']} holds {counts} of {stats['numel']}"
+    return (f"{shape} {stats['dtype']} was finite (min {stats['min']:.4g}, max "
+            f"{stats['max']:.4g}, mean {stats['mean']:.4g})")
+
+
+class NonFiniteTracer:
+    """Hooks that raise :class:`NonFiniteError` (LG502) on the first NaN/Inf of a model.
+
+    Use as a context manager (``with trace_nonfinite(model):``) or call :meth:`attach` and
+    :meth:`detach`. ``step`` counts the traced model's forward calls.
+    """
+
+    def __init__(self, model: nn.Module, *, backward: bool = False) -> None:
+        self.model = model
+        self.backward = backward
+        self.step = 0
+        self._handles: list[Any] = []
+        self._call: tuple[tuple, dict, dict] | None = None
+        self._grad_output: list[torch.Tensor] = []
+        self._replaying = False
+
+    def __enter__(self) -> "NonFiniteTracer":
+        self.attach()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.detach()
+
+    def attach(self) -> "NonFiniteTracer":
+        if self._handles:
+            return self
+        self._handles.append(self.model.register_forward_pre_hook(self._before, with_kwargs=True))
+        self._handles.append(self.model.register_forward_hook(self._after, with_kwargs=True))
+        if self.backward:
+            named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+            self._param_names = [n for n, _ in named]
+            self._handles.append(torch.autograd.graph.register_multi_grad_hook(
+                [p for _, p in named], self._on_grads, mode="all"))
+        return self
+
+    def detach(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._call = None
+        self._grad_output = []
+
+    def check(self, value: torch.Tensor, what: str = "loss") -> None:
+        """Raise LG502 when ``value`` (the loss) is non-finite; one sync on a GPU."""
+        tensors = list(_float_tensors(value))
+        if tensors and not _all_finite(tensors):
+            stats = tensor_stats(tensors[0])
+            raise NonFiniteError(
+                f"LG502 step {self.step}: the {what} {_describe_stats(stats)} while the model "
+                f"output was finite: the {what} computation produced it. Hint: look for log(0), "
+                "division by a zero count (Dice on an empty mask) or float16 overflow in it.",
+                module=None, module_type=None, step=self.step, stats={what: stats},
+            )
+
+    # steady state -------------------------------------------------------------------------
+
+    def _before(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        if self._replaying:
+            return
+        self.step += 1
+        self._call = (args, kwargs, _rng_states(args, kwargs))
+
+    def _after(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+        if self._replaying:
+            return
+        tensors = list(_float_tensors(output))
+        if tensors and not _all_finite(tensors):
+            call, self._call = self._call, None
+            raise self._locate_forward(call, output)
+        self._call = None
+        if self.backward and torch.is_grad_enabled():
+            self._grad_output = []
+            for tensor in tensors:
+                if tensor.requires_grad:
+                    tensor.register_hook(self._grad_output.append)
+
+    def _on_grads(self, grads: Sequence[torch.Tensor | None]) -> None:
+        present = [g for g in grads if g is not None]
+        if not present or _total_norm_finite(present):
+            return
+        raise self._locate_backward(grads)
+
+    # on the first non-finite value ----------------------------------------------------------
+
+    def _locate_forward(self, call: tuple | None, output: Any) -> NonFiniteError:
+        root_stats = tensor_stats(next(_float_tensors(output)))
+        found = self._replay(call) if call is not None else None
+        if found is None:
+            return NonFiniteError(
+                f"LG502 step {self.step}: the model output {_describe_stats(root_stats)}; a "
+                "replay of the batch without gradients did not reproduce it (a forward that "
+                "changes its inputs in place, or nondeterministic kernels). Hint: run this "
+                "step under torch.autograd.detect_anomaly() to see the operation.",
+                module="", module_type=type(self.model).__name__, step=self.step,
+                stats={"output": root_stats},
+            )
+        return self._forward_error(found)
+
+    def _replay(self, call: tuple) -> dict[str, Any] | None:
+        args, kwargs, rng = call
+        names = {id(m): n for n, m in self.model.named_modules()}
+        stack: list[nn.Module] = []
+        found: dict[str, Any] = {}
+
+        def before(module, inputs, kw):
+            if not found:
+                bad = _first_nonfinite((inputs, kw))
+                if bad is not None:
+                    parent = stack[-1] if stack else None
+                    found.update(kind="input", module=module, parent=parent,
+                                 input=tensor_stats(bad))
+            stack.append(module)
+
+        def after(module, inputs, kw, out):
+            stack.pop()
+            bad = None if found else _first_nonfinite(out)
+            if bad is not None:
+                clean = next(_float_tensors((inputs, kw)), None)
+                found.update(kind="output", module=module, output=tensor_stats(bad),
+                             input=tensor_stats(clean) if clean is not None else None)
+
+        handles = []
+        for module in self.model.modules():
+            handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+            handles.append(module.register_forward_hook(after, with_kwargs=True))
+        buffers = {n: b.detach().clone() for n, b in self.model.named_buffers()}
+        self._replaying = True
+        try:
+            with _replay_rng(rng), torch.no_grad():
+                self.model(*args, **kwargs)
+        except Exception:  # a replay that crashes still tells what it saw before
+            log.debug("replay of step %d raised", self.step, exc_info=True)
+        finally:
+            self._replaying = False
+            for handle in handles:
+                handle.remove()
+            with torch.no_grad():
+                for name, buffer in self.model.named_buffers():
+                    if name in buffers:
+                        buffer.copy_(buffers[name])
+        if not found:
+            return None
+        found["name"] = names.get(id(found["module"]), "?")
+        if found.get("parent") is not None:
+            found["parent_name"] = names.get(id(found["parent"]), "?")
+        return found
+
+    def _forward_error(self, found: dict[str, Any]) -> NonFiniteError:
+        step = f"LG502 step {self.step}"
+        if found["kind"] == "input" and found["parent"] is None:
+            stats = {"input": found["input"]}
+            return NonFiniteError(
+                f"{step}: the model input is already non-finite: {_describe_stats(found['input'])}. "
+                "Hint: the batch holds NaN/Inf: check the dataset's normalisation (a division "
+                "by a zero std) and loading; guard the data with labelguard.torch.guard.",
+                module=None, module_type=None, step=self.step, stats=stats,
+            )
+        if found["kind"] == "input":
+            parent, child = found["parent"], found["module"]
+            name = found["parent_name"]
+            return NonFiniteError(
+                f"{step}: the first non-finite value was produced inside the forward of "
+                f"{_label(name, parent)} before it called {_label(found['name'], child)}: "
+                f"the value passed to it {_describe_stats(found['input'])}. Hint: look at the "
+                "tensor operations in that forward (log/sqrt/division near 0, exp overflow).",
+                module=name, module_type=type(parent).__name__, step=self.step,
+                stats={"input": found["input"]},
+            )
+        module, name = found["module"], found["name"]
+        params = {
+            pname: tensor_stats(p) for pname, p in module.named_parameters(recurse=False)
+            if not bool(torch.isfinite(p).all())
+        }
+        where = (f"module {_label(name, module)}" if not any(True for _ in module.children())
+                 else f"the forward of {_label(name, module)} outside its submodules")
+        parts = [f"{step}: the first non-finite value was produced by {where}: its output "
+                 f"{_describe_stats(found['output'])}"]
+        if found["input"] is not None:
+            parts.append(f"its input {_describe_stats(found['input'])}")
+        if params:
+            held = ", ".join(
+                f"{p} holds {s['nan']} NaN and {s['posinf'] + s['neginf']} Inf" for p, s in params.items())
+            parts.append(f"its parameter {held}")
+            hint = (f"The parameters of '{name}' are already non-finite: an earlier optimizer step "
+                    "diverged, or a layer meant to stay fixed was optimised. Check "
+                    "labelguard.torch.audit_optimizer(model, optimizer), lower the learning rate, "
+                    "clip gradients (torch.nn.utils.clip_grad_norm_).")
+        else:
+            hint = ("Finite inputs and parameters gave a non-finite output: an overflow or an unsafe "
+                    "operation (log/sqrt/division near 0, exp, float16 range); clamp the input, add "
+                    "an epsilon, or compute that module in float32.")
+        stats = {"output": found["output"], "input": found["input"], "parameters": params}
+        return NonFiniteError(
+            "; ".join(parts) + f". Hint: {hint}",
+            module=name, module_type=type(module).__name__, step=self.step, stats=stats,
+        )
+
+    def _locate_backward(self, grads: Sequence[torch.Tensor | None]) -> NonFiniteError:
+        step = f"LG502 step {self.step} (backward)"
+        incoming = next((g for g in self._grad_output if not bool(torch.isfinite(g).all())), None)
+        if incoming is not None:
+            stats = tensor_stats(incoming)
+            return NonFiniteError(
+                f"{step}: the gradient reaching the model output is already non-finite: "
+                f"{_describe_stats(stats)}; the loss's backward produced it. Hint: look for "
+                "log(0), sqrt(0), division by a zero count (Dice on an empty mask) in the loss.",
+                module=None, module_type=None, step=self.step, stats={"grad_output": stats},
+            )
+        bad = [(n, g) for n, g in zip(self._param_names, grads)
+               if g is not None and not bool(torch.isfinite(g).all())]
+        # Registration order follows the forward: the last bad parameter is nearest the
+        # output, so the first one backward reached.
+        name, grad = bad[-1]
+        module_name = name.rpartition(".")[0]
+        module = self.model.get_submodule(module_name)
+        stats = tensor_stats(grad)
+        others = [n for n, _ in bad[:-1]]
+        also = f"; {len(others)} earlier parameters got non-finite gradients after it" if others else ""
+        return NonFiniteError(
+            f"{step}: the first non-finite gradient backward reached is in "
+            f"{_label(module_name, module)}: {name}.grad {_describe_stats(stats)} while the "
+            f"gradient at the model output was finite{also}. Hint: the backward of that "
+            "module (or an operation just after it) is unstable: sqrt/log/pow near 0, "
+            "division by small norms; add an epsilon or clip gradients.",
+            module=module_name, module_type=type(module).__name__, step=self.step,
+            stats={"parameter": name, "grad": stats, "later_parameters": others},
+        )
+
+
+def _label(name: str, module: nn.Module) -> str:
+    return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
+
+
+def _total_norm_finite(grads: list[torch.Tensor]) -> bool:
+    total_norm = getattr(torch.nn.utils, "get_total_norm", None)
+    if total_norm is not None:
+        return bool(torch.isfinite(total_norm(grads)))
+    return bool(torch.isfinite(torch.stack([torch.linalg.vector_norm(g) for g in grads])).all())
+
+
+def _rng_states(args: tuple, kwargs: dict) -> dict[str, Any]:
+    states: dict[str, Any] = {"cpu": torch.get_rng_state()}
+    devices = {t.device for t in _float_tensors((args, kwargs)) if t.device.type == "cuda"}
+    for device in devices:
+        states[str(device)] = torch.cuda.get_rng_state(device)
+    return states
+
+
+@contextlib.contextmanager
+def _replay_rng(states: dict[str, Any]) -> Iterator[None]:
+    cuda = [torch.device(k) for k in states if k.startswith("cuda")]
+    with torch.random.fork_rng(devices=[d.index or 0 for d in cuda], enabled=True):
+        torch.set_rng_state(states["cpu"])
+        for device in cuda:
+            torch.cuda.set_rng_state(states[str(device)], device)
+        yield
+
+
+def trace_nonfinite(model: nn.Module, *, backward: bool = False) -> NonFiniteTracer:
+    """Raise LG502 naming the first module that produced a NaN/Inf in ``model``.
+
+    Args:
+        model: the model to trace; only its output is checked at each step.
+        backward: also check the gradients once per backward pass (one more reduction
+            and sync per step).
+
+    Returns:
+        A :class:`NonFiniteTracer`: a context manager; ``tracer.check(loss)`` also checks
+        the loss.
+
+    Raises:
+        NonFiniteError: from the forward (or backward) call that produced the first
+            non-finite value, naming the module's qualified name and type, its input/output
+            statistics, its non-finite parameters and the step.
+
+    Example::
+
+        >>> with trace_nonfinite(model) as tracer:  # doctest: +SKIP
+        ...     for x, y in loader:
+        ...         loss = criterion(model(x), y)
+        ...         tracer.check(loss)
+        ...         loss.backward(); optimizer.step(); optimizer.zero_grad()
+    """
+    return NonFiniteTracer(model, backward=backward)

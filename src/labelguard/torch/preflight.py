@@ -1,0 +1,437 @@
+"""preflight(model, loss_fn, loader): a few batches on the CPU that cross-check the setup.
+
+On a CPU every mistake is a Python exception at a known place; on a GPU the same mistake is
+a device-side assert hours later. Preflight runs ``batches`` batches through the model (in
+eval mode, without gradients, restored afterwards; a copy on the CPU when the model is on an
+accelerator) and the loss, and compares:
+
+* the head's size (``out_features``/``out_channels`` of the last such layer run, and the
+  output shape) with ``num_classes`` and with the targets seen (LG503);
+* the loss's domain with the output (BCELoss after a head with no sigmoid: LG501);
+* the loss's ``ignore_index`` with the values in the data (LG201), ``reduce_zero_label``
+  with the classes left (LG104), and a one-hot/Dice loss with ignore values (LG501);
+* a class-weight vector's length with the head (LG503);
+* token ids with every ``nn.Embedding``'s ``num_embeddings`` (LG506);
+* the target dtype and shape for the loss (LG505) and their values (LG201/LG102/LG204).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from labelguard.checks.classes import CLASS_UNUSED
+from labelguard.checks.masks import NON_INTEGER, VALUE_OUTSIDE_SPEC
+from labelguard.checks.runtime import HEAD_MISMATCH, INDEX_OUT_OF_TABLE
+from labelguard.core.findings import Finding, Severity
+from labelguard.core.registry import get as get_check
+from labelguard.core.spec import IGNORE_REDUCED, LabelSpec
+from labelguard.errors import LabelError
+from labelguard.torch._targets import (
+    TARGET_KEYS,
+    LossMode,
+    TargetRules,
+    TargetSelector,
+    one_hot_finding,
+    as_array,
+    errors_of,
+    select_input,
+    select_target,
+)
+from labelguard.torch.errors import PreflightError
+from labelguard.torch.losses import LossInfo, class_axis_size, loss_findings
+
+_ONE_HOT_ERRORS = ("Class values must be smaller than num_classes", "one_hot")
+
+
+@dataclass
+class PreflightReport:
+    """What preflight ran and found.
+
+    Attributes:
+        findings: every finding, errors first.
+        batches: the number of batches that went through the model.
+        num_classes: the number of classes checked against (given, or the head's).
+        head: the last layer with out_features/out_channels that ran: module name, type, size.
+        output_shape: the shape of the model output of the first batch.
+        target_values: distinct target values seen, with their counts.
+        loss: the loss's name.
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    batches: int = 0
+    num_classes: int | None = None
+    head: dict[str, Any] | None = None
+    output_shape: list[int] | None = None
+    target_values: dict[int, int] = field(default_factory=dict)
+    loss: str | None = None
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity >= Severity.ERROR]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def __str__(self) -> str:
+        head = (f"{self.head['module']} ({self.head['type']}, {self.head['outputs']} outputs)"
+                if self.head else "not found")
+        values = ", ".join(str(v) for v in sorted(self.target_values)[:20]) or "none"
+        lines = [
+            f"preflight: {self.batches} batches, loss {self.loss}, head {head}, "
+            f"output {self.output_shape}, num_classes {self.num_classes}, target values {{{values}}}",
+        ]
+        for finding in self.findings:
+            lines.append(f"  {finding.code} {finding.severity}: {finding.message}")
+            if finding.hint:
+                lines.append(f"      hint: {finding.hint}")
+        if not self.findings:
+            lines.append("  no problems found")
+        return "\n".join(lines)
+
+
+class _EmbeddingOverflow(Exception):
+    """Stops a forward at the embedding whose ids exceed its table (it would raise anyway)."""
+
+
+def preflight(
+    model: nn.Module,
+    loss_fn: Callable | None,
+    loader: Iterable,
+    *,
+    num_classes: int | None = None,
+    batches: int = 2,
+    spec: LabelSpec | None = None,
+    ignore_index: int | None = None,
+    target: TargetSelector = None,
+    forward: Callable[[nn.Module, Any], Any] | None = None,
+    raise_on_error: bool = True,
+) -> PreflightReport:
+    """Run ``batches`` batches on the CPU and cross-check model, loss and data.
+
+    Args:
+        model: the model; left in its mode and on its device (a CPU copy runs when it is
+            on an accelerator).
+        loss_fn: the loss (a module, an ``F.*`` function or any callable), or None.
+        loader: a DataLoader (or any iterable of batches).
+        num_classes: the number of classes the data should have (the spec's, when given).
+        batches: how many batches to run.
+        spec: a LabelSpec (ignore values, reduce_zero_label, explicit values).
+        ignore_index: the value the data uses for "ignore" (e.g. 255).
+        target: where the target is in a batch (default: last element / label key).
+        forward: ``(model, batch) -> output`` when the model is not called as
+            ``model(batch[0])`` or ``model(**inputs)``.
+        raise_on_error: raise :class:`PreflightError` when there are errors.
+
+    Targets are converted the way training loops do before the loss (``.long()`` for
+    cross_entropy, ``.float()`` for BCE), so a float mask is not an error here.
+
+    Returns:
+        A :class:`PreflightReport`; ``str(report)`` is a readable summary.
+
+    Raises:
+        PreflightError: when there are errors and ``raise_on_error``; ``.report`` has them all.
+    """
+    spec = (spec or LabelSpec()).merged(LabelSpec(
+        num_classes=num_classes,
+        ignore=(ignore_index,) if ignore_index is not None else (),
+    ))
+    run = _Preflight(model, loss_fn, spec, target, forward)
+    report = run.run(loader, batches)
+    if raise_on_error and report.errors:
+        first = report.errors[0]
+        raise PreflightError(
+            f"{first.code} preflight found {len(report.errors)} error(s):\n{report}",
+            code=first.code, report=report,
+        )
+    return report
+
+
+class _Preflight:
+    """One preflight run: the CPU model with its hooks, the loss and what was seen."""
+
+    def __init__(self, model, loss_fn, spec: LabelSpec, target, forward) -> None:
+        self.model = _cpu_model(model)
+        self.loss_fn = loss_fn
+        self.info = LossInfo.of(loss_fn, strict=False) if loss_fn is not None else None
+        self.spec = spec
+        self.target = target
+        self.forward = forward
+        self.report = PreflightReport(num_classes=spec.effective_num_classes,
+                                      loss=self.info.name if self.info else None)
+        self.heads: list[tuple[str, nn.Module]] = []
+        self.classes = 0
+        self.counts: Counter = Counter()
+
+    @property
+    def binary(self) -> bool:
+        return self.info is not None and self.info.mode is LossMode.BINARY
+
+    @property
+    def loss_ignore(self) -> set[int]:
+        if self.info is not None and self.info.mode is LossMode.INDEX and self.info.ignore_index is not None:
+            return {self.info.ignore_index}
+        return set()
+
+    def run(self, loader: Iterable, batches: int) -> PreflightReport:
+        was_training = self.model.training
+        handles = _install_hooks(self.model, self.heads, self.report)
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                for number, batch in enumerate(_batches(loader, batches, self.report), start=1):
+                    self.report.batches = number
+                    self._batch(batch, f"batch {number}")
+        finally:
+            for handle in handles:
+                handle.remove()
+            self.model.train(was_training)
+        if self.heads:
+            name, module = self.heads[-1]
+            size = getattr(module, "out_features", None) or getattr(module, "out_channels", None)
+            self.report.head = {"module": name, "type": type(module).__name__, "outputs": int(size)}
+        self.report.target_values = dict(sorted(self.counts.items()))
+        self._cross_check()
+        self.report.findings = _dedupe(self.report.findings)
+        return self.report
+
+    def _batch(self, batch: Any, where: str) -> None:
+        target = select_target(batch, self.target)
+        try:
+            output = self.forward(self.model, batch) if self.forward else _call(self.model, batch)
+        except _EmbeddingOverflow:
+            return
+        logits = _logits(output)
+        if logits is None:
+            return
+        if self.report.output_shape is None:
+            self.report.output_shape = list(logits.shape)
+            self.classes = class_axis_size(logits) if logits.dim() >= 1 else 1
+        array = as_array(target)
+        if array is not None:
+            values, numbers = np.unique(_whole(array), return_counts=True)
+            self.counts.update(dict(zip(values.tolist(), numbers.tolist())))
+        before = len(errors_of(self.report.findings))
+        if array is not None and not self.binary:
+            self.report.findings.extend(self._value_findings(where, array))
+        loss_target = _as_loss_target(target, self.info)
+        if isinstance(loss_target, torch.Tensor) and self.info is not None and self.info.mode is not None:
+            self.report.findings.extend(loss_findings(
+                self.info, logits, loss_target, where=where, check_values=False))
+        if self.loss_fn is not None and len(errors_of(self.report.findings)) == before:
+            self._call_loss(logits, loss_target, where)
+
+    def _value_findings(self, where: str, array: np.ndarray) -> list[Finding]:
+        ignore = tuple(sorted(set(self.spec.ignore) | self.loss_ignore))
+        if self.spec.is_known:
+            rules_spec = LabelSpec(
+                classes=self.spec.classes, values=self.spec.values,
+                num_classes=self.spec.num_classes, ignore=ignore,
+                background=self.spec.background, reduce_zero_label=self.spec.reduce_zero_label,
+            )
+            return TargetRules(rules_spec, LossMode.INDEX).check(where, array)
+        # Without a spec the head is the spec: the cross-check reports values past it (LG503).
+        found = TargetRules(LabelSpec(num_classes=max(self.classes, 1), ignore=ignore)).check(where, array)
+        return [f for f in found if f.code == NON_INTEGER.code]
+
+    def _call_loss(self, logits: torch.Tensor, target: Any, where: str) -> None:
+        try:
+            self.loss_fn(logits, target)
+        except (RuntimeError, IndexError, ValueError) as exc:
+            if not any(marker in str(exc) for marker in _ONE_HOT_ERRORS):
+                raise
+            present = sorted(v for v in self.counts
+                             if v in set(self.spec.ignore) or v >= self.classes or v < 0)
+            self.report.findings.append(
+                one_hot_finding(where, present or [IGNORE_REDUCED], self.info.name))
+
+    def _cross_check(self) -> None:
+        """Head, class weights, ignore values and reduce_zero_label against the data."""
+        report, classes, spec, info, counts = self.report, self.classes, self.spec, self.info, self.counts
+        head_name = (f"'{report.head['module']}' ({report.head['type']}, {report.head['outputs']} outputs)"
+                     if report.head else "the model output")
+        n = spec.effective_num_classes
+        if classes and n is not None and not self.binary and classes != n:
+            report.findings.append(HEAD_MISMATCH.finding(
+                None,
+                f"the model outputs {classes} classes ({head_name}, output shape "
+                f"{report.output_shape}) but num_classes={n}",
+                hint=f"Build the head with {n} outputs (background included), or fix num_classes.",
+                outputs=classes, num_classes=n,
+            ))
+        if self.binary or not classes or not counts:
+            return
+        ignore = self.loss_ignore | set(spec.ignore)
+        seen = sorted(v for v in counts if v not in ignore)
+        too_large = [v for v in seen if v >= classes]
+        if too_large:
+            hint = (f"num_classes must be {max(too_large) + 1} (build the head with that many "
+                    "outputs), or remap the values")
+            if 0 in counts and max(too_large) == classes:
+                hint += "; if 0 means 'unlabelled' (ADE20K style), set reduce_zero_label=True"
+            report.findings.append(HEAD_MISMATCH.finding(
+                None,
+                f"the model outputs {classes} classes ({head_name}) but the targets hold "
+                f"{', '.join(map(str, seen[:20]))}: {', '.join(map(str, too_large[:10]))} index "
+                "past the logits (on a GPU: the \"device-side assert triggered\" in the loss)",
+                hint=hint + ".", outputs=classes, values=too_large,
+            ))
+        negative = [v for v in seen if v < 0]
+        if negative and not spec.is_known:
+            report.findings.append(VALUE_OUTSIDE_SPEC.finding(
+                None,
+                f"the targets hold negative values {', '.join(map(str, negative))} that the loss "
+                f"does not ignore (ignore_index={info.ignore_index if info else None})",
+                hint=f"Build the loss with ignore_index={negative[0]}, or drop those pixels.",
+                values=negative,
+            ))
+        data_ignore = sorted(v for v in set(spec.ignore) - self.loss_ignore if v in counts)
+        if info is not None and info.mode is LossMode.INDEX and data_ignore:
+            value = data_ignore[0]
+            report.findings.append(VALUE_OUTSIDE_SPEC.finding(
+                None,
+                f"the data marks ignored pixels with {value} ({counts[value]} seen) but "
+                f"{info.name} ignores {info.ignore_index}: {value} reaches the loss as a class index",
+                hint=f"Build the loss with ignore_index={value}.", values=[value],
+                loss_ignore_index=info.ignore_index,
+            ))
+        weight = info.weight if info is not None else None
+        if isinstance(weight, torch.Tensor) and info.mode is LossMode.INDEX and weight.numel() != classes:
+            report.findings.append(HEAD_MISMATCH.finding(
+                None,
+                f"{info.name}(weight=...) has {weight.numel()} entries but {head_name} gives "
+                f"{classes} classes",
+                hint=f"Give one weight per class ({classes}, background included); the ignore "
+                "value needs no weight.",
+                weight_length=int(weight.numel()), outputs=classes,
+            ))
+        classes_seen = [v for v in seen if 0 <= v < classes]
+        if len(classes_seen) == 1 and classes >= 2 and (
+                spec.reduce_zero_label or set(counts) == {classes_seen[0], IGNORE_REDUCED}):
+            report.findings.append(CLASS_UNUSED.finding(
+                None,
+                f"the targets reaching the loss hold one class ({classes_seen[0]}) besides the "
+                f"ignore value {IGNORE_REDUCED} in {report.batches} batches, while the model has "
+                f"{classes} classes",
+                hint="With reduce_zero_label=True a binary {0, 1} mask becomes {255, 0}: the "
+                "background is ignored and one class is left; set reduce_zero_label=False for "
+                "binary data.",
+                values=classes_seen,
+            ))
+
+
+def _cpu_model(model: nn.Module) -> nn.Module:
+    devices = {t.device.type for t in itertools.chain(model.parameters(), model.buffers())}
+    if devices - {"cpu", "meta"}:
+        return copy.deepcopy(model).to("cpu")
+    return model
+
+
+def _install_hooks(model: nn.Module, heads: list, report: PreflightReport) -> list:
+    handles = []
+    for name, module in model.named_modules():
+        if isinstance(getattr(module, "out_features", None), int) or isinstance(
+                getattr(module, "out_channels", None), int):
+            handles.append(module.register_forward_hook(
+                lambda m, i, o, name=name: heads.append((name, m))))
+        if isinstance(module, nn.Embedding):
+            handles.append(module.register_forward_pre_hook(
+                lambda m, inputs, name=name: _check_ids(name, m, inputs, report)))
+    return handles
+
+
+def _check_ids(name: str, module: nn.Embedding, inputs: tuple, report: PreflightReport) -> None:
+    ids = inputs[0] if inputs else None
+    if not isinstance(ids, torch.Tensor) or ids.numel() == 0:
+        return
+    size = module.num_embeddings
+    if int(ids.min()) >= 0 and int(ids.max()) < size:
+        return
+    bad = ids[(ids < 0) | (ids >= size)]
+    values = sorted(set(bad.tolist()))
+    if "token_type" in name:
+        hint = (f"token_type_ids must be < type_vocab_size ({size}): pass token_type_ids=None "
+                "(or zeros) for single-segment input, or load a config with a larger "
+                "type_vocab_size.")
+    else:
+        hint = ("The tokenizer has more tokens than the embedding has rows: "
+                "model.resize_token_embeddings(len(tokenizer)) after adding tokens, or fix the ids.")
+    report.findings.append(INDEX_OUT_OF_TABLE.finding(
+        None,
+        f"ids {', '.join(map(str, values[:10]))} ({bad.numel()} of {ids.numel()}) go into "
+        f"'{name}' (Embedding) whose table has num_embeddings={size} rows (valid ids "
+        f"0..{size - 1}). On a GPU this is the \"srcIndex < srcSelectDimSize\" device-side "
+        "assert, on the CPU \"index out of range in self\"",
+        hint=hint, module=name, values=values[:20], num_embeddings=size,
+    ))
+    raise _EmbeddingOverflow(name)
+
+
+def _batches(loader: Iterable, count: int, report: PreflightReport) -> Iterable:
+    iterator = iter(loader)
+    for _ in range(count):
+        try:
+            yield next(iterator)
+        except StopIteration:
+            return
+        except LabelError as error:  # a guarded dataset refused a sample
+            report.findings.append(get_check(error.code).finding(
+                error.source, error.message, index=error.index, values=error.values))
+            return
+
+
+def _call(model: nn.Module, batch: Any) -> Any:
+    if isinstance(batch, Mapping) and "input_ids" in batch:
+        return model(**{k: v for k, v in batch.items() if k not in TARGET_KEYS})
+    inputs = select_input(batch)
+    return model(batch if inputs is None else inputs)
+
+
+def _logits(output: Any) -> torch.Tensor | None:
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, Mapping):
+        for key in ("logits", "out", "output", "pred"):
+            if isinstance(output.get(key), torch.Tensor):
+                return output[key]
+    logits = getattr(output, "logits", None)
+    if isinstance(logits, torch.Tensor):
+        return logits
+    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
+        return output[0]
+    return None
+
+
+def _as_loss_target(target: Any, info: LossInfo | None) -> Any:
+    """The target as training loops hand it to the loss: int64 for cross_entropy, float for BCE."""
+    if not isinstance(target, torch.Tensor) or info is None:
+        return target
+    if info.mode is LossMode.INDEX and target.dtype != torch.long:
+        if target.is_floating_point() and not bool(torch.isfinite(target).all()):
+            return target
+        return target.long()
+    if info.mode is LossMode.BINARY and not target.is_floating_point():
+        return target.float()
+    return target
+
+
+def _whole(array: np.ndarray) -> np.ndarray:
+    flat = array.reshape(-1)
+    if flat.dtype.kind == "f":
+        flat = flat[np.isfinite(flat)]
+        flat = flat[np.floor(flat) == flat]
+    return flat.astype(np.int64)
+
+
+def _dedupe(findings: Sequence[Finding]) -> list[Finding]:
+    unique = list({(f.code, f.path, f.message): f for f in findings}.values())
+    return sorted(unique, key=lambda f: -f.severity)

@@ -1,0 +1,295 @@
+"""guard(): real files, real DataLoaders with and without worker processes."""
+
+import json
+import logging
+import pickle
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch.utils.data import DataLoader, Subset  # noqa: E402
+
+from builders import (  # noqa: E402
+    image_folder_dataset,
+    organic_mask,
+    swin_unet_dataset,
+    voc_segmentation_dataset,
+    write_npz,
+)
+from labelguard import LabelError, LabelSpec  # noqa: E402
+from labelguard.errors import SpecError  # noqa: E402
+from labelguard.torch import GuardedDataset, guard  # noqa: E402
+from torch_datasets import (  # noqa: E402
+    ImageFolderStyle,
+    drain_loader,
+    NpzStream,
+    SynapseDataset,
+    VOCStyleSegmentation,
+    synapse_to_tensors,
+)
+
+WORKERS = [0, 2]
+
+
+def synapse(root, n=12, num_classes=9, bad=None, split="train"):
+    data, listing = swin_unet_dataset(root, n=n, num_classes=num_classes, bad=bad)
+    if split != "train":
+        listing.rename(listing.with_name(f"{split}.txt"))
+    return SynapseDataset(data, listing.parent, split, transform=synapse_to_tensors)
+
+
+def drain(dataset, workers, batch_size=4, **kwargs):
+    return drain_loader(DataLoader(dataset, batch_size=batch_size, num_workers=workers, **kwargs))
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_bad_file_raises_label_error_naming_file_and_value(tmp_path, workers):
+    dataset = guard(synapse(tmp_path, bad={7: 9}), num_classes=9)
+
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, workers)
+
+    error = caught.value
+    assert isinstance(error, ValueError)
+    assert error.code == "LG201"
+    assert error.index == 7
+    assert error.source.endswith("train_npz/case0003_slice001.npz")
+    assert error.values == [9]
+    assert error.expected == "[0, 9) (num_classes=9, ignore_index=None)"
+    assert str(error).startswith(f"LG201 sample 7 ({error.source}): label value 9 in 100 pixels")
+    assert "outside [0, 9) (num_classes=9, ignore_index=None)" in str(error)
+    assert '"device-side assert triggered" in cross_entropy. Hint: ' in str(error)
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_error_from_worker_keeps_message_and_attributes_through_pickle(tmp_path, workers):
+    dataset = guard(synapse(tmp_path, bad={2: 12}), num_classes=9)
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, workers)
+
+    copy = pickle.loads(pickle.dumps(caught.value))
+
+    assert type(copy) is type(caught.value)
+    assert str(copy) == str(caught.value)
+    assert (copy.code, copy.index, copy.source, copy.values, copy.expected) == (
+        "LG201", 2, caught.value.source, [12], caught.value.expected)
+    if workers:
+        assert "DataLoader worker process" in caught.value.worker_traceback
+
+
+def test_swin_unet_nclass_two_on_three_valued_labels(tmp_path):
+    """Scenario 3: two-class data labelled {0, 1, 2} trained with num_classes=2."""
+    dataset = guard(synapse(tmp_path, n=3, num_classes=3), num_classes=2)
+
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, 0)
+
+    assert caught.value.code == "LG201"
+    assert caught.value.values == [2]
+    assert "num_classes must be 3" in str(caught.value)
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_skip_trains_through_and_quarantine_lists_exactly_the_bad_samples(tmp_path, workers):
+    quarantine = tmp_path / "out" / "quarantine.jsonl"
+    dataset = guard(synapse(tmp_path, bad={3: 9, 7: 200}), num_classes=9,
+                    on_error="skip", quarantine=quarantine)
+    model = torch.nn.Conv2d(1, 9, 3, padding=1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    for epoch in range(2):
+        for batch in DataLoader(dataset, batch_size=4, num_workers=workers, shuffle=True):
+            assert len(batch["label"]) == 4
+            assert int(batch["label"].max()) < 9
+            loss = torch.nn.functional.cross_entropy(model(batch["image"]), batch["label"].long())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+    lines = [json.loads(line) for line in quarantine.read_text().splitlines()]
+    assert sorted((r["index"], r["code"], r["values"]) for r in lines) == [
+        (3, "LG201", [9]), (7, "LG201", [200])]
+    assert all(r["action"] == "skipped" for r in lines)
+    assert {r["source"].rsplit("/", 1)[-1] for r in lines} == {
+        "case0002_slice000.npz", "case0003_slice001.npz"}
+    assert [(r.index, r.source) for r in sorted(dataset.records, key=lambda r: r.index)] == [
+        (r["index"], r["source"]) for r in sorted(lines, key=lambda r: r["index"])]
+
+
+def test_records_without_quarantine_path_collect_from_workers(tmp_path):
+    dataset = guard(synapse(tmp_path, bad={5: 9}), num_classes=9, on_error="skip")
+    drain(dataset, 2)
+    assert [(r.index, r.code) for r in dataset.records] == [(5, "LG201")]
+    written = dataset.write_quarantine(tmp_path / "copy.jsonl")
+    assert json.loads(written.read_text())["index"] == 5
+
+
+def test_warn_logs_and_passes_the_sample_through(tmp_path, caplog):
+    dataset = guard(synapse(tmp_path, n=4, bad={1: 9}), num_classes=9, on_error="warn")
+    with caplog.at_level(logging.WARNING, logger="labelguard.torch"):
+        batches = drain(dataset, 0)
+    assert int(batches[0]["label"].max()) == 9
+    assert any("LG201 sample 1" in r.getMessage() for r in caplog.records)
+    assert [r.action for r in dataset.records] == ["warned"]
+
+
+def test_voc_borders_need_the_ignore_index(tmp_path):
+    root = voc_segmentation_dataset(tmp_path, n=3)
+    with pytest.raises(LabelError) as caught:
+        drain(guard(VOCStyleSegmentation(root), num_classes=3), 0)
+    assert caught.value.values == [255]
+    assert caught.value.source.endswith("SegmentationClass/2007000.png")
+    assert "ignore_index=255" in str(caught.value)
+
+    assert len(drain(guard(VOCStyleSegmentation(root), num_classes=3, ignore_index=255), 2, 3)) == 1
+
+
+def test_ignore_index_is_read_from_the_declared_loss(tmp_path):
+    root = voc_segmentation_dataset(tmp_path, n=3, bad={2: 7})
+    dataset = guard(VOCStyleSegmentation(root), num_classes=3,
+                    loss=torch.nn.CrossEntropyLoss(ignore_index=255))
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, 0, batch_size=1)
+    assert (caught.value.index, caught.value.values) == (2, [7])
+    assert "ignore_index=255" in caught.value.expected
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_one_based_class_ids_of_an_image_folder(tmp_path, workers):
+    root = image_folder_dataset(tmp_path, classes=("cat", "dog"), per_class=2)
+    dataset = guard(ImageFolderStyle(root, target_offset=1), num_classes=2)
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, workers, batch_size=2)
+    assert caught.value.code == "LG102"
+    assert caught.value.values == [2]
+    assert caught.value.source.endswith("dog/000.png")
+    assert "class id 2 is outside [0, 2)" in str(caught.value)
+
+
+def test_negative_class_id_that_is_not_ignored(tmp_path):
+    samples = [(torch.zeros(3), torch.tensor(1)), (torch.zeros(3), torch.tensor(-1))]
+    with pytest.raises(LabelError) as caught:
+        drain(guard(samples, num_classes=3), 0, batch_size=2)
+    assert caught.value.code == "LG103"
+    assert "ignore_index=-1" in str(caught.value)
+    assert len(drain(guard(samples, num_classes=3, ignore_index=-1), 0, batch_size=2)) == 1
+
+
+def test_interpolated_float_mask_is_not_integer(tmp_path):
+    mask = organic_mask((16, 16), classes=(0, 1)).astype(np.float32)
+    mask[4:6, 4:6] = 0.5
+    mask[0, 0] = np.nan
+    write_npz(tmp_path / "train_npz" / "a.npz", image=np.zeros((16, 16), np.float32), label=mask)
+    (tmp_path / "lists").mkdir()
+    (tmp_path / "lists" / "train.txt").write_text("a\n")
+    dataset = guard(SynapseDataset(tmp_path / "train_npz", tmp_path / "lists",
+                                   transform=synapse_to_tensors), num_classes=2)
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, 0)
+    assert caught.value.code == "LG204"
+    assert "4 pixels hold non-integer values (e.g. 0.5)" in str(caught.value)
+    assert "1 pixel" in str(caught.value) and "NaN" in str(caught.value)
+
+
+def test_declared_losses_check_the_dtype_and_one_hot_ignore(tmp_path):
+    ints = [(torch.zeros(1, 4, 4), torch.zeros(4, 4, dtype=torch.long))]
+    with pytest.raises(LabelError) as caught:
+        drain(guard(ints, loss="bce"), 0)
+    assert caught.value.code == "LG505"
+    assert ".float" in str(caught.value) or "float32" in str(caught.value)
+
+    floats = [(torch.zeros(1, 4, 4), torch.zeros(4, 4))]
+    with pytest.raises(LabelError) as caught:
+        drain(guard(floats, num_classes=2, loss=torch.nn.functional.cross_entropy), 0)
+    assert caught.value.code == "LG505"
+    assert "torch.long" in str(caught.value)
+
+    bordered = [(torch.zeros(1, 4, 4), torch.tensor([[0, 1, 255, 255]] * 4))]
+    assert len(drain(guard(bordered, num_classes=2, ignore_index=255), 0)) == 1
+    with pytest.raises(LabelError) as caught:
+        drain(guard(bordered, num_classes=2, ignore_index=255, loss="dice"), 0)
+    assert caught.value.code == "LG501"
+    assert "one_hot with ignore value 255 present" in str(caught.value)
+
+
+def test_binary_targets_for_bce(tmp_path):
+    scaled = [(torch.zeros(1, 4, 4), torch.tensor([[0.0, 255.0, 0.0, 255.0]] * 4))]
+    with pytest.raises(LabelError) as caught:
+        drain(guard(scaled, loss=torch.nn.BCEWithLogitsLoss()), 0)
+    assert caught.value.code == "LG201"
+    assert "divide by 255" in str(caught.value)
+    soft = [(torch.zeros(1, 4, 4), torch.full((4, 4), 0.3))]
+    assert len(drain(guard(soft, loss="bce_with_logits"), 0)) == 1
+
+
+def test_image_and_mask_of_different_sizes(tmp_path):
+    pairs = [(torch.zeros(3, 32, 32), torch.zeros(16, 16, dtype=torch.long))]
+    with pytest.raises(LabelError) as caught:
+        drain(guard(pairs, num_classes=2), 0)
+    assert caught.value.code == "LG206"
+    assert "(3, 32, 32)" in str(caught.value) and "(16, 16)" in str(caught.value)
+
+
+def test_subset_maps_index_to_the_underlying_file(tmp_path):
+    subset = Subset(synapse(tmp_path, bad={7: 9}), [5, 6, 7])
+    dataset = guard(subset, num_classes=9)
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, 0, batch_size=3)
+    assert caught.value.index == 2
+    assert caught.value.source.endswith("case0003_slice001.npz")
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_iterable_dataset_names_the_file_from_the_sample(tmp_path, workers):
+    paths = []
+    for i in range(6):
+        label = organic_mask((16, 16), classes=(0, 1, 2), seed=i)
+        if i == 4:
+            label[0, :5] = 3
+        paths.append(write_npz(tmp_path / f"s{i}.npz", image=np.zeros((16, 16), np.float32), label=label))
+    with pytest.raises(LabelError) as caught:
+        drain(guard(NpzStream(paths), num_classes=3), workers, batch_size=1)
+    assert caught.value.source.endswith("s4.npz")
+    assert caught.value.values == [3]
+
+    skipping = guard(NpzStream(paths), num_classes=3, on_error="skip")
+    seen = [b["path"][0] for b in drain(skipping, workers, batch_size=1)]
+    assert sorted(p.rsplit("/", 1)[-1] for p in seen) == ["s0.npz", "s1.npz", "s2.npz", "s3.npz", "s5.npz"]
+    assert [r.source.rsplit("/", 1)[-1] for r in skipping.records] == ["s4.npz"]
+
+
+def test_validation_loader_is_guarded_too(tmp_path):
+    """Scenario 17: the validation split holds the bad file, training does not."""
+    train = guard(synapse(tmp_path / "train", n=6), num_classes=9)
+    val = guard(synapse(tmp_path / "val", n=6, bad={4: 11}, split="val"), num_classes=9)
+    assert len(drain(train, 2)) == 2
+    with pytest.raises(LabelError) as caught:
+        drain(val, 2)
+    assert caught.value.index == 4
+    assert "/val/train_npz/case0002_slice001.npz" in caught.value.source
+
+
+def test_custom_target_and_source(tmp_path):
+    samples = [{"x": torch.zeros(2), "cls": torch.tensor(c)} for c in (0, 1, 5)]
+    dataset = guard(samples, LabelSpec(num_classes=3), target="cls",
+                    source=lambda i: f"row {i} of table.csv")
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, 0, batch_size=3)
+    assert caught.value.source == "row 2 of table.csv"
+    assert caught.value.values == [5]
+
+
+def test_spec_mapping_wrapper_attributes_and_argument_errors(tmp_path):
+    base = synapse(tmp_path, n=3)
+    dataset = guard(base, {"num_classes": 9})
+    assert isinstance(dataset, GuardedDataset)
+    assert dataset.sample_list == base.sample_list
+    assert len(dataset) == 3
+    with pytest.raises(SpecError):
+        guard(dataset, num_classes=9)
+    with pytest.raises(SpecError, match="on_error"):
+        guard(base, num_classes=9, on_error="ignore")
+    with pytest.raises(SpecError, match="target"):
+        guard([{"image": torch.zeros(2)}], num_classes=2)[0]

@@ -1,0 +1,113 @@
+"""Dataset classes shaped like the ones real projects use, over files the builders write."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from torch.utils.data import Dataset, IterableDataset
+
+
+class SynapseDataset(Dataset):
+    """Swin-Unet's ``Synapse_dataset``: names in ``lists/<split>.txt``, ``<data_dir>/<name>.npz``
+    holding ``image`` and ``label``; dict samples; ``sample_list`` and ``data_dir`` attributes."""
+
+    def __init__(self, base_dir, list_dir, split="train", transform=None):
+        self.transform = transform
+        self.split = split
+        self.sample_list = open(os.path.join(list_dir, split + ".txt")).readlines()
+        self.data_dir = str(base_dir)
+
+    def __len__(self):
+        return len(self.sample_list)
+
+    def __getitem__(self, idx):
+        slice_name = self.sample_list[idx].strip("\n")
+        data = np.load(os.path.join(self.data_dir, slice_name + ".npz"))
+        sample = {"image": data["image"], "label": data["label"]}
+        if self.transform:
+            sample = self.transform(sample)
+        sample["case_name"] = slice_name
+        return sample
+
+
+def synapse_to_tensors(sample):
+    """Swin-Unet's RandomGenerator without the random part: image (1, H, W), label float32."""
+    image, label = sample["image"], sample["label"]
+    return {
+        "image": torch.from_numpy(image.astype(np.float32)).unsqueeze(0),
+        "label": torch.from_numpy(label.astype(np.float32)),
+    }
+
+
+class VOCStyleSegmentation(Dataset):
+    """torchvision's VOCSegmentation layout and attributes (``images``, ``masks``), returning
+    (image tensor, mask tensor) pairs; a mask's 255 border is kept."""
+
+    def __init__(self, root):
+        root = Path(root)
+        names = (root / "ImageSets" / "Segmentation" / "train.txt").read_text().split()
+        self.images = [str(root / "JPEGImages" / f"{n}.jpg") for n in names]
+        self.masks = [str(root / "SegmentationClass" / f"{n}.png") for n in names]
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, index):
+        image = np.asarray(Image.open(self.images[index]).convert("RGB"), dtype=np.float32) / 255
+        mask = np.asarray(Image.open(self.masks[index]), dtype=np.int64)
+        return torch.from_numpy(image).permute(2, 0, 1), torch.from_numpy(mask)
+
+
+class ImageFolderStyle(Dataset):
+    """torchvision's ImageFolder attributes: ``samples`` of (path, class index), ``classes``."""
+
+    def __init__(self, root, target_offset=0):
+        root = Path(root)
+        self.classes = sorted(p.name for p in root.iterdir() if p.is_dir())
+        self.samples = [
+            (str(path), index + target_offset)
+            for index, name in enumerate(self.classes)
+            for path in sorted((root / name).glob("*.png"))
+        ]
+        self.targets = [t for _, t in self.samples]
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, index):
+        path, target = self.samples[index]
+        image = np.asarray(Image.open(path).convert("RGB"), dtype=np.float32) / 255
+        return torch.from_numpy(image).permute(2, 0, 1), target
+
+
+class NpzStream(IterableDataset):
+    """An iterable dataset over npz files yielding dicts that name their file; shards the
+    files between DataLoader workers."""
+
+    def __init__(self, paths):
+        self.paths = [str(p) for p in paths]
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        paths = self.paths if info is None else self.paths[info.id::info.num_workers]
+        for path in paths:
+            data = np.load(path)
+            yield {"image": torch.from_numpy(data["image"]), "label": torch.from_numpy(data["label"]),
+                   "path": path}
+
+
+def drain_loader(loader):
+    """Every batch of ``loader``. When a worker raises, its siblings are stopped at once:
+    DataLoader's shutdown would otherwise wait 5 s for each worker (they are never sent
+    their stop signal after a worker exception), which adds up over a test suite."""
+    iterator = iter(loader)
+    try:
+        return list(iterator)
+    except BaseException:
+        for worker in getattr(iterator, "_workers", []):
+            worker.terminate()
+        raise
