@@ -14,7 +14,7 @@ import zipfile
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageFile, UnidentifiedImageError
 
 from labelguard._optional import require
 from labelguard.readers.base import EXTENSION_KINDS, ReadError, read_head, sniff
@@ -22,6 +22,8 @@ from labelguard.readers.base import EXTENSION_KINDS, ReadError, read_head, sniff
 LABEL_KEYS = ("label", "labels", "mask", "masks", "seg", "gt", "arr_0")
 IMAGE_KEYS = ("image", "images", "img", "data", "x")
 IMAGE_FORMATS = ("png", "jpeg", "tiff", "bmp", "gif", "riff")
+# One read of this many bytes sniffs the format and holds a whole PNG mask of usual size.
+FIRST_READ = 1 << 16
 MASK_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".npy", ".npz",
                    ".h5", ".hdf5", ".nii", ".nii.gz", ".gif", ".webp")
 
@@ -80,7 +82,7 @@ def _declared(path: str) -> str | None:
 
 def read_mask(path: str, key: str | None = None) -> MaskRecord:
     """Read the label array of ``path``; ReadError (-> LG001) when it cannot be read."""
-    head = read_head(path)
+    head = read_head(path, FIRST_READ)
     if not head:
         raise ReadError("empty file (0 bytes)")
     container = sniff(head)
@@ -91,7 +93,7 @@ def read_mask(path: str, key: str | None = None) -> MaskRecord:
             f"starts with {head[:8]!r})"
         )
     if container in IMAGE_FORMATS:
-        return _read_image(path, container, declared)
+        return _read_image(path, container, declared, head if len(head) < FIRST_READ else None)
     if container == "npy":
         return _read_npy(path, declared)
     if container == "zip":
@@ -103,14 +105,16 @@ def read_mask(path: str, key: str | None = None) -> MaskRecord:
     raise ReadError(f"unsupported format {container}")
 
 
-def _read_image(path: str, container: str, declared: str | None) -> MaskRecord:
+def _read_image(path: str, container: str, declared: str | None, data: bytes | None = None) -> MaskRecord:
+    """Decode an image file; ``data`` is its whole content when already read."""
     if container == "tiff":
         record = _read_tiff_stack(path, declared)
         if record is not None:
             return record
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        if data is None:
+            with open(path, "rb") as handle:
+                data = handle.read()
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             if container == "png":
@@ -118,7 +122,9 @@ def _read_image(path: str, container: str, declared: str | None) -> MaskRecord:
                 # can decode to wrong labels and a cut-off file to a complete-looking one.
                 Image.open(io.BytesIO(data)).verify()
             image = Image.open(io.BytesIO(data))
-            image.load()
+            decoded = _decode_in_place(image) if container == "png" else None
+            if decoded is None:
+                image.load()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError,
             Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ReadError(f"cannot decode {container.upper()}: {exc}") from None
@@ -130,10 +136,31 @@ def _read_image(path: str, container: str, declared: str | None) -> MaskRecord:
     if mode in ("I;16B", "I;16L", "I;16N"):
         mode = "I;16"
     try:
-        array = np.asarray(image)
+        array = decoded if decoded is not None else np.asarray(image)
     except (ValueError, TypeError) as exc:
         raise ReadError(f"cannot convert {container.upper()} mode {image.mode} to an array: {exc}") from None
     return MaskRecord(array=array, container=container, declared=declared, mode=mode, palette=palette)
+
+
+def _decode_in_place(image: Image.Image) -> np.ndarray | None:
+    """Decode an 8-bit single-band image straight into a new array; None where not possible.
+
+    ``np.asarray(image)`` copies the pixels out through ``tobytes()``, which costs a third of
+    the PNG decode itself. Here Pillow's image memory is an array's buffer (``frombuffer``),
+    so the decoder writes the pixels where numpy reads them. The result is used only when
+    Pillow kept that memory to the end of the load; otherwise the caller decodes normally.
+    """
+    if image.mode not in ("L", "P") or ImageFile.LOAD_TRUNCATED_IMAGES:
+        return None
+    width, height = image.size
+    array = np.empty((height, width), dtype=np.uint8)
+    memory = Image.frombuffer(image.mode, (width, height), array, "raw", image.mode, 0, 1).im
+    image.im = memory
+    image.load()
+    if image.im is not memory or image.mode not in ("L", "P"):
+        return None
+    array.flags.writeable = False
+    return array
 
 
 def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
