@@ -111,3 +111,18 @@ def drain_loader(loader):
         for worker in getattr(iterator, "_workers", []):
             worker.terminate()
         raise
+
+
+def synapse_binary(sample):
+    """Foreground/background float masks shaped like a one-channel output: (1, H, W)."""
+    tensors = synapse_to_tensors(sample)
+    return {"image": tensors["image"], "label": (tensors["label"] > 0).float().unsqueeze(0)}
+
+
+def synapse_reduce_zero_label(sample):
+    """mmsegmentation's reduce_zero_label applied by the pipeline: 0 -> 255, v -> v - 1."""
+    tensors = synapse_to_tensors(sample)
+    label = tensors["label"].long()
+    reduced = label - 1
+    reduced[label == 0] = 255
+    return {"image": tensors["image"], "label": reduced}

@@ -278,22 +278,23 @@ class NonFiniteTracer:
             )
         bad = [(n, g) for n, g in zip(self._param_names, grads)
                if g is not None and not bool(torch.isfinite(g).all())]
-        # Registration order follows the forward: the last bad parameter is nearest the
-        # output, so the first one backward reached.
-        name, grad = bad[-1]
-        module_name = name.rpartition(".")[0]
+        # Registration order follows the forward: the module of the last bad parameter is
+        # nearest the output, so the first one backward reached.
+        module_name = bad[-1][0].rpartition(".")[0]
         module = self.model.get_submodule(module_name)
-        stats = tensor_stats(grad)
-        others = [n for n, _ in bad[:-1]]
+        own = [(n, g) for n, g in bad if n.rpartition(".")[0] == module_name]
+        others = [n for n, _ in bad if n.rpartition(".")[0] != module_name]
+        stats = {n: tensor_stats(g) for n, g in own}
+        held = "; ".join(f"{n}.grad {_describe_stats(s)}" for n, s in stats.items())
         also = f"; {len(others)} earlier parameters got non-finite gradients after it" if others else ""
         return NonFiniteError(
             f"{step}: the first non-finite gradient backward reached is in "
-            f"{_label(module_name, module)}: {name}.grad {_describe_stats(stats)} while the "
-            f"gradient at the model output was finite{also}. Hint: the backward of that "
-            "module (or an operation just after it) is unstable: sqrt/log/pow near 0, "
-            "division by small norms; add an epsilon or clip gradients.",
+            f"{_label(module_name, module)}: {held}, while the gradient at the model output "
+            f"was finite{also}. Hint: the backward of that module (or an operation just after "
+            "it) is unstable: sqrt/log/pow near 0, division by small norms; add an epsilon or "
+            "clip gradients.",
             module=module_name, module_type=type(module).__name__, step=self.step,
-            stats={"parameter": name, "grad": stats, "later_parameters": others},
+            stats={"grads": stats, "later_parameters": others},
         )
 
 

@@ -171,6 +171,7 @@ class _Preflight:
         self.heads: list[tuple[str, nn.Module]] = []
         self.classes = 0
         self.counts: Counter = Counter()
+        self.loss_failed = False
 
     @property
     def binary(self) -> bool:
@@ -217,9 +218,14 @@ class _Preflight:
             self.report.output_shape = list(logits.shape)
             self.classes = class_axis_size(logits) if logits.dim() >= 1 else 1
         array = as_array(target)
+        past_head = False
         if array is not None:
             values, numbers = np.unique(_whole(array), return_counts=True)
             self.counts.update(dict(zip(values.tolist(), numbers.tolist())))
+            index_loss = self.info is not None and self.info.mode is LossMode.INDEX
+            legal = self.loss_ignore if index_loss else set(self.spec.ignore) | self.loss_ignore
+            past_head = not self.binary and any(
+                (v < 0 or v >= self.classes) and v not in legal for v in values.tolist())
         before = len(errors_of(self.report.findings))
         if array is not None and not self.binary:
             self.report.findings.extend(self._value_findings(where, array))
@@ -227,8 +233,15 @@ class _Preflight:
         if isinstance(loss_target, torch.Tensor) and self.info is not None and self.info.mode is not None:
             self.report.findings.extend(loss_findings(
                 self.info, logits, loss_target, where=where, check_values=False))
-        if self.loss_fn is not None and len(errors_of(self.report.findings)) == before:
+        # Values past the head would only crash the loss; the cross-check names them (LG503).
+        if (self.loss_fn is not None and not past_head and not self._weight_mismatch()
+                and len(errors_of(self.report.findings)) == before):
             self._call_loss(logits, loss_target, where)
+
+    def _weight_mismatch(self) -> bool:
+        weight = self.info.weight if self.info is not None else None
+        return (isinstance(weight, torch.Tensor) and self.info.mode is LossMode.INDEX
+                and weight.numel() != self.classes)
 
     def _value_findings(self, where: str, array: np.ndarray) -> list[Finding]:
         ignore = tuple(sorted(set(self.spec.ignore) | self.loss_ignore))
@@ -238,12 +251,15 @@ class _Preflight:
                 num_classes=self.spec.num_classes, ignore=ignore,
                 background=self.spec.background, reduce_zero_label=self.spec.reduce_zero_label,
             )
-            return TargetRules(rules_spec, LossMode.INDEX).check(where, array)
+            found = TargetRules(rules_spec, LossMode.INDEX).check(where, array)
+            return [f for f in found if f.severity > Severity.INFO]  # LG205 is about samples
         # Without a spec the head is the spec: the cross-check reports values past it (LG503).
         found = TargetRules(LabelSpec(num_classes=max(self.classes, 1), ignore=ignore)).check(where, array)
         return [f for f in found if f.code == NON_INTEGER.code]
 
     def _call_loss(self, logits: torch.Tensor, target: Any, where: str) -> None:
+        if self.loss_failed:
+            return
         try:
             self.loss_fn(logits, target)
         except (RuntimeError, IndexError, ValueError) as exc:
@@ -253,6 +269,7 @@ class _Preflight:
                              if v in set(self.spec.ignore) or v >= self.classes or v < 0)
             self.report.findings.append(
                 one_hot_finding(where, present or [IGNORE_REDUCED], self.info.name))
+            self.loss_failed = True
 
     def _cross_check(self) -> None:
         """Head, class weights, ignore values and reduce_zero_label against the data."""
@@ -304,8 +321,8 @@ class _Preflight:
                 hint=f"Build the loss with ignore_index={value}.", values=[value],
                 loss_ignore_index=info.ignore_index,
             ))
-        weight = info.weight if info is not None else None
-        if isinstance(weight, torch.Tensor) and info.mode is LossMode.INDEX and weight.numel() != classes:
+        if self._weight_mismatch():
+            weight = info.weight
             report.findings.append(HEAD_MISMATCH.finding(
                 None,
                 f"{info.name}(weight=...) has {weight.numel()} entries but {head_name} gives "

@@ -1,0 +1,71 @@
+"""LabelGuardCallback in a real Lightning Trainer (skipped when Lightning is not installed)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pl = pytest.importorskip("lightning.pytorch")
+
+from torch import nn  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
+
+from builders import swin_unet_dataset  # noqa: E402
+from labelguard import LabelError  # noqa: E402
+from labelguard.torch import PreflightError  # noqa: E402
+from labelguard.torch.lightning import LabelGuardCallback  # noqa: E402
+from torch_datasets import SynapseDataset, synapse_to_tensors  # noqa: E402
+
+
+class SegModule(pl.LightningModule):
+    def __init__(self, num_classes, train_loader, val_loader=None):
+        super().__init__()
+        self.net = nn.Conv2d(1, num_classes, 3, padding=1)
+        self.criterion = nn.CrossEntropyLoss()
+        self.loaders = (train_loader, val_loader)
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        return self.criterion(self(batch["image"]), batch["label"].long())
+
+    def validation_step(self, batch, batch_idx):
+        self.criterion(self(batch["image"]), batch["label"].long())
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    def train_dataloader(self):
+        return self.loaders[0]
+
+    def val_dataloader(self):
+        return self.loaders[1] or []
+
+
+def loader(root, num_classes=9, bad=None):
+    data, listing = swin_unet_dataset(root, n=4, num_classes=num_classes, bad=bad)
+    return DataLoader(SynapseDataset(data, listing.parent, transform=synapse_to_tensors), batch_size=2)
+
+
+def trainer(callback):
+    return pl.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_checkpointing=False,
+                      enable_progress_bar=False, enable_model_summary=False, callbacks=[callback])
+
+
+def test_preflight_at_fit_start_stops_a_head_too_small(tmp_path):
+    module = SegModule(2, loader(tmp_path, num_classes=3))
+    with pytest.raises(PreflightError) as caught:
+        trainer(LabelGuardCallback()).fit(module)
+    assert caught.value.code == "LG503"
+    assert "num_classes must be 3" in str(caught.value)
+
+
+def test_clean_fit_and_a_bad_validation_batch(tmp_path):
+    callback = LabelGuardCallback(num_classes=9)
+    trainer(callback).fit(SegModule(9, loader(tmp_path / "a")))
+    assert callback.report.ok and callback.report.head["module"] == "net"
+
+    module = SegModule(9, loader(tmp_path / "b"), val_loader=loader(tmp_path / "c", bad={1: 12}))
+    with pytest.raises(LabelError) as caught:
+        trainer(LabelGuardCallback(num_classes=9)).fit(module)
+    assert caught.value.code == "LG201"
+    assert str(caught.value).startswith("LG201 validation batch 0 of loader 0: label value 12 in 100 pixels")

@@ -1,0 +1,157 @@
+"""trace_nonfinite: the first module that produced a NaN/Inf, by name."""
+
+import copy
+import pickle
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+
+from labelguard import LabelError  # noqa: E402
+from labelguard.torch import NonFiniteError, trace_nonfinite  # noqa: E402
+
+
+def conv_net():
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.Dropout(0.2),
+        nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4),
+    )
+
+
+def batch():
+    return torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+
+
+def test_nan_planted_in_one_layers_weights_is_reported_with_that_layer():
+    model = conv_net()
+    with torch.no_grad():
+        model[4].weight[0, 0, 0, 0] = float("nan")
+    twin = copy.deepcopy(model)
+    twin(batch())  # the same step without the tracer: what BatchNorm's statistics must be
+
+    with trace_nonfinite(model) as tracer:
+        with pytest.raises(LabelError) as caught:
+            model(batch())
+
+    error = caught.value
+    assert isinstance(error, NonFiniteError)
+    assert (error.code, error.module, error.module_type, error.step) == ("LG502", "4", "Conv2d", 1)
+    message = str(error)
+    assert message.startswith("LG502 step 1: the first non-finite value was produced by module '4' (Conv2d)")
+    assert "its parameter weight holds 1 NaN" in message
+    assert "its input (4, 8, 8, 8) float32 was finite" in message
+    assert "audit_optimizer" in message
+    assert error.stats["parameters"]["weight"]["nan"] == 1
+    assert torch.equal(model[1].running_mean, twin[1].running_mean)  # the replay left no trace
+    assert int(model[1].num_batches_tracked) == 1
+    assert tracer.step == 1
+    rebuilt = pickle.loads(pickle.dumps(error))
+    assert (rebuilt.module, rebuilt.step, str(rebuilt)) == ("4", 1, message)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        return torch.log(self.conv(x) * 0 - 1)  # log of a negative number
+
+
+class Net(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        features = self.encoder(x).mean((2, 3))
+        return self.head(features / features.abs().min().mul(0))  # divides by zero
+
+
+def test_value_made_by_an_operation_inside_a_containers_forward():
+    model = Net(Encoder())
+    with trace_nonfinite(model), pytest.raises(NonFiniteError) as caught:
+        model(batch())
+    assert caught.value.module == "encoder"
+    assert "the forward of 'encoder' (Encoder) outside its submodules" in str(caught.value)
+
+
+def test_value_made_in_the_parents_forward_before_a_child():
+    model = Net(nn.Conv2d(3, 4, 1))
+    with trace_nonfinite(model), pytest.raises(NonFiniteError) as caught:
+        model(batch())
+    assert caught.value.module == ""
+    assert "inside the forward of the model (Net) before it called 'head' (Linear)" in str(caught.value)
+
+
+def test_non_finite_input_batch_is_named_as_the_data():
+    x = batch()
+    x[0, 0, 0, 0] = float("inf")
+    model = conv_net()
+    with trace_nonfinite(model), pytest.raises(NonFiniteError) as caught:
+        model(x)
+    assert caught.value.module is None
+    assert "the model input is already non-finite" in str(caught.value)
+
+
+def test_clean_steps_are_untouched_and_hooks_go_away():
+    model = conv_net().eval()
+    expected = model(batch())
+    with trace_nonfinite(model) as tracer:
+        for _ in range(3):
+            assert torch.equal(model(batch()), expected)
+    assert tracer.step == 3
+    assert not model._forward_hooks and not model._forward_pre_hooks
+
+
+def test_dropout_replay_uses_the_steps_random_state():
+    model = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5), nn.Linear(16, 2))
+    with torch.no_grad():
+        model[2].weight[1, 3] = float("inf")
+    with trace_nonfinite(model), pytest.raises(NonFiniteError) as caught:
+        for _ in range(20):
+            model(torch.ones(2, 16))
+    assert caught.value.module == "2"
+
+
+def test_loss_check_names_the_loss():
+    model = nn.Linear(3, 1)
+    with trace_nonfinite(model) as tracer:
+        out = model(torch.ones(2, 3))
+        with pytest.raises(NonFiniteError, match="the loss .* while the model output was finite"):
+            tracer.check(torch.log(out - out.detach() - 1).sum())
+
+
+def test_backward_opt_in_names_the_first_parameter_with_a_non_finite_gradient():
+    class Root(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(3, 3)
+            self.fc = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(self.body(x)).abs().sqrt()
+
+    model = Root()
+    with torch.no_grad():
+        model.fc.weight.zero_()
+        model.fc.bias.zero_()
+    with trace_nonfinite(model, backward=True):
+        out = model(torch.ones(2, 3))
+        with pytest.raises(NonFiniteError) as caught:
+            out.sum().backward()
+    assert caught.value.module == "fc"
+    assert "(backward)" in str(caught.value) and "fc.weight.grad" in str(caught.value)
+
+
+def test_backward_from_the_loss_is_named_as_the_loss():
+    model = nn.Linear(3, 2)
+    with trace_nonfinite(model, backward=True):
+        out = model(torch.ones(2, 3))
+        with pytest.raises(NonFiniteError, match="the loss's backward produced it"):
+            (out - out.detach()).sqrt().sum().backward()
