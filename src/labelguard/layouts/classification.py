@@ -23,6 +23,7 @@ image LG001, a class folder missing from one split LG104.
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
 
 import numpy as np
@@ -42,6 +43,7 @@ from labelguard.readers.tabular import (
 )
 
 SHOWN = 5
+CASE_FOLDING = sys.platform in ("darwin", "win32", "cygwin")
 # torchvision.datasets.folder.IMG_EXTENSIONS
 TORCHVISION_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 IMAGE_KINDS = frozenset({"png", "jpeg", "tiff", "bmp", "gif", "riff"})
@@ -115,32 +117,70 @@ def _label_findings(display: str, table: TableRows, spec: LabelSpec) -> list[Fin
     return name_findings(display, labels, spec, unit="line", places=table.lines)
 
 
+class FileLookup:
+    """Answers "does this file exist under one of these folders?" from one directory listing
+    per folder instead of one stat per file. Where file systems usually fold case (macOS,
+    Windows), a name missing from a listing is confirmed with a real stat, since "A.JPG"
+    opens "a.jpg" there."""
+
+    def __init__(self, bases: tuple[str, ...]) -> None:
+        self.bases = bases
+        self.preferred = 0
+        self.listings: dict[str, frozenset[str]] = {}
+
+    def _listing(self, directory: str) -> frozenset[str]:
+        entries = self.listings.get(directory)
+        if entries is None:
+            try:
+                entries = frozenset(os.listdir(directory))
+            except OSError:
+                entries = frozenset()
+            self.listings[directory] = entries
+        return entries
+
+    def _in(self, base: str, name: str, any_extension: bool) -> bool:
+        head, tail = os.path.split(name)
+        entries = self._listing(os.path.join(base, head) if head else base)
+        if tail in entries:
+            return True
+        return any_extension and any(tail + ext in entries for ext in IMAGE_EXTENSIONS)
+
+    def exists(self, name: str) -> bool:
+        """True when ``name`` (relative) is a file under a base; without an extension, with
+        any image extension."""
+        any_extension = not os.path.splitext(name)[1]
+        if self._in(self.bases[self.preferred], name, any_extension):
+            return True
+        for k, base in enumerate(self.bases):
+            if k != self.preferred and self._in(base, name, any_extension):
+                self.preferred = k
+                return True
+        if not CASE_FOLDING:
+            return False
+        candidates = [os.path.join(b, name) for b in self.bases]
+        if any_extension:
+            candidates += [c + ext for c in candidates for ext in IMAGE_EXTENSIONS]
+        return any(os.path.isfile(c) for c in candidates)
+
+
+def escapes(name: str) -> bool:
+    """An absolute path, or one that climbs out of its folder with '..'."""
+    return os.path.isabs(name) or name.startswith("\\") or ".." in name.replace("\\", "/").split("/")
+
+
 def _path_findings(display: str, table: TableRows, bases: tuple[str, ...]) -> list[Finding]:
     missing: list[str] = []
     escaping: list[str] = []
     missing_lines: list[int] = []
-    isfile = os.path.isfile
-    preferred = 0
+    lookup = FileLookup(bases)
     seen: set[str] = set()
     for line, name in zip(table.lines, table.paths):
         if not name or name in seen:
             continue
         seen.add(name)
-        parts = name.replace("\\", "/").split("/")
-        if os.path.isabs(name) or ".." in parts:
+        if escapes(name):
             escaping.append(f"line {line} {name!r}")
-            continue
-        if isfile(os.path.join(bases[preferred], name)):
-            continue
-        found = False
-        for k, base in enumerate(bases):
-            candidates = [os.path.join(base, name)]
-            if not os.path.splitext(name)[1]:
-                candidates += [os.path.join(base, name + ext) for ext in IMAGE_EXTENSIONS]
-            if any(isfile(c) for c in candidates):
-                preferred, found = k, True
-                break
-        if not found:
+        elif not lookup.exists(name):
             missing.append(f"line {line} {name!r}")
             missing_lines.append(line)
     findings = []
@@ -174,17 +214,20 @@ def _repeat_findings(display: str, table: TableRows) -> list[Finding]:
     first_line: dict[tuple, int] = {}
     repeats: list[str] = []
     lines: list[int] = []
-    labels_of: dict[str, set] = {}
     single = not table.rest and not table.layout.onehot_columns
+    label_of: dict[str, object] = {}
+    conflicting: dict[str, set] = {}
     for line, path, label, extra in zip(table.lines, table.paths, table.labels, rest):
         key = (path, label, extra)
         if key in first_line:
             repeats.append(f"line {line} repeats line {first_line[key]} ({path!r}, {_label_text(label)})")
             lines.append(line)
-        else:
-            first_line[key] = line
+            continue
+        first_line[key] = line
         if single:
-            labels_of.setdefault(path, set()).add(label)
+            known = label_of.setdefault(path, label)
+            if known != label:
+                conflicting.setdefault(path, {known}).add(label)
     findings = []
     if repeats:
         findings.append(DUPLICATE_BOX.finding(
@@ -195,7 +238,7 @@ def _repeat_findings(display: str, table: TableRows) -> list[Finding]:
             lines=lines[:PLACES_KEPT], count=len(repeats),
         ))
     conflicts = [f"{path!r} is labelled {', '.join(repr(v) for v in sorted(labels))}"
-                 for path, labels in labels_of.items() if len(labels) > 1]
+                 for path, labels in conflicting.items()]
     if conflicts:
         findings.append(DUPLICATE_BOX.finding(
             display,

@@ -38,6 +38,7 @@ from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
+from labelguard.layouts.classification import FileLookup, escapes
 from labelguard.readers.base import ReadError
 from labelguard.readers.coco import CAPTION, NO_ID, CocoRecord, looks_like_coco, peek_categories, read_coco
 
@@ -237,10 +238,20 @@ def _undeclared_findings(display: str, record: CocoRecord, rows: np.ndarray) -> 
 
 
 def _id_span(ids: list[int]) -> str:
-    if ids == list(range(ids[0], ids[-1] + 1)):
-        return f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else str(ids[0])
-    shown = ", ".join(str(i) for i in ids[:8])
-    return shown + (f", ... {ids[-1]}" if len(ids) > 8 else "")
+    """Sorted ids as runs ("80..82, 84..90"), or a range less its gaps ("1..90 except 12, 26")."""
+    runs: list[list[int]] = []
+    for value in ids:
+        if runs and value == runs[-1][1] + 1:
+            runs[-1][1] = value
+        else:
+            runs.append([value, value])
+    parts = [f"{a}..{b}" if b > a + 1 else (f"{a}, {b}" if b > a else str(a)) for a, b in runs]
+    if len(runs) <= 4:
+        return ", ".join(parts)
+    gaps = [v for v in range(ids[0], ids[-1] + 1) if v not in set(ids)] if ids[-1] - ids[0] < 100000 else []
+    if gaps and len(gaps) <= 12:
+        return f"{ids[0]}..{ids[-1]} except {', '.join(str(g) for g in gaps)}"
+    return ", ".join(parts[:4]) + f", ... {ids[-1]}"
 
 
 def _reference_findings(display: str, record: CocoRecord, rows: np.ndarray,
@@ -448,23 +459,18 @@ def _file_findings(display: str, record: CocoRecord, bases: tuple[str, ...], roo
     missing: list[str] = []
     escaping: list[str] = []
     root_abs = os.path.abspath(root) if root else None
-    exists = os.path.isfile
-    preferred = 0
+    lookup = FileLookup(bases)
     for index, name in enumerate(record.file_names):
         if not name:
             continue
-        if os.path.isabs(name) or ".." in name.replace("\\", "/").split("/"):
+        if escapes(name):
             target = os.path.normpath(name if os.path.isabs(name) else os.path.join(bases[0], name))
             if root_abs is None or not (target + os.sep).startswith(root_abs.rstrip(os.sep) + os.sep):
                 escaping.append(f"images[{index}] {name!r}")
                 continue
-        if exists(os.path.join(bases[preferred], name)):
-            continue
-        for k, base in enumerate(bases):
-            if k != preferred and exists(os.path.join(base, name)):
-                preferred = k
-                break
-        else:
+            if not os.path.isfile(target):
+                missing.append(f"images[{index}] {name!r}")
+        elif not lookup.exists(name):
             missing.append(f"images[{index}] {name!r}")
     findings = []
     shown_bases = ", ".join(display_path(b) for b in bases)
