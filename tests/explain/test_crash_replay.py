@@ -1,9 +1,12 @@
 """A training process dies mid-epoch; the flight record names the batch, replay the sample.
 
 The training script runs in a real subprocess with two DataLoader workers and a shuffled
-sampler. Mask 13 holds the value 7 in a 3-class dataset. In one run the process is killed
-the moment the loop receives that batch (``os._exit``: no cleanup, no traceback, as a
-device-side assert leaves it); in the other the CPU loss raises its real error.
+sampler. Mask 13 holds the value 7 in a 3-class dataset. Three deaths:
+
+* ``kill``: the step with that batch runs for 200 ms, then the process is killed
+  (``os._exit``: no cleanup, no exit handlers); the record is written in the background;
+* ``kill-sync``: killed the moment the batch arrives, the record written in the loop;
+* ``raise``: the CPU loss raises its real error (an exception, as a device-side assert is).
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ def cpu_loss(batch):
 TRAIN_SCRIPT = '''
 import os
 import sys
+import time
 
 import torch
 from torch.utils.data import DataLoader
@@ -73,9 +77,12 @@ from labelguard.torch.record import record
 mode, path = sys.argv[1], sys.argv[2]
 loader = DataLoader(make_dataset(), batch_size=4, shuffle=True, num_workers=2,
                     generator=torch.Generator().manual_seed(5))
+recorded = record(loader, path, sync=mode == "kill-sync")
 for epoch in range(3):
-    for images, masks in record(loader, path) if epoch == 0 else loader:
-        if mode == "kill" and (masks == 7).any():
+    for images, masks in recorded:
+        if mode.startswith("kill") and (masks == 7).any():
+            if mode == "kill":
+                time.sleep(0.2)
             os._exit(134)
         loss = cpu_loss((images, masks))
 '''
@@ -88,7 +95,7 @@ def crashed(tmp_path_factory):
     (folder / "crashdata.py").write_text(textwrap.dedent(DATASET_MODULE))
     (folder / "train.py").write_text(textwrap.dedent(TRAIN_SCRIPT))
     runs = {}
-    for mode in ("kill", "raise"):
+    for mode in ("kill", "kill-sync", "raise"):
         path = folder / f"{mode}.json"
         # A killed parent leaves its DataLoader workers to notice it is gone (they poll every
         # few seconds); they hold inherited pipes, so only the raising run's output is kept.
@@ -111,11 +118,11 @@ def in_crash_folder(crashed, monkeypatch):
     sys.modules.pop("crashdata", None)
 
 
-@pytest.mark.parametrize("mode", ["kill", "raise"])
+@pytest.mark.parametrize("mode", ["kill", "kill-sync", "raise"])
 def test_the_process_died_mid_epoch_with_the_bad_batch_in_flight(crashed, mode):
     _, runs = crashed
     path, done = runs[mode]
-    assert done.returncode == (134 if mode == "kill" else 1), done.stderr
+    assert done.returncode == (1 if mode == "raise" else 134), done.stderr
     flight = read_record(path)
     assert not flight.epoch_complete
     assert BAD_INDEX in flight.in_flight.indices
@@ -202,7 +209,7 @@ def test_replay_finds_unequal_sizes_per_sample(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     from labelguard.explain.flight import FlightRecordWriter
 
-    FlightRecordWriter(tmp_path / "f.json").handed(0, 0, [0, 1, 2], None)
+    FlightRecordWriter(tmp_path / "f.json", sync=True).handed(0, 0, [0, 1, 2], None)
     report = replay(tmp_path / "f.json", "sizes_data:make")
     batch, = report.batches
     assert batch.batch_error.startswith("collate: RuntimeError: stack expects each tensor")

@@ -75,6 +75,7 @@ def test_the_record_names_the_samples_in_flight(tmp_path):
     path = tmp_path / "flight.json"
     writer = FlightRecordWriter(path)
     writer.handed(0, 3, [13, 2], ["masks/case_013.png", "masks/case_002.png"])
+    writer.flush()
     result = run(str(LOGS / "cuda_nll2d_torch113.log"), "--record", str(path))
     assert result.exit_code == 0
     assert "batch in flight: epoch 0, batch 3 of the epoch (step 0), 2 samples" in result.output

@@ -36,7 +36,7 @@ def test_recorded_indices_are_the_batches_the_loop_receives(tmp_path, workers, p
         Numbered(), batch_size=4, shuffle=True, num_workers=workers,
         persistent_workers=persistent, generator=torch.Generator().manual_seed(0),
     )
-    recorded = record(loader, path)
+    recorded = record(loader, path, sync=True)
     for _ in range(2):
         for batch in recorded:
             in_flight = read_record(path).in_flight
@@ -48,10 +48,19 @@ def test_recorded_indices_are_the_batches_the_loop_receives(tmp_path, workers, p
     assert final.loader["num_workers"] == workers and final.index_order == "exact"
 
 
+def test_the_background_writer_has_the_last_batch_when_the_pass_ends(tmp_path):
+    path = tmp_path / "flight.json"
+    recorded = record(DataLoader(Numbered(), batch_size=4, num_workers=2), path)
+    received = [batch.squeeze(1).tolist() for batch in recorded]
+    final = read_record(path)
+    assert final.epoch_complete and list(final.in_flight.indices) == received[-1]
+    assert [list(b.indices) for b in reversed(final.previous)] == received[-4:-1]
+
+
 def test_subset_indices_are_recorded_and_sources_resolved_through_the_subset(tmp_path):
     path = tmp_path / "flight.json"
     subset = Subset(Numbered(), list(range(20, 40)))
-    for batch in record(DataLoader(subset, batch_size=5), path):
+    for batch in record(DataLoader(subset, batch_size=5), path, sync=True):
         break
     in_flight = read_record(path).in_flight
     assert in_flight.indices == (0, 1, 2, 3, 4)  # positions in loader.dataset, what replay uses

@@ -11,14 +11,17 @@ This module needs no torch: the file is read on machines that only have the log.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from labelguard.errors import LabelguardError
 
@@ -180,8 +183,17 @@ def read_record(path: str | os.PathLike) -> FlightRecord:
 class FlightRecordWriter:
     """Keeps the last ``keep`` batches and rewrites the record file atomically.
 
-    Writing never raises into the training loop: a failed write is logged once and
-    retried at the next batch.
+    The training loop only queues the batch's indices (microseconds): a background thread
+    looks up the sources, serialises each kept batch once and writes the file, coalescing
+    batches that arrive while it writes, because a rename over an existing file can take
+    milliseconds on a busy or network disk and a source lookup per sample adds up. The last
+    state is also written when the process exits normally or through an exception (a
+    device-side assert is a Python exception), and when a pass over the loader ends. Only a
+    hard kill (SIGKILL, ``os._exit``) within the write latency can lose the newest batch, and
+    the batches before it are kept; ``sync=True`` writes in the loop instead.
+
+    Writing never raises into the training loop: a failed write is logged once and retried
+    at the next batch.
     """
 
     def __init__(
@@ -193,11 +205,15 @@ class FlightRecordWriter:
         dataset_len: int | None = None,
         loader: Mapping[str, Any] | None = None,
         index_order: str = ORDER_EXACT,
+        source: Callable[[int], str | None] | None = None,
+        sync: bool = False,
     ) -> None:
         if keep < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.path = Path(path)
         self.keep = keep
+        self.sync = sync
+        self._source = source
         self._header = {
             "format": FORMAT,
             "version": FORMAT_VERSION,
@@ -207,47 +223,117 @@ class FlightRecordWriter:
             "loader": dict(loader or {}),
             "index_order": index_order,
         }
-        self._batches: deque[str] = deque(maxlen=keep)
+        # [batch fields, sources or None, serialised fragment or None] per kept batch
+        self._batches: deque[list] = deque(maxlen=keep)
         self._step = 0
+        self._epoch_complete = False
+        self._state = 0  # bumped at every change; the file holds state self._written
+        self._written = 0
+        self._lock = threading.Lock()  # guards the state
+        self._write_lock = threading.Lock()  # one writer at a time: the thread or a flush
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
         self._warned = False
         self._tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        _OPEN_WRITERS.add(self)
 
     def handed(
         self,
         epoch: int,
         step_in_epoch: int,
         indices: Sequence[int] | None,
-        sources: Iterable[str | None] | None,
+        sources: Iterable[str | None] | None = None,
     ) -> None:
-        """Record that the loop received a batch, and rewrite the file."""
+        """Record that the loop received a batch; the file follows within a write's time.
+
+        ``sources`` are the samples' files; when not given they are looked up with the
+        writer's ``source`` function when the batch is written.
+        """
         batch = {
             "step": self._step,
             "epoch": epoch,
             "step_in_epoch": step_in_epoch,
-            "indices": [int(i) for i in indices] if indices is not None else None,
-            "sources": list(sources) if sources is not None else None,
+            "indices": indices,
             "time": time.time(),
         }
-        # Each batch is serialised once; the file is the header plus the kept fragments.
-        self._batches.append(json.dumps(batch, ensure_ascii=False))
-        self._step += 1
-        self._write(epoch_complete=False)
+        with self._lock:
+            self._batches.append([batch, list(sources) if sources is not None else None, None])
+            self._step += 1
+            self._epoch_complete = False
+            self._state += 1
+        if self.sync:
+            self.flush()
+        else:
+            self._start()
+            self._wake.set()
 
     def epoch_complete(self) -> None:
-        """Record that the loader finished its pass after the last batch."""
-        self._write(epoch_complete=True)
+        """Record that the loader finished its pass after the last batch (written now)."""
+        with self._lock:
+            self._epoch_complete = True
+            self._state += 1
+        self.flush()
 
-    def _write(self, *, epoch_complete: bool) -> None:
-        header = dict(self._header, updated=time.time(), epoch_complete=epoch_complete)
-        text = json.dumps(header, ensure_ascii=False)[:-1]
-        payload = f'{text}, "batches": [{", ".join(self._batches)}]}}\n'
-        try:
-            self._tmp.write_text(payload, encoding="utf-8")
-            _replace(self._tmp, self.path)
-        except OSError as exc:
-            if not self._warned:
-                logger.warning("cannot write the flight record %s: %s", self.path, exc)
-                self._warned = True
+    def flush(self) -> None:
+        """Write the latest state now, unless the file already holds it."""
+        with self._write_lock:
+            with self._lock:
+                state = self._state
+                if state == self._written:
+                    return
+                header = dict(
+                    self._header, updated=time.time(), epoch_complete=self._epoch_complete
+                )
+                kept = list(self._batches)
+            batches = ", ".join(self._fragment(entry) for entry in kept)
+            text = json.dumps(header, ensure_ascii=False)[:-1]
+            payload = f'{text}, "batches": [{batches}]}}\n'
+            try:
+                self._tmp.write_text(payload, encoding="utf-8")
+                _replace(self._tmp, self.path)
+            except OSError as exc:
+                if not self._warned:
+                    logger.warning("cannot write the flight record %s: %s", self.path, exc)
+                    self._warned = True
+                return
+            self._written = state
+
+    def _fragment(self, entry: list) -> str:
+        """A kept batch as JSON, serialised once (sources looked up then)."""
+        if entry[2] is None:
+            batch, sources = dict(entry[0]), entry[1]
+            indices = batch["indices"]
+            if indices is not None:
+                batch["indices"] = [int(i) for i in indices]
+            if sources is None and indices is not None and self._source is not None:
+                sources = [self._source(i) for i in batch["indices"]]
+            batch["sources"] = sources
+            entry[2] = json.dumps(batch, ensure_ascii=False)
+        return entry[2]
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(
+                target=self._run, name="labelguard-flight-record", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            self.flush()
+
+
+# Writers still open at exit write their last state; an exception ending the training
+# loop (a device-side assert) runs these handlers too.
+_OPEN_WRITERS: "weakref.WeakSet[FlightRecordWriter]" = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for writer in list(_OPEN_WRITERS):
+        writer.flush()
 
 
 def _replace(source: Path, target: Path, attempts: int = 5) -> None:
