@@ -271,10 +271,12 @@ def test_boxes_outside_the_image_and_degenerate_boxes(tmp_path):
             coco_box(2, 1, 2, (5, 5, 0, 8)),      # zero width
             coco_box(3, 1, 3, (0, 0, 64, 48)),    # the whole image: fine
             coco_box(4, 1, 1, (-0.5, 0, 64.5, 48.5))]  # within the rounding tolerance
+    anns.append(coco_box(5, 1, 2, segmentation=[[1, 1, 5, 5]]))   # a polygon of 2 points
     coco_dataset(tmp_path, annotations=anns, n_images=1)
     findings = found(run(tmp_path), "LG301")
     by_problem = {f.data["problem"]: f for f in findings}
-    assert set(by_problem) == {"outside", "degenerate"}
+    assert set(by_problem) == {"outside", "degenerate", "polygon"}
+    assert "annotations[4] (id 5) has segmentation[0] with 2 points" in by_problem["polygon"].message
     assert "annotations[0] (id 1) bbox [50, 10, 20, 8] ends at (70, 18)" in by_problem["outside"].message
     assert "of 64x48" in by_problem["outside"].message and by_problem["outside"].data["count"] == 1
     assert "annotations[1] (id 2) bbox [5, 5, 0, 8]" in by_problem["degenerate"].message

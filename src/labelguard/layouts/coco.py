@@ -340,7 +340,7 @@ def _box_findings(display: str, record: CocoRecord, image_rows: np.ndarray, know
         return []
     has_box = ~np.isnan(boxes).any(axis=1)
     x, y, w, h = boxes.T
-    findings = []
+    findings: list[Finding] = []
     with np.errstate(invalid="ignore"):
         degenerate = np.flatnonzero(has_box & ((w <= 0) | (h <= 0)))
     if len(degenerate):
@@ -353,6 +353,16 @@ def _box_findings(display: str, record: CocoRecord, image_rows: np.ndarray, know
             hint="Fix or drop zero-size boxes: IoU and box-regression losses divide by the box size "
             "(log of 0 gives -inf).",
             problem="degenerate", annotations=items, count=int(len(degenerate)),
+        ))
+    small = record.small_polygons
+    if small.count:
+        findings.append(BAD_BOX.finding(
+            display,
+            f"{small.count} segmentation polygon{'s have' if small.count > 1 else ' has'} fewer than 3 points: "
+            f"{_sample(small.details, small.count)}",
+            hint="Drop these polygons or redraw them: pycocotools takes a 4-value polygon for a box, and a "
+            "polygon of fewer than 3 points has no area.",
+            problem="polygon", annotations=small.details, count=small.count,
         ))
     rows = image_rows.clip(min=0)
     width = np.where(known, record.widths[rows] if len(record.widths) else np.nan, np.nan)

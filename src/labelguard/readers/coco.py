@@ -82,6 +82,7 @@ class CocoRecord:
         sections: top-level keys seen.
         captions: caption annotations seen.
         string_ids: string image id -> its code in the integer columns.
+        small_polygons: polygons of fewer than 3 points (degenerate, not mistyped).
     """
 
     categories: dict[int, str] = field(default_factory=dict)
@@ -102,6 +103,7 @@ class CocoRecord:
     sections: set[str] = field(default_factory=set)
     captions: int = 0
     string_ids: dict[str, int] = field(default_factory=dict)
+    small_polygons: Problem = field(default_factory=lambda: Problem("a polygon has fewer than 3 points"))
 
     def image_name(self, code: int) -> str:
         """An image id as written in the file."""
@@ -462,9 +464,12 @@ class _Builder:
                 if type(polygon) is not list or not _numbers(polygon):
                     self.problem("a segmentation polygon is not a list of numbers", place,
                                  f"{place} has segmentation[{number}] = {_shown(polygon)}")
-                elif len(polygon) % 2 or len(polygon) < 6:
-                    self.problem("a segmentation polygon has fewer than 3 points or an odd length", place,
+                elif len(polygon) % 2:
+                    self.problem("a segmentation polygon has an odd number of coordinates", place,
                                  f"{place} has segmentation[{number}] with {len(polygon)} coordinates")
+                elif len(polygon) < 6:
+                    self.record.small_polygons.add(place, f"{place} has segmentation[{number}] with "
+                                                          f"{len(polygon) // 2} point{'s' if len(polygon) != 2 else ''}")
             return
         if type(seg) is dict:
             size, counts = seg.get("size"), seg.get("counts")
