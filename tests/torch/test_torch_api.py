@@ -30,6 +30,7 @@ def test_exact_public_names():
         "guard",
         "guard_collate",
         "preflight",
+        "record",
         "trace_nonfinite",
     ]
     for name in lgt.__all__:

@@ -38,6 +38,7 @@ from labelguard.torch.losses import CheckedLoss, checked  # noqa: E402
 from labelguard.torch.nonfinite import NonFiniteTracer, trace_nonfinite  # noqa: E402
 from labelguard.torch.optim import audit_optimizer  # noqa: E402
 from labelguard.torch.preflight import PreflightReport, preflight  # noqa: E402
+from labelguard.torch.record import record  # noqa: E402
 
 __all__ = [
     "CheckedLoss",
@@ -55,6 +56,7 @@ __all__ = [
     "guard",
     "guard_collate",
     "preflight",
+    "record",
     "trace_nonfinite",
 ]
 
