@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -646,7 +646,7 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
                                     "train" not in p.lower(), p))
         if members:
             references[flavour] = (members[0], tuple(peeked[members[0]]), display_path(members[0]))
-    primary = _primary(files, peeked, references)
+    primary = _primary(references)
     discovered = None
     if primary is not None:
         names = [name for _, name in sorted(peeked[primary])]
@@ -675,7 +675,7 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
     return discovery
 
 
-def _primary(files: list[str], peeked: dict, references: dict) -> str | None:
+def _primary(references: dict) -> str | None:
     """The file whose categories are the dataset's spec: instances first, then any file
     with categories (captions and image_info files have none)."""
     order = ("instances", "_annotations.coco", "annotations", "person_keypoints", "panoptic", "stuff", "labels")
