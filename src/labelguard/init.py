@@ -27,7 +27,13 @@ def infer_spec(report, given: LabelSpec) -> LabelSpec:
     if summary.class_objects:
         if spec.classes:
             return LabelSpec(classes=spec.classes).merged(given)
-        return LabelSpec(classes=tuple(sorted(summary.class_objects))).merged(given)
+        names = sorted(summary.class_objects)
+        if all(name.lstrip("-").isdigit() for name in names):
+            # Integer class ids (YOLO rows, MNIST/ImageNet label columns): the ids are indices.
+            ids = sorted(int(name) for name in names)
+            ignore = tuple(i for i in ids if i < 0)
+            return LabelSpec(num_classes=max(ids) + 1, ignore=ignore).merged(given)
+        return LabelSpec(classes=tuple(names)).merged(given)
     return given
 
 
