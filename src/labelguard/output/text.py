@@ -34,7 +34,8 @@ class TextFormatter(Formatter):
         out(f"data:      {', '.join(report.paths)}  (layout: {layouts})")
         sources = f"  from {', '.join(report.spec.sources)}" if report.spec.sources else ""
         out(f"spec:      {report.spec.describe()}{sources}")
-        samples = _plural(report.summary.samples, "file")
+        unit = "file" if set(report.summary.kinds) <= {"mask"} else "sample"
+        samples = _plural(report.summary.samples, unit)
         if report.sampled:
             samples += (f"  (a random sample of {report.sampled['size']} out of {report.sampled['of']}, "
                         f"seed {report.sampled['seed']}: rerun without --sample for the full audit)")
