@@ -3,17 +3,9 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
-LOGS = HERE / "logs"
+sys.path.insert(0, str(Path(__file__).parent))
 
-sys.path.insert(0, str(HERE))
-
-
-def read_log(name: str) -> str:
-    """A log of tests/explain/logs, decoded the way the CLI decodes files."""
-    from labelguard.explain.extract import decode
-
-    return decode((LOGS / name).read_bytes())
+from explain_fixtures import read_log  # noqa: E402
 
 
 @pytest.fixture

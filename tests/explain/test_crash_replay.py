@@ -19,7 +19,7 @@ import textwrap
 
 import pytest
 from click.testing import CliRunner
-from conftest import read_log
+from explain_fixtures import read_log
 
 torch = pytest.importorskip("torch")
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import LOGS, read_log
+from explain_fixtures import LOGS, read_log
 
 from labelguard.cli import main
 from labelguard.explain import explain

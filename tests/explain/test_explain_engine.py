@@ -8,7 +8,7 @@ import time
 import traceback
 
 import pytest
-from conftest import read_log
+from explain_fixtures import read_log
 
 import labelguard
 import labelguard.checks  # noqa: F401  (registers every code)

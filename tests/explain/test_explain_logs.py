@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import LOGS, read_log
+from explain_fixtures import LOGS, read_log
 
 from labelguard.explain import explain
 from labelguard.explain.knowledge import ENTRIES
