@@ -1,0 +1,361 @@
+"""Pascal VOC detection: ``Annotations/*.xml`` with ``JPEGImages/`` and ``ImageSets/Main`` lists.
+
+Also read: the relaxed layouts (an ``annotations/`` folder beside ``images/``, or XML files
+beside their images). When the folder also holds ``SegmentationClass``, its masks are
+audited in the same run by the VOC segmentation layout.
+
+The spec comes from the dataset when it declares one: a Datumaro/CVAT ``labelmap.txt``, or
+a ``labels.txt`` / ``classes.txt`` beside the annotations.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+from labelguard.checks.boxes import BAD_BOX, DUPLICATE_BOX
+from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNPAIRED, UNREADABLE
+from labelguard.checks.labels import name_findings
+from labelguard.core.spec import LabelSpec
+from labelguard.core.tasks import FileResult, FileTask
+from labelguard.layouts.base import (
+    AuditOptions, Discovery, display_path, list_findings, register_layout, select_from_lists,
+    strip_extension, unpaired_findings, walk_files,
+)
+from labelguard.layouts.masks import discover_voc_segmentation
+from labelguard.readers.base import ReadError
+from labelguard.readers.lists import parse_list
+from labelguard.readers.voc import VocAnnotation, read_class_names, read_voc_file
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif",
+                              ".dng", ".mpo", ".pfm", ".heic"})
+ANNOTATION_DIRS = ("Annotations", "annotations", "Annotation", "annotation", "xml", "xmls")
+IMAGE_DIRS = ("JPEGImages", "images", "Images", "image", "img", "imgs")
+SPEC_FILES = ("labelmap.txt", "labels.txt", "classes.txt")
+BOXES_LISTED = 20
+
+
+# ---- per-file processor -----------------------------------------------------------------
+
+def process_voc(task: FileTask, spec: LabelSpec) -> FileResult:
+    """Read one VOC XML and check its class names, boxes, duplicates and image."""
+    display = task.display
+    result = FileResult(display)
+    summary = result.summary
+    summary.kinds["voc"] = 1
+    try:
+        annotation = read_voc_file(task.path)
+    except ReadError as exc:
+        summary.unreadable += 1
+        result.findings.append(UNREADABLE.finding(display, str(exc)))
+        return result
+    summary.samples += 1
+    findings = result.findings
+    names = annotation.names
+    if annotation.problems:
+        for index, problem in annotation.problems:
+            findings.append(UNREADABLE.finding(
+                display, f"object {index} {problem}" if index else problem,
+                hint="Fix or remove the object: a VOC loader reads <name> and the four <bndbox> "
+                "numbers of every object and fails on this one.",
+                object=index or None,
+            ))
+        places = [i for i, name in enumerate(names, 1) if name is not None]
+        names = [name for name in names if name is not None]
+    else:
+        places = None
+    if names:
+        findings.extend(name_findings(display, names, spec, unit="object", places=places))  # type: ignore[arg-type]
+        summary.add_classes(display, Counter(names))
+        findings.extend(_box_findings(display, annotation))
+    image_dir = task.option("image_dir")
+    if image_dir is not None:
+        finding = _image_finding(task, annotation.filename, image_dir)
+        if finding is not None:
+            findings.append(finding)
+    return result
+
+
+def _box_findings(display: str, annotation: VocAnnotation) -> list:
+    width, height = annotation.width, annotation.height
+    sized = width > 0 and height > 0
+    boxes = annotation.boxes
+    # The common case, all boxes sound and distinct, costs one comparison chain per box.
+    if None not in boxes and len(set(zip(annotation.names, boxes))) == len(boxes):
+        if sized:
+            if all(0 <= x0 < x1 <= width and 0 <= y0 < y1 <= height for x0, y0, x1, y1 in boxes):  # type: ignore[misc]
+                return []
+        elif all(x0 < x1 and y0 < y1 for x0, y0, x1, y1 in boxes):  # type: ignore[misc]
+            return []
+    bad = []
+    seen: dict[tuple, int] = {}
+    repeats = []
+    for index, (name, box) in enumerate(zip(annotation.names, boxes), 1):
+        if box is None:
+            continue
+        xmin, ymin, xmax, ymax = box
+        # Written as "not (a < b)" so that NaN coordinates count as degenerate too.
+        if not (xmin < xmax and ymin < ymax):
+            problem = (f"xmin {xmin:g} >= xmax {xmax:g}" if not (xmin < xmax)
+                       else f"ymin {ymin:g} >= ymax {ymax:g}")
+            bad.append((index, name, box, "degenerate", problem))
+        elif sized and not (xmin >= 0 and ymin >= 0 and xmax <= width and ymax <= height):
+            problem = ", ".join(text for text, out in (
+                (f"xmin {xmin:g} < 0", not xmin >= 0), (f"ymin {ymin:g} < 0", not ymin >= 0),
+                (f"xmax {xmax:g} > width {width:g}", not xmax <= width),
+                (f"ymax {ymax:g} > height {height:g}", not ymax <= height)) if out)
+            bad.append((index, name, box, "outside", problem))
+        key = (name, box)
+        first = seen.setdefault(key, index)
+        if first != index:
+            repeats.append((index, name, box, first))
+    findings = []
+    if bad:
+        size = f" of the {width:g}x{height:g} image" if sized else ""
+        listing = "; ".join(f"object {i} {n!r}: {p}" for i, n, _, _, p in bad[:5])
+        more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        kinds = {kind for _, _, _, kind, _ in bad}
+        what = " or ".join(k for k in ("degenerate", "outside") if k in kinds)
+        findings.append(BAD_BOX.finding(
+            display,
+            f"{len(bad)} box{'es' if len(bad) > 1 else ''} {what}{size}: {listing}{more}",
+            hint="Swap flipped corners, clip boxes to the image size, drop zero-area boxes; "
+            "check <size> when every box of a file lies outside.",
+            width=width or None, height=height or None,
+            boxes=[{"object": i, "class": n, "box": list(b), "problem": k}
+                   for i, n, b, k, _ in bad[:BOXES_LISTED]],
+            count=len(bad),
+        ))
+    if repeats:
+        listing = "; ".join(f"object {i} repeats object {first} ({n!r}, box "
+                            f"{', '.join(f'{v:g}' for v in b)})" for i, n, b, first in repeats[:5])
+        more = f"; and {len(repeats) - 5} more" if len(repeats) > 5 else ""
+        findings.append(DUPLICATE_BOX.finding(
+            display,
+            f"{len(repeats)} duplicate object{'s' if len(repeats) > 1 else ''}: {listing}{more}",
+            hint="Remove the repeated <object> elements.",
+            pairs=[[first, i] for i, _, _, first in repeats[:BOXES_LISTED]],
+            count=len(repeats),
+        ))
+    return findings
+
+
+def _image_finding(task: FileTask, filename: str | None, image_dir: str):
+    """LG003/LG005 for a ``<filename>`` that names no file, LG002 for an annotation without image."""
+    image = task.image
+    if filename:
+        filename = filename.strip()
+    if filename and image is not None and (
+            image.endswith(os.sep + filename) or image == filename
+            or strip_extension(image).endswith(os.sep + filename)):  # <filename> without extension
+        return None
+    shown_dir = display_path(image_dir)
+    if filename:
+        if os.path.isabs(filename) or ".." in filename.replace("\\", "/").split("/"):
+            return ESCAPES_ROOT.finding(
+                task.display, f"<filename> {filename!r} points outside the image folder {shown_dir}",
+                hint="Write the bare image file name in <filename>.", filename=filename,
+            )
+        if os.path.isfile(os.path.join(image_dir, filename)):
+            return None
+        paired = f"; the image by this file's name is {task.image_display}" if image else \
+            f", and no image named {os.path.basename(strip_extension(task.path))}.* exists either"
+        return MISSING.finding(
+            task.display, f"<filename> names {filename!r}, which does not exist in {shown_dir}{paired}",
+            hint="Correct <filename> (loaders that read it fail), or restore the image.",
+            filename=filename, image=task.image_display,
+        )
+    if image is None:
+        return UNPAIRED.finding(
+            task.display, f"annotation has no image: no <filename>, and no image of the same name in {shown_dir}",
+            hint="Restore the image, or remove the annotation from the dataset and its lists.",
+            side="annotation",
+        )
+    return None
+
+
+# ---- discovery --------------------------------------------------------------------------
+
+def _child_dir(root: str, names) -> str | None:
+    for name in names:
+        path = os.path.join(root, name)
+        if os.path.isdir(path):
+            return path
+    return None
+
+
+def _has_xml(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(e.name.lower().endswith(".xml") and e.is_file() for e in entries)
+    except OSError:
+        return False
+
+
+def _annotation_root(root: str) -> str | None:
+    """The folder holding the XML annotations of ``root``, or None when it is not VOC."""
+    folder = _child_dir(root, ANNOTATION_DIRS)
+    if folder is not None and _has_xml(folder):
+        return folder
+    if os.path.isdir(root) and _has_xml(root) and _looks_like_voc(root):
+        return root
+    return None
+
+
+def _looks_like_voc(folder: str) -> bool:
+    """True when the first XML file of ``folder`` has an ``<annotation>`` root."""
+    names = sorted(n for n in os.listdir(folder) if n.lower().endswith(".xml"))
+    for name in names[:3]:
+        try:
+            with open(os.path.join(folder, name), "rb") as handle:
+                head = handle.read(2048)
+        except OSError:
+            continue
+        if b"<annotation" in head:
+            return True
+    return False
+
+
+def _detect_voc(root: str, options: AuditOptions) -> bool:
+    if os.path.isfile(root):
+        return root.lower().endswith(".xml")
+    return _annotation_root(root) is not None
+
+
+def _spec_from_files(directories: list[str], discovery: Discovery) -> LabelSpec:
+    for directory in directories:
+        for name in SPEC_FILES:
+            path = os.path.join(directory, name)
+            if not os.path.isfile(path):
+                continue
+            try:
+                names = read_class_names(path)
+            except ReadError as exc:
+                discovery.findings.append(UNREADABLE.finding(display_path(path), f"class list: {exc}"))
+                continue
+            if names:
+                return LabelSpec(classes=tuple(names), sources=(display_path(path),))
+    return LabelSpec()
+
+
+def _split_lists(root: str) -> list[str]:
+    """``ImageSets/Main`` split lists (train.txt, val.txt...), without the per-class lists
+    (``cat_train.txt``) derived from them."""
+    main = os.path.join(root, "ImageSets", "Main")
+    if not os.path.isdir(main):
+        return []
+    names = sorted(n for n in os.listdir(main) if n.endswith(".txt"))
+    splits = {n[:-4] for n in names}
+    return [os.path.join(main, n) for n in names
+            if not any(n[:-4].endswith("_" + split) for split in splits if split != n[:-4])]
+
+
+def _check_split_lists(lists: list[str], by_stem: dict[str, str], images: dict,
+                       discovery: Discovery) -> set[str]:
+    """LG003/LG004 on the split lists; returns the image stems named by test splits."""
+    test_ids: set[str] = set()
+    for list_path in lists:
+        shown = display_path(list_path)
+        try:
+            listing = parse_list(list_path)
+        except ReadError as exc:
+            discovery.findings.append(UNREADABLE.finding(shown, f"cannot read the file list: {exc}"))
+            continue
+        discovery.findings.extend(list_findings(listing, shown))
+        # Test splits may come without annotations (VOC2012 test): their images are enough.
+        is_test = "test" in os.path.basename(list_path).lower()
+        missing = []
+        for entry in listing.entries:
+            stem = entry.fields[0]
+            if is_test:
+                test_ids.add(stem)
+            if stem in by_stem or (is_test and stem in images):
+                continue
+            missing.append(entry)
+        for entry in missing[:200]:
+            what = "an annotation or image" if is_test else "an annotation"
+            discovery.findings.append(MISSING.finding(
+                shown, f"line {entry.line}: {entry.fields[0]!r} has no {what} ({entry.fields[0]}.xml)",
+                hint="Regenerate the list from the annotations on disk, or restore the file.",
+                line=entry.line, entry=entry.fields[0],
+            ))
+        if len(missing) > 200:
+            discovery.notes.append(f"{shown}: {len(missing) - 200} more missing entries not listed")
+    return test_ids
+
+
+def _relative_files(folder: str) -> list[tuple[str, str]]:
+    """(path relative to ``folder``, path) of every file under ``folder``, sorted."""
+    start = len(folder.rstrip(os.sep)) + 1
+    return [(path[start:], path) for path in walk_files(folder)]
+
+
+def _images_by_stem(folder: str | None) -> dict[str, tuple[str, str]]:
+    """Relative stem -> (path, display path) of the images under ``folder``."""
+    if folder is None:
+        return {}
+    shown = display_path(folder)
+    found: dict[str, tuple[str, str]] = {}
+    for relative, path in _relative_files(folder):
+        stem, ext = os.path.splitext(relative)
+        if ext.lower() in IMAGE_EXTENSIONS and stem not in found:
+            found[stem] = (path, relative if shown == "." else os.path.join(shown, relative))
+    return found
+
+
+def discover_voc(root: str, options: AuditOptions) -> Discovery:
+    """VOC annotations (and SegmentationClass masks when present) under ``root``."""
+    discovery = Discovery("voc", root)
+    if os.path.isfile(root):
+        folder = os.path.dirname(os.path.abspath(root))
+        discovery.tasks = [FileTask(process_voc, root, display_path(root))]
+        discovery.spec = _spec_from_files([folder, os.path.dirname(folder)], discovery)
+        return discovery
+    annotation_dir = _annotation_root(root)
+    if annotation_dir is None:
+        discovery.notes.append(f"no Annotations/*.xml under {display_path(root)}")
+        return discovery
+    xmls = {relative[:-4]: path for relative, path in _relative_files(annotation_dir)
+            if relative[-4:].lower() == ".xml"}
+    image_dir = root if annotation_dir == root else options.images or _child_dir(root, IMAGE_DIRS)
+    images = _images_by_stem(image_dir)
+    selected = list(xmls)
+    if options.lists:
+        selection = select_from_lists(options.lists, root, list(xmls.values()), (".xml",))
+        discovery.findings.extend(selection.findings)
+        chosen = set(selection.paths)
+        selected = [stem for stem, path in xmls.items() if path in chosen]
+        test_ids: set[str] = set()
+    else:
+        test_ids = _check_split_lists(_split_lists(root), xmls, images, discovery)
+    shown_dir = display_path(annotation_dir)
+    image_option = (("image_dir", image_dir),) if image_dir is not None else ()
+    tasks = []
+    for stem in selected:
+        path = xmls[stem]
+        relative = path[len(path) - len(stem) - 4:]
+        image, image_display = images.get(stem, (None, None))
+        tasks.append(FileTask(
+            process_voc, path, relative if shown_dir == "." else os.path.join(shown_dir, relative),
+            image=image, image_display=image_display, options=image_option,
+        ))
+    discovery.tasks = tasks
+    if image_dir is not None and image_dir != root and not options.lists:
+        orphans = [path for stem, (path, _) in images.items() if stem not in xmls and stem not in test_ids]
+        discovery.findings.extend(unpaired_findings(orphans, [], what="annotation"))
+    spec_dirs = [root, annotation_dir, os.path.dirname(os.path.abspath(root))]
+    discovery.spec = _spec_from_files(spec_dirs, discovery)
+    if os.path.isdir(os.path.join(root, "SegmentationClass")):
+        segmentation = discover_voc_segmentation(root, options)
+        discovery.tasks.extend(segmentation.tasks)
+        discovery.findings.extend(segmentation.findings)
+        discovery.notes.extend(segmentation.notes)
+        discovery.color_map = segmentation.color_map
+        if not discovery.spec.is_known:
+            discovery.spec = segmentation.spec
+        discovery.notes.append(f"SegmentationClass masks audited too ({len(segmentation.tasks)} files)")
+    return discovery
+
+
+discover_voc.detect = _detect_voc
+register_layout("voc", 25, "Pascal VOC detection (Annotations/*.xml, JPEGImages, ImageSets/Main)")(discover_voc)

@@ -1,0 +1,319 @@
+"""Pascal VOC XML annotations, parsed safely into plain records.
+
+Safety: a document that declares entities (billion laughs, quadratic blow-up) or refers to
+an external entity is refused before anything is expanded. Entities can only be declared
+in a ``<!DOCTYPE>``, so a document without one, in an ASCII-compatible encoding, cannot hold
+any: such documents go to expat directly, everything else through defusedxml, which
+refuses entity declarations and external references.
+
+Speed: VOC files as annotation tools write them are *plain* (see :func:`_read_plain`) and
+are read with byte searches after expat has checked that they are well-formed, which costs
+half of building an ElementTree; any other document is read through ElementTree, and both
+readers give equal records (the tests compare them on generated documents).
+
+Only the ``<object>`` children of ``<annotation>`` are objects: the ``<part>`` elements of
+an object (head, hand, foot), its ``<actions>`` and ``<attributes>`` are not object classes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple
+from xml.etree.ElementTree import Element, ParseError, XML
+from xml.parsers.expat import ExpatError, ParserCreate
+
+import defusedxml
+import defusedxml.ElementTree
+
+from labelguard.readers.base import ReadError
+
+BOX_FIELDS = ("xmin", "ymin", "xmax", "ymax")
+# Encodings in which "<!DOCTYPE" can only be written as those ASCII bytes.
+ASCII_COMPATIBLE = frozenset({
+    "utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "iso8859-1",
+    "iso-8859-15", "windows-1252", "cp1252",
+})
+_ENCODING = re.compile(rb"""encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+Box = tuple[float, float, float, float]
+
+
+class VocAnnotation(NamedTuple):
+    """One annotation file; object ``i`` (1-based) is ``names[i - 1]``, ``boxes[i - 1]``.
+
+    Attributes:
+        filename: the ``<filename>`` text, or None.
+        width / height: the ``<size>``, 0 when absent or not numeric.
+        names: each ``<object>``'s ``<name>``, None when absent or empty.
+        boxes: each ``<object>``'s ``<bndbox>``, None when absent or not four numbers.
+        problems: (object index, what is wrong), index 0 for the file as a whole.
+    """
+
+    filename: str | None
+    width: float
+    height: float
+    names: list[str | None]
+    boxes: list[Box | None]
+    problems: list[tuple[int, str]]
+
+
+def parse_xml(data: bytes) -> Element:
+    """The root element of ``data``; ReadError for malformed or unsafe XML."""
+    if not data.strip():
+        raise ReadError("empty file: no XML in it" if not data else "holds only whitespace, no XML")
+    if _needs_defused(data):
+        try:
+            return defusedxml.ElementTree.fromstring(data)
+        except defusedxml.EntitiesForbidden as exc:
+            raise ReadError(
+                f"the XML declares the entity {exc.name!r}: refused, because entity expansion can "
+                "exhaust memory (billion laughs); VOC annotations never need entities") from None
+        except defusedxml.ExternalReferenceForbidden as exc:
+            target = exc.sysid or exc.pubid or "?"
+            raise ReadError(
+                f"the XML refers to the external entity {target!r}: refused, because it would read "
+                "another file or URL") from None
+        except defusedxml.DefusedXmlException as exc:
+            raise ReadError(f"unsafe XML refused: {exc}") from None
+        except (ParseError, ValueError, LookupError) as exc:  # LookupError: unknown encoding
+            raise ReadError(f"malformed XML: {exc}") from None
+    try:
+        return XML(data)
+    except (ParseError, ValueError, LookupError) as exc:
+        raise ReadError(f"malformed XML: {exc}") from None
+
+
+def _needs_defused(data: bytes) -> bool:
+    if b"<!DOCTYPE" in data or b"\x00" in data[:4] or data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return True
+    if data.startswith(b"<?xml"):
+        end = data.find(b"?>", 0, 512)
+        match = _ENCODING.search(data, 0, end if end > 0 else 512)
+        if match and match.group(1).decode("ascii").lower() not in ASCII_COMPATIBLE:
+            return True
+    return False
+
+
+def read_voc(data: bytes) -> VocAnnotation:
+    """Parse one VOC annotation; ReadError when the file as a whole is unusable."""
+    plain = _read_plain(data)
+    return plain if plain is not None else read_voc_tree(data)
+
+
+def read_voc_tree(data: bytes) -> VocAnnotation:
+    """:func:`read_voc` through ElementTree only: the reference the plain reader must equal."""
+    root = parse_xml(data)
+    if root.tag != "annotation":
+        raise ReadError(f"the root element is <{root.tag}>, not <annotation>: not a Pascal VOC annotation")
+    size = root.find("size")
+    size_texts = (size.findtext("width"), size.findtext("height")) if size is not None else None
+    names = []
+    coordinates = []
+    for element in root.iterfind("object"):
+        names.append(element.findtext("name"))
+        box = element.find("bndbox")
+        coordinates.append(None if box is None else tuple(box.findtext(f) for f in BOX_FIELDS))
+    return _annotation(root.findtext("filename"), size_texts, names, coordinates)
+
+
+def _annotation(filename: str | None, size_texts, names: list, coordinates: list) -> VocAnnotation:
+    """The record from the texts both readers extract (str, or UTF-8 bytes for numbers;
+    None for an absent element)."""
+    problems: list[tuple[int, str]] = []
+    width = height = 0.0
+    if size_texts is not None:
+        try:
+            width = float(size_texts[0] or 0)
+            height = float(size_texts[1] or 0)
+        except ValueError:
+            problems.append((0, f"<size> is not numeric: width {_text(size_texts[0])!r}, "
+                                f"height {_text(size_texts[1])!r}"))
+            width = height = 0.0
+    boxes: list[Box | None] = []
+    for index, texts in enumerate(coordinates, 1):
+        if texts is None:
+            boxes.append(None)
+            problems.append((index, f"{_named(names[index - 1])}has no <bndbox>"))
+            continue
+        try:
+            boxes.append((float(texts[0]), float(texts[1]), float(texts[2]), float(texts[3])))
+        except (TypeError, ValueError):
+            boxes.append(None)
+            shown = ", ".join(f"{f} {_text(t)!r}" for f, t in zip(BOX_FIELDS, texts))
+            problems.append((index, f"{_named(names[index - 1])}has a <bndbox> that is not four "
+                                    f"numbers: {shown}"))
+    for index, name in enumerate(names, 1):
+        if name is None:
+            problems.append((index, "has no <name>"))
+        elif not name.strip():
+            names[index - 1] = None
+            problems.append((index, "has an empty <name>"))
+    if problems:
+        problems.sort()
+    return VocAnnotation(filename, width, height, names, boxes, problems)
+
+
+def _text(value: str | bytes | None) -> str | None:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _named(name: str | None) -> str:
+    return f"({name!r}) " if name and name.strip() else ""
+
+
+# ---- the plain reader -------------------------------------------------------------------
+
+_PLAIN_ENCODINGS = frozenset({b"utf-8", b"utf8", b"us-ascii", b"ascii"})
+# An object as annotation tools write it: <name> first, leaf elements (pose, truncated,
+# difficult...), the <bndbox> coordinates in VOC order, then anything (<part>, <actions>,
+# <attributes>) up to its end tag. Text between elements is skipped as ElementTree skips
+# it; tags need no back-references, expat has checked that end tags match start tags.
+_OBJECT = re.compile(
+    rb"<object>[^<]*<name>([^<]*)</name>(?:[^<]*<\w+>[^<]*</\w+>)*"
+    rb"[^<]*<bndbox>[^<]*<xmin>([^<]*)</xmin>[^<]*<ymin>([^<]*)</ymin>[^<]*<xmax>([^<]*)</xmax>"
+    rb"[^<]*<ymax>([^<]*)</ymax>[^<]*</bndbox>[^<]*(?:<(?!/object>)[^<]*)*</object>")
+_FILENAME = re.compile(rb"<filename>([^<]*)</filename>")
+_SIZE = re.compile(rb"<size>\s*<width>([^<]*)</width>\s*<height>([^<]*)</height>")
+
+
+def _read_plain(data: bytes) -> VocAnnotation | None:
+    """The annotation of a *plain* document, read without building a tree; None otherwise.
+
+    Plain: UTF-8 or ASCII, an ``<annotation>`` root, no DOCTYPE, comment, CDATA, processing
+    instruction, entity or character reference, attribute or namespace prefix, and objects,
+    ``<size>`` and ``<filename>`` in the shapes of :data:`_OBJECT`, :data:`_SIZE` and
+    :data:`_FILENAME`: what LabelImg, CVAT, Datumaro and the VOC devkit write. In such a
+    document text holds no ``<``, and ``count("<") - 2 * count("</")`` over a stretch is the
+    number of elements it leaves open, plus one for each self-closing tag in it: so a
+    stretch that counts 0 leaves none open, which tells the root's own children from nested
+    elements with byte counts alone (anything else counts more, and falls back). expat
+    still checks the whole document; without namespace processing it accepts and rejects
+    exactly what ElementTree does on documents with no prefixes and no attributes.
+    """
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    if data.startswith(b"<?xml", start):
+        end = data.find(b"?>", start)
+        if end < 0:
+            return None
+        match = _ENCODING.search(data, start, end)
+        if match and match.group(1).lower() not in _PLAIN_ENCODINGS:
+            return None
+        start = end + 2
+    if (b"&" in data or data.find(b"=", start) >= 0
+            or (data.find(b"!", start) >= 0 and data.find(b"<!", start) >= 0)
+            or (data.find(b"?", start) >= 0 and data.find(b"<?", start) >= 0)):
+        return None
+    colon = data.find(b":", start)
+    while colon >= 0:
+        if data.rfind(b"<", 0, colon) > data.rfind(b">", 0, colon):
+            return None  # a prefixed tag name
+        colon = data.find(b":", colon + 1)
+    root = data.find(b"<annotation>", start)
+    if root < 0 or data[start:root].strip():
+        return None
+    parser = ParserCreate()
+    try:
+        parser.Parse(data, True)
+    except ExpatError as exc:
+        raise ReadError(f"malformed XML: {exc}") from None
+    return _plain_annotation(data, root + 12)
+
+
+def _plain_annotation(data: bytes, lo: int) -> VocAnnotation | None:
+    """Read the root's children (``lo``: where the root's content starts); None when the
+    document is not plain after all."""
+    size_texts = None
+    i = data.find(b"<size", lo)
+    if i >= 0:
+        # The document's first <size> is the root's first <size> when nothing before it is open.
+        size = _SIZE.match(data, i)
+        if size is None or data.count(b"<", lo, i) != 2 * data.count(b"</", lo, i):
+            return None
+        size_texts = size.group(1, 2)
+    filename = None
+    i = data.find(b"<filename", lo)
+    if i >= 0:
+        found = _FILENAME.match(data, i)
+        if found is None or data.count(b"<", lo, i) != 2 * data.count(b"</", lo, i):
+            return None
+        filename = _decoded(found.group(1))
+    names: list[str | None] = []
+    boxes: list[Box | None] = []
+    before = lo  # a position where nothing below the root is open
+    crlf = b"\r" in data
+    try:
+        for match in _OBJECT.finditer(data, lo):
+            start = match.start()
+            if not data[before:start].isspace() and \
+                    data.count(b"<", before, start) != 2 * data.count(b"</", before, start):
+                return None  # an <object> nested in another element
+            name, xmin, ymin, xmax, ymax = match.groups()
+            names.append(_decoded(name) if crlf else name.decode("utf-8"))
+            boxes.append((float(xmin), float(ymin), float(xmax), float(ymax)))
+            before = match.end()
+    except ValueError:  # a coordinate that is not a number: the general path words it
+        return None
+    if len(names) != data.count(b"<object"):
+        return None  # an object in another shape
+    try:
+        width = float(size_texts[0] or 0) if size_texts else 0.0
+        height = float(size_texts[1] or 0) if size_texts else 0.0
+    except ValueError:
+        return None
+    for name in names:
+        if not name.strip():  # type: ignore[union-attr]
+            return None  # an empty <name>: the general path words it
+    return VocAnnotation(filename, width, height, names, boxes, [])
+
+
+def _decoded(text: bytes) -> str:
+    if b"\r" in text:  # XML parsers normalise line ends in text
+        text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return text.decode("utf-8")
+
+
+# ---- files ------------------------------------------------------------------------------
+
+def read_voc_file(path: str) -> VocAnnotation:
+    """:func:`read_voc` of the file at ``path``; ReadError with the OS reason when unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if len(chunk) < 1 << 16:
+                break
+    except IsADirectoryError:
+        raise ReadError("is a directory, not an annotation file") from None
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return read_voc(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+
+def read_class_names(path: str) -> list[str]:
+    """Class names from labels.txt / classes.txt (one per line) or a Datumaro/CVAT
+    ``labelmap.txt`` (``name:r,g,b:parts:actions``); ReadError when unreadable."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ReadError("not UTF-8 text") from None
+    labelmap = os.path.basename(path).lower() == "labelmap.txt"
+    names = []
+    for line in lines:
+        text = line.strip()
+        if not text or (labelmap and text.startswith("#")):
+            continue
+        names.append(text.split(":", 1)[0].strip() if labelmap else text)
+    return names

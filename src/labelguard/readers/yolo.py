@@ -1,0 +1,265 @@
+"""YOLO label files and the files that declare a YOLO dataset.
+
+Label files (Ultralytics and darknet): one object per row, ``class x_center y_center width
+height`` for detection, ``class x1 y1 x2 y2 ...`` (at least three points) for segmentation,
+``class x y w h`` followed by ``kpt_shape`` keypoint values for pose; coordinates are
+fractions of the image. An empty file is an image without objects.
+
+Dataset files: Ultralytics ``data.yaml`` (``path``, ``train``/``val``/``test``, ``nc``,
+``names`` as a list or an ``{id: name}`` mapping, ``kpt_shape``), darknet ``obj.data``
+(``classes = N``, ``train = ...``, ``names = ...``) and ``obj.names`` (one name per line).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import yaml
+
+from labelguard.readers.base import ReadError
+
+SPLITS = ("train", "val", "test")
+
+
+class YoloLabels(NamedTuple):
+    """The usable rows of one label file and what is wrong with the others.
+
+    Attributes:
+        ids: the class id of each usable row.
+        lines: the 1-based line number of each usable row.
+        values: each usable row's numbers after the class id.
+        kinds: "box", "polygon" or "pose" per usable row.
+        problems: (line number, what is wrong) for rows that cannot be read.
+    """
+
+    ids: list[int]
+    lines: list[int]
+    values: list[tuple[float, ...]]
+    kinds: list[str]
+    problems: list[tuple[int, str]]
+
+
+def read_labels(data: bytes, keypoint_values: int | None = None) -> YoloLabels:
+    """Parse a label file's bytes; ReadError when the file as a whole is not label text.
+
+    Args:
+        data: the file's bytes.
+        keypoint_values: ``kpt_shape[0] * kpt_shape[1]`` of a pose dataset, else None.
+    """
+    if b"\x00" in data:
+        raise ReadError("binary content (NUL bytes), not a YOLO label text file")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ReadError(f"not UTF-8 text (byte {exc.start}): not a YOLO label file") from None
+    ids: list[int] = []
+    lines: list[int] = []
+    values: list[tuple[float, ...]] = []
+    kinds: list[str] = []
+    problems: list[tuple[int, str]] = []
+    pose = 4 + keypoint_values if keypoint_values else None
+    for number, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        head = parts[0]
+        try:
+            class_id = int(head)
+        except ValueError:
+            class_id = _integral(head)
+            if class_id is None:
+                problems.append((number, f"the class id {head!r} is not an integer"))
+                continue
+        try:
+            numbers = tuple(map(float, parts[1:]))
+        except ValueError:
+            bad = next(p for p in parts[1:] if not _is_float(p))
+            problems.append((number, f"{bad!r} is not a number"))
+            continue
+        count = len(numbers)
+        if count == 4:
+            kind = "box"
+        elif pose is not None and count == pose:
+            kind = "pose"
+        elif count >= 6 and count % 2 == 0 and pose is None:
+            kind = "polygon"
+        else:
+            problems.append((number, _shape_problem(len(parts), pose)))
+            continue
+        if not all(map(math.isfinite, numbers)):
+            problems.append((number, f"holds a value that is not finite: {' '.join(parts[1:])}"))
+            continue
+        ids.append(class_id)
+        lines.append(number)
+        values.append(numbers)
+        kinds.append(kind)
+    return YoloLabels(ids, lines, values, kinds, problems)
+
+
+def _integral(text: str) -> int | None:
+    """``"2.0"`` -> 2 (loaders parse the class column as float); None for anything else."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if math.isfinite(value) and value.is_integer() else None
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _shape_problem(count: int, pose: int | None) -> str:
+    if pose is not None:
+        return (f"has {count} values; rows of this pose dataset have {pose + 1} "
+                f"(class x_center y_center width height and the keypoints of kpt_shape)")
+    return (f"has {count} values; a detection row has 5 (class x_center y_center width height), "
+            "a segmentation row 1 + an even number >= 6 (class x1 y1 x2 y2 x3 y3 ...)")
+
+
+def read_label_file(path: str, keypoint_values: int | None = None) -> YoloLabels:
+    """:func:`read_labels` of the file at ``path``; ReadError with the OS reason when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except IsADirectoryError:
+        raise ReadError("is a directory, not a label file") from None
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    return read_labels(data, keypoint_values)
+
+
+# ---- dataset files ----------------------------------------------------------------------
+
+@dataclass
+class DatasetFile:
+    """What a data.yaml or obj.data declares.
+
+    Attributes:
+        names: class names in id order, when declared.
+        nc: the declared number of classes, when declared.
+        splits: split name -> the paths it names (image folders, list files), as written.
+        root: the ``path`` key of data.yaml, as written.
+        keypoint_shape: ``kpt_shape`` (keypoints, 2 or 3 values each) of a pose dataset.
+        names_file: the names file obj.data points to, as written.
+        problems: what is wrong with the declaration, for findings and notes.
+    """
+
+    names: list[str] | None = None
+    nc: int | None = None
+    splits: dict[str, list[str]] = field(default_factory=dict)
+    root: str | None = None
+    keypoint_shape: tuple[int, int] | None = None
+    names_file: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def read_data_yaml(path: str) -> DatasetFile:
+    """Parse an Ultralytics data.yaml; ReadError when it is not a YAML mapping."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            content = yaml.safe_load(handle)
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ReadError("not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ReadError(f"invalid YAML{where}: {problem}") from None
+    if not isinstance(content, dict):
+        raise ReadError(f"holds a YAML {type(content).__name__}, not a mapping with names/nc and splits")
+    declared = DatasetFile()
+    declared.names = _names(content.get("names"), declared.problems)
+    nc = content.get("nc")
+    if nc is not None:
+        if isinstance(nc, int) and not isinstance(nc, bool) and nc > 0:
+            declared.nc = nc
+        else:
+            declared.problems.append(f"nc: {nc!r} is not a positive integer")
+    for split in SPLITS:
+        value = content.get(split)
+        if value is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        paths = [str(item) for item in items if isinstance(item, (str, int, float)) and str(item)]
+        if len(paths) != len(items):
+            declared.problems.append(f"{split}: {value!r} is not a path or a list of paths")
+        declared.splits[split] = paths
+    if isinstance(content.get("path"), str) and content["path"]:
+        declared.root = content["path"]
+    shape = content.get("kpt_shape")
+    if shape is not None:
+        if (isinstance(shape, list) and len(shape) == 2 and all(isinstance(v, int) and v > 0 for v in shape)
+                and shape[1] in (2, 3)):
+            declared.keypoint_shape = (shape[0], shape[1])
+        else:
+            declared.problems.append(f"kpt_shape: {shape!r} is not [keypoints, 2 or 3]")
+    return declared
+
+
+def _names(value: Any, problems: list[str]) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    if isinstance(value, dict):
+        try:
+            keyed = {int(k): str(v) for k, v in value.items()}
+        except (TypeError, ValueError):
+            problems.append(f"names: the keys of {value!r} are not integer ids")
+            return None
+        if sorted(keyed) != list(range(len(keyed))):
+            problems.append(f"names: the ids {sorted(keyed)} are not 0..{len(keyed) - 1}")
+            return None
+        return [keyed[i] for i in range(len(keyed))]
+    problems.append(f"names: {value!r} is neither a list nor an {{id: name}} mapping")
+    return None
+
+
+def read_darknet_data(path: str) -> DatasetFile:
+    """Parse a darknet ``obj.data`` (``key = value`` lines); ReadError when unreadable."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ReadError("not UTF-8 text") from None
+    declared = DatasetFile()
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        key, sep, value = (part.strip() for part in text.partition("="))
+        if not sep:
+            declared.problems.append(f"line {number} is not 'key = value': {line!r}")
+            continue
+        if key == "classes":
+            try:
+                declared.nc = int(value)
+            except ValueError:
+                declared.problems.append(f"line {number}: classes = {value!r} is not an integer")
+        elif key == "names":
+            declared.names_file = value
+        elif key in ("train", "valid", "val", "test"):
+            declared.splits[{"valid": "val"}.get(key, key)] = [value]
+    return declared
+
+
+def read_names(path: str) -> list[str]:
+    """Class names from ``obj.names`` / ``classes.txt``: one per line, blank lines skipped."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            return [line.strip() for line in handle.read().splitlines() if line.strip()]
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ReadError("not UTF-8 text") from None
