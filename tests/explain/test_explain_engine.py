@@ -152,9 +152,17 @@ def test_the_steps_are_always_given():
 def test_to_dict_is_json_with_every_part():
     data = json.loads(json.dumps(explain(read_log("cpu_cross_entropy_target.log")).to_dict()))
     assert set(data) == {"recognised", "summary", "matches", "causes", "facts", "unknowns",
-                         "steps", "cpu_message", "record", "notes"}
+                         "steps", "cpu_message", "record"}
     assert data["facts"]["values"] == {"target": "3"}
     assert data["causes"][0]["codes"]
+
+
+def test_the_docstring_example_runs():
+    import doctest
+
+    from labelguard.explain import engine
+
+    assert doctest.testmod(engine).failed == 0
 
 
 def test_explain_is_exported_from_the_package():

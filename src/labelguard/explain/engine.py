@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -139,7 +139,6 @@ class Explanation:
     steps: tuple[str, ...]
     cpu_message: str | None = None
     record: RecordSummary | None = None
-    notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -152,7 +151,6 @@ class Explanation:
             "steps": list(self.steps),
             "cpu_message": self.cpu_message,
             "record": self.record.to_dict() if self.record else None,
-            "notes": list(self.notes),
         }
 
 
@@ -203,7 +201,8 @@ def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -
     for _, _, groups in found:
         for key, value in groups.items():
             values.setdefault(key, value)
-    facts = _with_values(facts, values)
+    if values:
+        facts = replace(facts, values=values)
 
     causes = _rank_causes(found, signatures)
     summary_record = _summarise_record(record) if record is not None else None
@@ -355,10 +354,6 @@ def _summarise_record(record: str | os.PathLike | FlightRecord) -> RecordSummary
         index_order=loaded.index_order,
         notes=tuple(notes),
     )
-
-
-def _with_values(facts: Facts, values: dict[str, str]) -> Facts:
-    return replace(facts, values=values) if values else facts
 
 
 def _summary(found: list[tuple[Match, Entry, dict]]) -> str:

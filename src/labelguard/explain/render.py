@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from datetime import datetime
 
@@ -20,7 +21,7 @@ def render_explanation(result: Explanation) -> str:
     if result.matches:
         out.append("Matched on")
         for match in result.matches:
-            out.append(f"  {match.entry}: " + "; ".join(match.evidence))
+            out.append(_wrap(f"{match.entry}: " + "; ".join(match.evidence), "  ", "    "))
         out.append("")
     facts_lines = _facts(result)
     if facts_lines:
@@ -54,7 +55,7 @@ def _facts(result: Explanation) -> list[str]:
     facts = result.facts
     rows: list[tuple[str, str]] = []
     for site in facts.assertions[:MAX_SITES]:
-        where = site.location or "(location not printed)"
+        where = _source_path(site.location) if site.location else "(location not printed)"
         if site.function:
             where += f" ({site.function})"
         rows.append(("kernel", where))
@@ -87,10 +88,17 @@ def _facts(result: Explanation) -> list[str]:
     if facts.values:
         rows.append(("values", ", ".join(f"{k}={v}" for k, v in facts.values.items())))
     if result.cpu_message:
-        rows.append(("on the CPU", result.cpu_message))
+        rows.append(("on the CPU", f"e.g. {result.cpu_message}"))
     return [
         _wrap(f"{label + ':' if label else '':<13}{value}", "  ", " " * 15) for label, value in rows
     ]
+
+
+def _source_path(location: str) -> str:
+    """The kernel's path from the source tree's root (aten/..., torch/lib/...), without the
+    build machine's prefix; the full path is in the JSON output."""
+    found = re.search(r"(?i)(?<![A-Za-z0-9_])(?:aten|torch)[\\/].*", location)
+    return found.group(0) if found else location
 
 
 def _record(record: RecordSummary) -> list[str]:
