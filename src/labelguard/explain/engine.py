@@ -171,8 +171,8 @@ def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -
 
     Example:
         >>> from labelguard import explain
-        >>> log = "Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
-        ...        "thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed."
+        >>> log = ("Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
+        ...        "thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed.")
         >>> result = explain(log)
         >>> result.matches[0].entry
         'nll-target-out-of-range'
