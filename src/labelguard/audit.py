@@ -106,7 +106,7 @@ def audit(
         findings.extend(result.findings)
         summary.update(result.summary)
         errors.extend(result.errors)
-        done += 1
+        done += result.files
         if progress:
             progress(done, len(tasks))
     for check in DATASET_CHECKS:

@@ -2,7 +2,8 @@
 
 Every engine calls the same pure ``task.processor(task, spec)``; a processor that raises is
 turned into a :class:`FileResult` carrying the error, so one crashing check never ends an
-audit.
+audit. Tasks run in batches whose results are merged where they ran (summaries merge
+associatively), so the consumer handles one small result per batch, not one per file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import logging
 import multiprocessing
 import os
 import sys
+import threading
 import traceback
 from typing import Callable, Iterator, Sequence
 
@@ -20,6 +22,12 @@ from labelguard.core.tasks import FileResult, FileTask
 log = logging.getLogger(__name__)
 
 _WORKER_SPEC: LabelSpec | None = None
+
+# Files per batch at most: large enough that a batch costs far more than its trip through a
+# pipe, small enough that the progress bar moves and the workers finish together.
+BATCH_FILES = 32
+# Batches per worker at least, so a slow batch at the end does not leave the others idle.
+BATCHES_PER_WORKER = 16
 
 
 def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
@@ -32,14 +40,26 @@ def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
         return FileResult(task.display, errors=[f"{task.display}: check crashed: {detail}"])
 
 
+def run_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
+    """Run ``tasks`` in order and merge their results into one covering ``len(tasks)`` files."""
+    batch = FileResult(tasks[0].display if tasks else "", files=0)
+    for task in tasks:
+        result = run_one(task, spec)
+        batch.findings.extend(result.findings)
+        batch.errors.extend(result.errors)
+        batch.summary.update(result.summary)
+        batch.files += result.files
+    return batch
+
+
 def _init_worker(spec: LabelSpec) -> None:
     global _WORKER_SPEC
     _WORKER_SPEC = spec
 
 
-def _run_in_worker(task: FileTask) -> FileResult:
+def _run_batch_in_worker(tasks: Sequence[FileTask]) -> FileResult:
     assert _WORKER_SPEC is not None
-    return run_one(task, _WORKER_SPEC)
+    return run_batch(tasks, _WORKER_SPEC)
 
 
 def default_workers() -> int:
@@ -50,27 +70,51 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
+def batch_size(files: int, workers: int) -> int:
+    return max(1, min(BATCH_FILES, files // (workers * BATCHES_PER_WORKER)))
+
+
+def _context(tasks: Sequence[FileTask]):
+    """The cheapest safe way to start workers here.
+
+    ``fork`` starts a worker in milliseconds with every module already imported, but a
+    process forked while another thread runs (a progress bar's refresh thread, a caller's
+    threads) inherits whatever locks that thread held, and can hang on them. Then the
+    workers come from a fork server that imports the processors' modules once.
+    """
+    if not sys.platform.startswith("linux"):
+        return multiprocessing.get_context("spawn")
+    if threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(sorted({task.processor.__module__ for task in tasks}))
+    return context
+
+
 def run_tasks(
     tasks: Sequence[FileTask],
     spec: LabelSpec,
     workers: int | None = None,
     on_result: Callable[[FileResult], None] | None = None,
 ) -> Iterator[FileResult]:
-    """Yield a result for every task, in any order, using ``workers`` processes."""
+    """Yield merged results that together cover every task, in any order, using ``workers`` processes.
+
+    Each result covers ``result.files`` tasks (a batch); its summary is the batch's merged
+    summary and its findings and errors are the batch's.
+    """
     workers = default_workers() if workers is None else max(1, workers)
     workers = min(workers, max(1, len(tasks)))
+    size = batch_size(len(tasks), workers)
+    batches = (tasks[start:start + size] for start in range(0, len(tasks), size))
     if workers == 1 or len(tasks) < 4:
-        for task in tasks:
-            result = run_one(task, spec)
+        for batch in batches:
+            result = run_batch(batch, spec)
             if on_result:
                 on_result(result)
             yield result
         return
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    context = multiprocessing.get_context(method)
-    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
-    with context.Pool(workers, initializer=_init_worker, initargs=(spec,)) as pool:
-        for result in pool.imap_unordered(_run_in_worker, tasks, chunksize=chunksize):
+    with _context(tasks).Pool(workers, initializer=_init_worker, initargs=(spec,)) as pool:
+        for result in pool.imap_unordered(_run_batch_in_worker, batches):
             if on_result:
                 on_result(result)
             yield result

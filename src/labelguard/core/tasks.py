@@ -43,9 +43,15 @@ class FileTask:
 
 @dataclass
 class FileResult:
-    """Findings and the partial summary of one task."""
+    """Findings and the partial summary of one task, or of a batch of tasks merged.
+
+    Attributes:
+        path: the task's display path (a batch's first).
+        files: how many tasks this result covers.
+    """
 
     path: str
     findings: list[Finding] = field(default_factory=list)
     summary: Summary = field(default_factory=Summary)
     errors: list[str] = field(default_factory=list)  # labelguard's own failures, not the data's
+    files: int = 1
