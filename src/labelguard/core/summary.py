@@ -67,16 +67,21 @@ class Summary:
 
     def update(self, other: "Summary") -> "Summary":
         """Add ``other`` into this summary (in place) and return self."""
+        # Called once per file or batch: empty parts of ``other`` (most of them, for one
+        # file) are skipped rather than merged.
         self.samples += other.samples
-        self.value_files.update(other.value_files)
-        self.value_pixels.update(other.value_pixels)
+        if other.value_files:
+            self.value_files.update(other.value_files)
+            self.value_pixels.update(other.value_pixels)
         for value, paths in other.value_examples.items():
             self.value_examples[value] = _merge_examples(self.value_examples.get(value, []), paths)
-        self.class_objects.update(other.class_objects)
-        self.class_images.update(other.class_images)
+        if other.class_objects or other.class_images:
+            self.class_objects.update(other.class_objects)
+            self.class_images.update(other.class_images)
         for name, paths in other.class_examples.items():
             self.class_examples[name] = _merge_examples(self.class_examples.get(name, []), paths)
-        self.colors.update(other.colors)
+        if other.colors:
+            self.colors.update(other.colors)
         self.empty += other.empty
         self.unreadable += other.unreadable
         self.kinds.update(other.kinds)
