@@ -171,7 +171,8 @@ def test_replay_through_the_guard_gives_the_check_code(in_crash_folder):
     path, _ = runs["kill"]
     result = CliRunner().invoke(main, [
         "replay", str(path), "--dataset-factory", "crashdata:make_dataset",
-        "--num-classes", "3", "--batches", "1", "--output-format", "json",
+        "--num-classes", "3", "--guard-loss", "cross_entropy", "--batches", "1",
+        "--output-format", "json",
     ])
     assert result.exit_code == 1, result.output
     data = json.loads(result.output)

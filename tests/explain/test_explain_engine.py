@@ -114,6 +114,15 @@ def test_two_different_assertions_are_two_sites():
     assert conditions == ["0 <= p4 && p4 <= 1", "0 <= p3 && p3 <= 1"]
 
 
+def test_other_cuda_errors_are_recognised_without_a_likely_cause():
+    result = explain("RuntimeError: CUDA error: no kernel image is available for execution on "
+                     "the device\n")
+    assert result.matches[0].entry == "cuda-error"
+    assert result.facts.values["cuda_error"].startswith("no kernel image")
+    assert result.causes[0].title == "the torch build (or an extension) has no kernels for this GPU"
+    assert {c.likelihood for c in result.causes} == {"possible"}
+
+
 def test_empty_text_is_not_recognised():
     result = explain("")
     assert not result.recognised and result.steps == GENERIC_STEPS

@@ -162,6 +162,11 @@ CASES = {
     "cuda_generic_bce_frame.log": ("bce-input-out-of-range", {
         "torch_call": "binary_cross_entropy", "user": ("/home/user/edge/train.py", 118),
     }),
+    "cuda_error_launch_failure.log": ("cuda-error", {
+        "error_type": "torch.AcceleratorError",
+        "values": {"cuda_error": "unspecified launch failure"},
+        "user": ("/home/user/decode/generate.py", 212), "torch_call": "replay",
+    }),
     "cuda_generic_notebook_accelerator.log": ("device-side-assert", {
         "error_type": "AcceleratorError", "user": ("Cell In[8]", 2),
         "user_code": "correct = torch.eq(y_true, y_pred).sum().item()",

@@ -44,7 +44,8 @@ def test_recorded_indices_are_the_batches_the_loop_receives(tmp_path, workers, p
             assert list(in_flight.sources) == [f"data/case_{i:03d}.png" for i in in_flight.indices]
     final = read_record(path)
     assert final.epoch_complete
-    assert (final.in_flight.epoch, final.in_flight.step_in_epoch, final.in_flight.step) == (1, 9, 19)
+    last = final.in_flight
+    assert (last.epoch, last.step_in_epoch, last.step) == (1, 9, 19)
     assert final.loader["num_workers"] == workers and final.index_order == "exact"
 
 

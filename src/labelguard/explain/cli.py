@@ -75,20 +75,24 @@ def explain_command(log: str | None, text: str | None, record: str | None, outpu
               help="Check every sample's target through labelguard.torch.guard.")
 @click.option("--ignore-index", type=int, multiple=True,
               help="A target value the loss ignores (e.g. 255); repeatable.")
+@click.option("--guard-loss", metavar="NAME",
+              help="The loss the targets feed, for the guard's checks: cross_entropy, nll, "
+              "dice, one_hot, bce, bce_with_logits.")
 @click.option("--batches", type=click.IntRange(min=1),
               help="Replay only the newest N recorded batches (default: all kept).")
 @click.option(
     "-f", "--output-format", type=click.Choice(OUTPUT_FORMATS), default="text",
     show_default=True, help="text for people, json for tools.",
 )
-def replay_command(record, dataset_factory, loss, num_classes, ignore_index, batches,
+def replay_command(record, dataset_factory, loss, num_classes, ignore_index, guard_loss, batches,
                    output_format):
     """Re-run the samples of a flight RECORD on the CPU to get the precise error.
 
     The GPUs are hidden from the replay (CUDA_VISIBLE_DEVICES=""), so the dataset and the
-    loss run on the CPU, where a bad target raises a Python error naming its value. Modules
-    are imported from the current directory, as `python -m` would. Exit 1 when a recorded
-    sample fails.
+    loss run on the CPU, where a bad target raises a Python error naming its value. With
+    --num-classes (or --guard-loss) every sample also goes through labelguard.torch.guard.
+    Modules are imported from the current directory, as `python -m` would. Exit 1 when a
+    recorded sample fails.
 
     \b
     Example:
@@ -102,7 +106,7 @@ def replay_command(record, dataset_factory, loss, num_classes, ignore_index, bat
         try:
             report = replay(
                 record, dataset_factory, loss=loss, num_classes=num_classes,
-                ignore_index=ignore, batches=batches,
+                ignore_index=ignore, guard_loss=guard_loss, batches=batches,
             )
         except FlightRecordError as exc:
             raise click.BadParameter(str(exc), param_hint="RECORD") from None

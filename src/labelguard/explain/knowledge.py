@@ -757,6 +757,54 @@ ENTRIES: tuple[Entry, ...] = (
         ),
     ),
     Entry(
+        id="cuda-error",
+        title="a CUDA error other than an assertion or an illegal address was reported",
+        operation="any CUDA call: the error is raised at the first call after the fault",
+        messages=(
+            r"CUDA error: (?!device-side assert|an illegal memory access)(?P<cuda_error>[^\n.]+)",
+        ),
+        cpu_message="depends on the operation: run the same batch on the CPU to get it",
+        cannot_know=(
+            "which kernel failed and why: the error names only the CUDA status, reported at a "
+            "later call than the fault",
+        ),
+        causes=(
+            Cause(
+                title="a kernel fault reported late (an 'unspecified launch failure' often "
+                "follows an out-of-range index in a kernel without an assertion)",
+                why="CUDA reports a failed kernel at the next synchronising call, under whatever "
+                "status the driver gives the failure.",
+                confirm="rerun with CUDA_LAUNCH_BLOCKING=1 and run the batch on the CPU; no "
+                "labelguard check names the kernel, but the CPU run names the value",
+                codes=(),
+                fix="Fix what the CUDA_LAUNCH_BLOCKING=1 traceback or the CPU error names.",
+            ),
+            Cause(
+                title="the GPU, its driver or its memory failed (Xid errors, ECC, overheating, a "
+                "driver older than the CUDA runtime)",
+                why="Hardware and driver faults surface as CUDA errors in whatever call is "
+                "running.",
+                confirm="look for Xid lines in the kernel log (dmesg) and run nvidia-smi; no "
+                "labelguard data check covers it",
+                codes=(),
+                fix="Update the driver to one that supports the CUDA runtime of your torch "
+                "build, and check the GPU's health.",
+            ),
+            Cause(
+                title="the torch build (or an extension) has no kernels for this GPU",
+                why="A wheel built for other GPU architectures, or an extension compiled for "
+                "another CUDA version, fails at its first kernel launch.",
+                confirm="compare torch.cuda.get_arch_list() with the GPU's compute capability "
+                "(torch.cuda.get_device_capability()); no labelguard data check covers it",
+                codes=(),
+                fix="Install the torch build for your GPU and CUDA version, and rebuild "
+                "extensions against it.",
+                prefer_when=(r"no kernel image|not compatible with the current PyTorch",),
+            ),
+        ),
+        generic=True,
+    ),
+    Entry(
         id="device-side-assert",
         title="a CUDA kernel assertion failed (device-side assert), but the assertion line is "
         "not in the log",

@@ -151,6 +151,7 @@ def replay(
     spec: LabelSpec | None = None,
     num_classes: int | None = None,
     ignore_index: int | tuple[int, ...] | None = None,
+    guard_loss: str | None = None,
     batches: int | None = None,
 ) -> ReplayReport:
     """Re-run the recorded batches on the CPU through the dataset (and the loss).
@@ -162,9 +163,11 @@ def replay(
             the crashed run (same files, same order), on the CPU.
         loss: a function (or ``module:function``) taking one collated batch, as the loader
             yields it, and computing the loss on the CPU; its exception is the precise error.
-        spec, num_classes, ignore_index: when given, every sample is loaded through
-            :func:`labelguard.torch.guard`, which checks its target against them (LG201,
-            LG102, LG103, LG204, LG206) and names the value and the file.
+        spec, num_classes, ignore_index, guard_loss: when any is given, every sample is
+            loaded through :func:`labelguard.torch.guard`, which checks its target against
+            them (LG201, LG102, LG103, LG204, LG206; with ``guard_loss``, the loss the target
+            feeds, e.g. ``"cross_entropy"`` or ``"bce"``, also LG505 and LG501) and names the
+            value and the file.
         batches: how many recorded batches to replay, newest first; all by default.
 
     Returns:
@@ -192,9 +195,11 @@ def replay(
         )
     checks = ["load", "collate"]
     guarded = None
-    if spec is not None or num_classes is not None:
+    if spec is not None or num_classes is not None or guard_loss is not None:
         guard = require("labelguard.torch.guard", "check the replayed targets").guard
-        guarded = guard(dataset, spec, num_classes=num_classes, ignore_index=ignore_index)
+        guarded = guard(
+            dataset, spec, num_classes=num_classes, ignore_index=ignore_index, loss=guard_loss
+        )
         checks.append("guard")
     if loss_fn is not None:
         checks.append("loss")
