@@ -130,7 +130,8 @@ def classes_never_seen(summary: Summary, spec: LabelSpec) -> list[Finding]:
             ))
     if summary.class_objects and spec.classes:
         seen = set(summary.class_objects)
-        missing_names = [c for i, c in enumerate(spec.classes) if c not in seen and str(i) not in seen]
+        missing_names = [c for i, c in enumerate(spec.classes) if c not in seen and str(i) not in seen
+                         and not _placeholder_class(c, i, spec)]
         if missing_names and len(missing_names) < len(spec.classes):
             findings.append(CLASS_UNUSED.finding(
                 None,
@@ -140,6 +141,19 @@ def classes_never_seen(summary: Summary, spec: LabelSpec) -> list[Finding]:
                 missing=missing_names,
             ))
     return findings
+
+
+# Entries of label maps that no annotated object carries: VOC/Datumaro labelmap.txt starts
+# with "background" and may end with "ignored" (the void colour).
+PLACEHOLDER_CLASSES = frozenset({"background", "__background__", "bg", "void", "ignored", "ignore"})
+
+
+def _placeholder_class(name: str, index: int, spec: LabelSpec) -> bool:
+    """True for a label-map entry that is not an object class (the background, the void)."""
+    key = normalise_name(name)
+    if key in ("background", "bg"):
+        return index == spec.background
+    return key in {normalise_name(c) for c in PLACEHOLDER_CLASSES}
 
 
 @dataset_check

@@ -66,14 +66,13 @@ def parse_xml(data: bytes) -> Element:
         try:
             return defusedxml.ElementTree.fromstring(data)
         except defusedxml.EntitiesForbidden as exc:
+            if exc.sysid or exc.pubid:
+                raise ReadError(_external(exc.name, exc.sysid or exc.pubid)) from None
             raise ReadError(
                 f"the XML declares the entity {exc.name!r}: refused, because entity expansion can "
                 "exhaust memory (billion laughs); VOC annotations never need entities") from None
         except defusedxml.ExternalReferenceForbidden as exc:
-            target = exc.sysid or exc.pubid or "?"
-            raise ReadError(
-                f"the XML refers to the external entity {target!r}: refused, because it would read "
-                "another file or URL") from None
+            raise ReadError(_external(None, exc.sysid or exc.pubid)) from None
         except defusedxml.DefusedXmlException as exc:
             raise ReadError(f"unsafe XML refused: {exc}") from None
         except (ParseError, ValueError, LookupError) as exc:  # LookupError: unknown encoding
@@ -82,6 +81,12 @@ def parse_xml(data: bytes) -> Element:
         return XML(data)
     except (ParseError, ValueError, LookupError) as exc:
         raise ReadError(f"malformed XML: {exc}") from None
+
+
+def _external(name: str | None, target: str | None) -> str:
+    entity = f"entity {name!r}" if name else "entity"
+    return (f"the XML refers to the external {entity} {target or '?'!r}: refused, because it would "
+            "read another file or URL")
 
 
 def _needs_defused(data: bytes) -> bool:
