@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -23,6 +23,7 @@ from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.values import histogram, violations
 from labelguard.errors import SpecError
+from labelguard.torch._tensors import all_finite
 from labelguard.torch.errors import SampleError
 
 log = logging.getLogger("labelguard.torch")
@@ -149,6 +150,23 @@ class TargetRules:
         if self.mode is LossMode.BINARY:
             return f"float values in [0, 1] ({self.loss_name or 'BCE'} target)"
         return self.spec.describe()
+
+    def clearly_legal(self, array: np.ndarray) -> bool:
+        """A cheap pre-screen: True when every value is a whole number inside the spec's
+        contiguous range ``[0, n)``, so :meth:`check` has nothing to report. Anything else
+        (ignore values present, fractions, NaN, explicit value sets) goes to :meth:`check`.
+
+        Two or three passes over the array instead of the histogram, which matters for the
+        float masks many datasets return (a 512x512 float32 mask: ~0.1 ms instead of ~2 ms).
+        """
+        spec = self.spec
+        if (self.mode is not LossMode.INDEX or self.loss_name is not None or spec.reduce_zero_label
+                or not spec.is_contiguous() or array.size == 0 or array.dtype.kind not in "biuf"):
+            return False
+        low, high = array.min(), array.max()
+        if not (low >= 0 and high < spec.effective_num_classes):
+            return False
+        return array.dtype.kind != "f" or bool(np.array_equal(array, np.floor(array)))
 
     def check(self, display: str | None, array: np.ndarray) -> list[Finding]:
         """Every finding about one target array (errors first)."""
@@ -410,7 +428,7 @@ def tensor_target_ok(target: torch.Tensor, spec: LabelSpec) -> bool:
     if spec.reduce_zero_label:
         return False
     if allowed is None:
-        return bool(torch.isfinite(target).all()) if target.is_floating_point() else True
+        return all_finite(target)
     if spec.is_contiguous():
         ok = (target >= 0) & (target < len(allowed))
     else:

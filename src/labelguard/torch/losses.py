@@ -23,6 +23,7 @@ from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import SpecError
 from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
+from labelguard.torch._tensors import finite_mask, tensor_stats
 
 _CE_DEFAULT_IGNORE = -100
 
@@ -198,7 +199,7 @@ def _binary_call_findings(info, input, target, where) -> list[Finding]:
             shape=list(target.shape), expected=list(input.shape),
         ))
         return findings
-    input_ok = torch.isfinite(input) if info.logits else (input >= 0) & (input <= 1)
+    input_ok = finite_mask(input) if info.logits else (input >= 0) & (input <= 1)
     if bool((input_ok & (target >= 0) & (target <= 1)).all()):  # one reduction, one sync
         return findings
     findings.extend(_binary_details(info, input.detach().float().cpu(), target.detach().float().cpu(), where))
@@ -253,26 +254,6 @@ def _gpu_assert(info: LossInfo) -> str:
         return ""
     return (". On a GPU this is the device-side assert "
             "\"input_val >= zero && input_val <= one\" in binary_cross_entropy")
-
-
-def tensor_stats(tensor: torch.Tensor) -> dict[str, Any]:
-    """Shape, dtype, NaN/Inf counts and the range of the finite values of a tensor."""
-    stats: dict[str, Any] = {
-        "shape": list(tensor.shape),
-        "dtype": str(tensor.dtype).replace("torch.", ""),
-        "numel": int(tensor.numel()),
-    }
-    data = tensor.detach().float()
-    finite = torch.isfinite(data)
-    stats["nan"] = int(torch.isnan(data).sum())
-    stats["posinf"] = int((data == float("inf")).sum())
-    stats["neginf"] = int((data == float("-inf")).sum())
-    values = data[finite]
-    if values.numel():
-        stats.update(min=float(values.min()), max=float(values.max()), mean=float(values.mean()))
-    else:
-        stats.update(min=float("nan"), max=float("nan"), mean=float("nan"))
-    return stats
 
 
 class CheckedLoss(nn.Module):

@@ -1,9 +1,9 @@
 """trace_nonfinite(model): name the first module that produced a NaN/Inf, at almost no cost.
 
-Steady state, each step costs one ``isfinite(...).all()`` over the model output (one sync
-on a GPU) and a copy of the RNG state; no per-module hooks. ``detect_anomaly`` and an
-``isfinite`` hook on every module cost 50 % or more of a step; this stays within a few
-per cent (benchmarks/bench_guard.py measures both in one run).
+Steady state, each step costs one float32 sum over the model output (NaN and Inf poison
+it; one reduction and one sync on a GPU) and a copy of the RNG state; no per-module hooks.
+``detect_anomaly`` and an ``isfinite`` hook on every module cost 50 % or more of a step;
+this stays within a few per cent (benchmarks/bench_guard.py measures both in one run).
 
 Only when the output is non-finite does the tracer replay that batch, with the same inputs
 and RNG state and without gradients, with hooks on every module, to find the first one whose
@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from labelguard.torch.errors import NonFiniteError
-from labelguard.torch.losses import tensor_stats
+from labelguard.torch._tensors import all_finite, tensor_stats
 
 log = logging.getLogger("labelguard.torch")
 
@@ -47,14 +47,12 @@ def _float_tensors(value: Any) -> Iterator[torch.Tensor]:
 
 
 def _all_finite(tensors: Sequence[torch.Tensor]) -> bool:
-    if len(tensors) == 1:
-        return bool(torch.isfinite(tensors[0]).all())
-    return bool(torch.stack([torch.isfinite(t).all() for t in tensors]).all())
+    return all(all_finite(t) for t in tensors)
 
 
 def _first_nonfinite(value: Any) -> torch.Tensor | None:
     for tensor in _float_tensors(value):
-        if not bool(torch.isfinite(tensor).all()):
+        if not all_finite(tensor):
             return tensor
     return None
 
@@ -239,7 +237,7 @@ class NonFiniteTracer:
         module, name = found["module"], found["name"]
         params = {
             pname: tensor_stats(p) for pname, p in module.named_parameters(recurse=False)
-            if not bool(torch.isfinite(p).all())
+            if not all_finite(p)
         }
         where = (f"module {_label(name, module)}" if not any(True for _ in module.children())
                  else f"the forward of {_label(name, module)} outside its submodules")
@@ -267,7 +265,7 @@ class NonFiniteTracer:
 
     def _locate_backward(self, grads: Sequence[torch.Tensor | None]) -> NonFiniteError:
         step = f"LG502 step {self.step} (backward)"
-        incoming = next((g for g in self._grad_output if not bool(torch.isfinite(g).all())), None)
+        incoming = next((g for g in self._grad_output if not all_finite(g)), None)
         if incoming is not None:
             stats = tensor_stats(incoming)
             return NonFiniteError(
@@ -277,7 +275,7 @@ class NonFiniteTracer:
                 module=None, module_type=None, step=self.step, stats={"grad_output": stats},
             )
         bad = [(n, g) for n, g in zip(self._param_names, grads)
-               if g is not None and not bool(torch.isfinite(g).all())]
+               if g is not None and not all_finite(g)]
         # Registration order follows the forward: the module of the last bad parameter is
         # nearest the output, so the first one backward reached.
         module_name = bad[-1][0].rpartition(".")[0]

@@ -46,6 +46,7 @@ from labelguard.torch._targets import (
     select_input,
     select_target,
 )
+from labelguard.torch._tensors import all_finite
 from labelguard.torch.errors import PreflightError
 from labelguard.torch.losses import LossInfo, class_axis_size, loss_findings
 
@@ -86,10 +87,13 @@ class PreflightReport:
         head = (f"{self.head['module']} ({self.head['type']}, {self.head['outputs']} outputs)"
                 if self.head else "not found")
         values = ", ".join(str(v) for v in sorted(self.target_values)[:20]) or "none"
-        lines = [
-            f"preflight: {self.batches} batches, loss {self.loss}, head {head}, "
-            f"output {self.output_shape}, num_classes {self.num_classes}, target values {{{values}}}",
-        ]
+        if self.batches:
+            lines = [
+                f"preflight: {self.batches} batches, loss {self.loss}, head {head}, output "
+                f"{self.output_shape}, num_classes {self.num_classes}, target values {{{values}}}",
+            ]
+        else:
+            lines = ["preflight: no batch reached the model"]
         for finding in self.findings:
             lines.append(f"  {finding.code} {finding.severity}: {finding.message}")
             if finding.hint:
@@ -401,8 +405,13 @@ def _batches(loader: Iterable, count: int, report: PreflightReport) -> Iterable:
         except StopIteration:
             return
         except LabelError as error:  # a guarded dataset refused a sample
+            # After a worker raised, DataLoader's shutdown waits 5 s per worker for workers
+            # that never get their stop signal; this iterator is done, so end them now.
+            for worker in getattr(iterator, "_workers", ()):
+                worker.terminate()
+            message, _, hint = error.message.partition(" Hint: ")
             report.findings.append(get_check(error.code).finding(
-                error.source, error.message, index=error.index, values=error.values))
+                error.source, message, hint, index=error.index, values=error.values))
             return
 
 
@@ -433,7 +442,7 @@ def _as_loss_target(target: Any, info: LossInfo | None) -> Any:
     if not isinstance(target, torch.Tensor) or info is None:
         return target
     if info.mode is LossMode.INDEX and target.dtype != torch.long:
-        if target.is_floating_point() and not bool(torch.isfinite(target).all()):
+        if not all_finite(target):
             return target
         return target.long()
     if info.mode is LossMode.BINARY and not target.is_floating_point():

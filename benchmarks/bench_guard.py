@@ -1,0 +1,250 @@
+"""Cost of labelguard.torch in a CPU training loop, measured in one run.
+
+1. ``guard()``: a small conv net trained on real Swin-Unet style ``.npz`` slices through a
+   DataLoader with 2 workers, with the plain dataset and with the guarded one. Epochs of the
+   two alternate (A B A B ...) so that both see the same machine state; the figure is the
+   median step time (data wait + forward + backward + optimizer step) of each.
+   Also the guard's own cost per sample, timed in the main process.
+2. ``checked(CrossEntropyLoss)``: the same loop, in-memory batches, with the loss checked.
+3. ``trace_nonfinite`` against ``torch.autograd.detect_anomaly`` and against a naive
+   ``isfinite`` forward hook on every module, on in-memory batches.
+
+Ratios are to the plain loop of the same run. Timed numbers vary with the machine; the
+targets are: guard <= 3 % of step time, trace_nonfinite <= 5 %.
+
+Usage::
+
+    python benchmarks/bench_guard.py            # about a minute on 2 cores
+    python benchmarks/bench_guard.py --quick    # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from labelguard.torch import checked, guard, trace_nonfinite
+
+NUM_CLASSES = 9
+
+
+class SynapseSlices(Dataset):
+    """Swin-Unet's Synapse_dataset: ``sample_list`` names under ``data_dir``, dict samples,
+    float32 labels (as its RandomGenerator returns them), a random flip."""
+
+    def __init__(self, data_dir: Path, names: list[str]):
+        self.data_dir = str(data_dir)
+        self.sample_list = names
+
+    def __len__(self):
+        return len(self.sample_list)
+
+    def __getitem__(self, index):
+        data = np.load(f"{self.data_dir}/{self.sample_list[index]}.npz")
+        image, label = data["image"], data["label"]
+        if np.random.rand() < 0.5:
+            image, label = image[:, ::-1], label[:, ::-1]
+        return {
+            "image": torch.from_numpy(image.astype(np.float32)).unsqueeze(0),
+            "label": torch.from_numpy(label.astype(np.float32)),
+        }
+
+
+def write_slices(root: Path, count: int, size: int) -> list[str]:
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:size, 0:size]
+    names = []
+    for i in range(count):
+        label = np.zeros((size, size), np.uint8)
+        for value in range(1, NUM_CLASSES):
+            cy, cx, r = rng.uniform(0.2, 0.8, 2).tolist() + [rng.uniform(0.05, 0.2)]
+            label[((yy / size - cy) ** 2 + (xx / size - cx) ** 2) < r * r] = value
+        image = rng.random((size, size), dtype=np.float32)
+        name = f"case{i // 50:04d}_slice{i % 50:03d}"
+        np.savez(root / f"{name}.npz", image=image, label=label)
+        names.append(name)
+    return names
+
+
+def small_net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1, stride=2), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.Upsample(scale_factor=2), nn.Conv2d(32, NUM_CLASSES, 1),
+    )
+
+
+def train_epoch(loader, model, optimizer, loss_fn) -> list[float]:
+    """Step times (seconds) of one epoch: data wait + forward + backward + step."""
+    times = []
+    started = time.perf_counter()
+    for batch in loader:
+        loss = loss_fn(model(batch["image"]), batch["label"].long())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        now = time.perf_counter()
+        times.append(now - started)
+        started = now
+    return times[1:]  # the first step waits for the workers' first batches
+
+
+def bench_guard(root: Path, names: list[str], rounds: int, batch_size: int) -> dict[str, float]:
+    plain = SynapseSlices(root, names)
+    guarded = guard(SynapseSlices(root, names), num_classes=NUM_CLASSES)
+    loaders = {
+        name: DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=2,
+                         persistent_workers=True, drop_last=True)
+        for name, dataset in (("plain", plain), ("guarded", guarded))
+    }
+    model = small_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    train_epoch(loaders["plain"], model, optimizer, loss_fn)  # warm-up: workers, allocator
+    train_epoch(loaders["guarded"], model, optimizer, loss_fn)
+    steps: dict[str, list[float]] = {"plain": [], "guarded": []}
+    for round_number in range(rounds):
+        order = ("plain", "guarded") if round_number % 2 == 0 else ("guarded", "plain")
+        for name in order:
+            steps[name].extend(train_epoch(loaders[name], model, optimizer, loss_fn))
+    result = {name: statistics.median(times) for name, times in steps.items()}
+
+    per_sample_plain, per_sample_guarded = [], []
+    for index in range(len(names)):
+        started = time.perf_counter()
+        plain[index]
+        middle = time.perf_counter()
+        guarded[index]
+        per_sample_guarded.append(time.perf_counter() - middle)
+        per_sample_plain.append(middle - started)
+    result["load"] = statistics.median(per_sample_plain)
+    result["check"] = statistics.median(per_sample_guarded) - result["load"]
+    return result
+
+
+def memory_batches(root: Path, names: list[str], batch_size: int, count: int) -> list[dict]:
+    dataset = SynapseSlices(root, names)
+    loader = DataLoader(dataset, batch_size=batch_size, drop_last=True)
+    return [batch for batch, _ in zip(loader, range(count))]
+
+
+def one_step(batch, model, optimizer, loss_fn, context=contextlib.nullcontext,
+             check_loss=None) -> float:
+    started = time.perf_counter()
+    with context():
+        loss = loss_fn(model(batch["image"]), batch["label"].long())
+        if check_loss is not None:
+            check_loss(loss)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return time.perf_counter() - started
+
+
+class NaiveHooks:
+    """What not to do: an isfinite check in a forward hook on every module."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __enter__(self):
+        def check(module, inputs, output):
+            if isinstance(output, torch.Tensor) and not bool(torch.isfinite(output).all()):
+                raise FloatingPointError(type(module).__name__)
+
+        self.handles = [m.register_forward_hook(check) for m in self.model.modules()]
+
+    def __exit__(self, *exc):
+        for handle in self.handles:
+            handle.remove()
+
+
+def bench_step_tools(batches, rounds: int) -> dict[str, float]:
+    model = small_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    plain_loss, checked_loss = nn.CrossEntropyLoss(), checked(nn.CrossEntropyLoss())
+    tracer = trace_nonfinite(model)
+    variants = {
+        "plain": dict(loss_fn=plain_loss),
+        "checked loss": dict(loss_fn=checked_loss),
+        "trace_nonfinite": dict(loss_fn=plain_loss, context=lambda: tracer, check_loss=tracer.check),
+        "isfinite hook on every module": dict(loss_fn=plain_loss, context=lambda: NaiveHooks(model)),
+        "detect_anomaly": dict(loss_fn=plain_loss, context=torch.autograd.detect_anomaly),
+    }
+    for batch in batches[:2]:  # warm-up
+        one_step(batch, model, optimizer, plain_loss)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    order = list(variants)
+    with warnings_off():
+        for _ in range(rounds):
+            for batch in batches:  # every variant on every batch, in turn
+                order.append(order.pop(0))
+                for name in order:
+                    times[name].append(one_step(batch, model, optimizer, **variants[name]))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+@contextlib.contextmanager
+def warnings_off():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # detect_anomaly warns on every use
+        yield
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument("--size", type=int, default=128, help="slice size in pixels")
+    parser.add_argument("--batch-size", type=int, default=8)
+    args = parser.parse_args()
+    files, rounds = (32, 2) if args.quick else (96, 10)
+
+    with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
+        root = Path(tmp)
+        names = write_slices(root, files, args.size)
+        print(f"labelguard.torch benchmark: torch {torch.__version__}, "
+              f"{torch.get_num_threads()} intra-op threads, CPU")
+        print(f"data: {files} Swin-Unet style .npz slices {args.size}x{args.size} (float32 labels, "
+              f"{NUM_CLASSES} classes), batch {args.batch_size}, small conv net")
+
+        guard_result = bench_guard(root, names, rounds, args.batch_size)
+        overhead = guard_result["guarded"] / guard_result["plain"] - 1
+        print("\n1. guard(): training loop, DataLoader with 2 workers, epochs alternating "
+              f"({rounds} each), median step time")
+        print(f"   plain dataset     {guard_result['plain'] * 1e3:8.2f} ms/step")
+        print(f"   guarded dataset   {guard_result['guarded'] * 1e3:8.2f} ms/step   "
+              f"overhead {overhead * 100:+.1f} %   (target <= 3 %)")
+        print(f"   check per sample  {guard_result['check'] * 1e6:8.0f} us   "
+              f"(loading the sample: {guard_result['load'] * 1e6:.0f} us; "
+              f"{guard_result['check'] * args.batch_size / guard_result['plain'] * 100:.1f} % of a "
+              "step if it ran in the training process)")
+
+        batches = memory_batches(root, names, args.batch_size, count=4 if args.quick else 10)
+        steps = bench_step_tools(batches, rounds=1 if args.quick else 3)
+        base = steps["plain"]
+        print("\n2./3. per-step tools on in-memory batches, each variant on each batch in turn, "
+              "median step time")
+        for name, value in steps.items():
+            print(f"   {name:30s} {value * 1e3:8.2f} ms/step   {value / base:5.2f}x")
+        trace = steps["trace_nonfinite"] / base - 1
+        anomaly = steps["detect_anomaly"] / base - 1
+        print(f"\n   trace_nonfinite overhead {trace * 100:+.1f} % (target <= 5 %); "
+              f"detect_anomaly {anomaly * 100:+.1f} %: trace_nonfinite costs "
+              f"{(trace / anomaly * 100) if anomaly > 0 else float('nan'):.0f} % of detect_anomaly's overhead")
+
+
+if __name__ == "__main__":
+    main()
