@@ -16,9 +16,9 @@ from detection_builders import BILLION_LAUGHS, EXTERNAL_ENTITY, voc_xml, write_i
 from labelguard.audit import audit
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tasks import FileTask
+from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts import AuditOptions
-from labelguard.layouts.voc import process_voc
+from labelguard.layouts.voc import discover_voc, process_voc, process_voc_batch
 from labelguard.readers.base import ReadError
 from labelguard.readers.voc import read_voc, read_voc_tree
 
@@ -348,6 +348,25 @@ def test_segmentation_masks_of_a_voc_folder_are_audited_too(tmp_path):
     assert report.layouts == ["voc"]
     assert report.summary.kinds == {"voc": 3, "mask": 1}
     assert [f.code for f in report.findings if f.path and f.path.endswith(".png")] == ["LG201"]
+
+
+def test_batch_processor_equals_the_per_file_results_merged(tmp_path):
+    clean(tmp_path)
+    write_xml(tmp_path, "000004.xml", voc_xml("000004.jpg", [("dgo", BOX), ("cat", BOX), ("cat", BOX)]))
+    write_xml(tmp_path, "000005.xml", "<annotation><object><name>cat</name></object>")
+    write_xml(tmp_path, "000006.xml", "<annotation><object><name>dog</name></object></annotation>")
+    tasks = discover_voc(str(tmp_path), AuditOptions()).tasks
+    spec = LabelSpec(classes=CLASSES)
+    merged = FileResult(tasks[0].display, files=0)
+    for task in tasks:
+        one = process_voc(task, spec)
+        merged.findings.extend(one.findings)
+        merged.summary.update(one.summary)
+        merged.files += one.files
+    batch = process_voc_batch(tasks, spec)
+    assert batch.findings == merged.findings
+    assert batch.summary == merged.summary
+    assert batch.files == merged.files == 6
 
 
 # ---- single files, forced format, the CLI -------------------------------------------------------

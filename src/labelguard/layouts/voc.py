@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from typing import Sequence
 
 from labelguard.checks.boxes import BAD_BOX, DUPLICATE_BOX
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNPAIRED, UNREADABLE
 from labelguard.checks.labels import name_findings
+from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
+from labelguard.core.summary import EXAMPLES_KEPT
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, list_findings, register_layout, select_from_lists,
@@ -39,18 +42,59 @@ BOXES_LISTED = 20
 
 def process_voc(task: FileTask, spec: LabelSpec) -> FileResult:
     """Read one VOC XML and check its class names, boxes, duplicates and image."""
-    display = task.display
-    result = FileResult(display)
+    result = FileResult(task.display)
     summary = result.summary
     summary.kinds["voc"] = 1
+    names = check_voc_file(task, spec, result.findings)
+    if names is None:
+        summary.unreadable += 1
+    else:
+        summary.samples += 1
+        if names:
+            summary.add_classes(task.display, Counter(names))
+    return result
+
+
+def process_voc_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
+    """:func:`process_voc` of several files, merged into one result as the engine merges
+    per-file results (equal findings, equal summary), without a summary per file: at
+    about 40 microseconds a file, a per-file summary and its merge are a third of the work."""
+    result = FileResult(tasks[0].display if tasks else "", files=len(tasks))
+    summary = result.summary
+    objects: dict[str, int] = {}
+    images: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+    for task in tasks:
+        names = check_voc_file(task, spec, result.findings)
+        if names is None:
+            summary.unreadable += 1
+            continue
+        summary.samples += 1
+        for name in names:
+            objects[name] = objects.get(name, 0) + 1
+        for name in dict.fromkeys(names):
+            images[name] = images.get(name, 0) + 1
+            examples.setdefault(name, []).append(task.display)
+    if tasks:
+        summary.kinds["voc"] = len(tasks)
+    summary.class_objects.update(objects)
+    summary.class_images.update(images)
+    summary.class_examples.update((name, sorted(paths)[:EXAMPLES_KEPT]) for name, paths in examples.items())
+    return result
+
+
+process_voc.batch = process_voc_batch  # type: ignore[attr-defined]
+
+
+def check_voc_file(task: FileTask, spec: LabelSpec, findings: list[Finding]) -> list[str] | None:
+    """Read one VOC XML, append its findings; the class names of its objects, or None when
+    the file cannot be read at all."""
+    display = task.display
     try:
         annotation = read_voc_file(task.path)
     except ReadError as exc:
-        summary.unreadable += 1
-        result.findings.append(UNREADABLE.finding(display, str(exc)))
-        return result
-    summary.samples += 1
-    findings = result.findings
+        findings.append(UNREADABLE.finding(display, str(exc)))
+        return None
     names = annotation.names
     if annotation.problems:
         for index, problem in annotation.problems:
@@ -66,14 +110,14 @@ def process_voc(task: FileTask, spec: LabelSpec) -> FileResult:
         places = None
     if names:
         findings.extend(name_findings(display, names, spec, unit="object", places=places))  # type: ignore[arg-type]
-        summary.add_classes(display, Counter(names))
+    if annotation.boxes:
         findings.extend(_box_findings(display, annotation))
     image_dir = task.option("image_dir")
     if image_dir is not None:
         finding = _image_finding(task, annotation.filename, image_dir)
         if finding is not None:
             findings.append(finding)
-    return result
+    return names  # type: ignore[return-value]
 
 
 def _box_findings(display: str, annotation: VocAnnotation) -> list:
