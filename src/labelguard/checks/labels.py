@@ -161,8 +161,8 @@ def id_findings(
             names = f" ({len(spec.classes)} class names)" if spec.classes else ""
             message = (f"class id{plural} {listing} {'are' if plural else 'is'} >= num_classes={n}{names}: "
                        f"ids must be 0..{n - 1} ({_where(unit, where)})")
-            hint = (f"Set num_classes to {found[-1] + 1} if the data is right, or remap the ids "
-                    f"to 0..{n - 1}.")
+            hint = (f"If the data is right, set num_classes (YOLO: nc) to the largest id found + 1; "
+                    f"otherwise remap the ids to 0..{n - 1}.")
             extra = {"num_classes": n, "allowed": None}
         else:
             values = sorted(spec.allowed_values() or ())
