@@ -328,7 +328,7 @@ def _check_split_lists(lists: list[str], by_stem: dict[str, str], images: dict,
     return test_ids
 
 
-def _relative_files(folder: str) -> list[tuple[str, str]]:
+def relative_files(folder: str) -> list[tuple[str, str]]:
     """(path relative to ``folder``, path) of every file under ``folder``, sorted."""
     start = len(folder.rstrip(os.sep)) + 1
     return [(path[start:], path) for path in walk_files(folder)]
@@ -340,7 +340,7 @@ def _images_by_stem(folder: str | None) -> dict[str, tuple[str, str]]:
         return {}
     shown = display_path(folder)
     found: dict[str, tuple[str, str]] = {}
-    for relative, path in _relative_files(folder):
+    for relative, path in relative_files(folder):
         stem, ext = os.path.splitext(relative)
         if ext.lower() in IMAGE_EXTENSIONS and stem not in found:
             found[stem] = (path, relative if shown == "." else os.path.join(shown, relative))
@@ -359,7 +359,7 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     if annotation_dir is None:
         discovery.notes.append(f"no Annotations/*.xml under {display_path(root)}")
         return discovery
-    xmls = {relative[:-4]: path for relative, path in _relative_files(annotation_dir)
+    xmls = {relative[:-4]: path for relative, path in relative_files(annotation_dir)
             if relative[-4:].lower() == ".xml"}
     image_dir = root if annotation_dir == root else options.images or _child_dir(root, IMAGE_DIRS)
     images = _images_by_stem(image_dir)

@@ -25,7 +25,7 @@ from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, list_findings, register_layout, unpaired_findings,
     walk_files,
 )
-from labelguard.layouts.voc import IMAGE_EXTENSIONS
+from labelguard.layouts.voc import IMAGE_EXTENSIONS, relative_files
 from labelguard.readers.base import ReadError
 from labelguard.readers.lists import parse_list
 from labelguard.readers.yolo import (
@@ -169,34 +169,46 @@ class _Collector:
         self.labels: dict[str, None] = {}  # label files, in order, without repeats
         self.backgrounds = 0
 
-    def add_images(self, images: list[str]) -> None:
+    def add_images(self, images: list[str], known: set[str] | frozenset = frozenset()) -> None:
+        """The label files of ``images``; ``known``: label files already found on disk."""
         for image in images:
             label = label_path(image)
-            if os.path.isfile(label):
+            if label in known or os.path.isfile(label):
                 self.labels.setdefault(label)
+                continue
+            beside = os.path.splitext(image)[0] + ".txt"
+            if beside != label and os.path.isfile(beside):
+                self.labels.setdefault(beside)
             else:
-                beside = os.path.splitext(image)[0] + ".txt"
-                if beside != label and os.path.isfile(beside):
-                    self.labels.setdefault(beside)
-                else:
-                    self.backgrounds += 1
+                self.backgrounds += 1
 
-    def add_label_dir(self, folder: str, images_dir: str | None) -> None:
-        """Every label file under ``folder``; LG002 for those without an image when the
-        mirrored image folder exists."""
+    def add_label_dir(self, folder: str, images_dir: str | None) -> set[str]:
+        """Every label file under ``folder`` (returned); LG002 for those without an image when
+        the mirrored image folder exists."""
         images = _stems(images_dir) if images_dir and os.path.isdir(images_dir) else None
         orphans = []
-        for path in walk_files(folder):
-            if not path.endswith(".txt"):
+        found = set()
+        for relative, path in relative_files(folder):
+            if not relative.endswith(".txt"):
                 continue
+            found.add(path)
             self.labels.setdefault(path)
-            if images is not None and os.path.splitext(os.path.relpath(path, folder))[0] not in images:
+            if images is not None and relative[:-4] not in images:
                 orphans.append(path)
         self.discovery.findings.extend(unpaired_findings([], orphans, what="label"))
+        return found
 
     def finish(self) -> None:
-        self.discovery.tasks.extend(
-            FileTask(process_yolo, path, display_path(path), options=self.options) for path in self.labels)
+        shown: dict[str, str] = {}
+        tasks = []
+        for path in self.labels:
+            folder, name = os.path.split(path)
+            base = shown.get(folder)
+            if base is None:
+                base = shown[folder] = display_path(folder)
+            tasks.append(FileTask(process_yolo, path, name if base == "." else os.path.join(base, name),
+                                  options=self.options))
+        self.discovery.tasks.extend(tasks)
         if self.backgrounds:
             self.discovery.notes.append(
                 f"{self.backgrounds} image{'s' if self.backgrounds > 1 else ''} without a label file "
@@ -204,7 +216,7 @@ class _Collector:
 
 
 def _stems(folder: str) -> set[str]:
-    return {os.path.splitext(os.path.relpath(p, folder))[0] for p in walk_files(folder) if _is_image(p)}
+    return {os.path.splitext(relative)[0] for relative, _ in relative_files(folder) if _is_image(relative)}
 
 
 def _spec(names: list[str] | None, nc: int | None, source: str, discovery: Discovery) -> LabelSpec:
@@ -253,11 +265,11 @@ def _add_split(collector: _Collector, split: str, entry: str, bases: list[str], 
         ))
         return
     if os.path.isdir(path):
-        collector.add_images([p for p in walk_files(path) if _is_image(p)])
-        labels = label_path(os.path.join(path, "x.jpg"))
-        label_dir = os.path.dirname(labels)
+        label_dir = os.path.dirname(label_path(os.path.join(path, "x.jpg")))
+        known: set[str] = set()
         if label_dir != path and os.path.isdir(label_dir):
-            collector.add_label_dir(label_dir, path)
+            known = collector.add_label_dir(label_dir, path)
+        collector.add_images([p for p in walk_files(path) if _is_image(p)], known)
         return
     if _is_image(path):
         collector.add_images([path])
