@@ -179,6 +179,7 @@ _OBJECT = re.compile(
     rb"[^<]*<bndbox>[^<]*<xmin>([^<]*)</xmin>[^<]*<ymin>([^<]*)</ymin>[^<]*<xmax>([^<]*)</xmax>"
     rb"[^<]*<ymax>([^<]*)</ymax>[^<]*</bndbox>[^<]*(?:<(?!/object>)[^<]*)*</object>")
 _FILENAME = re.compile(rb"<filename>([^<]*)</filename>")
+_PREFIXED_TAG = re.compile(rb"<[^>:]*:")
 _SIZE = re.compile(rb"<size>\s*<width>([^<]*)</width>\s*<height>([^<]*)</height>")
 
 
@@ -209,11 +210,8 @@ def _read_plain(data: bytes) -> VocAnnotation | None:
             or (data.find(b"!", start) >= 0 and data.find(b"<!", start) >= 0)
             or (data.find(b"?", start) >= 0 and data.find(b"<?", start) >= 0)):
         return None
-    colon = data.find(b":", start)
-    while colon >= 0:
-        if data.rfind(b"<", 0, colon) > data.rfind(b">", 0, colon):
-            return None  # a prefixed tag name
-        colon = data.find(b":", colon + 1)
+    if data.find(b":", start) >= 0 and _PREFIXED_TAG.search(data, start):
+        return None
     root = data.find(b"<annotation>", start)
     if root < 0 or data[start:root].strip():
         return None
