@@ -11,7 +11,6 @@ a ``labels.txt`` / ``classes.txt`` beside the annotations.
 from __future__ import annotations
 
 import os
-from collections import Counter
 from typing import Sequence
 
 from labelguard.checks.boxes import BAD_BOX, DUPLICATE_BOX
@@ -51,8 +50,15 @@ def process_voc(task: FileTask, spec: LabelSpec) -> FileResult:
     else:
         summary.samples += 1
         if names:
-            summary.add_classes(task.display, Counter(names))
+            summary.add_classes(task.display, _counts(names))
     return result
+
+
+def _counts(names: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def process_voc_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
