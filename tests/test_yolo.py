@@ -260,6 +260,17 @@ def test_labels_beside_images_without_any_dataset_file(tmp_path):
     assert report.layouts == ["yolo"] and report.findings == [] and report.summary.samples == 1
 
 
+def test_mask_folder_named_labels_is_not_taken_for_yolo(tmp_path):
+    import numpy as np
+    from builders import write_png
+
+    for name in ("a", "b"):
+        write_image(tmp_path / "images" / f"{name}.png")
+        write_png(tmp_path / "labels" / f"{name}.png", np.zeros((24, 32), dtype=np.uint8))
+    (tmp_path / "labels" / "README.txt").write_text("masks, 0 = background\n")
+    assert run(tmp_path).layouts == ["paired"]
+
+
 def test_label_path_follows_ultralytics():
     assert label_path("/d/images/train/a.b.jpg") == "/d/labels/train/a.b.txt"
     assert label_path("/images/x/images/a.png") == "/images/x/labels/a.txt"

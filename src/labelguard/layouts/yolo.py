@@ -403,19 +403,18 @@ def _label_dir(root: str) -> str | None:
 
 
 def _holds_txt(folder: str, limit: int = 2000) -> bool:
-    """True when ``folder`` holds .txt files and no mask images (a few thousand entries looked at)."""
-    seen = 0
-    for directory, dirs, files in os.walk(folder):
+    """True when ``folder`` holds more .txt files than mask files (among its first files)."""
+    texts = masks = 0
+    for _, _, files in os.walk(folder):
         for name in files:
             lower = name.lower()
             if lower.endswith(".txt"):
-                return True
-            if lower.endswith((".png", ".npy", ".npz", ".nii", ".nii.gz", ".tif", ".tiff")):
-                return False
-            seen += 1
-            if seen > limit:
-                return False
-    return False
+                texts += 1
+            elif lower.endswith((".png", ".npy", ".npz", ".nii", ".nii.gz", ".tif", ".tiff", ".h5")):
+                masks += 1
+            if texts + masks >= limit:
+                return texts > masks
+    return texts > masks
 
 
 def _paired_txt(folder: str) -> list[str]:
