@@ -63,8 +63,11 @@ def _counts(names: list[str]) -> dict[str, int]:
 
 def process_voc_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
     """:func:`process_voc` of several files, merged into one result as the engine merges
-    per-file results (equal findings, equal summary), without a summary per file: at
-    about 40 microseconds a file, a per-file summary and its merge are a third of the work."""
+    per-file results (equal findings, equal summary), without a summary per file.
+
+    Exposed as ``process_voc.batch`` for an engine that hands a whole batch of tasks of one
+    processor to it: at about 40 microseconds a file, a per-file summary and its merge are a
+    third of the work."""
     result = FileResult(tasks[0].display if tasks else "", files=len(tasks))
     summary = result.summary
     objects: dict[str, int] = {}
