@@ -55,12 +55,8 @@ def histogram(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _run_histogram(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The histogram of a 1-D integer array from its runs; None when it has too many runs."""
-    changes = flat[1:] != flat[:-1]
-    probe = changes[:_RUN_PROBE]
-    if np.count_nonzero(probe) > _RUN_SHARE * probe.size:
-        return None  # noise or an image: most neighbours differ
-    starts = np.flatnonzero(changes)
-    if starts.size > _RUN_SHARE * flat.size:
+    starts = _value_changes(flat)
+    if starts is None or starts.size > _RUN_SHARE * flat.size:
         return None
     lengths = np.empty(starts.size + 1, dtype=np.intp)
     lengths[0] = starts[0] + 1 if starts.size else flat.size
@@ -77,6 +73,23 @@ def _run_histogram(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     values, inverse = np.unique(run_values, return_inverse=True)
     counts = np.bincount(inverse.reshape(-1), weights=lengths)
     return values.astype(np.int64), counts.astype(np.int64)
+
+
+def _value_changes(flat: np.ndarray) -> np.ndarray | None:
+    """The indices i where ``flat[i] != flat[i + 1]``; None when a probe finds noise."""
+    n = flat.size - 1
+    changes = np.empty(-(-n // 8) * 8, dtype=bool)
+    changes[n:] = False
+    np.not_equal(flat[1:], flat[:-1], out=changes[:n])
+    probe = changes[:min(n, _RUN_PROBE)]
+    if np.count_nonzero(probe) > _RUN_SHARE * probe.size:
+        return None  # noise or an image: most neighbours differ
+    # Listing the set elements of a bool array goes one element at a time; eight at once (as
+    # a uint64) first skips the long unchanged stretches of a mask.
+    words = changes.view(np.uint64)
+    changed = np.flatnonzero(words != 0)
+    hits = np.flatnonzero(words[changed].view(np.bool_))
+    return changed[hits >> 3] * 8 + (hits & 7)
 
 
 def reduce_zero_label(values: np.ndarray) -> np.ndarray:
