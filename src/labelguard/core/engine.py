@@ -9,7 +9,6 @@ associatively), so the consumer handles one small result per batch, not one per 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import sys
 import threading
@@ -80,8 +79,12 @@ def _context(tasks: Sequence[FileTask]):
     ``fork`` starts a worker in milliseconds with every module already imported, but a
     process forked while another thread runs (a progress bar's refresh thread, a caller's
     threads) inherits whatever locks that thread held, and can hang on them. Then the
-    workers come from a fork server that imports the processors' modules once.
+    workers come from a fork server that imports the processors' modules once. Like spawn
+    (macOS, Windows), a fork server runs the caller's script again in each worker, so a
+    script that calls the audit with workers needs the ``if __name__ == "__main__":`` guard.
     """
+    import multiprocessing  # 8 ms of start-up that a one-worker audit does without
+
     if not sys.platform.startswith("linux"):
         return multiprocessing.get_context("spawn")
     if threading.active_count() == 1:
