@@ -115,6 +115,9 @@ class TextFormatter(Formatter):
             out(f"{code} {group[0].severity} {check.name if check else ''}: {_plural(len(group), 'finding')}{where}")
             if title:
                 out(f"  {title}")
+            overview = _id_overview(group)
+            if overview:
+                out(f"  {overview}")
             for finding in group[: self.examples]:
                 place = f"{finding.path}: " if finding.path else ""
                 out(f"  - {place}{finding.message}")
@@ -142,3 +145,17 @@ class TextFormatter(Formatter):
         out("What to run next")
         for step in steps:
             out(f"  {step}")
+
+
+def _id_overview(group) -> str:
+    """One line over many id findings: every id found against each num_classes."""
+    by_limit: dict = {}
+    for finding in group:
+        ids, limit = finding.data.get("ids"), finding.data.get("num_classes")
+        if ids is None or limit is None:
+            return ""
+        by_limit.setdefault(limit, set()).update(ids)
+    if len(group) < 2:
+        return ""
+    parts = [f"ids {sorted(ids)[:20]} with num_classes={limit}" for limit, ids in sorted(by_limit.items())]
+    return "in all: " + "; ".join(parts) + f" across {_plural(len(group), 'finding')}"
