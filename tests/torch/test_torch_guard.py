@@ -293,3 +293,16 @@ def test_spec_mapping_wrapper_attributes_and_argument_errors(tmp_path):
         guard(base, num_classes=9, on_error="ignore")
     with pytest.raises(SpecError, match="target"):
         guard([{"image": torch.zeros(2)}], num_classes=2)[0]
+
+
+def test_spawned_workers_unpickle_the_guard_and_share_the_records(tmp_path):
+    """spawn (and forkserver, Python 3.14's default) pickle the dataset into each worker."""
+    dataset = guard(synapse(tmp_path, n=8, bad={5: 9}), num_classes=9, on_error="skip")
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+    assert sum(len(b["label"]) for b in drain_loader(loader)) == 8
+    assert [(r.index, r.code) for r in dataset.records] == [(5, "LG201")]
+
+    strict = guard(synapse(tmp_path / "strict", n=8, bad={6: 9}), num_classes=9)
+    with pytest.raises(LabelError) as caught:
+        drain_loader(DataLoader(strict, batch_size=4, num_workers=2, multiprocessing_context="spawn"))
+    assert (caught.value.index, caught.value.values) == (6, [9])
