@@ -22,6 +22,7 @@ def resized_synapse(root):
 
 
 @pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.code("LG206", "fail")
 def test_shape_mismatch_names_both_samples_and_shapes(tmp_path, workers):
     dataset = guard(resized_synapse(tmp_path), num_classes=9)
     loader = DataLoader(dataset, batch_size=6, num_workers=workers, collate_fn=collate)
@@ -51,6 +52,7 @@ def test_guard_collate_wraps_a_custom_collate_and_names_positions_without_guard(
     assert "(1, 32, 32) in batch position 0 but (1, 32, 24) in batch position 4" in str(caught.value)
 
 
+@pytest.mark.code("LG206", "pass")
 def test_good_batches_are_the_default_collate_result(tmp_path):
     data, listing = swin_unet_dataset(tmp_path, n=4)
     dataset = guard(SynapseDataset(data, listing.parent, transform=synapse_to_tensors), num_classes=9)

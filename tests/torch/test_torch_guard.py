@@ -45,6 +45,7 @@ def drain(dataset, workers, batch_size=4, **kwargs):
 
 
 @pytest.mark.parametrize("workers", WORKERS)
+@pytest.mark.code("LG201", "fail")
 def test_bad_file_raises_label_error_naming_file_and_value(tmp_path, workers):
     dataset = guard(synapse(tmp_path, bad={7: 9}), num_classes=9)
 
@@ -157,6 +158,7 @@ def test_ignore_index_is_read_from_the_declared_loss(tmp_path):
 
 
 @pytest.mark.parametrize("workers", WORKERS)
+@pytest.mark.code("LG102", "fail")
 def test_one_based_class_ids_of_an_image_folder(tmp_path, workers):
     root = image_folder_dataset(tmp_path, classes=("cat", "dog"), per_class=2)
     dataset = guard(ImageFolderStyle(root, target_offset=1), num_classes=2)
@@ -168,6 +170,8 @@ def test_one_based_class_ids_of_an_image_folder(tmp_path, workers):
     assert "class id 2 is outside [0, 2)" in str(caught.value)
 
 
+@pytest.mark.code("LG103", "fail")
+@pytest.mark.code("LG103", "pass")
 def test_negative_class_id_that_is_not_ignored(tmp_path):
     samples = [(torch.zeros(3), torch.tensor(1)), (torch.zeros(3), torch.tensor(-1))]
     with pytest.raises(LabelError) as caught:
@@ -177,6 +181,7 @@ def test_negative_class_id_that_is_not_ignored(tmp_path):
     assert len(drain(guard(samples, num_classes=3, ignore_index=-1), 0, batch_size=2)) == 1
 
 
+@pytest.mark.code("LG204", "fail")
 def test_interpolated_float_mask_is_not_integer(tmp_path):
     mask = organic_mask((16, 16), classes=(0, 1)).astype(np.float32)
     mask[4:6, 4:6] = 0.5
@@ -193,6 +198,9 @@ def test_interpolated_float_mask_is_not_integer(tmp_path):
     assert "1 pixel" in str(caught.value) and "NaN" in str(caught.value)
 
 
+@pytest.mark.code("LG505", "fail")
+@pytest.mark.code("LG501", "fail")
+@pytest.mark.code("LG501", "pass")
 def test_declared_losses_check_the_dtype_and_one_hot_ignore(tmp_path):
     ints = [(torch.zeros(1, 4, 4), torch.zeros(4, 4, dtype=torch.long))]
     with pytest.raises(LabelError) as caught:
@@ -224,6 +232,7 @@ def test_binary_targets_for_bce(tmp_path):
     assert len(drain(guard(soft, loss="bce_with_logits"), 0)) == 1
 
 
+@pytest.mark.code("LG206", "fail")
 def test_image_and_mask_of_different_sizes(tmp_path):
     pairs = [(torch.zeros(3, 32, 32), torch.zeros(16, 16, dtype=torch.long))]
     with pytest.raises(LabelError) as caught:

@@ -26,6 +26,7 @@ def batch():
     return torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(1))
 
 
+@pytest.mark.code("LG502", "fail")
 def test_nan_planted_in_one_layers_weights_is_reported_with_that_layer():
     model = conv_net()
     with torch.no_grad():
@@ -99,6 +100,7 @@ def test_non_finite_input_batch_is_named_as_the_data():
     assert "the model input is already non-finite" in str(caught.value)
 
 
+@pytest.mark.code("LG502", "pass")
 def test_clean_steps_are_untouched_and_hooks_go_away():
     model = conv_net().eval()
     expected = model(batch())

@@ -34,6 +34,7 @@ class RCANLike(nn.Module):
         return self.add_mean(self.body(self.sub_mean(x)))
 
 
+@pytest.mark.code("LG504", "fail")
 def test_adam_over_model_parameters_with_frozen_mean_shift():
     model = RCANLike()
     findings = audit_optimizer(model, torch.optim.Adam(model.parameters()))
@@ -46,6 +47,7 @@ def test_adam_over_model_parameters_with_frozen_mean_shift():
     assert "p.requires_grad" in finding.hint
 
 
+@pytest.mark.code("LG504", "pass")
 def test_trainable_parameters_only_is_clean():
     model = RCANLike()
     optimizer = torch.optim.Adam(p for p in model.parameters() if p.requires_grad)

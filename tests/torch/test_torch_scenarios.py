@@ -21,6 +21,8 @@ class FrozenBackboneNet(nn.Module):
         return torch.sigmoid(self.head(self.backbone(x)))
 
 
+@pytest.mark.code("LG502", "fail")
+@pytest.mark.code("LG504", "fail")
 def test_frozen_layers_optimised_into_nan_before_bce():
     torch.manual_seed(0)
     model = FrozenBackboneNet()
