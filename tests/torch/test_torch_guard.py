@@ -315,3 +315,27 @@ def test_spawned_workers_unpickle_the_guard_and_share_the_records(tmp_path):
     with pytest.raises(LabelError) as caught:
         drain_loader(DataLoader(strict, batch_size=4, num_workers=2, multiprocessing_context="spawn"))
     assert (caught.value.index, caught.value.values) == (6, [9])
+
+
+def test_pil_targets_as_torchvision_returns_them_without_transforms(tmp_path):
+    class PilPairs(VOCStyleSegmentation):
+        def __getitem__(self, index):
+            from PIL import Image
+
+            return Image.open(self.images[index]), Image.open(self.masks[index])
+
+    root = voc_segmentation_dataset(tmp_path, n=3, bad={1: 9})
+    dataset = guard(PilPairs(root), num_classes=3, ignore_index=255)
+    assert dataset[0][1].mode == "P"
+    with pytest.raises(LabelError) as caught:
+        dataset[1]
+    assert (caught.value.code, caught.value.values) == ("LG201", [9])
+    assert caught.value.source.endswith("SegmentationClass/2007001.png")
+
+
+def test_detection_target_dict_gives_its_labels():
+    samples = [(torch.zeros(3, 8, 8), {"boxes": torch.tensor([[0.0, 0, 4, 4]] * 2), "labels": torch.tensor([1, 5])})]
+    with pytest.raises(LabelError) as caught:
+        guard(samples, num_classes=3)[0]
+    assert caught.value.code == "LG102"
+    assert "class id 5 (1 of 2) is outside [0, 3)" in str(caught.value)

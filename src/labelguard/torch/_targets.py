@@ -128,13 +128,13 @@ def _warn_once(key: str, message: str) -> None:
 
 
 def shape_of(value: Any) -> tuple[int, ...] | None:
+    """The shape of a tensor or array, (height, width) of a PIL image, else None."""
     shape = getattr(value, "shape", None)
     if shape is not None:
         return tuple(int(s) for s in shape)
     size = getattr(value, "size", None)
-    if callable(size) and hasattr(value, "mode"):  # a PIL image: (width, height)
-        width, height = size()
-        return (height, width)
+    if hasattr(value, "mode") and isinstance(size, tuple) and len(size) == 2:  # PIL: (w, h)
+        return (int(size[1]), int(size[0]))
     return None
 
 

@@ -377,11 +377,11 @@ def guard(
 
     Example::
 
-        >>> train = guard(Synapse_dataset(base_dir, list_dir, "train"), num_classes=9)
-        >>> loader = DataLoader(train, batch_size=24, num_workers=8)
+        >>> train = guard(Synapse_dataset(base_dir, list_dir, "train"), num_classes=9)  # doctest: +SKIP
+        >>> loader = DataLoader(train, batch_size=24, num_workers=8)  # doctest: +SKIP
         >>> next(iter(loader))  # doctest: +SKIP
-        labelguard.torch.errors.SampleError: LG201 sample 17 (train_npz/case0007_slice003.npz):
-        label value 9 in 100 pixels outside [0, 9) (num_classes=9, ignore_index=None). ...
+        labelguard.torch.SampleError: LG201 sample 17 (train_npz/case0007_slice003.npz):
+        label value 9 in 100 pixels is outside [0, 9) (num_classes=9, ignore_index=None). ...
     """
     if on_error not in ON_ERROR:
         raise SpecError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")

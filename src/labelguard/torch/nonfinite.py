@@ -98,7 +98,7 @@ class NonFiniteTracer:
             named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
             self._param_names = [n for n, _ in named]
             self._handles.append(torch.autograd.graph.register_multi_grad_hook(
-                [p for _, p in named], self._on_grads, mode="all"))
+                [p for _, p in named], self._on_grads))  # fires once all grads are in
         return self
 
     def detach(self) -> None:
