@@ -21,7 +21,7 @@ import copy
 import itertools
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -250,12 +250,7 @@ class _Preflight:
     def _value_findings(self, where: str, array: np.ndarray) -> list[Finding]:
         ignore = tuple(sorted(set(self.spec.ignore) | self.loss_ignore))
         if self.spec.is_known:
-            rules_spec = LabelSpec(
-                classes=self.spec.classes, values=self.spec.values,
-                num_classes=self.spec.num_classes, ignore=ignore,
-                background=self.spec.background, reduce_zero_label=self.spec.reduce_zero_label,
-            )
-            found = TargetRules(rules_spec, LossMode.INDEX).check(where, array)
+            found = TargetRules(replace(self.spec, ignore=ignore), LossMode.INDEX).check(where, array)
             return [f for f in found if f.severity > Severity.INFO]  # LG205 is about samples
         # Without a spec the head is the spec: the cross-check reports values past it (LG503).
         found = TargetRules(LabelSpec(num_classes=max(self.classes, 1), ignore=ignore)).check(where, array)
