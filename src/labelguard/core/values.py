@@ -6,6 +6,7 @@ illegal; neither reimplements the rules.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,9 @@ _BINCOUNT_LIMIT = 1 << 16
 _RUN_SHARE = 0.125
 # The leading elements whose changes decide, before any run is listed, that an array is noise.
 _RUN_PROBE = 4096
+# Masks up to this many elements reuse one comparison buffer per thread.
+_SCRATCH_LIMIT = 1 << 24
+_scratch = threading.local()
 
 
 def histogram(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +82,7 @@ def _run_histogram(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 def _value_changes(flat: np.ndarray) -> np.ndarray | None:
     """The indices i where ``flat[i] != flat[i + 1]``; None when a probe finds noise."""
     n = flat.size - 1
-    changes = np.empty(-(-n // 8) * 8, dtype=bool)
+    changes = _comparison_buffer(-(-n // 8) * 8)
     changes[n:] = False
     np.not_equal(flat[1:], flat[:-1], out=changes[:n])
     probe = changes[:min(n, _RUN_PROBE)]
@@ -90,6 +94,21 @@ def _value_changes(flat: np.ndarray) -> np.ndarray | None:
     changed = np.flatnonzero(words != 0)
     hits = np.flatnonzero(words[changed].view(np.bool_))
     return changed[hits >> 3] * 8 + (hits & 7)
+
+
+def _comparison_buffer(size: int) -> np.ndarray:
+    """A bool array of ``size``, reused by the thread for masks up to ``_SCRATCH_LIMIT``.
+
+    A new buffer for every mask, freed with the mask, leaves enough free memory at the top
+    of the heap that glibc gives it back to the system and faults it in again for the next
+    mask: some 40 page faults a 512x512 mask in pool workers.
+    """
+    if size > _SCRATCH_LIMIT:
+        return np.empty(size, dtype=bool)
+    buffer = getattr(_scratch, "changes", None)
+    if buffer is None or buffer.size < size:
+        buffer = _scratch.changes = np.empty(size, dtype=bool)
+    return buffer[:size]
 
 
 def reduce_zero_label(values: np.ndarray) -> np.ndarray:
