@@ -40,7 +40,19 @@ def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
 
 
 def run_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
-    """Run ``tasks`` in order and merge their results into one covering ``len(tasks)`` files."""
+    """Run ``tasks`` in order and merge their results into one covering ``len(tasks)`` files.
+
+    A processor may offer ``processor.batch(tasks, spec)``, equal to its per-file results
+    merged but without a summary per file; it is used when every task shares that processor.
+    If it raises, the batch runs file by file, so the failure is pinned to its file.
+    """
+    processor = tasks[0].processor if tasks else None
+    batched = getattr(processor, "batch", None)
+    if batched is not None and all(task.processor is processor for task in tasks):
+        try:
+            return batched(tasks, spec)
+        except Exception:
+            log.debug("batch processor failed; running the batch file by file", exc_info=True)
     batch = FileResult(tasks[0].display if tasks else "", files=0)
     for task in tasks:
         result = run_one(task, spec)
