@@ -59,31 +59,30 @@ def histogram(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _run_histogram(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The histogram of a 1-D integer array from its runs; None when it has too many runs."""
-    starts = _value_changes(flat)
-    if starts is None or starts.size > _RUN_SHARE * flat.size:
+    ends = _run_ends(flat)
+    if ends is None or ends.size > _RUN_SHARE * flat.size:
         return None
-    lengths = np.empty(starts.size + 1, dtype=np.intp)
-    lengths[0] = starts[0] + 1 if starts.size else flat.size
-    lengths[1:-1] = starts[1:] - starts[:-1]
-    if starts.size:
-        lengths[-1] = flat.size - 1 - starts[-1]
-    run_values = np.empty(starts.size + 1, dtype=flat.dtype)
-    run_values[0] = flat[0]
-    run_values[1:] = flat[starts + 1]
+    # Run j holds the elements after the end of run j - 1 up to ends[j], all of one value.
+    lengths = ends.copy()
+    lengths[1:] -= ends[:-1]
+    lengths[0] += 1
+    run_values = flat[ends]
     if flat.dtype in (np.uint8, np.uint16):
         counts = np.bincount(run_values, weights=lengths, minlength=1)
-        values = np.flatnonzero(counts)
+        values = counts.nonzero()[0]
         return values.astype(np.int64), counts[values].astype(np.int64)
     values, inverse = np.unique(run_values, return_inverse=True)
     counts = np.bincount(inverse.reshape(-1), weights=lengths)
     return values.astype(np.int64), counts.astype(np.int64)
 
 
-def _value_changes(flat: np.ndarray) -> np.ndarray | None:
-    """The indices i where ``flat[i] != flat[i + 1]``; None when a probe finds noise."""
+def _run_ends(flat: np.ndarray) -> np.ndarray | None:
+    """The index of the last element of every run of equal values, the array's last included;
+    None when a probe of the leading elements finds noise."""
     n = flat.size - 1
-    changes = _comparison_buffer(-(-n // 8) * 8)
+    changes = _comparison_buffer(-(-n // 8) * 8 + 8)
     changes[n:] = False
+    changes[-1] = True  # the last run ends at n; its flag lands on index n below
     np.not_equal(flat[1:], flat[:-1], out=changes[:n])
     probe = changes[:min(n, _RUN_PROBE)]
     if np.count_nonzero(probe) > _RUN_SHARE * probe.size:
@@ -91,9 +90,13 @@ def _value_changes(flat: np.ndarray) -> np.ndarray | None:
     # Listing the set elements of a bool array goes one element at a time; eight at once (as
     # a uint64) first skips the long unchanged stretches of a mask.
     words = changes.view(np.uint64)
-    changed = np.flatnonzero(words != 0)
-    hits = np.flatnonzero(words[changed].view(np.bool_))
-    return changed[hits >> 3] * 8 + (hits & 7)
+    changed = (words != 0).nonzero()[0]
+    hits = words[changed].view(np.bool_).nonzero()[0]
+    ends = changed[hits >> 3]
+    ends <<= 3
+    ends += hits & 7
+    ends[-1] = n
+    return ends
 
 
 def _comparison_buffer(size: int) -> np.ndarray:
