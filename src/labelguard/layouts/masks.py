@@ -206,14 +206,17 @@ def _fringe_finding(display: str, array: np.ndarray, values: np.ndarray, counts:
     """LG202 for lossless masks that carry JPEG or interpolation fringes along class edges."""
     if array.ndim < 2 or len(values) < 3:
         return None
-    total = int(counts.sum())
-    rare = values[counts < RARE_SHARE * total]
-    common = values[counts >= RARE_SHARE * total]
-    if len(rare) < 2 or len(common) < 2:
+    # This gate runs on every mask: plain Python on a handful of values, no numpy calls.
+    pairs = list(zip(values.tolist(), counts.tolist()))
+    threshold = RARE_SHARE * sum(c for _, c in pairs)
+    rare_values = [v for v, c in pairs if c < threshold]
+    common_values = [v for v, c in pairs if c >= threshold]
+    if len(rare_values) < 2 or len(common_values) < 2:
         return None
-    between = rare[(rare > common.min()) & (rare < common.max())]
-    if len(between) < 2:
+    low, high = min(common_values), max(common_values)
+    if sum(low < v < high for v in rare_values) < 2:
         return None
+    rare, common = np.array(rare_values, dtype=values.dtype), np.array(common_values, dtype=values.dtype)
     is_rare = np.isin(array, rare)
     rare_pixels = int(is_rare.sum())
     edge = np.zeros(array.shape, dtype=bool)
