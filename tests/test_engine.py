@@ -1,17 +1,22 @@
-"""The task engine: batches cover every task once, pools agree with the serial run."""
+"""The task engine: batches cover every task once, pools and batches agree with the serial run."""
 
 from __future__ import annotations
 
 import threading
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from builders import organic_mask, write_png
+from builders import organic_mask, write_jpeg, write_npy, write_png
 
 from labelguard.audit import audit
 from labelguard.core.engine import batch_size, run_tasks
 from labelguard.core.spec import LabelSpec
+from labelguard.core.summary import Summary
+from labelguard.core.tasks import FileResult
 from labelguard.layouts import AuditOptions, discover
+from labelguard.layouts.masks import process_mask
 
 SPEC = LabelSpec(num_classes=3, ignore=(255,))
 
@@ -66,3 +71,38 @@ def test_a_running_thread_does_not_change_the_result(tmp_path):
     assert pooled.summary.to_dict() == serial.summary.to_dict()
     assert pooled.summary.value_examples == serial.summary.value_examples
     assert np.isin(["LG001", "LG201"], [f.code for f in serial.findings]).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.text(alphabet="abc/", min_size=1, max_size=4),
+                          st.dictionaries(st.integers(0, 6), st.integers(1, 50), max_size=4)), max_size=12))
+def test_adding_files_one_by_one_equals_merging_their_summaries(files):
+    added, merged = Summary(), Summary()
+    for path, histogram in files:
+        added.add_values(path, list(histogram), list(histogram.values()))
+        one = Summary()
+        one.add_values(path, list(histogram), list(histogram.values()))
+        merged.update(one)
+    assert added.value_examples == merged.value_examples
+    assert added.value_files == merged.value_files and added.value_pixels == merged.value_pixels
+
+
+def test_the_mask_batch_equals_its_files_merged(tmp_path):
+    folder = _masks(tmp_path, count=12)
+    colour = organic_mask((32, 32), (0, 128, 64), seed=3)
+    write_png(folder / "colour.png", np.stack([colour, colour // 2, 255 - colour], axis=-1))
+    write_jpeg(folder / "lossy.jpg", organic_mask((32, 32), (0, 1, 2), seed=4) * 100)
+    write_npy(folder / "wide.npy", organic_mask((32, 32), (0, 1, 9), seed=5).astype(np.int64))
+    tasks = discover(str(folder), AuditOptions(format="masks")).tasks
+    assert len(tasks) == 16
+    merged = FileResult("", files=0)
+    for task in tasks:
+        one = process_mask(task, SPEC)
+        merged.findings.extend(one.findings)
+        merged.summary.update(one.summary)
+    batch = process_mask.batch(tasks, SPEC)
+    assert batch.files == len(tasks)
+    assert [f.to_dict() for f in batch.findings] == [f.to_dict() for f in merged.findings]
+    assert batch.summary.to_dict() == merged.summary.to_dict()
+    assert batch.summary.value_examples == merged.summary.value_examples
+    assert batch.summary.colors == merged.summary.colors and batch.summary.colors

@@ -7,6 +7,7 @@ Counts add, sets union, example lists keep the smallest few paths.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -49,13 +50,16 @@ class Summary:
     dtypes: Counter = field(default_factory=Counter)
 
     def add_values(self, path: str, values: Iterable[int], counts: Iterable[int]) -> None:
+        """Count one file's values; ``path`` joins a value's examples if among the smallest few,
+        as merging keeps them, so adding files one by one equals merging their summaries."""
         for value, count in zip(values, counts):
             value = int(value)
             self.value_files[value] += 1
             self.value_pixels[value] += int(count)
             examples = self.value_examples.setdefault(value, [])
-            if len(examples) < EXAMPLES_KEPT:
-                examples.append(path)
+            if path not in examples and (len(examples) < EXAMPLES_KEPT or path < examples[-1]):
+                bisect.insort(examples, path)
+                del examples[EXAMPLES_KEPT:]
 
     def add_classes(self, path: str, objects: Counter) -> None:
         for name, count in objects.items():

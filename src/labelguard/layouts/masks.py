@@ -12,6 +12,7 @@ import json
 import os
 import re
 from collections import Counter
+from typing import Sequence
 
 import numpy as np
 
@@ -19,7 +20,9 @@ from labelguard.checks.files import UNREADABLE
 from labelguard.checks.masks import (
     COLOR_MASK, GEOMETRY, LAYOUT, LOSSY, VALUE_OUTSIDE_SPEC, value_findings,
 )
+from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
+from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, pair_key, register_layout, select_from_lists, strip_extension,
@@ -53,24 +56,44 @@ FRINGE_EDGE_SHARE = 0.9
 def process_mask(task: FileTask, spec: LabelSpec) -> FileResult:
     """Read one mask (and its paired image's geometry) and run the per-file mask checks."""
     result = FileResult(task.display)
-    result.summary.kinds["mask"] += 1
+    check_mask(task, spec, result.findings, result.summary)
+    return result
+
+
+def process_mask_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
+    """:func:`process_mask` of several files, merged into one result as the engine merges
+    per-file results (equal findings, equal summary), without a summary per file.
+
+    Exposed as ``process_mask.batch`` for an engine that hands it a whole batch of tasks:
+    a summary per file and its merge cost about 15 microseconds of a 600 microsecond mask."""
+    result = FileResult(tasks[0].display if tasks else "", files=len(tasks))
+    for task in tasks:
+        check_mask(task, spec, result.findings, result.summary)
+    return result
+
+
+process_mask.batch = process_mask_batch  # type: ignore[attr-defined]
+
+
+def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary: Summary) -> None:
+    """Read one mask, append its findings and add it to ``summary``."""
+    summary.kinds["mask"] += 1
     try:
         record = read_mask(task.path, task.option("key"))
     except ReadError as exc:
-        result.summary.unreadable += 1
-        result.findings.append(UNREADABLE.finding(task.display, str(exc)))
-        return result
-    result.summary.samples += 1
-    result.summary.dtypes[record.mode] += 1
-    findings = result.findings
+        summary.unreadable += 1
+        findings.append(UNREADABLE.finding(task.display, str(exc)))
+        return
+    summary.samples += 1
+    summary.dtypes[record.mode] += 1
     if record.renamed and not record.lossy and not (
             record.container in IMAGE_FORMATS and record.declared in IMAGE_FORMATS):
         findings.append(_renamed_finding(task, record))
-    array = _label_plane(task, record, findings, result)
+    array = _label_plane(task, record, findings, summary)
     if array is None:
         if record.lossy:
             findings.append(_jpeg_finding(task.display, record))
-        return result
+        return
     stored = record.array
     if record.container in ("png", "tiff") and stored.ndim == 2 and stored.dtype.itemsize > 1 \
             and stored.dtype.kind in "iu":
@@ -85,19 +108,18 @@ def process_mask(task: FileTask, spec: LabelSpec) -> FileResult:
         value_list, values, counts = value_findings(task.display, array, spec)
     except TypeError as exc:
         findings.append(UNREADABLE.finding(task.display, f"not a label array: {exc}"))
-        return result
+        return
     findings.extend(value_list)
     if record.lossy:
         findings.append(_jpeg_finding(task.display, record, values, counts))
     if any(f.code == "LG205" for f in value_list):
-        result.summary.empty += 1
-    result.summary.add_values(task.display, values, counts)
+        summary.empty += 1
+    summary.add_values(task.display, values, counts)
     if not record.lossy and array.dtype.kind in "iu":
         fringe = _fringe_finding(task.display, array, values, counts)
         if fringe is not None:
             findings.append(fringe)
     findings.extend(_geometry_findings(task, record, array))
-    return result
 
 
 def _jpeg_finding(display: str, record: MaskRecord, values: np.ndarray | None = None,
@@ -139,7 +161,7 @@ def _renamed_finding(task: FileTask, record: MaskRecord):
     )
 
 
-def _label_plane(task: FileTask, record: MaskRecord, findings: list, result: FileResult):
+def _label_plane(task: FileTask, record: MaskRecord, findings: list, summary: Summary):
     """The (H, W) / volume of labels to check, decoding colours; None when nothing can be checked."""
     array = record.array
     # A multi-page TIFF gives (pages, H, W): a volume, not an image with colour channels.
@@ -174,7 +196,7 @@ def _label_plane(task: FileTask, record: MaskRecord, findings: list, result: Fil
         codes, counts = np.unique(pack(array[..., :3]).reshape(-1), return_counts=True)
         order = np.argsort(-counts)[:256]
         colors = {unpack(int(codes[i])): int(counts[i]) for i in order}
-        result.summary.colors.update({"%d,%d,%d" % c: n for c, n in colors.items()})
+        summary.colors.update({"%d,%d,%d" % c: n for c, n in colors.items()})
         shown = ", ".join(f"{c} {n} px" for c, n in list(colors.items())[:6])
         more = f" and {len(codes) - 6} more" if len(codes) > 6 else ""
         findings.append(COLOR_MASK.finding(
