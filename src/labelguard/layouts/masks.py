@@ -28,7 +28,7 @@ from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, pair_key, register_layout, select_from_lists, strip_extension,
     unpaired_findings, walk_files,
 )
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, read_class_names
 from labelguard.readers.colormap import (
     ColorMap, camvid_color_map, decode, find_color_map, load_color_map, pack, unpack, voc_color_map,
 )
@@ -396,9 +396,8 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
             path = os.path.join(directory, name)
             if os.path.isfile(path):
                 try:
-                    with open(path, encoding="utf-8-sig") as handle:
-                        names = [line.strip() for line in handle if line.strip()]
-                except (OSError, UnicodeDecodeError) as exc:
+                    names = read_class_names(path)
+                except ReadError as exc:
                     problems.append(f"{display_path(path)}: {exc}")
                     continue
                 if names:

@@ -25,9 +25,9 @@ from labelguard.layouts.base import (
     strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.layouts.masks import discover_voc_segmentation
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, read_class_names
 from labelguard.readers.lists import parse_list
-from labelguard.readers.voc import VocAnnotation, read_class_names, read_voc_file
+from labelguard.readers.voc import VocAnnotation, read_voc_file
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif",
                               ".dng", ".mpo", ".pfm", ".heic"})

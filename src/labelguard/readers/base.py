@@ -65,3 +65,30 @@ def read_head(path: str, size: int = 352) -> bytes:
 def extension(path: str) -> str:
     """The lower-case extension, ``.nii.gz`` and ``.npy.h5`` counted as their last part."""
     return os.path.splitext(path)[1].lower()
+
+
+def read_text(path: str) -> str:
+    """The UTF-8 text of ``path`` (a BOM dropped); ReadError with the reason otherwise."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read()
+    except IsADirectoryError:
+        raise ReadError("is a directory, not a file") from None
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ReadError("not UTF-8 text") from None
+
+
+def read_class_names(path: str) -> list[str]:
+    """Class names from labels.txt / classes.txt / obj.names (one per line, blank lines
+    skipped) or a Datumaro/CVAT ``labelmap.txt`` (``name:r,g,b:parts:actions``, ``#``
+    comments); ReadError when unreadable."""
+    labelmap = os.path.basename(path).lower() == "labelmap.txt"
+    names = []
+    for line in read_text(path).splitlines():
+        text = line.strip()
+        if not text or (labelmap and text.startswith("#")):
+            continue
+        names.append(text.split(":", 1)[0].strip() if labelmap else text)
+    return names

@@ -300,23 +300,3 @@ def read_voc_file(path: str) -> VocAnnotation:
     finally:
         os.close(fd)
     return read_voc(chunks[0] if len(chunks) == 1 else b"".join(chunks))
-
-
-def read_class_names(path: str) -> list[str]:
-    """Class names from labels.txt / classes.txt (one per line) or a Datumaro/CVAT
-    ``labelmap.txt`` (``name:r,g,b:parts:actions``); ReadError when unreadable."""
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            lines = handle.read().splitlines()
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ReadError("not UTF-8 text") from None
-    labelmap = os.path.basename(path).lower() == "labelmap.txt"
-    names = []
-    for line in lines:
-        text = line.strip()
-        if not text or (labelmap and text.startswith("#")):
-            continue
-        names.append(text.split(":", 1)[0].strip() if labelmap else text)
-    return names

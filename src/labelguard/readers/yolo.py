@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, read_class_names, read_text
 
 SPLITS = ("train", "val", "test")
 
@@ -226,13 +226,7 @@ def _names(value: Any, problems: list[str]) -> list[str] | None:
 
 def read_darknet_data(path: str) -> DatasetFile:
     """Parse a darknet ``obj.data`` (``key = value`` lines); ReadError when unreadable."""
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            lines = handle.read().splitlines()
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ReadError("not UTF-8 text") from None
+    lines = read_text(path).splitlines()
     declared = DatasetFile()
     for number, line in enumerate(lines, 1):
         text = line.split("#", 1)[0].strip()
@@ -256,10 +250,4 @@ def read_darknet_data(path: str) -> DatasetFile:
 
 def read_names(path: str) -> list[str]:
     """Class names from ``obj.names`` / ``classes.txt``: one per line, blank lines skipped."""
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            return [line.strip() for line in handle.read().splitlines() if line.strip()]
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ReadError("not UTF-8 text") from None
+    return read_class_names(path)
