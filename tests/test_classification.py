@@ -18,18 +18,7 @@ from labelguard.core.tasks import FileTask
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.classification import process_table
 from labelguard.readers.tabular import read_table
-
-
-def run(path, spec: LabelSpec | None = None, **kwargs):
-    return audit(path, spec if spec is not None else LabelSpec(), use_project_config=False, **kwargs)
-
-
-def found(report, code: str) -> list:
-    return [f for f in report.findings if f.code == code]
-
-
-def codes(report) -> set[str]:
-    return {f.code for f in report.findings}
+from audit_helpers import codes, found, run
 
 
 LABELS = {"1.jpg": "dog", "2.jpg": "cat", "3.jpg": "dog", "4.jpg": "cat"}

@@ -23,20 +23,9 @@ from labelguard.layouts import AuditOptions
 from labelguard.layouts.coco import category_index_map, coco_files, flavour_and_split, process_coco
 from labelguard.readers.base import ReadError
 from labelguard.readers.coco import peek_categories, read_coco
+from audit_helpers import codes, found, run
 
 CATS = coco_categories(["cat", "dog", "bird"])
-
-
-def run(path, spec: LabelSpec | None = None, **kwargs):
-    return audit(path, spec if spec is not None else LabelSpec(), use_project_config=False, **kwargs)
-
-
-def found(report, code: str) -> list:
-    return [f for f in report.findings if f.code == code]
-
-
-def codes(report) -> set[str]:
-    return {f.code for f in report.findings}
 
 
 def process(path: Path, spec: LabelSpec | None = None, **options):

@@ -15,16 +15,13 @@ from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.readers.base import ReadError
 from labelguard.readers.lists import parse_list
+from audit_helpers import found
 
 NINE = LabelSpec(num_classes=9)
 
 
 def run_list(data: Path, *lists: Path, spec: LabelSpec = NINE):
     return audit(data, spec, options=AuditOptions(lists=tuple(str(p) for p in lists)), use_project_config=False)
-
-
-def found(report, code: str) -> list:
-    return [f for f in report.findings if f.code == code]
 
 
 def audited(report) -> list[str]:

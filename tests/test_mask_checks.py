@@ -22,20 +22,7 @@ from labelguard.audit import audit
 from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
-
-
-def run(path, spec: LabelSpec | None = None, **kwargs):
-    return audit(path, spec if spec is not None else LabelSpec(), use_project_config=False, **kwargs)
-
-
-def found(report, code: str, name: str | None = None) -> list:
-    """Findings of ``code`` (on the file called ``name`` when given)."""
-    return [f for f in report.findings if f.code == code
-            and (name is None or (f.path is not None and Path(f.path).name == name))]
-
-
-def codes(report) -> set[str]:
-    return {f.code for f in report.findings}
+from audit_helpers import codes, found, run
 
 
 THREE = LabelSpec(num_classes=3)

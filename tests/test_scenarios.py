@@ -18,10 +18,7 @@ from labelguard.audit import audit
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
-
-
-def found(report, code: str) -> list:
-    return [f for f in report.findings if f.code == code]
+from audit_helpers import found
 
 
 def cli(*args: str):

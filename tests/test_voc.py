@@ -21,21 +21,10 @@ from labelguard.layouts import AuditOptions
 from labelguard.layouts.voc import discover_voc, process_voc, process_voc_batch
 from labelguard.readers.base import ReadError
 from labelguard.readers.voc import read_voc, read_voc_tree
+from audit_helpers import codes, found, run
 
 CLASSES = ("cat", "dog", "person")
 BOX = (10, 20, 110, 120)
-
-
-def run(path, spec: LabelSpec | None = None, **kwargs):
-    return audit(path, spec if spec is not None else LabelSpec(), use_project_config=False, **kwargs)
-
-
-def found(report, code: str) -> list:
-    return [f for f in report.findings if f.code == code]
-
-
-def codes(report) -> set[str]:
-    return {f.code for f in report.findings}
 
 
 def clean(root: Path, **kwargs) -> Path:

@@ -17,17 +17,10 @@ from labelguard.core.tasks import FileTask
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.yolo import label_path, process_yolo
 from labelguard.readers.yolo import read_labels
+from audit_helpers import found, run
 
 NAMES = ["person", "car", "dog"]
 ROW = (0, 0.5, 0.5, 0.2, 0.3)
-
-
-def run(path, spec: LabelSpec | None = None, **kwargs):
-    return audit(path, spec if spec is not None else LabelSpec(), use_project_config=False, **kwargs)
-
-
-def found(report, code: str) -> list:
-    return [f for f in report.findings if f.code == code]
 
 
 def clean(root: Path, **kwargs) -> Path:

@@ -1,0 +1,23 @@
+"""Small helpers the format tests share: run an audit without project config, pick findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labelguard.audit import audit
+from labelguard.core.spec import LabelSpec
+
+
+def run(path, spec: LabelSpec | None = None, **kwargs):
+    """Audit ``path`` against ``spec`` (an empty spec by default), ignoring config files above it."""
+    return audit(path, spec if spec is not None else LabelSpec(), use_project_config=False, **kwargs)
+
+
+def found(report, code: str, name: str | None = None) -> list:
+    """Findings of ``code`` (on the file called ``name`` when given)."""
+    return [f for f in report.findings if f.code == code
+            and (name is None or (f.path is not None and Path(f.path).name == name))]
+
+
+def codes(report) -> set[str]:
+    return {f.code for f in report.findings}
