@@ -22,7 +22,28 @@ FAIL_ON = ("error", "warning", "info", "never")
 
 
 class LabelguardGroup(click.Group):
-    """Turns labelguard's own exceptions into exit 2 with one clear line, never a traceback."""
+    """Turns labelguard's own exceptions into exit 2 with one clear line, never a traceback.
+
+    Commands that live in other packages are imported only when they run, so that
+    ``labelguard audit`` does not pay for them at start-up.
+    """
+
+    lazy_commands = {
+        "explain": ("labelguard.explain.cli", "explain_command"),
+        "replay": ("labelguard.explain.cli", "replay_command"),
+        "fix": ("labelguard.fix.cli", "fix"),
+    }
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy_commands))
+
+    def get_command(self, ctx, name):
+        if name in self.lazy_commands:
+            import importlib
+
+            module, attribute = self.lazy_commands[name]
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx):
         try:
@@ -142,18 +163,30 @@ def _options(layout, images, masks, lists, key, color_map, path_column, label_co
 
 @contextlib.contextmanager
 def _progress(enabled: bool):
-    """A rich progress bar on a terminal; yields a (done, total) callback or None."""
+    """A rich progress bar on stderr when it is a terminal; yields a (done, total) callback or None.
+
+    The bar is redrawn from the callback, not by a refresh thread: with no other thread
+    running, the worker pool can start by a plain fork.
+    """
     if not enabled:
         yield None
         return
+    import time
+
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  transient=True) as bar:
+                  console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
         task = bar.add_task("audit", total=None)
+        last = [0.0]
 
         def update(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
+            now = time.monotonic()
+            if now - last[0] > 0.1 or done == total:
+                last[0] = now
+                bar.refresh()
 
         yield update
 
@@ -322,11 +355,3 @@ def demo(directory: str | None) -> None:
     run_demo(directory, sys.stdout)
 
 
-from labelguard.explain.cli import explain_command, replay_command  # noqa: E402
-
-main.add_command(explain_command)
-main.add_command(replay_command)
-
-from labelguard.fix.cli import fix  # noqa: E402
-
-main.add_command(fix)

@@ -125,7 +125,9 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
             decoded = _decode_in_place(image) if container == "png" else None
             if decoded is None:
                 image.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError,
+    except UnidentifiedImageError:
+        raise ReadError(f"cannot decode {container.upper()}: Pillow cannot identify the image data") from None
+    except (OSError, SyntaxError, ValueError,
             Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ReadError(f"cannot decode {container.upper()}: {exc}") from None
     palette = None

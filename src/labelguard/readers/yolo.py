@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import yaml
 
 from labelguard.readers.base import ReadError, read_class_names, read_text
 
@@ -162,6 +161,8 @@ class DatasetFile:
 
 def read_data_yaml(path: str) -> DatasetFile:
     """Parse an Ultralytics data.yaml; ReadError when it is not a YAML mapping."""
+    import yaml  # only YOLO datasets pay for it at start-up
+
     try:
         with open(path, encoding="utf-8-sig") as handle:
             content = yaml.safe_load(handle)
