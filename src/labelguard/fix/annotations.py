@@ -7,16 +7,30 @@ COCO JSON is rewritten as JSON (2-space indent when the original was indented).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 from xml.sax.saxutils import escape, unescape
 
-from labelguard.fix.base import PLANNED, SKIPPED, UNCHANGED, WRITTEN, FileChange, FixResult
+from labelguard import layouts
+from labelguard.audit import load_settings, resolve_spec
+from labelguard.core.findings import Severity
+from labelguard.core.spec import LabelSpec
+from labelguard.core.tasks import FileResult, FileTask
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FileChange, FixResult
 from labelguard.fix.engine import data_root
-from labelguard.fix.journal import FixError, Run
-from labelguard.layouts.base import display_path, walk_files
+from labelguard.fix.journal import FixError, Run, temp_path_for, write_fsynced
+from labelguard.layouts.base import AuditOptions, display_path, walk_files
+from labelguard.layouts.classification import _is_table, process_table
+from labelguard.layouts.coco import process_coco
+from labelguard.layouts.voc import process_voc
+from labelguard.layouts.yolo import process_yolo
+from labelguard.readers.base import ReadError
+from labelguard.readers.tabular import read_table
 
 _NAME = re.compile(rb"(<name>)(\s*)([^<]*?)(\s*)(</name>)")
 _YOLO_ROW = re.compile(rb"^(\s*)(-?\d+)(?=\s)")
@@ -24,30 +38,98 @@ _NUMBER = re.compile(rb"^-?\d+(\.\d*)?([eE][-+]?\d+)?$")
 
 # plan(path, data) -> (new bytes or None when nothing changes, summary, details); CannotEdit to skip
 Planner = Callable[[str, bytes], tuple[bytes | None, str, dict]]
+# The processor that audits a file of each extension when the layout discovery did not find it.
+_BY_EXTENSION = ((".xml", process_voc), (".json", process_coco), (".csv", process_table), (".tsv", process_table),
+                 (".txt", process_yolo))
 
 
 class CannotEdit(Exception):
     """This file is not of the kind the fix edits, or cannot be parsed."""
 
 
-def _files(paths: Sequence[str], suffixes: tuple[str, ...]) -> list[str]:
-    found: list[str] = []
+@dataclass
+class Targets:
+    """The annotation files a fix edits, each with the audit task that checks it, and the spec."""
+
+    tasks: list[FileTask]
+    spec: LabelSpec
+    notes: list[str]
+
+
+def find_targets(paths: Sequence[str], processors: tuple, spec: LabelSpec | None = None,
+                 options: AuditOptions | None = None) -> Targets:
+    """The files under ``paths`` that the audit reads with one of ``processors``, found by the
+    layout discovery; where it finds none (a loose folder of files), the files whose extension
+    such a processor reads."""
+    options = options or AuditOptions()
+    tasks: list[FileTask] = []
+    discovered = []
+    notes: list[str] = []
     for path in paths:
         if not os.path.exists(path):
             raise FixError(f"{path}: no such file or directory")
-        candidates = [path] if os.path.isfile(path) else walk_files(path)
-        found.extend(p for p in candidates if p.lower().endswith(suffixes) and p not in found)
+        discovery = layouts.discover(os.fspath(path), options)
+        discovered.append(discovery.spec)
+        found = [t for t in discovery.tasks if t.processor in processors and os.path.isfile(t.path)]
+        if not found:
+            candidates = [path] if os.path.isfile(path) else walk_files(path)
+            for candidate in candidates:
+                processor = next((p for ext, p in _BY_EXTENSION if candidate.lower().endswith(ext)), None)
+                if processor not in processors:
+                    continue
+                if processor is process_table and not _is_table(candidate, options):
+                    continue
+                found.append(FileTask(processor, candidate, display_path(candidate)))
+        known = {t.path for t in tasks}
+        tasks.extend(t for t in found if t.path not in known)
+    configs = load_settings(os.fspath(paths[0]), None, True)
+    return Targets(tasks, resolve_spec(discovered, configs, spec), notes)
+
+
+def _errors(result: FileResult) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for finding in result.findings:
+        if finding.severity >= Severity.ERROR:
+            found[finding.code] = found.get(finding.code, 0) + int(finding.data.get("count") or 1)
     return found
 
 
-def _run(action: str, paths: Sequence[str], suffixes: tuple[str, ...], planner: Planner, apply: bool,
-         out: str | None, command: str) -> FixResult:
-    files = _files(paths, suffixes)
+def audit_task(task: FileTask, spec: LabelSpec, path: str | None = None) -> FileResult:
+    """The audit of ``task``'s file, or of ``path`` read as that file (its temp replacement)."""
+    if path is not None:
+        options = tuple((k, None) if k == "reference" and v and v[0] == task.path else (k, v)
+                        for k, v in task.options)
+        task = replace(task, path=path, options=options)
+    return task.processor(task, spec)
+
+
+def worse(before: FileResult, after: FileResult) -> str | None:
+    """Why ``after`` is worse than ``before`` (a new error code, or more of one), or None."""
+    old, new = _errors(before), _errors(after)
+    for code, amount in new.items():
+        if code not in old:
+            message = next(f.message for f in after.findings if f.code == code)
+            return f"the fixed file would have {code}: {message}"
+        if amount > old[code]:
+            return f"the fixed file would have more {code} errors ({amount} > {old[code]})"
+    return None
+
+
+def _run(action: str, paths: Sequence[str], processors: tuple, planner: Planner, apply: bool,
+         out: str | None, command: str, spec: LabelSpec | None = None,
+         extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
+    """Plan every file; on apply write each to a temp file beside it, re-audit that with the
+    file's own audit task and replace the original only when it is not worse. ``extra``
+    (path, bytes) pairs are written in the same run (a class-name file)."""
+    targets = find_targets(paths, processors, spec)
     root = data_root(paths)
-    result = FixResult(action, apply)
+    if out is not None and os.path.abspath(out) == root:
+        raise FixError("--out is the data folder itself; omit --out to fix in place (with backups)")
+    result = FixResult(action, apply, notes=list(targets.notes))
     run: Run | None = None
     try:
-        for path in files:
+        for task in targets.tasks:
+            path = task.path
             shown = display_path(path)
             with open(path, "rb") as handle:
                 data = handle.read()
@@ -62,17 +144,37 @@ def _run(action: str, paths: Sequence[str], suffixes: tuple[str, ...], planner: 
             target = path if out is None else os.path.join(out, os.path.relpath(path, root))
             change = FileChange(shown, PLANNED, summary, display_path(target), details)
             result.changes.append(change)
-            if apply:
+            if not apply:
+                continue
+            temp = temp_path_for(path)
+            try:
+                write_fsynced(temp, new)
+                reason = worse(audit_task(task, targets.spec), audit_task(task, targets.spec, temp))
+                if reason:
+                    change.status, change.summary = REFUSED, f"not written: {reason}"
+                    continue
                 if run is None:
                     run = Run(out if out is not None else root, command)
-                run.write_bytes(target, new)
+                if out is None:
+                    run.replace(target, temp)
+                else:
+                    run.write_bytes(target, new)
                 change.status = WRITTEN
+            finally:
+                if os.path.exists(temp):
+                    os.unlink(temp)
+        if apply and extra and result.ok and result.count(WRITTEN):
+            for path, data in extra:
+                target = path if out is None else os.path.join(out, os.path.relpath(path, root))
+                run.write_bytes(target, data)
+                result.changes.append(FileChange(display_path(path), WRITTEN, "class names rewritten",
+                                                 display_path(target)))
     finally:
         if run is not None:
             run.close()
             if run.written:
                 result.run_id, result.journal = run.id, run.journal_path
-    if not files:
+    if not targets.tasks:
         result.notes.append("no annotation files found")
     return result
 
@@ -190,30 +292,162 @@ def _yolo_remap(mapping: dict[int, int]) -> Planner:
     return plan
 
 
+def _decode(data: bytes) -> tuple[bytes, str, str]:
+    """(BOM, text, encoding) of a table, decoded as the reader decodes it."""
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    body = data[len(bom):]
+    try:
+        return bom, body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return bom, body.decode("latin-1"), "latin-1"
+
+
+def _set_cell(line: str, separator: str | None, column: int, width: int, value: str, number: int) -> str:
+    """``line`` with cell ``column`` set to ``value``; the other cells keep their exact text."""
+    body = line.rstrip("\r\n")
+    ending = line[len(body):]
+    if separator is None:
+        spans = [m.span() for m in re.finditer(r"\S+", body)]
+        start, end = spans[-1] if width == 2 and column == 1 else spans[column]
+        return body[:start] + value + body[end:] + ending
+    if '"' not in body and separator not in value and '"' not in value:
+        cells = body.split(separator)
+        if len(cells) != width:
+            raise CannotEdit(f"line {number}: {len(cells)} fields, expected {width}")
+        cell = cells[column]
+        stripped = cell.strip()
+        lead = cell[: len(cell) - len(cell.lstrip())]
+        cells[column] = lead + value + cell[len(lead) + len(stripped):]
+        return separator.join(cells) + ending
+    cells = next(csv.reader([body], delimiter=separator))
+    if len(cells) != width:
+        raise CannotEdit(f"line {number}: a quoted field spans lines; edit this row by hand")
+    cells[column] = value
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter=separator, lineterminator="").writerow(cells)
+    return buffer.getvalue() + ending
+
+
+def _table_edit(change: Callable[[str], str | None], what: str, rename_header: bool) -> Planner:
+    """A planner for label tables: ``change(label)`` gives the new label (None: keep)."""
+    def plan(path: str, data: bytes):
+        try:
+            table = read_table(path)
+        except ReadError as exc:
+            raise CannotEdit(str(exc)) from None
+        bom, text, encoding = _decode(data)
+        lines = text.splitlines(keepends=True)
+        layout = table.layout
+        counts: dict[str, int] = {}
+        if layout.onehot_columns:
+            if not rename_header:
+                raise CannotEdit("a one-hot table names its classes in the header; it has no class ids to remap")
+            header_line = next(i for i, line in enumerate(lines) if line.strip())
+            names = list(layout.header)
+            changed = []
+            for k in layout.onehot_columns:
+                new = change(names[k].strip())
+                if new is not None and new != names[k].strip():
+                    counts[names[k].strip()] = 1
+                    names[k] = new
+                    changed.append(k)
+            merged = [n for n in set(names) if names.count(n) > 1]
+            if merged:
+                raise CannotEdit(f"the map would give two one-hot columns the name {merged[0]!r}; merge them by hand")
+            for k in changed:
+                lines[header_line] = _set_cell(lines[header_line], layout.separator, k, layout.width, names[k],
+                                               header_line + 1)
+        else:
+            for number, label in zip(table.lines, table.labels):
+                new = change(label)
+                if new is None or new == label:
+                    continue
+                counts[label] = counts.get(label, 0) + 1
+                lines[number - 1] = _set_cell(lines[number - 1], layout.separator, layout.label_column,
+                                              layout.width, new, number)
+        if not counts:
+            return None, f"no {what} of the map occurs", {}
+        return bom + "".join(lines).encode(encoding), counts, {}
+
+    return plan
+
+
+def _table_rename(mapping: dict[str, str]) -> Planner:
+    edit = _table_edit(mapping.get, "label", True)
+
+    def plan(path: str, data: bytes):
+        new, counts, _ = edit(path, data)
+        if new is None:
+            return new, counts, {}
+        return new, _describe(counts, mapping, unit="rows"), {"renamed": counts}
+
+    return plan
+
+
+def _table_remap(mapping: dict[int, int]) -> Planner:
+    def change(label: str) -> str | None:
+        if not re.fullmatch(r"\s*[+-]?\d+\s*", label):
+            return None
+        value = int(label)
+        return str(mapping[value]) if value in mapping else None
+
+    edit = _table_edit(change, "class id", False)
+
+    def plan(path: str, data: bytes):
+        new, counts, _ = edit(path, data)
+        if new is None:
+            return new, counts, {}
+        by_id = {int(k): n for k, n in counts.items()}
+        return new, _describe(by_id, mapping, unit="rows"), {"remapped": by_id}
+
+    return plan
+
+
 def _describe(counts: dict, mapping: dict, unit: str = "") -> str:
     suffix = f" {unit}" if unit else ""
     return ", ".join(f"{source} -> {mapping[source]} ({n}{suffix})" for source, n in counts.items())
 
 
-def rename_classes(paths: Sequence[str], mapping: dict[str, str], *, apply: bool = False,
-                   out: str | None = None) -> FixResult:
-    """Rename classes in VOC XML (``<name>`` text only) and COCO JSON categories under ``paths``."""
-    voc, coco = _voc_rename(mapping), _coco_rename(mapping)
-
+def _pick(planners: dict) -> Planner:
     def plan(path: str, data: bytes):
-        return (voc if path.lower().endswith(".xml") else coco)(path, data)
+        lower = path.lower()
+        for suffix, planner in planners.items():
+            if lower.endswith(suffix):
+                return planner(path, data)
+        raise CannotEdit("not an annotation file this fix edits")
 
+    return plan
+
+
+def rename_classes(paths: Sequence[str], mapping: dict[str, str], *, spec: LabelSpec | None = None,
+                   apply: bool = False, out: str | None = None) -> FixResult:
+    """Rename classes in VOC XML (``<name>`` text only), COCO JSON categories and label tables
+    (CSV/TSV label cells, one-hot headers) under ``paths``."""
+    table = _table_rename(mapping)
+    plan = _pick({".xml": _voc_rename(mapping), ".json": _coco_rename(mapping), ".csv": table, ".tsv": table,
+                  ".txt": table})
     command = "fix rename --map " + ",".join(f"{k}={v}" for k, v in mapping.items())
-    return _run("rename", paths, (".xml", ".json"), plan, apply, out, command)
+    return _run("rename", paths, (process_voc, process_coco, process_table), plan, apply, out, command, spec)
 
 
-def remap_class_ids(paths: Sequence[str], mapping: dict[int, int], *, apply: bool = False,
-                    out: str | None = None) -> FixResult:
-    """Remap integer class ids in YOLO label rows (``.txt``) and COCO category ids (``.json``)."""
-    yolo, coco = _yolo_remap(mapping), _coco_remap(mapping)
+def remap_class_ids(paths: Sequence[str], mapping: dict[int, int], *, spec: LabelSpec | None = None,
+                    apply: bool = False, out: str | None = None,
+                    extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
+    """Remap integer class ids in YOLO label rows, COCO category ids and label tables with
+    integer labels."""
+    yolo, table = _yolo_remap(mapping), _table_remap(mapping)
 
     def plan(path: str, data: bytes):
-        return (coco if path.lower().endswith(".json") else yolo)(path, data)
+        lower = path.lower()
+        if lower.endswith(".json"):
+            return _coco_remap(mapping)(path, data)
+        if lower.endswith((".csv", ".tsv")):
+            return table(path, data)
+        try:
+            return yolo(path, data)
+        except CannotEdit:
+            return table(path, data)
 
     command = "fix remap --ids --map " + ",".join(f"{k}:{v}" for k, v in mapping.items())
-    return _run("remap-ids", paths, (".txt", ".json"), plan, apply, out, command)
+    return _run("remap-ids", paths, (process_yolo, process_coco, process_table), plan, apply, out, command, spec,
+                extra)

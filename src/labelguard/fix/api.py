@@ -156,39 +156,60 @@ def rename(
     paths: "str | os.PathLike | Sequence[str | os.PathLike]",
     mapping: "str | dict",
     *,
+    spec: LabelSpec | None = None,
     apply: bool = False,
     out: str | None = None,
 ) -> FixResult:
     """Rename classes: ``"Dog=dog,dgo=dog"`` in VOC XML ``<name>`` texts (the rest of each file stays
-    byte-identical) and COCO ``categories[].name``.
+    byte-identical), COCO ``categories[].name``, the label cells of CSV/TSV label tables (the other
+    cells keep their text) or their one-hot header, and ImageFolder class folders (a folder whose
+    new name is free is renamed; one whose new name exists is merged into it file by file).
+
+    Each rewritten file is re-audited with the reader and checks of its format before it
+    replaces the original, and refused when it would have more errors.
 
     Args:
-        paths: annotation folders or files.
+        paths: annotation folders or files, or an ImageFolder tree.
         mapping: ``"OLD=NEW,..."`` or ``{"OLD": "NEW"}``.
+        spec: the spec the re-audit checks against (default: what the data and config declare).
         apply: write (default: a dry run).
-        out: write the renamed files under this folder instead.
+        out: write the renamed files under this folder instead (not for ImageFolder trees).
+
+    Example:
+        >>> result = rename("voc/", "Dog=dog,dgo=dog", apply=True)  # doctest: +SKIP
+        >>> undo("voc/")  # doctest: +SKIP
     """
     from labelguard.fix.annotations import rename_classes
+    from labelguard.fix.folders import is_imagefolder, rename_folders
 
-    return rename_classes(_paths(paths, None), parse_name_map(mapping), apply=apply, out=out)
+    paths = _paths(paths, None)
+    name_map = parse_name_map(mapping)
+    if any(is_imagefolder(p) for p in paths):
+        return rename_folders(paths, name_map, spec=spec, apply=apply, out=out)
+    return rename_classes(paths, name_map, spec=spec, apply=apply, out=out)
 
 
 def remap_ids(
     paths: "str | os.PathLike | Sequence[str | os.PathLike]",
     mapping: "str | dict",
     *,
+    spec: LabelSpec | None = None,
     apply: bool = False,
     out: str | None = None,
 ) -> FixResult:
-    """Remap integer class ids: the class column of YOLO rows (only that text changes) and COCO
-    ``categories[].id`` with every ``annotations[].category_id``.
+    """Remap integer class ids: the class column of YOLO rows (only that text changes), COCO
+    ``categories[].id`` with every ``annotations[].category_id``, and the label cells of CSV/TSV
+    tables whose labels are ids.
+
+    Each rewritten file is re-audited (its format's reader and checks) and refused when worse.
 
     Args:
         paths: label folders or files.
         mapping: ``"FROM:TO,..."`` or ``{FROM: TO}``.
+        spec: the spec the re-audit checks against (default: what the data and config declare).
         apply: write (default: a dry run).
         out: write the remapped files under this folder instead.
     """
     from labelguard.fix.annotations import remap_class_ids
 
-    return remap_class_ids(_paths(paths, None), parse_value_map(mapping), apply=apply, out=out)
+    return remap_class_ids(_paths(paths, None), parse_value_map(mapping), spec=spec, apply=apply, out=out)

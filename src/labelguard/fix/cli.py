@@ -108,13 +108,14 @@ def fix() -> None:
 @fix.command("remap")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--map", "mapping", help="FROM:TO pairs, e.g. 255:1,3:2 (default: the report's suggested remap).")
-@click.option("--ids", is_flag=True, help="Remap class ids in YOLO label rows and COCO JSON instead of mask values.")
+@click.option("--ids", is_flag=True,
+              help="Remap class ids in YOLO label rows, COCO JSON and CSV/TSV label tables instead of mask values.")
 @spec_options
 @common_options
 def remap_command(paths, mapping, ids, num_classes, values, classes, ignore_index, key, layout, apply, out,
                   from_report, as_json):
     """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
-    --ids the class ids of YOLO rows and COCO categories."""
+    --ids the class ids of YOLO rows, COCO categories and CSV/TSV label tables."""
     from labelguard.fix.api import remap, remap_ids
 
     if not mapping and not from_report:
@@ -134,7 +135,8 @@ def remap_command(paths, mapping, ids, num_classes, values, classes, ignore_inde
 @click.option("--map", "mapping", required=True, help='OLD=NEW pairs, e.g. "Dog=dog,dgo=dog".')
 @common_options
 def rename_command(paths, mapping, apply, out, from_report, as_json):
-    """Rename classes in VOC XML <name> texts and COCO categories under PATHS."""
+    """Rename classes under PATHS: VOC XML <name> texts, COCO categories, CSV/TSV label cells, and
+    ImageFolder class folders (merged file by file into a folder that already has the new name)."""
     from labelguard.fix.api import rename
 
     if from_report:

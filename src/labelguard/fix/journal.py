@@ -16,6 +16,11 @@ the journal names every file that may be new *before* it can be. :func:`undo` co
 file's current hash with the recorded ones: ``after`` -> restore the backup, ``before`` ->
 nothing to do; anything else is a conflict left alone. So undo works after a kill -9,
 and running it twice changes nothing the second time.
+
+Renames of files and folders (ImageFolder class folders) are ``move`` lines written before
+their ``os.rename``; ``mkdir``/``rmdir`` lines record the folders a run creates or empties.
+Undo moves back what sits at the new place while the old place is free, removes the folders
+the run created once empty and recreates the ones it removed.
 """
 
 from __future__ import annotations
@@ -191,6 +196,43 @@ class Run:
             if os.path.exists(temp):
                 os.unlink(temp)
 
+    def move(self, source: str, target: str) -> None:
+        """Journaled ``os.rename`` of a file or folder onto a path that does not exist (atomic on
+        one file system); undo moves it back."""
+        source, target = os.path.abspath(source), os.path.abspath(target)
+        if os.path.lexists(target):
+            raise FixError(f"cannot move {source} onto {target}: it exists")
+        digest = None if os.path.isdir(source) else sha256_file(source)
+        self._append({"event": "move", "path": self._relative(target), "source": self._relative(source),
+                      "after": digest})
+        if self._pause:
+            time.sleep(self._pause)
+        os.rename(source, target)
+        _fsync_dir(os.path.dirname(target))
+        _fsync_dir(os.path.dirname(source))
+        self._append({"event": "committed", "path": self._relative(target)})
+        self.written += 1
+
+    def mkdir(self, folder: str) -> None:
+        """Journaled creation of ``folder`` (and the missing folders above it); undo removes them
+        when empty."""
+        folder = os.path.abspath(folder)
+        missing = []
+        current = folder
+        while not os.path.isdir(current):
+            missing.append(current)
+            current = os.path.dirname(current)
+        for path in reversed(missing):
+            self._append({"event": "mkdir", "path": self._relative(path)})
+            os.mkdir(path)
+
+    def rmdir(self, folder: str) -> None:
+        """Journaled removal of an empty folder; undo creates it again."""
+        folder = os.path.abspath(folder)
+        self._append({"event": "rmdir", "path": self._relative(folder)})
+        os.rmdir(folder)
+        _fsync_dir(os.path.dirname(folder))
+
     def close(self) -> None:
         if not self._journal.closed:
             self._append({"event": "end", "written": self.written})
@@ -252,7 +294,7 @@ def read_journal(journal_path: str) -> RunInfo:
         event = entry.get("event")
         if event == "start":
             info.id, info.root, info.command = entry["run"], entry["root"], entry.get("command", "")
-        elif event == "write":
+        elif event in ("write", "move", "mkdir", "rmdir"):
             info.entries.append(entry)
         elif event == "end":
             info.finished = True
@@ -344,6 +386,24 @@ def undo(path: str = ".", run: str | None = None, *, force: bool = False) -> Und
 
 def _undo_entry(info: RunInfo, entry: dict, result: UndoResult, force: bool) -> None:
     target = os.path.normpath(os.path.join(info.root, entry["path"]))
+    event = entry.get("event", "write")
+    if event == "move":
+        _undo_move(info, entry, target, result, force)
+        return
+    if event == "mkdir":
+        if os.path.isdir(target) and not os.listdir(target):
+            os.rmdir(target)
+            result.removed.append(target)
+        elif os.path.isdir(target):
+            result.conflicts.append((target, "a folder the run created is no longer empty; left in place"))
+        return
+    if event == "rmdir":
+        if os.path.isdir(target):
+            result.unchanged.append(target)
+        else:
+            os.makedirs(target)
+            result.restored.append(target)
+        return
     temp = entry.get("temp")
     if temp:
         leftover = os.path.normpath(os.path.join(info.root, temp))
@@ -370,3 +430,24 @@ def _undo_entry(info: RunInfo, entry: dict, result: UndoResult, force: bool) -> 
     os.makedirs(os.path.dirname(target), exist_ok=True)
     atomic_write(target, original)
     result.restored.append(target)
+
+
+def _undo_move(info: RunInfo, entry: dict, target: str, result: UndoResult, force: bool) -> None:
+    """Move ``target`` back to where the run found it, unless that place is taken again."""
+    source = os.path.normpath(os.path.join(info.root, entry["source"]))
+    if not os.path.lexists(target):
+        if os.path.lexists(source):
+            result.unchanged.append(source)  # killed before the rename, or undone already
+        else:
+            result.conflicts.append((target, "moved or deleted since the run"))
+        return
+    if os.path.lexists(source):
+        result.conflicts.append((source, f"exists again, so {target} cannot move back"))
+        return
+    if entry.get("after") is not None and sha256_file(target) != entry["after"] and not force:
+        result.conflicts.append((target, "changed since the run; pass force to move it back anyway"))
+        return
+    os.makedirs(os.path.dirname(source), exist_ok=True)
+    os.rename(target, source)
+    _fsync_dir(os.path.dirname(source))
+    result.restored.append(source)

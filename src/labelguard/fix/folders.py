@@ -1,0 +1,137 @@
+"""Renaming ImageFolder class folders, journaled so that undo moves everything back.
+
+A class folder whose new name is free is renamed in one ``os.rename`` (atomic). One whose new
+name is taken (``Dog`` and ``dog`` both exist, or two old names map to one new name) is merged:
+each file moves on its own (each move atomic and journaled before it happens), the folders it
+needs are created and the emptied source folders removed, all journaled. A kill -9 half-way
+leaves every file in its old or its new place, and undo moves the moved ones back.
+
+Before anything moves, each class folder is re-audited under its new name (its images, the
+new name against the spec) and refused when that is worse than before.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+from labelguard import layouts
+from labelguard.audit import load_settings, resolve_spec
+from labelguard.core.spec import LabelSpec
+from labelguard.core.tasks import FileTask
+from labelguard.fix.annotations import worse
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FileChange, FixResult
+from labelguard.fix.engine import data_root
+from labelguard.fix.journal import FixError, Run
+from labelguard.layouts.base import AuditOptions, display_path
+from labelguard.layouts.classification import process_class_folder
+
+
+def is_imagefolder(path: str) -> bool:
+    """True when the audit reads ``path`` as an ImageFolder tree."""
+    return os.path.isdir(path) and layouts.discover(os.fspath(path), AuditOptions()).layout == "imagefolder"
+
+
+@dataclass
+class _Plan:
+    task: FileTask
+    source: str
+    target: str
+    merge: bool
+    moves: list[tuple[str, str]] = field(default_factory=list)  # (file, its new path), for a merge
+
+
+def _files_under(folder: str) -> list[str]:
+    found = []
+    for directory, dirs, files in os.walk(folder):
+        dirs.sort()
+        found.extend(os.path.join(directory, name) for name in sorted(files))
+    return found
+
+
+def rename_folders(paths: Sequence[str], mapping: dict[str, str], *, spec: LabelSpec | None = None,
+                   apply: bool = False, out: str | None = None) -> FixResult:
+    """Rename (or merge) the class folders of ImageFolder trees; see the module docstring."""
+    if out is not None:
+        raise FixError("ImageFolder class folders are renamed in place (journaled; `labelguard fix undo` "
+                       "moves them back); --out is not supported for them")
+    discoveries = [layouts.discover(os.fspath(p), AuditOptions(format="imagefolder")) for p in paths]
+    configs = load_settings(os.fspath(paths[0]), None, True)
+    before_spec = resolve_spec((d.spec for d in discoveries), configs, spec)
+    after_spec = before_spec
+    if spec is None and before_spec.classes is not None:
+        renamed = tuple(dict.fromkeys(mapping.get(c, c) for c in before_spec.classes))
+        after_spec = replace(before_spec, classes=renamed, num_classes=None)
+    result = FixResult("rename", apply, notes=[n for d in discoveries for n in d.notes])
+    plans: list[tuple[_Plan, FileChange]] = []
+    claimed: dict[str, set[str]] = {}  # target folder -> relative file names it will hold
+    for discovery in discoveries:
+        for task in discovery.tasks:
+            if task.processor is not process_class_folder:
+                continue
+            name = task.option("class_name")
+            if name in mapping and mapping[name] != name:
+                target = os.path.join(os.path.dirname(task.path), mapping[name])
+                result.changes.append(_plan_one(task, target, claimed, before_spec, after_spec, plans))
+    if not result.changes:
+        result.notes.append("no class folder of the map found")
+    if not apply or not plans:
+        return result
+    run = Run(data_root(paths), "fix rename --map " + ",".join(f"{k}={v}" for k, v in mapping.items()))
+    try:
+        for plan, change in plans:
+            if not plan.merge:
+                run.move(plan.source, plan.target)
+            else:
+                for source, target in plan.moves:
+                    run.mkdir(os.path.dirname(target))
+                    run.move(source, target)
+                for directory, _, _ in sorted(os.walk(plan.source), key=lambda item: -len(item[0])):
+                    if not os.listdir(directory):
+                        run.rmdir(directory)
+            change.status = WRITTEN
+    finally:
+        run.close()
+        if run.written:
+            result.run_id, result.journal = run.id, run.journal_path
+    return result
+
+
+def _plan_one(task: FileTask, target: str, claimed: dict[str, set[str]], before_spec: LabelSpec,
+              after_spec: LabelSpec, plans: list) -> FileChange:
+    source = task.path
+    name, new = task.option("class_name"), os.path.basename(target)
+    shown = display_path(source)
+    files = _files_under(source)
+    if os.path.exists(target) and os.path.samefile(source, target):
+        return FileChange(shown, SKIPPED, f"{name!r} and {new!r} are one folder on this case-folding file "
+                          "system; rename it through a temporary name by hand")
+    renamed = replace(task, options=tuple((k, new) if k == "class_name" else (k, v) for k, v in task.options))
+    reason = worse(process_class_folder(task, before_spec), process_class_folder(renamed, after_spec))
+    if reason:
+        return FileChange(shown, REFUSED, f"not renamed: {reason}")
+    relative = [os.path.relpath(f, source) for f in files]
+    key = os.path.normcase(os.path.abspath(target))
+    merge = os.path.exists(target) or key in claimed
+    if not merge:
+        claimed[key] = set(relative)
+        change = FileChange(shown, PLANNED, f"class folder {name!r} -> {new!r} ({len(files)} files)",
+                            display_path(target), {"moved": len(files)})
+        plans.append((_Plan(task, source, target, False), change))
+        return change
+    held = claimed.setdefault(key, set(os.path.relpath(f, target) for f in _files_under(target)))
+    clashes = [r for r in relative if r in held]
+    if clashes:
+        listed = ", ".join(clashes[:5]) + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
+        return FileChange(shown, SKIPPED, f"cannot merge {name!r} into {new!r}: {len(clashes)} file name"
+                          f"{'s' if len(clashes) > 1 else ''} exist in both ({listed}); rename them first",
+                          details={"clashes": clashes})
+    if not files:
+        return FileChange(shown, UNCHANGED, f"class folder {name!r} holds no files; nothing to merge")
+    held.update(relative)
+    moves = [(f, os.path.join(target, r)) for f, r in zip(files, relative)]
+    change = FileChange(shown, PLANNED, f"class folder {name!r} merged into {new!r} ({len(files)} files moved)",
+                        display_path(target), {"moved": len(files)})
+    plans.append((_Plan(task, source, target, True, moves), change))
+    return change
