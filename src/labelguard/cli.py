@@ -32,6 +32,7 @@ class LabelguardGroup(click.Group):
         "explain": ("labelguard.explain.cli", "explain_command"),
         "replay": ("labelguard.explain.cli", "replay_command"),
         "fix": ("labelguard.fix.cli", "fix"),
+        "harmonize": ("labelguard.fix.cli", "harmonize_command"),
     }
 
     def list_commands(self, ctx):

@@ -7,6 +7,7 @@ even after a run was killed half-way.
 
 from labelguard.fix.api import colors, remap, remap_ids, rename
 from labelguard.fix.base import FileChange, FixResult
+from labelguard.fix.harmonize import Harmonization, apply_mapping, harmonize
 from labelguard.fix.journal import FixError, UndoResult, undo
 from labelguard.fix.lists import clean_list
 
@@ -14,9 +15,12 @@ __all__ = [
     "FileChange",
     "FixError",
     "FixResult",
+    "Harmonization",
     "UndoResult",
+    "apply_mapping",
     "clean_list",
     "colors",
+    "harmonize",
     "remap",
     "remap_ids",
     "rename",

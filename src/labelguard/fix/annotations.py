@@ -163,12 +163,19 @@ def _run(action: str, paths: Sequence[str], processors: tuple, planner: Planner,
             finally:
                 if os.path.exists(temp):
                     os.unlink(temp)
-        if apply and extra and result.ok and result.count(WRITTEN):
-            for path, data in extra:
-                target = path if out is None else os.path.join(out, os.path.relpath(path, root))
+        for path, data in extra:
+            with open(path, "rb") as handle:
+                if handle.read() == data:
+                    continue
+            target = path if out is None else os.path.join(out, os.path.relpath(path, root))
+            change = FileChange(display_path(path), PLANNED, "class names rewritten to the common list",
+                                display_path(target))
+            result.changes.append(change)
+            if apply and result.ok:
+                if run is None:
+                    run = Run(out if out is not None else root, command)
                 run.write_bytes(target, data)
-                result.changes.append(FileChange(display_path(path), WRITTEN, "class names rewritten",
-                                                 display_path(target)))
+                change.status = WRITTEN
     finally:
         if run is not None:
             run.close()

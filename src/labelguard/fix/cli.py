@@ -110,38 +110,81 @@ def fix() -> None:
 @click.option("--map", "mapping", help="FROM:TO pairs, e.g. 255:1,3:2 (default: the report's suggested remap).")
 @click.option("--ids", is_flag=True,
               help="Remap class ids in YOLO label rows, COCO JSON and CSV/TSV label tables instead of mask values.")
+@click.option("--from-mapping", type=click.Path(exists=True, dir_okay=False),
+              help="A mapping file from `labelguard harmonize`: apply its value and id maps to its datasets.")
 @spec_options
 @common_options
-def remap_command(paths, mapping, ids, num_classes, values, classes, ignore_index, key, layout, apply, out,
-                  from_report, as_json):
+def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classes, ignore_index, key, layout, apply,
+                  out, from_report, as_json):
     """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
     --ids the class ids of YOLO rows, COCO categories and CSV/TSV label tables."""
     from labelguard.fix.api import remap, remap_ids
 
+    if from_mapping:
+        if mapping or paths or from_report or out:
+            raise click.UsageError("--from-mapping takes its datasets and maps from the file; drop PATHS, --map, "
+                                   "--from-report and --out")
+        _show_all(from_mapping, ("values", "ids"), apply, as_json)
+        return
     if not mapping and not from_report:
-        raise click.UsageError("give --map FROM:TO,... or --from-report REPORT")
+        raise click.UsageError("give --map FROM:TO,..., --from-report REPORT or --from-mapping FILE")
+    spec = _spec(num_classes, values, classes, ignore_index)
     if ids:
         if not mapping or not paths:
             raise click.UsageError("--ids needs PATHS and --map")
-        _show(remap_ids(list(paths), mapping, apply=apply, out=out), as_json)
+        _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out), as_json)
         return
-    result = remap(list(paths) or None, mapping, spec=_spec(num_classes, values, classes, ignore_index),
-                   options=_layout(layout, key), from_report=from_report, apply=apply, out=out)
+    result = remap(list(paths) or None, mapping, spec=spec, options=_layout(layout, key), from_report=from_report,
+                   apply=apply, out=out)
     _show(result, as_json)
 
 
 @fix.command("rename")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--map", "mapping", required=True, help='OLD=NEW pairs, e.g. "Dog=dog,dgo=dog".')
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--map", "mapping", help='OLD=NEW pairs, e.g. "Dog=dog,dgo=dog".')
+@click.option("--from-mapping", type=click.Path(exists=True, dir_okay=False),
+              help="A mapping file from `labelguard harmonize`: apply its name maps to its datasets.")
+@click.option("--classes", help="The class names the re-audit checks against, comma separated.")
 @common_options
-def rename_command(paths, mapping, apply, out, from_report, as_json):
+def rename_command(paths, mapping, from_mapping, classes, apply, out, from_report, as_json):
     """Rename classes under PATHS: VOC XML <name> texts, COCO categories, CSV/TSV label cells, and
     ImageFolder class folders (merged file by file into a folder that already has the new name)."""
     from labelguard.fix.api import rename
 
     if from_report:
         raise click.UsageError("rename takes --map; a report suggests no renames")
-    _show(rename(list(paths), mapping, apply=apply, out=out), as_json)
+    if from_mapping:
+        if mapping or paths or out:
+            raise click.UsageError("--from-mapping takes its datasets and maps from the file; drop PATHS, --map "
+                                   "and --out")
+        _show_all(from_mapping, ("names",), apply, as_json)
+        return
+    if not mapping or not paths:
+        raise click.UsageError("give PATHS and --map OLD=NEW,..., or --from-mapping FILE")
+    _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out), as_json)
+
+
+def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: bool) -> None:
+    from labelguard.fix.harmonize import apply_mapping
+
+    results = apply_mapping(mapping_file, kinds=kinds, apply=apply)
+    if not results:
+        click.echo(f"nothing to do: no {' or '.join(kinds)} map in {mapping_file} changes anything", err=True)
+        return
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+    failed = False
+    for result in results:
+        if not as_json:
+            click.echo(f"# {result.notes[0]}", err=True)
+            try:
+                _show(FixResult(result.action, result.applied, result.changes, result.run_id, result.journal,
+                                result.notes[1:]), False)
+            except SystemExit:
+                failed = True
+        failed = failed or not result.ok
+    if failed:
+        raise SystemExit(1)
 
 
 @fix.command("colors")
@@ -211,3 +254,38 @@ def undo_command(path, run_id, force, show_runs):
                f"{len(result.unchanged)} already as before, {len(result.conflicts)} conflicts", err=True)
     if result.conflicts:
         raise SystemExit(1)
+
+
+@click.command("harmonize")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the mapping file here (JSON).")
+@click.option("--classes", help="The common class names, comma separated (default: proposed from the data).")
+@click.option("--num-classes", type=click.IntRange(min=1), help="The common number of classes (mask values).")
+@click.option("--ignore-index", multiple=True, help="A value the loss ignores (e.g. 255); repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
+def harmonize_command(paths, output, classes, num_classes, ignore_index, as_json):
+    """Compare the label sets of datasets PATHS (one per site) and propose one map per dataset
+    onto a common spec; -o writes it as a file that `labelguard fix remap --from-mapping FILE`
+    (values, ids) and `labelguard fix rename --from-mapping FILE` (names) apply."""
+    from labelguard.fix.harmonize import harmonize
+
+    if len(paths) < 2:
+        raise click.UsageError("give two or more datasets to compare")
+    plan = harmonize(list(paths), _spec(num_classes, None, classes, ignore_index))
+    if as_json:
+        click.echo(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"common spec: {plan.spec.describe()}")
+        for dataset in plan.datasets:
+            shown = ", ".join(f"{k} ({n})" for k, n in sorted(dataset.labels.items()))
+            click.echo(f"{dataset.path} [{dataset.layout}, {dataset.kind}]: {shown}")
+        differences = plan.differences
+        click.echo("proposed maps:" if differences else "the datasets already agree", err=not differences)
+        for line in differences:
+            click.echo(f"  {line}")
+        for note in plan.notes:
+            click.echo(f"note: {note}", err=True)
+    if output:
+        plan.save(output)
+        click.echo(f"wrote {output}; review it, then: labelguard fix remap --from-mapping {output} --apply "
+                   f"and labelguard fix rename --from-mapping {output} --apply", err=True)
