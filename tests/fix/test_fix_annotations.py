@@ -72,3 +72,23 @@ def test_cli_rename_and_ids(tmp_path):
     assert result.exit_code == 0 and b"<name> dog </name>" in path.read_bytes()
     bad = runner.invoke(main, ["fix", "rename", str(tmp_path), "--map", "Dog"])
     assert bad.exit_code == 2 and "OLD=NEW" in bad.output
+
+
+def test_rewrites_are_re_audited_and_refused_when_worse(tmp_path):
+    from detection_builders import write_voc, write_yolo
+    from labelguard import LabelSpec
+
+    voc = write_voc(tmp_path / "voc", {"1": [("dog", (1, 1, 9, 9))]}, labels=["cat", "dog"])
+    xml = voc / "Annotations" / "1.xml"
+    before = xml.read_bytes()
+    result = rename(str(voc), "dog=hound", apply=True)
+    assert result.changes[0].status == "refused" and "hound" in result.changes[0].summary
+    assert xml.read_bytes() == before and not result.ok
+
+    yolo = write_yolo(tmp_path / "yolo", {"train": {"a": [(0, .5, .5, .2, .2)]}}, names=["cat", "dog"])
+    label = yolo / "labels" / "train" / "a.txt"
+    before = label.read_bytes()
+    result = remap_ids(str(yolo), "0:5", apply=True)
+    assert [c.status for c in result.changes] == ["refused"] and label.read_bytes() == before
+    ok = remap_ids(str(yolo), "0:1", spec=LabelSpec(classes=("cat", "dog")), apply=True)
+    assert [c.status for c in ok.changes] == ["written"]
