@@ -53,7 +53,6 @@ class Targets:
 
     tasks: list[FileTask]
     spec: LabelSpec
-    notes: list[str]
 
 
 def find_targets(paths: Sequence[str], processors: tuple, spec: LabelSpec | None = None,
@@ -64,7 +63,6 @@ def find_targets(paths: Sequence[str], processors: tuple, spec: LabelSpec | None
     options = options or AuditOptions()
     tasks: list[FileTask] = []
     discovered = []
-    notes: list[str] = []
     for path in paths:
         if not os.path.exists(path):
             raise FixError(f"{path}: no such file or directory")
@@ -83,7 +81,7 @@ def find_targets(paths: Sequence[str], processors: tuple, spec: LabelSpec | None
         known = {t.path for t in tasks}
         tasks.extend(t for t in found if t.path not in known)
     configs = load_settings(os.fspath(paths[0]), None, True)
-    return Targets(tasks, resolve_spec(discovered, configs, spec), notes)
+    return Targets(tasks, resolve_spec(discovered, configs, spec))
 
 
 def _errors(result: FileResult) -> dict[str, int]:
@@ -125,7 +123,7 @@ def _run(action: str, paths: Sequence[str], processors: tuple, planner: Planner,
     root = data_root(paths)
     if out is not None and os.path.abspath(out) == root:
         raise FixError("--out is the data folder itself; omit --out to fix in place (with backups)")
-    result = FixResult(action, apply, notes=list(targets.notes))
+    result = FixResult(action, apply)
     run: Run | None = None
     try:
         for task in targets.tasks:
@@ -146,7 +144,9 @@ def _run(action: str, paths: Sequence[str], processors: tuple, planner: Planner,
             result.changes.append(change)
             if not apply:
                 continue
-            temp = temp_path_for(path)
+            # The temp file sits beside the target, so --out leaves the input folder untouched.
+            os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+            temp = temp_path_for(target)
             try:
                 write_fsynced(temp, new)
                 reason = worse(audit_task(task, targets.spec), audit_task(task, targets.spec, temp))
@@ -155,10 +155,7 @@ def _run(action: str, paths: Sequence[str], processors: tuple, planner: Planner,
                     continue
                 if run is None:
                     run = Run(out if out is not None else root, command)
-                if out is None:
-                    run.replace(target, temp)
-                else:
-                    run.write_bytes(target, new)
+                run.replace(target, temp)
                 change.status = WRITTEN
             finally:
                 if os.path.exists(temp):
@@ -335,9 +332,11 @@ def _set_cell(line: str, separator: str | None, column: int, width: int, value: 
     return buffer.getvalue() + ending
 
 
-def _table_edit(change: Callable[[str], str | None], what: str, rename_header: bool) -> Planner:
-    """A planner for label tables: ``change(label)`` gives the new label (None: keep)."""
-    def plan(path: str, data: bytes):
+def _table_edit(change: Callable[[str], str | None], rename_header: bool
+                ) -> Callable[[str, bytes], tuple[bytes | None, dict[str, int]]]:
+    """``edit(path, data) -> (new bytes or None, changed rows per old label)`` for label tables;
+    ``change(label)`` gives a label's new text (None: keep it)."""
+    def edit(path: str, data: bytes):
         try:
             table = read_table(path)
         except ReadError as exc:
@@ -373,19 +372,19 @@ def _table_edit(change: Callable[[str], str | None], what: str, rename_header: b
                 lines[number - 1] = _set_cell(lines[number - 1], layout.separator, layout.label_column,
                                               layout.width, new, number)
         if not counts:
-            return None, f"no {what} of the map occurs", {}
-        return bom + "".join(lines).encode(encoding), counts, {}
+            return None, counts
+        return bom + "".join(lines).encode(encoding), counts
 
-    return plan
+    return edit
 
 
 def _table_rename(mapping: dict[str, str]) -> Planner:
-    edit = _table_edit(mapping.get, "label", True)
+    edit = _table_edit(mapping.get, True)
 
     def plan(path: str, data: bytes):
-        new, counts, _ = edit(path, data)
+        new, counts = edit(path, data)
         if new is None:
-            return new, counts, {}
+            return None, "no label of the map occurs", {}
         return new, _describe(counts, mapping, unit="rows"), {"renamed": counts}
 
     return plan
@@ -398,12 +397,12 @@ def _table_remap(mapping: dict[int, int]) -> Planner:
         value = int(label)
         return str(mapping[value]) if value in mapping else None
 
-    edit = _table_edit(change, "class id", False)
+    edit = _table_edit(change, False)
 
     def plan(path: str, data: bytes):
-        new, counts, _ = edit(path, data)
+        new, counts = edit(path, data)
         if new is None:
-            return new, counts, {}
+            return None, "no class id of the map occurs", {}
         by_id = {int(k): n for k, n in counts.items()}
         return new, _describe(by_id, mapping, unit="rows"), {"remapped": by_id}
 

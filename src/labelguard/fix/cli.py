@@ -173,17 +173,13 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
         return
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2))
-    failed = False
-    for result in results:
-        if not as_json:
-            click.echo(f"# {result.notes[0]}", err=True)
+    else:
+        for result in results:
             try:
-                _show(FixResult(result.action, result.applied, result.changes, result.run_id, result.journal,
-                                result.notes[1:]), False)
-            except SystemExit:
-                failed = True
-        failed = failed or not result.ok
-    if failed:
+                _show(result, False)
+            except SystemExit:  # a refused file: show the other datasets, then exit 1
+                pass
+    if not all(result.ok for result in results):
         raise SystemExit(1)
 
 
@@ -275,7 +271,8 @@ def harmonize_command(paths, output, classes, num_classes, ignore_index, as_json
     if as_json:
         click.echo(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
     else:
-        click.echo(f"common spec: {plan.spec.describe()}")
+        common = f"classes {', '.join(plan.spec.classes)}" if plan.spec.classes else plan.spec.describe()
+        click.echo(f"common spec: {common}")
         for dataset in plan.datasets:
             shown = ", ".join(f"{k} ({n})" for k, n in sorted(dataset.labels.items()))
             click.echo(f"{dataset.path} [{dataset.layout}, {dataset.kind}]: {shown}")

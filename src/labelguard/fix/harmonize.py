@@ -47,6 +47,7 @@ from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.errors import SpecError
 from labelguard.fix.base import FixResult
 from labelguard.fix.journal import FixError
+from labelguard.layouts.base import display_path
 
 FORMAT = "labelguard-harmonize"
 NAMED_LAYOUTS = ("voc", "coco", "imagefolder")
@@ -181,17 +182,12 @@ def _same_class(a: str, b: str) -> bool:
     return ka == kb or _swapped(ka, kb)
 
 
-def _names_file(path: str) -> str | None:
-    folders = [path] + [os.path.join(path, d) for d in sorted(os.listdir(path))
-                        if os.path.isdir(os.path.join(path, d)) and not d.startswith(".")]
-    for folder in folders:
-        for name in NAMES_FILES:
-            if os.path.isfile(os.path.join(folder, name)):
-                return os.path.join(folder, name)
-    return None
+def _names_file(spec: LabelSpec) -> str | None:
+    """The class-name file (classes.txt, obj.names...) the dataset's class list was read from."""
+    return next((s for s in spec.sources if os.path.basename(s) in NAMES_FILES and os.path.isfile(s)), None)
 
 
-def _read(path: str, spec: LabelSpec | None) -> DatasetLabels:
+def _read(path: str) -> DatasetLabels:
     from labelguard.audit import audit
 
     report = audit(path, use_project_config=False)
@@ -204,8 +200,8 @@ def _read(path: str, spec: LabelSpec | None) -> DatasetLabels:
         raise FixError(f"{path}: the audit found no labels to harmonize (layout {layout or 'unknown'})")
     declared = list(report.spec.classes) if report.spec.classes else None
     if layout == "yolo" or (layout == "csv" and all(k.lstrip("+-").isdigit() for k in objects)):
-        if layout == "yolo" and declared and os.path.isdir(path):
-            return DatasetLabels(path, layout, "ids", objects, classes=declared, names_file=_names_file(path))
+        if layout == "yolo" and declared:
+            return DatasetLabels(path, layout, "ids", objects, classes=declared, names_file=_names_file(report.spec))
         return DatasetLabels(path, layout, "ids", objects)
     return DatasetLabels(path, layout, "names", objects, classes=declared)
 
@@ -231,7 +227,7 @@ def harmonize(paths: Sequence[str | os.PathLike], spec: LabelSpec | None = None)
     for path in paths:
         if not os.path.exists(path):
             raise FixError(f"{path}: no such file or directory")
-    datasets = [_read(p, spec) for p in paths]
+    datasets = [_read(p) for p in paths]
     named = [d for d in datasets if d.kind == "names" or d.classes]
     if named and len(named) != len(datasets):
         numeric = ", ".join(f"{d.path} ({d.layout})" for d in datasets if d not in named)
@@ -276,6 +272,9 @@ def _harmonize_names(datasets: list[DatasetLabels], spec: LabelSpec | None) -> H
                     notes.append(f"{dataset.path}: class {name!r} has no counterpart in the common spec")
                 elif canonical.index(target) != index:
                     dataset.map[str(index)] = canonical.index(target)
+            if dataset.names_file is None and own != canonical:
+                notes.append(f"{dataset.path}: its class names are not in a names file labelguard rewrites "
+                             f"(data.yaml?); set them to {canonical} after applying the map")
         else:
             for name in sorted(dataset.labels):
                 target = common(name)
@@ -346,6 +345,6 @@ def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names
         else:
             result = remap_class_ids([dataset.path], {int(k): int(v) for k, v in dataset.map.items()},
                                      spec=plan.spec, apply=apply, extra=extra)
-        result.notes.insert(0, f"dataset {dataset.path}")
+        result.notes.insert(0, f"dataset {display_path(dataset.path)}")
         results.append(result)
     return results
