@@ -56,7 +56,7 @@ def test_masks_numbered_differently(tmp_path):
 
 def named_sites(tmp_path):
     voc = write_voc(tmp_path / "voc", {"1": [("Dog", (1, 1, 9, 9)), ("cat", (2, 2, 8, 8))],
-                                      "2": [("dog", (1, 1, 9, 9))]})
+                                      "2": [("dog", (1, 1, 9, 9))]}, labels=["Dog", "cat"])
     yolo = write_yolo(tmp_path / "yolo", {"train": {"a": [(0, .5, .5, .2, .2), (1, .3, .3, .1, .1)],
                                                      "b": [(1, .5, .5, .2, .2)]}}, yaml_name=None)
     (yolo / "classes.txt").write_text("cat\ndog\n")
@@ -87,6 +87,7 @@ def test_named_sites_voc_yolo_csv(tmp_path):
     renamed = invoke("fix", "rename", "--from-mapping", mapping, "--apply")
     assert renamed.exit_code == 0, renamed.output
     assert (yolo_root := sites[1]).joinpath("classes.txt").read_text() == "dog\ncat\n"
+    assert sites[0].joinpath("labels.txt").read_text() == "dog\ncat\n"
     assert (yolo_root / "labels" / "train" / "b.txt").read_text().startswith("0 ")
     spec = LabelSpec(classes=("dog", "cat"))
     for site in sites:
@@ -94,6 +95,23 @@ def test_named_sites_voc_yolo_csv(tmp_path):
     for site in sites:
         undo(str(site))
     assert {str(s): digests(files_of(s)) for s in sites} == original
+
+
+def test_imagefolder_sites(tmp_path):
+    from annotation_builders import imagefolder
+
+    a = imagefolder(tmp_path / "a", {"cat": 2, "dog": 2})
+    b = imagefolder(tmp_path / "b", {"Cat": 1, "Dog": 1, "dog": 1})
+    original = digests(files_of(b))
+    plan = harmonize([a, b])
+    assert plan.spec.classes == ("cat", "dog") and plan.datasets[1].map == {"Cat": "cat", "Dog": "dog"}
+    plan.save(tmp_path / "m.json")
+    results = apply_mapping(str(tmp_path / "m.json"), apply=True)
+    assert [c.status for c in results[0].changes] == ["written", "written"]
+    assert sorted(os.listdir(b)) == [".labelguard", "cat", "dog"]
+    assert error_codes(b, LabelSpec(classes=("cat", "dog"))) == []
+    undo(str(b))
+    assert digests(files_of(b)) == original and sorted(os.listdir(b)) == [".labelguard", "Cat", "Dog", "dog"]
 
 
 def test_harmonize_errors(tmp_path):

@@ -131,3 +131,42 @@ def test_cli_rename_imagefolder(tmp_path):
     assert sorted(os.listdir(root)) == [".labelguard", "cat", "dog"]
     out = CliRunner().invoke(main, ["fix", "rename", str(root), "--map", "cat=kitten", "--out", str(tmp_path / "o")])
     assert out.exit_code == 2 and "--out" in out.output
+
+
+def test_table_rename_keeps_every_other_cell(tmp_path_factory):
+    """Property: after a rename the table reads back with the same paths and rows, the labels
+    mapped, and every row without a mapped label byte-identical."""
+    import csv as csv_module
+    import io
+
+    from hypothesis import given, settings, strategies as st
+
+    from labelguard.fix.annotations import _table_rename
+    from labelguard.readers.tabular import read_table
+
+    names = st.sampled_from(["Dog", "dog", "cat", "big cat", "a,b", 'say "hi"', "dgo"])
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(names, min_size=1, max_size=8), st.sampled_from([",", "\t"]), st.sampled_from(["\n", "\r\n"]))
+    def check(labels, separator, line_end):
+        buffer = io.StringIO()
+        writer = csv_module.writer(buffer, delimiter=separator, lineterminator=line_end)
+        writer.writerow(["image_name", "label_name"])
+        writer.writerows([(f"{k}.jpg", label) for k, label in enumerate(labels)])
+        path = tmp_path_factory.mktemp("t") / ("t.tsv" if separator == "\t" else "t.csv")
+        path.write_bytes(buffer.getvalue().encode())
+        mapping = {"Dog": "dog", "dgo": "dog", "big cat": "cat, big"}
+        new, _, _ = _table_rename(mapping)(str(path), path.read_bytes())
+        if not any(label in mapping for label in labels):
+            assert new is None
+            return
+        old_lines = path.read_bytes().split(b"\n")
+        path.write_bytes(new)
+        table = read_table(str(path))
+        assert table.paths == [f"{k}.jpg" for k in range(len(labels))]
+        assert table.labels == [mapping.get(label, label) for label in labels]
+        for k, label in enumerate(labels):
+            if label not in mapping:
+                assert new.split(b"\n")[k + 1] == old_lines[k + 1]
+
+    check()

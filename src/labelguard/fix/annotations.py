@@ -426,14 +426,17 @@ def _pick(planners: dict) -> Planner:
 
 
 def rename_classes(paths: Sequence[str], mapping: dict[str, str], *, spec: LabelSpec | None = None,
-                   apply: bool = False, out: str | None = None) -> FixResult:
+                   apply: bool = False, out: str | None = None,
+                   extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
     """Rename classes in VOC XML (``<name>`` text only), COCO JSON categories and label tables
-    (CSV/TSV label cells, one-hot headers) under ``paths``."""
+    (CSV/TSV label cells, one-hot headers) under ``paths``; ``extra`` (path, bytes) pairs (a
+    class-name file) are written in the same run."""
     table = _table_rename(mapping)
     plan = _pick({".xml": _voc_rename(mapping), ".json": _coco_rename(mapping), ".csv": table, ".tsv": table,
                   ".txt": table})
     command = "fix rename --map " + ",".join(f"{k}={v}" for k, v in mapping.items())
-    return _run("rename", paths, (process_voc, process_coco, process_table), plan, apply, out, command, spec)
+    return _run("rename", paths, (process_voc, process_coco, process_table), plan, apply, out, command, spec,
+                extra)
 
 
 def remap_class_ids(paths: Sequence[str], mapping: dict[int, int], *, spec: LabelSpec | None = None,

@@ -25,7 +25,8 @@ The mapping file is JSON::
 
 ``kind`` says which fix applies the map: ``values`` (mask values, ``fix remap``), ``names``
 (``fix rename``) or ``ids`` (class ids of YOLO rows, COCO categories, CSV labels:
-``fix remap --ids``; a YOLO names file is rewritten to the common class list). Paths are
+``fix remap --ids``). The class-name file a dataset declares its classes in (classes.txt,
+labels.txt, obj.names: ``names_file``) is rewritten to the common list. Paths are
 relative to the mapping file's folder. Edit the file to change the proposal before applying it.
 
 How the proposal is made: class names that differ only by case, blanks or punctuation, or by
@@ -203,7 +204,7 @@ def _read(path: str) -> DatasetLabels:
         if layout == "yolo" and declared:
             return DatasetLabels(path, layout, "ids", objects, classes=declared, names_file=_names_file(report.spec))
         return DatasetLabels(path, layout, "ids", objects)
-    return DatasetLabels(path, layout, "names", objects, classes=declared)
+    return DatasetLabels(path, layout, "names", objects, classes=declared, names_file=_names_file(report.spec))
 
 
 def harmonize(paths: Sequence[str | os.PathLike], spec: LabelSpec | None = None) -> Harmonization:
@@ -321,7 +322,7 @@ def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names
     Returns:
         One :class:`FixResult` per dataset that has something to change.
     """
-    from labelguard.fix.annotations import remap_class_ids
+    from labelguard.fix.annotations import remap_class_ids, rename_classes
     from labelguard.fix.api import remap, rename
 
     plan = Harmonization.load(mapping_file)
@@ -332,16 +333,22 @@ def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names
         if not os.path.exists(dataset.path):
             raise FixError(f"{mapping_file}: dataset {dataset.path} does not exist")
         extra = []
-        if dataset.kind == "ids" and dataset.names_file and plan.spec.classes:
+        if dataset.kind in ("ids", "names") and dataset.names_file and plan.spec.classes:
             extra = [(dataset.names_file, "".join(c + "\n" for c in plan.spec.classes).encode("utf-8"))]
         if not dataset.map and not extra:
             continue
         if dataset.kind == "values":
             result = remap(dataset.path, {int(k): int(v) for k, v in dataset.map.items()}, spec=plan.spec,
                            apply=apply)
+        elif dataset.kind == "names" and dataset.layout != "imagefolder":
+            result = rename_classes([dataset.path], {str(k): str(v) for k, v in dataset.map.items()},
+                                    spec=plan.spec, apply=apply, extra=extra)
         elif dataset.kind == "names":
             result = rename(dataset.path, {str(k): str(v) for k, v in dataset.map.items()}, spec=plan.spec,
                             apply=apply)
+            if extra:
+                result.notes.append(f"{display_path(dataset.names_file)} still lists the old class names; "
+                                    "set it to the common list")
         else:
             result = remap_class_ids([dataset.path], {int(k): int(v) for k, v in dataset.map.items()},
                                      spec=plan.spec, apply=apply, extra=extra)
