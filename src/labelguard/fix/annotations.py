@@ -1,8 +1,12 @@
-"""Class names and ids in annotation files: VOC XML ``<name>``, COCO categories, YOLO rows.
+"""Class names and ids in annotation files: VOC XML ``<name>``, COCO categories, YOLO rows and
+CSV/TSV label tables.
 
 Edits are made on the text spans that hold the class and nothing else, so a VOC XML file
-stays byte-identical outside the ``<name>`` texts and a YOLO file outside the class column.
-COCO JSON is rewritten as JSON (2-space indent when the original was indented).
+stays byte-identical outside the ``<name>`` texts, a YOLO file outside the class column and a
+table outside its label cells (a row with quoted cells is written back by the csv module).
+COCO JSON is rewritten as JSON (2-space indent when the original was indented). The files are
+found by the audit's layout discovery, and each rewrite is re-audited with the task the audit
+would run on it before it replaces the original.
 """
 
 from __future__ import annotations
