@@ -12,7 +12,6 @@ from annotation_builders import (
     classification_csv, imagefolder, imagenet_txt, mnist_csv, write_image, write_table,
 )
 from builders import organic_mask, write_png
-from labelguard.audit import audit
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.layouts import AuditOptions

@@ -16,7 +16,6 @@ from annotation_builders import (
     COCO_IDS, COCO_NAMES, coco_box, coco_categories, coco_dataset, coco_document, coco_image, write_image,
     write_json,
 )
-from labelguard.audit import audit
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.layouts import AuditOptions

@@ -15,14 +15,13 @@ from PIL import Image
 
 from builders import (
     colorize, corrupt, jpeg_roundtrip, organic_mask, paired_dataset, rgb_image, truncate, voc_palette,
-    with_border, write_bmp, write_dataset_meta, write_h5, write_jpeg, write_json, write_nifti,
+    with_border, write_bmp, write_dataset_meta, write_h5, write_jpeg, write_nifti,
     write_npy, write_npz, write_png, write_tiff,
 )
-from labelguard.audit import audit
 from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
-from audit_helpers import codes, found, run
+from audit_helpers import found, run
 
 
 THREE = LabelSpec(num_classes=3)

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from builders import write_png
 from detection_builders import BILLION_LAUGHS, EXTERNAL_ENTITY, voc_xml, write_image, write_voc
-from labelguard.audit import audit
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -21,7 +20,7 @@ from labelguard.layouts import AuditOptions
 from labelguard.layouts.voc import discover_voc, process_voc, process_voc_batch
 from labelguard.readers.base import ReadError
 from labelguard.readers.voc import read_voc, read_voc_tree
-from audit_helpers import codes, found, run
+from audit_helpers import found, run
 
 CLASSES = ("cat", "dog", "person")
 BOX = (10, 20, 110, 120)

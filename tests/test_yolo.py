@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from detection_builders import write_darknet, write_image, write_yolo, yolo_rows
-from labelguard.audit import audit
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask

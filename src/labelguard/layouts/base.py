@@ -181,6 +181,16 @@ def list_findings(listing: ListFile, display: str) -> list[Finding]:
     return findings
 
 
+def read_list(list_path: str) -> tuple[ListFile | None, list[Finding]]:
+    """A parsed file list and the findings about it (LG004 unclean lines, LG001 unreadable)."""
+    shown = display_path(list_path)
+    try:
+        listing = parse_list(list_path)
+    except ReadError as exc:
+        return None, [UNREADABLE.finding(shown, f"cannot read the file list: {exc}")]
+    return listing, list_findings(listing, shown)
+
+
 def select_from_lists(
     lists: tuple[str, ...],
     root: str,
@@ -198,12 +208,10 @@ def select_from_lists(
     chosen: set[str] = set()
     for list_path in lists:
         shown = display_path(list_path)
-        try:
-            listing = parse_list(list_path)
-        except ReadError as exc:
-            selection.findings.append(UNREADABLE.finding(shown, f"cannot read the file list: {exc}"))
+        listing, findings = read_list(list_path)
+        selection.findings.extend(findings)
+        if listing is None:
             continue
-        selection.findings.extend(list_findings(listing, shown))
         missing: list[tuple[int, str]] = []
         list_dir = os.path.dirname(os.path.abspath(list_path))
         for entry in listing.entries:

@@ -21,12 +21,11 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import EXAMPLES_KEPT
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import (
-    AuditOptions, Discovery, display_path, list_findings, register_layout, select_from_lists,
+    AuditOptions, Discovery, display_path, read_list, register_layout, select_from_lists,
     strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.layouts.masks import discover_voc_segmentation
 from labelguard.readers.base import ReadError, read_class_names
-from labelguard.readers.lists import parse_list
 from labelguard.readers.voc import VocAnnotation, read_voc_file
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif",
@@ -309,12 +308,10 @@ def _check_split_lists(lists: list[str], by_stem: dict[str, str], images: dict,
     test_ids: set[str] = set()
     for list_path in lists:
         shown = display_path(list_path)
-        try:
-            listing = parse_list(list_path)
-        except ReadError as exc:
-            discovery.findings.append(UNREADABLE.finding(shown, f"cannot read the file list: {exc}"))
+        listing, findings = read_list(list_path)
+        discovery.findings.extend(findings)
+        if listing is None:
             continue
-        discovery.findings.extend(list_findings(listing, shown))
         # Test splits may come without annotations (VOC2012 test): their images are enough.
         is_test = "test" in os.path.basename(list_path).lower()
         missing = []

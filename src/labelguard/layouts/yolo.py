@@ -16,7 +16,7 @@ import os
 from collections import Counter
 
 from labelguard.checks.boxes import BAD_BOX, DUPLICATE_BOX, YOLO_NOT_NORMALISED
-from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNPAIRED, UNREADABLE
+from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNREADABLE
 from labelguard.checks.labels import PLACES_KEPT, id_findings
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec

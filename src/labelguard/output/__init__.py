@@ -11,7 +11,7 @@ A formatter has a start / handle / stop life cycle over one report::
 
 from __future__ import annotations
 
-from typing import IO, Callable
+from typing import IO
 
 from labelguard.report import Report
 
