@@ -60,6 +60,16 @@ def test_clean_dataset_has_no_findings(tmp_path):
                        "dog": {"objects": 1, "images": 1}}
 
 
+@pytest.mark.code("LG001", "pass")
+def test_readme_and_class_lists_among_label_files_are_not_label_files(tmp_path):
+    clean(tmp_path)
+    (tmp_path / "labels" / "README.txt").write_text("These labels were exported by a tool.\n")
+    (tmp_path / "labels" / "train" / "classes.txt").write_text("\n".join(NAMES) + "\n")
+    report = run(tmp_path)
+    assert report.findings == [], [f.message for f in report.findings]
+    assert report.summary.samples == 4
+
+
 def test_data_yaml_as_the_path_audits_the_splits_it_names(tmp_path):
     clean(tmp_path)
     write_yolo(tmp_path, {"test": {"t": [(7, 0.5, 0.5, 0.1, 0.1)]}}, yaml_name=None)

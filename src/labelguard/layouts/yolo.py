@@ -160,6 +160,12 @@ def _is_image(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in IMAGE_EXTENSIONS
 
 
+def _not_labels(name: str) -> bool:
+    """Text files that sit among label files but hold no rows: class lists, READMEs, licences."""
+    lower = name.lower()
+    return lower in NAMES_FILES or lower.startswith(("readme", "license", "licence"))
+
+
 class _Collector:
     """Label tasks and findings gathered from the splits of one dataset."""
 
@@ -189,7 +195,7 @@ class _Collector:
         orphans = []
         found = set()
         for relative, path in relative_files(folder):
-            if not relative.endswith(".txt"):
+            if not relative.endswith(".txt") or _not_labels(os.path.basename(relative)):
                 continue
             found.add(path)
             self.labels.setdefault(path)
