@@ -22,12 +22,11 @@ from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import (
-    AuditOptions, Discovery, display_path, list_findings, register_layout, unpaired_findings,
+    AuditOptions, Discovery, display_path, read_list, register_layout, unpaired_findings,
     walk_files,
 )
 from labelguard.layouts.voc import IMAGE_EXTENSIONS, relative_files
 from labelguard.readers.base import ReadError
-from labelguard.readers.lists import parse_list
 from labelguard.readers.yolo import (
     DatasetFile, YoloLabels, read_darknet_data, read_data_yaml, read_label_file, read_names,
 )
@@ -287,12 +286,10 @@ def _add_image_list(collector: _Collector, list_path: str, root: str) -> None:
     """A list file of image paths (train.txt): LG003/LG004/LG005 on its lines."""
     discovery = collector.discovery
     shown = display_path(list_path)
-    try:
-        listing = parse_list(list_path)
-    except ReadError as exc:
-        discovery.findings.append(UNREADABLE.finding(shown, f"cannot read the image list: {exc}"))
+    listing, findings = read_list(list_path)
+    discovery.findings.extend(findings)
+    if listing is None:
         return
-    discovery.findings.extend(list_findings(listing, shown))
     bases = [os.path.dirname(os.path.abspath(list_path)), root]
     images = []
     root_abs = os.path.abspath(root)

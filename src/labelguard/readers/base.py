@@ -67,6 +67,28 @@ def extension(path: str) -> str:
     return os.path.splitext(path)[1].lower()
 
 
+def read_text_bytes(path: str, what: str = "text file") -> bytes:
+    """The bytes of a text file (list, table); ReadError when unreadable or binary."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except IsADirectoryError:
+        raise ReadError(f"is a directory, not a {what}") from None
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    if b"\x00" in data[:4096]:
+        raise ReadError(f"binary content, not a {what}")
+    return data
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8, with Latin-1 as the fallback for lists and tables written by old tools."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
 def read_text(path: str) -> str:
     """The UTF-8 text of ``path`` (a BOM dropped); ReadError with the reason otherwise."""
     try:

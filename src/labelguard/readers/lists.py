@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import decode_text, read_text_bytes
 
 
 @dataclass(frozen=True)
@@ -34,23 +34,12 @@ class ListFile:
 
 def parse_list(path: str) -> ListFile:
     """Parse a file list; ReadError when it cannot be read as text."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        raise ReadError("is a directory, not a list file") from None
-    except OSError as exc:
-        raise ReadError(f"cannot open list: {exc.strerror or exc}") from None
-    if b"\x00" in data[:4096]:
-        raise ReadError("binary content, not a text list")
+    data = read_text_bytes(path, "text list")
     listing = ListFile(path)
     if data.startswith(b"\xef\xbb\xbf"):
         listing.note("bom", 1, "<BOM>")
         data = data[3:]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
+    text = decode_text(data)
     seen: dict[str, int] = {}
     lines = text.split("\n")
     if lines and lines[-1] == "":

@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, decode_text, read_text_bytes
 
 PATH_NAMES = ("path", "image_path", "filepath", "file_path", "img_path", "image", "image_name", "img_name",
               "filename", "file_name", "fname", "file", "img", "image_id", "img_id", "imageid", "id_code",
@@ -103,21 +103,10 @@ def _is_number(cell: str) -> bool:
 
 def read_text(path: str) -> str:
     """The file as text (UTF-8, BOM dropped; Latin-1 as the fallback); ReadError when binary."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        raise ReadError("is a directory, not a table") from None
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    if b"\x00" in data[:4096]:
-        raise ReadError("binary content, not a text table")
+    data = read_text_bytes(path, "text table")
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
+    return decode_text(data)
 
 
 def _separator(path: str, lines: list[str]) -> str | None:
