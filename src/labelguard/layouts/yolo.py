@@ -314,12 +314,9 @@ def _add_image_list(collector: _Collector, list_path: str, root: str) -> None:
 def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discovery) -> None:
     """The splits of an Ultralytics data.yaml."""
     source = display_path(yaml_path)
-    try:
-        declared = read_data_yaml(yaml_path)
-    except ReadError as exc:
-        discovery.findings.append(UNREADABLE.finding(source, str(exc)))
+    declared = _read_declaration(read_data_yaml, yaml_path, source, discovery)
+    if declared is None:
         return
-    _declaration_problems(declared, source, discovery)
     folder = os.path.dirname(os.path.abspath(yaml_path))
     root = folder
     if declared.root:
@@ -341,21 +338,25 @@ def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discove
     collector.finish()
 
 
-def _declaration_problems(declared: DatasetFile, source: str, discovery: Discovery) -> None:
+def _read_declaration(reader, path: str, source: str, discovery: Discovery) -> DatasetFile | None:
+    """A data.yaml / obj.data read by ``reader``, its problems as LG001; None when unreadable."""
+    try:
+        declared = reader(path)
+    except ReadError as exc:
+        discovery.findings.append(UNREADABLE.finding(source, str(exc)))
+        return None
     for problem in declared.problems:
         discovery.findings.append(UNREADABLE.finding(
             source, problem, hint="Correct the dataset file; trainers stop on it or misread it."))
+    return declared
 
 
 def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery) -> None:
     """A darknet ``obj.data``: its names file and image lists."""
     source = display_path(data_path)
-    try:
-        declared = read_darknet_data(data_path)
-    except ReadError as exc:
-        discovery.findings.append(UNREADABLE.finding(source, str(exc)))
+    declared = _read_declaration(read_darknet_data, data_path, source, discovery)
+    if declared is None:
         return
-    _declaration_problems(declared, source, discovery)
     root = os.path.dirname(os.path.abspath(data_path))
     names = None
     names_source = source
