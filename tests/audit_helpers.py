@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from labelguard.audit import audit
 from labelguard.core.spec import LabelSpec
 
@@ -21,3 +23,13 @@ def found(report, code: str, name: str | None = None) -> list:
 
 def codes(report) -> set[str]:
     return {f.code for f in report.findings}
+
+
+# ../shared/corpus: small real datasets written by another project's tools, read in place.
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "datumaro"
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+
+
+def run_corpus(relative: str, spec: LabelSpec | None = None, **kwargs):
+    """Audit a corpus dataset in place, with one worker."""
+    return run(CORPUS / relative, spec, workers=1, **kwargs)

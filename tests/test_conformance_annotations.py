@@ -10,14 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from labelguard.audit import audit
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.readers.coco import read_coco
+from audit_helpers import CORPUS, codes, needs_corpus, run_corpus
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "datumaro"
-
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+pytestmark = needs_corpus
 
 COCO_DATASETS = [
     "coco_dataset/coco",
@@ -45,17 +43,9 @@ TABLE_DATASETS = [
 ]
 
 
-def run(relative: str, spec: LabelSpec | None = None, **kwargs):
-    return audit(CORPUS / relative, spec or LabelSpec(), use_project_config=False, workers=1, **kwargs)
-
-
-def codes(report) -> set[str]:
-    return {f.code for f in report.findings}
-
-
 @pytest.mark.parametrize("relative", COCO_DATASETS)
 def test_coco_datasets_are_read_cleanly(relative):
-    report = run(relative)
+    report = run_corpus(relative)
     assert report.layouts == ["coco"]
     assert report.errors == []
     unexpected = [f.message for f in report.findings if f.code != "LG104"]
@@ -72,14 +62,14 @@ def test_every_coco_flavour_file_parses_without_type_problems():
 
 
 def test_coco_flavours_and_their_classes():
-    report = run("coco_dataset/coco")
+    report = run_corpus("coco_dataset/coco")
     assert report.spec.classes == ("a", "b", "c")
     assert set(report.summary.class_objects) == {"a", "b"}
     assert report.summary.kinds["coco"] == 14
 
 
 def test_coco_category_ids_against_num_classes():
-    report = run("coco_dataset/coco_instances", LabelSpec(num_classes=2))
+    report = run_corpus("coco_dataset/coco_instances", LabelSpec(num_classes=2))
     findings = [f for f in report.findings if f.code == "LG102"]
     assert sorted(Path(f.path).name for f in findings) == ["instances_train.json", "instances_val.json"]
     for finding in findings:
@@ -88,13 +78,13 @@ def test_coco_category_ids_against_num_classes():
 
 
 def test_the_panoptic_pngs_are_found():
-    report = run("coco_dataset/coco_panoptic")
+    report = run_corpus("coco_dataset/coco_panoptic")
     assert "LG003" not in codes(report)
 
 
 @pytest.mark.parametrize("relative", TABLE_DATASETS)
 def test_classification_tables_are_read_without_unreadable_rows(relative):
-    report = run(relative)
+    report = run_corpus(relative)
     assert report.layouts == ["csv"]
     assert report.errors == []
     assert "LG001" not in codes(report), [f.message for f in report.findings if f.code == "LG001"]
@@ -102,7 +92,7 @@ def test_classification_tables_are_read_without_unreadable_rows(relative):
 
 
 def test_imagenet_txt_ids_index_the_synsets():
-    report = run("imagenet_txt_dataset/basic")
+    report = run_corpus("imagenet_txt_dataset/basic")
     assert report.spec.classes == tuple(f"label_{i}" for i in range(10))
     assert dict(report.summary.class_objects) == {"0": 1, "5": 2, "3": 1}
     # train.txt names 1.jpg..4.jpg; images/ holds only 1.jpg and 2.jpg.
@@ -111,35 +101,35 @@ def test_imagenet_txt_ids_index_the_synsets():
 
 
 def test_imagenet_txt_with_a_custom_synsets_file():
-    report = run("imagenet_txt_dataset/custom_labels")
+    report = run_corpus("imagenet_txt_dataset/custom_labels")
     assert report.spec.classes[0] == "alt_label_0"
 
 
 def test_kaggle_tables_read_names_boxes_and_one_hot_columns():
-    assert dict(run("kaggle_dataset/image_csv").summary.class_objects) == {"dog": 4, "cat": 6}
-    multi = run("kaggle_dataset/image_csv_multi_label")
+    assert dict(run_corpus("kaggle_dataset/image_csv").summary.class_objects) == {"dog": 4, "cat": 6}
+    multi = run_corpus("kaggle_dataset/image_csv_multi_label")
     assert dict(multi.summary.class_objects) == {"dog": 6, "cat": 6, "person": 6}
     assert "LG003" not in codes(multi)  # ann_wo_ext.csv names files without their extension
-    detection = run("kaggle_dataset/image_csv_det")
+    detection = run_corpus("kaggle_dataset/image_csv_det")
     assert "LG303" not in codes(detection)
 
 
 def test_mnist_csv_labels():
-    report = run("mnist_csv_dataset", LabelSpec(num_classes=10))
+    report = run_corpus("mnist_csv_dataset", LabelSpec(num_classes=10))
     assert report.findings == []
     assert report.summary.samples == 5
 
 
 def test_imagenet_folder_tree():
-    report = run("imagenet_dataset")
+    report = run_corpus("imagenet_dataset")
     assert report.layouts == ["imagefolder"]
     assert report.findings == []
     assert dict(report.summary.class_objects) == {"label_0": 1, "label_1": 2}  # label_1/label_1_1/ nested
-    forced = run("imagenet_dataset", options=AuditOptions(format="imagefolder"))
+    forced = run_corpus("imagenet_dataset", options=AuditOptions(format="imagefolder"))
     assert forced.findings == []
 
 
 def test_mask_datasets_of_the_corpus_keep_their_mask_layouts():
-    assert run("kaggle_dataset/image_mask").layouts == ["paired"]
-    assert run("kaggle_dataset/image_mask_with_labelmap").layouts == ["paired"]
-    assert run("mapillary_vistas_dataset").layouts not in (["coco"], ["imagefolder"], ["csv"])
+    assert run_corpus("kaggle_dataset/image_mask").layouts == ["paired"]
+    assert run_corpus("kaggle_dataset/image_mask_with_labelmap").layouts == ["paired"]
+    assert run_corpus("mapillary_vistas_dataset").layouts not in (["coco"], ["imagefolder"], ["csv"])

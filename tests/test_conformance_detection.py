@@ -6,17 +6,13 @@ The corpus is read in place, never copied; the tests skip when it is absent.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
-from labelguard.audit import audit
-from labelguard.core.spec import LabelSpec
 from labelguard.readers.voc import read_voc, read_voc_tree
+from audit_helpers import CORPUS, codes, needs_corpus, run_corpus
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "datumaro"
-
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+pytestmark = needs_corpus
 
 VOC_DATASETS = [
     "voc_dataset/voc_dataset1",
@@ -34,17 +30,9 @@ YOLO_DATASETS = [
 ]
 
 
-def run(relative: str, spec: LabelSpec | None = None, **kwargs):
-    return audit(CORPUS / relative, spec or LabelSpec(), use_project_config=False, workers=1, **kwargs)
-
-
-def codes(report) -> set[str]:
-    return {f.code for f in report.findings}
-
-
 @pytest.mark.parametrize("relative", VOC_DATASETS)
 def test_voc_datasets_are_read_cleanly(relative):
-    report = run(relative)
+    report = run_corpus(relative)
     assert report.layouts == ["voc"]
     assert report.errors == []
     assert "LG001" not in codes(report), [f.message for f in report.findings if f.code == "LG001"]
@@ -59,12 +47,12 @@ def test_every_corpus_xml_reads_the_same_with_or_without_a_tree(path):
 
 
 def test_voc_parts_and_actions_are_not_classes():
-    report = run("voc_dataset/voc_dataset1")
+    report = run_corpus("voc_dataset/voc_dataset1")
     assert dict(report.summary.class_objects) == {"cat": 1, "person": 1}
 
 
 def test_voc_object_less_file_and_the_labelmap():
-    report = run("voc_dataset/voc_dataset2")
+    report = run_corpus("voc_dataset/voc_dataset2")
     assert report.summary.samples == 5  # @.xml (no objects) included
     assert report.spec.classes[0] == "background" and report.spec.classes[-1] == "ignored"
     assert len(report.spec.classes) == 22
@@ -72,13 +60,13 @@ def test_voc_object_less_file_and_the_labelmap():
 
 
 def test_voc_with_segmentation_masks_audits_both():
-    report = run("voc_dataset/voc_dataset1")
+    report = run_corpus("voc_dataset/voc_dataset1")
     assert report.summary.kinds == {"voc": 1, "mask": 1}
 
 
 @pytest.mark.parametrize("relative", YOLO_DATASETS)
 def test_yolo_datasets_are_read_cleanly(relative):
-    report = run(relative)
+    report = run_corpus(relative)
     assert report.layouts == ["yolo"]
     assert report.errors == []
     assert codes(report) <= {"LG104"}, [f.message for f in report.findings]

@@ -15,14 +15,12 @@ import pytest
 from PIL import Image
 
 from builders import voc_palette
-from labelguard.audit import audit
 from labelguard.core.spec import LabelSpec
 from labelguard.readers.colormap import camvid_color_map, load_color_map
 from labelguard.readers.masks import read_mask
+from audit_helpers import CORPUS, codes, needs_corpus, run_corpus
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "datumaro"
-
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+pytestmark = needs_corpus
 
 MASK_DATASETS = [
     "ade20k2020_dataset/dataset",
@@ -39,14 +37,6 @@ MASK_DATASETS = [
     "mapillary_vistas_dataset",
     "voc_dataset/voc_dataset1",
 ]
-
-
-def run(relative: str, spec: LabelSpec | None = None):
-    return audit(CORPUS / relative, spec or LabelSpec(), use_project_config=False, workers=1)
-
-
-def codes(report) -> set[str]:
-    return {f.code for f in report.findings}
 
 
 def mask_files() -> list[Path]:
@@ -66,7 +56,7 @@ def test_every_mask_file_of_the_corpus_is_read(path):
 @pytest.mark.code("LG001", "pass")
 @pytest.mark.parametrize("relative", MASK_DATASETS)
 def test_mask_datasets_audit_without_a_false_lg001(relative):
-    report = run(relative)
+    report = run_corpus(relative)
     assert "LG001" not in codes(report), [f.message for f in report.findings if f.code == "LG001"]
     assert report.errors == []
     assert report.summary.samples > 0 or report.notes
@@ -82,14 +72,14 @@ def test_common_semantic_segmentation_is_decoded_through_dataset_meta():
         for mask in sorted((root / "masks").glob("*.png")):
             for pixel in np.asarray(Image.open(mask).convert("RGB")).reshape(-1, 3).tolist():
                 expected[index[tuple(pixel)]] = expected.get(index[tuple(pixel)], 0) + 1
-        report = run(relative)
+        report = run_corpus(relative)
         assert not codes(report) & {"LG001", "LG201", "LG203", "LG002"}, relative
         assert dict(report.summary.value_pixels) == expected
         assert list(report.spec.classes) == [meta["label_map"][str(i)] for i in range(len(meta["label_map"]))]
 
 
 def test_camvid_is_decoded_through_the_camvid_colours():
-    report = run("camvid_dataset")
+    report = run_corpus("camvid_dataset")
     assert report.layouts == ["camvid"]
     assert not codes(report) & {"LG001", "LG002", "LG201", "LG203"}
     assert report.summary.samples == 4
@@ -103,7 +93,7 @@ def test_camvid_is_decoded_through_the_camvid_colours():
 
 
 def test_voc_colour_mask_is_decoded_through_the_voc_palette():
-    report = run("voc_dataset/voc_dataset1", LabelSpec(num_classes=21, ignore=(255,)))
+    report = run_corpus("voc_dataset/voc_dataset1", LabelSpec(num_classes=21, ignore=(255,)))
     assert not codes(report) & {"LG001", "LG201", "LG203"}
     mask = np.asarray(Image.open(CORPUS / "voc_dataset/voc_dataset1/SegmentationClass/2007_000001.png"))
     palette = [tuple(voc_palette()[3 * i:3 * i + 3]) for i in range(21)]
@@ -119,7 +109,7 @@ def test_voc_labelmap_matches_the_standard_palette():
 
 
 def test_kaggle_masks_with_a_label_map_are_index_masks_in_spec():
-    report = run("kaggle_dataset/image_mask_with_labelmap")
+    report = run_corpus("kaggle_dataset/image_mask_with_labelmap")
     assert report.spec.classes == ("background", "cat", "dog")
     assert report.outside_spec() == {}
     assert report.summary.found_values() == [0, 1, 2]
@@ -127,7 +117,7 @@ def test_kaggle_masks_with_a_label_map_are_index_masks_in_spec():
 
 
 def test_brats_nifti_volumes_pair_with_their_multichannel_images():
-    report = run("brats_dataset")
+    report = run_corpus("brats_dataset")
     assert report.layouts == ["nnunet"]
     assert not codes(report) & {"LG001", "LG002", "LG206"}
     import nibabel
@@ -137,7 +127,7 @@ def test_brats_nifti_volumes_pair_with_their_multichannel_images():
 
 
 def test_brats_numpy_volumes_audit_labels_not_data():
-    report = run("brats_numpy_dataset")
+    report = run_corpus("brats_numpy_dataset")
     assert report.summary.samples == 2
     expected: set[int] = set()
     for path in sorted((CORPUS / "brats_numpy_dataset").glob("*_label_*.npy")):
@@ -146,7 +136,7 @@ def test_brats_numpy_volumes_audit_labels_not_data():
 
 
 def test_cityscapes_train_ids_are_read_and_instance_masks_left_out():
-    report = run("cityscapes_dataset/train_dataset")
+    report = run_corpus("cityscapes_dataset/train_dataset")
     assert report.layouts == ["cityscapes"]
     assert report.summary.samples == len(list(CORPUS.glob("cityscapes_dataset/train_dataset/gtFine/*/*/*_labelTrainIds.png")))
     assert max(report.summary.found_values()) < 256
