@@ -178,10 +178,7 @@ def _run(action: str, paths: Sequence[str], processors: tuple, planner: Planner,
                 run.write_bytes(target, data)
                 change.status = WRITTEN
     finally:
-        if run is not None:
-            run.close()
-            if run.written:
-                result.run_id, result.journal = run.id, run.journal_path
+        result.close_run(run)
     if not targets.tasks:
         result.notes.append("no annotation files found")
     return result

@@ -49,6 +49,14 @@ class FixResult:
     def count(self, status: str) -> int:
         return sum(1 for c in self.changes if c.status == status)
 
+    def close_run(self, run) -> None:
+        """Close the journaled ``run`` (None when nothing was started) and name it here when it wrote."""
+        if run is None:
+            return
+        run.close()
+        if run.written:
+            self.run_id, self.journal = run.id, run.journal_path
+
     @property
     def ok(self) -> bool:
         """False when some file was refused (the fix would have made it worse)."""

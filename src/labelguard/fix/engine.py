@@ -88,10 +88,7 @@ def run_fixes(action: str, dataset: Dataset, opener: Opener, transform: Transfor
                               audit_color_map)
             result.changes.append(change)
     finally:
-        if run is not None:
-            run.close()
-            if run.written:
-                result.run_id, result.journal = run.id, run.journal_path
+        result.close_run(run)
     if not dataset.files:
         result.notes.append("no mask files found")
     return result

@@ -92,9 +92,7 @@ def rename_folders(paths: Sequence[str], mapping: dict[str, str], *, spec: Label
                         run.rmdir(directory)
             change.status = WRITTEN
     finally:
-        run.close()
-        if run.written:
-            result.run_id, result.journal = run.id, run.journal_path
+        result.close_run(run)
     return result
 
 

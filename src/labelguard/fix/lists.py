@@ -74,10 +74,7 @@ def clean_list(
             run.write_bytes(target, data)
             change.status, change.target = WRITTEN, display_path(target)
     finally:
-        if run is not None:
-            run.close()
-            if run.written:
-                result.run_id, result.journal = run.id, run.journal_path
+        result.close_run(run)
     return result
 
 
