@@ -72,3 +72,8 @@ def _rebuild_label_error(message, code, index, source, values, expected) -> Labe
     return LabelError(
         message, code=code, index=index, source=source, values=values, expected=expected
     )
+
+
+class ColumnError(LabelguardError, ValueError):
+    """A ``--path-column``/``--label-column`` names no column of the tables found; the message
+    lists the columns each table has."""
