@@ -200,11 +200,12 @@ def _problems(finding) -> set:
     """The distinct problems one finding is about: its class, its values or ids, its hint."""
     data = finding.data
     keys = {("hint", finding.hint)}
-    if "class" in data:
+    if isinstance(data.get("class"), str):
         keys.add(("class", data["class"]))
     for field in ("values", "ids"):
-        for value in data.get(field) or ():
-            keys.add((field, value))
+        items = data.get(field)
+        if isinstance(items, (list, tuple)):
+            keys.update((field, item) for item in items if isinstance(item, (int, float, str)))
     return keys
 
 
@@ -231,7 +232,7 @@ def _overview(group: list) -> str:
         return ""
     classes: dict[str, set] = {}
     for finding in group:
-        if "class" in finding.data:
+        if isinstance(finding.data.get("class"), str):
             classes.setdefault(finding.data["class"], set()).add(finding.path)
     if classes and len(classes) > 1:
         ranked = sorted(classes, key=lambda name: (-len(classes[name]), name))
