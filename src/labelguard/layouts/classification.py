@@ -17,7 +17,8 @@ Codes: labels outside the spec LG101/LG102/LG103 (the shared label checks), rows
 missing files LG003, paths leaving the dataset LG005, unreadable rows LG001 with the line,
 repeated rows LG303; in ImageFolder trees, a class folder without images LG002 (torchvision
 raises "Found no valid file for the classes ..."), an image file that is empty or not an
-image LG001, a class folder missing from one split LG104.
+image LG001, a class folder missing from one split LG104. A ``--path-column``/``--label-column``
+that no table has is a :class:`~labelguard.errors.ColumnError` naming each table's columns.
 """
 
 from __future__ import annotations
