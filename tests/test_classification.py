@@ -14,6 +14,7 @@ from annotation_builders import (
 from builders import organic_mask, write_png
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
+from labelguard.errors import ColumnError
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.classification import process_table
 from labelguard.readers.tabular import read_table
@@ -177,9 +178,9 @@ def test_column_options_choose_the_columns(tmp_path):
     report = run(tmp_path / "meta.tsv", options=options)
     assert report.layouts == ["csv"] and report.findings == []
     assert set(report.summary.class_objects) == {"dog", "cat"}
-    report = run(tmp_path / "meta.tsv", options=AuditOptions(label_column="nope", format="csv"))
-    [finding] = found(report, "LG001")
-    assert "label column 'nope' is not in the header" in finding.message
+    with pytest.raises(ColumnError, match="label column 'nope' is not in the header, whose columns are "
+                       "'uid', 'picture', 'species_name'"):
+        run(tmp_path / "meta.tsv", options=AuditOptions(label_column="nope", format="csv"))
 
 
 def test_multi_label_one_hot_table(tmp_path):
@@ -301,7 +302,7 @@ def test_real_images_are_readable(tmp_path):
 def test_folder_name_variants(tmp_path):
     imagefolder(tmp_path, {"train": {"dog": 3, "Dog": 1, "cat": 2}})
     [finding] = found(run(tmp_path), "LG105")
-    assert "'dog' (3 objects), 'Dog' (1 objects)" in finding.message
+    assert "'dog' (3 objects), 'Dog' (1 object)" in finding.message
 
 
 def test_more_class_folders_than_num_classes(tmp_path):
@@ -335,3 +336,63 @@ def test_numbered_class_folders_sorted_as_text_are_explained(tmp_path):
     imagefolder(tmp_path, {"train": {str(k): 1 for k in range(12)}})
     report = run(tmp_path)
     assert any("sorts them as text (0, 1, 10, 11" in n for n in report.notes)
+
+
+# ---- column options that name no column ---------------------------------------------------------
+
+def _cli_audit(*args: str):
+    from click.testing import CliRunner
+
+    from labelguard.cli import main
+
+    return CliRunner().invoke(main, ["audit", *args, "--no-config", "--no-progress"])
+
+
+@pytest.mark.parametrize("target, flags", [
+    (".", ["--path-column", "pth"]),
+    ("train.csv", ["--label-column", "lbl"]),
+    ("train.csv", ["--format", "csv", "--path-column", "image_name", "--label-column", "lbl"]),
+])
+def test_a_column_option_naming_no_column_is_an_error_listing_the_columns(tmp_path, monkeypatch, target, flags):
+    classification_csv(tmp_path, LABELS)
+    monkeypatch.chdir(tmp_path)
+    result = _cli_audit(target, *flags)
+    assert result.exit_code == 2, result.output
+    assert "is not in the header, whose columns are 'image_name', 'label_name'" in result.output
+    assert "No findings" not in result.output and "Traceback" not in result.output
+
+
+def test_a_column_option_picks_the_table_that_has_the_column(tmp_path):
+    classification_csv(tmp_path, LABELS)
+    write_table(tmp_path / "stats.csv", [("a", 1)], header=("metric", "value"))
+    report = run(tmp_path, LabelSpec(classes=("cat", "dog")), options=AuditOptions(label_column="label_name"))
+    assert report.layouts == ["csv"] and report.findings == []
+    assert report.summary.samples == len(LABELS)
+
+
+# ---- blanks around label cells -------------------------------------------------------------------
+
+def test_label_cells_keep_their_blanks_and_ids_are_numbers(tmp_path):
+    path = write_table(tmp_path / "t.csv", [("1.jpg", "dog "), ("2.jpg", " dog"), ("3.jpg", " 3 ")],
+                       header=("path", "label"))
+    assert read_table(str(path)).labels == ["dog ", " dog", "3"]
+
+
+@pytest.mark.code("LG105", "fail")
+def test_a_label_with_a_trailing_blank_is_a_variant_and_the_hint_proposes_the_spec_spelling(tmp_path):
+    classification_csv(tmp_path, {"1.jpg": "dog ", "2.jpg": "dog", "3.jpg": "dog ", "4.jpg": "cat"})
+    [finding] = found(run(tmp_path, LabelSpec(classes=("cat", "Dog"))), "LG105")
+    assert finding.data["names"] == ["dog ", "dog"]
+    assert finding.data["canonical"] == "Dog"
+    assert '--map "dog =Dog,dog=Dog"' in finding.hint
+    [unspecified] = found(run(tmp_path), "LG105")
+    assert unspecified.data["canonical"] == "dog"  # the spelling without blanks, though rarer
+    assert "'dog ' (2 objects), 'dog' (1 object)" in unspecified.message
+
+
+@pytest.mark.code("LG101", "fail")
+def test_a_label_with_a_trailing_blank_is_not_the_class_of_the_spec(tmp_path):
+    classification_csv(tmp_path, {"1.jpg": "dog ", "2.jpg": "cat"})
+    [finding] = found(run(tmp_path, LabelSpec(classes=("cat", "dog"))), "LG101")
+    assert finding.data["class"] == "dog " and "class 'dog ' is not one of the 2 classes" in finding.message
+    assert finding.data["suggestions"] == ["dog"]

@@ -6,7 +6,8 @@ The tree::
     ├── SpecError (ValueError)      a label spec or config is contradictory or has unknown keys
     ├── MissingDependency (ImportError)
     │                               an optional extra is needed: says which one to install
-    └── LabelError (ValueError)     a target value broke the spec at training time (labelguard.torch)
+    ├── LabelError (ValueError)     a target value broke the spec at training time (labelguard.torch)
+    └── ColumnError (ValueError)    --path-column/--label-column name no column of the tables found
 
 Findings about user data are never raised: they are reported as :class:`labelguard.Finding`.
 """
@@ -72,3 +73,8 @@ def _rebuild_label_error(message, code, index, source, values, expected) -> Labe
     return LabelError(
         message, code=code, index=index, source=source, values=values, expected=expected
     )
+
+
+class ColumnError(LabelguardError, ValueError):
+    """A ``--path-column``/``--label-column`` names no column of the tables found; the message
+    lists the columns each table has."""

@@ -15,6 +15,7 @@ from labelguard.core.findings import Finding
 from labelguard.core.registry import define
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.core.summary import Summary
+from labelguard.core.text import LISTED, noun, plural, shorten, verb
 from labelguard.core.values import suggest_remap
 
 IMBALANCE = define(
@@ -95,7 +96,7 @@ def scaled_binary(summary: Summary, spec: LabelSpec) -> list[Finding]:
     files = summary.value_files[value]
     return [SCALED_BINARY.finding(
         None,
-        f"binary masks are stored as {low}/{value} in {files} file{'s' if files != 1 else ''} "
+        f"binary masks are stored as {low}/{value} in {plural(files, 'file')} "
         f"while the spec is {{{low}, {high}}}",
         hint=f"Apply the remap {{{value}: {high}}} (`labelguard fix remap --map {value}:{high}`), "
         f"or divide by {value // high if high else value} in the dataset.",
@@ -121,9 +122,9 @@ def classes_never_seen(summary: Summary, spec: LabelSpec) -> list[Finding]:
             labels = [_class_label(v, spec) for v in missing]
             findings.append(CLASS_UNUSED.finding(
                 None,
-                f"class value{'s' if len(missing) > 1 else ''} {', '.join(labels)} of the spec "
-                f"never occur{'s' if len(missing) == 1 else ''} in {summary.samples} samples "
-                f"(found {sorted(summary.value_files)})",
+                f"{noun(len(missing), 'class value')} {shorten(labels, LISTED)} of the spec "
+                f"never {verb(len(missing), 'occurs')} in {summary.samples} samples "
+                f"(found [{shorten(sorted(summary.value_files), LISTED)}])",
                 hint="Check the spec against the data: a class too many in the spec, data "
                 "missing from this split, or a renumbered value.",
                 missing=missing,
@@ -135,8 +136,8 @@ def classes_never_seen(summary: Summary, spec: LabelSpec) -> list[Finding]:
         if missing_names and len(missing_names) < len(spec.classes):
             findings.append(CLASS_UNUSED.finding(
                 None,
-                f"class{'es' if len(missing_names) > 1 else ''} {', '.join(repr(c) for c in missing_names)} "
-                f"of the spec never occur{'s' if len(missing_names) == 1 else ''} in {summary.samples} samples",
+                f"{noun(len(missing_names), 'class')} {shorten(missing_names, LISTED, repr)} "
+                f"of the spec never {verb(len(missing_names), 'occurs')} in {summary.samples} samples",
                 hint="Check the class list against the annotations; a split may lack a class.",
                 missing=missing_names,
             ))
@@ -162,12 +163,12 @@ def class_name_variants(summary: Summary, spec: LabelSpec) -> list[Finding]:
     for name in summary.class_objects:
         groups.setdefault(normalise_name(name), []).append(name)
     findings = []
-    for names in groups.values():
+    for key, names in groups.items():
         if len(names) < 2:
             continue
         names.sort(key=lambda n: -summary.class_objects[n])
-        listing = ", ".join(f"{n!r} ({summary.class_objects[n]} objects)" for n in names)
-        canonical = next((n for n in names if spec.classes and n in spec.classes), names[0])
+        listing = ", ".join(f"{n!r} ({plural(summary.class_objects[n], 'object')})" for n in names)
+        canonical = _spelling(key, names, spec)
         findings.append(CLASS_VARIANTS.finding(
             None,
             f"class names differ only by case, whitespace or punctuation: {listing}",
@@ -177,6 +178,15 @@ def class_name_variants(summary: Summary, spec: LabelSpec) -> list[Finding]:
             canonical=canonical,
         ))
     return findings
+
+
+def _spelling(key: str, names: list[str], spec: LabelSpec) -> str:
+    """The name variants should become: the spec's spelling when it has one, else the
+    commonest variant without blanks at its ends (``names`` are sorted commonest first)."""
+    declared = [c for c in spec.classes or () if normalise_name(c) == key]
+    if declared:
+        return next((n for n in names if n in declared), declared[0])
+    return min(names, key=lambda n: n != n.strip())
 
 
 @dataset_check

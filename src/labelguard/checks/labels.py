@@ -29,6 +29,7 @@ from typing import Iterable, Sequence
 from labelguard.checks.classes import ID_TOO_LARGE, NEGATIVE_ID, UNKNOWN_CLASS
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import LISTED, noun, plural, shorten, verb
 
 PLACES_KEPT = 50
 PLACES_SHOWN = 5
@@ -53,9 +54,7 @@ def _places(indices: Sequence[int], places: Sequence[int] | None) -> list[int]:
 
 
 def _where(unit: str, places: list[int]) -> str:
-    shown = ", ".join(str(p) for p in places[:PLACES_SHOWN])
-    more = f" and {len(places) - PLACES_SHOWN} more" if len(places) > PLACES_SHOWN else ""
-    return f"{unit}{'s' if len(places) > 1 else ''} {shown}{more}"
+    return f"{noun(len(places), unit)} {shorten(places, PLACES_SHOWN)}"
 
 
 def name_findings(
@@ -154,20 +153,20 @@ def id_findings(
     if too_large:
         found = sorted({ids[i] for i in too_large})
         where = _places(too_large, places)
-        listing = ", ".join(str(v) for v in found[:10]) + (" ..." if len(found) > 10 else "")
-        plural = "s" if len(found) > 1 else ""
+        listing = shorten(found, 10)
+        ids = noun(len(found), "class id")
         if spec.is_contiguous():
             n = spec.effective_num_classes
-            names = f" ({len(spec.classes)} class names)" if spec.classes else ""
-            message = (f"class id{plural} {listing} {'are' if plural else 'is'} >= num_classes={n}{names}: "
+            names = f" ({plural(len(spec.classes), 'class name')})" if spec.classes else ""
+            message = (f"{ids} {listing} {verb(len(found), 'is')} >= num_classes={n}{names}: "
                        f"ids must be 0..{n - 1} ({_where(unit, where)})")
             hint = (f"If the data is right, set num_classes (YOLO: nc) to the largest id found + 1; "
                     f"otherwise remap the ids to 0..{n - 1}.")
             extra = {"num_classes": n, "allowed": None}
         else:
             values = sorted(spec.allowed_values() or ())
-            message = (f"class id{plural} {listing} {'are' if plural else 'is'} not among the allowed "
-                       f"values {values} ({_where(unit, where)})")
+            message = (f"{ids} {listing} {verb(len(found), 'is')} not among the allowed "
+                       f"values [{shorten(values, LISTED)}] ({_where(unit, where)})")
             hint = "Remap the ids to the spec's values, or add them to the spec."
             extra = {"num_classes": None, "allowed": values}
         findings.append(ID_TOO_LARGE.finding(
@@ -181,7 +180,7 @@ def id_findings(
         declared = f"ignore index {ignore}" if ignore else "no ignore index"
         findings.append(NEGATIVE_ID.finding(
             display,
-            f"negative class id{'s' if len(found) > 1 else ''} {', '.join(str(v) for v in found)} "
+            f"negative {noun(len(found), 'class id')} {shorten(found, LISTED)} "
             f"({declared} declared): {_where(unit, where)}",
             hint=f"Declare {found[0]} as ignore index (`--ignore-index {found[0]}`) and pass it to the "
             "loss, or drop those labels.",

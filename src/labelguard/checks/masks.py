@@ -6,6 +6,7 @@ import numpy as np
 
 from labelguard.core.registry import define
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import noun
 from labelguard.core.values import histogram, violations
 
 VALUE_OUTSIDE_SPEC = define(
@@ -173,7 +174,7 @@ def _outside_spec(display, values, bad, spec: LabelSpec, value_name: str):
     pairs = ", ".join(
         f"{s}{f' ({v} after reduce_zero_label)' if s != v else ''} in {c} pixel{'s' if c != 1 else ''}"
         for s, v, c in zip(stored[:8], bad.values[:8], bad.counts[:8]))
-    more = f" and {len(bad.values) - 8} more values" if len(bad.values) > 8 else ""
+    more = f" and {len(bad.values) - 8} more {noun(len(bad.values) - 8, 'value')}" if len(bad.values) > 8 else ""
     plural = "s" if len(bad.values) > 1 else ""
     if len(values) > IMAGE_LIKE_DISTINCT:
         return VALUE_OUTSIDE_SPEC.finding(

@@ -319,10 +319,7 @@ def _set_cell(line: str, separator: str | None, column: int, width: int, value: 
         cells = body.split(separator)
         if len(cells) != width:
             raise CannotEdit(f"line {number}: {len(cells)} fields, expected {width}")
-        cell = cells[column]
-        stripped = cell.strip()
-        lead = cell[: len(cell) - len(cell.lstrip())]
-        cells[column] = lead + value + cell[len(lead) + len(stripped):]
+        cells[column] = value  # exactly the new label: blanks around it would make another label
         return separator.join(cells) + ending
     cells = next(csv.reader([body], delimiter=separator))
     if len(cells) != width:

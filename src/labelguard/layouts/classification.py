@@ -17,7 +17,8 @@ Codes: labels outside the spec LG101/LG102/LG103 (the shared label checks), rows
 missing files LG003, paths leaving the dataset LG005, unreadable rows LG001 with the line,
 repeated rows LG303; in ImageFolder trees, a class folder without images LG002 (torchvision
 raises "Found no valid file for the classes ..."), an image file that is empty or not an
-image LG001, a class folder missing from one split LG104.
+image LG001, a class folder missing from one split LG104. A ``--path-column``/``--label-column``
+that no table has is a :class:`~labelguard.errors.ColumnError` naming each table's columns.
 """
 
 from __future__ import annotations
@@ -35,14 +36,15 @@ from labelguard.checks.labels import PLACES_KEPT, id_findings, name_findings
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.text import LISTED, SHOWN, noun, plural, shorten, verb
+from labelguard.errors import ColumnError
 from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
 from labelguard.readers.base import ReadError, read_head, sniff
 from labelguard.readers.tabular import (
-    IMAGE_EXTENSIONS, TABLE_EXTENSIONS, TableRows, is_int, label_names_file, read_names, read_table,
-    read_text, sniff_layout,
+    IMAGE_EXTENSIONS, TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names,
+    read_table, read_text, sniff_layout,
 )
 
-SHOWN = 5
 CASE_FOLDING = sys.platform in ("darwin", "win32", "cygwin")
 # torchvision.datasets.folder.IMG_EXTENSIONS
 TORCHVISION_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -65,8 +67,7 @@ PHOTO_VALUES = 32
 
 
 def _sample(items: list[str], count: int) -> str:
-    shown = "; ".join(items[:SHOWN])
-    return shown + (f"; and {count - SHOWN} more" if count > SHOWN else "")
+    return shorten(items, SHOWN, total=count, sep="; ")
 
 
 # ---- label tables ----------------------------------------------------------------------------
@@ -87,7 +88,7 @@ def process_table(task: FileTask, spec: LabelSpec) -> FileResult:
         items = [f"line {line} {text}" for line, text in table.problems]
         findings.append(UNREADABLE.finding(
             display,
-            f"{table.problem_count} row{'s' if table.problem_count > 1 else ''} cannot be read: "
+            f"{plural(table.problem_count, 'row')} cannot be read: "
             f"{_sample(items, table.problem_count)}; the other rows are still checked",
             hint="Fix or remove these rows: a Dataset that splits them fails (ValueError, IndexError) "
             "or reads a wrong label when it reaches them.",
@@ -198,8 +199,8 @@ def _path_findings(display: str, table: TableRows, bases: tuple[str, ...]) -> li
     if escaping:
         findings.append(ESCAPES_ROOT.finding(
             display,
-            f"{len(escaping)} path{'s' if len(escaping) > 1 else ''} in this table "
-            f"{'are' if len(escaping) > 1 else 'is'} absolute or leave the image folder: "
+            f"{plural(len(escaping), 'path')} in this table "
+            f"{verb(len(escaping), 'is')} absolute or {verb(len(escaping), 'leaves')} the image folder: "
             f"{_sample(escaping, len(escaping))}",
             hint="Write the paths relative to the image folder, so that the dataset works where it is copied.",
             entries=escaping[:PLACES_KEPT], count=len(escaping),
@@ -232,7 +233,7 @@ def _repeat_findings(display: str, table: TableRows) -> list[Finding]:
     if repeats:
         findings.append(DUPLICATE_BOX.finding(
             display,
-            f"{len(repeats)} row{'s repeat' if len(repeats) > 1 else ' repeats'} an earlier row: "
+            f"{plural(len(repeats), 'row')} {verb(len(repeats), 'repeats')} an earlier row: "
             f"{_sample(repeats, len(repeats))}",
             hint="Remove the repeated rows: they oversample those images.",
             lines=lines[:PLACES_KEPT], count=len(repeats),
@@ -242,7 +243,7 @@ def _repeat_findings(display: str, table: TableRows) -> list[Finding]:
     if conflicts:
         findings.append(DUPLICATE_BOX.finding(
             display,
-            f"{len(conflicts)} file{'s are' if len(conflicts) > 1 else ' is'} listed more than once with "
+            f"{plural(len(conflicts), 'file')} {verb(len(conflicts), 'is')} listed more than once with "
             f"different labels in a single-label table: {_sample(conflicts, len(conflicts))}",
             hint="Keep one label per image (or use a multi-label format); the loader takes whichever row it meets.",
             conflicts=conflicts[:PLACES_KEPT], count=len(conflicts),
@@ -270,7 +271,8 @@ def _count_table(result: FileResult, table: TableRows) -> None:
         summary.class_examples.setdefault(name, []).append(result.path)
 
 
-def _table_files(folder: str, options: AuditOptions) -> list[str]:
+def _table_candidates(folder: str) -> list[str]:
+    """The files of a folder that may be label tables, by name."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -283,23 +285,57 @@ def _table_files(folder: str, options: AuditOptions) -> list[str]:
             continue
         if lower in NAME_FILES or lower.startswith("synsets") or lower.startswith("readme"):
             continue
-        if _is_table(path, options):
-            found.append(path)
+        found.append(path)
     return found
+
+
+def _table_files(folder: str, options: AuditOptions) -> list[str]:
+    return [path for path in _table_candidates(folder) if _is_table(path, options)]
+
+
+def _sniff_table(path: str, options: AuditOptions):
+    """The table layout of a file, or None; OSError or ReadError when it cannot be read."""
+    if os.path.getsize(path) > 0:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+        if b"\x00" in head:
+            return None
+    text = read_text(path) if os.path.getsize(path) < (1 << 16) else \
+        head.decode("utf-8", errors="replace").rsplit("\n", 1)[0]
+    return sniff_layout(path, text, options.path_column, options.label_column)
 
 
 def _is_table(path: str, options: AuditOptions) -> bool:
     try:
-        if os.path.getsize(path) > 0:
-            with open(path, "rb") as handle:
-                head = handle.read(1 << 16)
-            if b"\x00" in head:
-                return False
-        text = read_text(path) if os.path.getsize(path) < (1 << 16) else \
-            head.decode("utf-8", errors="replace").rsplit("\n", 1)[0]
-        return sniff_layout(path, text, options.path_column, options.label_column) is not None
+        return _sniff_table(path, options) is not None
     except (OSError, ReadError):
         return False
+
+
+def check_columns(root: str, options: AuditOptions) -> None:
+    """ColumnError when ``--path-column``/``--label-column`` name a column that no table at
+    ``root`` has: auditing nothing and reporting no findings would read as a clean dataset."""
+    if not (options.path_column or options.label_column):
+        return
+    candidates = [root] if os.path.isfile(root) else _table_candidates(root)
+    headers = []
+    for path in candidates:
+        try:
+            if _sniff_table(path, options) is not None:
+                return
+        except UnknownColumn as exc:
+            headers.append((path, exc))
+        except (OSError, ReadError):
+            continue
+    if not headers:
+        return
+    listing = shorten(headers, LISTED, lambda item: f"{display_path(item[0])}: {item[1]}", sep="; ", what="table")
+    if os.path.isfile(root):
+        raise ColumnError(listing)
+    given = [f"--{what}-column {wanted!r}" for what, wanted in
+             (("path", options.path_column), ("label", options.label_column)) if wanted]
+    raise ColumnError(f"no table in {display_path(root)} has the {noun(len(given), 'column')} given "
+                      f"({', '.join(given)}): {listing}")
 
 
 def table_image_dirs(path: str, options: AuditOptions) -> tuple[str, ...]:
@@ -316,6 +352,7 @@ def table_image_dirs(path: str, options: AuditOptions) -> tuple[str, ...]:
 
 def discover_tables(root: str, options: AuditOptions) -> Discovery:
     discovery = Discovery("csv", root)
+    check_columns(root, options)
     if os.path.isfile(root):
         tables = [os.path.abspath(root)]
         folder = os.path.dirname(os.path.abspath(root))
@@ -349,6 +386,7 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
 
 
 def _detect_tables(root: str, options: AuditOptions) -> bool:
+    check_columns(root, options)
     if os.path.isfile(root):
         return root.lower().endswith(TABLE_EXTENSIONS) and _is_table(root, options)
     return os.path.isdir(root) and bool(_table_files(root, options))
@@ -383,7 +421,7 @@ def process_class_folder(task: FileTask, spec: LabelSpec) -> FileResult:
         summary.unreadable += len(unreadable)
         result.findings.append(UNREADABLE.finding(
             task.display,
-            f"{len(unreadable)} image file{'s' if len(unreadable) > 1 else ''} of class {name!r} cannot be "
+            f"{plural(len(unreadable), 'image file')} of class {name!r} cannot be "
             f"decoded: {_sample(unreadable, len(unreadable))}",
             hint="Re-copy these images or delete them; the DataLoader worker that opens one raises mid-epoch.",
             files=[u.split(" ", 1)[0] for u in unreadable[:PLACES_KEPT]], count=len(unreadable),
@@ -429,7 +467,7 @@ def _folder_class_findings(task: FileTask, name: str, count: int, spec: LabelSpe
     where = f" in {split}/" if split else ""
     return [UNKNOWN_CLASS.finding(
         task.display,
-        f"class folder {name!r}{where} ({count} image{'s' if count > 1 else ''}) is not one of the "
+        f"class folder {name!r}{where} ({plural(count, 'image')}) is not one of the "
         f"{len(spec.classes)} classes of the spec{guess}",
         hint=(f"Rename the folder to {suggestions[0]!r}" if suggestions else "Rename the folder")
         + ", add the class to the spec, or move the folder out of the dataset.",
@@ -449,7 +487,7 @@ def _folder_id_findings(task: FileTask, name: str, count: int, spec: LabelSpec) 
     expected = f"0..{spec.effective_num_classes - 1}" if spec.is_contiguous() else str(sorted(allowed))
     return [ID_TOO_LARGE.finding(
         task.display,
-        f"class folder {name!r} ({count} image{'s' if count > 1 else ''}) gets class index {index}: "
+        f"class folder {name!r} ({plural(count, 'image')}) gets class index {index}: "
         f"{where} has {total} class folders, which ImageFolder numbers 0..{total - 1} in sorted order, "
         f"but the spec allows {expected} ({spec.describe()})",
         hint=f"Set num_classes to {total}, or remove the class folders that are not classes.",
@@ -556,8 +594,8 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
         loose = [f for f in _entries(folder, 1 << 30)[0]]
         if loose:
             discovery.notes.append(
-                f"{len(loose)} file{'s' if len(loose) > 1 else ''} directly in {display_path(folder)} "
-                f"belong{'' if len(loose) > 1 else 's'} to no class folder (ImageFolder skips them)")
+                f"{plural(len(loose), 'file')} directly in {display_path(folder)} "
+                f"{verb(len(loose), 'belongs')} to no class folder (ImageFolder skips them)")
         if split != reference:
             discovery.findings.extend(_split_findings(root, split, reference, classes_of))
         for index, name in enumerate(classes_of[split]):
@@ -582,13 +620,13 @@ def _split_findings(root: str, split: str, reference: str, classes_of: dict) -> 
     folder = display_path(os.path.join(root, split))
     shifted = [c for c in classes_of[split] if classes_of[split].index(c) != classes_of[reference].index(c)] \
         if all(c in classes_of[reference] for c in classes_of[split]) else classes_of[split]
-    shift = (f"; ImageFolder numbers each split on its own, so {len(shifted)} class"
-             f"{'es' if len(shifted) != 1 else ''} ({', '.join(repr(c) for c in shifted[:5])}) get other "
+    shift = (f"; ImageFolder numbers each split on its own, so {plural(len(shifted), 'class')} "
+             f"({shorten(shifted, SHOWN, repr)}) {verb(len(shifted), 'gets')} other "
              f"indices in {split}/ than in {reference}/") if shifted else ""
     return [CLASS_UNUSED.finding(
         folder,
-        f"{split}/ lacks the class folder{'s' if len(missing) > 1 else ''} "
-        f"{', '.join(repr(c) for c in missing[:10])} of {reference}/{shift}",
+        f"{split}/ lacks the {noun(len(missing), 'class folder')} "
+        f"{shorten(missing, LISTED, repr)} of {reference}/{shift}",
         hint=f"Add the missing class folders to {split}/ (empty folders do not help: ImageFolder rejects "
         "them), or build every split with the class list of the training split (class_to_idx).",
         missing=missing, split=split, reference=reference, shifted=shifted,

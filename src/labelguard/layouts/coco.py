@@ -37,6 +37,7 @@ from labelguard.checks.masks import GEOMETRY
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.text import LISTED, SHOWN, noun, plural, shorten, verb
 from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
 from labelguard.layouts.classification import FileLookup, escapes
 from labelguard.readers.base import ReadError
@@ -44,7 +45,6 @@ from labelguard.readers.coco import CAPTION, NO_ID, CocoRecord, looks_like_coco,
 
 # Boxes may pass the image border by this many pixels (float rounding in exporters).
 BORDER_TOLERANCE = 1.0
-SHOWN = 5
 ANNOTATION_DIRS = ("annotations", "annotation", "Annotations")
 COCO_NAME = re.compile(r"^(instances|person_keypoints|captions|panoptic|stuff|image_info)_.+\.json$"
                        r"|^_annotations\.coco\.json$")
@@ -83,18 +83,15 @@ def process_coco(task: FileTask, spec: LabelSpec) -> FileResult:
 
 
 def _sample(items: list[str], count: int) -> str:
-    shown = "; ".join(items[:SHOWN])
-    more = f"; and {count - min(count, SHOWN)} more" if count > SHOWN else ""
-    return shown + more
+    return shorten(items, SHOWN, total=count, sep="; ")
 
 
 def _type_findings(display: str, record: CocoRecord) -> list[Finding]:
     findings = []
     for problem in record.problems.values():
-        noun = "place" if problem.count == 1 else "places"
         findings.append(UNREADABLE.finding(
             display,
-            f"{problem.what} in {problem.count} {noun}: {_sample(problem.details, problem.count)}; "
+            f"{problem.what} in {plural(problem.count, 'place')}: {_sample(problem.details, problem.count)}; "
             "the rest of the file is still checked",
             hint="Fix the types: ids and category_id are integers, bbox is [x, y, width, height] "
             "numbers, segmentation is polygons (lists of x, y numbers) or RLE {size, counts}. "
@@ -136,7 +133,7 @@ def _duplicate_image_findings(display: str, record: CocoRecord) -> list[Finding]
                                     for r in rows[:3]))
     return [UNREADABLE.finding(
         display,
-        f"{len(repeated)} image id{'s are' if len(repeated) > 1 else ' is'} used by more than one image: "
+        f"{plural(len(repeated), 'image id')} {verb(len(repeated), 'is')} used by more than one image: "
         f"{_sample(examples, len(repeated))}; annotations of such an id attach to one image only",
         hint="Give every image a unique id (pycocotools keeps the last image of a repeated id).",
         ids=[record.image_name(int(values[k])) for k in repeated[:PLACES_KEPT]], count=int(len(repeated)),
@@ -150,10 +147,10 @@ def _dangling_findings(display: str, record: CocoRecord, known: np.ndarray) -> l
     missing_ids = sorted({record.image_name(int(v)) for v in np.unique(record.image_of[rows])[:PLACES_KEPT]})
     examples = [f"{record.place(int(r))} has image_id {record.image_name(int(record.image_of[r]))}"
                 for r in rows[:SHOWN]]
-    noun = "annotation refers" if len(rows) == 1 else "annotations refer"
     return [UNPAIRED.finding(
         display,
-        f"{len(rows)} {noun} to image ids that are not in 'images' ({len(record.image_ids)} images): "
+        f"{plural(len(rows), 'annotation')} {verb(len(rows), 'refers')} to image ids that are not in "
+        f"'images' ({plural(len(record.image_ids), 'image')}): "
         f"{_sample(examples, len(rows))}",
         hint="Add the missing images to 'images' or remove these annotations; pycocotools raises "
         "KeyError when it meets them.",
@@ -217,7 +214,7 @@ def _undeclared_findings(display: str, record: CocoRecord, rows: np.ndarray) -> 
     declared = sorted(record.categories)
     n = len(declared)
     if n:
-        among = f"the {n} categor{'ies' if n != 1 else 'y'} of this file (ids {_id_span(declared)})"
+        among = f"the {plural(n, 'category')} of this file (ids {_id_span(declared)})"
     else:
         among = "the categories of this file: it declares none"
     values, counts = np.unique(record.category_of[rows], return_counts=True)
@@ -226,7 +223,7 @@ def _undeclared_findings(display: str, record: CocoRecord, rows: np.ndarray) -> 
         places = [record.place(int(r)) for r in where[:PLACES_KEPT]]
         findings.append(UNKNOWN_CLASS.finding(
             display,
-            f"category id {value} is not among {among}: {count} annotation{'s' if count > 1 else ''} "
+            f"category id {value} is not among {among}: {plural(count, 'annotation')} "
             f"({_sample(places, count)})",
             hint=f"Add category {value} to 'categories', or fix or remove these annotations; code that "
             "maps category ids through 'categories' raises KeyError on them.",
@@ -273,7 +270,7 @@ def _reference_findings(display: str, record: CocoRecord, rows: np.ndarray,
         findings.append(UNKNOWN_CLASS.finding(
             display,
             f"category {name!r} (id {value}) is not among the {len(ref_names)} categories of "
-            f"{shown_source}: {count} annotation{'s' if count > 1 else ''} ({_sample(places, count)}){guess}",
+            f"{shown_source}: {plural(count, 'annotation')} ({_sample(places, count)}){guess}",
             hint="Use the same categories in every split (training code builds its class list from "
             "one file), or rename the category.",
             **{"class": name}, category_id=value, suggestions=suggestions, unit="annotation",
@@ -305,8 +302,8 @@ def _id_range_findings(display: str, record: CocoRecord, rows: np.ndarray, spec:
     listing = _id_span(ids)
     where = [record.place(int(r)) for r in over[:PLACES_KEPT]]
     if spec.is_contiguous():
-        head = (f"category id{'s' if len(ids) > 1 else ''} {listing} {'are' if len(ids) > 1 else 'is'} "
-                f">= num_classes={n} in {len(over)} annotation{'s' if len(over) > 1 else ''}")
+        head = (f"{noun(len(ids), 'category id')} {listing} {verb(len(ids), 'is')} "
+                f">= num_classes={n} in {plural(len(over), 'annotation')}")
         if n_cats <= n:
             tail = (f": the {n_cats} category ids ({_id_span(sorted(record.categories))}) are not "
                     f"contiguous; map them to indices with {_short_map(mapping)} "
@@ -319,8 +316,8 @@ def _id_range_findings(display: str, record: CocoRecord, rows: np.ndarray, spec:
                     f"mapping them to contiguous indices {_short_map(mapping)} (category_index_map)")
             hint = f"Set num_classes to {n_cats} (or {n_cats + 1} with a background class), or drop categories."
     else:
-        head = f"category id{'s' if len(ids) > 1 else ''} {listing} not among the allowed values"
-        tail = f" {sorted(allowed)} in {len(over)} annotation{'s' if len(over) > 1 else ''}"
+        head = f"{noun(len(ids), 'category id')} {listing} not among the allowed values"
+        tail = f" {shorten(sorted(allowed), LISTED)} in {plural(len(over), 'annotation')}"
         hint = "Remap the category ids to the spec's values (category_index_map gives contiguous indices)."
     findings.append(ID_TOO_LARGE.finding(
         display, f"{head}{tail} ({_sample(where, len(over))})", hint=hint,

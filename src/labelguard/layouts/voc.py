@@ -20,6 +20,7 @@ from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import EXAMPLES_KEPT
 from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.text import SHOWN, plural, shorten
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, read_list, register_layout, select_from_lists,
     strip_extension, unpaired_findings, walk_files,
@@ -164,13 +165,12 @@ def _box_findings(display: str, annotation: VocAnnotation) -> list:
     findings = []
     if bad:
         size = f" of the {width:g}x{height:g} image" if sized else ""
-        listing = "; ".join(f"object {i} {n!r}: {p}" for i, n, _, _, p in bad[:5])
-        more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        listing = shorten(bad, SHOWN, lambda item: f"object {item[0]} {item[1]!r}: {item[4]}", sep="; ")
         kinds = {kind for _, _, _, kind, _ in bad}
         what = " or ".join(k for k in ("degenerate", "outside") if k in kinds)
         findings.append(BAD_BOX.finding(
             display,
-            f"{len(bad)} box{'es' if len(bad) > 1 else ''} {what}{size}: {listing}{more}",
+            f"{plural(len(bad), 'box')} {what}{size}: {listing}",
             hint="Swap flipped corners, clip boxes to the image size, drop zero-area boxes; "
             "check <size> when every box of a file lies outside.",
             width=width or None, height=height or None,
@@ -179,12 +179,11 @@ def _box_findings(display: str, annotation: VocAnnotation) -> list:
             count=len(bad),
         ))
     if repeats:
-        listing = "; ".join(f"object {i} repeats object {first} ({n!r}, box "
-                            f"{', '.join(f'{v:g}' for v in b)})" for i, n, b, first in repeats[:5])
-        more = f"; and {len(repeats) - 5} more" if len(repeats) > 5 else ""
+        listing = shorten(repeats, SHOWN, lambda item: f"object {item[0]} repeats object {item[3]} "
+                          f"({item[1]!r}, box {', '.join(f'{v:g}' for v in item[2])})", sep="; ")
         findings.append(DUPLICATE_BOX.finding(
             display,
-            f"{len(repeats)} duplicate object{'s' if len(repeats) > 1 else ''}: {listing}{more}",
+            f"{plural(len(repeats), 'duplicate object')}: {listing}",
             hint="Remove the repeated <object> elements.",
             pairs=[[first, i] for i, _, _, first in repeats[:BOXES_LISTED]],
             count=len(repeats),

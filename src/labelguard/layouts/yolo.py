@@ -21,6 +21,7 @@ from labelguard.checks.labels import PLACES_KEPT, id_findings
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.text import plural, shorten
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, read_list, register_layout, unpaired_findings,
     walk_files,
@@ -66,8 +67,8 @@ def process_yolo(task: FileTask, spec: LabelSpec) -> FileResult:
     if len(labels.problems) > ROWS_SHOWN * 4:
         extra = labels.problems[ROWS_SHOWN * 4:]
         findings.append(UNREADABLE.finding(
-            display, f"{len(extra)} more malformed rows (rows {', '.join(str(n) for n, _ in extra[:10])}"
-            f"{' ...' if len(extra) > 10 else ''})",
+            display, f"{plural(len(extra), 'more malformed row')} "
+            f"(rows {shorten([n for n, _ in extra], 10)})",
             rows=[n for n, _ in extra[:PLACES_KEPT]], count=len(extra),
         ))
     if not labels.ids:
@@ -109,34 +110,32 @@ def _coordinate_findings(display: str, labels: YoloLabels, keypoint_dims: int) -
     if outside:
         largest = max(max(v) for _, v in outside)
         smallest = min(min(v) for _, v in outside)
-        shown = "; ".join(f"row {n} ({' '.join(f'{x:g}' for x in v[:4])}{' ...' if len(v) > 4 else ''})"
-                          for n, v in outside[:ROWS_SHOWN])
-        more = f"; and {len(outside) - ROWS_SHOWN} more" if len(outside) > ROWS_SHOWN else ""
+        shown = shorten(outside, ROWS_SHOWN, lambda item: f"row {item[0]} "
+                        f"({' '.join(f'{x:g}' for x in item[1][:4])}{' ...' if len(item[1]) > 4 else ''})", sep="; ")
         pixels = " (these look like pixel coordinates)" if largest > PIXEL_HINT else ""
         findings.append(YOLO_NOT_NORMALISED.finding(
             display,
-            f"{len(outside)} row{'s' if len(outside) > 1 else ''} with coordinates outside [0, 1] "
-            f"(from {smallest:g} to {largest:g}){pixels}: {shown}{more}",
+            f"{plural(len(outside), 'row')} with coordinates outside [0, 1] "
+            f"(from {smallest:g} to {largest:g}){pixels}: {shown}",
             hint="Divide x and width by the image width, y and height by the image height; "
             "clip values that are slightly outside to [0, 1].",
             rows=[n for n, _ in outside[:PLACES_KEPT]], count=len(outside),
             min=smallest, max=largest,
         ))
     if degenerate:
-        shown = "; ".join(f"row {n} (width {v[2]:g}, height {v[3]:g})" for n, v in degenerate[:ROWS_SHOWN])
-        more = f"; and {len(degenerate) - ROWS_SHOWN} more" if len(degenerate) > ROWS_SHOWN else ""
+        shown = shorten(degenerate, ROWS_SHOWN, lambda item: f"row {item[0]} (width {item[1][2]:g}, "
+                        f"height {item[1][3]:g})", sep="; ")
         findings.append(BAD_BOX.finding(
             display,
-            f"{len(degenerate)} box{'es' if len(degenerate) > 1 else ''} of zero size: {shown}{more}",
+            f"{plural(len(degenerate), 'box')} of zero size: {shown}",
             hint="Remove zero-size boxes, or re-export them from the source annotations.",
             rows=[n for n, _ in degenerate[:PLACES_KEPT]], count=len(degenerate),
         ))
     if repeats:
-        shown = ", ".join(f"row {n} repeats row {first}" for n, first in repeats[:ROWS_SHOWN])
-        more = f" and {len(repeats) - ROWS_SHOWN} more" if len(repeats) > ROWS_SHOWN else ""
+        shown = shorten(repeats, ROWS_SHOWN, lambda item: f"row {item[0]} repeats row {item[1]}")
         findings.append(DUPLICATE_BOX.finding(
             display,
-            f"{len(repeats)} duplicate row{'s' if len(repeats) > 1 else ''}: {shown}{more}",
+            f"{plural(len(repeats), 'duplicate row')}: {shown}",
             hint="Remove the repeated rows (Ultralytics drops them with a warning).",
             pairs=[[first, n] for n, first in repeats[:PLACES_KEPT]], count=len(repeats),
         ))
@@ -216,7 +215,7 @@ class _Collector:
         self.discovery.tasks.extend(tasks)
         if self.backgrounds:
             self.discovery.notes.append(
-                f"{self.backgrounds} image{'s' if self.backgrounds > 1 else ''} without a label file "
+                f"{plural(self.backgrounds, 'image')} without a label file "
                 "(background images, as an empty label file)")
 
 

@@ -1,17 +1,24 @@
-"""The readable "label audit report": summary first, findings grouped by code, values, next steps."""
+"""The readable "label audit report": summary first, findings grouped by code, values, next steps.
+
+The text is short but hides no distinct problem: each code group shows one example for every
+distinct class, value and hint it holds (then counts the rest), a group whose findings give
+different hints prints each example's own hint, and every list is capped with a count
+(:data:`labelguard.core.text.LISTED`). The JSON report keeps everything.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 from labelguard.core.registry import REGISTRY
+from labelguard.core.text import LISTED, plural, shorten, show_name, verb
 from labelguard.output import Formatter, register
 
 EXAMPLES = 5
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+# A message longer than this is cut in the text report (a list that a check failed to cap).
+MESSAGE_CHARS = 2000
+# Class table rows before the rest are counted.
+CLASS_ROWS = 60
 
 
 @register
@@ -35,23 +42,24 @@ class TextFormatter(Formatter):
         sources = f"  from {', '.join(report.spec.sources)}" if report.spec.sources else ""
         out(f"spec:      {report.spec.describe()}{sources}")
         unit = "file" if set(report.summary.kinds) <= {"mask"} else "sample"
-        samples = _plural(report.summary.samples, unit)
+        samples = plural(report.summary.samples, unit)
         if report.sampled:
             samples += (f"  (a random sample of {report.sampled['size']} out of {report.sampled['of']}, "
                         f"seed {report.sampled['seed']}: rerun without --sample for the full audit)")
         out(f"audited:   {samples}")
         counts = report.counts()
-        out(f"result:    {_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}, "
+        out(f"result:    {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
             f"{counts['info']} info")
         if report.summary.empty:
-            out(f"empty:     {_plural(report.summary.empty, 'mask')} hold only background/ignore values")
+            out(f"empty:     {plural(report.summary.empty, 'mask')} {verb(report.summary.empty, 'holds')} only "
+                "background/ignore values")
         if report.summary.unreadable:
-            out(f"unreadable: {_plural(report.summary.unreadable, 'file')}")
+            out(f"unreadable: {plural(report.summary.unreadable, 'file')}")
         self._values(report, out)
         self._classes(report, out)
         self._findings(report, out)
         for note in report.notes:
-            out(f"note: {note}")
+            out(f"note: {_capped(note)}")
         for error in report.errors:
             out(f"internal error: {error}")
         self._next_steps(report, out)
@@ -59,31 +67,49 @@ class TextFormatter(Formatter):
 
     def _values(self, report, out) -> None:
         summary = report.summary
-        if not summary.value_files:
+        if not summary.value_files and not report.suggested_color_map:
             return
         out("")
         out("Found values")
+        if summary.value_files:
+            self._value_table(report, out)
+        if report.suggested_color_map:
+            colours = report.suggested_color_map.items()
+            mapping = shorten(colours, LISTED, lambda item: f"({item[0]}) -> {item[1]}", what="colour")
+            out(f"  proposed colour -> index map: {mapping}")
+
+    def _value_table(self, report, out) -> None:
+        summary = report.summary
         out(f"  {'value':>7}  {'class':<16} {'files':>7} {'pixels':>12}  in spec")
-        for value in summary.found_values()[:40]:
+        found = summary.found_values()
+        # A table of every value of an image saved as a label would run to thousands of rows:
+        # the values holding the most pixels stay, the rest are counted.
+        kept = set(sorted(found, key=lambda v: (-summary.value_pixels[v], v))[:LISTED])
+        for value in found:
+            if value not in kept:
+                continue
             verdict = {True: "yes", False: "NO", None: "-"}[report.value_in_spec(value)]
             if value in report.spec.ignore:
                 verdict = "ignored"
-            name = report.spec.class_name(value) or ""
-            out(f"  {value:>7}  {name[:16]:<16} {summary.value_files[value]:>7} "
+            name = report.spec.class_name(value)
+            name = _cell(name, 16) if name else ""
+            out(f"  {value:>7}  {name:<16} {summary.value_files[value]:>7} "
                 f"{summary.value_pixels[value]:>12}  {verdict}")
-        if len(summary.value_files) > 40:
-            out(f"  ... {len(summary.value_files) - 40} more values (see --output-format json)")
+        rest = [v for v in found if v not in kept]
+        if rest:
+            files = max(summary.value_files[v] for v in rest)
+            pixels = max(summary.value_pixels[v] for v in rest)
+            out(f"  ... {plural(len(rest), 'more value')}, each in at most {plural(files, 'file')} and "
+                f"{plural(pixels, 'pixel')} (--output-format json lists every value)")
         outside = report.outside_spec()
         if outside:
-            listing = "; ".join(f"{v} in {_plural(f, 'file')} ({p} pixels)" for v, (f, p) in outside.items())
+            ranked = sorted(outside.items(), key=lambda item: (-item[1][0], item[0]))
+            listing = shorten(ranked, LISTED, lambda item: f"{item[0]} in {plural(item[1][0], 'file')} "
+                              f"({plural(item[1][1], 'pixel')})", sep="; ", what="value")
             out(f"  outside the spec: {listing}")
         if report.suggested_remap:
             mapping = ", ".join(f"{k}: {v}" for k, v in report.suggested_remap.items())
             out(f"  suggested remap: {{{mapping}}}")
-        if report.suggested_color_map:
-            mapping = ", ".join(f"({k}) -> {v}" for k, v in list(report.suggested_color_map.items())[:12])
-            more = " ..." if len(report.suggested_color_map) > 12 else ""
-            out(f"  proposed colour -> index map: {mapping}{more}")
 
     def _classes(self, report, out) -> None:
         summary = report.summary
@@ -93,11 +119,18 @@ class TextFormatter(Formatter):
         out("Classes")
         out(f"  {'class':<24} {'objects':>9} {'images':>8}  in spec")
         names = set(report.spec.classes or ())
-        for name in sorted(summary.class_objects, key=lambda n: (-summary.class_objects[n], n))[:60]:
+        ranked = sorted(summary.class_objects, key=lambda n: (-summary.class_objects[n], n))
+        for name in ranked[:CLASS_ROWS]:
             verdict = "-" if not names else ("yes" if name in names else "NO")
-            out(f"  {name[:24]:<24} {summary.class_objects[name]:>9} {summary.class_images[name]:>8}  {verdict}")
-        if len(summary.class_objects) > 60:
-            out(f"  ... {len(summary.class_objects) - 60} more classes (see --output-format json)")
+            out(f"  {_cell(name, 24):<24} {summary.class_objects[name]:>9} {summary.class_images[name]:>8}  "
+                f"{verdict}")
+        if len(ranked) > CLASS_ROWS:
+            out(f"  ... {plural(len(ranked) - CLASS_ROWS, 'more class')} (--output-format json lists every class)")
+        unknown = [name for name in ranked if names and name not in names]
+        if unknown:
+            listing = shorten(unknown, LISTED, lambda n: f"{n!r} ({plural(summary.class_objects[n], 'object')})",
+                              what="class")
+            out(f"  not in the spec: {listing}")
 
     def _findings(self, report, out) -> None:
         if not self.groups:
@@ -110,21 +143,25 @@ class TextFormatter(Formatter):
             check = REGISTRY.get(code)
             files = len({f.path for f in group if f.path})
             out("")
-            where = f", {_plural(files, 'file')}" if files > 1 else ""
+            where = f", {plural(files, 'file')}" if files > 1 else ""
             title = check.summary if check else ""
-            out(f"{code} {group[0].severity} {check.name if check else ''}: {_plural(len(group), 'finding')}{where}")
+            out(f"{code} {group[0].severity} {check.name if check else ''}: {plural(len(group), 'finding')}{where}")
             if title:
                 out(f"  {title}")
-            overview = _id_overview(group)
+            overview = _overview(group)
             if overview:
                 out(f"  {overview}")
-            for finding in group[: self.examples]:
-                place = f"{finding.path}: " if finding.path else ""
-                out(f"  - {place}{finding.message}")
-            if len(group) > self.examples:
-                out(f"  ... and {len(group) - self.examples} more (--output-format json lists every finding)")
             hints = list(dict.fromkeys(f.hint for f in group if f.hint))
-            if hints:
+            shown = _examples(group, self.examples)
+            for finding in shown:
+                place = f"{finding.path}: " if finding.path else ""
+                out(f"  - {place}{_capped(finding.message)}")
+                if len(hints) > 1 and finding.hint:
+                    out(f"    hint: {finding.hint}")
+            if len(group) > len(shown):
+                out(f"  ... and {plural(len(group) - len(shown), 'more finding')} "
+                    "(--output-format json lists every finding)")
+            if len(hints) == 1:
                 out(f"  hint: {hints[0]}")
 
     def _next_steps(self, report, out) -> None:
@@ -147,6 +184,64 @@ class TextFormatter(Formatter):
             out(f"  {step}")
 
 
+def _capped(text: str) -> str:
+    if len(text) <= MESSAGE_CHARS:
+        return text
+    return f"{text[:MESSAGE_CHARS]}... ({plural(len(text), 'character')}: --output-format json has all of it)"
+
+
+def _cell(name: str, width: int) -> str:
+    """A name for a table column: quoted when its blanks would not show, cut to ``width``."""
+    shown = show_name(name)
+    return shown if len(shown) <= width else shown[: width - 3] + "..."
+
+
+def _problems(finding) -> set:
+    """The distinct problems one finding is about: its class, its values or ids, its hint."""
+    data = finding.data
+    keys = {("hint", finding.hint)}
+    if isinstance(data.get("class"), str):
+        keys.add(("class", data["class"]))
+    for field in ("values", "ids"):
+        items = data.get(field)
+        if isinstance(items, (list, tuple)):
+            keys.update((field, item) for item in items if isinstance(item, (int, float, str)))
+    return keys
+
+
+def _examples(group: list, least: int) -> list:
+    """The findings a group shows: one for every distinct class, value and hint (up to
+    :data:`LISTED`), then the first others up to ``least``, in report order."""
+    chosen: list[int] = []
+    covered: set = set()
+    for index, finding in enumerate(group):
+        if len(chosen) >= LISTED:
+            break
+        new = _problems(finding) - covered
+        if new:
+            chosen.append(index)
+            covered |= new
+    taken = set(chosen)
+    others = [i for i in range(len(group)) if i not in taken][: max(0, least - len(chosen))]
+    return [group[i] for i in sorted(chosen + others)]
+
+
+def _overview(group: list) -> str:
+    """One line over a group of many findings: every class, or every id against each num_classes."""
+    if len(group) < 2:
+        return ""
+    classes: dict[str, set] = {}
+    for finding in group:
+        if isinstance(finding.data.get("class"), str):
+            classes.setdefault(finding.data["class"], set()).add(finding.path)
+    if classes and len(classes) > 1:
+        ranked = sorted(classes, key=lambda name: (-len(classes[name]), name))
+        listing = shorten(ranked, LISTED, lambda name: f"{name!r} ({plural(len(classes[name]), 'file')})",
+                          what="class")
+        return f"in all: {plural(len(classes), 'class')}: {listing}"
+    return _id_overview(group)
+
+
 def _id_overview(group) -> str:
     """One line over many id findings: every id found against each num_classes."""
     by_limit: dict = {}
@@ -155,7 +250,5 @@ def _id_overview(group) -> str:
         if ids is None or limit is None:
             return ""
         by_limit.setdefault(limit, set()).update(ids)
-    if len(group) < 2:
-        return ""
-    parts = [f"ids {sorted(ids)[:20]} with num_classes={limit}" for limit, ids in sorted(by_limit.items())]
-    return "in all: " + "; ".join(parts) + f" across {_plural(len(group), 'finding')}"
+    parts = [f"ids {shorten(sorted(ids), LISTED)} with num_classes={limit}" for limit, ids in sorted(by_limit.items())]
+    return "in all: " + "; ".join(parts) + f" across {plural(len(group), 'finding')}"

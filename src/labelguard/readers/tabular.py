@@ -13,6 +13,7 @@ Shapes read:
 
 Rows that cannot be read (a wrong number of fields, an empty label, a one-hot cell that is
 not 0 or 1) are listed as problems with their line number; the other rows are still read.
+A label name keeps the blanks of its cell, as pandas and ``csv.DictReader`` keep them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from labelguard.core.text import LISTED, plural, shorten
 from labelguard.readers.base import ReadError, decode_text, read_text_bytes
 
 PATH_NAMES = ("path", "image_path", "filepath", "file_path", "img_path", "image", "image_name", "img_name",
@@ -135,6 +137,21 @@ def _split(line: str, separator: str | None, width: int = 0) -> list[str]:
     return next(csv.reader([line], delimiter=separator))
 
 
+class UnknownColumn(ReadError):
+    """A column named by the caller (``--path-column``/``--label-column``) is not in the header.
+
+    Attributes:
+        what: "path" or "label".
+        wanted: the name given.
+        header: the cells of the header line.
+    """
+
+    def __init__(self, what: str, wanted: str, header: list[str]) -> None:
+        self.what, self.wanted, self.header = what, wanted, header
+        super().__init__(f"{what} column {wanted!r} is not in the header, whose columns are "
+                         f"{shorten(header, LISTED, repr)}")
+
+
 def _find(header: list[str], wanted: str | None, names: tuple[str, ...], what: str) -> int | None:
     lowered = [h.strip().lower() for h in header]
     if wanted is not None:
@@ -144,7 +161,7 @@ def _find(header: list[str], wanted: str | None, names: tuple[str, ...], what: s
             return lowered.index(wanted.strip().lower())
         if wanted.isdigit() and int(wanted) < len(header):
             return int(wanted)
-        raise ReadError(f"{what} column {wanted!r} is not in the header {header}")
+        raise UnknownColumn(what, wanted, header)
     for name in names:
         if name in lowered:
             return lowered.index(name)
@@ -234,7 +251,7 @@ def read_table(path: str, path_column: str | None = None, label_column: str | No
         if not cells or all(not c.strip() for c in cells):
             continue
         if len(cells) != width:
-            table.problem(number, f"has {len(cells)} field{'s' if len(cells) != 1 else ''}, expected {width}")
+            table.problem(number, f"has {plural(len(cells), 'field')}, expected {width}")
             continue
         if onehot:
             names = []
@@ -251,10 +268,13 @@ def read_table(path: str, path_column: str | None = None, label_column: str | No
                 continue
             label = tuple(names)
         else:
-            label = cells[lab].strip() if lab is not None and lab < len(cells) else ""
-            if not label:
+            cell = cells[lab] if lab is not None and lab < len(cells) else ""
+            if not cell.strip():
                 table.problem(number, "has an empty label")
                 continue
+            # pandas and csv.DictReader key a class by its raw cell, so "dog " and "dog" are two
+            # labels to them: a name keeps its blanks; an integer id is read as the number.
+            label = cell.strip() if is_int(cell) else cell
         table.lines.append(number)
         table.paths.append(cells[p].strip() if p is not None and p < len(cells) else "")
         table.labels.append(label)

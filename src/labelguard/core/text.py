@@ -1,0 +1,99 @@
+"""How messages count and list things: plurals, shortened lists and names that show their blanks.
+
+Every finding, reader problem and report line words these the same way::
+
+    >>> plural(3, "file")
+    '3 files'
+    >>> shorten(["a", "b", "c", "d"], 2)
+    'a, b and 2 more'
+    >>> shorten([3, 4, 5], 2, what="value")
+    '3, 4 and 1 more value'
+    >>> show_name("dog "), show_name("dog")
+    ("'dog '", 'dog')
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+# Items a message lists before it counts the rest.
+SHOWN = 5
+# Rows or items a report lists before it counts the rest.
+LISTED = 20
+
+_IRREGULAR = {"is": "are", "was": "were", "has": "have", "does": "do", "this": "these", "it": "they"}
+
+
+def _plural_word(word: str) -> str:
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def noun(n: int, word: str) -> str:
+    """``word`` for a count of ``n``: the last word gets the plural ("class value" -> "class values")."""
+    if n == 1:
+        return word
+    head, _, last = word.rpartition(" ")
+    return f"{head} {_plural_word(last)}" if head else _plural_word(last)
+
+
+def plural(n: int, word: str) -> str:
+    """The count and the noun: ``plural(1, "file")`` -> "1 file", ``plural(2, "class")`` -> "2 classes"."""
+    return f"{n} {noun(n, word)}"
+
+
+def verb(n: int, singular: str) -> str:
+    """A verb agreeing with ``n`` subjects: ``verb(2, "is")`` -> "are", ``verb(2, "occurs")`` -> "occur"."""
+    if n == 1:
+        return singular
+    if singular in _IRREGULAR:
+        return _IRREGULAR[singular]
+    return singular[:-1] if singular.endswith("s") else singular
+
+
+def shorten(
+    items: Iterable[Any],
+    limit: int = SHOWN,
+    fmt: Callable[[Any], str] = str,
+    *,
+    total: int | None = None,
+    sep: str = ", ",
+    what: str = "",
+) -> str:
+    """The first ``limit`` items and a count of the rest: "a, b, c and 7 more".
+
+    Args:
+        items: what to list (only the first ``limit`` are formatted).
+        limit: how many to show.
+        fmt: how to show one item (``repr`` quotes names so that blanks show).
+        total: the full count when ``items`` holds only the first few (data capped upstream).
+        sep: between items; any separator but ", " also comes before "and N more".
+        what: what the rest are: ``what="value"`` gives "and 3 more values".
+    """
+    shown: list[str] = []
+    count = 0
+    for item in items:
+        if count < limit:
+            shown.append(fmt(item))
+        count += 1
+    rest = max(count if total is None else total, count) - len(shown)
+    text = sep.join(shown)
+    if rest <= 0:
+        return text
+    tail = f"and {rest} more" + (f" {noun(rest, what)}" if what else "")
+    if not text:
+        return tail
+    return f"{text} {tail}" if sep == ", " else f"{text}{sep}{tail}"
+
+
+def show_name(name: str) -> str:
+    """A class name as a table shows it: bare when plain, quoted (repr) when blanks at its ends,
+    control characters or emptiness would otherwise hide what it is."""
+    if name and name == name.strip() and name.isprintable():
+        return name
+    return repr(name)
