@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -446,3 +447,29 @@ def test_peak_memory_of_a_large_file_stays_far_below_json_load(tmp_path):
     lines = {line.split(":")[0].strip(): line for line in out.stdout.splitlines() if "peak RSS" in line}
     peak = {k: float(v.split("peak RSS")[1].split("MiB")[0]) for k, v in lines.items()}
     assert peak["labelguard COCO audit"] < 0.5 * peak["json.load"], out.stdout
+
+
+def labelme2coco_dataset(root: Path, names: Sequence[str]) -> Path:
+    """annotations.json with ``file_name`` 'JPEGImages/<name>' and the images in that subfolder,
+    as labelme2coco writes them."""
+    images = [coco_image(i + 1, f"JPEGImages/{name}") for i, name in enumerate(names)]
+    json_path = write_json(root / "annotations.json", coco_document(
+        images, [coco_box(i + 1, i + 1, 1) for i in range(len(images))], CATS[:1]))
+    for name in names:
+        write_image(root / "JPEGImages" / name)
+    return json_path
+
+
+@pytest.mark.code("LG003", "pass")
+def test_file_names_with_a_folder_resolve_beside_the_json(tmp_path):
+    json_path = labelme2coco_dataset(tmp_path, ["2011_000003.jpg", "2011_000006.jpg"])
+    report = run(json_path)
+    assert "LG003" not in codes(report)
+    assert not any("image files are not checked" in n for n in report.notes)
+
+
+def test_a_missing_image_in_a_subfolder_is_found(tmp_path):
+    json_path = labelme2coco_dataset(tmp_path, ["2011_000003.jpg", "2011_000006.jpg"])
+    os.remove(tmp_path / "JPEGImages" / "2011_000006.jpg")
+    [finding] = found(run(json_path), "LG003")
+    assert "1 of 2" in finding.message and "'JPEGImages/2011_000006.jpg'" in finding.message

@@ -620,9 +620,12 @@ def image_dirs(path: str, options: AuditOptions) -> tuple[str, ...]:
 
 
 def _holds_files(folder: str) -> bool:
+    """True when ``folder`` can hold the images: a file other than JSON, or a subfolder
+    (labelme2coco writes ``file_name`` as ``JPEGImages/x.jpg`` beside annotations.json)."""
     try:
         with os.scandir(folder) as entries:
-            return any(e.is_file() and not e.name.lower().endswith(".json") for e in entries)
+            return any((e.is_file() and not e.name.lower().endswith(".json"))
+                       or (e.is_dir() and not e.name.startswith(".")) for e in entries)
     except OSError:
         return False
 
