@@ -47,7 +47,8 @@ def test_csv_rename_round_trip(tmp_path):
     result = rename(str(tmp_path), "Dog=dog,dgo=dog", spec=spec, apply=True)
     assert result.changes[0].status == "written", result.changes
     assert result.changes[0].details["renamed"] == {"Dog": 2, "dgo": 1}
-    assert table.read_bytes() == original.replace(b"Dog", b"dog").replace(b"dgo", b"dog")
+    # ' Dog' is written as exactly 'dog': csv.DictReader would keep the space.
+    assert table.read_bytes() == original.replace(b" Dog", b"dog").replace(b"Dog", b"dog").replace(b"dgo", b"dog")
     assert error_codes(tmp_path, spec) == []
     undo(str(tmp_path))
     assert table.read_bytes() == original

@@ -16,6 +16,11 @@ SKIPPED = "skipped"  # cannot be fixed this way (format, unmapped colour...): re
 REFUSED = "refused"  # the re-audit found the fixed file worse, or the re-read differs
 
 
+class CannotFix(Exception):
+    """This file cannot be fixed this way (its format, an unmapped colour...); the message says
+    why and the file is reported as skipped."""
+
+
 @dataclass
 class FileChange:
     """One file's outcome.

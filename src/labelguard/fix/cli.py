@@ -112,10 +112,12 @@ def fix() -> None:
               help="Remap class ids in YOLO label rows, COCO JSON and CSV/TSV label tables instead of mask values.")
 @click.option("--from-mapping", type=click.Path(exists=True, dir_okay=False),
               help="A mapping file from `labelguard harmonize`: apply its value and id maps to its datasets.")
+@click.option("--force", is_flag=True,
+              help="Also rewrite files the audit flags as images or as JPEG-damaged (LG202); refused by default.")
 @spec_options
 @common_options
-def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classes, ignore_index, key, layout, apply,
-                  out, from_report, as_json):
+def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values, classes, ignore_index, key, layout,
+                  apply, out, from_report, as_json):
     """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
     --ids the class ids of YOLO rows, COCO categories and CSV/TSV label tables."""
     from labelguard.fix.api import remap, remap_ids
@@ -135,7 +137,7 @@ def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classe
         _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out), as_json)
         return
     result = remap(list(paths) or None, mapping, spec=spec, options=_layout(layout, key), from_report=from_report,
-                   apply=apply, out=out)
+                   apply=apply, out=out, force=force)
     _show(result, as_json)
 
 
@@ -190,9 +192,11 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
 @click.option("--unmapped", type=int, help="Index for colours not in the map (default: skip such files).")
 @click.option("--mode", type=click.Choice(["P", "L"]), default="P", show_default=True,
               help="P: index mask with the colours as palette; L: plain grey index mask.")
+@click.option("--force", is_flag=True,
+              help="Also rewrite files the audit flags as images or as JPEG-damaged (LG202); refused by default.")
 @spec_options
 @common_options
-def colors_command(paths, color_map, unmapped, mode, num_classes, values, classes, ignore_index, key, layout,
+def colors_command(paths, color_map, unmapped, mode, force, num_classes, values, classes, ignore_index, key, layout,
                    apply, out, from_report, as_json):
     """Convert colour masks under PATHS to index masks."""
     from labelguard.fix.api import colors
@@ -201,7 +205,7 @@ def colors_command(paths, color_map, unmapped, mode, num_classes, values, classe
         raise click.UsageError("give the PATHS of the colour masks, or --from-report REPORT")
     result = colors(list(paths) or None, color_map, spec=_spec(num_classes, values, classes, ignore_index),
                     options=_layout(layout, key), from_report=from_report, unmapped=unmapped, mode=mode,
-                    apply=apply, out=out)
+                    apply=apply, out=out, force=force)
     _show(result, as_json)
 
 
