@@ -4,8 +4,9 @@ and duplicate lines, and entries whose file does not exist.
 An entry is kept when any file answers to it: its path (with or without an extension), or any
 file with its stem, however many share it (a VOC split list names ``2008_000001``, which is
 ``Annotations/2008_000001.xml`` and ``JPEGImages/2008_000001.jpg`` at once). Only entries that
-nothing answers to are dropped, and a plan that would still drop an entry some file under the
-list's folders answers to (the root was wrong), or would empty the list, is refused.
+nothing answers to are dropped, and a plan is refused when a file in the folder holding both the
+root and the list answers to an entry it would drop (the root was wrong), or when it would
+empty the list.
 """
 
 from __future__ import annotations
@@ -91,20 +92,20 @@ class _ListPlan:
 
 
 class _FileIndex:
-    """The files under some folders, by lower-case stem and by pairing key."""
+    """The files under one folder, by lower-case stem and by pairing key."""
 
-    def __init__(self, folders: Sequence[str]) -> None:
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
         self.by_name: dict[str, list[str]] = {}
-        for folder in _outermost(folders):
-            for file in walk_files(folder):
-                name = os.path.basename(file)
-                for key in {strip_extension(name).lower(), pair_key(name)}:
-                    self.by_name.setdefault(key, []).append(file)
+        for file in walk_files(folder):
+            name = os.path.basename(file)
+            for key in {strip_extension(name).lower(), pair_key(name)}:
+                self.by_name.setdefault(key, []).append(file)
 
-    def answering(self, name: str, root: str, list_dir: str) -> str | None:
-        """A file under ``root`` that answers to the list entry (field) ``name``, or None."""
+    def answering(self, name: str, list_dir: str) -> str | None:
+        """A file under the folder that answers to the list entry (field) ``name``, or None."""
         relative = name.lstrip("/\\") if os.path.isabs(name) else name
-        for folder in (root, list_dir):
+        for folder in (self.folder, list_dir):
             path = os.path.normpath(os.path.join(folder, relative))
             for candidate in (path, *(path + ext for ext in ENTRY_EXTENSIONS)):
                 if os.path.isfile(candidate):
@@ -113,26 +114,16 @@ class _FileIndex:
             return name
         basename = os.path.basename(relative)
         for key in (strip_extension(basename).lower(), pair_key(basename)):
-            for file in self.by_name.get(key, ()):
-                if inside(file, root):
-                    return file
+            if self.by_name.get(key):
+                return self.by_name[key][0]
         return None
 
 
-def _outermost(folders: Sequence[str]) -> list[str]:
-    unique = sorted({os.path.abspath(f) for f in folders}, key=len)
-    kept: list[str] = []
-    for folder in unique:
-        if not any(inside(folder, k) for k in kept):
-            kept.append(folder)
-    return kept
-
-
-def _answering_entry(entry: ListEntry, index: _FileIndex, root: str, list_dir: str) -> str | None:
+def _answering_entry(entry: ListEntry, index: _FileIndex, list_dir: str) -> str | None:
     """A file that answers to the entry: the whole line, or any of its fields (``image mask``
     pairs, or VOC's per-class ``2008_000001 -1`` lines); None when nothing does."""
     for name in (entry.text, *entry.fields):
-        found = index.answering(name, root, list_dir)
+        found = index.answering(name, list_dir)
         if found is not None:
             return found
     return None
@@ -155,10 +146,7 @@ def _plan(path: str, root: str | None, drop_missing: bool) -> _ListPlan:
         listing = parse_list(path)
     except ReadError as exc:
         return _ListPlan(path, FileChange(shown, SKIPPED, str(exc)), list_dir)
-    candidates = _candidates(list_dir, root)
-    # The list's own folders are searched too, so a wrong --root cannot make existing entries look missing.
-    index = _FileIndex(candidates + _candidates(list_dir, None))
-    found_root, missing = _resolve_root(listing, index, candidates, list_dir, root is not None)
+    found_root, missing = _resolve_root(listing, _candidates(list_dir, root), list_dir, root is not None)
     entries = listing.entries
     if drop_missing:
         if found_root is None:
@@ -166,7 +154,7 @@ def _plan(path: str, root: str | None, drop_missing: bool) -> _ListPlan:
                 shown, REFUSED, f"{len(missing)} of {len(entries)} entries have no file under any folder above "
                 "the list; pass the dataset root (--root)", details={"missing": [e.text for e in missing[:20]]}),
                 list_dir)
-        refusal = _drops_existing(missing, index, list_dir, len(entries))
+        refusal = _drops_existing(missing, found_root, list_dir, len(entries))
         if refusal:
             return _ListPlan(path, FileChange(shown, REFUSED, f"not written: {refusal}",
                                               details={"missing": [e.text for e in missing[:20]]}), found_root)
@@ -191,28 +179,33 @@ def _plan(path: str, root: str | None, drop_missing: bool) -> _ListPlan:
                      [e.text for e in entries])
 
 
-def _resolve_root(listing: ListFile, index: _FileIndex, candidates: list[str], list_dir: str,
+def _resolve_root(listing: ListFile, candidates: list[str], list_dir: str,
                   given: bool) -> tuple[str | None, list[ListEntry]]:
     """(the root the entries resolve against, the entries no file answers to there)."""
     worst: list[ListEntry] = []
     for candidate in candidates:
-        missing = [e for e in listing.entries if _answering_entry(e, index, candidate, list_dir) is None]
+        index = _FileIndex(candidate)
+        missing = [e for e in listing.entries if _answering_entry(e, index, list_dir) is None]
         if given or len(missing) <= MISSING_LIMIT * max(1, len(listing.entries)):
             return candidate, missing
         worst = missing if not worst or len(missing) < len(worst) else worst
     return None, worst
 
 
-def _drops_existing(missing: list[ListEntry], index: _FileIndex, list_dir: str, total: int) -> str | None:
-    """Why dropping ``missing`` would lose entries that exist, or None."""
-    searched = _candidates(list_dir, None)[-1]
-    existing = [(e, found) for e in missing
-                if (found := _answering_entry(e, index, searched, list_dir)) is not None]
-    if existing:
-        shown = ", ".join(f"line {e.line} {e.text!r} ({display_path(found)})" for e, found in existing[:3])
-        more = f" and {len(existing) - 3} more" if len(existing) > 3 else ""
-        return (f"{len(existing)} of the {len(missing)} entries it would drop have files outside the root: "
-                f"{shown}{more}; pass the root those entries are relative to (--root), or --keep-missing")
+def _drops_existing(missing: list[ListEntry], root: str, list_dir: str, total: int) -> str | None:
+    """Why dropping ``missing`` would lose entries that exist, or None. The folder searched is the
+    one holding both the root and the list (a --root that names the wrong part of the dataset),
+    unless that is further above the list than the root search ever looks."""
+    scope = os.path.commonpath([root, list_dir])
+    if missing and scope != root and inside(scope, _candidates(list_dir, None)[-1]):
+        index = _FileIndex(scope)
+        existing = [(e, found) for e in missing if (found := _answering_entry(e, index, list_dir)) is not None]
+        if existing:
+            shown = ", ".join(f"line {e.line} {e.text!r} ({display_path(found)})" for e, found in existing[:3])
+            more = f" and {len(existing) - 3} more" if len(existing) > 3 else ""
+            return (f"{len(existing)} of the {len(missing)} entries it would drop have files outside the root "
+                    f"{display_path(root)}: {shown}{more}; pass the root those entries are relative to (--root), "
+                    "or --keep-missing")
     if missing and len(missing) == total:
         return (f"every one of the {total} entries would be dropped (no file answers to any); pass the dataset "
                 "root (--root), or --keep-missing")

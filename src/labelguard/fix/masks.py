@@ -488,13 +488,17 @@ def run_mask_fix(action: str, dataset: Dataset, opener: Opener, transform: Trans
 def _plan_mask(path: str, target: str, spec: LabelSpec, opener: Opener, transform: Transform, key: str | None,
                copy_unchanged: bool, audit_color_map: ColorMap | None, force: bool) -> Edit:
     shown, shown_target = display_path(path), display_path(target)
+    # The audit comes first: a JPEG mask is refused for its damage before its container is.
+    try:
+        before = audit_file(path, spec, key, audit_color_map)
+    except MissingDependency as exc:
+        return Edit(FileChange(shown, SKIPPED, str(exc), shown_target), target)
+    reason = None if force else not_a_clean_label(before)
+    if reason:
+        return Edit(FileChange(shown, REFUSED, f"not fixed: {reason}; re-export it from the source labels, "
+                               "or pass --force to rewrite it anyway", shown_target), target)
     try:
         label_file = opener(path, key)
-        before = audit_file(path, spec, label_file.key, audit_color_map)
-        reason = None if force else not_a_clean_label(before)
-        if reason:
-            return Edit(FileChange(shown, REFUSED, f"not fixed: {reason}; re-export it from the source labels, "
-                                   "or pass --force to rewrite it anyway", shown_target), target)
         new, summary, details = transform(label_file)
     except (CannotFix, MissingDependency) as exc:
         return Edit(FileChange(shown, SKIPPED, str(exc), shown_target), target)
