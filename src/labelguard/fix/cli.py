@@ -143,12 +143,15 @@ def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values,
 
 @fix.command("rename")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--map", "mapping", help='OLD=NEW pairs, e.g. "Dog=dog,dgo=dog".')
+@click.option("--map", "mapping",
+              help="OLD=NEW pairs, e.g. \"Dog=dog,dgo=dog\"; quote a name to keep its spaces: \"'dog '=dog\".")
+@click.option("--map-file", type=click.Path(exists=True, dir_okay=False),
+              help='A JSON object of OLD: NEW names, taken exactly (e.g. {"dog ": "dog"}).')
 @click.option("--from-mapping", type=click.Path(exists=True, dir_okay=False),
               help="A mapping file from `labelguard harmonize`: apply its name maps to its datasets.")
 @click.option("--classes", help="The class names the re-audit checks against, comma separated.")
 @common_options
-def rename_command(paths, mapping, from_mapping, classes, apply, out, from_report, as_json):
+def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, from_report, as_json):
     """Rename classes under PATHS: VOC XML <name> texts, COCO categories, CSV/TSV label cells, and
     ImageFolder class folders (merged file by file into a folder that already has the new name)."""
     from labelguard.fix.api import rename
@@ -161,9 +164,26 @@ def rename_command(paths, mapping, from_mapping, classes, apply, out, from_repor
                                    "and --out")
         _show_all(from_mapping, ("names",), apply, as_json)
         return
+    if mapping and map_file:
+        raise click.UsageError("give --map or --map-file, not both")
+    if map_file:
+        mapping = _name_map_file(map_file)
     if not mapping or not paths:
-        raise click.UsageError("give PATHS and --map OLD=NEW,..., or --from-mapping FILE")
+        raise click.UsageError("give PATHS and --map OLD=NEW,... (or --map-file FILE), or --from-mapping FILE")
     _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out), as_json)
+
+
+def _name_map_file(path: str) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {path} as JSON: {exc}", param_hint="--map-file") from None
+    if not isinstance(data, dict) or not data or not all(isinstance(k, str) and isinstance(v, str) and k and v.strip()
+                                                         for k, v in data.items()):
+        raise click.BadParameter(f"{path} must hold a JSON object of OLD: NEW class names, e.g. "
+                                 '{"dog ": "dog"}', param_hint="--map-file")
+    return data
 
 
 def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: bool) -> None:
