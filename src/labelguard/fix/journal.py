@@ -175,6 +175,7 @@ class Run:
     def replace(self, target: str, temp: str) -> None:
         """Swap the verified, fsynced ``temp`` in for ``target``, backing up and journaling first."""
         target = os.path.abspath(target)
+        self._relative(target)
         after = sha256_file(temp)
         backup = None
         before = None
@@ -198,6 +199,7 @@ class Run:
 
     def write_bytes(self, target: str, data: bytes) -> None:
         """Journaled atomic write of ``data`` to ``target``."""
+        self._relative(target)
         temp = temp_path_for(target)
         os.makedirs(os.path.dirname(temp), exist_ok=True)
         try:
@@ -211,6 +213,8 @@ class Run:
         """Journaled ``os.rename`` of a file or folder onto a path that does not exist (atomic on
         one file system); undo moves it back."""
         source, target = os.path.abspath(source), os.path.abspath(target)
+        self._relative(source)
+        self._relative(target)
         if os.path.lexists(target):
             raise FixError(f"cannot move {source} onto {target}: it exists")
         digest = None if os.path.isdir(source) else sha256_file(source)
@@ -228,6 +232,7 @@ class Run:
         """Journaled creation of ``folder`` (and the missing folders above it); undo removes them
         when empty."""
         folder = os.path.abspath(folder)
+        self._relative(folder)
         missing = []
         current = folder
         while not os.path.isdir(current):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report
-from labelguard.fix.engine import Edit, apply_edits, bytes_edit, check_out, data_root, output_target
+from labelguard.fix.engine import apply_edits, bytes_edit, check_out, data_root, output_target
 from labelguard.fix.journal import FixError, inside
 from labelguard.layouts.base import display_path, pair_key, strip_extension, walk_files
 from labelguard.readers.base import ReadError
