@@ -159,7 +159,7 @@ _LIST_PROBLEMS = {
     "crlf": "has Windows (CRLF) line endings",
     "whitespace": "has leading/trailing whitespace",
     "blank": "has blank lines",
-    "comment": "has comment lines that a loader opens as file names",
+    "comment": "has # comment lines, which a loader reading every line opens as file names",
     "duplicate": "has duplicated entries",
 }
 
