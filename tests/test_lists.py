@@ -36,7 +36,8 @@ def test_parser_notes_every_unclean_line(tmp_path):
     listing = parse_list(str(path))
     assert [e.text for e in listing.entries] == ["a", "b", "c"]
     assert [e.line for e in listing.entries] == [1, 2, 4]
-    assert listing.problems == {"bom": [1], "crlf": [1], "whitespace": [2, 4], "blank": [3], "duplicate": [6]}
+    assert listing.problems == {"bom": [1], "crlf": [1], "whitespace": [2, 4], "blank": [3],
+                                "comment": [5], "duplicate": [6]}
 
 
 def test_parser_splits_image_mask_pairs(tmp_path):
@@ -79,14 +80,16 @@ def test_parser_against_a_reference_reading(tmp_path_factory, drawn, bom):
     listing = parse_list(str(path))
 
     expected_entries, seen = [], set()
-    expected = {"whitespace": [], "blank": [], "duplicate": [], "crlf": []}
+    expected = {"whitespace": [], "blank": [], "comment": [], "duplicate": [], "crlf": []}
     for number, (line, ending) in enumerate(zip(lines, endings), 1):
         if ending == "\r\n":
             expected["crlf"].append(number)
         text = line.strip()
         if not text:
             expected["blank"].append(number)
-        elif not text.startswith("#"):
+        elif text.startswith("#"):
+            expected["comment"].append(number)
+        else:
             if text != line:
                 expected["whitespace"].append(number)
             if text in seen:
@@ -148,6 +151,18 @@ def test_unclean_list_entries(tmp_path, lines, newline, bom, problem):
     assert [f.data["problem"] for f in found(report, "LG004")] == [problem]
     assert report.summary.samples == len(set(lines) - {""})  # the entries still resolve
     assert not found(report, "LG003")
+
+
+@pytest.mark.code("LG004", "fail")
+def test_comment_line_is_unclean(tmp_path):
+    # Swin-Unet's loader opens every line of the list, the comment included.
+    data, listing = swin_unet_dataset(tmp_path, n=3)
+    write_list(listing, ["# fold 1.npz", "case0001_slice000", "case0001_slice001"])
+    report = run_list(data, listing)
+    [finding] = found(report, "LG004")
+    assert finding.data["problem"] == "comment" and finding.data["lines"] == [1]
+    assert "'# fold 1.npz'" in finding.message
+    assert report.summary.samples == 2 and not found(report, "LG003")
 
 
 @pytest.mark.code("LG005", "fail")

@@ -128,3 +128,41 @@ def test_harmonize_errors(tmp_path):
     bad.write_text("{}")
     result = invoke("fix", "rename", "--from-mapping", bad)
     assert result.exit_code == 2 and "mapping file" in result.output
+
+
+def test_invalid_yolo_ids_never_become_common_classes(tmp_path):
+    a = write_yolo(tmp_path / "a", {"train": {"x": [(0, .5, .5, .2, .2), (1, .3, .3, .1, .1)]}}, names=["dog", "cat"])
+    b = write_yolo(tmp_path / "b", {"train": {"y": [(0, .5, .5, .2, .2), (1, .3, .3, .1, .1), (5, .4, .4, .1, .1),
+                                                    (-1, .6, .6, .1, .1)]}}, yaml_name=None)
+    (b / "classes.txt").write_text("cat\ndog\n")
+    plan = harmonize([a, b])
+    assert plan.spec.classes == ("dog", "cat")
+    site = plan.datasets[1]
+    assert site.map == {"0": 1, "1": 0} and set(site.invalid) == {"5", "-1"}
+    assert any("class id 5" in note and "left out of the map" in note for note in plan.notes)
+    plan.save(tmp_path / "m.json")
+    assert Harmonization.load(str(tmp_path / "m.json")).datasets[1].invalid == site.invalid
+    label = b / "labels" / "train" / "y.txt"
+    original = digests([label])
+    results = apply_mapping(str(tmp_path / "m.json"), apply=True)
+    assert all(r.ok for r in results), [r.changes for r in results]
+    assert [line.split()[0] for line in label.read_text().splitlines()] == ["1", "0", "5", "-1"]
+    undo(str(b))
+    assert digests([label]) == original
+
+
+def test_ids_outside_the_declared_class_count_and_negative_values_are_left_alone(tmp_path):
+    a = write_yolo(tmp_path / "a", {"train": {"x": [(0, .5, .5, .2, .2), (1, .3, .3, .1, .1)]}}, nc=2)
+    b = write_yolo(tmp_path / "b", {"train": {"y": [(1, .5, .5, .2, .2), (0, .3, .3, .1, .1), (4, .4, .4, .1, .1)]}},
+                   nc=2)
+    plan = harmonize([a, b])
+    assert plan.spec.num_classes == 2 and plan.datasets[1].map == {}
+    assert "outside the dataset's own spec" in plan.datasets[1].invalid["4"]
+
+    mask = binary_255_mask(0).astype(np.int16)
+    mask[0, :5] = -1  # an ignore label some tools write
+    write_mask(tmp_path / "m1", "npy", "a", mask)
+    write_mask(tmp_path / "m2", "png-L", "a", np.where(binary_255_mask(1) == 255, 1, 0).astype(np.uint8))
+    values = harmonize([tmp_path / "m1", tmp_path / "m2"])
+    assert values.spec.num_classes == 2
+    assert values.datasets[0].map == {"255": 1} and list(values.datasets[0].invalid) == ["-1"]

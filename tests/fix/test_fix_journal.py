@@ -76,3 +76,34 @@ def test_run_without_writes_leaves_nothing(tmp_path):
 def test_undo_without_runs_is_a_clear_error(tmp_path):
     with pytest.raises(FixError, match="no fix runs"):
         undo(str(tmp_path))
+
+
+def test_a_run_writes_only_inside_its_root(tmp_path):
+    root, outside = tmp_path / "data", tmp_path / "elsewhere.txt"
+    root.mkdir()
+    outside.write_bytes(b"keep")
+    with Run(str(root), "test") as run:
+        with pytest.raises(FixError, match="outside the data root"):
+            run.write_bytes(str(outside), b"changed")
+        with pytest.raises(FixError, match="outside the data root"):
+            run.write_bytes(str(root / ".." / "data-other" / "x.txt"), b"changed")
+    assert outside.read_bytes() == b"keep"
+    assert sorted(os.listdir(tmp_path)) == ["data", "elsewhere.txt"]  # nothing created outside the root
+
+
+def test_undo_refuses_a_journal_that_names_paths_outside_its_root(tmp_path):
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"old")
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"mine")
+    with Run(str(root), "test") as run:
+        run.write_bytes(str(root / "a.txt"), b"new")
+    lines = open(run.journal_path).read().splitlines()
+    tampered = [line.replace('"path": "a.txt"', '"path": "../victim.txt"') if '"event": "write"' in line else line
+                for line in lines]
+    with open(run.journal_path, "w") as handle:
+        handle.write("\n".join(tampered) + "\n")
+    with pytest.raises(FixError, match="outside its data root"):
+        undo(str(root))
+    assert victim.read_bytes() == b"mine" and (root / "a.txt").read_bytes() == b"new"

@@ -1,8 +1,9 @@
 """``labelguard.fix``: repair what the audit found, safely.
 
-Every fix is a dry run unless ``apply=True``; applied runs write through one atomic-write +
-journal layer (:mod:`labelguard.fix.journal`) so that :func:`undo` restores the exact bytes,
-even after a run was killed half-way.
+Every fix is a dry run unless ``apply=True``. Each format's editor only plans; applied runs
+write through one engine (:mod:`labelguard.fix.engine`: temp file, re-read and re-audit, atomic
+replace) and one journal (:mod:`labelguard.fix.journal`), so that :func:`undo` restores the
+exact bytes, even after a run was killed half-way.
 """
 
 from labelguard.fix.api import colors, remap, remap_ids, rename

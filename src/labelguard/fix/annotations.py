@@ -22,12 +22,11 @@ from xml.sax.saxutils import escape, unescape
 
 from labelguard import layouts
 from labelguard.audit import load_settings, resolve_spec
-from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FileChange, FixResult
-from labelguard.fix.engine import data_root
-from labelguard.fix.journal import FixError, Run, temp_path_for, write_fsynced
+from labelguard.fix.base import PLANNED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult
+from labelguard.fix.engine import Edit, apply_edits, bytes_edit, check_out, data_root, output_target, worse
+from labelguard.fix.journal import FixError
 from labelguard.layouts.base import AuditOptions, display_path, walk_files
 from labelguard.layouts.classification import _is_table, process_table
 from labelguard.layouts.coco import process_coco
@@ -36,19 +35,39 @@ from labelguard.layouts.yolo import process_yolo
 from labelguard.readers.base import ReadError
 from labelguard.readers.tabular import read_table
 
-_NAME = re.compile(rb"(<name>)(\s*)([^<]*?)(\s*)(</name>)")
+_NAME = re.compile(rb"(<name>)([^<]*)(</name>)")
 _YOLO_ROW = re.compile(rb"^(\s*)(-?\d+)(?=\s)")
 _NUMBER = re.compile(rb"^-?\d+(\.\d*)?([eE][-+]?\d+)?$")
 
-# plan(path, data) -> (new bytes or None when nothing changes, summary, details); CannotEdit to skip
+# plan(path, data) -> (new bytes or None when nothing changes, summary, details); CannotFix to skip
 Planner = Callable[[str, bytes], tuple[bytes | None, str, dict]]
-# The processor that audits a file of each extension when the layout discovery did not find it.
-_BY_EXTENSION = ((".xml", process_voc), (".json", process_coco), (".csv", process_table), (".tsv", process_table),
-                 (".txt", process_yolo))
 
 
-class CannotEdit(Exception):
-    """This file is not of the kind the fix edits, or cannot be parsed."""
+@dataclass(frozen=True)
+class AnnotationEditor:
+    """How the class names and ids of one annotation format are edited.
+
+    Attributes:
+        processor: the audit's per-file processor of the format; the discovery's tasks with it
+            are this editor's files, and it re-audits each rewrite.
+        suffixes: the files this editor takes when the discovery found none of its tasks.
+        rename: ``rename(name_map)`` -> Planner, or None when the format has no class names.
+        remap: ``remap(id_map)`` -> Planner, or None when it has no class ids.
+    """
+
+    processor: Callable
+    suffixes: tuple[str, ...]
+    rename: Callable[[dict[str, str]], Planner] | None = None
+    remap: Callable[[dict[int, int]], Planner] | None = None
+
+
+# In the order a loose file is tried (by suffix) when the discovery names no task for it.
+ANNOTATION_EDITORS: list[AnnotationEditor] = []
+
+
+def register_editor(editor: AnnotationEditor) -> AnnotationEditor:
+    ANNOTATION_EDITORS.append(editor)
+    return editor
 
 
 @dataclass
@@ -59,12 +78,13 @@ class Targets:
     spec: LabelSpec
 
 
-def find_targets(paths: Sequence[str], processors: tuple, spec: LabelSpec | None = None,
+def find_targets(paths: Sequence[str], editors: Sequence[AnnotationEditor], spec: LabelSpec | None = None,
                  options: AuditOptions | None = None) -> Targets:
-    """The files under ``paths`` that the audit reads with one of ``processors``, found by the
-    layout discovery; where it finds none (a loose folder of files), the files whose extension
-    such a processor reads."""
+    """The files under ``paths`` that the audit reads with one of the ``editors``' processors,
+    found by the layout discovery; where it finds none (a loose folder of files), the files
+    whose suffix such an editor takes."""
     options = options or AuditOptions()
+    processors = tuple(e.processor for e in editors)
     tasks: list[FileTask] = []
     discovered = []
     for path in paths:
@@ -76,24 +96,16 @@ def find_targets(paths: Sequence[str], processors: tuple, spec: LabelSpec | None
         if not found:
             candidates = [path] if os.path.isfile(path) else walk_files(path)
             for candidate in candidates:
-                processor = next((p for ext, p in _BY_EXTENSION if candidate.lower().endswith(ext)), None)
-                if processor not in processors:
+                editor = next((e for e in editors if candidate.lower().endswith(e.suffixes)), None)
+                if editor is None:
                     continue
-                if processor is process_table and not _is_table(candidate, options):
+                if editor.processor is process_table and not _is_table(candidate, options):
                     continue
-                found.append(FileTask(processor, candidate, display_path(candidate)))
+                found.append(FileTask(editor.processor, candidate, display_path(candidate)))
         known = {t.path for t in tasks}
         tasks.extend(t for t in found if t.path not in known)
     configs = load_settings(os.fspath(paths[0]), None, True)
     return Targets(tasks, resolve_spec(discovered, configs, spec))
-
-
-def _errors(result: FileResult) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for finding in result.findings:
-        if finding.severity >= Severity.ERROR:
-            found[finding.code] = found.get(finding.code, 0) + int(finding.data.get("count") or 1)
-    return found
 
 
 def audit_task(task: FileTask, spec: LabelSpec, path: str | None = None) -> FileResult:
@@ -105,98 +117,81 @@ def audit_task(task: FileTask, spec: LabelSpec, path: str | None = None) -> File
     return task.processor(task, spec)
 
 
-def worse(before: FileResult, after: FileResult) -> str | None:
-    """Why ``after`` is worse than ``before`` (a new error code, or more of one), or None."""
-    old, new = _errors(before), _errors(after)
-    for code, amount in new.items():
-        if code not in old:
-            message = next(f.message for f in after.findings if f.code == code)
-            return f"the fixed file would have {code}: {message}"
-        if amount > old[code]:
-            return f"the fixed file would have more {code} errors ({amount} > {old[code]})"
-    return None
-
-
-def _run(action: str, paths: Sequence[str], processors: tuple, planner: Planner, apply: bool,
-         out: str | None, command: str, spec: LabelSpec | None = None,
-         extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
-    """Plan every file; on apply write each to a temp file beside it, re-audit that with the
-    file's own audit task and replace the original only when it is not worse. ``extra``
-    (path, bytes) pairs are written in the same run (a class-name file)."""
-    targets = find_targets(paths, processors, spec)
+def _run(action: str, paths: Sequence[str], planners: dict, apply: bool, out: str | None, command: str,
+         spec: LabelSpec | None = None, extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
+    """Plan every file with the planner of its editor (``planners``: processor -> Planner); on
+    apply the engine writes each to a temp file beside its target, re-audits that with the
+    file's own audit task and replaces the original only when it is not worse. ``extra``
+    (path, bytes) pairs are written in the same run, when no file was refused (a class-name file)."""
+    editors = [e for e in ANNOTATION_EDITORS if e.processor in planners]
+    targets = find_targets(paths, editors, spec)
     root = data_root(paths)
-    if out is not None and os.path.abspath(out) == root:
-        raise FixError("--out is the data folder itself; omit --out to fix in place (with backups)")
+    check_out(root, out)
     result = FixResult(action, apply)
-    run: Run | None = None
-    try:
-        for task in targets.tasks:
-            path = task.path
-            shown = display_path(path)
-            with open(path, "rb") as handle:
-                data = handle.read()
-            try:
-                new, summary, details = planner(path, data)
-            except CannotEdit as exc:
-                result.changes.append(FileChange(shown, SKIPPED, str(exc)))
+    edits: list[Edit] = []
+    for task in targets.tasks:
+        path = task.path
+        shown = display_path(path)
+        with open(path, "rb") as handle:
+            data = handle.read()
+        try:
+            new, summary, details = planners[task.processor](path, data)
+        except CannotFix as exc:
+            result.changes.append(FileChange(shown, SKIPPED, str(exc)))
+            continue
+        if new is None:
+            result.changes.append(FileChange(shown, UNCHANGED, summary, details=details))
+            continue
+        target = output_target(path, root, out)
+        change = FileChange(shown, PLANNED, summary, display_path(target), details)
+        result.changes.append(change)
+        edits.append(bytes_edit(change, target, new, _reaudit(task, targets.spec)))
+    for path, data in extra:
+        with open(path, "rb") as handle:
+            if handle.read() == data:
                 continue
-            if new is None:
-                result.changes.append(FileChange(shown, UNCHANGED, summary, details=details))
-                continue
-            target = path if out is None else os.path.join(out, os.path.relpath(path, root))
-            change = FileChange(shown, PLANNED, summary, display_path(target), details)
-            result.changes.append(change)
-            if not apply:
-                continue
-            # The temp file sits beside the target, so --out leaves the input folder untouched.
-            os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-            temp = temp_path_for(target)
-            try:
-                write_fsynced(temp, new)
-                reason = worse(audit_task(task, targets.spec), audit_task(task, targets.spec, temp))
-                if reason:
-                    change.status, change.summary = REFUSED, f"not written: {reason}"
-                    continue
-                if run is None:
-                    run = Run(out if out is not None else root, command)
-                run.replace(target, temp)
-                change.status = WRITTEN
-            finally:
-                if os.path.exists(temp):
-                    os.unlink(temp)
-        for path, data in extra:
-            with open(path, "rb") as handle:
-                if handle.read() == data:
-                    continue
-            target = path if out is None else os.path.join(out, os.path.relpath(path, root))
-            change = FileChange(display_path(path), PLANNED, "class names rewritten to the common list",
-                                display_path(target))
-            result.changes.append(change)
-            if apply and result.ok:
-                if run is None:
-                    run = Run(out if out is not None else root, command)
-                run.write_bytes(target, data)
-                change.status = WRITTEN
-    finally:
-        result.close_run(run)
+        target = output_target(path, root, out)
+        change = FileChange(display_path(path), PLANNED, "class names rewritten to the common list",
+                            display_path(target))
+        result.changes.append(change)
+        edits.append(bytes_edit(change, target, data, companion=True))
+    if apply:
+        apply_edits(result, edits, out if out is not None else root, command)
     if not targets.tasks:
         result.notes.append("no annotation files found")
     return result
 
 
+def _reaudit(task: FileTask, spec: LabelSpec) -> Callable[[str], str | None]:
+    def verify(temp: str) -> str | None:
+        return worse(audit_task(task, spec), audit_task(task, spec, temp))
+
+    return verify
+
+
+def lookup(mapping: dict[str, str], name: str) -> str | None:
+    """The key of ``mapping`` that renames ``name``: its exact spelling (``'dog '``, surrounding
+    whitespace included), else its stripped spelling; None when the name stays (its new name is
+    exactly what it already is)."""
+    for key in (name, name.strip()):
+        if key in mapping:
+            return None if mapping[key] == name else key
+    return None
+
+
 def _voc_rename(mapping: dict[str, str]) -> Planner:
     def plan(path: str, data: bytes):
         if b"<annotation" not in data[:4096]:
-            raise CannotEdit("not a VOC annotation (no <annotation> element)")
+            raise CannotFix("not a VOC annotation (no <annotation> element)")
         counts: dict[str, int] = {}
 
         def swap(match: re.Match) -> bytes:
-            name = unescape(match.group(3).decode("utf-8"))
-            if name in mapping:
-                counts[name] = counts.get(name, 0) + 1
-                return b"".join((match.group(1), match.group(2), escape(mapping[name]).encode("utf-8"),
-                                 match.group(4), match.group(5)))
-            return match.group(0)
+            # The reader takes the whole text as the name, so the whole text becomes the new name.
+            key = lookup(mapping, unescape(match.group(2).decode("utf-8")))
+            if key is None:
+                return match.group(0)
+            counts[key] = counts.get(key, 0) + 1
+            return match.group(1) + escape(mapping[key]).encode("utf-8") + match.group(3)
 
         new = _NAME.sub(swap, data)
         if not counts:
@@ -213,16 +208,16 @@ def _check_xml(data: bytes) -> None:
     try:
         ET.fromstring(data)
     except Exception as exc:  # the edit must never produce unparsable XML
-        raise CannotEdit(f"the renamed XML would not parse: {exc}") from None
+        raise CannotFix(f"the renamed XML would not parse: {exc}") from None
 
 
 def _coco_load(data: bytes) -> dict:
     try:
         doc = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CannotEdit(f"not JSON: {exc}") from None
+        raise CannotFix(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("categories"), list):
-        raise CannotEdit("not a COCO file (no categories list)")
+        raise CannotFix("not a COCO file (no categories list)")
     return doc
 
 
@@ -237,9 +232,10 @@ def _coco_rename(mapping: dict[str, str]) -> Planner:
         counts: dict[str, int] = {}
         for category in doc["categories"]:
             name = category.get("name") if isinstance(category, dict) else None
-            if name in mapping:
-                counts[name] = counts.get(name, 0) + 1
-                category["name"] = mapping[name]
+            key = lookup(mapping, name) if isinstance(name, str) else None
+            if key is not None:
+                counts[key] = counts.get(key, 0) + 1
+                category["name"] = mapping[key]
         if not counts:
             return None, "no category name of the map occurs", {}
         return _coco_dump(doc, data), _describe(counts, mapping), {"renamed": counts}
@@ -262,7 +258,7 @@ def _coco_remap(mapping: dict[int, int]) -> Planner:
                 annotation["category_id"] = mapping[source]
         ids = [c.get("id") for c in doc["categories"] if isinstance(c, dict)]
         if len(ids) != len(set(ids)):
-            raise CannotEdit(f"the map would give two categories the same id (ids {ids})")
+            raise CannotFix(f"the map would give two categories the same id (ids {ids})")
         if not counts and not (targets & set(mapping)):
             return None, "no category id of the map occurs", {}
         return _coco_dump(doc, data), _describe(counts, mapping, unit="annotations"), {"remapped": counts}
@@ -281,10 +277,10 @@ def _yolo_remap(mapping: dict[int, int]) -> Planner:
                 out.append(line)
                 continue
             if len(fields) < 5 or not all(_NUMBER.match(f) for f in fields):
-                raise CannotEdit(f"line {number} is not a YOLO row (class x y w h): {line[:60]!r}")
+                raise CannotFix(f"line {number} is not a YOLO row (class x y w h): {line[:60]!r}")
             match = _YOLO_ROW.match(line)
             if match is None:
-                raise CannotEdit(f"line {number}: the class {fields[0].decode()!r} is not an integer")
+                raise CannotFix(f"line {number}: the class {fields[0].decode()!r} is not an integer")
             source = int(match.group(2))
             if source in mapping:
                 counts[source] = counts.get(source, 0) + 1
@@ -308,7 +304,8 @@ def _decode(data: bytes) -> tuple[bytes, str, str]:
 
 
 def _set_cell(line: str, separator: str | None, column: int, width: int, value: str, number: int) -> str:
-    """``line`` with cell ``column`` set to ``value``; the other cells keep their exact text."""
+    """``line`` with cell ``column`` set to exactly ``value`` (whitespace around the old text goes
+    with it); the other cells keep their exact text."""
     body = line.rstrip("\r\n")
     ending = line[len(body):]
     if separator is None:
@@ -318,57 +315,79 @@ def _set_cell(line: str, separator: str | None, column: int, width: int, value: 
     if '"' not in body and separator not in value and '"' not in value:
         cells = body.split(separator)
         if len(cells) != width:
-            raise CannotEdit(f"line {number}: {len(cells)} fields, expected {width}")
-        cells[column] = value  # exactly the new label: blanks around it would make another label
+            raise CannotFix(f"line {number}: {len(cells)} fields, expected {width}")
+        cells[column] = value
         return separator.join(cells) + ending
     cells = next(csv.reader([body], delimiter=separator))
     if len(cells) != width:
-        raise CannotEdit(f"line {number}: a quoted field spans lines; edit this row by hand")
+        raise CannotFix(f"line {number}: a quoted field spans lines; edit this row by hand")
     cells[column] = value
     buffer = io.StringIO()
     csv.writer(buffer, delimiter=separator, lineterminator="").writerow(cells)
     return buffer.getvalue() + ending
 
 
-def _table_edit(change: Callable[[str], str | None], rename_header: bool
+def _cell_text(line: str, separator: str | None, column: int, width: int, number: int) -> str:
+    """The exact text of cell ``column`` (whitespace around it included), as the csv module and
+    pandas hand it to a dataset class."""
+    body = line.rstrip("\r\n")
+    if separator is None:
+        tokens = re.findall(r"\S+", body)
+        # Two-field lines name the label last, whatever spaces the path holds.
+        cells = [" ".join(tokens[:-1]), tokens[-1]] if width == 2 and tokens else tokens
+    elif '"' in body:
+        cells = next(csv.reader([body], delimiter=separator), [])
+    else:
+        cells = body.split(separator)
+    if column >= len(cells):
+        raise CannotFix(f"line {number}: {len(cells)} fields, expected {width}")
+    return cells[column]
+
+
+# change(cell text) -> (the label it counts as, its new text), or None to keep the cell
+CellChange = Callable[[str], "tuple[str, str] | None"]
+
+
+def _table_edit(change: CellChange, rename_header: bool
                 ) -> Callable[[str, bytes], tuple[bytes | None, dict[str, int]]]:
-    """``edit(path, data) -> (new bytes or None, changed rows per old label)`` for label tables;
-    ``change(label)`` gives a label's new text (None: keep it)."""
+    """``edit(path, data) -> (new bytes or None, changed rows per old label)`` for label tables."""
     def edit(path: str, data: bytes):
         try:
             table = read_table(path)
         except ReadError as exc:
-            raise CannotEdit(str(exc)) from None
+            raise CannotFix(str(exc)) from None
         bom, text, encoding = _decode(data)
         lines = text.splitlines(keepends=True)
         layout = table.layout
         counts: dict[str, int] = {}
         if layout.onehot_columns:
             if not rename_header:
-                raise CannotEdit("a one-hot table names its classes in the header; it has no class ids to remap")
+                raise CannotFix("a one-hot table names its classes in the header; it has no class ids to remap")
             header_line = next(i for i, line in enumerate(lines) if line.strip())
-            names = list(layout.header)
+            names = [_cell_text(lines[header_line], layout.separator, k, layout.width, header_line + 1)
+                     for k in range(layout.width)]
             changed = []
             for k in layout.onehot_columns:
-                new = change(names[k].strip())
-                if new is not None and new != names[k].strip():
-                    counts[names[k].strip()] = 1
-                    names[k] = new
+                renamed = change(names[k])
+                if renamed is not None:
+                    counts[renamed[0]] = 1
+                    names[k] = renamed[1]
                     changed.append(k)
             merged = [n for n in set(names) if names.count(n) > 1]
             if merged:
-                raise CannotEdit(f"the map would give two one-hot columns the name {merged[0]!r}; merge them by hand")
+                raise CannotFix(f"the map would give two one-hot columns the name {merged[0]!r}; merge them by hand")
             for k in changed:
                 lines[header_line] = _set_cell(lines[header_line], layout.separator, k, layout.width, names[k],
                                                header_line + 1)
         else:
-            for number, label in zip(table.lines, table.labels):
-                new = change(label)
-                if new is None or new == label:
+            for number in table.lines:
+                cell = _cell_text(lines[number - 1], layout.separator, layout.label_column, layout.width, number)
+                renamed = change(cell)
+                if renamed is None:
                     continue
-                counts[label] = counts.get(label, 0) + 1
+                counts[renamed[0]] = counts.get(renamed[0], 0) + 1
                 lines[number - 1] = _set_cell(lines[number - 1], layout.separator, layout.label_column,
-                                              layout.width, new, number)
+                                              layout.width, renamed[1], number)
         if not counts:
             return None, counts
         return bom + "".join(lines).encode(encoding), counts
@@ -377,7 +396,11 @@ def _table_edit(change: Callable[[str], str | None], rename_header: bool
 
 
 def _table_rename(mapping: dict[str, str]) -> Planner:
-    edit = _table_edit(mapping.get, True)
+    def change(cell: str) -> tuple[str, str] | None:
+        key = lookup(mapping, cell)
+        return None if key is None else (key, mapping[key])
+
+    edit = _table_edit(change, True)
 
     def plan(path: str, data: bytes):
         new, counts = edit(path, data)
@@ -389,11 +412,10 @@ def _table_rename(mapping: dict[str, str]) -> Planner:
 
 
 def _table_remap(mapping: dict[int, int]) -> Planner:
-    def change(label: str) -> str | None:
-        if not re.fullmatch(r"\s*[+-]?\d+\s*", label):
+    def change(cell: str) -> tuple[str, str] | None:
+        if not re.fullmatch(r"\s*[+-]?\d+\s*", cell) or int(cell) not in mapping:
             return None
-        value = int(label)
-        return str(mapping[value]) if value in mapping else None
+        return str(int(cell)), str(mapping[int(cell)])
 
     edit = _table_edit(change, False)
 
@@ -412,15 +434,33 @@ def _describe(counts: dict, mapping: dict, unit: str = "") -> str:
     return ", ".join(f"{source} -> {mapping[source]} ({n}{suffix})" for source, n in counts.items())
 
 
-def _pick(planners: dict) -> Planner:
+def _yolo_or_table_remap(mapping: dict[int, int]) -> Planner:
+    """A loose ``.txt`` is a YOLO label file, or else a space-separated label table."""
+    yolo, table = _yolo_remap(mapping), _table_remap(mapping)
+
     def plan(path: str, data: bytes):
-        lower = path.lower()
-        for suffix, planner in planners.items():
-            if lower.endswith(suffix):
-                return planner(path, data)
-        raise CannotEdit("not an annotation file this fix edits")
+        try:
+            return yolo(path, data)
+        except CannotFix:
+            return table(path, data)
 
     return plan
+
+
+register_editor(AnnotationEditor(process_voc, (".xml",), rename=_voc_rename))
+register_editor(AnnotationEditor(process_coco, (".json",), rename=_coco_rename, remap=_coco_remap))
+register_editor(AnnotationEditor(process_table, (".csv", ".tsv"), rename=_table_rename, remap=_table_remap))
+register_editor(AnnotationEditor(process_yolo, (".txt",), remap=_yolo_or_table_remap))
+
+
+def _planners(action: str, mapping: dict) -> dict:
+    """Processor -> Planner for every registered editor that can do ``action`` (rename, remap)."""
+    planners = {}
+    for editor in ANNOTATION_EDITORS:
+        factory = getattr(editor, action)
+        if factory is not None:
+            planners[editor.processor] = factory(mapping)
+    return planners
 
 
 def rename_classes(paths: Sequence[str], mapping: dict[str, str], *, spec: LabelSpec | None = None,
@@ -428,13 +468,10 @@ def rename_classes(paths: Sequence[str], mapping: dict[str, str], *, spec: Label
                    extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
     """Rename classes in VOC XML (``<name>`` text only), COCO JSON categories and label tables
     (CSV/TSV label cells, one-hot headers) under ``paths``; ``extra`` (path, bytes) pairs (a
-    class-name file) are written in the same run."""
-    table = _table_rename(mapping)
-    plan = _pick({".xml": _voc_rename(mapping), ".json": _coco_rename(mapping), ".csv": table, ".tsv": table,
-                  ".txt": table})
-    command = "fix rename --map " + ",".join(f"{k}={v}" for k, v in mapping.items())
-    return _run("rename", paths, (process_voc, process_coco, process_table), plan, apply, out, command, spec,
-                extra)
+    class-name file) are written in the same run. A name is matched by its exact spelling first
+    (``'dog '`` with its space), then stripped; it is written exactly as the map spells it."""
+    command = "fix rename --map " + ",".join(f"{_quoted(k)}={_quoted(v)}" for k, v in mapping.items())
+    return _run("rename", paths, _planners("rename", mapping), apply, out, command, spec, extra)
 
 
 def remap_class_ids(paths: Sequence[str], mapping: dict[int, int], *, spec: LabelSpec | None = None,
@@ -442,19 +479,9 @@ def remap_class_ids(paths: Sequence[str], mapping: dict[int, int], *, spec: Labe
                     extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
     """Remap integer class ids in YOLO label rows, COCO category ids and label tables with
     integer labels."""
-    yolo, table = _yolo_remap(mapping), _table_remap(mapping)
-
-    def plan(path: str, data: bytes):
-        lower = path.lower()
-        if lower.endswith(".json"):
-            return _coco_remap(mapping)(path, data)
-        if lower.endswith((".csv", ".tsv")):
-            return table(path, data)
-        try:
-            return yolo(path, data)
-        except CannotEdit:
-            return table(path, data)
-
     command = "fix remap --ids --map " + ",".join(f"{k}:{v}" for k, v in mapping.items())
-    return _run("remap-ids", paths, (process_yolo, process_coco, process_table), plan, apply, out, command, spec,
-                extra)
+    return _run("remap-ids", paths, _planners("remap", mapping), apply, out, command, spec, extra)
+
+
+def _quoted(name: str) -> str:
+    return repr(name) if name != name.strip() or any(c in name for c in ",='\"") else name

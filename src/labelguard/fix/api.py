@@ -9,11 +9,10 @@ import numpy as np
 
 from labelguard.core.spec import LabelSpec
 from labelguard.fix.base import FixResult, load_report, parse_name_map, parse_value_map, report_paths
-from labelguard.fix.engine import find_masks, run_fixes
 from labelguard.fix.journal import FixError
 from labelguard.fix.masks import (
-    LabelFile, color_table, colors_to_indices, describe_counts, open_color_file, open_label_file, remap_array,
-    values_of,
+    LabelFile, color_table, colors_to_indices, describe_counts, find_masks, open_color_file, open_label_file,
+    remap_array, run_mask_fix, values_of,
 )
 from labelguard.layouts.base import AuditOptions
 from labelguard.readers.base import ReadError
@@ -41,6 +40,7 @@ def remap(
     from_report: str | None = None,
     apply: bool = False,
     out: str | None = None,
+    force: bool = False,
 ) -> FixResult:
     """Replace mask values: ``{255: 1}`` turns every 255 into 1 (all pairs at once, so a swap works).
 
@@ -55,6 +55,8 @@ def remap(
         from_report: a saved JSON audit report whose ``suggested_remap`` to apply.
         apply: write (default: a dry run that only reports).
         out: write the fixed masks under this folder and leave the input untouched.
+        force: also rewrite files the audit flags as images or as JPEG-damaged (LG202); by
+            default they are refused, since a remap would hide the damage.
 
     Returns:
         A :class:`FixResult`; ``result.changes`` holds one entry per mask file.
@@ -86,9 +88,9 @@ def remap(
         return new, f"{describe_counts(counts, value_map)}; values {before} -> {after}", {
             "pixels": {str(k): v for k, v in counts.items()}, "before": before, "after": after}
 
-    return run_fixes("remap", dataset, open_label_file, transform, key=(options or AuditOptions()).key,
-                     apply=apply, out=out,
-                     command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
+    return run_mask_fix("remap", dataset, open_label_file, transform, key=(options or AuditOptions()).key,
+                        apply=apply, out=out, force=force,
+                        command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
 
 
 def colors(
@@ -102,6 +104,7 @@ def colors(
     mode: str = "P",
     apply: bool = False,
     out: str | None = None,
+    force: bool = False,
 ) -> FixResult:
     """Convert colour (RGB/RGBA) masks to index masks.
 
@@ -114,6 +117,7 @@ def colors(
         unmapped: the index for colours not in the map (default: such a file is skipped).
         mode: ``"P"`` writes the index mask with the map's colours as palette (it looks the same
             in a viewer), ``"L"`` a plain grey index mask.
+        force: also convert files the audit flags as images or as JPEG-damaged (LG202).
         The other arguments are as for :func:`remap`.
     """
     if mode not in ("P", "L"):
@@ -148,8 +152,8 @@ def colors(
         more = f" and {len(per_color) - 8} more" if len(per_color) > 8 else ""
         return indices.astype(np.int64), f"{shown}{more}", {"colors": per_color}
 
-    return run_fixes("colors", dataset, opener, transform, apply=apply, out=out, command="fix colors",
-                     audit_color_map=color_map if isinstance(color_map, ColorMap) else None)
+    return run_mask_fix("colors", dataset, opener, transform, apply=apply, out=out, command="fix colors",
+                        audit_color_map=color_map if isinstance(color_map, ColorMap) else None, force=force)
 
 
 def rename(

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from labelguard.errors import LabelguardError
 from labelguard.fix.journal import FixError
 
 PLANNED = "planned"  # dry run: would be written
@@ -14,6 +15,11 @@ WRITTEN = "written"
 UNCHANGED = "unchanged"
 SKIPPED = "skipped"  # cannot be fixed this way (format, unmapped colour...): reported, not written
 REFUSED = "refused"  # the re-audit found the fixed file worse, or the re-read differs
+
+
+class CannotFix(LabelguardError):
+    """This file cannot be fixed this way (its format, an unmapped colour...); the message says
+    why and the file is reported as skipped."""
 
 
 @dataclass
@@ -103,20 +109,71 @@ def parse_value_map(text: str | dict) -> dict[int, int]:
 
 
 def parse_name_map(text: str | dict) -> dict[str, str]:
-    """``"Dog=dog,dgo=dog"`` -> ``{"Dog": "dog", "dgo": "dog"}`` (names keep inner spaces)."""
+    """``"Dog=dog, dgo=dog"`` -> ``{"Dog": "dog", "dgo": "dog"}``.
+
+    Unquoted names are stripped (names keep inner spaces); a name in single or double quotes is
+    taken exactly, so ``"'dog '=dog"`` renames the label ``dog `` (trailing space) to ``dog``,
+    and a quoted name may hold ``,`` and ``=``. A dict is taken as it is.
+
+    Raises:
+        FixError: a part is not OLD=NEW, a quote is not closed, or a name is mapped twice.
+    """
     if isinstance(text, dict):
         return {str(k): str(v) for k, v in text.items()}
     mapping: dict[str, str] = {}
-    for part in str(text).split(","):
-        if not part.strip():
-            continue
-        source, sep, target = part.partition("=")
-        if not sep or not source or not target.strip():
-            raise FixError(f"{part!r} in the map is not OLD=NEW (e.g. Dog=dog)")
-        mapping[source] = target.strip()
+    for part, sides in _name_pairs(str(text)):
+        if len(sides) != 2 or not sides[0] or not sides[1].strip():
+            raise FixError(f"{part!r} in the map is not OLD=NEW (e.g. Dog=dog; quote a name with "
+                           "surrounding spaces: 'dog '=dog)")
+        source, target = sides
+        if source in mapping and mapping[source] != target:
+            raise FixError(f"{source!r} is mapped twice ({mapping[source]!r} and {target!r})")
+        mapping[source] = target
     if not mapping:
         raise FixError("the map is empty; give OLD=NEW pairs such as Dog=dog")
     return mapping
+
+
+def _name_pairs(text: str) -> list[tuple[str, list[str]]]:
+    """(the part as written, its sides) for each comma-separated part of a name map."""
+    pairs: list[tuple[str, list[str]]] = []
+    sides: list[str] = []
+    buffer: list[str] = []
+    quoted: str | None = None  # the text of a closed quote on this side
+    start = position = 0
+
+    def side() -> None:
+        nonlocal quoted
+        rest = "".join(buffer)
+        if quoted is not None and rest.strip():
+            raise FixError(f"{text[start:position]!r} in the map has text after a quoted name")
+        sides.append(quoted if quoted is not None else rest.strip())
+        buffer.clear()
+        quoted = None
+
+    while position < len(text):
+        char = text[position]
+        if char in "'\"" and quoted is None and not "".join(buffer).strip():
+            end = text.find(char, position + 1)
+            if end < 0:
+                raise FixError(f"the quote opened at {text[position:position + 20]!r} in the map is not closed")
+            quoted, position = text[position + 1:end], end + 1
+            buffer.clear()
+            continue
+        if char == "=" and not sides:
+            side()
+        elif char == ",":
+            side()
+            if "".join(sides).strip() or len(sides) > 1:
+                pairs.append((text[start:position], sides))
+            sides, start = [], position + 1
+        else:
+            buffer.append(char)
+        position += 1
+    side()
+    if "".join(sides).strip() or len(sides) > 1:
+        pairs.append((text[start:], sides))
+    return pairs
 
 
 def load_report(path: str) -> dict[str, Any]:

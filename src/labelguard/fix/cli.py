@@ -112,10 +112,12 @@ def fix() -> None:
               help="Remap class ids in YOLO label rows, COCO JSON and CSV/TSV label tables instead of mask values.")
 @click.option("--from-mapping", type=click.Path(exists=True, dir_okay=False),
               help="A mapping file from `labelguard harmonize`: apply its value and id maps to its datasets.")
+@click.option("--force", is_flag=True,
+              help="Also rewrite files the audit flags as images or as JPEG-damaged (LG202); refused by default.")
 @spec_options
 @common_options
-def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classes, ignore_index, key, layout, apply,
-                  out, from_report, as_json):
+def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values, classes, ignore_index, key, layout,
+                  apply, out, from_report, as_json):
     """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
     --ids the class ids of YOLO rows, COCO categories and CSV/TSV label tables."""
     from labelguard.fix.api import remap, remap_ids
@@ -135,18 +137,21 @@ def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classe
         _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out), as_json)
         return
     result = remap(list(paths) or None, mapping, spec=spec, options=_layout(layout, key), from_report=from_report,
-                   apply=apply, out=out)
+                   apply=apply, out=out, force=force)
     _show(result, as_json)
 
 
 @fix.command("rename")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--map", "mapping", help='OLD=NEW pairs, e.g. "Dog=dog,dgo=dog".')
+@click.option("--map", "mapping",
+              help="OLD=NEW pairs, e.g. \"Dog=dog,dgo=dog\"; quote a name to keep its spaces: \"'dog '=dog\".")
+@click.option("--map-file", type=click.Path(exists=True, dir_okay=False),
+              help='A JSON object of OLD: NEW names, taken exactly (e.g. {"dog ": "dog"}).')
 @click.option("--from-mapping", type=click.Path(exists=True, dir_okay=False),
               help="A mapping file from `labelguard harmonize`: apply its name maps to its datasets.")
 @click.option("--classes", help="The class names the re-audit checks against, comma separated.")
 @common_options
-def rename_command(paths, mapping, from_mapping, classes, apply, out, from_report, as_json):
+def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, from_report, as_json):
     """Rename classes under PATHS: VOC XML <name> texts, COCO categories, CSV/TSV label cells, and
     ImageFolder class folders (merged file by file into a folder that already has the new name)."""
     from labelguard.fix.api import rename
@@ -159,9 +164,26 @@ def rename_command(paths, mapping, from_mapping, classes, apply, out, from_repor
                                    "and --out")
         _show_all(from_mapping, ("names",), apply, as_json)
         return
+    if mapping and map_file:
+        raise click.UsageError("give --map or --map-file, not both")
+    if map_file:
+        mapping = _name_map_file(map_file)
     if not mapping or not paths:
-        raise click.UsageError("give PATHS and --map OLD=NEW,..., or --from-mapping FILE")
+        raise click.UsageError("give PATHS and --map OLD=NEW,... (or --map-file FILE), or --from-mapping FILE")
     _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out), as_json)
+
+
+def _name_map_file(path: str) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {path} as JSON: {exc}", param_hint="--map-file") from None
+    if not isinstance(data, dict) or not data or not all(isinstance(k, str) and isinstance(v, str) and k and v.strip()
+                                                         for k, v in data.items()):
+        raise click.BadParameter(f"{path} must hold a JSON object of OLD: NEW class names, e.g. "
+                                 '{"dog ": "dog"}', param_hint="--map-file")
+    return data
 
 
 def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: bool) -> None:
@@ -190,9 +212,11 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
 @click.option("--unmapped", type=int, help="Index for colours not in the map (default: skip such files).")
 @click.option("--mode", type=click.Choice(["P", "L"]), default="P", show_default=True,
               help="P: index mask with the colours as palette; L: plain grey index mask.")
+@click.option("--force", is_flag=True,
+              help="Also rewrite files the audit flags as images or as JPEG-damaged (LG202); refused by default.")
 @spec_options
 @common_options
-def colors_command(paths, color_map, unmapped, mode, num_classes, values, classes, ignore_index, key, layout,
+def colors_command(paths, color_map, unmapped, mode, force, num_classes, values, classes, ignore_index, key, layout,
                    apply, out, from_report, as_json):
     """Convert colour masks under PATHS to index masks."""
     from labelguard.fix.api import colors
@@ -201,7 +225,7 @@ def colors_command(paths, color_map, unmapped, mode, num_classes, values, classe
         raise click.UsageError("give the PATHS of the colour masks, or --from-report REPORT")
     result = colors(list(paths) or None, color_map, spec=_spec(num_classes, values, classes, ignore_index),
                     options=_layout(layout, key), from_report=from_report, unmapped=unmapped, mode=mode,
-                    apply=apply, out=out)
+                    apply=apply, out=out, force=force)
     _show(result, as_json)
 
 

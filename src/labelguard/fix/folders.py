@@ -20,9 +20,8 @@ from labelguard import layouts
 from labelguard.audit import load_settings, resolve_spec
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
-from labelguard.fix.annotations import worse
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FileChange, FixResult
-from labelguard.fix.engine import data_root
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult
+from labelguard.fix.engine import Edit, apply_edits, data_root, worse
 from labelguard.fix.journal import FixError, Run
 from labelguard.layouts.base import AuditOptions, display_path
 from labelguard.layouts.classification import process_class_folder
@@ -76,24 +75,25 @@ def rename_folders(paths: Sequence[str], mapping: dict[str, str], *, spec: Label
                 result.changes.append(_plan_one(task, target, claimed, before_spec, after_spec, plans))
     if not result.changes:
         result.notes.append("no class folder of the map found")
-    if not apply or not plans:
-        return result
-    run = Run(data_root(paths), "fix rename --map " + ",".join(f"{k}={v}" for k, v in mapping.items()))
-    try:
-        for plan, change in plans:
-            if not plan.merge:
-                run.move(plan.source, plan.target)
-            else:
-                for source, target in plan.moves:
-                    run.mkdir(os.path.dirname(target))
-                    run.move(source, target)
-                for directory, _, _ in sorted(os.walk(plan.source), key=lambda item: -len(item[0])):
-                    if not os.listdir(directory):
-                        run.rmdir(directory)
-            change.status = WRITTEN
-    finally:
-        result.close_run(run)
+    if apply:
+        apply_edits(result, [Edit(change, plan.target, perform=_mover(plan)) for plan, change in plans],
+                    data_root(paths), "fix rename --map " + ",".join(f"{k}={v}" for k, v in mapping.items()))
     return result
+
+
+def _mover(plan: _Plan):
+    def perform(run: Run) -> None:
+        if not plan.merge:
+            run.move(plan.source, plan.target)
+            return
+        for source, target in plan.moves:
+            run.mkdir(os.path.dirname(target))
+            run.move(source, target)
+        for directory, _, _ in sorted(os.walk(plan.source), key=lambda item: -len(item[0])):
+            if not os.listdir(directory):
+                run.rmdir(directory)
+
+    return perform
 
 
 def _plan_one(task: FileTask, target: str, claimed: dict[str, set[str]], before_spec: LabelSpec,

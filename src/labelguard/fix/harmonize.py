@@ -34,6 +34,10 @@ one swap of two neighbouring letters (``dgo``), are one class, spelled as most o
 it; the common class list follows the first dataset's order. Mask values (and ids without
 names) are matched by rank: each dataset's sorted values go to ``0..n-1``, which is a guess
 to review (it is right for 0/255 against 0/1, not for sites that left a class out).
+
+Labels that are no class of their own dataset (negative ids, ids or values outside the class
+count the dataset declares, its ignore values) are listed as ``invalid`` and never mapped onto
+a class of the common spec: mapping ``-1`` to 0 would make every unlabelled pixel background.
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ class DatasetLabels:
         map: old label -> new label (only the labels that change).
         classes: the dataset's own class list in id order (``ids`` with names).
         names_file: the class-name file rewritten to the common list (YOLO).
+        invalid: labels that are no class of the dataset itself (negative ids, ids or values
+            at or above its own class count, its own ignore values) -> why; never mapped onto
+            a class of the common spec.
     """
 
     path: str
@@ -76,10 +83,18 @@ class DatasetLabels:
     map: dict[str, Any] = field(default_factory=dict)
     classes: list[str] | None = None
     names_file: str | None = None
+    invalid: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def classes_found(self) -> dict[str, int]:
+        """The labels that are classes of the dataset (``labels`` without the invalid ones)."""
+        return {k: n for k, n in self.labels.items() if k not in self.invalid}
 
     def to_dict(self) -> dict[str, Any]:
         data = {"path": self.path, "layout": self.layout, "kind": self.kind, "labels": self.labels,
                 "map": {str(k): v for k, v in self.map.items()}}
+        if self.invalid:
+            data["invalid"] = self.invalid
         if self.classes is not None:
             data["classes"] = self.classes
         if self.names_file is not None:
@@ -159,7 +174,8 @@ class Harmonization:
             datasets.append(DatasetLabels(
                 os.path.normpath(os.path.join(base, entry["path"])), entry.get("layout", ""), entry["kind"],
                 dict(entry.get("labels") or {}), dict(entry.get("map") or {}), entry.get("classes"),
-                os.path.normpath(os.path.join(base, names_file)) if names_file else None))
+                os.path.normpath(os.path.join(base, names_file)) if names_file else None,
+                dict(entry.get("invalid") or {})))
         return cls(spec, datasets, list(data.get("notes") or []))
 
 
@@ -194,17 +210,48 @@ def _read(path: str) -> DatasetLabels:
     report = audit(path, use_project_config=False)
     layout = report.layouts[0] if report.layouts else ""
     summary = report.summary
+    own = report.spec
     if summary.value_files and not summary.class_objects:
-        return DatasetLabels(path, layout, "values", {str(v): n for v, n in sorted(summary.value_files.items())})
+        labels = {str(v): n for v, n in sorted(summary.value_files.items())}
+        return DatasetLabels(path, layout, "values", labels, invalid=_invalid_numbers(labels, own))
     objects = {str(k): int(n) for k, n in summary.class_objects.items()}
     if not objects:
         raise FixError(f"{path}: the audit found no labels to harmonize (layout {layout or 'unknown'})")
-    declared = list(report.spec.classes) if report.spec.classes else None
-    if layout == "yolo" or (layout == "csv" and all(k.lstrip("+-").isdigit() for k in objects)):
+    declared = list(own.classes) if own.classes else None
+    if layout == "yolo" or (layout == "csv" and all(_is_int(k) for k in objects)):
         if layout == "yolo" and declared:
-            return DatasetLabels(path, layout, "ids", objects, classes=declared, names_file=_names_file(report.spec))
-        return DatasetLabels(path, layout, "ids", objects)
-    return DatasetLabels(path, layout, "names", objects, classes=declared, names_file=_names_file(report.spec))
+            # The audit counts valid ids under their names and the others under the id itself.
+            invalid = {k: f"class id {k} is not one of the {len(declared)} classes of the dataset"
+                       for k in objects if k not in declared and _is_int(k)}
+            return DatasetLabels(path, layout, "ids", objects, classes=declared, names_file=_names_file(own),
+                                 invalid=invalid)
+        return DatasetLabels(path, layout, "ids", objects, invalid=_invalid_numbers(objects, own))
+    return DatasetLabels(path, layout, "names", objects, classes=declared, names_file=_names_file(own))
+
+
+def _is_int(label: str) -> bool:
+    return label.lstrip("+-").isdigit()
+
+
+def _invalid_numbers(labels: dict[str, int], own: LabelSpec) -> dict[str, str]:
+    """The numeric labels that are no class of the dataset: negative ones, its ignore values and,
+    when it declares its classes, those outside them."""
+    allowed = own.allowed_values()
+    invalid = {}
+    for label in labels:
+        value = int(label)
+        if value in own.ignore:
+            invalid[label] = f"{value} is the dataset's ignore index"
+        elif value < 0:
+            invalid[label] = f"{value} is negative: no class id"
+        elif allowed is not None and value not in allowed:
+            invalid[label] = f"{value} is outside the dataset's own spec {own.describe()}"
+    return invalid
+
+
+def _invalid_notes(datasets: list[DatasetLabels]) -> list[str]:
+    return [f"{d.path}: {', '.join(d.invalid.values())}; left out of the map (not a class to harmonize): "
+            "fix or declare it first (`labelguard audit`)" for d in datasets if d.invalid]
 
 
 def harmonize(paths: Sequence[str | os.PathLike], spec: LabelSpec | None = None) -> Harmonization:
@@ -242,14 +289,14 @@ def harmonize(paths: Sequence[str | os.PathLike], spec: LabelSpec | None = None)
 def _harmonize_names(datasets: list[DatasetLabels], spec: LabelSpec | None) -> Harmonization:
     totals: Counter = Counter()
     for dataset in datasets:
-        totals.update(dataset.labels)
+        totals.update(dataset.classes_found)
     canonical: list[str] = list(spec.classes) if spec is not None and spec.classes else []
     fixed = bool(canonical)
     # Most used spelling first, so that it names the class.
     for name, _ in sorted(totals.items(), key=lambda item: (-item[1], item[0] != item[0].lower(), item[0])):
         if not fixed and not any(_same_class(name, c) for c in canonical):
             canonical.append(name)
-    notes = []
+    notes = _invalid_notes(datasets)
 
     def common(name: str) -> str | None:
         return next((c for c in canonical if c == name), None) or next(
@@ -258,7 +305,7 @@ def _harmonize_names(datasets: list[DatasetLabels], spec: LabelSpec | None) -> H
     if not fixed:
         ordered: list[str] = []
         for dataset in datasets:
-            own = dataset.classes or sorted(dataset.labels)
+            own = dataset.classes or sorted(dataset.classes_found)
             for name in own:
                 target = common(name)
                 if target is not None and target not in ordered:
@@ -277,7 +324,7 @@ def _harmonize_names(datasets: list[DatasetLabels], spec: LabelSpec | None) -> H
                 notes.append(f"{dataset.path}: its class names are not in a names file labelguard rewrites "
                              f"(data.yaml?); set them to {canonical} after applying the map")
         else:
-            for name in sorted(dataset.labels):
+            for name in sorted(dataset.classes_found):
                 target = common(name)
                 if target is None:
                     notes.append(f"{dataset.path}: class {name!r} has no counterpart in the common spec")
@@ -288,14 +335,14 @@ def _harmonize_names(datasets: list[DatasetLabels], spec: LabelSpec | None) -> H
 
 def _harmonize_numbers(datasets: list[DatasetLabels], spec: LabelSpec | None) -> Harmonization:
     ignore = set(spec.ignore) if spec is not None else set()
-    value_sets = [sorted(int(v) for v in d.labels if int(v) not in ignore) for d in datasets]
+    value_sets = [sorted(int(v) for v in d.classes_found if int(v) not in ignore) for d in datasets]
     if spec is not None and spec.allowed_values():
         allowed = sorted(spec.allowed_values())
         common_spec = spec
     else:
         allowed = list(range(max(len(v) for v in value_sets)))
         common_spec = LabelSpec(num_classes=max(1, len(allowed)), sources=("harmonize",))
-    notes = []
+    notes = _invalid_notes(datasets)
     for dataset, values in zip(datasets, value_sets):
         if len(values) > len(allowed):
             notes.append(f"{dataset.path}: {len(values)} values {values} for {len(allowed)} classes; mapped "

@@ -51,6 +51,12 @@ class FixError(LabelguardError, ValueError):
     """A fix cannot be done as asked (bad map, nothing to undo, conflicting files)."""
 
 
+def inside(path: str, root: str) -> bool:
+    """True when the absolute, normalised ``path`` is ``root`` or lies under it."""
+    path, root = os.path.normpath(path), os.path.normpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -159,11 +165,17 @@ class Run:
         os.fsync(self._journal.fileno())
 
     def _relative(self, path: str) -> str:
-        return os.path.relpath(os.path.abspath(path), self.root)
+        """``path`` relative to the root, so the journal travels with the data; a run never
+        touches a file outside its root."""
+        path = os.path.abspath(path)
+        if not inside(path, self.root):
+            raise FixError(f"{path} is outside the data root {self.root}; a fix run writes only inside it")
+        return os.path.relpath(path, self.root)
 
     def replace(self, target: str, temp: str) -> None:
         """Swap the verified, fsynced ``temp`` in for ``target``, backing up and journaling first."""
         target = os.path.abspath(target)
+        self._relative(target)
         after = sha256_file(temp)
         backup = None
         before = None
@@ -187,6 +199,7 @@ class Run:
 
     def write_bytes(self, target: str, data: bytes) -> None:
         """Journaled atomic write of ``data`` to ``target``."""
+        self._relative(target)
         temp = temp_path_for(target)
         os.makedirs(os.path.dirname(temp), exist_ok=True)
         try:
@@ -200,6 +213,8 @@ class Run:
         """Journaled ``os.rename`` of a file or folder onto a path that does not exist (atomic on
         one file system); undo moves it back."""
         source, target = os.path.abspath(source), os.path.abspath(target)
+        self._relative(source)
+        self._relative(target)
         if os.path.lexists(target):
             raise FixError(f"cannot move {source} onto {target}: it exists")
         digest = None if os.path.isdir(source) else sha256_file(source)
@@ -217,6 +232,7 @@ class Run:
         """Journaled creation of ``folder`` (and the missing folders above it); undo removes them
         when empty."""
         folder = os.path.abspath(folder)
+        self._relative(folder)
         missing = []
         current = folder
         while not os.path.isdir(current):
@@ -372,6 +388,10 @@ def undo(path: str = ".", run: str | None = None, *, force: bool = False) -> Und
     else:
         pending = [r for r in runs if not r.undone]
         info = pending[-1] if pending else runs[-1]
+    for entry in info.entries:
+        for name in ("path", "source", "temp"):
+            if entry.get(name):
+                _in_root(info, entry[name])
     result = UndoResult(info.id, os.path.join(info.dir, JOURNAL))
     for entry in reversed(info.entries):
         _undo_entry(info, entry, result, force)
@@ -384,8 +404,18 @@ def undo(path: str = ".", run: str | None = None, *, force: bool = False) -> Und
     return result
 
 
+def _in_root(info: RunInfo, relative: str) -> str:
+    """A journal path as an absolute path; FixError for one that leaves the run's root (a journal
+    edited by hand or written by something else)."""
+    path = os.path.normpath(os.path.join(info.root, relative))
+    if os.path.isabs(relative) or not inside(path, os.path.abspath(info.root)):
+        raise FixError(f"the journal {info.dir} names {relative!r}, outside its data root {info.root}; "
+                       "nothing was undone")
+    return path
+
+
 def _undo_entry(info: RunInfo, entry: dict, result: UndoResult, force: bool) -> None:
-    target = os.path.normpath(os.path.join(info.root, entry["path"]))
+    target = _in_root(info, entry["path"])
     event = entry.get("event", "write")
     if event == "move":
         _undo_move(info, entry, target, result, force)
@@ -406,7 +436,7 @@ def _undo_entry(info: RunInfo, entry: dict, result: UndoResult, force: bool) -> 
         return
     temp = entry.get("temp")
     if temp:
-        leftover = os.path.normpath(os.path.join(info.root, temp))
+        leftover = _in_root(info, temp)
         if os.path.exists(leftover):
             os.unlink(leftover)  # a kill between the journal line and the replace
     current = sha256_file(target)
@@ -434,7 +464,7 @@ def _undo_entry(info: RunInfo, entry: dict, result: UndoResult, force: bool) -> 
 
 def _undo_move(info: RunInfo, entry: dict, target: str, result: UndoResult, force: bool) -> None:
     """Move ``target`` back to where the run found it, unless that place is taken again."""
-    source = os.path.normpath(os.path.join(info.root, entry["source"]))
+    source = _in_root(info, entry["source"])
     if not os.path.lexists(target):
         if os.path.lexists(source):
             result.unchanged.append(source)  # killed before the rename, or undone already

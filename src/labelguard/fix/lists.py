@@ -1,16 +1,24 @@
-"""Cleaning file lists (train.txt): BOM, CRLF, whitespace, blank and duplicate lines, and entries
-whose file does not exist."""
+"""Cleaning file lists (train.txt, ImageSets/Main/*.txt): BOM, CRLF, whitespace, blank, comment
+and duplicate lines, and entries whose file does not exist.
+
+An entry is kept when any file answers to it: its path (with or without an extension), or any
+file with its stem, however many share it (a VOC split list names ``2008_000001``, which is
+``Annotations/2008_000001.xml`` and ``JPEGImages/2008_000001.jpg`` at once). Only entries that
+nothing answers to are dropped, and a plan is refused when a file in the folder holding both the
+root and the list answers to an entry it would drop (the root was wrong), or when it would
+empty the list.
+"""
 
 from __future__ import annotations
 
 import os
-import tempfile
+from dataclasses import dataclass, field
 from typing import Sequence
 
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FileChange, FixResult, load_report
-from labelguard.fix.engine import data_root
-from labelguard.fix.journal import FixError, Run
-from labelguard.layouts.base import _resolve, display_path, pair_key, strip_extension, walk_files
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report
+from labelguard.fix.engine import apply_edits, bytes_edit, check_out, data_root, output_target
+from labelguard.fix.journal import FixError, inside
+from labelguard.layouts.base import display_path, pair_key, strip_extension, walk_files
 from labelguard.readers.base import ReadError
 from labelguard.readers.lists import ListEntry, ListFile, parse_list
 from labelguard.readers.masks import MASK_EXTENSIONS
@@ -18,6 +26,7 @@ from labelguard.readers.masks import MASK_EXTENSIONS
 # More than this share of entries missing means the root is wrong, not the list.
 MISSING_LIMIT = 0.5
 ROOT_LEVELS = 3
+ENTRY_EXTENSIONS = tuple(MASK_EXTENSIONS) + (".xml", ".json", ".txt")
 
 
 def clean_list(
@@ -31,11 +40,12 @@ def clean_list(
 ) -> FixResult:
     """Rewrite file lists as clean UTF-8, one entry a line, ``\\n`` endings, no BOM.
 
-    Blank lines, duplicates and comment lines go; whitespace around entries goes; entries whose
-    file is not found (by name, with a mask/image extension added, or by stem) are removed and
-    listed in the result. The root they resolve against is ``root``, else the nearest folder
-    above the list where most entries resolve; when more than half of the entries are missing
-    under every candidate the list is left alone (the root is wrong, not the list).
+    Blank lines, comment lines and duplicates go; whitespace around entries goes; entries that
+    no file answers to (see the module docstring) are removed and listed in the result. The
+    root they resolve against is ``root``, else the nearest folder above the list where most
+    entries resolve; when more than half of the entries are missing under every candidate the
+    list is left alone (the root is wrong, not the list). The run's journal goes to that root,
+    so ``fix undo`` finds it from the dataset root and from the list's folder alike.
 
     Args:
         lists: list files (default: the lists with LG004/LG003 findings in ``from_report``).
@@ -59,99 +69,154 @@ def clean_list(
     for path in lists:
         if not os.path.isfile(path):
             raise FixError(f"{path}: no such file")
-    result = FixResult("list", apply)
     base = data_root(lists)
-    run: Run | None = None
-    try:
-        for path in lists:
-            change, data = _plan(path, root, drop_missing)
-            result.changes.append(change)
-            if data is None or not apply or change.status != PLANNED:
-                continue
-            target = path if out is None else os.path.join(out, os.path.relpath(path, base))
-            if run is None:
-                run = Run(out if out is not None else base, "fix list")
-            run.write_bytes(target, data)
-            change.status, change.target = WRITTEN, display_path(target)
-    finally:
-        result.close_run(run)
+    check_out(base, out)
+    result = FixResult("list", apply)
+    plans = [_plan(path, root, drop_missing) for path in lists]
+    result.changes.extend(plan.change for plan in plans)
+    if apply:
+        journal_root = out if out is not None else data_root([p.root for p in plans] + lists)
+        edits = [bytes_edit(p.change, output_target(p.path, base, out), p.data, _parses_clean(p.entries))
+                 for p in plans if p.data is not None]
+        apply_edits(result, edits, journal_root, "fix list")
     return result
 
 
-def _plan(path: str, root: str | None, drop_missing: bool) -> tuple[FileChange, bytes | None]:
+@dataclass
+class _ListPlan:
+    path: str
+    change: FileChange
+    root: str  # the dataset root the entries resolved against (the list's folder when none did)
+    data: bytes | None = None
+    entries: list[str] = field(default_factory=list)
+
+
+class _FileIndex:
+    """The files under one folder, by lower-case stem and by pairing key."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.by_name: dict[str, list[str]] = {}
+        for file in walk_files(folder):
+            name = os.path.basename(file)
+            for key in {strip_extension(name).lower(), pair_key(name)}:
+                self.by_name.setdefault(key, []).append(file)
+
+    def answering(self, name: str, list_dir: str) -> str | None:
+        """A file under the folder that answers to the list entry (field) ``name``, or None."""
+        relative = name.lstrip("/\\") if os.path.isabs(name) else name
+        for folder in (self.folder, list_dir):
+            path = os.path.normpath(os.path.join(folder, relative))
+            for candidate in (path, *(path + ext for ext in ENTRY_EXTENSIONS)):
+                if os.path.isfile(candidate):
+                    return candidate
+        if os.path.isabs(name) and os.path.isfile(name):
+            return name
+        basename = os.path.basename(relative)
+        for key in (strip_extension(basename).lower(), pair_key(basename)):
+            if self.by_name.get(key):
+                return self.by_name[key][0]
+        return None
+
+
+def _answering_entry(entry: ListEntry, index: _FileIndex, list_dir: str) -> str | None:
+    """A file that answers to the entry: the whole line, or any of its fields (``image mask``
+    pairs, or VOC's per-class ``2008_000001 -1`` lines); None when nothing does."""
+    for name in (entry.text, *entry.fields):
+        found = index.answering(name, list_dir)
+        if found is not None:
+            return found
+    return None
+
+
+def _candidates(list_dir: str, root: str | None) -> list[str]:
+    if root is not None:
+        return [os.path.abspath(root)]
+    candidates, current = [list_dir], list_dir
+    for _ in range(ROOT_LEVELS):
+        current = os.path.dirname(current)
+        candidates.append(current)
+    return list(dict.fromkeys(candidates))
+
+
+def _plan(path: str, root: str | None, drop_missing: bool) -> _ListPlan:
     shown = display_path(path)
+    list_dir = os.path.dirname(os.path.abspath(path))
     try:
         listing = parse_list(path)
     except ReadError as exc:
-        return FileChange(shown, SKIPPED, str(exc)), None
+        return _ListPlan(path, FileChange(shown, SKIPPED, str(exc)), list_dir)
+    found_root, missing = _resolve_root(listing, _candidates(list_dir, root), list_dir, root is not None)
     entries = listing.entries
-    missing: list[ListEntry] = []
     if drop_missing:
-        found_root, missing = _missing_entries(path, listing, root)
         if found_root is None:
-            return FileChange(shown, REFUSED, f"{len(missing)} of {len(entries)} entries have no file under "
-                              f"any folder above the list; pass the dataset root (--root)",
-                              details={"missing": [e.text for e in missing[:20]]}), None
+            return _ListPlan(path, FileChange(
+                shown, REFUSED, f"{len(missing)} of {len(entries)} entries have no file under any folder above "
+                "the list; pass the dataset root (--root)", details={"missing": [e.text for e in missing[:20]]}),
+                list_dir)
+        refusal = _drops_existing(missing, found_root, list_dir, len(entries))
+        if refusal:
+            return _ListPlan(path, FileChange(shown, REFUSED, f"not written: {refusal}",
+                                              details={"missing": [e.text for e in missing[:20]]}), found_root)
         entries = [e for e in entries if e not in missing]
+    else:
+        missing = []
+    journal_root = found_root or list_dir
     data = "".join(e.text + "\n" for e in entries).encode("utf-8")
     with open(path, "rb") as handle:
         original = handle.read()
-    problems = {name: lines for name, lines in listing.problems.items()}
+    if data == original:
+        return _ListPlan(path, FileChange(shown, UNCHANGED, f"clean ({len(entries)} entries)"), journal_root)
+    problems = dict(listing.problems)
     if missing:
         problems["missing"] = [e.line for e in missing]
-    if data == original:
-        return FileChange(shown, UNCHANGED, f"clean ({len(entries)} entries)"), None
-    check = _reparse(data)
-    if check is not None and (check.problems or [e.text for e in check.entries] != [e.text for e in entries]):
-        return FileChange(shown, REFUSED, "not written: the cleaned list does not parse back clean"), None
     parts = [f"{name} on line{'s' if len(lines) > 1 else ''} {', '.join(str(n) for n in lines[:5])}"
              + (f" and {len(lines) - 5} more" if len(lines) > 5 else "") for name, lines in problems.items()]
     summary = (f"{len(listing.entries) + len(listing.problems.get('duplicate', []))} -> {len(entries)} entries; "
-               + "; ".join(parts or ["comment lines or the last newline"]))
+               + "; ".join(parts or ["the last newline"]))
     details = {"problems": problems, "removed": [e.text for e in missing], "entries": len(entries)}
-    return FileChange(shown, PLANNED, summary, shown, details), data
+    return _ListPlan(path, FileChange(shown, PLANNED, summary, shown, details), journal_root, data,
+                     [e.text for e in entries])
 
 
-def _reparse(data: bytes) -> ListFile | None:
-    with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as handle:
-        handle.write(data)
-    try:
-        return parse_list(handle.name)
-    finally:
-        os.unlink(handle.name)
-
-
-def _missing_entries(path: str, listing: ListFile, root: str | None) -> tuple[str | None, list[ListEntry]]:
-    """(the root the entries resolve against, the entries with no file)."""
-    list_dir = os.path.dirname(os.path.abspath(path))
-    if root is not None:
-        candidates = [os.path.abspath(root)]
-    else:
-        candidates, current = [], list_dir
-        for _ in range(ROOT_LEVELS):
-            current = os.path.dirname(current)
-            candidates.append(current)
-        candidates.insert(0, list_dir)
+def _resolve_root(listing: ListFile, candidates: list[str], list_dir: str,
+                  given: bool) -> tuple[str | None, list[ListEntry]]:
+    """(the root the entries resolve against, the entries no file answers to there)."""
     worst: list[ListEntry] = []
     for candidate in candidates:
-        missing = _missing_under(candidate, list_dir, listing)
-        if len(missing) <= MISSING_LIMIT * max(1, len(listing.entries)) or root is not None:
+        index = _FileIndex(candidate)
+        missing = [e for e in listing.entries if _answering_entry(e, index, list_dir) is None]
+        if given or len(missing) <= MISSING_LIMIT * max(1, len(listing.entries)):
             return candidate, missing
         worst = missing if not worst or len(missing) < len(worst) else worst
     return None, worst
 
 
-def _missing_under(root: str, list_dir: str, listing: ListFile) -> list[ListEntry]:
-    by_stem: dict[str, list[str]] = {}
-    for file in walk_files(root):
-        by_stem.setdefault(strip_extension(os.path.basename(file)).lower(), []).append(file)
-        by_stem.setdefault(pair_key(os.path.basename(file)), []).append(file)
-    extensions = tuple(MASK_EXTENSIONS)
-    missing = []
-    for entry in listing.entries:
-        if _resolve(entry.text, root, list_dir, by_stem, extensions)[0]:
-            continue
-        if len(entry.fields) > 1 and all(_resolve(f, root, list_dir, by_stem, extensions)[0] for f in entry.fields):
-            continue
-        missing.append(entry)
-    return missing
+def _drops_existing(missing: list[ListEntry], root: str, list_dir: str, total: int) -> str | None:
+    """Why dropping ``missing`` would lose entries that exist, or None. The folder searched is the
+    one holding both the root and the list (a --root that names the wrong part of the dataset),
+    unless that is further above the list than the root search ever looks."""
+    scope = os.path.commonpath([root, list_dir])
+    if missing and scope != root and inside(scope, _candidates(list_dir, None)[-1]):
+        index = _FileIndex(scope)
+        existing = [(e, found) for e in missing if (found := _answering_entry(e, index, list_dir)) is not None]
+        if existing:
+            shown = ", ".join(f"line {e.line} {e.text!r} ({display_path(found)})" for e, found in existing[:3])
+            more = f" and {len(existing) - 3} more" if len(existing) > 3 else ""
+            return (f"{len(existing)} of the {len(missing)} entries it would drop have files outside the root "
+                    f"{display_path(root)}: {shown}{more}; pass the root those entries are relative to (--root), "
+                    "or --keep-missing")
+    if missing and len(missing) == total:
+        return (f"every one of the {total} entries would be dropped (no file answers to any); pass the dataset "
+                "root (--root), or --keep-missing")
+    return None
+
+
+def _parses_clean(entries: list[str]):
+    def verify(temp: str) -> str | None:
+        check = parse_list(temp)
+        if check.problems or [e.text for e in check.entries] != entries:
+            return "the cleaned list does not parse back clean"
+        return None
+
+    return verify

@@ -1,35 +1,43 @@
 """Rewriting mask files: value remaps and colour -> index conversion.
 
-Each format is loaded as a :class:`LabelFile`: the label array plus a writer that stores a new
-array with everything else of the file kept (PNG mode and palette, the other arrays of an NPZ,
-the other datasets and attributes of an HDF5 file, NIfTI header and affine) and a check that
-re-reads what was written.
+Each container is opened as a :class:`LabelFile` by the editor registered for it (the
+container names are the mask reader's): the label array plus a writer that stores a new array
+with everything else of the file kept (PNG mode and palette, the other arrays of an NPZ, the
+other datasets and attributes of an HDF5 file, NIfTI header and affine) and a check that
+re-reads what was written. :func:`run_mask_fix` plans every mask with a transform and writes
+through :func:`labelguard.fix.engine.apply_edits`.
+
+A file whose audit says it is not a clean label (an image saved as the label, or a mask with
+JPEG damage: LG202) is refused unless ``force``: a remap would turn it into a clean-looking
+mask that still holds the damage.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import zipfile
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from PIL import Image
 
+from labelguard import layouts
 from labelguard._optional import available, require
-from labelguard.core.findings import Severity
+from labelguard.audit import load_settings, resolve_spec
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.fix.journal import FixError, fsync_file
+from labelguard.errors import MissingDependency
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult
+from labelguard.fix.engine import Edit, apply_edits, check_out, copy_edit, data_root, output_target, worse
+from labelguard.fix.journal import FixError
+from labelguard.layouts.base import AuditOptions, display_path
 from labelguard.layouts.masks import process_mask
 from labelguard.readers.base import ReadError, read_head, sniff
 from labelguard.readers.colormap import ColorMap, color_histogram, unpack
 from labelguard.readers.masks import IMAGE_FORMATS, LABEL_KEYS, read_mask
-
-
-class CannotFix(Exception):
-    """This file cannot be fixed this way; the message says why (reported as a skip)."""
 
 
 @dataclass
@@ -55,6 +63,21 @@ class LabelFile:
     check: Callable[[str, np.ndarray], None]
 
 
+# editor(path, container, key) -> LabelFile, per container name of the mask reader
+MaskEditor = Callable[[str, str, "str | None"], LabelFile]
+MASK_EDITORS: dict[str, MaskEditor] = {}
+
+
+def mask_editor(*containers: str) -> Callable[[MaskEditor], MaskEditor]:
+    """Register the editor that rewrites masks stored in ``containers``."""
+    def wrap(editor: MaskEditor) -> MaskEditor:
+        for container in containers:
+            MASK_EDITORS[container] = editor
+        return editor
+
+    return wrap
+
+
 def open_label_file(path: str, key: str | None = None) -> LabelFile:
     """Open ``path`` for rewriting; CannotFix for formats that a rewrite would damage."""
     try:
@@ -64,19 +87,10 @@ def open_label_file(path: str, key: str | None = None) -> LabelFile:
     if container == "jpeg":
         raise CannotFix("JPEG mask: a rewrite would be lossy again; re-export it losslessly (PNG) "
                         "from the source labels")
-    if container == "tiff" and available("tifffile"):
-        return _open_tiff(path)
-    if container in IMAGE_FORMATS:
-        return _open_image(path, container)
-    if container == "npy":
-        return _open_npy(path)
-    if container == "zip":
-        return _open_npz(path, key)
-    if container == "hdf5":
-        return _open_hdf5(path, key)
-    if container in ("nifti", "gzip"):
-        return _open_nifti(path)
-    raise CannotFix(f"not a mask format labelguard can rewrite ({container or 'unknown bytes'})")
+    editor = MASK_EDITORS.get(container or "")
+    if editor is None:
+        raise CannotFix(f"not a mask format labelguard can rewrite ({container or 'unknown bytes'})")
+    return editor(path, container, key)
 
 
 def _same_array(dest: str, key: str | None, expected: np.ndarray) -> None:
@@ -88,7 +102,8 @@ def _same_array(dest: str, key: str | None, expected: np.ndarray) -> None:
         raise FixError("the written file reads back different labels than intended")
 
 
-def _open_image(path: str, container: str) -> LabelFile:
+@mask_editor(*(f for f in IMAGE_FORMATS if f not in ("jpeg", "tiff")))
+def _open_image(path: str, container: str, key: str | None = None) -> LabelFile:
     with Image.open(path) as image:
         image.load()
         mode, fmt, info = image.mode, image.format, dict(image.info)
@@ -135,7 +150,10 @@ def _fit(new: np.ndarray, dtype, what: str) -> np.ndarray:
     return new.astype(dtype, copy=False)
 
 
-def _open_tiff(path: str) -> LabelFile:
+@mask_editor("tiff")
+def _open_tiff(path: str, container: str = "tiff", key: str | None = None) -> LabelFile:
+    if not available("tifffile"):
+        return _open_image(path, container)
     tifffile = require("tifffile", "rewrite TIFF masks")
     try:
         array = np.asarray(tifffile.imread(path))
@@ -152,7 +170,8 @@ def _open_tiff(path: str) -> LabelFile:
                      lambda dest, new: _same_array(dest, None, new.astype(array.dtype)))
 
 
-def _open_npy(path: str) -> LabelFile:
+@mask_editor("npy")
+def _open_npy(path: str, container: str = "npy", key: str | None = None) -> LabelFile:
     try:
         array = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -182,7 +201,8 @@ def _pick(keys: list[str], key: str | None, what: str) -> str:
     return found
 
 
-def _open_npz(path: str, key: str | None) -> LabelFile:
+@mask_editor("zip")
+def _open_npz(path: str, container: str, key: str | None) -> LabelFile:
     """Only the label member is rewritten; every other member is copied byte for byte."""
     try:
         with zipfile.ZipFile(path) as archive:
@@ -219,7 +239,8 @@ def _open_npz(path: str, key: str | None) -> LabelFile:
     return LabelFile(path, "npz", array, str(array.dtype), chosen, write, check)
 
 
-def _open_hdf5(path: str, key: str | None) -> LabelFile:
+@mask_editor("hdf5")
+def _open_hdf5(path: str, container: str, key: str | None) -> LabelFile:
     """The file is copied and the label dataset overwritten in place: other datasets, groups,
     attributes, chunking and compression stay as they were."""
     h5py = require("h5py", "rewrite HDF5 masks")
@@ -251,7 +272,8 @@ def _open_hdf5(path: str, key: str | None) -> LabelFile:
     return LabelFile(path, "hdf5", array, str(array.dtype), chosen, write, check)
 
 
-def _open_nifti(path: str) -> LabelFile:
+@mask_editor("nifti", "gzip")
+def _open_nifti(path: str, container: str = "nifti", key: str | None = None) -> LabelFile:
     nib = require("nibabel", "rewrite NIfTI masks")
     try:
         image = nib.load(path)
@@ -373,7 +395,57 @@ def open_color_file(path: str, table: dict[int, int], mode: str = "P") -> LabelF
                      lambda dest, new: _same_array(dest, None, new.astype(np.uint8)))
 
 
+def describe_counts(counts: dict[int, int], mapping: dict[int, int]) -> str:
+    return ", ".join(f"{src} -> {mapping[src]} ({n} px)" for src, n in sorted(counts.items()))
+
+
+def values_of(array: np.ndarray) -> list[int]:
+    return [int(v) for v in np.unique(array)] if array.size else []
+
+
+# ---- the mask fix run ---------------------------------------------------------------------
+
+# transform(label_file) -> (new array or None when nothing changes, one-line summary, details)
+Transform = Callable[[LabelFile], "tuple[np.ndarray | None, str, dict]"]
+Opener = Callable[[str, "str | None"], LabelFile]
+
+
+@dataclass
+class Dataset:
+    """The mask files a fix works on, their common root, and the effective spec."""
+
+    files: list[str]
+    root: str
+    spec: LabelSpec
+    color_map: object | None
+    notes: list[str]
+
+
+def find_masks(paths: Sequence[str], spec: LabelSpec | None = None,
+               options: AuditOptions | None = None, use_project_config: bool = True) -> Dataset:
+    """The mask files under ``paths`` as the audit discovers them, and the spec that applies."""
+    if not paths:
+        raise FixError("no paths given")
+    for path in paths:
+        if not os.path.exists(path):
+            raise FixError(f"{path}: no such file or directory")
+    options = options or AuditOptions()
+    discoveries = [layouts.discover(os.fspath(p), options) for p in paths]
+    configs = load_settings(os.fspath(paths[0]), None, use_project_config)
+    effective = resolve_spec((d.spec for d in discoveries), configs, spec)
+    files: list[str] = []
+    notes: list[str] = []
+    for discovery in discoveries:
+        for task in discovery.tasks:
+            if task.processor is process_mask and task.path not in files:
+                files.append(task.path)
+        notes.extend(discovery.notes)
+    color_map = next((d.color_map for d in discoveries if d.color_map is not None), None)
+    return Dataset(files, data_root(paths), effective, color_map, notes)
+
+
 def audit_file(path: str, spec: LabelSpec, key: str | None, color_map: ColorMap | None = None) -> FileResult:
+    """The audit's per-file processing of the mask ``path``."""
     options = []
     if key:
         options.append(("key", key))
@@ -382,36 +454,63 @@ def audit_file(path: str, spec: LabelSpec, key: str | None, color_map: ColorMap 
     return process_mask(FileTask(process_mask, path, path, options=tuple(options)), spec)
 
 
-def worse(before: FileResult, after: FileResult) -> str | None:
-    """Why ``after`` is worse than ``before`` (a new error code, more out-of-spec pixels), or None."""
-    def errors(result: FileResult) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for finding in result.findings:
-            if finding.severity >= Severity.ERROR:
-                pixels = sum(finding.data.get("counts") or []) if finding.code == "LG201" else 1
-                found[finding.code] = found.get(finding.code, 0) + pixels
-        return found
-
-    old, new = errors(before), errors(after)
-    for code, amount in new.items():
-        if code not in old:
-            message = next(f.message for f in after.findings if f.code == code)
-            return f"the fixed file would have {code}: {message}"
-        if code == "LG201" and amount > old[code]:
-            return f"the fixed file would have more out-of-spec pixels ({amount} > {old[code]})"
+def not_a_clean_label(audited: FileResult) -> str | None:
+    """Why the audit says this file must not be rewritten as a label: it looks like an image
+    saved where the label should be, or it carries JPEG damage (LG202); else None."""
+    for finding in audited.findings:
+        data = finding.data if isinstance(finding.data, dict) else {}
+        if data.get("looks_like_image"):
+            return f"the audit says it is an image, not a label ({finding.code}: {finding.message})"
+    for finding in audited.findings:
+        if finding.code == "LG202":
+            return f"the audit found JPEG damage (LG202: {finding.message})"
     return None
 
 
-def write_verified(label_file: LabelFile, new: np.ndarray, dest: str) -> None:
-    """Write and fsync ``dest``, then check it reads back as intended."""
-    label_file.write(new, dest)
-    fsync_file(dest)
-    label_file.check(dest, new)
+def run_mask_fix(action: str, dataset: Dataset, opener: Opener, transform: Transform, *,
+                 key: str | None = None, apply: bool = False, out: str | None = None, command: str = "",
+                 audit_color_map: ColorMap | None = None, force: bool = False) -> FixResult:
+    """Plan ``transform`` on every mask of ``dataset`` and, with ``apply``, write through the engine:
+    each written file must read back as intended and its re-audit must not be worse."""
+    check_out(dataset.root, out)
+    result = FixResult(action, apply, notes=list(dataset.notes))
+    edits = [_plan_mask(path, output_target(path, dataset.root, out), dataset.spec, opener, transform, key,
+                        out is not None, audit_color_map, force)
+             for path in dataset.files]
+    result.changes.extend(edit.change for edit in edits)
+    if not dataset.files:
+        result.notes.append("no mask files found")
+    if apply:
+        apply_edits(result, edits, out if out is not None else dataset.root, command or action)
+    return result
 
 
-def describe_counts(counts: dict[int, int], mapping: dict[int, int]) -> str:
-    return ", ".join(f"{src} -> {mapping[src]} ({n} px)" for src, n in sorted(counts.items()))
+def _plan_mask(path: str, target: str, spec: LabelSpec, opener: Opener, transform: Transform, key: str | None,
+               copy_unchanged: bool, audit_color_map: ColorMap | None, force: bool) -> Edit:
+    shown, shown_target = display_path(path), display_path(target)
+    # The audit comes first: a JPEG mask is refused for its damage before its container is.
+    try:
+        before = audit_file(path, spec, key, audit_color_map)
+    except MissingDependency as exc:
+        return Edit(FileChange(shown, SKIPPED, str(exc), shown_target), target)
+    reason = None if force else not_a_clean_label(before)
+    if reason:
+        return Edit(FileChange(shown, REFUSED, f"not fixed: {reason}; re-export it from the source labels, "
+                               "or pass --force to rewrite it anyway", shown_target), target)
+    try:
+        label_file = opener(path, key)
+        new, summary, details = transform(label_file)
+    except (CannotFix, MissingDependency) as exc:
+        return Edit(FileChange(shown, SKIPPED, str(exc), shown_target), target)
+    if new is None:
+        change = FileChange(shown, UNCHANGED, summary, shown_target, details)
+        return copy_edit(path, target, change) if copy_unchanged else Edit(change, target)
 
+    def write(temp: str) -> None:
+        label_file.write(new, temp)
 
-def values_of(array: np.ndarray) -> list[int]:
-    return [int(v) for v in np.unique(array)] if array.size else []
+    def verify(temp: str) -> str | None:
+        label_file.check(temp, new)
+        return worse(before, audit_file(temp, spec, label_file.key))
+
+    return Edit(FileChange(shown, PLANNED, summary, shown_target, details), target, write, verify)

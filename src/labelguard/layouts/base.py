@@ -159,6 +159,7 @@ _LIST_PROBLEMS = {
     "crlf": "has Windows (CRLF) line endings",
     "whitespace": "has leading/trailing whitespace",
     "blank": "has blank lines",
+    "comment": "has # comment lines, which a loader reading every line opens as file names",
     "duplicate": "has duplicated entries",
 }
 
@@ -167,7 +168,7 @@ def list_findings(listing: ListFile, display: str) -> list[Finding]:
     findings = []
     for problem, lines in listing.problems.items():
         shown = ", ".join(
-            f"line {n}" + (f" {listing.examples[n]!r}" if problem in ("whitespace", "duplicate") else "")
+            f"line {n}" + (f" {listing.examples[n]!r}" if problem in ("whitespace", "comment", "duplicate") else "")
             for n in lines[:5]
         )
         more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""

@@ -1,7 +1,8 @@
 """File lists (train.txt, ImageSets/*.txt): parsing with every unclean line noted.
 
 A list is read as bytes so that a BOM, CRLF endings and stray whitespace are seen exactly
-as a dataset class that does ``open(f).read().split('\\n')`` would see them.
+as a dataset class that does ``open(f).read().split('\\n')`` would see them. Blank and ``#``
+comment lines are not entries, and both are noted: such a loader opens them as file names.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class ListEntry:
 class ListFile:
     path: str
     entries: list[ListEntry] = field(default_factory=list)
-    # problem -> line numbers: "bom", "crlf", "whitespace", "blank", "duplicate"
+    # problem -> line numbers: "bom", "crlf", "whitespace", "blank", "comment", "duplicate"
     problems: dict[str, list[int]] = field(default_factory=dict)
     examples: dict[int, str] = field(default_factory=dict)
 
@@ -53,6 +54,8 @@ def parse_list(path: str) -> ListFile:
             listing.note("blank", number, raw)
             continue
         if stripped.startswith("#"):
+            # Not an entry here, but a loader that does not skip comments opens "# fold 1.npz".
+            listing.note("comment", number, raw)
             continue
         if stripped != raw:
             listing.note("whitespace", number, raw)
