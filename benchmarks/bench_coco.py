@@ -90,21 +90,20 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=100.0, help="size of the generated file")
     parser.add_argument("--keep", help="write the file here and keep it")
     args = parser.parse_args()
-    path = args.keep or os.path.join(tempfile.mkdtemp(), "instances_bench.json")
-    started = time.perf_counter()
-    count = generate(path, args.mb)
-    size = os.path.getsize(path) / 1e6
-    print(f"generated {path}: {size:.1f} MB, {count} annotations ({time.perf_counter() - started:.1f} s)")
-    interpreter = float(subprocess.run([sys.executable, "-c", BASELINE_CHILD], check=True,
-                                       capture_output=True, text=True).stdout)
-    print(f"an empty interpreter peaks at {interpreter:.0f} MiB")
-    for mode in ("baseline", "labelguard"):
-        figures = run(path, mode)
-        label = "json.load" if mode == "baseline" else "labelguard COCO audit"
-        print(f"{label:>22}: {figures['seconds']:6.2f} s, peak RSS {figures['peak_mib']:7.0f} MiB "
-              f"({figures['annotations']} annotations)")
-    if not args.keep:
-        os.remove(path)
+    with tempfile.TemporaryDirectory(prefix="labelguard-bench-coco-") as temporary:
+        path = args.keep or os.path.join(temporary, "instances_bench.json")
+        started = time.perf_counter()
+        count = generate(path, args.mb)
+        size = os.path.getsize(path) / 1e6
+        print(f"generated {path}: {size:.1f} MB, {count} annotations ({time.perf_counter() - started:.1f} s)")
+        interpreter = float(subprocess.run([sys.executable, "-c", BASELINE_CHILD], check=True,
+                                           capture_output=True, text=True).stdout)
+        print(f"an empty interpreter peaks at {interpreter:.0f} MiB")
+        for mode in ("baseline", "labelguard"):
+            figures = run(path, mode)
+            label = "json.load" if mode == "baseline" else "labelguard COCO audit"
+            print(f"{label:>22}: {figures['seconds']:6.2f} s, peak RSS {figures['peak_mib']:7.0f} MiB "
+                  f"({figures['annotations']} annotations)")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from labelguard.explain.flight import DEFAULT_KEEP, FlightRecordWriter
+from labelguard.explain._flight import DEFAULT_KEEP, FlightRecordWriter
 
 TARGET_US_PER_BATCH = 200  # the recorder must cost the loop a fraction of a millisecond
 
@@ -61,7 +61,7 @@ def loader_cost(directory: Path, batch_size: int, keep: int, workers: int, batch
     import torch
     from torch.utils.data import DataLoader, Dataset
 
-    from labelguard.torch.record import record
+    from labelguard.torch import record
 
     class Tiny(Dataset):
         def __init__(self, size: int) -> None:

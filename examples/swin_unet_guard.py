@@ -16,7 +16,8 @@ Run it on your data::
 or on a generated demo set with one bad slice (label value 9 with num_classes=9)::
 
     python examples/swin_unet_guard.py                      # stops at the bad slice, naming it
-    python examples/swin_unet_guard.py --on_error skip      # trains on, writes quarantine.jsonl
+    python examples/swin_unet_guard.py --on_error skip      # trains on, prints the skipped slice
+    python examples/swin_unet_guard.py --on_error skip --quarantine bad.jsonl   # ...and lists it in bad.jsonl
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def main() -> int:
     parser.add_argument("--batch_size", type=int, default=4)
     parser.add_argument("--num_workers", type=int, default=2)
     parser.add_argument("--on_error", choices=("raise", "skip", "warn"), default="raise")
-    parser.add_argument("--quarantine", default="quarantine.jsonl")
+    parser.add_argument("--quarantine", help="JSON-lines file of the bad samples (default: printed only)")
     parser.add_argument("--seed", type=int, default=1234)
     args = parser.parse_args()
     torch.manual_seed(args.seed)
@@ -175,7 +176,7 @@ def main() -> int:
             workdir.cleanup()
     for record in db_train.records:
         print(f"{record.action}: sample {record.index} ({record.source}) {record.code} values {record.values}")
-    if db_train.records:
+    if db_train.records and args.quarantine:
         print(f"quarantine: {args.quarantine}")
     return 0
 

@@ -15,16 +15,37 @@ module, or mark one parameter with ``pytest.param(..., marks=pytest.mark.code(..
 the arguments as string literals: the meta-test reads the markers from the test sources (see
 ``code_markers.py``), so it gives the same answer whether it runs alone or in the whole suite.
 A marker whose code is not registered or whose kind is not "fail"/"pass" makes its test error.
+
+Tests write only to temporary folders
+-------------------------------------
+Hypothesis keeps its caches under a temporary folder removed at the end of the run, and
+keeps no example database (``.hypothesis/`` would otherwise appear in the current folder).
+A run that leaves a new untracked or ignored file in the checkout fails, naming the file:
+write to ``tmp_path`` (or run a script with ``cwd=tmp_path``) instead.
 """
 
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from code_markers import KINDS  # noqa: E402  (needs the sys.path line above)
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "src"
+# Caches that Python and pytest themselves write into the checkout (and .gitignore lists).
+TOOL_CACHES = ("__pycache__/", ".pytest_cache/")
+
+settings.register_profile("labelguard", database=None)
+settings.load_profile("labelguard")
 
 
 def pytest_configure(config):
@@ -32,6 +53,55 @@ def pytest_configure(config):
         "markers",
         'code(code, kind): the test is a "fail" or "pass" case of a check code (see tests/conftest.py)',
     )
+    # Scripts and commands the tests start (with cwd=tmp_path) import this checkout's labelguard,
+    # not whichever one the interpreter would find from their folder.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))
+    config.hypothesis_home = tempfile.mkdtemp(prefix="labelguard-hypothesis-")
+    set_hypothesis_home_dir(config.hypothesis_home)
+    config.checkout_before = _checkout_junk()
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(config.hypothesis_home, ignore_errors=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = session.config.checkout_before
+    if before is None:
+        return
+    left = sorted(_checkout_junk() - before)
+    if left:
+        message = ("the test run left files in the checkout (tests write only to tmp_path): "
+                   + ", ".join(left))
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(message, red=True)
+        else:
+            print(message, file=sys.stderr)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _checkout_junk() -> set[str] | None:
+    """Untracked and ignored paths of the checkout, or None outside a git checkout."""
+    try:
+        result = subprocess.run(
+            ["git", "status", "--porcelain", "--ignored", "-z"],
+            cwd=REPO, capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    paths = set()
+    for entry in result.stdout.split("\0"):
+        status, path = entry[:2], entry[3:]
+        if status in ("??", "!!") and not any(
+            path.startswith(cache) or f"/{cache}" in path for cache in TOOL_CACHES
+        ):
+            paths.add(path)
+    return paths
 
 
 def pytest_runtest_setup(item):

@@ -3,19 +3,31 @@
 Public API::
 
     audit(paths, spec) -> Report     audit datasets against a label spec
-    explain(text) -> Explanation     the likely causes of a PyTorch error log
     LabelSpec                        what labels are legal
     Report, Finding, Severity        what an audit returns
-    LabelError                       raised by labelguard.torch when a target breaks the spec
+    LabelguardError and its subclasses (the tree is in labelguard.errors):
+        UsageError, SpecError, UnsupportedError, MissingDependency, LabelError
+
+Subpackages, each imported on its own::
+
+    labelguard.explain   explain(text) -> Explanation: the likely causes of a PyTorch error log
+    labelguard.fix       repair what the audit found, dry run first, with an undo journal
+    labelguard.torch     the training-time guard (needs the torch extra)
 """
 
 from labelguard._version import __version__
 from labelguard.audit import audit
-from labelguard.report import Report
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
-from labelguard.errors import LabelError, LabelguardError, MissingDependency, SpecError
-from labelguard.explain import explain
+from labelguard.errors import (
+    LabelError,
+    LabelguardError,
+    MissingDependency,
+    SpecError,
+    UnsupportedError,
+    UsageError,
+)
+from labelguard.report import Report
 
 __all__ = [
     "Finding",
@@ -26,7 +38,8 @@ __all__ = [
     "Report",
     "Severity",
     "SpecError",
-    "audit",
-    "explain",
+    "UnsupportedError",
+    "UsageError",
     "__version__",
+    "audit",
 ]

@@ -29,8 +29,8 @@ class LabelguardGroup(click.Group):
     """
 
     lazy_commands = {
-        "explain": ("labelguard.explain.cli", "explain_command"),
-        "replay": ("labelguard.explain.cli", "replay_command"),
+        "explain": ("labelguard.explain._cli", "explain_command"),
+        "replay": ("labelguard.explain._cli", "replay_command"),
         "fix": ("labelguard.fix.cli", "fix"),
         "harmonize": ("labelguard.fix.cli", "harmonize_command"),
     }

@@ -1,15 +1,33 @@
 """Exceptions raised by labelguard.
 
-The tree::
+Every error labelguard raises on purpose derives from :class:`LabelguardError`, and each also
+derives from the built-in exception a caller would expect (a bad value is a ``ValueError``),
+so ``except ValueError`` keeps working. The tree::
 
-    LabelguardError                 base of everything labelguard raises on purpose
-    ├── SpecError (ValueError)      a label spec or config is contradictory or has unknown keys
-    ├── MissingDependency (ImportError)
-    │                               an optional extra is needed: says which one to install
-    ├── LabelError (ValueError)     a target value broke the spec at training time (labelguard.torch)
-    └── ColumnError (ValueError)    --path-column/--label-column name no column of the tables found
+    LabelguardError                      base of everything labelguard raises on purpose
+    ├── UsageError (ValueError)          a call or option labelguard cannot honour: an unknown
+    │   │                                name (layout, output format, severity), an argument
+    │   │                                out of range or a reference that names nothing
+    │   ├── SpecError                    a label spec or config is contradictory or has
+    │   │                                unknown keys
+    │   └── ColumnError                  --path-column/--label-column name no column of the
+    │                                    tables found
+    ├── UnsupportedError (TypeError)     an object labelguard cannot work with: guard() on
+    │                                    something that is not a dataset, checked() on a loss
+    │                                    it does not know
+    ├── MissingDependency (ImportError)  an optional extra is needed: says which one to install
+    ├── LabelError (ValueError)          a target broke the spec at training time
+    │   ├── labelguard.torch.SampleError     a sample or batch, also from a DataLoader worker
+    │   ├── labelguard.torch.NonFiniteError  the first NaN/Inf of a forward or backward pass
+    │   └── labelguard.torch.PreflightError  preflight found errors; carries the report
+    ├── labelguard.fix.FixError (ValueError)
+    │                                    a fix cannot be planned, applied or undone
+    └── labelguard.explain.FlightRecordError (ValueError)
+                                         a flight record file is missing or damaged
 
 Findings about user data are never raised: they are reported as :class:`labelguard.Finding`.
+A ``ValueError`` or ``TypeError`` that is not a LabelguardError is a bug in labelguard (or
+comes from the caller's own code, such as a dataset that raises).
 """
 
 from __future__ import annotations
@@ -21,8 +39,16 @@ class LabelguardError(Exception):
     """Base class of the errors labelguard raises on purpose."""
 
 
-class SpecError(LabelguardError, ValueError):
+class UsageError(LabelguardError, ValueError):
+    """A call or option labelguard cannot honour; the message names what was given and what is known."""
+
+
+class SpecError(UsageError):
     """A label spec or a config file is invalid (unknown key, contradictory values)."""
+
+
+class UnsupportedError(LabelguardError, TypeError):
+    """An object of a kind labelguard cannot work with; the message says what it accepts."""
 
 
 class MissingDependency(LabelguardError, ImportError):
@@ -75,6 +101,6 @@ def _rebuild_label_error(message, code, index, source, values, expected) -> Labe
     )
 
 
-class ColumnError(LabelguardError, ValueError):
+class ColumnError(UsageError):
     """A ``--path-column``/``--label-column`` names no column of the tables found; the message
     lists the columns each table has."""

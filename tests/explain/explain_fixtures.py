@@ -7,6 +7,6 @@ LOGS = Path(__file__).parent / "logs"
 
 def read_log(name: str) -> str:
     """A log of tests/explain/logs, decoded the way the CLI decodes files."""
-    from labelguard.explain.extract import decode
+    from labelguard.explain._extract import decode
 
     return decode((LOGS / name).read_bytes())

@@ -24,8 +24,7 @@ from explain_fixtures import read_log
 torch = pytest.importorskip("torch")
 
 from labelguard.cli import main  # noqa: E402
-from labelguard.explain import explain, read_record  # noqa: E402
-from labelguard.explain.replay import replay  # noqa: E402
+from labelguard.explain import explain, read_record, replay  # noqa: E402
 
 BAD_INDEX = 13
 BAD_FILE = "masks/case_013.png"
@@ -72,7 +71,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from crashdata import cpu_loss, make_dataset
-from labelguard.torch.record import record
+from labelguard.torch import record
 
 mode, path = sys.argv[1], sys.argv[2]
 loader = DataLoader(make_dataset(), batch_size=4, shuffle=True, num_workers=2,
@@ -208,7 +207,7 @@ def test_replay_finds_unequal_sizes_per_sample(tmp_path, monkeypatch):
             return [torch.zeros(3, 8, 8), torch.zeros(3, 8, 8), torch.zeros(3, 16, 16)]
     '''))
     monkeypatch.syspath_prepend(str(tmp_path))
-    from labelguard.explain.flight import FlightRecordWriter
+    from labelguard.explain._flight import FlightRecordWriter
 
     FlightRecordWriter(tmp_path / "f.json", sync=True).handed(0, 0, [0, 1, 2], None)
     report = replay(tmp_path / "f.json", "sizes_data:make")

@@ -18,7 +18,7 @@ import pytest
 from explain_fixtures import LOGS, read_log
 
 from labelguard.explain import explain
-from labelguard.explain.knowledge import ENTRIES
+from labelguard.explain._knowledge import ENTRIES
 
 # log -> (top entry, facts expected from it)
 CASES = {

@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset  # noqa: E402
 
 from labelguard.explain import explain, read_record  # noqa: E402
-from labelguard.torch.record import record  # noqa: E402
+from labelguard.torch import record  # noqa: E402
 
 
 class Numbered(Dataset):

@@ -1,4 +1,4 @@
-"""The public surface of labelguard.torch, and labelguard without torch."""
+"""labelguard.torch's errors, and labelguard without torch (the exact names: tests/test_api.py)."""
 
 import subprocess
 import sys
@@ -13,30 +13,6 @@ from labelguard import LabelError, MissingDependency  # noqa: E402
 from labelguard._optional import available  # noqa: E402
 
 
-def test_exact_public_names():
-    assert lgt.__all__ == [
-        "CheckedLoss",
-        "GuardedDataset",
-        "GuardedIterableDataset",
-        "NonFiniteError",
-        "NonFiniteTracer",
-        "PreflightError",
-        "PreflightReport",
-        "QuarantineRecord",
-        "SampleError",
-        "audit_optimizer",
-        "checked",
-        "collate",
-        "guard",
-        "guard_collate",
-        "preflight",
-        "record",
-        "trace_nonfinite",
-    ]
-    for name in lgt.__all__:
-        assert getattr(lgt, name).__module__ == "labelguard.torch"
-
-
 def test_every_error_is_a_label_error_and_a_value_error():
     for error in (lgt.SampleError, lgt.NonFiniteError, lgt.PreflightError):
         assert issubclass(error, LabelError) and issubclass(error, ValueError)
@@ -47,7 +23,8 @@ def run(code):
 
 
 def test_import_labelguard_does_not_import_torch():
-    result = run("import sys, labelguard, labelguard.checks; print('torch' in sys.modules)")
+    result = run("import sys, labelguard, labelguard.checks, labelguard.explain, labelguard.fix\n"
+                 "print('torch' in sys.modules)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 

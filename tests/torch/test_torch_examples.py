@@ -26,7 +26,16 @@ def test_swin_unet_example_stops_at_the_bad_slice_or_skips_it(tmp_path):
     skipped = run("swin_unet_guard.py", "--on_error", "skip", cwd=tmp_path)
     assert skipped.returncode == 0, skipped.stderr
     assert "epoch 0: 6 steps" in skipped.stdout
-    (record,) = [json.loads(line) for line in (tmp_path / "quarantine.jsonl").read_text().splitlines()]
+    assert "case0003_slice001.npz) LG201 values [9]" in skipped.stdout
+    assert list(tmp_path.iterdir()) == []  # the demo data and the records lived in temp folders
+
+
+def test_swin_unet_example_writes_the_quarantine_file_it_is_given(tmp_path):
+    quarantine = tmp_path / "out" / "bad.jsonl"
+    skipped = run("swin_unet_guard.py", "--on_error", "skip", "--quarantine", str(quarantine), cwd=tmp_path)
+    assert skipped.returncode == 0, skipped.stderr
+    assert f"quarantine: {quarantine}" in skipped.stdout
+    (record,) = [json.loads(line) for line in quarantine.read_text().splitlines()]
     assert (record["index"], record["code"], record["values"]) == (17, "LG201", [9])
 
 
@@ -35,3 +44,4 @@ def test_torchvision_example_names_the_mask_file(tmp_path):
     assert result.returncode == 1
     assert "SegmentationClass/2007_000011.png" in result.stderr
     assert "label value 21 in 16 pixels" in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -19,7 +19,7 @@ from builders import (  # noqa: E402
     write_npz,
 )
 from labelguard import LabelError, LabelSpec  # noqa: E402
-from labelguard.errors import SpecError  # noqa: E402
+from labelguard.errors import UnsupportedError, UsageError  # noqa: E402
 from labelguard.torch import GuardedDataset, guard  # noqa: E402
 from torch_datasets import (  # noqa: E402
     ImageFolderStyle,
@@ -296,12 +296,14 @@ def test_spec_mapping_wrapper_attributes_and_argument_errors(tmp_path):
     assert isinstance(dataset, GuardedDataset)
     assert dataset.sample_list == base.sample_list
     assert len(dataset) == 3
-    with pytest.raises(SpecError):
+    with pytest.raises(UsageError, match="already guarded"):
         guard(dataset, num_classes=9)
-    with pytest.raises(SpecError, match="on_error"):
+    with pytest.raises(UsageError, match="on_error"):
         guard(base, num_classes=9, on_error="ignore")
-    with pytest.raises(SpecError, match="target"):
+    with pytest.raises(UsageError, match="target"):
         guard([{"image": torch.zeros(2)}], num_classes=2)[0]
+    with pytest.raises(UnsupportedError, match="__getitem__ or __iter__"):
+        guard(object(), num_classes=2)
 
 
 def test_spawned_workers_unpickle_the_guard_and_share_the_records(tmp_path):

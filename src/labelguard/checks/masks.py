@@ -8,6 +8,7 @@ from labelguard.core.registry import define
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import noun
 from labelguard.core.values import histogram, violations
+from labelguard.errors import UnsupportedError
 
 VALUE_OUTSIDE_SPEC = define(
     "LG201", "mask-value-outside-spec", "error",
@@ -152,7 +153,7 @@ def value_findings(
             ))
         array = array[whole].astype(np.int64) if (non_finite or fractional) else array.astype(np.int64)
     elif array.dtype.kind not in "iub":
-        raise TypeError(f"unsupported label dtype {array.dtype}")
+        raise UnsupportedError(f"unsupported label dtype {array.dtype}")
     values, counts = histogram(array)
     bad = violations(values, counts, spec)
     if bad is not None:

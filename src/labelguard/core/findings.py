@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from labelguard.errors import UsageError
+
 
 class Severity(enum.IntEnum):
     """How bad a finding is; ordered so that ``ERROR > WARNING > INFO``."""
@@ -21,7 +23,7 @@ class Severity(enum.IntEnum):
         try:
             return cls[str(text).strip().upper()]
         except KeyError:
-            raise ValueError(
+            raise UsageError(
                 f"unknown severity {text!r}: expected one of error, warning, info"
             ) from None
 

@@ -53,7 +53,7 @@ def define(
 ) -> Check:
     """Register a check code; a code can be defined only once."""
     if code in REGISTRY:
-        raise ValueError(f"check code {code} is defined twice")
+        raise ValueError(f"check code {code} is defined twice")  # not a user mistake
     check = Check(
         code=code,
         name=name,

@@ -11,6 +11,7 @@ from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
+from labelguard.errors import UsageError
 from labelguard.readers.base import ReadError
 from labelguard.readers.lists import ListFile, parse_list
 
@@ -60,7 +61,7 @@ def register_layout(name: str, priority: int, description: str):
     def wrap(discover_fn: Callable[[str, AuditOptions], Discovery]):
         detect_fn = getattr(discover_fn, "detect", None)
         if detect_fn is None:
-            raise ValueError(f"layout {name} needs a detect function (set discover.detect)")
+            raise ValueError(f"layout {name} needs a detect function (set discover.detect)")  # not a user mistake
         LAYOUTS[name] = Layout(name, detect_fn, discover_fn, priority, description)
         return discover_fn
 
@@ -77,7 +78,7 @@ def discover(root: str, options: AuditOptions) -> Discovery:
         try:
             layout = LAYOUTS[options.format]
         except KeyError:
-            raise ValueError(
+            raise UsageError(
                 f"unknown format {options.format!r}; known: {', '.join(layout_names())}"
             ) from None
         return layout.discover(root, options)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import IO
 
+from labelguard.errors import UsageError
 from labelguard.report import Report
 
 FORMATTERS: dict[str, type["Formatter"]] = {}
@@ -45,7 +46,7 @@ def get_formatter(name: str) -> type[Formatter]:
     try:
         return FORMATTERS[name]
     except KeyError:
-        raise ValueError(f"unknown output format {name!r}; known: {', '.join(sorted(FORMATTERS))}") from None
+        raise UsageError(f"unknown output format {name!r}; known: {', '.join(sorted(FORMATTERS))}") from None
 
 
 def write_report(report: Report, name: str, stream: IO[str]) -> None:

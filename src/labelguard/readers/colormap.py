@@ -55,7 +55,7 @@ class ColorMap:
 
     def __post_init__(self) -> None:
         if len(self.colors) != len(self.names):
-            raise ValueError("a colour map needs one name per colour")
+            raise ValueError("a colour map needs one name per colour")  # not a user mistake
 
     def lookup(self) -> dict[int, int]:
         """Packed 0xRRGGBB -> index (the first entry wins when a colour repeats)."""

@@ -19,26 +19,29 @@ Public API::
     labelguard.torch.lightning.LabelGuardCallback
                         preflight and batch checks in PyTorch Lightning (imported on its own)
 
-Errors: every error is a :class:`labelguard.LabelError`; see :mod:`labelguard.torch.errors`.
+Errors: a sample, batch or step that breaks the spec raises a :class:`labelguard.LabelError`
+(``SampleError``, ``NonFiniteError``, ``PreflightError``); a wrong call raises a
+:class:`labelguard.UsageError`, :class:`labelguard.SpecError` or
+:class:`labelguard.UnsupportedError`. The whole tree is drawn in :mod:`labelguard.errors`.
 """
 
 from labelguard._optional import require
 
 require("torch", "use labelguard.torch")
 
-from labelguard.torch.collate import collate, guard_collate  # noqa: E402
-from labelguard.torch.errors import NonFiniteError, PreflightError, SampleError  # noqa: E402
-from labelguard.torch.guard import (  # noqa: E402
+from labelguard.torch._collate import collate, guard_collate  # noqa: E402
+from labelguard.torch._errors import NonFiniteError, PreflightError, SampleError  # noqa: E402
+from labelguard.torch._guard import (  # noqa: E402
     GuardedDataset,
     GuardedIterableDataset,
     QuarantineRecord,
     guard,
 )
-from labelguard.torch.losses import CheckedLoss, checked  # noqa: E402
-from labelguard.torch.nonfinite import NonFiniteTracer, trace_nonfinite  # noqa: E402
-from labelguard.torch.optim import audit_optimizer  # noqa: E402
-from labelguard.torch.preflight import PreflightReport, preflight  # noqa: E402
-from labelguard.torch.record import record  # noqa: E402
+from labelguard.torch._losses import CheckedLoss, checked  # noqa: E402
+from labelguard.torch._nonfinite import NonFiniteTracer, trace_nonfinite  # noqa: E402
+from labelguard.torch._optim import audit_optimizer  # noqa: E402
+from labelguard.torch._preflight import PreflightReport, preflight  # noqa: E402
+from labelguard.torch._record import record  # noqa: E402
 
 __all__ = [
     "CheckedLoss",

@@ -22,9 +22,9 @@ from labelguard.checks.runtime import LOSS_DOMAIN, TARGET_DTYPE
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.values import histogram, violations
-from labelguard.errors import SpecError
+from labelguard.errors import UsageError
 from labelguard.torch._tensors import all_finite
-from labelguard.torch.errors import SampleError
+from labelguard.torch._errors import SampleError
 
 log = logging.getLogger("labelguard.torch")
 
@@ -64,13 +64,13 @@ def _default_target(sample: Any) -> Any:
         for key in TARGET_KEYS:
             if key in sample:
                 return sample[key]
-        raise SpecError(
+        raise UsageError(
             f"no target in a sample dict with keys {sorted(map(str, sample))[:12]}: "
             f"expected one of {', '.join(TARGET_KEYS)}; pass target='<key>' or a function"
         )
     if isinstance(sample, (tuple, list)) and len(sample) >= 2:
         return sample[-1]
-    raise SpecError(
+    raise UsageError(
         f"cannot tell the target in a sample of type {type(sample).__name__}: "
         "pass target=<key, index or function>"
     )
@@ -213,7 +213,7 @@ def rules_for(
     loss: Any = None,
 ) -> TargetRules:
     """Combine a spec, the keyword shortcuts and a declared loss into TargetRules."""
-    from labelguard.torch.losses import LossInfo
+    from labelguard.torch._losses import LossInfo
 
     if isinstance(spec, Mapping):
         spec = LabelSpec.from_mapping(spec, source="guard(spec=...)")

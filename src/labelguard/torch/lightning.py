@@ -30,9 +30,9 @@ from labelguard.torch._targets import (
     select_target,
     tensor_target_ok,
 )
-from labelguard.torch.guard import GuardedDataset, GuardedIterableDataset
-from labelguard.torch.losses import LossInfo
-from labelguard.torch.preflight import PreflightReport, preflight
+from labelguard.torch._guard import GuardedDataset, GuardedIterableDataset
+from labelguard.torch._losses import LossInfo
+from labelguard.torch._preflight import PreflightReport, preflight
 
 try:
     import lightning.pytorch as pl

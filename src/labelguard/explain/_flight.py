@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from labelguard.errors import LabelguardError
+from labelguard.errors import LabelguardError, UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ class FlightRecordWriter:
         sync: bool = False,
     ) -> None:
         if keep < 1:
-            raise ValueError(f"keep must be at least 1, got {keep}")
+            raise UsageError(f"keep must be at least 1, got {keep}")
         self.path = Path(path)
         self.keep = keep
         self.sync = sync

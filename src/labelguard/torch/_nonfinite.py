@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 import torch
 from torch import nn
 
-from labelguard.torch.errors import NonFiniteError
+from labelguard.torch._errors import NonFiniteError
 from labelguard.torch._tensors import all_finite, tensor_stats
 
 log = logging.getLogger("labelguard.torch")

@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from labelguard.explain.extract import Facts, digest, extract, normalise
-from labelguard.explain.flight import (
+from labelguard.explain._extract import Facts, digest, extract, normalise
+from labelguard.explain._flight import (
     ORDER_EXACT,
     BatchRecord,
     FlightRecord,
     read_record,
 )
-from labelguard.explain.knowledge import ENTRIES, GENERIC_STEPS, Cause, Entry
+from labelguard.explain._knowledge import ENTRIES, GENERIC_STEPS, Cause, Entry
 
 # Evidence weights. One piece of evidence per kind counts once per entry.
 WEIGHTS = {"condition": 10, "message": 8, "kernel": 4, "frame": 2}
@@ -170,7 +170,7 @@ def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -
         FlightRecordError: ``record`` names a file that is missing or not a flight record.
 
     Example:
-        >>> from labelguard import explain
+        >>> from labelguard.explain import explain
         >>> log = ("Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
         ...        "thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed.")
         >>> result = explain(log)

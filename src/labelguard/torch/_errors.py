@@ -1,12 +1,5 @@
-"""The errors labelguard.torch raises, all of them :class:`labelguard.LabelError`.
-
-The tree::
-
-    LabelError (ValueError)
-    ├── SampleError        a sample or batch broke the spec where it was produced,
-    │                      possibly inside a DataLoader worker process
-    ├── NonFiniteError     trace_nonfinite found the first NaN/Inf (LG502)
-    └── PreflightError     preflight found errors; carries the whole report
+"""The training-time errors of labelguard.torch, all of them :class:`labelguard.LabelError`
+(the whole tree is drawn in :mod:`labelguard.errors`).
 
 Why SampleError exists: a DataLoader does not pickle an exception raised in a worker. It
 keeps the exception's type and its formatted traceback, and in the main process calls
@@ -52,7 +45,7 @@ class SampleError(LabelError):
             # Built by DataLoader's ExceptionWrapper from the worker's traceback text.
             fields = _payload_fields(message)
             if fields is None:
-                raise TypeError("SampleError needs code=...; no labelguard payload in the text")
+                raise TypeError("SampleError needs code=...; no labelguard payload in the text")  # not a user mistake
             worker_traceback = message
             message = fields["message"]
             code, index, source = fields["code"], fields["index"], fields["source"]

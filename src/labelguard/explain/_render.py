@@ -6,9 +6,9 @@ import re
 import textwrap
 from datetime import datetime
 
-from labelguard.explain.engine import Explanation, RecordSummary
-from labelguard.explain.flight import BatchRecord
-from labelguard.explain.replay import ReplayReport
+from labelguard.explain._engine import Explanation, RecordSummary
+from labelguard.explain._flight import BatchRecord
+from labelguard.explain._replay import ReplayReport
 
 WIDTH = 100
 MAX_SITES = 3

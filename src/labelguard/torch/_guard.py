@@ -26,7 +26,7 @@ import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from labelguard.core.spec import LabelSpec
-from labelguard.errors import SpecError
+from labelguard.errors import UnsupportedError, UsageError
 from labelguard.torch._sources import source_in_sample, source_of
 from labelguard.torch._targets import (
     TargetRules,
@@ -39,8 +39,8 @@ from labelguard.torch._targets import (
     select_input,
     select_target,
 )
-from labelguard.torch.collate import remember_sample
-from labelguard.torch.errors import SampleError
+from labelguard.torch._collate import remember_sample
+from labelguard.torch._errors import SampleError
 
 try:
     import fcntl
@@ -375,6 +375,13 @@ def guard(
         A :class:`GuardedDataset` or :class:`GuardedIterableDataset`; ``.records`` lists the
         bad samples seen by every worker.
 
+    Raises:
+        labelguard.UsageError: an unknown ``on_error``, a dataset that is already guarded,
+            or (at the first sample) no target found where ``target`` points.
+        labelguard.SpecError: the spec is contradictory.
+        labelguard.UnsupportedError: ``dataset`` is not a dataset, or ``loss`` is a loss
+            labelguard does not know.
+
     Example::
 
         >>> train = guard(Synapse_dataset(base_dir, list_dir, "train"), num_classes=9)  # doctest: +SKIP
@@ -384,13 +391,13 @@ def guard(
         label value 9 in 100 pixels is outside [0, 9) (num_classes=9, ignore_index=None). ...
     """
     if on_error not in ON_ERROR:
-        raise SpecError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
+        raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
     if isinstance(dataset, _GuardedBase):
-        raise SpecError("this dataset is already guarded")
+        raise UsageError("this dataset is already guarded")
     rules = rules_for(spec, num_classes, ignore_index, loss)
     sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine))
     if isinstance(dataset, IterableDataset):
         return GuardedIterableDataset(dataset, sample_guard)
     if not hasattr(dataset, "__getitem__"):
-        raise TypeError(f"guard() needs a dataset with __getitem__ or __iter__, got {type(dataset).__name__}")
+        raise UnsupportedError(f"guard() needs a dataset with __getitem__ or __iter__, got {type(dataset).__name__}")
     return GuardedDataset(dataset, sample_guard)

@@ -20,8 +20,8 @@ from typing import Any, Callable, Mapping
 
 from labelguard._optional import require
 from labelguard.core.spec import LabelSpec
-from labelguard.errors import LabelError
-from labelguard.explain.flight import BatchRecord, FlightRecord, read_record
+from labelguard.errors import LabelError, UsageError
+from labelguard.explain._flight import BatchRecord, FlightRecord, read_record
 
 
 @dataclass(frozen=True)
@@ -122,14 +122,14 @@ def load_callable(reference: str) -> Callable:
     """The function named by ``module:function`` or ``path/to/file.py:function``."""
     module_name, sep, attribute = reference.rpartition(":")
     if not sep or not module_name or not attribute:
-        raise ValueError(f"expected MODULE:FUNCTION, got {reference!r}")
+        raise UsageError(f"expected MODULE:FUNCTION, got {reference!r}")
     if module_name.endswith(".py") or os.sep in module_name or "/" in module_name:
         path = Path(module_name)
         if not path.is_file():
-            raise ValueError(f"no such file: {path}")
+            raise UsageError(f"no such file: {path}")
         spec = importlib.util.spec_from_file_location(f"_labelguard_replay_{path.stem}", path)
         if spec is None or spec.loader is None:
-            raise ValueError(f"cannot import {path}")
+            raise UsageError(f"cannot import {path}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     else:
@@ -137,9 +137,9 @@ def load_callable(reference: str) -> Callable:
     try:
         function = getattr(module, attribute)
     except AttributeError:
-        raise ValueError(f"{module_name} has no attribute {attribute!r}") from None
+        raise UsageError(f"{module_name} has no attribute {attribute!r}") from None
     if not callable(function):
-        raise ValueError(f"{reference} is not callable")
+        raise UsageError(f"{reference} is not callable")
     return function
 
 
@@ -172,6 +172,10 @@ def replay(
 
     Returns:
         A :class:`ReplayReport` naming the samples that fail, with their errors.
+
+    Raises:
+        FlightRecordError: ``record`` is missing or not a flight record.
+        labelguard.UsageError: a ``module:function`` reference that names nothing callable.
     """
     loaded = record if isinstance(record, FlightRecord) else read_record(record)
     factory = (
@@ -196,7 +200,9 @@ def replay(
     checks = ["load", "collate"]
     guarded = None
     if spec is not None or num_classes is not None or guard_loss is not None:
-        guard = require("labelguard.torch.guard", "check the replayed targets").guard
+        require("torch", "check the replayed targets")
+        from labelguard.torch import guard
+
         guarded = guard(
             dataset, spec, num_classes=num_classes, ignore_index=ignore_index, loss=guard_loss
         )

@@ -15,9 +15,9 @@ from typing import Iterator
 
 import click
 
-from labelguard.explain.engine import explain
-from labelguard.explain.extract import decode
-from labelguard.explain.flight import FlightRecordError
+from labelguard.explain._engine import explain
+from labelguard.explain._extract import decode
+from labelguard.explain._flight import FlightRecordError
 
 OUTPUT_FORMATS = ("text", "json")
 # An argument with no spaces that looks like a file name is a file, even when it is missing.
@@ -56,7 +56,7 @@ def explain_command(log: str | None, text: str | None, record: str | None, outpu
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
-        from labelguard.explain.render import render_explanation
+        from labelguard.explain._render import render_explanation
 
         click.echo(render_explanation(result), nl=False)
 
@@ -99,7 +99,7 @@ def replay_command(record, dataset_factory, loss, num_classes, ignore_index, gua
       labelguard replay flight.json --dataset-factory train:make_dataset \\
           --loss train:cpu_loss --num-classes 3 --ignore-index 255
     """
-    from labelguard.explain.replay import replay
+    from labelguard.explain._replay import replay
 
     ignore = tuple(ignore_index) or None
     with _cpu_only(), _current_directory_importable():
@@ -115,7 +115,7 @@ def replay_command(record, dataset_factory, loss, num_classes, ignore_index, gua
     if output_format == "json":
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
-        from labelguard.explain.render import render_replay
+        from labelguard.explain._render import render_replay
 
         click.echo(render_replay(report), nl=False)
     sys.exit(1 if report.failed else 0)

@@ -3,7 +3,7 @@
 The extractor is tolerant of how logs reach us: copied from a terminal, a notebook, a
 Windows console (backslash paths, GBK or UTF-16 files), a distributed run (``[rank0]:``
 prefixes), a Markdown page that ate the backticks, or a blog post with Chinese text on the
-same line. It reports only what is in the text; :mod:`labelguard.explain.engine` decides what
+same line. It reports only what is in the text; :mod:`labelguard.explain._engine` decides what
 is missing.
 """
 
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from labelguard.explain.knowledge import ERA_HINTS
+from labelguard.explain._knowledge import ERA_HINTS
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LINE_PREFIX = re.compile(r"^\s*(?:\[rank\d+\]:|\(\w+ pid=\d+\)|\[default\d+\]:)\s?")

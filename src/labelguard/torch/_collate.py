@@ -16,7 +16,7 @@ from torch.utils.data import default_collate, get_worker_info
 
 from labelguard.checks.masks import GEOMETRY
 from labelguard.torch._targets import sample_error, shape_of
-from labelguard.torch.errors import SampleError
+from labelguard.torch._errors import SampleError
 
 # (id(sample), index, guarded dataset) of the samples this process served last.
 _RECENT: deque[tuple[int, Any, Any]] = deque(maxlen=4096)

@@ -21,7 +21,7 @@ from torch import nn
 from labelguard.checks.runtime import HEAD_MISMATCH, LOSS_DOMAIN, NON_FINITE, TARGET_DTYPE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
-from labelguard.errors import SpecError
+from labelguard.errors import SpecError, UnsupportedError
 from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
 from labelguard.torch._tensors import finite_mask, tensor_stats
 
@@ -67,12 +67,13 @@ class LossInfo:
     def of(cls, loss: Any, *, strict: bool = True) -> "LossInfo":
         """Describe ``loss`` (a loss module, an ``F.*`` function or partial, or a name).
 
-        Raises TypeError for an unknown loss when ``strict``.
+        Raises UnsupportedError (a TypeError) for an unknown loss when ``strict``, and for
+        an unknown loss name in any case.
         """
         if isinstance(loss, str):
             key = loss.strip().lower()
             if key not in _NAMES:
-                raise TypeError(f"unknown loss name {loss!r}; known: {', '.join(sorted(_NAMES))}")
+                raise UnsupportedError(f"unknown loss name {loss!r}; known: {', '.join(sorted(_NAMES))}")
             name, mode, logits = _NAMES[key]
             return cls(name, mode, logits, _CE_DEFAULT_IGNORE if mode is LossMode.INDEX else None)
         if isinstance(loss, CheckedLoss):
@@ -91,7 +92,7 @@ class LossInfo:
             ignore = keywords.get("ignore_index", _CE_DEFAULT_IGNORE) if mode is LossMode.INDEX else None
             return cls(f"F.{func.__name__}", mode, logits, ignore, keywords.get("weight"))
         if strict:
-            raise TypeError(
+            raise UnsupportedError(
                 f"checked() does not know the loss {type(loss).__name__}: it wraps "
                 "CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss and their F.* functions"
             )
@@ -331,6 +332,10 @@ def checked(
     (LG502), BCE targets in [0, 1].
 
     Cost: one reduction and one device-to-host sync per call (see the module docs).
+
+    Raises:
+        labelguard.UnsupportedError: ``loss_fn`` is not one of the losses above.
+        labelguard.SpecError: ``ignore_index`` differs from the one the loss object ignores.
 
     Example::
 

@@ -47,8 +47,8 @@ from labelguard.torch._targets import (
     select_target,
 )
 from labelguard.torch._tensors import all_finite
-from labelguard.torch.errors import PreflightError
-from labelguard.torch.losses import LossInfo, class_axis_size, loss_findings
+from labelguard.torch._errors import PreflightError
+from labelguard.torch._losses import LossInfo, class_axis_size, loss_findings
 
 _ONE_HOT_ERRORS = ("Class values must be smaller than num_classes", "one_hot")
 

@@ -2,7 +2,7 @@
 
 This module is data. Each :class:`Entry` names one fault as PyTorch reports it, with the
 regular expressions that recognise it and the causes that produce it, most frequent first.
-The matcher (:mod:`labelguard.explain.engine`) reads these records and never special-cases an
+The matcher (:mod:`labelguard.explain._engine`) reads these records and never special-cases an
 entry, so a new fault is one more record here plus a real log in ``tests/explain/logs``.
 
 Signatures match on what stays stable across torch releases: the assertion condition as it

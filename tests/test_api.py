@@ -1,0 +1,282 @@
+"""The public surface: the exact names of each namespace, no name hiding its own module, and
+one error hierarchy that every mistake a caller can make ends up in."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import labelguard
+import labelguard.errors
+from labelguard import LabelSpec, Severity
+from labelguard._optional import available
+from labelguard.errors import (
+    LabelError,
+    LabelguardError,
+    MissingDependency,
+    SpecError,
+    UnsupportedError,
+    UsageError,
+)
+
+SRC = Path(labelguard.__file__).parent
+
+PUBLIC = {
+    "labelguard": [
+        "Finding",
+        "LabelError",
+        "LabelSpec",
+        "LabelguardError",
+        "MissingDependency",
+        "Report",
+        "Severity",
+        "SpecError",
+        "UnsupportedError",
+        "UsageError",
+        "__version__",
+        "audit",
+    ],
+    "labelguard.explain": [
+        "Assertion",
+        "BatchRecord",
+        "BatchReplay",
+        "Explanation",
+        "Facts",
+        "FlightRecord",
+        "FlightRecordError",
+        "Frame",
+        "Match",
+        "RankedCause",
+        "RecordSummary",
+        "ReplayReport",
+        "SampleReplay",
+        "explain",
+        "read_record",
+        "replay",
+    ],
+    "labelguard.fix": [
+        "FileChange",
+        "FixError",
+        "FixResult",
+        "Harmonization",
+        "UndoResult",
+        "apply_mapping",
+        "clean_list",
+        "colors",
+        "harmonize",
+        "remap",
+        "remap_ids",
+        "rename",
+        "undo",
+    ],
+    "labelguard.torch": [
+        "CheckedLoss",
+        "GuardedDataset",
+        "GuardedIterableDataset",
+        "NonFiniteError",
+        "NonFiniteTracer",
+        "PreflightError",
+        "PreflightReport",
+        "QuarantineRecord",
+        "SampleError",
+        "audit_optimizer",
+        "checked",
+        "collate",
+        "guard",
+        "guard_collate",
+        "preflight",
+        "record",
+        "trace_nonfinite",
+    ],
+}
+# labelguard.torch needs the torch extra; the other namespaces are always there.
+NAMESPACES = [
+    pytest.param(name, marks=pytest.mark.skipif(not available("torch"), reason="torch not installed"))
+    if name == "labelguard.torch" else name
+    for name in PUBLIC
+]
+# Submodules that are part of the API, imported on their own; every other implementation
+# module of these packages is private (its name starts with "_").
+PUBLIC_SUBMODULES = {"labelguard.torch": {"lightning"}, "labelguard.explain": set()}
+# audit.py and fix/harmonize.py still share the name of the function they define: renaming
+# them to _audit.py and fix/_harmonize.py (and their imports) empties this set.
+STILL_SHADOWED = {"labelguard.audit", "labelguard.fix.harmonize"}
+
+
+def loaded_namespaces():
+    return [importlib.import_module(name) for name in PUBLIC if name != "labelguard.torch" or available("torch")]
+
+
+@pytest.mark.parametrize("name", NAMESPACES)
+def test_each_namespace_exports_exactly_these_names(name):
+    module = importlib.import_module(name)
+    assert module.__all__ == PUBLIC[name]
+    for attribute in module.__all__:
+        assert hasattr(module, attribute), f"{name}.__all__ names {attribute}, which it lacks"
+
+
+@pytest.mark.skipif(not available("torch"), reason="torch not installed")
+def test_torch_names_are_shown_and_pickled_by_their_public_path():
+    import labelguard.torch
+
+    for attribute in labelguard.torch.__all__:
+        assert getattr(labelguard.torch, attribute).__module__ == "labelguard.torch"
+
+
+def test_no_public_name_hides_a_module_of_the_same_name():
+    shadowed = set()
+    for package in loaded_namespaces():
+        for submodule in pkgutil.iter_modules(package.__path__):
+            attribute = getattr(package, submodule.name, None)
+            if attribute is not None and not inspect.ismodule(attribute):
+                shadowed.add(f"{package.__name__}.{submodule.name}")
+    assert shadowed == STILL_SHADOWED
+
+
+def test_explain_is_the_subpackage_and_its_function_lives_in_it():
+    import labelguard.explain as explain_package
+
+    assert inspect.ismodule(labelguard.explain)
+    assert explain_package is labelguard.explain
+    assert callable(explain_package.explain)
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC_SUBMODULES))
+def test_implementation_modules_are_private(package):
+    path = Path(importlib.util.find_spec(package).submodule_search_locations[0])
+    public = {info.name for info in pkgutil.iter_modules([str(path)]) if not info.name.startswith("_")}
+    assert public == PUBLIC_SUBMODULES[package]
+
+
+# --- one error hierarchy --------------------------------------------------------------------
+
+
+def public_errors():
+    for package in loaded_namespaces():
+        for attribute in package.__all__:
+            value = getattr(package, attribute)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                yield f"{package.__name__}.{attribute}", value
+
+
+def test_every_public_error_is_a_labelguard_error():
+    errors = dict(public_errors())
+    assert {"labelguard.UsageError", "labelguard.fix.FixError", "labelguard.explain.FlightRecordError"} <= set(errors)
+    assert [name for name, error in errors.items() if not issubclass(error, LabelguardError)] == []
+
+
+def test_each_error_is_still_the_builtin_a_caller_may_catch():
+    from labelguard.explain import FlightRecordError
+    from labelguard.fix import FixError
+
+    assert issubclass(UsageError, ValueError)
+    assert issubclass(SpecError, UsageError)
+    assert issubclass(UnsupportedError, TypeError)
+    assert issubclass(MissingDependency, ImportError)
+    for error in (LabelError, FixError, FlightRecordError):
+        assert issubclass(error, ValueError)
+
+
+def test_the_error_tree_in_the_docstring_names_every_public_error():
+    tree = labelguard.errors.__doc__
+    missing = [name for name, _ in public_errors() if not re.search(rf"\b{name.rsplit('.', 1)[1]}\b", tree)]
+    assert missing == []
+
+
+BUILTIN_RAISE = re.compile(r"\braise (ValueError|TypeError|KeyError|IndexError|LookupError|RuntimeError|Exception)\(")
+
+
+def test_library_code_raises_no_builtin_error_for_a_user_mistake():
+    """A user mistake raises a class of labelguard.errors; a broken invariant of labelguard
+    itself keeps its built-in error and says ``# not a user mistake`` on the raise line."""
+    offenders = [
+        f"{path.relative_to(SRC)}:{number}: {line.strip()}"
+        for path in sorted(SRC.rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if BUILTIN_RAISE.search(line) and "# not a user mistake" not in line
+    ]
+    assert offenders == []
+
+
+# --- each mistake a caller can make, through the public API ---------------------------------
+
+
+def test_an_unknown_layout_is_a_usage_error(tmp_path):
+    from labelguard.layouts.base import AuditOptions
+
+    with pytest.raises(UsageError, match="unknown format 'nope'; known: .*voc"):
+        labelguard.audit(tmp_path, options=AuditOptions(format="nope"))
+
+
+def test_an_unknown_severity_is_a_usage_error():
+    with pytest.raises(UsageError, match="unknown severity 'loud': expected one of error, warning, info"):
+        Severity.parse("loud")
+
+
+def test_an_unknown_output_format_is_a_usage_error():
+    from labelguard.output import get_formatter
+
+    with pytest.raises(UsageError, match="unknown output format 'xml'; known: .*json"):
+        get_formatter("xml")
+
+
+def test_a_contradictory_spec_and_a_missing_config_are_spec_errors(tmp_path):
+    with pytest.raises(SpecError, match="num_classes=2"):
+        LabelSpec(num_classes=2, values=(0, 1, 5))
+    with pytest.raises(SpecError, match="cannot read config"):
+        labelguard.audit(tmp_path, config_file=str(tmp_path / "missing.toml"))
+
+
+def test_replay_with_a_reference_that_names_nothing_is_a_usage_error(tmp_path):
+    from labelguard.explain import FlightRecordError, read_record, replay
+    from labelguard.explain._flight import FlightRecordWriter
+
+    with pytest.raises(FlightRecordError, match="no flight record"):
+        read_record(tmp_path / "missing.json")
+    path = tmp_path / "flight.json"
+    FlightRecordWriter(path, sync=True).handed(0, 0, [4], None)
+    with pytest.raises(UsageError, match="expected MODULE:FUNCTION, got 'make_dataset'"):
+        replay(path, "make_dataset")
+    with pytest.raises(UsageError, match="no such file"):
+        replay(path, str(tmp_path / "train.py") + ":make_dataset")
+    (tmp_path / "train.py").write_text("make_dataset = 3\n")
+    with pytest.raises(UsageError, match="is not callable"):
+        replay(path, str(tmp_path / "train.py") + ":make_dataset")
+    with pytest.raises(UsageError, match="has no attribute 'build'"):
+        replay(path, str(tmp_path / "train.py") + ":build")
+
+
+def test_fix_mistakes_are_fix_errors(tmp_path):
+    from labelguard.fix import FixError, colors, remap
+
+    with pytest.raises(FixError, match="not FROM:TO"):
+        remap(tmp_path, "garbage")
+    with pytest.raises(FixError, match="mode must be P or L"):
+        colors(tmp_path, mode="X")
+
+
+@pytest.mark.skipif(not available("torch"), reason="torch not installed")
+def test_torch_mistakes_are_usage_or_unsupported_errors(tmp_path):
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from labelguard.torch import checked, guard, record
+
+    dataset = TensorDataset(torch.zeros(4, 2), torch.zeros(4, dtype=torch.long))
+    with pytest.raises(UnsupportedError, match="needs a dataset with __getitem__ or __iter__, got object"):
+        guard(object(), num_classes=2)
+    with pytest.raises(UsageError, match="on_error must be one of raise, skip, warn, got 'ignore'"):
+        guard(dataset, num_classes=2, on_error="ignore")
+    with pytest.raises(UsageError, match="already guarded"):
+        guard(guard(dataset, num_classes=2), num_classes=2)
+    with pytest.raises(UnsupportedError, match="unknown loss name 'dice_focal'"):
+        guard(dataset, num_classes=2, loss="dice_focal")
+    with pytest.raises(UnsupportedError, match="checked\\(\\) does not know the loss MSELoss"):
+        checked(torch.nn.MSELoss())
+    with pytest.raises(UsageError, match="keep must be at least 1, got 0"):
+        record(DataLoader(dataset), tmp_path / "flight.json", keep=0)
