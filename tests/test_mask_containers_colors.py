@@ -246,6 +246,22 @@ def test_grey_photo_in_a_label_folder_is_flagged_as_an_image(tmp_path, spec):
     assert "LG401" not in codes(report)
 
 
+@pytest.mark.code("LG201", "fail")
+@pytest.mark.code("LG204", "pass")
+def test_normalised_float_photo_is_an_image_not_fractional_labels(tmp_path):
+    write_npy(tmp_path / "labels" / "a.npy", photo().astype(np.float32) / 255)
+    report = run(tmp_path)
+    [finding] = found(report, "LG201")
+    assert finding.data["looks_like_image"] is True and "LG204" not in codes(report)
+
+
+@pytest.mark.code("LG201", "fail")
+def test_grey_photo_saved_with_three_channels_is_flagged_as_an_image(tmp_path):
+    write_png(tmp_path / "labels" / "a.png", np.stack([photo()] * 3, -1))
+    [finding] = found(run(tmp_path, LabelSpec(num_classes=3)), "LG201")
+    assert finding.data["looks_like_image"] is True
+
+
 @pytest.mark.code("LG203", "fail")
 def test_rgb_photo_in_a_label_folder_is_flagged_as_an_image(tmp_path):
     write_png(tmp_path / "labels" / "a.png", photo(rgb=True))

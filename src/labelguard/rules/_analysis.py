@@ -105,4 +105,4 @@ def image_evidence(plane: np.ndarray, counts: np.ndarray) -> dict | None:
     if top >= IMAGE_TOP_SHARE * total and min(changes) < IMAGE_NEIGHBOUR_CHANGE_ALONE:
         return None
     return {"distinct": distinct, "top_share": round(top / total, 3),
-            "neighbour_change": round(min(changes), 3)}
+            "neighbour_change": round(min(changes), 3), "low": plane.min().item(), "high": plane.max().item()}

@@ -140,6 +140,11 @@ def label_sample(sample: MaskSample, array: np.ndarray) -> MaskSample:
         if non_finite or fractional:
             sample.fraction_examples = np.unique(array[finite & ~whole])[:5].tolist() if fractional else []
             sample.non_integer, sample.non_finite = fractional, non_finite
+            if 2 * fractional > array.size and array.ndim >= 2:
+                # Mostly fractions: a float image (CT, MRI, a normalised photo) or a resized mask.
+                evidence = image_evidence(array, np.unique(array[finite], return_counts=True)[1])
+                if evidence is not None:
+                    sample.looks_like_image, sample.image_evidence = True, evidence
             array = array[whole].astype(np.int64)
         else:
             array = array.astype(np.int64)
@@ -147,7 +152,7 @@ def label_sample(sample: MaskSample, array: np.ndarray) -> MaskSample:
         raise TypeError(f"unsupported label dtype {array.dtype}")
     sample.labels = array
     sample.values, sample.counts = histogram(array)
-    if len(sample.values) >= 2 and array.ndim >= 2:
+    if not sample.looks_like_image and len(sample.values) >= 2 and array.ndim >= 2:
         evidence = image_evidence(array, sample.counts)
         if evidence is not None:
             sample.looks_like_image, sample.image_evidence = True, evidence

@@ -53,7 +53,8 @@ EXAMPLES = (
 def values_outside_spec(sample: MaskSample, spec: LabelSpec):
     if sample.values is None:
         return ()
-    if sample.looks_like_image and not sample.color_container:
+    if sample.looks_like_image and sample.colors is None and not sample.unmapped:
+        # Colour photographs are named by LG203 (no map) or by the colours a map lacks.
         return (image_finding(sample, spec),)
     bad = violations(sample.values, sample.counts, spec)
     if bad is None:
@@ -96,15 +97,15 @@ def _evidence(sample: MaskSample) -> str:
 
 
 def image_finding(sample: MaskSample, spec: LabelSpec):
-    values = sample.values
+    evidence = sample.image_evidence
     return VALUE_OUTSIDE_SPEC.finding(
         sample.display,
         f"this looks like an image, not a label: {_evidence(sample)} "
-        f"(values {int(values.min())} to {int(values.max())}; expected {spec.describe()})",
+        f"(values {evidence['low']:g} to {evidence['high']:g}; expected {spec.describe()})",
         hint="The image was saved where the label should be: check the export step that "
         "writes labels (and the image/label folders of the pairing).",
-        values=values[:20].tolist(), counts=sample.counts[:20].tolist(), **{LOOKS_LIKE_IMAGE: True},
-        **sample.image_evidence,
+        values=sample.values[:20].tolist(), counts=sample.counts[:20].tolist(), **{LOOKS_LIKE_IMAGE: True},
+        **evidence,
     )
 
 

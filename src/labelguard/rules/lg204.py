@@ -30,8 +30,8 @@ EXAMPLES = (
 @rule(NON_INTEGER, "mask", EXAMPLES)
 def not_whole_numbers(sample: MaskSample, spec):
     fractional, non_finite = sample.non_integer, sample.non_finite
-    if not (fractional or non_finite):
-        return ()
+    if not (fractional or non_finite) or sample.looks_like_image:
+        return ()  # an image's fractions are LG201's "an image, not a label"
     examples = sample.fraction_examples
     return (NON_INTEGER.finding(
         sample.display,
