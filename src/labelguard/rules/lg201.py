@@ -101,7 +101,8 @@ def image_finding(sample: MaskSample, spec: LabelSpec):
     return VALUE_OUTSIDE_SPEC.finding(
         sample.display,
         f"this looks like an image, not a label: {_evidence(sample)} "
-        f"(values {evidence['low']:g} to {evidence['high']:g}; expected {spec.describe()})",
+        f"(values {evidence['low']:g} to {evidence['high']:g}"
+        f"{'; expected ' + spec.describe() if spec.is_known else ''})",
         hint="The image was saved where the label should be: check the export step that "
         "writes labels (and the image/label folders of the pairing).",
         values=sample.values[:20].tolist(), counts=sample.counts[:20].tolist(), **{LOOKS_LIKE_IMAGE: True},

@@ -25,6 +25,7 @@ Resizing a mask with bilinear interpolation leaves the same fringes.""",
 
 # Stray values kept in a finding's data.
 STRAY_KEPT = 50
+ARRAY_CONTAINERS = {"zip": "NPZ", "npy": "NPY", "hdf5": "HDF5", "nifti": "NIfTI"}
 
 
 def _blobs() -> np.ndarray:
@@ -89,8 +90,10 @@ def edge_fringe(sample: MaskSample, spec):
     if sample.record.lossy or not sample.fringe_values:
         return ()
     rare, common = list(sample.fringe_values), list(sample.main_values)
-    where = "" if sample.record.container in ("png", "tiff", "bmp", "gif", "riff") else \
-        f" (the {sample.record.container.upper()} array{' ' + repr(sample.record.key) if sample.record.key else ''})"
+    record = sample.record
+    where = "" if record.container in ("png", "tiff", "bmp", "gif", "riff") else \
+        f" (the {ARRAY_CONTAINERS.get(record.container, record.container)} array" \
+        f"{' ' + repr(record.key) if record.key else ''})"
     return (LOSSY.finding(
         sample.display,
         f"{sample.fringe_pixels} pixels along class edges{where} hold {len(rare)} stray values "
