@@ -314,3 +314,15 @@ def test_real_label_masks_are_not_taken_for_images(relative):
 def test_real_images_audited_as_labels_are_flagged(relative):
     report = run(REALWORLD / relative)
     assert [f for f in report.findings if f.data.get("looks_like_image")], [f.message for f in report.findings]
+
+
+@pytest.mark.code("LG001", "fail")
+def test_pillow_reads_every_page_of_a_stack_and_refuses_pages_of_different_sizes(tmp_path):
+    from labelguard.readers.masks import _tiff_frames
+
+    pages = [np.full((16, 16), i, np.uint8) for i in range(3)]
+    with Image.open(write_pil_stack(tmp_path / "stack.tif", pages)) as image:
+        assert _tiff_frames(image).shape == (3, 16, 16)
+    mixed = write_pil_stack(tmp_path / "mixed.tif", [pages[0], np.zeros((8, 8), np.uint8)])
+    with Image.open(mixed) as image, pytest.raises(ReadError, match="inconsistent multi-page TIFF"):
+        _tiff_frames(image)

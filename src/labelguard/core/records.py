@@ -72,7 +72,7 @@ class MaskSample:
             neighbouring pixels differ); image_evidence: the numbers that say so.
         fringe_values / fringe_pixels / main_values: values that a lossy fringe explains (JPEG
             storage, or thin stray lines along class edges), kept out of class statistics.
-        paired_shape: the geometry of the paired image file, when it was read.
+        paired_display / paired_shape: the paired image file as shown, and its geometry once read.
     """
 
     display: str
@@ -97,7 +97,6 @@ class MaskSample:
     fringe_values: tuple[int, ...] = ()
     fringe_pixels: int = 0
     main_values: tuple[int, ...] = ()
-    paired_image: str | None = None
     paired_display: str | None = None
     paired_shape: tuple[int, ...] | None = None
 

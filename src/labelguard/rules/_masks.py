@@ -68,7 +68,7 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
     if sample.unusable:
         findings.append(UNREADABLE.finding(task.display, sample.unusable))
     if task.image is not None:
-        sample.paired_image, sample.paired_display = task.image, task.image_display
+        sample.paired_display = task.image_display or task.image
         try:
             sample.paired_shape = image_shape(task.image)
         except ReadError as exc:
