@@ -70,7 +70,7 @@ def colors_not_in_map(sample: MaskSample, spec: LabelSpec):
     unmapped, color_map = sample.unmapped, sample.color_map
     source = color_map.source
     if os.path.exists(source):
-        from labelguard.layouts.base import display_path  # the report's way of showing a path
+        from labelguard.layouts.base import display_path  # here, not above: the layouts import the rules
         source = display_path(source)
     listing = ", ".join(f"{c} in {n} pixels" for c, n in sorted(unmapped.items(), key=lambda i: -i[1])[:6])
     more = f" and {len(unmapped) - 6} more" if len(unmapped) > 6 else ""
