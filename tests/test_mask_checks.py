@@ -402,7 +402,8 @@ def test_paired_png_sizes_differ(tmp_path):
 def test_npz_image_and_label_shapes_differ(tmp_path):
     write_npz(tmp_path / "case0001_slice000.npz", image=np.zeros((32, 32), np.float32), label=GOOD[:16, :16])
     [finding] = found(run(tmp_path, THREE), "LG206", "case0001_slice000.npz")
-    assert finding.data == {"image_shape": [32, 32], "label_shape": [16, 16]}
+    assert finding.data == {"image_shape": [32, 32], "label_shape": [16, 16], "image_key": "image",
+                            "label_key": "label"}
 
 
 @pytest.mark.code("LG206", "fail")

@@ -106,9 +106,10 @@ def test_the_proposed_colour_map_is_printed(tmp_path):
 
 
 @pytest.mark.code("LG201", "fail")
-def test_an_image_saved_as_a_label_gives_short_lines_and_the_json_keeps_every_value(tmp_path):
-    rng = np.random.default_rng(0)
-    write_npy(tmp_path / "masks" / "photo.npy", rng.integers(0, 5000, (100, 100)).astype(np.uint16))
+def test_a_mask_of_thousands_of_ids_gives_short_lines_and_the_json_keeps_every_value(tmp_path):
+    # instance ids in 5x5 blocks (StarDist-style masks): 1600 distinct values, no photo
+    ids = np.arange(1600, dtype=np.uint16).reshape(40, 40)
+    write_npy(tmp_path / "masks" / "instances.npy", np.kron(ids, np.ones((5, 5), np.uint16)))
     write_npy(tmp_path / "masks" / "label.npy", organic_mask((100, 100), (0, 1)))
     report = run(tmp_path, LabelSpec(num_classes=3))
     distinct = len(report.summary.value_files)

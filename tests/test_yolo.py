@@ -16,7 +16,7 @@ from labelguard.core.tasks import FileTask
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.yolo import label_path, process_yolo
 from labelguard.readers.yolo import read_labels
-from audit_helpers import found, run
+from audit_helpers import codes, found, run
 
 NAMES = ["person", "car", "dog"]
 ROW = (0, 0.5, 0.5, 0.2, 0.3)
@@ -259,7 +259,7 @@ def test_labels_beside_images_without_any_dataset_file(tmp_path):
     write_image(tmp_path / "1.jpg")
     (tmp_path / "notes.txt").write_text("not a label file\n")
     report = run(tmp_path)
-    assert report.layouts == ["yolo"] and report.findings == [] and report.summary.samples == 1
+    assert report.layouts == ["yolo"] and codes(report) == {"LG006"} and report.summary.samples == 1
 
 
 def test_mask_folder_named_labels_is_not_taken_for_yolo(tmp_path):

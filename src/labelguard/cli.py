@@ -155,11 +155,12 @@ def layout_options(func):
     return func
 
 
-def _options(layout, images, masks, lists, key, color_map, path_column, label_column):
+def _options(layout, images, masks, lists, key, color_map, path_column, label_column, image_key=None):
     from labelguard.layouts import AuditOptions
 
     return AuditOptions(format=layout, images=images, masks=masks, lists=tuple(lists), key=key,
-                        color_map=color_map, path_column=path_column, label_column=label_column)
+                        color_map=color_map, path_column=path_column, label_column=label_column,
+                        image_key=image_key)
 
 
 @contextlib.contextmanager
@@ -196,6 +197,7 @@ def _progress(enabled: bool):
 @click.argument("paths", nargs=-1, type=click.Path())
 @spec_options
 @layout_options
+@click.option("--image-key", help="Array key of the image in NPZ/HDF5 files (its shape is checked against the label's).")
 @click.option("-f", "--output-format", default="text", show_default=True,
               help="Report format: text or json (see `labelguard formats`).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file.")
@@ -211,7 +213,7 @@ def _progress(enabled: bool):
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
-          output_format, output_file, fail_on, sample, seed, workers, write_classes, severity_overrides,
+          image_key, output_format, output_file, fail_on, sample, seed, workers, write_classes, severity_overrides,
           no_progress):
     """Audit the datasets at PATHS against the label spec.
 
@@ -244,7 +246,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     with _progress(show_progress) as progress:
         report = run_audit(
             list(paths), spec, options=_options(layout, images, masks, lists, key, color_map, path_column,
-                                                label_column),
+                                                label_column, image_key),
             config_file=config_file, use_project_config=not no_config,
             workers=workers if workers is not None else "config", sample=sample, seed=seed,
             severity=overrides, progress=progress,

@@ -34,6 +34,8 @@ class Summary:
         unreadable: files that could not be read.
         kinds: record kind (mask, voc, coco...) -> count.
         dtypes: stored mask dtype/mode -> files.
+        palette_decoded / palette_examples: standard palette ("voc", "camvid") -> colour
+            masks decoded through it, and a few of them.
     """
 
     samples: int = 0
@@ -48,6 +50,12 @@ class Summary:
     unreadable: int = 0
     kinds: Counter = field(default_factory=Counter)
     dtypes: Counter = field(default_factory=Counter)
+    palette_decoded: Counter = field(default_factory=Counter)
+    palette_examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add_palette_decoded(self, palette: str, path: str) -> None:
+        self.palette_decoded[palette] += 1
+        self.palette_examples[palette] = _merge_examples(self.palette_examples.get(palette, []), [path])
 
     def add_values(self, path: str, values: Iterable[int], counts: Iterable[int]) -> None:
         """Count one file's values; ``path`` joins a value's examples if among the smallest few,
@@ -90,6 +98,10 @@ class Summary:
         self.unreadable += other.unreadable
         self.kinds.update(other.kinds)
         self.dtypes.update(other.dtypes)
+        if other.palette_decoded:
+            self.palette_decoded.update(other.palette_decoded)
+            for palette, paths in other.palette_examples.items():
+                self.palette_examples[palette] = _merge_examples(self.palette_examples.get(palette, []), paths)
         return self
 
     def merged(self, other: "Summary") -> "Summary":

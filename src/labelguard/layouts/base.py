@@ -25,6 +25,7 @@ class AuditOptions:
     masks: str | None = None
     lists: tuple[str, ...] = ()
     key: str | None = None  # array key in NPZ/HDF5 files
+    image_key: str | None = None  # key of the image array beside it (its geometry is checked)
     color_map: str | None = None  # colour map file
     path_column: str | None = None
     label_column: str | None = None

@@ -1,4 +1,4 @@
-"""Segmentation mask layouts and the per-file mask processor.
+"""Segmentation mask layouts; their files go to the per-file mask processor of the rules.
 
 Layouts found, in this order: explicit ``--images/--masks`` folders, nnU-Net
 (``imagesTr``/``labelsTr``), Pascal VOC segmentation (``SegmentationClass``), CamVid
@@ -12,30 +12,21 @@ import json
 import os
 import re
 from collections import Counter
-from typing import Sequence
-
-import numpy as np
 
 from labelguard.checks.files import UNREADABLE
-from labelguard.checks.masks import (
-    COLOR_MASK, GEOMETRY, LAYOUT, LOSSY, VALUE_OUTSIDE_SPEC, value_findings,
-)
-from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
-from labelguard.core.summary import Summary
-from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.tasks import FileTask
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, pair_key, register_layout, select_from_lists, strip_extension,
     unpaired_findings, walk_files,
 )
 from labelguard.readers.base import ReadError, read_class_names
 from labelguard.readers.colormap import (
-    ColorMap, camvid_color_map, decode, find_color_map, load_color_map, pack, unpack, voc_color_map,
+    ColorMap, camvid_color_map, find_color_map, load_color_map, voc_color_map,
 )
-from labelguard.readers.masks import (
-    IMAGE_FORMATS, MASK_EXTENSIONS, MaskRecord, image_shape, is_mask_candidate, mask_extension,
-    read_mask,
-)
+from labelguard.readers.masks import MASK_EXTENSIONS, is_mask_candidate, mask_extension
+from labelguard.rules._masks import process_mask, process_mask_batch  # noqa: F401  (the per-file processor)
+from labelguard.rules.lg206 import same_geometry  # noqa: F401  (imported from here by callers)
 
 IMAGE_DIRS = frozenset({"images", "image", "imgs", "img", "JPEGImages", "leftImg8bit", "imagesTr",
                         "imagesTs", "inputs", "input", "rgb", "photos"})
@@ -45,298 +36,14 @@ MASK_DIRS = ("masks", "mask", "labels", "label", "annotations", "annotation", "g
 LIST_EXTENSIONS = tuple(MASK_EXTENSIONS)
 JPEG_EXTENSIONS = (".jpg", ".jpeg")
 
-# Values holding less than this share of a mask's pixels are "rare" for the artifact check.
-RARE_SHARE = 0.01
-# Rare pixels that lie on class edges this often are compression or interpolation fringes.
-FRINGE_EDGE_SHARE = 0.9
-
-
-# ---- per-file processor -----------------------------------------------------------------
-
-def process_mask(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Read one mask (and its paired image's geometry) and run the per-file mask checks."""
-    result = FileResult(task.display)
-    check_mask(task, spec, result.findings, result.summary)
-    return result
-
-
-def process_mask_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
-    """:func:`process_mask` of several files, merged into one result as the engine merges
-    per-file results (equal findings, equal summary), without a summary per file.
-
-    Exposed as ``process_mask.batch`` for an engine that hands it a whole batch of tasks:
-    a summary per file and its merge cost about 15 microseconds of a 600 microsecond mask."""
-    result = FileResult(tasks[0].display if tasks else "", files=len(tasks))
-    for task in tasks:
-        check_mask(task, spec, result.findings, result.summary)
-    return result
-
-
-process_mask.batch = process_mask_batch  # type: ignore[attr-defined]
-
-
-def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary: Summary) -> None:
-    """Read one mask, append its findings and add it to ``summary``."""
-    summary.kinds["mask"] += 1
-    try:
-        record = read_mask(task.path, task.option("key"))
-    except ReadError as exc:
-        summary.unreadable += 1
-        findings.append(UNREADABLE.finding(task.display, str(exc)))
-        return
-    summary.samples += 1
-    summary.dtypes[record.mode] += 1
-    if record.renamed and not record.lossy and not (
-            record.container in IMAGE_FORMATS and record.declared in IMAGE_FORMATS):
-        findings.append(_renamed_finding(task, record))
-    array = _label_plane(task, record, findings, summary)
-    if array is None:
-        if record.lossy:
-            findings.append(_jpeg_finding(task.display, record))
-        return
-    stored = record.array
-    if record.container in ("png", "tiff") and stored.ndim == 2 and stored.dtype.itemsize > 1 \
-            and stored.dtype.kind in "iu":
-        if stored.size and int(stored.max(initial=0)) < 256 and int(stored.min(initial=0)) >= 0:
-            findings.append(LAYOUT.finding(
-                task.display,
-                f"{stored.dtype} mask ({record.mode}) holds only values below 256: a wider dtype than needed",
-                hint="Save masks as 8-bit (mode L or P); older torch versions cannot convert uint16 arrays.",
-                dtype=str(stored.dtype),
-            ))
-    try:
-        value_list, values, counts = value_findings(task.display, array, spec)
-    except TypeError as exc:
-        findings.append(UNREADABLE.finding(task.display, f"not a label array: {exc}"))
-        return
-    findings.extend(value_list)
-    if record.lossy:
-        findings.append(_jpeg_finding(task.display, record, values, counts))
-    if any(f.code == "LG205" for f in value_list):
-        summary.empty += 1
-    summary.add_values(task.display, values, counts)
-    if not record.lossy and array.dtype.kind in "iu":
-        fringe = _fringe_finding(task.display, array, values, counts)
-        if fringe is not None:
-            findings.append(fringe)
-    findings.extend(_geometry_findings(task, record, array))
-
-
-def _jpeg_finding(display: str, record: MaskRecord, values: np.ndarray | None = None,
-                  counts: np.ndarray | None = None):
-    if record.renamed:
-        message = f"this mask is a JPEG file named .{record.declared}: JPEG compression smears the label values along every edge"
-    else:
-        message = "this mask is stored as JPEG: lossy compression smears the label values along every edge"
-    stray: dict = {}
-    if values is not None and counts is not None and len(values):
-        rare = counts < RARE_SHARE * int(counts.sum())
-        if rare.any():
-            stray = {"stray_values": values[rare].tolist()[:50], "stray_pixels": int(counts[rare].sum())}
-            shown = ", ".join(str(v) for v in stray["stray_values"][:8])
-            message += (f"; {stray['stray_pixels']} pixels hold {int(rare.sum())} stray values "
-                        f"({shown}{'...' if rare.sum() > 8 else ''}), each under {RARE_SHARE:.0%} of the mask")
-    return LOSSY.finding(
-        display, message,
-        hint="Re-export the mask losslessly (PNG, TIFF, NPY) from the source labels; "
-        "a renamed JPEG stays a JPEG.",
-        container="jpeg", renamed=record.renamed, **stray,
-    )
-
-
-_FORMAT_NAMES = {"zip": "NPZ (zip)", "nifti": "NIfTI", "riff": "WebP", "gzip": "gzip"}
-
-
-def _renamed_finding(task: FileTask, record: MaskRecord):
-    """LG001 for a file whose bytes are of another format than its name says, where readers
-    that go by the name (np.load, nibabel, PIL) cannot open it."""
-    real = _FORMAT_NAMES.get(record.container, record.container.upper())
-    return UNREADABLE.finding(
-        task.display,
-        f"{real} data in a file named {mask_extension(task.path)}: loaders that pick the reader by the "
-        "extension fail on it (labelguard read it by its content and checked its values)",
-        hint="Rename the file to the extension of its real format, or re-export it in the format "
-        "its name says.",
-        container=record.container, declared=record.declared,
-    )
-
-
-def _label_plane(task: FileTask, record: MaskRecord, findings: list, summary: Summary):
-    """The (H, W) / volume of labels to check, decoding colours; None when nothing can be checked."""
-    array = record.array
-    # A multi-page TIFF gives (pages, H, W): a volume, not an image with colour channels.
-    if record.container not in IMAGE_FORMATS or array.ndim != 3 or array.shape[-1] not in (2, 3, 4):
-        if array.ndim == 0:
-            findings.append(UNREADABLE.finding(task.display, "holds a single number, not a label array"))
-            return None
-        if array.size == 0:
-            findings.append(UNREADABLE.finding(task.display, f"holds no label values (an empty array of shape {array.shape})"))
-            return None
-        return array
-    channels = array.shape[-1]
-    if record.mode in ("LA", "PA") or channels == 2:
-        findings.append(LAYOUT.finding(
-            task.display, f"mask has an alpha channel (mode {record.mode}); only the first channel is used",
-            hint="Save masks as a single channel (mode L or P).", channels=channels,
-        ))
-        return array[..., 0]
-    if channels == 4:
-        alpha = array[..., 3]
-        if alpha.min() == alpha.max():
-            array = array[..., :3]
-    if channels in (3, 4) and np.array_equal(array[..., 0], array[..., 1]) and np.array_equal(array[..., 0], array[..., 2]):
-        findings.append(LAYOUT.finding(
-            task.display, f"grey mask stored with {channels} identical channels (mode {record.mode})",
-            hint="Save masks as a single channel (mode L); loaders that keep 3 channels give (H, W, 3) targets.",
-            channels=channels,
-        ))
-        return array[..., 0]
-    color_map: ColorMap | None = task.option("color_map")
-    if color_map is None:
-        codes, counts = np.unique(pack(array[..., :3]).reshape(-1), return_counts=True)
-        order = np.argsort(-counts)[:256]
-        colors = {unpack(int(codes[i])): int(counts[i]) for i in order}
-        summary.colors.update({"%d,%d,%d" % c: n for c, n in colors.items()})
-        shown = ", ".join(f"{c} {n} px" for c, n in list(colors.items())[:6])
-        more = f" and {len(codes) - 6} more" if len(codes) > 6 else ""
-        findings.append(COLOR_MASK.finding(
-            task.display,
-            f"colour mask (mode {record.mode}, {len(codes)} colours: {shown}{more}) where class-index masks are expected",
-            hint="Declare the colour map (dataset_meta.json, labelmap.txt, --color-map FILE) or convert the masks "
-            "(`labelguard fix colors`); the report proposes a colour -> index map.",
-            colors={"%d,%d,%d" % c: n for c, n in list(colors.items())[:32]},
-        ))
-        return None
-    indices, unmapped = decode(array, color_map)
-    if unmapped:
-        listing = ", ".join(f"{c} in {n} pixels" for c, n in sorted(unmapped.items(), key=lambda i: -i[1])[:6])
-        more = f" and {len(unmapped) - 6} more" if len(unmapped) > 6 else ""
-        findings.append(VALUE_OUTSIDE_SPEC.finding(
-            task.display,
-            f"colour{'s' if len(unmapped) > 1 else ''} {listing}{more} not in the colour map "
-            f"({display_path(color_map.source) if os.path.exists(color_map.source) else color_map.source}, "
-            f"{len(color_map.colors)} colours)",
-            hint="Add the colour to the map if it is a class, or repaint those pixels; "
-            "JPEG-saved colour masks show many near-colours along edges.",
-            colors={"%d,%d,%d" % c: n for c, n in unmapped.items()},
-            values=[], counts=[],
-        ))
-    return indices[indices >= 0]
-
-
-def _fringe_finding(display: str, array: np.ndarray, values: np.ndarray, counts: np.ndarray):
-    """LG202 for lossless masks that carry JPEG or interpolation fringes along class edges."""
-    if array.ndim < 2 or len(values) < 3:
-        return None
-    # This gate runs on every mask: plain Python on a handful of values, no numpy calls.
-    pairs = list(zip(values.tolist(), counts.tolist()))
-    threshold = RARE_SHARE * sum(c for _, c in pairs)
-    rare_values = [v for v, c in pairs if c < threshold]
-    common_values = [v for v, c in pairs if c >= threshold]
-    if len(rare_values) < 2 or len(common_values) < 2:
-        return None
-    low, high = min(common_values), max(common_values)
-    if sum(low < v < high for v in rare_values) < 2:
-        return None
-    rare, common = np.array(rare_values, dtype=values.dtype), np.array(common_values, dtype=values.dtype)
-    is_rare = np.isin(array, rare)
-    rare_pixels = int(is_rare.sum())
-    edge = np.zeros(array.shape, dtype=bool)
-    for axis in (-1, -2):
-        differs = np.diff(array, axis=axis) != 0
-        lead = [slice(None)] * array.ndim
-        trail = [slice(None)] * array.ndim
-        lead[axis] = slice(0, -1)
-        trail[axis] = slice(1, None)
-        edge[tuple(lead)] |= differs
-        edge[tuple(trail)] |= differs
-    on_edge = int((is_rare & edge).sum())
-    thin = _thin(is_rare)
-    if on_edge < FRINGE_EDGE_SHARE * rare_pixels or not thin:
-        return None
-    return LOSSY.finding(
-        display,
-        f"{rare_pixels} pixels along class edges hold {len(rare)} stray values "
-        f"({', '.join(str(v) for v in rare[:8].tolist())}{'...' if len(rare) > 8 else ''}) between the main "
-        f"values {common.tolist()[:6]}: the mask went through JPEG or was resized with interpolation",
-        hint="Re-export the mask losslessly from the source labels, and resize masks with nearest-neighbour "
-        "interpolation only.",
-        stray_values=rare.tolist()[:50], stray_pixels=rare_pixels, main_values=common.tolist(),
-    )
-
-
-def _thin(is_rare: np.ndarray) -> bool:
-    """True when rare pixels form thin lines (few have a rare pixel on every side)."""
-    core = is_rare.copy()
-    for axis in (-1, -2):
-        core[tuple(_shift(is_rare.ndim, axis, 1))] &= is_rare[tuple(_shift(is_rare.ndim, axis, -1))]
-        core[tuple(_shift(is_rare.ndim, axis, -1))] &= is_rare[tuple(_shift(is_rare.ndim, axis, 1))]
-    return int(core.sum()) <= 0.5 * int(is_rare.sum())
-
-
-def _shift(ndim: int, axis: int, direction: int) -> list:
-    index = [slice(None)] * ndim
-    index[axis] = slice(1, None) if direction > 0 else slice(0, -1)
-    return index
-
-
-def _geometry_findings(task: FileTask, record: MaskRecord, labels: np.ndarray) -> list:
-    mask_shape = tuple(record.array.shape)
-    if record.container in IMAGE_FORMATS and record.array.ndim == 3 and mask_shape[-1] in (2, 3, 4):
-        mask_shape = mask_shape[:2]
-    findings = []
-    if record.image_shape is not None and not same_geometry(mask_shape, record.image_shape):
-        findings.append(GEOMETRY.finding(
-            task.display,
-            f"image {record.image_shape} and label {mask_shape} in the same file differ in shape",
-            hint="Re-create the sample so that image and label have the same size (resize labels with nearest neighbour).",
-            image_shape=list(record.image_shape), label_shape=list(mask_shape),
-        ))
-    if task.image is not None:
-        try:
-            shape = image_shape(task.image)
-        except ReadError as exc:
-            findings.append(UNREADABLE.finding(task.image_display or task.image, str(exc)))
-            return findings
-        if not same_geometry(mask_shape, shape):
-            findings.append(GEOMETRY.finding(
-                task.display,
-                f"mask {_describe_shape(mask_shape)} and image {task.image_display} {_describe_shape(shape)} differ",
-                hint="Resize the mask to the image with nearest-neighbour interpolation (or re-export both); "
-                "batching them fails with 'stack expects each tensor to be equal size'.",
-                image=task.image_display, image_shape=list(shape), mask_shape=list(mask_shape),
-            ))
-    return findings
-
-
-def _describe_shape(shape: tuple[int, ...]) -> str:
-    """Width x height for 2D images (channels named apart), the full shape for volumes."""
-    if len(shape) == 2:
-        return f"{shape[1]}x{shape[0]}"
-    if len(shape) == 3 and shape[-1] <= 4:
-        return f"{shape[1]}x{shape[0]} ({shape[-1]} channels)"
-    return "x".join(str(s) for s in shape)
-
-
-def same_geometry(mask: tuple[int, ...], image: tuple[int, ...]) -> bool:
-    """True when a mask fits an image: equal shapes, or the image has one extra channel axis
-    (channels last, first, or after a batch axis as in BraTS numpy volumes)."""
-    mask, image = tuple(mask), tuple(image)
-    if mask == image:
-        return True
-    if len(image) == len(mask) + 1:
-        return any(image[:i] + image[i + 1:] == mask for i in range(len(image)))
-    if len(mask) == len(image) + 1 and 1 in (mask[0], mask[-1]):
-        return tuple(m for m in mask if m != 1) == tuple(i for i in image if i != 1)
-    return False
-
-
 # ---- discovery --------------------------------------------------------------------------
 
 def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: str | None = None) -> FileTask:
     extra = []
     if options.key:
         extra.append(("key", options.key))
+    if options.image_key:
+        extra.append(("image_key", options.image_key))
     if color_map is not None:
         extra.append(("color_map", color_map))
     return FileTask(

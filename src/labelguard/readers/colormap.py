@@ -45,13 +45,25 @@ CAMVID_COLORS = (
 RGB = tuple[int, int, int]
 
 
+# The colour the VOC palette gives index 255: the "void" band drawn along object borders.
+VOC_VOID = ((224, 224, 192), 255)
+
+
 @dataclass(frozen=True)
 class ColorMap:
-    """An ordered colour -> class index map; index i is the i-th entry."""
+    """An ordered colour -> class index map; index i is the i-th entry.
+
+    Attributes:
+        standard: the name of a built-in palette ("voc", "camvid"); None for a map the
+            dataset declares (a file), which is authoritative for every colour, grey included.
+        extra: colours with an index of their own beyond the classes (VOC's void: 255).
+    """
 
     colors: tuple[RGB, ...]
     names: tuple[str, ...]
     source: str
+    standard: str | None = None
+    extra: tuple[tuple[RGB, int], ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.colors) != len(self.names):
@@ -61,6 +73,8 @@ class ColorMap:
         """Packed 0xRRGGBB -> index (the first entry wins when a colour repeats)."""
         table: dict[int, int] = {}
         for index, (r, g, b) in enumerate(self.colors):
+            table.setdefault((r << 16) | (g << 8) | b, index)
+        for (r, g, b), index in self.extra:
             table.setdefault((r << 16) | (g << 8) | b, index)
         return table
 
@@ -85,12 +99,13 @@ def voc_palette_colors(n: int = 256) -> tuple[RGB, ...]:
 
 
 def voc_color_map() -> ColorMap:
-    return ColorMap(voc_palette_colors(len(VOC_CLASSES)), VOC_CLASSES, "standard VOC palette")
+    return ColorMap(voc_palette_colors(len(VOC_CLASSES)), VOC_CLASSES, "standard VOC palette",
+                    standard="voc", extra=(VOC_VOID,))
 
 
 def camvid_color_map() -> ColorMap:
     return ColorMap(tuple(c for _, c in CAMVID_COLORS), tuple(n for n, _ in CAMVID_COLORS),
-                    "standard CamVid colours")
+                    "standard CamVid colours", standard="camvid")
 
 
 def pack(rgb: np.ndarray) -> np.ndarray:

@@ -8,58 +8,27 @@ stay (H, W, 3)); decoding colours and judging values is the checks' work.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import warnings
 import zipfile
-from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, ImageFile, PngImagePlugin, UnidentifiedImageError
 
 from labelguard._optional import require
+from labelguard.core.records import MaskRecord
 from labelguard.readers.base import EXTENSION_KINDS, ReadError, read_head, sniff
 
+# Array keys as the common tools write them: pytorch-3dunet ``raw``/``label``, ``image``/
+# ``label``, ``data``/``seg`` (BraTS-style exports), NumPy's ``arr_0``.
 LABEL_KEYS = ("label", "labels", "mask", "masks", "seg", "gt", "arr_0")
-IMAGE_KEYS = ("image", "images", "img", "data", "x")
+IMAGE_KEYS = ("image", "images", "img", "raw", "data", "x")
 IMAGE_FORMATS = ("png", "jpeg", "tiff", "bmp", "gif", "riff")
 # One read of this many bytes sniffs the format and holds a whole PNG mask of usual size.
 FIRST_READ = 1 << 16
 MASK_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".npy", ".npz",
                    ".h5", ".hdf5", ".nii", ".nii.gz", ".gif", ".webp")
-
-
-@dataclass
-class MaskRecord:
-    """A mask as stored.
-
-    Attributes:
-        array: the label array as stored: (H, W), (D, H, W) / (H, W, D), or (H, W, C) for colour.
-        container: the format found in the bytes (png, jpeg, tiff, npy, zip (npz), hdf5, nifti...).
-        declared: the format the file name claims.
-        mode: the Pillow mode or the array dtype.
-        palette: the RGB palette of a palette (P) image, flattened, when there is one.
-        image_shape: the shape of the image stored in the same file (npz/HDF5 ``image``).
-        key: the array key used in an NPZ/HDF5 file.
-    """
-
-    array: np.ndarray
-    container: str
-    declared: str | None
-    mode: str
-    palette: tuple[int, ...] | None = None
-    image_shape: tuple[int, ...] | None = None
-    key: str | None = None
-
-    @property
-    def lossy(self) -> bool:
-        return self.container == "jpeg"
-
-    @property
-    def renamed(self) -> bool:
-        """True when the bytes are of another format than the name says."""
-        return self.declared is not None and self.declared != self.container and not (
-            self.declared == "gzip" and self.container == "nifti"
-        )
 
 
 def mask_extension(path: str) -> str:
@@ -80,8 +49,12 @@ def _declared(path: str) -> str | None:
     return EXTENSION_KINDS.get(ext)
 
 
-def read_mask(path: str, key: str | None = None) -> MaskRecord:
-    """Read the label array of ``path``; ReadError (-> LG001) when it cannot be read."""
+def read_mask(path: str, key: str | None = None, image_key: str | None = None) -> MaskRecord:
+    """Read the label array of ``path``; ReadError (-> LG001) when it cannot be read.
+
+    In NPZ/HDF5 files ``key`` names the label array and ``image_key`` the image beside it
+    (whose shape the record keeps); each defaults to the first of the usual names present.
+    """
     head = read_head(path, FIRST_READ)
     if not head:
         raise ReadError("empty file (0 bytes)")
@@ -97,9 +70,9 @@ def read_mask(path: str, key: str | None = None) -> MaskRecord:
     if container == "npy":
         return _read_npy(path, declared)
     if container == "zip":
-        return _read_npz(path, declared, key)
+        return _read_npz(path, declared, key, image_key)
     if container == "hdf5":
-        return _read_hdf5(path, declared, key)
+        return _read_hdf5(path, declared, key, image_key)
     if container in ("nifti", "gzip"):
         return _read_nifti(path, declared)
     raise ReadError(f"unsupported format {container}")
@@ -123,6 +96,8 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
                 # can decode to wrong labels and a cut-off file to a complete-looking one.
                 _verify_png(image, data)
             decoded = _decode_in_place(image) if container == "png" else None
+            if decoded is None and container == "tiff" and getattr(image, "n_frames", 1) > 1:
+                decoded = _tiff_frames(image)
             if decoded is None:
                 image.load()
     except UnidentifiedImageError:
@@ -173,16 +148,63 @@ def _decode_in_place(image: Image.Image) -> np.ndarray | None:
     return array
 
 
+def _tiff_frames(image: Image.Image) -> np.ndarray:
+    """Every page of a multi-page TIFF opened by Pillow, as one (pages, H, W) volume: a stack
+    is never read as its first page. ReadError when the pages differ or one cannot be read."""
+    frames = []
+    for index in range(image.n_frames):
+        image.seek(index)
+        image.load()
+        frames.append(np.asarray(image))
+    shapes = sorted({f.shape for f in frames})
+    if len(shapes) > 1 or len({f.dtype for f in frames}) > 1:
+        raise ReadError(f"inconsistent multi-page TIFF: its {len(frames)} pages differ in shape or type "
+                        f"({', '.join(str(s) for s in shapes[:4])}); it is no single volume")
+    return np.stack(frames)
+
+
+class _TiffWarnings(logging.Handler):
+    """Collects what tifffile logs while reading: it reports a broken page chain (a file cut
+    off after a page) by logging and returning the pages before it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
-    """Multi-page, float and 16-bit TIFFs through tifffile when it is installed."""
+    """Multi-page, float and 16-bit TIFFs through tifffile when it is installed.
+
+    A truncated stack or one whose pages do not form one volume is a ReadError, never its
+    first page or the pages before the cut."""
     try:
         tifffile = require("tifffile")
     except ImportError:
         return None
+    logger = logging.getLogger("tifffile")
+    problems = _TiffWarnings()
+    logger.addHandler(problems)
     try:
-        array = tifffile.imread(path)
+        with tifffile.TiffFile(path) as tiff:
+            pages = len(tiff.pages)
+            series = tiff.series
+            if len(series) > 1:
+                shapes = ", ".join(str(tuple(s.shape)) for s in series[:4])
+                raise ReadError(f"inconsistent multi-page TIFF: its {pages} pages form {len(series)} "
+                                f"images of different shapes ({shapes}); it is no single volume")
+            array = tiff.asarray()
+    except ReadError:
+        raise
     except Exception as exc:  # tifffile raises many types on corrupt files
         raise ReadError(f"cannot decode TIFF: {exc}") from None
+    finally:
+        logger.removeHandler(problems)
+    if problems.messages:
+        raise ReadError(f"truncated or damaged TIFF ({pages} page{'s' if pages != 1 else ''} readable): "
+                        f"{problems.messages[0]}")
     return MaskRecord(array=np.asarray(array), container="tiff", declared=declared, mode=str(array.dtype))
 
 
@@ -212,41 +234,47 @@ def _pick_key(keys: list[str], key: str | None, path_kind: str) -> str:
     )
 
 
-def _image_key(keys: list[str], label_key: str) -> str | None:
+def _image_key(keys: list[str], label_key: str, key: str | None, path_kind: str) -> str | None:
+    if key is not None:
+        if key not in keys:
+            raise ReadError(f"{path_kind} has no image array {key!r} (keys: {', '.join(keys) or 'none'})")
+        if key == label_key:
+            raise ReadError(f"the image key and the label key are both {key!r}")
+        return key
     return next((k for k in IMAGE_KEYS if k in keys and k != label_key), None)
 
 
-def _read_npz(path: str, declared: str | None, key: str | None) -> MaskRecord:
+def _read_npz(path: str, declared: str | None, key: str | None, image_key: str | None = None) -> MaskRecord:
     try:
         with np.load(path, allow_pickle=False) as archive:
             keys = list(archive.files)
             chosen = _pick_key(keys, key, "NPZ")
             array = archive[chosen]
-            image_key = _image_key(keys, chosen)
+            image_key = _image_key(keys, chosen, image_key, "NPZ")
             image_shape = tuple(archive[image_key].shape) if image_key else None
     except ReadError:
         raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
         raise ReadError(f"cannot load NPZ: {exc}") from None
     return MaskRecord(array=array, container="zip", declared=declared, mode=str(array.dtype),
-                      image_shape=image_shape, key=chosen)
+                      image_shape=image_shape, key=chosen, image_key=image_key)
 
 
-def _read_hdf5(path: str, declared: str | None, key: str | None) -> MaskRecord:
+def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str | None = None) -> MaskRecord:
     h5py = require("h5py", "read HDF5 masks")
     try:
         with h5py.File(path, "r") as handle:
             keys = [k for k in handle.keys() if isinstance(handle[k], h5py.Dataset)]
             chosen = _pick_key(keys, key, "HDF5 file")
             array = np.asarray(handle[chosen][()])
-            image_key = _image_key(keys, chosen)
+            image_key = _image_key(keys, chosen, image_key, "HDF5 file")
             image_shape = tuple(handle[image_key].shape) if image_key else None
     except ReadError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as exc:
         raise ReadError(f"cannot read HDF5: {exc}") from None
     return MaskRecord(array=array, container="hdf5", declared=declared, mode=str(array.dtype),
-                      image_shape=image_shape, key=chosen)
+                      image_shape=image_shape, key=chosen, image_key=image_key)
 
 
 def _read_nifti(path: str, declared: str | None) -> MaskRecord:

@@ -1,0 +1,113 @@
+"""The rule registry and the runner that keeps one rule's crash from costing the others.
+
+A rule is one registered function with the code it reports (its :class:`Check`: name,
+severity, documentation), the scope it reads and its examples:
+
+* ``"mask"``: one mask file, as a :class:`~labelguard.core.records.MaskSample`;
+* ``"pair"``: a mask and the image it is paired with (the same sample, its paired image's
+  geometry read);
+* ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of the whole audit.
+
+Every rule is ``rule(subject, spec) -> iterable of findings``. :func:`run_rules` calls each
+rule of a scope on its own: a rule that raises becomes an internal-error note naming the
+rule and the file, and the next rule still runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from labelguard.core.findings import Finding
+from labelguard.core.registry import Check
+
+log = logging.getLogger(__name__)
+
+SCOPES = ("mask", "pair", "dataset")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A case a rule's tests write to real files and audit.
+
+    Attributes:
+        fails: True when the rule reports its code on these files, False when it stays silent.
+        description: what the case shows.
+        files: relative path -> what to write there: an array (written as the extension
+            says: .png, .jpg, .npy, .tif), a dict of arrays (.npz, .h5) or text.
+        spec: the label spec's fields (``num_classes``, ``ignore``...); none means no spec.
+        options: audit options (``key``, ``image_key``, ``color_map``...).
+    """
+
+    fails: bool
+    description: str
+    files: Callable[[], Mapping[str, Any]]
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One registered rule: the code it reports, the scope it reads and its logic."""
+
+    check: Check
+    scope: str
+    apply: Callable[[Any, Any], Iterable[Finding]]
+    examples: tuple[Example, ...] = ()
+
+    @property
+    def code(self) -> str:
+        return self.check.code
+
+    @property
+    def __name__(self) -> str:  # noqa: A003  (callers name a rule as they name a function)
+        return f"{self.check.code} {self.apply.__name__}"
+
+    def __call__(self, subject: Any, spec: Any) -> list[Finding]:
+        return list(self.apply(subject, spec))
+
+
+RULES: dict[str, list[Rule]] = {scope: [] for scope in SCOPES}
+
+
+def rule(check: Check, scope: str, examples: Iterable[Example] = ()) -> Callable:
+    """Register the decorated function as a rule reporting ``check`` on ``scope``."""
+    if scope not in RULES:
+        raise ValueError(f"unknown rule scope {scope!r}; known: {', '.join(SCOPES)}")  # not a user mistake
+
+    def register(func: Callable[[Any, Any], Iterable[Finding]]) -> Callable:
+        RULES[scope].append(Rule(check, scope, func, tuple(examples)))
+        return func
+
+    return register
+
+
+def rules_for(scope: str) -> list[Rule]:
+    """The registered rules of ``scope``, in registration order (the live list)."""
+    return RULES[scope]
+
+
+def all_rules() -> list[Rule]:
+    return [r for scope in SCOPES for r in RULES[scope]]
+
+
+def unregister(func: Callable) -> None:
+    """Remove the rule registered for ``func`` (a rule defined by a test, say)."""
+    for rules in RULES.values():
+        rules[:] = [r for r in rules if r.apply is not func]
+
+
+def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Finding],
+              errors: list[str]) -> None:
+    """Run every rule of ``scope`` on ``subject``, appending to ``findings``; a rule that raises
+    adds an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
+    for registered in RULES[scope]:
+        try:
+            findings.extend(registered.apply(subject, spec))
+        except Exception as exc:  # a bug in one rule must not hide the other rules' findings
+            log.debug("rule %s failed on %s", registered.__name__, where, exc_info=True)
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            errors.append(f"{where}: rule {registered.code} ({registered.check.name}, "
+                          f"{registered.apply.__name__}) crashed: {detail}")

@@ -1,0 +1,59 @@
+"""LG006 no-label-spec: the audit had no label spec, so values and classes were listed, not
+checked."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labelguard.core.registry import define
+from labelguard.core.rules import Example, rule
+from labelguard.core.spec import LabelSpec
+from labelguard.core.summary import Summary
+
+NO_SPEC = define(
+    "LG006", "no-label-spec", "warning",
+    summary="no label spec at all: values and classes were listed, not checked",
+    why="""
+Without the number of classes, the legal values or the class names, no value can be out of
+range and no name unknown: an audit of data holding value 3 for a 3-class model, or a stray
+class name, finds nothing to report. The values and classes found are listed so that a
+person can judge them, but nothing was checked against what the model expects.""",
+    bad="labelguard audit masks/   (no --num-classes, no config, no dataset metadata)",
+    good="labelguard audit masks/ --num-classes 3 --ignore-index 255; or a labelguard.toml [spec]",
+    fix="Give the spec: --num-classes/--classes/--values (and --ignore-index), a [spec] table in "
+    "labelguard.toml, or the dataset's own metadata (dataset.json, labels.txt, a colour map).",
+    scope="dataset",
+)
+
+# Values and classes named in the finding.
+SHOWN = 10
+
+EXAMPLES = (
+    Example(True, "masks audited without any spec",
+            lambda: {"masks/a.png": np.array([[0, 1], [2, 3]], np.uint8)}),
+    Example(False, "the same masks with num_classes",
+            lambda: {"masks/a.png": np.array([[0, 1], [2, 3]], np.uint8)}, spec={"num_classes": 4}),
+)
+
+
+@rule(NO_SPEC, "dataset", EXAMPLES)
+def no_label_spec(summary: Summary, spec: LabelSpec):
+    values = summary.found_values()
+    classes = sorted(summary.class_objects)
+    if spec.is_known or not (values or classes):
+        return []
+    listed = []
+    if values:
+        listed.append(f"{len(values)} mask value{'s' if len(values) != 1 else ''} "
+                      f"({', '.join(str(v) for v in values[:SHOWN])}{'...' if len(values) > SHOWN else ''})")
+    if classes:
+        listed.append(f"{len(classes)} class{'es' if len(classes) != 1 else ''} "
+                      f"({', '.join(repr(c) for c in classes[:SHOWN])}{'...' if len(classes) > SHOWN else ''})")
+    found = " and ".join(listed)
+    return [NO_SPEC.finding(
+        None,
+        f"no label spec was given or found: {found} in {summary.samples} "
+        f"sample{'s' if summary.samples != 1 else ''} were listed, not checked against the classes "
+        "the model expects",
+        values=values[:SHOWN], classes=classes[:SHOWN], samples=summary.samples,
+    )]

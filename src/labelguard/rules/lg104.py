@@ -1,0 +1,76 @@
+"""LG104 on the merged summary: a class of the spec that no mask value or object carries.
+
+The code (``class-never-used``) is defined with the class codes in
+:mod:`labelguard.checks.classes`; this rule is its dataset-level logic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labelguard.checks.classes import CLASS_UNUSED
+from labelguard.core.rules import Example, rule
+from labelguard.core.spec import LabelSpec, normalise_name
+from labelguard.core.summary import Summary
+from labelguard.core.text import LISTED, noun, shorten, verb
+from labelguard.rules._dataset import class_label, suggested_remap
+from labelguard.rules.lg208 import one_based_labels
+from labelguard.rules.lg209 import scaled_binary
+
+# Entries of label maps that no annotated object carries: VOC/Datumaro labelmap.txt starts
+# with "background" and may end with "ignored" (the void colour).
+PLACEHOLDER_CLASSES = frozenset({"background", "__background__", "bg", "void", "ignored", "ignore"})
+
+EXAMPLES = (
+    Example(True, "values 0, 1 for a spec of 0..2",
+            lambda: {"masks/a.png": np.eye(4, dtype=np.uint8)}, spec={"num_classes": 3}),
+    Example(False, "values 0..2 for a spec of 0..2",
+            lambda: {"masks/a.png": np.array([[0, 1], [2, 0]], np.uint8)}, spec={"num_classes": 3}),
+)
+
+
+@rule(CLASS_UNUSED, "dataset", EXAMPLES)
+def classes_never_seen(summary: Summary, spec: LabelSpec):
+    allowed = spec.allowed_values()
+    findings = []
+    if summary.value_files and allowed is not None:
+        found = set(summary.value_files)
+        if spec.reduce_zero_label:
+            found = {v - 1 for v in found if v not in (0, 255)}
+        # A gap that LG208 (1-based) or LG209 (0/255) explains is not reported twice; any
+        # other gap (labels [0, 2, 3, 4, 5] for 0..4) is worth its own finding.
+        explained = one_based_labels(summary, spec) or scaled_binary(summary, spec)
+        remap = (suggested_remap(summary, spec) or {}) if explained else {}
+        missing = sorted(allowed - found - set(remap.values()))
+        if missing and found & allowed:
+            labels = [class_label(v, spec) for v in missing]
+            findings.append(CLASS_UNUSED.finding(
+                None,
+                f"{noun(len(missing), 'class value')} {shorten(labels, LISTED)} of the spec "
+                f"never {verb(len(missing), 'occurs')} in {summary.samples} samples "
+                f"(found [{shorten(sorted(summary.value_files), LISTED)}])",
+                hint="Check the spec against the data: a class too many in the spec, data "
+                "missing from this split, or a renumbered value.",
+                missing=missing,
+            ))
+    if summary.class_objects and spec.classes:
+        seen = set(summary.class_objects)
+        missing_names = [c for i, c in enumerate(spec.classes) if c not in seen and str(i) not in seen
+                         and not _placeholder_class(c, i, spec)]
+        if missing_names and len(missing_names) < len(spec.classes):
+            findings.append(CLASS_UNUSED.finding(
+                None,
+                f"{noun(len(missing_names), 'class')} {shorten(missing_names, LISTED, repr)} "
+                f"of the spec never {verb(len(missing_names), 'occurs')} in {summary.samples} samples",
+                hint="Check the class list against the annotations; a split may lack a class.",
+                missing=missing_names,
+            ))
+    return findings
+
+
+def _placeholder_class(name: str, index: int, spec: LabelSpec) -> bool:
+    """True for a label-map entry that is not an object class (the background, the void)."""
+    key = normalise_name(name)
+    if key in ("background", "bg"):
+        return index == spec.background
+    return key in {normalise_name(c) for c in PLACEHOLDER_CLASSES}

@@ -1,0 +1,46 @@
+"""LG105 on the merged summary: class names of the annotations that differ only by case,
+whitespace or punctuation.
+
+The code (``class-name-variants``) is defined with the class codes in
+:mod:`labelguard.checks.classes`; this rule is its dataset-level logic.
+"""
+
+from __future__ import annotations
+
+from labelguard.checks.classes import CLASS_VARIANTS
+from labelguard.core.rules import rule
+from labelguard.core.spec import LabelSpec, normalise_name
+from labelguard.core.summary import Summary
+from labelguard.core.text import plural, show_name
+
+
+@rule(CLASS_VARIANTS, "dataset")
+def class_name_variants(summary: Summary, spec: LabelSpec):
+    groups: dict[str, list[str]] = {}
+    for name in summary.class_objects:
+        groups.setdefault(normalise_name(name), []).append(name)
+    findings = []
+    for key, names in groups.items():
+        if len(names) < 2:
+            continue
+        names.sort(key=lambda n: -summary.class_objects[n])
+        listing = ", ".join(f"{n!r} ({plural(summary.class_objects[n], 'object')})" for n in names)
+        canonical = _spelling(key, names, spec)
+        findings.append(CLASS_VARIANTS.finding(
+            None,
+            f"class names differ only by case, whitespace or punctuation: {listing}",
+            hint="Rename them to one spelling: `labelguard fix rename --map \""
+            + ",".join(f"{show_name(n)}={canonical}" for n in names if n != canonical) + "\"`.",
+            names=names,
+            canonical=canonical,
+        ))
+    return findings
+
+
+def _spelling(key: str, names: list[str], spec: LabelSpec) -> str:
+    """The name variants should become: the spec's spelling when it has one, else the
+    commonest variant without blanks at its ends (``names`` are sorted commonest first)."""
+    declared = [c for c in spec.classes or () if normalise_name(c) == key]
+    if declared:
+        return next((n for n in names if n in declared), declared[0])
+    return min(names, key=lambda n: n != n.strip())

@@ -1,0 +1,142 @@
+"""LG201 mask-value-outside-spec: mask values the loss cannot index, colours a declared map
+lacks, and photographs saved where a label should be."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from labelguard.core.records import MaskSample
+from labelguard.core.registry import define
+from labelguard.core.rules import Example, rule
+from labelguard.core.spec import LabelSpec
+from labelguard.core.text import noun
+from labelguard.core.values import violations
+from labelguard.rules._analysis import IMAGE_TOP_VALUES
+
+VALUE_OUTSIDE_SPEC = define(
+    "LG201", "mask-value-outside-spec", "error",
+    summary="a mask value is outside the spec (>= num_classes and not the ignore index)",
+    why="""
+cross_entropy indexes the logits with every pixel's value. One pixel with value 3 when
+num_classes=3 (or a 255 border not declared as ignore_index) is the "t >= 0 && t < n_classes"
+device-side assert on a GPU, raised late and without naming the file: the #1 cause.""",
+    bad="mask values {0, 1, 2} with num_classes=2 (two classes + background need 3)",
+    good="mask values {0, 1, 2} with num_classes=3; or 255 borders with --ignore-index 255",
+    fix="Set num_classes to include background, declare border values as ignore_index (and pass "
+    "it to the loss), or remap the values (`labelguard fix remap`).",
+)
+
+# The key of ``Finding.data`` that marks a file as a photograph rather than a label map;
+# fixers refuse to rewrite such files.
+LOOKS_LIKE_IMAGE = "looks_like_image"
+
+
+def _photo(seed: int = 0) -> np.ndarray:
+    """A grey photograph: smooth shading with sensor noise, as a camera gives."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:64, 0:64]
+    shade = 60 + 2 * xx + yy + rng.normal(0, 6, (64, 64))
+    return np.clip(shade, 0, 255).astype(np.uint8)
+
+
+EXAMPLES = (
+    Example(True, "value 3 with num_classes=3",
+            lambda: {"masks/a.png": np.array([[0, 1], [2, 3]], np.uint8)}, spec={"num_classes": 3}),
+    Example(False, "values 0..2 with num_classes=3",
+            lambda: {"masks/a.png": np.array([[0, 1], [2, 2]], np.uint8)}, spec={"num_classes": 3}),
+    Example(True, "a grey photograph in the mask folder, no spec", lambda: {"masks/a.png": _photo()}),
+)
+
+
+@rule(VALUE_OUTSIDE_SPEC, "mask", EXAMPLES)
+def values_outside_spec(sample: MaskSample, spec: LabelSpec):
+    if sample.values is None:
+        return ()
+    if sample.looks_like_image and sample.colors is None and not sample.unmapped:
+        # Colour photographs are named by LG203 (no map) or by the colours a map lacks.
+        return (image_finding(sample, spec),)
+    bad = violations(sample.values, sample.counts, spec)
+    if bad is None:
+        return ()
+    return (outside_spec(sample.display, bad, spec),)
+
+
+@rule(VALUE_OUTSIDE_SPEC, "mask")
+def colors_not_in_map(sample: MaskSample, spec: LabelSpec):
+    """Colours a declared (or standard) colour map does not list decode to no class."""
+    if not sample.unmapped:
+        return ()
+    unmapped, color_map = sample.unmapped, sample.color_map
+    source = color_map.source
+    if os.path.exists(source):
+        from labelguard.layouts.base import display_path  # here, not above: the layouts import the rules
+        source = display_path(source)
+    listing = ", ".join(f"{c} in {n} pixels" for c, n in sorted(unmapped.items(), key=lambda i: -i[1])[:6])
+    more = f" and {len(unmapped) - 6} more" if len(unmapped) > 6 else ""
+    message = (f"colour{'s' if len(unmapped) > 1 else ''} {listing}{more} not in the colour map "
+               f"({source}, {len(color_map.colors)} colours)")
+    extra = {}
+    if sample.looks_like_image:
+        message = f"this looks like a photograph, not a label ({_evidence(sample)}): " + message
+        extra = {LOOKS_LIKE_IMAGE: True, **sample.image_evidence}
+    shown = dict(sorted(unmapped.items(), key=lambda i: -i[1])[:32])
+    return (VALUE_OUTSIDE_SPEC.finding(
+        sample.display, message,
+        hint="Add the colour to the map if it is a class, or repaint those pixels; "
+        "JPEG-saved colour masks show many near-colours along edges.",
+        colors={"%d,%d,%d" % c: n for c, n in shown.items()}, values=[], counts=[], **extra,
+    ),)
+
+
+def _evidence(sample: MaskSample) -> str:
+    evidence = sample.image_evidence
+    what = "colours" if sample.color_container else "distinct values"
+    return (f"{evidence['distinct']} {what}, the {IMAGE_TOP_VALUES} commonest cover only {evidence['top_share']:.0%} "
+            f"of the pixels and {evidence['neighbour_change']:.0%} of neighbouring pixels differ")
+
+
+def image_finding(sample: MaskSample, spec: LabelSpec):
+    evidence = sample.image_evidence
+    return VALUE_OUTSIDE_SPEC.finding(
+        sample.display,
+        f"this looks like an image, not a label: {_evidence(sample)} "
+        f"(values {evidence['low']:g} to {evidence['high']:g}"
+        f"{'; expected ' + spec.describe() if spec.is_known else ''})",
+        hint="The image was saved where the label should be: check the export step that "
+        "writes labels (and the image/label folders of the pairing).",
+        values=sample.values[:20].tolist(), counts=sample.counts[:20].tolist(), **{LOOKS_LIKE_IMAGE: True},
+        **evidence,
+    )
+
+
+def outside_spec(display: str, bad, spec: LabelSpec, value_name: str = "label value"):
+    # bad.values are what the loss sees; under reduce_zero_label the file holds each plus one,
+    # and the finding names the stored value as the summary and the report do.
+    stored = tuple(v + 1 for v in bad.values) if spec.reduce_zero_label else bad.values
+    pairs = ", ".join(
+        f"{s}{f' ({v} after reduce_zero_label)' if s != v else ''} in {c} pixel{'s' if c != 1 else ''}"
+        for s, v, c in zip(stored[:8], bad.values[:8], bad.counts[:8]))
+    more = f" and {len(bad.values) - 8} more {noun(len(bad.values) - 8, 'value')}" if len(bad.values) > 8 else ""
+    plural = "s" if len(bad.values) > 1 else ""
+    n = spec.effective_num_classes
+    highest = max(bad.values)
+    hints = []
+    if spec.is_contiguous() and highest >= 0 and highest < 256 and highest == n:
+        hints.append(f"if {highest} is a real class, num_classes must be {highest + 1} "
+                     "(count the background too)")
+    ignore_like = [v for v in stored if v in (255, -1, -100)]
+    if ignore_like:
+        hints.append(f"if {ignore_like[0]} marks borders/unlabelled pixels, declare it with "
+                     f"--ignore-index {ignore_like[0]} and pass ignore_index={ignore_like[0]} to the loss")
+    hints.append("or remap the values (`labelguard fix remap`)")
+    message = (
+        f"{value_name}{plural} {pairs}{more} {'are' if plural else 'is'} outside {spec.describe()}. "
+        "On a GPU this is the "
+        "\"device-side assert triggered\" in cross_entropy"
+    )
+    return VALUE_OUTSIDE_SPEC.finding(
+        display, message, hint="; ".join(hints).capitalize() + ".",
+        values=list(stored), counts=list(bad.counts),
+    )

@@ -1,0 +1,45 @@
+"""LG204 mask-values-not-integer: fractions and NaN/Inf where class numbers belong."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labelguard.core.records import MaskSample
+from labelguard.core.registry import define
+from labelguard.core.rules import Example, rule
+
+NON_INTEGER = define(
+    "LG204", "mask-values-not-integer", "error",
+    summary="non-integer or non-finite mask values (2.5, NaN)",
+    why="""
+Targets are cast with .long(): 0.5 becomes 0 and NaN becomes a huge negative number, which is
+the out-of-range assert or a silently wrong class.""",
+    bad="a float32 .npy mask holding 0.0, 0.25, 0.5, 1.0 after bilinear resizing",
+    good="a uint8 mask holding 0 and 1",
+    fix="Resize masks with nearest-neighbour interpolation and store them as integers.",
+)
+
+EXAMPLES = (
+    Example(True, "a float mask holding 0.5",
+            lambda: {"masks/a.npy": np.array([[0, 0.5], [1, 1]], np.float32)}),
+    Example(False, "a float mask of whole numbers",
+            lambda: {"masks/a.npy": np.array([[0, 1], [1, 1]], np.float32)}),
+)
+
+
+@rule(NON_INTEGER, "mask", EXAMPLES)
+def not_whole_numbers(sample: MaskSample, spec):
+    fractional, non_finite = sample.non_integer, sample.non_finite
+    if not (fractional or non_finite) or sample.looks_like_image:
+        return ()  # an image's fractions are LG201's "an image, not a label"
+    examples = sample.fraction_examples
+    return (NON_INTEGER.finding(
+        sample.display,
+        f"{fractional} pixels hold non-integer values"
+        + (f" (e.g. {', '.join(f'{v:g}' for v in examples)})" if examples else "")
+        + (f" and {non_finite} pixels are NaN/Inf" if non_finite else "")
+        + f"; a label array must hold whole class numbers (dtype {sample.record.array.dtype})",
+        non_integer_pixels=fractional,
+        non_finite_pixels=non_finite,
+        examples=examples,
+    ),)

@@ -1,0 +1,47 @@
+"""LG205 mask-empty: only background or ignore values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labelguard.core.records import MaskSample
+from labelguard.core.registry import define
+from labelguard.core.rules import Example, rule
+from labelguard.core.spec import LabelSpec
+
+EMPTY_MASK = define(
+    "LG205", "mask-empty", "info",
+    summary="a mask contains only background or ignore values",
+    why="""
+Not an error in itself (empty slices are common in volumes), but many of them shift the class
+balance and Dice-style losses divide by zero on them.""",
+    bad="case0007_slice000.npz: all 262144 pixels are 0",
+    good="a foreground class present, or empty slices sampled on purpose",
+    fix="Nothing if expected; otherwise drop empty samples or sample them less often.",
+)
+
+EXAMPLES = (
+    Example(True, "all pixels 0", lambda: {"masks/a.png": np.zeros((4, 4), np.uint8)}, spec={"num_classes": 2}),
+    Example(False, "a foreground pixel", lambda: {"masks/a.png": np.eye(4, dtype=np.uint8)},
+            spec={"num_classes": 2}),
+)
+
+
+@rule(EMPTY_MASK, "mask", EXAMPLES)
+def only_background(sample: MaskSample, spec: LabelSpec):
+    values = sample.values
+    if values is None or not len(values) or sample.looks_like_image:
+        return ()
+    quiet = set(spec.ignore)
+    if spec.background is not None:
+        quiet.add(spec.background)
+    if spec.reduce_zero_label:
+        quiet.add(0)
+    if not set(values.tolist()) <= quiet:
+        return ()
+    return (EMPTY_MASK.finding(
+        sample.display,
+        f"all {int(sample.counts.sum())} pixels are background/ignore "
+        f"(values {', '.join(str(v) for v in values.tolist())})",
+        hint="Nothing to do if empty samples are expected; otherwise drop or down-sample them.",
+    ),)

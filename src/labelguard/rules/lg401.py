@@ -1,0 +1,73 @@
+"""LG401 class-imbalance-extreme: the rarest class is a thousandth of the commonest."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labelguard.core.registry import define
+from labelguard.core.rules import Example, rule
+from labelguard.core.spec import LabelSpec
+from labelguard.core.summary import Summary
+from labelguard.rules._dataset import class_label
+
+IMBALANCE = define(
+    "LG401", "class-imbalance-extreme", "info",
+    summary="class frequency is extremely imbalanced",
+    why="""
+With a class holding a thousandth of the pixels of another, an unweighted loss learns to
+ignore it; it also often reveals a labelling error (a few stray pixels of a class).""",
+    bad="pixels: background 98.9%, liver 1.09%, tumour 0.01%",
+    good="class weights or a sampler chosen knowing these counts",
+    fix="Use class weights or a Dice/focal loss, oversample the rare class, or check the rare "
+    "class's pixels for labelling errors.",
+    scope="dataset",
+)
+
+# The rarest class holding less than this fraction of the most frequent one is flagged.
+IMBALANCE_RATIO = 1e-3
+
+
+def _one_pixel_of(value: int) -> np.ndarray:
+    mask = np.zeros((64, 64), np.uint8)
+    mask[0, 0] = value
+    return mask
+
+
+EXAMPLES = (
+    Example(True, "one pixel of class 1 in 4096", lambda: {"masks/a.png": _one_pixel_of(1)},
+            spec={"num_classes": 2}),
+    Example(False, "two classes of equal size",
+            lambda: {"masks/a.png": np.kron(np.eye(2, dtype=np.uint8), np.ones((8, 8), np.uint8))},
+            spec={"num_classes": 2}),
+)
+
+
+@rule(IMBALANCE, "dataset", EXAMPLES)
+def class_imbalance(summary: Summary, spec: LabelSpec):
+    counts = {v: c for v, c in summary.value_pixels.items() if v not in spec.ignore}
+    kind = "pixels"
+    if not counts:
+        counts = dict(summary.class_objects)
+        kind = "objects"
+    if len(counts) < 2:
+        return []
+    allowed = spec.allowed_values()
+    if allowed is not None and kind == "pixels":
+        counts = {v: c for v, c in counts.items() if v in allowed}
+    if len(counts) < 2:
+        return []
+    rarest = min(counts, key=counts.get)
+    commonest = max(counts, key=counts.get)
+    if counts[rarest] >= IMBALANCE_RATIO * counts[commonest]:
+        return []
+    total = sum(counts.values())
+    listing = ", ".join(
+        f"{class_label(v, spec) if kind == 'pixels' else v}: {100 * c / total:.3g}%"
+        for v, c in sorted(counts.items(), key=lambda item: -item[1])
+    )
+    return [IMBALANCE.finding(
+        None,
+        f"class frequencies ({kind}) are extremely imbalanced: {listing}; the rarest class "
+        f"has {counts[rarest] / counts[commonest]:.2g}x the {kind} of the commonest",
+        counts={str(k): v for k, v in counts.items()},
+    )]

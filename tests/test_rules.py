@@ -1,0 +1,108 @@
+"""The rule layer: every rule's own examples, the registry by scope, and isolation of a
+crashing rule (a real rule registered here that raises)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import labelguard.rules
+from builders import write_png
+from labelguard.checks.masks import VALUE_OUTSIDE_SPEC
+from labelguard.core.rules import RULES, SCOPES, all_rules, rule, unregister
+from labelguard.core.spec import LabelSpec
+from labelguard.layouts.masks import process_mask
+from audit_helpers import codes, run
+from rule_examples import audit_example
+
+EXAMPLES = [pytest.param(r, e, id=f"{r.__name__}-{'fail' if e.fails else 'pass'}-{i}")
+            for r in all_rules() for i, e in enumerate(r.examples)]
+
+
+@pytest.mark.parametrize("registered, example", EXAMPLES)
+def test_rule_example(registered, example, tmp_path):
+    report = audit_example(example, tmp_path)
+    assert report.errors == []
+    reported = [f for f in report.findings if f.code == registered.code]
+    if example.fails:
+        assert reported, f"{registered.__name__}: {example.description}: no {registered.code}"
+    else:
+        assert not reported, f"{registered.__name__}: {example.description}: {[f.message for f in reported]}"
+
+
+def test_every_rule_module_is_registered():
+    modules = [m.name for m in pkgutil.iter_modules(labelguard.rules.__path__) if not m.name.startswith("_")]
+    assert modules
+    registered = {r.apply.__module__ for r in all_rules()}
+    for name in modules:
+        module = importlib.import_module(f"labelguard.rules.{name}")
+        assert module.__name__ in registered, f"{module.__name__} registers no rule"
+        assert name == name.lower() and name[:2] == "lg", f"rule module {name} is not named by its code"
+        codes_of_module = {r.code for r in all_rules() if r.apply.__module__ == module.__name__}
+        assert codes_of_module == {name.upper()}, f"{name} registers rules of {codes_of_module}"
+
+
+def test_every_scope_has_rules_and_examples_come_in_both_kinds():
+    assert all(RULES[scope] for scope in SCOPES)
+    for code in {r.code for r in all_rules() if r.examples}:
+        kinds = {e.fails for r in all_rules() if r.code == code for e in r.examples}
+        assert kinds == {True, False}, f"{code} has examples of one kind only"
+
+
+@pytest.mark.code("LG201", "fail")
+def test_a_crashing_rule_is_an_internal_error_and_the_others_still_run(tmp_path):
+    write_png(tmp_path / "masks" / "a.png", np.array([[0, 1], [2, 5]], np.uint8))
+
+    @rule(VALUE_OUTSIDE_SPEC, "mask")
+    def divides_by_the_missing_class(sample, spec):
+        return [1 // int(sample.values.min())]
+
+    try:
+        report = run(tmp_path, LabelSpec(num_classes=3))
+    finally:
+        unregister(divides_by_the_missing_class)
+    assert "LG201" in codes(report)
+    [error] = report.errors
+    assert "a.png" in error and "divides_by_the_missing_class" in error and "LG201" in error
+    assert "ZeroDivisionError" in error
+    assert report.summary.samples == 1
+
+
+def test_a_crashing_rule_fails_alone_in_a_batch(tmp_path):
+    from labelguard.core.tasks import FileTask
+
+    for name in ("a.png", "b.png"):
+        write_png(tmp_path / name, np.array([[0, 1], [1, 7]], np.uint8))
+
+    @rule(VALUE_OUTSIDE_SPEC, "mask")
+    def raises_on_b(sample, spec):
+        if sample.display.endswith("b.png"):
+            raise RuntimeError("broken rule")
+        return []
+
+    tasks = [FileTask(process_mask, str(tmp_path / n), n) for n in ("a.png", "b.png")]
+    try:
+        result = process_mask.batch(tasks, LabelSpec(num_classes=3))
+    finally:
+        unregister(raises_on_b)
+    assert [f.path for f in result.findings if f.code == "LG201"] == ["a.png", "b.png"]
+    assert len(result.errors) == 1 and result.errors[0].startswith("b.png: rule LG201")
+    assert result.summary.samples == 2
+
+
+def test_a_crashing_dataset_rule_is_reported_and_the_others_still_run(tmp_path):
+    write_png(tmp_path / "masks" / "a.png", np.eye(4, dtype=np.uint8) * 255)
+
+    @rule(VALUE_OUTSIDE_SPEC, "dataset")
+    def reads_a_missing_key(summary, spec):
+        return [summary.value_files["missing"] + {}["key"]]
+
+    try:
+        report = run(tmp_path, LabelSpec(num_classes=2))
+    finally:
+        unregister(reads_a_missing_key)
+    assert "LG209" in codes(report)
+    assert any("reads_a_missing_key" in e and "KeyError" in e for e in report.errors)
