@@ -9,6 +9,7 @@ from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
+from labelguard.core.text import plural, shorten
 
 NO_SPEC = define(
     "LG006", "no-label-spec", "warning",
@@ -44,16 +45,13 @@ def no_label_spec(summary: Summary, spec: LabelSpec):
         return []
     listed = []
     if values:
-        listed.append(f"{len(values)} mask value{'s' if len(values) != 1 else ''} "
-                      f"({', '.join(str(v) for v in values[:SHOWN])}{'...' if len(values) > SHOWN else ''})")
+        listed.append(f"{plural(len(values), 'mask value')} ({shorten(values, SHOWN)})")
     if classes:
-        listed.append(f"{len(classes)} class{'es' if len(classes) != 1 else ''} "
-                      f"({', '.join(repr(c) for c in classes[:SHOWN])}{'...' if len(classes) > SHOWN else ''})")
+        listed.append(f"{plural(len(classes), 'class')} ({shorten(classes, SHOWN, repr)})")
     found = " and ".join(listed)
     return [NO_SPEC.finding(
         None,
-        f"no label spec was given or found: {found} in {summary.samples} "
-        f"sample{'s' if summary.samples != 1 else ''} were listed, not checked against the classes "
-        "the model expects",
+        f"no label spec was given or found: {found} in {plural(summary.samples, 'sample')} "
+        "were listed, not checked against the classes the model expects",
         values=values[:SHOWN], classes=classes[:SHOWN], samples=summary.samples,
     )]
