@@ -16,7 +16,8 @@ from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
-from labelguard.layouts.base import AuditOptions, display_path
+from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
+from labelguard.layouts.pairing import describe_contents
 from labelguard.layouts.masks import color_proposal
 from labelguard.report import Report
 
@@ -79,6 +80,7 @@ def audit(
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
     configs = load_settings(paths[0], config_file, use_project_config)
+    notes_head: list[str] = []
     settings: dict = {}
     overrides: dict[str, Severity] = {}
     for config in configs:
@@ -90,7 +92,18 @@ def audit(
         workers = settings.get("workers")
     if sample is None and settings.get("sample"):
         sample = int(settings["sample"])
-    discoveries = [layouts.discover(path, options) for path in paths]
+    discoveries: list[layouts.Discovery] = []
+    layout_names: list[str] = []
+    for path in paths:
+        found = discover_datasets(path, options)
+        discoveries.extend(found)
+        if len(found) > 1:
+            named = [f"{d.layout} in {os.path.relpath(d.root, path)}" for d in found]
+            layout_names.extend(named)
+            notes_head.append(f"{display_path(path)} holds {len(found)} datasets, each audited with its own "
+                              "layout: " + ", ".join(named))
+        else:
+            layout_names.extend(d.layout for d in found)
     effective = resolve_spec((d.spec for d in discoveries), configs, spec)
     tasks: list[FileTask] = [t for d in discoveries for t in d.tasks]
     sampled = None
@@ -118,22 +131,36 @@ def audit(
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
-    notes = [n for d in discoveries for n in d.notes]
-    if not tasks and not any(f.code == "LG001" for f in findings):
-        notes.append("no mask or annotation files were found under " + ", ".join(display_path(p) for p in paths))
+    notes = notes_head + [n for d in discoveries for n in d.notes]
+    nothing = None if tasks else nothing_audited(paths, discoveries)
+    if nothing:
+        notes.append(nothing)
     return Report(
         paths=[display_path(p) for p in paths],
         spec=effective,
         summary=summary,
         findings=findings,
-        layouts=[d.layout for d in discoveries],
+        layouts=layout_names,
         sampled=sampled,
         suggested_remap=suggested_remap(summary, effective),
         suggested_color_map=color_proposal(summary.colors) if summary.colors else None,
         notes=notes,
         errors=errors,
         settings=settings,
+        audited_nothing=nothing,
     )
+
+
+def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery]) -> str:
+    """Why an audit that found no file to audit audited nothing: what it looked for, where,
+    and what it found there instead."""
+    looked = "; ".join(dict.fromkeys(
+        f"{LAYOUTS[d.layout].description} ({d.layout} layout)" if d.layout in LAYOUTS else d.layout
+        for d in discoveries))
+    where = ", ".join(f"{display_path(p)} ({describe_contents(p)})" for p in paths)
+    return (f"nothing was audited: no label file (mask, annotation, table or class folder) was found. "
+            f"Looked for {looked} under {where}. Pass --format, --masks DIR or --list FILE if the labels "
+            "are there under other names")
 
 
 def _with_settings(options: AuditOptions, settings: dict) -> AuditOptions:
