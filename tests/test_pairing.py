@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from audit_helpers import codes, found, run
-from builders import jpeg_roundtrip, organic_mask, rgb_image, write_json, write_jpeg, write_list, write_nifti, \
-    write_png, write_tiff
+from builders import colorize, jpeg_roundtrip, organic_mask, rgb_image, write_dataset_meta, write_json, write_jpeg, \
+    write_list, write_nifti, write_png, write_tiff
 from detection_builders import write_image, write_voc, write_yolo
 from annotation_builders import coco_dataset, classification_csv
 from labelguard.cli import main
@@ -307,3 +307,74 @@ def test_describe_contents_counts_by_extension(tmp_path):
     for name in ("a", "b", "c"):
         write_list(tmp_path / "ImageSets" / f"{name}.txt", ["1"])
     assert describe_contents(str(tmp_path)) == "12 .jpg images and 3 .txt files"
+
+
+# ---- folders inside a dataset as PATH ----------------------------------------------------
+
+@pytest.mark.code("LG003", "pass")
+@pytest.mark.code("LG002", "pass")
+def test_voc_annotations_folder_as_path_finds_its_images_and_split_lists(tmp_path):
+    root = write_voc(tmp_path / "VOC2012", {"2008_000001": [("dog", (1, 1, 9, 9))]},
+                     splits={"train": ["2008_000001"], "test": ["2008_000002"]})
+    write_image(root / "JPEGImages" / "2008_000002.jpg")  # a test image, annotated nowhere
+    report = run(root / "Annotations", workers=1)
+    assert report.layouts == ["voc"] and report.summary.samples == 1
+    assert not found(report, "LG003") and not found(report, "LG002")
+
+
+@pytest.mark.code("LG003", "pass")
+def test_voc_per_class_list_as_path_reads_the_id_not_the_flag(tmp_path):
+    # ImageSets/Main/<class>_<split>.txt: "id  1" (present) or "id -1" (absent).
+    root = write_voc(tmp_path / "VOC2007", {"000001": [("dog", (1, 1, 9, 9))], "000002": [("cat", (1, 1, 9, 9))]})
+    write_list(root / "ImageSets" / "Main" / "dog_train.txt", ["000001  1", "000002 -1"])
+    report = run(root / "ImageSets" / "Main" / "dog_train.txt", workers=1)
+    assert report.summary.samples == 2
+    assert not found(report, "LG003")
+
+
+def test_voc_imagesets_folder_as_path_audits_its_voc_folder(tmp_path):
+    root = write_voc(tmp_path / "VOC2007", {"000001": [("dog", (1, 1, 9, 9))]}, splits={"train": ["000001"]})
+    report = run(root / "ImageSets", workers=1)
+    assert report.layouts == ["voc"] and report.summary.samples == 1
+
+
+@pytest.mark.code("LG203", "pass")
+def test_an_image_folder_as_path_is_not_audited_as_masks(tmp_path):
+    for i in range(2):
+        write_png(tmp_path / "images" / f"{i}.png", rgb_image((16, 16), seed=i))
+    report = run(tmp_path / "images", workers=1)
+    assert not found(report, "LG203")
+    assert report.audited_nothing and "2 .png images" in report.audited_nothing
+    assert any("is an image folder" in note for note in report.notes)
+
+
+def test_a_yolo_split_label_folder_as_path(tmp_path):
+    root = write_yolo(tmp_path, {"train": {"a": [(0, 0.5, 0.5, 0.2, 0.2)], "b": [(0, 0.4, 0.4, 0.1, 0.1)]}},
+                      names=["person"])
+    (root / "images" / "train" / "b.jpg").unlink()
+    report = run(root / "labels" / "train", workers=1)
+    assert report.layouts == ["yolo"] and report.summary.samples == 2
+    assert [Path(f.path).name for f in found(report, "LG002")] == ["b.txt"]
+
+
+@pytest.mark.code("LG203", "pass")
+def test_a_label_folder_as_path_takes_the_colour_map_of_its_dataset(tmp_path):
+    colors = [(0, 0, 0), (128, 0, 0), (0, 128, 0)]
+    write_dataset_meta(tmp_path / "dataset_meta.json", ["background", "road", "tree"], colors)
+    for i in range(2):
+        write_png(tmp_path / "images" / f"{i}.png", rgb_image((32, 32), seed=i))
+        write_png(tmp_path / "masks" / f"{i}.png", colorize(organic_mask((32, 32), seed=i), colors))
+    for path in (tmp_path / "masks", tmp_path / "dataset_meta.json"):
+        report = run(path, workers=1)
+        assert report.summary.samples == 2, path
+        assert not found(report, "LG203") and set(report.summary.found_values()) <= {0, 1, 2}, path
+
+
+@pytest.mark.code("LG101", "pass")
+def test_datasets_in_one_folder_are_each_checked_against_their_own_class_list(tmp_path):
+    write_voc(tmp_path / "VOC2007", {"000001": [("dog", (1, 1, 9, 9))]}, labels=["dog"])
+    write_voc(tmp_path / "VOC2012", {"000001": [("cat", (1, 1, 9, 9))]}, labels=["cat"])
+    report = run(tmp_path, workers=1)
+    assert report.layouts == ["voc in VOC2007", "voc in VOC2012"]
+    assert not found(report, "LG101")
+    assert any("checked against its own" in note for note in report.notes)

@@ -98,13 +98,24 @@ def audit(
         found = discover_datasets(path, options)
         discoveries.extend(found)
         if len(found) > 1:
-            named = [f"{d.layout} in {os.path.relpath(d.root, path)}" for d in found]
+            base = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+            named = [f"{d.layout} in {os.path.relpath(d.root, base)}" for d in found]
             layout_names.extend(named)
             notes_head.append(f"{display_path(path)} holds {len(found)} datasets, each audited with its own "
                               "layout: " + ", ".join(named))
         else:
             layout_names.extend(d.layout for d in found)
     effective = resolve_spec((d.spec for d in discoveries), configs, spec)
+    # Each dataset is checked against its own declared spec (under the config and CLI
+    # layers): one dataset's class list must not judge another's files.
+    spec_of: dict[int, LabelSpec] = {}
+    group_specs: dict[LabelSpec, LabelSpec] = {}
+    for d in discoveries:
+        group_specs.setdefault(d.spec, resolve_spec([d.spec], configs, spec))
+        for task in d.tasks:
+            spec_of[id(task)] = d.spec
+    if len(group_specs) == 1:
+        effective = next(iter(group_specs.values()))
     tasks: list[FileTask] = [t for d in discoveries for t in d.tasks]
     sampled = None
     if sample is not None and 0 < sample < len(tasks):
@@ -115,19 +126,27 @@ def audit(
     summary = Summary()
     errors: list[str] = []
     done = 0
-    for result in run_tasks(tasks, effective, workers):
-        findings.extend(result.findings)
-        summary.update(result.summary)
-        errors.extend(result.errors)
-        done += result.files
-        if progress:
-            progress(done, len(tasks))
-    for check in DATASET_CHECKS:
-        try:
-            findings.extend(check(summary, effective))
-        except Exception as exc:  # one crashing check must not lose the others
-            log.debug("dataset check %s failed", check.__name__, exc_info=True)
-            errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+    for declared, checked in group_specs.items():
+        group = [t for t in tasks if spec_of[id(t)] == declared] if len(group_specs) > 1 else tasks
+        group_summary = Summary()
+        for result in run_tasks(group, checked, workers):
+            findings.extend(result.findings)
+            group_summary.update(result.summary)
+            errors.extend(result.errors)
+            done += result.files
+            if progress:
+                progress(done, len(tasks))
+        for check in DATASET_CHECKS:
+            try:
+                findings.extend(check(group_summary, checked))
+            except Exception as exc:  # one crashing check must not lose the others
+                log.debug("dataset check %s failed", check.__name__, exc_info=True)
+                errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+        summary.update(group_summary)
+    if len(group_specs) > 1:
+        notes_head.append("the datasets declare different label specs; each was checked against its own: "
+                          + "; ".join(f"{checked.describe()} from {', '.join(checked.sources) or 'no file'}"
+                                      for checked in group_specs.values()))
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)

@@ -9,9 +9,10 @@ from typing import Callable
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
+from labelguard.readers.masks import is_mask_candidate, mask_extension
 # The pairing engine's names, imported here for the layouts and fixers that take them from base.
 from labelguard.layouts.pairing import (  # noqa: F401
-    ListSelection, display_path, inside_root, list_findings, pair_key, read_list,
+    ListSelection, display_path, holds_yolo_rows, inside_root, list_findings, pair_key, read_list,
     resolve_entry as _resolve, select_from_lists, strip_extension, unpaired_findings, walk_files,
 )
 
@@ -92,12 +93,17 @@ def discover(root: str, options: AuditOptions) -> Discovery:
 
 
 # Sub-folders examined for datasets below a PATH that is none itself (VOCdevkit/VOC2007...).
-SUBDATASET_DEPTH = 2
+SUBDATASET_DEPTH = 4
 SUBDATASET_FOLDERS = 200
 # Folders a file list sits in, below the dataset root it names files of.
-LIST_DIRS = frozenset({"lists", "list", "splits", "split", "sets", "imagesets", "main", "segmentation"})
+LIST_DIRS = frozenset({"lists", "list", "splits", "split", "sets", "imagesets", "main", "segmentation",
+                       "action", "layout"})
 CLASS_NAME_FILES = frozenset({"obj.names", "classes.names", "coco.names", "classes.txt", "labels.txt",
                               "class_names.txt", "labelmap.txt"})
+DESCRIPTOR_EXTENSIONS = (".json", ".yaml", ".yml", ".xml", ".toml", ".csv", ".tsv")
+# Files that describe the dataset of their folder (class names, colours, splits).
+METADATA_FILES = frozenset({"dataset_meta.json", "dataset.json", "meta.json", "labelmap.csv",
+                            "label_colors.txt", "class_dict.csv", "label_map.txt"})
 
 
 def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
@@ -120,15 +126,31 @@ def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
     if options.masks:
         return [LAYOUTS["paired"].discover(root, options)]
     if os.path.isfile(root):
-        return [_discover_file(root, options)]
+        return _discover_file(root, options)
+    voc = _voc_root_of_image_sets(root)
+    if voc is not None:
+        return discover_datasets(voc, options)
     layout = detect_layout(root, options)
     if layout is not None:
         return [layout.discover(root, options)]
     if os.path.isdir(root):
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
-        if parts:
+        if any(layout.name != "masks" for _, layout in parts):
             return [layout.discover(folder, options) for folder, layout in parts]
     return [LAYOUTS["masks"].discover(root, options)]
+
+
+def _voc_root_of_image_sets(folder: str) -> str | None:
+    """The VOC folder of an ``ImageSets`` folder (or of one of its split folders), whose
+    lists name image ids, not files: the lists are audited with their dataset."""
+    folder = os.path.abspath(folder)
+    for candidate in (folder, os.path.dirname(folder)):
+        if os.path.basename(candidate) == "ImageSets":
+            parent = os.path.dirname(candidate)
+            if os.path.isdir(os.path.join(parent, "Annotations")) or os.path.isdir(
+                    os.path.join(parent, "SegmentationClass")):
+                return parent
+    return None
 
 
 def detect_layout(root: str, options: AuditOptions) -> Layout | None:
@@ -153,55 +175,59 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
         layout = detect_layout(child, options)
         if layout is not None:
             found.append((child, layout))
+        elif _holds_masks(child):
+            # Masks beside other datasets: the catch-all layout audits them as one dataset.
+            found.append((child, LAYOUTS["masks"]))
         elif depth > 1:
             found.extend(_sub_datasets(child, options, depth - 1, seen))
     return found
 
 
-def _discover_file(path: str, options: AuditOptions) -> Discovery:
+def _holds_masks(folder: str) -> bool:
+    """True when ``folder`` itself holds lossless mask files (JPEGs are taken for photos)."""
+    try:
+        with os.scandir(folder) as entries:
+            return any(e.is_file() and not e.name.startswith(".") and is_mask_candidate(e.name)
+                       and mask_extension(e.name) not in (".jpg", ".jpeg") for e in entries)
+    except OSError:
+        return False
+
+
+def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
     name = os.path.basename(path).lower()
     folder = os.path.dirname(os.path.abspath(path))
     if name == "dataset.json" and os.path.isdir(os.path.join(folder, "labelsTr")):
-        return LAYOUTS["nnunet"].discover(folder, options)
-    if name.endswith(".txt") or name in CLASS_NAME_FILES:
-        if name in CLASS_NAME_FILES:
-            return discover(folder, options)
+        return [LAYOUTS["nnunet"].discover(folder, options)]
+    if name in CLASS_NAME_FILES or name in METADATA_FILES:
+        return discover_datasets(folder, options)
+    if name.endswith(".txt"):
+        if os.path.basename(folder).lower() in LIST_DIRS:
+            return [_discover_list(path, options)]
         if LAYOUTS["csv"].detect(path, options):
-            return LAYOUTS["csv"].discover(path, options)
-        if _yolo_rows(path):
-            return LAYOUTS["yolo"].discover(path, options)
-        return _discover_list(path, options)
+            return [LAYOUTS["csv"].discover(path, options)]
+        if holds_yolo_rows(path):
+            return [LAYOUTS["yolo"].discover(path, options)]
+        return [_discover_list(path, options)]
     layout = detect_layout(path, options)
-    return (layout or LAYOUTS["masks"]).discover(path, options)
-
-
-def _yolo_rows(path: str) -> bool:
-    """True when the first lines of a text file are YOLO rows: a class id and 4 or more numbers."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return False
-    lines = [line.split() for line in head.decode("utf-8", errors="replace").splitlines()[:5] if line.strip()]
-    if not lines:
-        return os.path.basename(os.path.dirname(os.path.abspath(path))).lower() == "labels"
-    for fields in lines:
-        if len(fields) < 5 or not fields[0].isdigit():
-            return False
-        try:
-            [float(f) for f in fields[1:]]
-        except ValueError:
-            return False
-    return True
+    if layout is None and name.endswith(DESCRIPTOR_EXTENSIONS):
+        # A file no layout reads that sits in a dataset (a config, a per-image JSON of
+        # another tool): the dataset of its folder is what it describes.
+        found = discover_datasets(folder, options)
+        found[0].notes.append(f"{display_path(path)} is no label file labelguard reads; the dataset of "
+                              f"its folder {display_path(folder)} was audited")
+        return found
+    return [(layout or LAYOUTS["masks"]).discover(path, options)]
 
 
 def _discover_list(path: str, options: AuditOptions) -> Discovery:
     """A file list as PATH: the dataset above it, audited through the list."""
     listed = replace(options, lists=(*options.lists, path))
     folder = os.path.dirname(os.path.abspath(path))
-    for candidate in _ancestors(folder, 3):
+    voc = _voc_root_of_image_sets(folder)
+    for candidate in [voc] if voc else _ancestors(folder, 3):
         layout = detect_layout(candidate, listed)
-        if layout is not None:
+        # The table layout would read the lists beside this one as tables, not this list's dataset.
+        if layout is not None and layout.name != "csv":
             return layout.discover(candidate, listed)
     root = os.path.dirname(folder) if os.path.basename(folder).lower() in LIST_DIRS else folder
     return LAYOUTS["masks"].discover(root, listed)

@@ -606,6 +606,11 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         discovery.findings.append(UNREADABLE.finding(display_path(root), "no such file or directory"))
         return discovery
     forced = options.format == "masks"
+    if not forced and not options.lists and os.path.basename(os.path.abspath(root)) in IMAGE_DIRS:
+        discovery.notes.append(f"{display_path(root)} is an image folder ({os.path.basename(os.path.abspath(root))}/): "
+                               "its files are taken for images, not labels; give the dataset folder or its "
+                               "label folder (or --format masks to audit these files as masks)")
+        return discovery
     files = [p for p in walk_files(root, skip_dirs=IMAGE_DIRS) if is_mask_candidate(p)
              and (forced or mask_extension(p) not in JPEG_EXTENSIONS or _in_mask_dir(p, root))]
     pairing = pair_in_folder(files)
@@ -614,7 +619,9 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
     images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
     masks = [p for p in files if p not in images]
     pairs = pairing.pairs
-    color_map = _declared_color_map(options, [root], discovery)
+    # A label folder given as PATH: the colour map sits in the dataset folder above it.
+    map_dirs = [root, os.path.dirname(os.path.abspath(root))] if _in_mask_dir(root, root) else [root]
+    color_map = _declared_color_map(options, map_dirs, discovery)
     return _finish(discovery, options, masks, pairs, color_map, [])
 
 

@@ -327,14 +327,13 @@ def select_from_lists(
     root: str,
     candidates: list[str],
     extensions: tuple[str, ...],
-    images: list[str] = (),  # type: ignore[assignment]
 ) -> ListSelection:
     """Resolve every list entry against ``root`` (with or without extension, or by stem
     among ``candidates``); LG003/LG004/LG005 on the lists.
 
     An "image label" line names the label last; its image is kept as the label's pair. A
-    line naming one file that is among ``images`` (a list of image ids) selects the label
-    that pairs with it by name."""
+    line that names only an image (a list of image paths) selects the one label that shares
+    its name."""
     selection = ListSelection()
     root_abs = os.path.abspath(root)
     by_stem = stem_index(candidates)
@@ -359,6 +358,8 @@ def select_from_lists(
                          for name in entry.fields]
             found = []
             for name, (path, escaped) in parts:
+                if path is None and len(parts) > 1 and name.lstrip("+-").isdigit():
+                    continue  # a number beside a name (VOC's "id 1", "path class") names no file
                 if escaped:
                     selection.findings.append(ESCAPES_ROOT.finding(
                         shown, f"line {entry.line}: {name!r} points outside the dataset root "
@@ -435,6 +436,28 @@ def unpaired_findings(orphans_images: list[str], orphans_masks: list[str], what:
     return findings
 
 
+def holds_yolo_rows(path: str) -> bool:
+    """True when the first lines of a text file are YOLO rows (a class id and 4 or more
+    numbers); an empty file counts when it sits in a ``labels`` folder (an image without
+    objects)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    lines = [line.split() for line in head.decode("utf-8", errors="replace").splitlines()[:5] if line.strip()]
+    if not lines:
+        return os.path.basename(os.path.dirname(os.path.abspath(path))).lower() == "labels"
+    for fields in lines:
+        if len(fields) < 5 or not fields[0].isdigit():
+            return False
+        try:
+            [float(f) for f in fields[1:]]
+        except ValueError:
+            return False
+    return True
+
+
 # ---- what a folder holds ------------------------------------------------------------------
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif"})
@@ -446,6 +469,13 @@ def describe_contents(root: str) -> str:
     """What ``root`` holds, by extension: "12 .jpg images, 3 .txt files and 1 .xml file", or
     why nothing is there (no such folder, an empty folder)."""
     if os.path.isfile(root):
+        if root.lower().endswith(".txt"):
+            try:
+                with open(root, "rb") as handle:
+                    entries = sum(1 for line in handle if line.strip())
+            except OSError:
+                return f"the file {display_path(root)}, which cannot be read"
+            return f"the list {display_path(root)} with {entries} entr{'y' if entries == 1 else 'ies'}"
         return f"the file {display_path(root)}"
     if not os.path.isdir(root):
         return "no such file or directory"
