@@ -54,18 +54,24 @@ LABEL_PREFIXES = ("gt", "mask", "label")
 IMAGE_PREFIXES = ("image", "img")
 
 _SEPARATORS = "_-. "
-_LABEL_TAIL = re.compile(r"(?:[_-](?:%s))+$" % "|".join(LABEL_SUFFIXES), re.IGNORECASE)
-_IMAGE_TAIL = re.compile(r"(?:[_-](?:%s))+$" % "|".join(IMAGE_SUFFIXES), re.IGNORECASE)
+_LABEL_WORDS = frozenset(w.lower() for w in LABEL_SUFFIXES)
+_IMAGE_WORDS = frozenset(w.lower() for w in IMAGE_SUFFIXES)
+# The last part of every convention: a name ending otherwise carries none.
+_TAIL_ENDS = frozenset(w.rsplit("_", 1)[-1] for w in _LABEL_WORDS | _IMAGE_WORDS)
+_PREFIX_ROLES = {**{w: "label" for w in LABEL_PREFIXES}, **{w: "image" for w in IMAGE_PREFIXES}}
 _CHANNEL = re.compile(r"_\d{4}$")
-_PREFIX = re.compile(r"^(%s)_(?=.)" % "|".join(LABEL_PREFIXES + IMAGE_PREFIXES), re.IGNORECASE)
 
 # Role words inside a name, as one folder holds image and label side by side.
 IMAGE_TOKENS = frozenset({"data", "image", "images", "img", "volume", "vol", "input", "raw", "ct", "mri"})
 LABEL_TOKENS = frozenset({"label", "labels", "mask", "masks", "seg", "gt", "annotation", "target"})
-# A token starts a name or follows a separator, and ends it, meets a separator or a digit
-# (StarDist's img2d / mask2d).
-_TOKEN = re.compile(r"(?:^|(?<=[_\-. ]))(%s)(?=$|[_\-. ]|\d)" % "|".join(
-    sorted(IMAGE_TOKENS | LABEL_TOKENS, key=len, reverse=True)), re.IGNORECASE)
+_ROLE_SPLIT = re.compile(r"([_\-. ])")
+# A role word that runs into a number (StarDist's img2d / mask2d).
+_WORD_NUMBER = re.compile(r"([A-Za-z]+)(\d.*)$")
+
+# Any word of the conventions above: names without one skip the per-name regexes.
+_ROLE_HINT = re.compile("|".join(sorted(
+    {w.lower() for w in LABEL_SUFFIXES + IMAGE_SUFFIXES + LABEL_PREFIXES + IMAGE_PREFIXES}
+    | IMAGE_TOKENS | LABEL_TOKENS, key=len, reverse=True)), re.IGNORECASE)
 
 
 def strip_extension(name: str) -> str:
@@ -82,21 +88,55 @@ def name_key(stem: str, channel: bool = False) -> tuple[str, str | None]:
 
     With ``channel``, nnU-Net's ``_0000`` channel suffix goes too (only ever on images)."""
     role = None
-    base = stem
-    if channel:
-        base = _CHANNEL.sub("", base)
-    stripped = _LABEL_TAIL.sub("", base)
-    if stripped and stripped != base:
-        role, base = "label", stripped
+    base = _CHANNEL.sub("", stem) if channel else stem
+    if base[max(base.rfind("_"), base.rfind("-")) + 1:].lower() not in _TAIL_ENDS:
+        stripped = base  # the common case, checked in one look-up: no convention at the end
     else:
-        stripped = _IMAGE_TAIL.sub("", base)
-        if stripped and stripped != base:
+        stripped = _strip_tail(base, _LABEL_WORDS)
+    if stripped != base:
+        role, base = "label", stripped
+    elif stripped[max(stripped.rfind("_"), stripped.rfind("-")) + 1:].lower() in _TAIL_ENDS:
+        stripped = _strip_tail(base, _IMAGE_WORDS)
+        if stripped != base:
             role, base = "image", stripped
-    match = _PREFIX.match(base)
-    if match:
-        role = role or ("label" if match.group(1).lower() in LABEL_PREFIXES else "image")
-        base = base[match.end():]
+    head, sep, rest = base.partition("_")
+    if sep and rest and head.lower() in _PREFIX_ROLES:
+        role = role or _PREFIX_ROLES[head.lower()]
+        base = rest
     return base.lower(), role
+
+
+def _strip_tail(stem: str, words: frozenset[str]) -> str:
+    """``stem`` without the trailing ``_word`` / ``-word`` parts that are in ``words`` (one
+    or two separated parts each: ``_gtFine_labelIds``); never empty."""
+    while True:
+        cut = max(stem.rfind("_"), stem.rfind("-"))
+        if cut <= 0:
+            return stem
+        before = max(stem.rfind("_", 0, cut), stem.rfind("-", 0, cut))
+        if before > 0 and stem[before + 1:].lower() in words:
+            stem = stem[:before]
+        elif stem[cut + 1:].lower() in words:
+            stem = stem[:cut]
+        else:
+            return stem
+
+
+def _role_templates(stem: str):
+    """(template, role) for each role word in ``stem``: the name with the word replaced by
+    ``*`` (``x_*_1`` for ``x_label_1``, ``*2d`` for ``mask2d``)."""
+    parts = _ROLE_SPLIT.split(stem)
+    for i in range(0, len(parts), 2):
+        word, tail = parts[i].lower(), ""
+        if word not in IMAGE_TOKENS and word not in LABEL_TOKENS:
+            match = _WORD_NUMBER.match(parts[i])
+            if match is None:
+                continue
+            word, tail = match.group(1).lower(), match.group(2)
+            if word not in IMAGE_TOKENS and word not in LABEL_TOKENS:
+                continue
+        template = "".join(parts[:i] + ["*" + tail] + parts[i + 1:]).lower()
+        yield template, "image" if word in IMAGE_TOKENS else "label"
 
 
 def pair_key(relative: str, channel: bool = False) -> str:
@@ -193,15 +233,15 @@ def pair_in_folder(files: list[str]) -> Pairing:
     by_key: dict[tuple[str, str], list[tuple[str | None, str]]] = {}
     by_token: dict[tuple[str, str], dict[str, list[str]]] = {}
     for path in sorted(files):
-        folder = os.path.dirname(path)
-        stem = strip_extension(os.path.basename(path))
+        folder, name = os.path.split(path)
+        stem = strip_extension(name)
+        if not _ROLE_HINT.search(stem):
+            # No role word at all (most masks: 00001.png): the name is its own key.
+            by_key.setdefault((folder, stem.lower()), []).append((None, path))
+            continue
         key, role = name_key(stem)
         by_key.setdefault((folder, key), []).append((role, path))
-        parts = list(_TOKEN.finditer(stem))
-        for match in parts:
-            word = match.group(1).lower()
-            token_role = "image" if word in IMAGE_TOKENS else "label"
-            template = (stem[:match.start()] + "*" + stem[match.end():]).lower()
+        for template, token_role in _role_templates(stem):
             by_token.setdefault((folder, template), {}).setdefault(token_role, []).append(path)
     result = Pairing()
     claimed: set[str] = set()
@@ -234,8 +274,11 @@ def _claim(result: Pairing, labels: list[str], images: list[str], claimed: set[s
 def inside_root(path: str, root: str) -> bool:
     """True when ``path`` is ``root`` or lies below it (both made absolute and normalised;
     links are not followed, as loaders open the path as written)."""
-    path = os.path.normpath(os.path.abspath(path))
-    root = os.path.normpath(os.path.abspath(root))
+    return _below(os.path.abspath(path), os.path.abspath(root))
+
+
+def _below(path: str, root: str) -> bool:
+    """:func:`inside_root` of two absolute, normalised paths."""
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
@@ -245,7 +288,7 @@ def display_path(path: str) -> str:
     cwd = os.getcwd()
     if absolute == cwd:
         return "."
-    if inside_root(absolute, cwd):
+    if _below(absolute, cwd):
         return os.path.relpath(absolute, cwd)
     return absolute
 
