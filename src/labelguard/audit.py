@@ -16,7 +16,8 @@ from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
-from labelguard.layouts.base import AuditOptions, display_path
+from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
+from labelguard.layouts.pairing import describe_contents
 from labelguard.layouts.masks import color_proposal
 from labelguard.report import Report
 
@@ -79,6 +80,7 @@ def audit(
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
     configs = load_settings(paths[0], config_file, use_project_config)
+    notes_head: list[str] = []
     settings: dict = {}
     overrides: dict[str, Severity] = {}
     for config in configs:
@@ -90,8 +92,30 @@ def audit(
         workers = settings.get("workers")
     if sample is None and settings.get("sample"):
         sample = int(settings["sample"])
-    discoveries = [layouts.discover(path, options) for path in paths]
+    discoveries: list[layouts.Discovery] = []
+    layout_names: list[str] = []
+    for path in paths:
+        found = discover_datasets(path, options)
+        discoveries.extend(found)
+        if len(found) > 1:
+            base = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+            named = [f"{d.layout} in {os.path.relpath(d.root, base)}" for d in found]
+            layout_names.extend(named)
+            notes_head.append(f"{display_path(path)} holds {len(found)} datasets, each audited with its own "
+                              "layout: " + ", ".join(named))
+        else:
+            layout_names.extend(d.layout for d in found)
     effective = resolve_spec((d.spec for d in discoveries), configs, spec)
+    # Each dataset is checked against its own declared spec (under the config and CLI
+    # layers): one dataset's class list must not judge another's files.
+    spec_of: dict[int, LabelSpec] = {}
+    group_specs: dict[LabelSpec, LabelSpec] = {}
+    for d in discoveries:
+        group_specs.setdefault(d.spec, resolve_spec([d.spec], configs, spec))
+        for task in d.tasks:
+            spec_of[id(task)] = d.spec
+    if len(group_specs) == 1:
+        effective = next(iter(group_specs.values()))
     tasks: list[FileTask] = [t for d in discoveries for t in d.tasks]
     sampled = None
     if sample is not None and 0 < sample < len(tasks):
@@ -102,38 +126,60 @@ def audit(
     summary = Summary()
     errors: list[str] = []
     done = 0
-    for result in run_tasks(tasks, effective, workers):
-        findings.extend(result.findings)
-        summary.update(result.summary)
-        errors.extend(result.errors)
-        done += result.files
-        if progress:
-            progress(done, len(tasks))
-    for check in DATASET_CHECKS:
-        try:
-            findings.extend(check(summary, effective))
-        except Exception as exc:  # one crashing check must not lose the others
-            log.debug("dataset check %s failed", check.__name__, exc_info=True)
-            errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+    for declared, checked in group_specs.items():
+        group = [t for t in tasks if spec_of[id(t)] == declared] if len(group_specs) > 1 else tasks
+        group_summary = Summary()
+        for result in run_tasks(group, checked, workers):
+            findings.extend(result.findings)
+            group_summary.update(result.summary)
+            errors.extend(result.errors)
+            done += result.files
+            if progress:
+                progress(done, len(tasks))
+        for check in DATASET_CHECKS:
+            try:
+                findings.extend(check(group_summary, checked))
+            except Exception as exc:  # one crashing check must not lose the others
+                log.debug("dataset check %s failed", check.__name__, exc_info=True)
+                errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+        summary.update(group_summary)
+    if len(group_specs) > 1:
+        notes_head.append("the datasets declare different label specs; each was checked against its own: "
+                          + "; ".join(f"{checked.describe()} from {', '.join(checked.sources) or 'no file'}"
+                                      for checked in group_specs.values()))
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
-    notes = [n for d in discoveries for n in d.notes]
-    if not tasks and not any(f.code == "LG001" for f in findings):
-        notes.append("no mask or annotation files were found under " + ", ".join(display_path(p) for p in paths))
+    notes = notes_head + [n for d in discoveries for n in d.notes]
+    nothing = None if tasks else nothing_audited(paths, discoveries)
+    if nothing:
+        notes.append(nothing)
     return Report(
         paths=[display_path(p) for p in paths],
         spec=effective,
         summary=summary,
         findings=findings,
-        layouts=[d.layout for d in discoveries],
+        layouts=layout_names,
         sampled=sampled,
         suggested_remap=suggested_remap(summary, effective),
         suggested_color_map=color_proposal(summary.colors) if summary.colors else None,
         notes=notes,
         errors=errors,
         settings=settings,
+        audited_nothing=nothing,
     )
+
+
+def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery]) -> str:
+    """Why an audit that found no file to audit audited nothing: what it looked for, where,
+    and what it found there instead."""
+    looked = "; ".join(dict.fromkeys(
+        f"{LAYOUTS[d.layout].description} ({d.layout} layout)" if d.layout in LAYOUTS else d.layout
+        for d in discoveries))
+    where = ", ".join(f"{display_path(p)} ({describe_contents(p)})" for p in paths)
+    return (f"nothing was audited: no label file (mask, annotation, table or class folder) was found. "
+            f"Looked for {looked} under {where}. Pass --format, --masks DIR or --list FILE if the labels "
+            "are there under other names")
 
 
 def _with_settings(options: AuditOptions, settings: dict) -> AuditOptions:

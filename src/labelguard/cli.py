@@ -140,8 +140,10 @@ def spec_options(func):
 def layout_options(func):
     options = [
         click.option("--format", "layout", help="Force a layout (see `labelguard formats`)."),
-        click.option("--images", type=click.Path(exists=True, file_okay=False), help="Folder of images to pair."),
-        click.option("--masks", type=click.Path(exists=True, file_okay=False), help="Folder of masks to pair."),
+        click.option("--images", type=click.Path(file_okay=False),
+                     help="Folder of images to pair (with a PATH: a folder inside it, relative to it)."),
+        click.option("--masks", type=click.Path(file_okay=False),
+                     help="Folder of masks to pair (with a PATH: a folder inside it, relative to it)."),
         click.option("--list", "lists", multiple=True, type=click.Path(exists=True, dir_okay=False),
                      help="A file list (train.txt); only listed files are audited. Repeatable."),
         click.option("--key", help="Array key of the label in NPZ/HDF5 files."),
@@ -234,6 +236,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     for path in paths:
         if not os.path.exists(path):
             raise click.UsageError(f"{path}: no such file or directory")
+    images, masks = _folders_in(paths, images, masks)
     spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background)
     overrides = {}
     for item in severity_overrides:
@@ -262,7 +265,39 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         click.echo(f"report written to {output_file}", err=True)
     else:
         write_report(report, output_format, sys.stdout)
+    if report.audited_nothing:
+        click.echo(f"labelguard: error: {report.audited_nothing}", err=True)
     sys.exit(report.exit_code(fail_on or report.settings.get("fail_on", "error")))
+
+
+def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -> tuple[str | None, str | None]:
+    """``--images``/``--masks`` checked against the PATH they pair in.
+
+    With a PATH, a relative folder is taken inside it when it exists there (else from the
+    current directory), and must lie inside it: pairing folders of another dataset under
+    this PATH's name would audit other files than the ones named. ``--images`` alone (where
+    COCO, CSV and VOC look for images) may lie anywhere."""
+    from labelguard.layouts.masks import flag_folder
+    from labelguard.layouts.pairing import inside_root
+
+    given = [(flag, value) for flag, value in (("--images", images), ("--masks", masks)) if value]
+    if not given:
+        return images, masks
+    root = paths[0]
+    alone = masks is not None and len(paths) == 1 and os.path.abspath(root) == os.path.abspath(masks)
+    if len(paths) > 1:
+        raise click.UsageError(f"{' and '.join(f for f, _ in given)} pair the folders of one dataset; "
+                               f"give one PATH with them, not {len(paths)}")
+    resolved = {}
+    for flag, value in given:
+        folder = flag_folder(root, value) if os.path.isdir(root) else value
+        if not os.path.isdir(folder):
+            raise click.UsageError(f"{flag} {value}: no such folder (looked in {root} and in the current directory)")
+        if masks and not alone and not inside_root(folder, root) and not os.path.isfile(root):
+            raise click.UsageError(f"{flag} {value} is not inside the dataset PATH {root}: give a folder inside "
+                                   f"PATH, or leave PATH out to pair --images and --masks alone")
+        resolved[flag] = folder
+    return resolved.get("--images", images), resolved.get("--masks", masks)
 
 
 @main.command()

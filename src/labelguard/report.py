@@ -57,6 +57,9 @@ class Report:
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)  # the config files' [audit] table
+    # Why no label file was audited (what was looked for, where, what was there): the audit
+    # verified nothing, which is never an all-clear.
+    audited_nothing: str | None = None
 
     def counts(self) -> dict[str, int]:
         by = Counter(str(f.severity) for f in self.findings)
@@ -66,8 +69,9 @@ class Report:
         return dict(sorted(Counter(f.code for f in self.findings).items()))
 
     def exit_code(self, fail_on: str = "error") -> int:
-        """0: nothing at or above ``fail_on``; 1: findings; 2: labelguard itself failed."""
-        if self.errors:
+        """0: nothing at or above ``fail_on``; 1: findings; 2: labelguard itself failed or
+        audited no file."""
+        if self.errors or self.audited_nothing:
             return 2
         if fail_on == "never":
             return 0

@@ -42,7 +42,7 @@ def test_yolo_remap_changes_only_the_class_column(tmp_path):
     (tmp_path / "labels" / "classes.txt").write_text("cat\ndog\n")
     result = remap_ids(str(tmp_path / "labels"), "3:2", apply=True)
     statuses = {c.path.rsplit("/", 1)[-1]: c.status for c in result.changes}
-    assert statuses == {"a.txt": "written", "classes.txt": "skipped"}
+    assert statuses == {"a.txt": "written"}  # classes.txt is the folder's class list, not a label file
     assert path.read_bytes() == data.replace(b"3 0.", b"2 0.")
     undo(str(tmp_path / "labels"))
     assert path.read_bytes() == data

@@ -455,15 +455,16 @@ def audit_file(path: str, spec: LabelSpec, key: str | None, color_map: ColorMap 
 
 
 def not_a_clean_label(audited: FileResult) -> str | None:
-    """Why the audit says this file must not be rewritten as a label: it looks like an image
-    saved where the label should be, or it carries JPEG damage (LG202); else None."""
+    """Why the audit says this file must not be rewritten as a label: it carries JPEG damage
+    (LG202, a certainty when the file is a JPEG, so named first), or it looks like an image
+    saved where the label should be; else None."""
+    for finding in audited.findings:
+        if finding.code == "LG202":
+            return f"the audit found JPEG damage (LG202: {finding.message})"
     for finding in audited.findings:
         data = finding.data if isinstance(finding.data, dict) else {}
         if data.get("looks_like_image"):
             return f"the audit says it is an image, not a label ({finding.code}: {finding.message})"
-    for finding in audited.findings:
-        if finding.code == "LG202":
-            return f"the audit found JPEG damage (LG202: {finding.message})"
     return None
 
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.errors import UsageError
-from labelguard.readers.base import ReadError
-from labelguard.readers.lists import ListFile, parse_list
+from labelguard.readers.masks import is_mask_candidate, mask_extension
+# The pairing engine's names, imported here for the layouts and fixers that take them from base.
+from labelguard.layouts.pairing import (  # noqa: F401
+    ListSelection, display_path, holds_yolo_rows, inside_root, list_findings, pair_key, read_list,
+    resolve_entry as _resolve, select_from_lists, strip_extension, unpaired_findings, walk_files,
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class Discovery:
     spec: LabelSpec = field(default_factory=LabelSpec)  # what the dataset itself declares
     notes: list[str] = field(default_factory=list)
     color_map: object | None = None
+    # (root, layout) of each dataset, when one PATH held several.
+    datasets: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,45 @@ def layout_names() -> list[str]:
 
 
 def discover(root: str, options: AuditOptions) -> Discovery:
-    """Find the layout of ``root`` (or use the forced one) and discover its files."""
+    """The files of ``root`` as one :class:`Discovery`: the datasets of
+    :func:`discover_datasets` merged (their tasks, findings and notes; the first declared spec)."""
+    found = discover_datasets(root, options)
+    if len(found) == 1:
+        return found[0]
+    merged = Discovery(found[0].layout, root, datasets=[(d.root, d.layout) for d in found])
+    for part in found:
+        merged.tasks.extend(part.tasks)
+        merged.findings.extend(part.findings)
+        merged.notes.extend(part.notes)
+        if not merged.spec.is_known and part.spec.is_known:
+            merged.spec = part.spec
+        merged.color_map = merged.color_map or part.color_map
+    return merged
+
+
+# Sub-folders examined for datasets below a PATH that is none itself (VOCdevkit/VOC2007...).
+SUBDATASET_DEPTH = 4
+SUBDATASET_FOLDERS = 200
+# Folders a file list sits in, below the dataset root it names files of.
+LIST_DIRS = frozenset({"lists", "list", "splits", "split", "sets", "imagesets", "main", "segmentation",
+                       "action", "layout"})
+CLASS_NAME_FILES = frozenset({"obj.names", "classes.names", "coco.names", "classes.txt", "labels.txt",
+                              "class_names.txt", "labelmap.txt"})
+DESCRIPTOR_EXTENSIONS = (".json", ".yaml", ".yml", ".xml", ".toml", ".csv", ".tsv")
+# Files that describe the dataset of their folder (class names, colours, splits).
+METADATA_FILES = frozenset({"dataset_meta.json", "dataset.json", "meta.json", "labelmap.csv",
+                            "label_colors.txt", "class_dict.csv", "label_map.txt"})
+
+
+def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
+    """The datasets at ``root``, each discovered by its layout.
+
+    ``root`` is a dataset (its layout detected, or forced by ``--format``; ``--masks`` means
+    the paired layout); a folder holding several datasets (VOCdevkit with VOC2007 and
+    VOC2012, train/ and val/ trees of different layouts), each audited on its own; or a file
+    that describes a dataset: a file list, a class-name file, nnU-Net's dataset.json (the
+    dataset around it), a YOLO label file, or a file any layout reads (COCO JSON, VOC XML,
+    data.yaml, CSV, a mask)."""
     if options.format:
         try:
             layout = LAYOUTS[options.format]
@@ -82,219 +124,119 @@ def discover(root: str, options: AuditOptions) -> Discovery:
             raise UsageError(
                 f"unknown format {options.format!r}; known: {', '.join(layout_names())}"
             ) from None
-        return layout.discover(root, options)
+        return [layout.discover(root, options)]
+    if options.masks:
+        return [LAYOUTS["paired"].discover(root, options)]
+    if os.path.isfile(root):
+        return _discover_file(root, options)
+    voc = _voc_root_of_image_sets(root)
+    if voc is not None:
+        return discover_datasets(voc, options)
+    layout = detect_layout(root, options)
+    if layout is not None:
+        return [layout.discover(root, options)]
+    if os.path.isdir(root):
+        parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
+        if any(layout.name != "masks" for _, layout in parts):
+            return [layout.discover(folder, options) for folder, layout in parts]
+    return [LAYOUTS["masks"].discover(root, options)]
+
+
+def _voc_root_of_image_sets(folder: str) -> str | None:
+    """The VOC folder of an ``ImageSets`` folder (or of one of its split folders), whose
+    lists name image ids, not files: the lists are audited with their dataset."""
+    folder = os.path.abspath(folder)
+    for candidate in (folder, os.path.dirname(folder)):
+        if os.path.basename(candidate) == "ImageSets":
+            parent = os.path.dirname(candidate)
+            if os.path.isdir(os.path.join(parent, "Annotations")) or os.path.isdir(
+                    os.path.join(parent, "SegmentationClass")):
+                return parent
+    return None
+
+
+def detect_layout(root: str, options: AuditOptions) -> Layout | None:
+    """The first layout, by priority, that takes ``root`` for its own (the catch-all mask
+    layout left out)."""
     for layout in sorted(LAYOUTS.values(), key=lambda item: item.priority):
-        if layout.detect(root, options):
-            return layout.discover(root, options)
-    return LAYOUTS["masks"].discover(root, options)
+        if layout.name != "masks" and layout.detect(root, options):
+            return layout
+    return None
 
 
-def display_path(path: str) -> str:
-    """``path`` relative to the current directory when inside it, else absolute."""
-    absolute = os.path.abspath(path)
-    cwd = os.getcwd()
-    if absolute == cwd:
-        return "."
-    if absolute.startswith(cwd.rstrip(os.sep) + os.sep):
-        return os.path.relpath(absolute, cwd)
-    return absolute
-
-
-# ---- pairing -----------------------------------------------------------------------------
-
-_SUFFIXES = re.compile(
-    r"(?:[_-](?:mask|masks|label|labels|gt|seg|segmentation|annotation|anno|target|"
-    r"leftImg8bit|gtFine_labelIds|gtFine_labelTrainIds|gtCoarse_labelIds))+$",
-    re.IGNORECASE,
-)
-
-
-def strip_extension(name: str) -> str:
-    lower = name.lower()
-    for ext in (".nii.gz", ".npy.h5"):
-        if lower.endswith(ext):
-            return name[: -len(ext)]
-    return os.path.splitext(name)[0]
-
-
-_CHANNEL = re.compile(r"_\d{4}$")
-
-
-def pair_key(relative: str, channel: bool = False) -> str:
-    """The name under which an image and its mask meet: folder + stem without the usual
-    suffixes (``_mask``, ``_label``, ``_gt``...); with ``channel``, also without nnU-Net's
-    ``_0000`` channel suffix (only ever stripped from the image side)."""
-    folder, name = os.path.split(relative)
-    stem = strip_extension(name)
-    if channel:
-        stem = _CHANNEL.sub("", stem)
-    base = _SUFFIXES.sub("", stem) or stem
-    if base.lower().startswith(("gt_", "mask_", "label_", "image_", "img_")):
-        base = base.split("_", 1)[1]
-    return os.path.join(folder, base).lower()
-
-
-# ---- files and lists -------------------------------------------------------------------
-
-def walk_files(root: str, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
-    """Every file under ``root`` (sorted, hidden entries skipped), without the ``skip_dirs``."""
-    found = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in skip_dirs)
-        for name in sorted(files):
-            if not name.startswith("."):
-                found.append(os.path.join(directory, name))
+def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int]) -> list[tuple[str, Layout]]:
+    try:
+        children = sorted(e.path for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        return []
+    found: list[tuple[str, Layout]] = []
+    for child in children:
+        seen[0] += 1
+        if seen[0] > SUBDATASET_FOLDERS:
+            break
+        layout = detect_layout(child, options)
+        if layout is not None:
+            found.append((child, layout))
+        elif _holds_masks(child):
+            # Masks beside other datasets: the catch-all layout audits them as one dataset.
+            found.append((child, LAYOUTS["masks"]))
+        elif depth > 1:
+            found.extend(_sub_datasets(child, options, depth - 1, seen))
     return found
 
 
-@dataclass
-class ListSelection:
-    """The files a set of lists names, and the findings about the lists themselves."""
-
-    paths: list[str] = field(default_factory=list)  # resolved mask/annotation files, in order
-    pairs: dict[str, str] = field(default_factory=dict)  # mask path -> image path named beside it
-    findings: list[Finding] = field(default_factory=list)
-
-
-_LIST_PROBLEMS = {
-    "bom": "starts with a UTF-8 byte order mark",
-    "crlf": "has Windows (CRLF) line endings",
-    "whitespace": "has leading/trailing whitespace",
-    "blank": "has blank lines",
-    "comment": "has # comment lines, which a loader reading every line opens as file names",
-    "duplicate": "has duplicated entries",
-}
-
-
-def list_findings(listing: ListFile, display: str) -> list[Finding]:
-    findings = []
-    for problem, lines in listing.problems.items():
-        shown = ", ".join(
-            f"line {n}" + (f" {listing.examples[n]!r}" if problem in ("whitespace", "comment", "duplicate") else "")
-            for n in lines[:5]
-        )
-        more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""
-        findings.append(UNCLEAN_LIST.finding(
-            display,
-            f"the list {_LIST_PROBLEMS[problem]}: {shown}{more}",
-            hint="Code that does not strip each line opens 'name ' or 'name\\r' and fails; "
-            "clean the list (`labelguard fix list`).",
-            problem=problem, lines=lines,
-        ))
-    return findings
-
-
-def read_list(list_path: str) -> tuple[ListFile | None, list[Finding]]:
-    """A parsed file list and the findings about it (LG004 unclean lines, LG001 unreadable)."""
-    shown = display_path(list_path)
+def _holds_masks(folder: str) -> bool:
+    """True when ``folder`` itself holds lossless mask files (JPEGs are taken for photos)."""
     try:
-        listing = parse_list(list_path)
-    except ReadError as exc:
-        return None, [UNREADABLE.finding(shown, f"cannot read the file list: {exc}")]
-    return listing, list_findings(listing, shown)
+        with os.scandir(folder) as entries:
+            return any(e.is_file() and not e.name.startswith(".") and is_mask_candidate(e.name)
+                       and mask_extension(e.name) not in (".jpg", ".jpeg") for e in entries)
+    except OSError:
+        return False
 
 
-def select_from_lists(
-    lists: tuple[str, ...],
-    root: str,
-    candidates: list[str],
-    extensions: tuple[str, ...],
-) -> ListSelection:
-    """Resolve every list entry against ``root`` (with or without extension, or by stem
-    among ``candidates``); LG003/LG004/LG005 on the lists."""
-    selection = ListSelection()
-    root_abs = os.path.abspath(root)
-    by_stem: dict[str, list[str]] = {}
-    for path in candidates:
-        by_stem.setdefault(strip_extension(os.path.basename(path)).lower(), []).append(path)
-        by_stem.setdefault(pair_key(os.path.basename(path)), []).append(path)
-    chosen: set[str] = set()
-    for list_path in lists:
-        shown = display_path(list_path)
-        listing, findings = read_list(list_path)
-        selection.findings.extend(findings)
-        if listing is None:
-            continue
-        missing: list[tuple[int, str]] = []
-        list_dir = os.path.dirname(os.path.abspath(list_path))
-        for entry in listing.entries:
-            whole = _resolve(entry.text, root_abs, list_dir, by_stem, extensions)
-            if whole[0] or len(entry.fields) == 1:
-                parts = [(entry.text, whole)]
-            else:
-                parts = [(name, _resolve(name, root_abs, list_dir, by_stem, extensions))
-                         for name in entry.fields]
-            found = []
-            for name, (path, escaped) in parts:
-                if escaped:
-                    selection.findings.append(ESCAPES_ROOT.finding(
-                        shown, f"line {entry.line}: {name!r} points outside the dataset root "
-                        f"{display_path(root_abs)}",
-                        line=entry.line, entry=name,
-                    ))
-                elif path is None:
-                    missing.append((entry.line, name))
-                else:
-                    found.append(path)
-            if not found:
-                continue
-            target = found[-1]  # "image mask" lines name the mask last
-            if target not in chosen:
-                chosen.add(target)
-                selection.paths.append(target)
-                if len(found) > 1:
-                    selection.pairs[target] = found[0]
-        for line, name in missing:
-            selection.findings.append(MISSING.finding(
-                shown, f"line {line}: {name!r} does not exist under {display_path(root_abs)}",
-                hint="Regenerate the list from the files on disk, or restore the file.",
-                line=line, entry=name,
-            ))
-    return selection
+def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
+    name = os.path.basename(path).lower()
+    folder = os.path.dirname(os.path.abspath(path))
+    if name == "dataset.json" and os.path.isdir(os.path.join(folder, "labelsTr")):
+        return [LAYOUTS["nnunet"].discover(folder, options)]
+    if name in CLASS_NAME_FILES or name in METADATA_FILES:
+        return discover_datasets(folder, options)
+    if name.endswith(".txt"):
+        if os.path.basename(folder).lower() in LIST_DIRS:
+            return [_discover_list(path, options)]
+        if LAYOUTS["csv"].detect(path, options):
+            return [LAYOUTS["csv"].discover(path, options)]
+        if holds_yolo_rows(path):
+            return [LAYOUTS["yolo"].discover(path, options)]
+        return [_discover_list(path, options)]
+    layout = detect_layout(path, options)
+    if layout is None and name.endswith(DESCRIPTOR_EXTENSIONS):
+        # A file no layout reads that sits in a dataset (a config, a per-image JSON of
+        # another tool): the dataset of its folder is what it describes.
+        found = discover_datasets(folder, options)
+        found[0].notes.append(f"{display_path(path)} is no label file labelguard reads; the dataset of "
+                              f"its folder {display_path(folder)} was audited")
+        return found
+    return [(layout or LAYOUTS["masks"]).discover(path, options)]
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+def _discover_list(path: str, options: AuditOptions) -> Discovery:
+    """A file list as PATH: the dataset above it, audited through the list."""
+    listed = replace(options, lists=(*options.lists, path))
+    folder = os.path.dirname(os.path.abspath(path))
+    voc = _voc_root_of_image_sets(folder)
+    for candidate in [voc] if voc else _ancestors(folder, 3):
+        layout = detect_layout(candidate, listed)
+        # The table layout would read the lists beside this one as tables, not this list's dataset.
+        if layout is not None and layout.name != "csv":
+            return layout.discover(candidate, listed)
+    root = os.path.dirname(folder) if os.path.basename(folder).lower() in LIST_DIRS else folder
+    return LAYOUTS["masks"].discover(root, listed)
 
 
-def _resolve(name: str, root: str, list_dir: str, by_stem: dict[str, list[str]],
-             extensions: tuple[str, ...]) -> tuple[str | None, bool]:
-    """(path or None, escapes_root) for one list entry.
-
-    Entries resolve against the root, then the list's folder, with or without one of
-    ``extensions``, then by stem among the dataset's files. A leading '/' is read as
-    root-relative first (CamVid lists), then as a real absolute path.
-    """
-    relative = name.lstrip("/\\") if os.path.isabs(name) else name
-    for base in (root, list_dir):
-        path = os.path.normpath(os.path.join(base, relative))
-        for candidate in (path, *(path + ext for ext in extensions)):
-            if os.path.isfile(candidate):
-                return candidate, not _inside(candidate, root)
-    if os.path.isabs(name) and os.path.isfile(name):
-        absolute = os.path.abspath(name)
-        return absolute, not _inside(absolute, root)
-    if not _inside(os.path.normpath(os.path.join(root, relative)), root):
-        return None, True
-    stem = strip_extension(os.path.basename(relative)).lower()
-    matches = set(by_stem.get(stem) or by_stem.get(pair_key(os.path.basename(relative))) or [])
-    if len(matches) == 1:
-        return matches.pop(), False
-    return None, False
-
-
-def unpaired_findings(orphans_images: list[str], orphans_masks: list[str], what: str = "mask") -> list[Finding]:
-    findings = []
-    for path in orphans_images:
-        findings.append(UNPAIRED.finding(
-            display_path(path), f"image has no {what} (no {what} file with a matching name)",
-            hint="Restore the missing file, or remove the image from the dataset and its lists.",
-            side="image",
-        ))
-    for path in orphans_masks:
-        findings.append(UNPAIRED.finding(
-            display_path(path), f"{what} has no image (no image file with a matching name)",
-            hint="Restore the image, or remove the orphan from the dataset and its lists.",
-            side=what,
-        ))
-    return findings
+def _ancestors(folder: str, count: int) -> list[str]:
+    found = [folder]
+    while len(found) <= count and os.path.dirname(found[-1]) != found[-1]:
+        found.append(os.path.dirname(found[-1]))
+    return found

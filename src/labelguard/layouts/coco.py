@@ -39,6 +39,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import LISTED, SHOWN, noun, plural, shorten, verb
 from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
+from labelguard.layouts.pairing import inside_root
 from labelguard.layouts.classification import FileLookup, escapes
 from labelguard.readers.base import ReadError
 from labelguard.readers.coco import CAPTION, NO_ID, CocoRecord, looks_like_coco, peek_categories, read_coco
@@ -472,7 +473,7 @@ def _file_findings(display: str, record: CocoRecord, bases: tuple[str, ...], roo
             continue
         if escapes(name):
             target = os.path.normpath(name if os.path.isabs(name) else os.path.join(bases[0], name))
-            if root_abs is None or not (target + os.sep).startswith(root_abs.rstrip(os.sep) + os.sep):
+            if root_abs is None or not inside_root(target, root_abs):
                 escaping.append(f"images[{index}] {name!r}")
                 continue
             if not os.path.isfile(target):

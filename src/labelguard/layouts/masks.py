@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.layouts.base import (
-    AuditOptions, Discovery, display_path, pair_key, register_layout, select_from_lists, strip_extension,
-    unpaired_findings, walk_files,
+    AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
 )
+from labelguard.layouts.pairing import inside_root, pair_files, pair_in_folder
 from labelguard.readers.base import ReadError, read_class_names
 from labelguard.readers.colormap import (
     ColorMap, camvid_color_map, find_color_map, load_color_map, voc_color_map,
@@ -57,32 +56,13 @@ def _mask_files(folder: str, include_jpeg: bool) -> list[str]:
             and (include_jpeg or mask_extension(p) not in JPEG_EXTENSIONS)]
 
 
-def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str):
-    """(pairs mask->image, orphan images, orphan masks) matched by folder + stem.
-
-    Keys are tried from the most to the least specific: folder + stem, then folder + stem
-    without an nnU-Net channel suffix on the image, then the stem alone.
-    """
-    indexes: list[dict[str, list[str]]] = [{}, {}, {}]
-    for path in sorted(images):
-        relative = os.path.relpath(path, image_root)
-        indexes[0].setdefault(pair_key(relative), []).append(path)
-        indexes[1].setdefault(pair_key(relative, channel=True), []).append(path)
-        indexes[2].setdefault(pair_key(os.path.basename(path), channel=True), []).append(path)
-    pairs: dict[str, str] = {}
-    used: set[str] = set()
-    for mask in masks:
-        relative = os.path.relpath(mask, mask_root)
-        keys = (pair_key(relative), pair_key(relative), pair_key(os.path.basename(mask)))
-        for index, key in zip(indexes, keys):
-            candidates = index.get(key)
-            if candidates:
-                pairs[mask] = candidates[0]
-                used.update(candidates)  # every channel file of an nnU-Net case
-                break
-    orphan_images = [p for p in images if p not in used]
-    orphan_masks = [m for m in masks if m not in pairs]
-    return pairs, orphan_images, orphan_masks
+def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str,
+          discovery: Discovery) -> tuple[dict[str, str], list[str], list[str]]:
+    """(pairs mask->image, orphan images, orphan masks) from the pairing engine; masks that
+    match several images are noted on ``discovery``."""
+    pairing = pair_files(images, masks, image_root, mask_root)
+    discovery.notes.extend(pairing.notes("mask"))
+    return pairing.pairs, pairing.orphan_images, pairing.orphan_labels
 
 
 def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
@@ -184,16 +164,28 @@ def _parents(path: str, root: str) -> list[str]:
 def discover_paired(root: str, options: AuditOptions) -> Discovery:
     """Explicit ``--images DIR --masks DIR``, or sibling image/mask folders under ``root``."""
     discovery = Discovery("paired", root)
-    image_root = options.images or _child(root, IMAGE_DIRS)
-    mask_root = options.masks or _child(root, MASK_DIRS)
+    image_root = flag_folder(root, options.images) or _child(root, IMAGE_DIRS)
+    mask_root = flag_folder(root, options.masks) or _child(root, MASK_DIRS)
     assert mask_root is not None
     masks = _mask_files(mask_root, include_jpeg=True)
     images = [p for p in walk_files(image_root) if is_mask_candidate(p)] if image_root else []
-    pairs, orphan_images, orphan_masks = _pair(images, masks, image_root or root, mask_root)
+    pairs, orphan_images, orphan_masks = _pair(images, masks, image_root or root, mask_root, discovery)
     if image_root and not options.lists:
         discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
     color_map = _declared_color_map(options, _parents(mask_root, root), discovery)
     return _finish(discovery, options, masks, pairs, color_map, [mask_root])
+
+
+def flag_folder(root: str, folder: str | None) -> str | None:
+    """An ``--images``/``--masks`` folder: a relative one names a folder inside the dataset
+    ``root`` when there is one of that name, else a folder from the current directory."""
+    if not folder:
+        return None
+    if not os.path.isabs(folder) and os.path.isdir(root):
+        inside = os.path.join(root, folder)
+        if os.path.isdir(inside) and inside_root(inside, root):
+            return inside
+    return folder
 
 
 def _child(root: str, names) -> str | None:
@@ -226,7 +218,7 @@ def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
             continue
         split_masks = _mask_files(label_dir, include_jpeg=True)
         images = _mask_files(image_dir, include_jpeg=True) if os.path.isdir(image_dir) else []
-        found, orphan_images, orphan_masks = _pair(images, split_masks, image_dir, label_dir)
+        found, orphan_images, orphan_masks = _pair(images, split_masks, image_dir, label_dir, discovery)
         if not options.lists and split == "Tr":
             discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
         masks.extend(split_masks)
@@ -245,7 +237,7 @@ def discover_voc_segmentation(root: str, options: AuditOptions) -> Discovery:
     image_dir = os.path.join(root, "JPEGImages")
     masks = _mask_files(mask_dir, include_jpeg=True)
     images = _mask_files(image_dir, include_jpeg=True) if os.path.isdir(image_dir) else []
-    pairs, _, orphan_masks = _pair(images, masks, image_dir, mask_dir)
+    pairs, _, orphan_masks = _pair(images, masks, image_dir, mask_dir, discovery)
     if images and not options.lists:
         discovery.findings.extend(unpaired_findings([], orphan_masks))
     color_map = _declared_color_map(options, [root], discovery, default=voc_color_map())
@@ -270,7 +262,8 @@ def discover_camvid(root: str, options: AuditOptions) -> Discovery:
     masks, pairs = [], {}
     for image_dir, mask_dir in _camvid_splits(root):
         split_masks = _mask_files(mask_dir, include_jpeg=True)
-        found, orphan_images, orphan_masks = _pair(_mask_files(image_dir, True), split_masks, image_dir, mask_dir)
+        found, orphan_images, orphan_masks = _pair(_mask_files(image_dir, True), split_masks, image_dir, mask_dir,
+                                                   discovery)
         if not options.lists:
             discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
         masks.extend(split_masks)
@@ -294,7 +287,7 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
                                "(instance and colour masks are not class masks)")
     image_dir = os.path.join(root, "leftImg8bit")
     images = [p for p in walk_files(image_dir) if p.endswith("_leftImg8bit.png")]
-    pairs, _, orphan_masks = _pair(images, masks, image_dir, gt)
+    pairs, _, orphan_masks = _pair(images, masks, image_dir, gt, discovery)
     if images and not options.lists:
         discovery.findings.extend(unpaired_findings([], orphan_masks))
     color_map = _declared_color_map(options, [root], discovery)
@@ -320,36 +313,28 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         discovery.findings.append(UNREADABLE.finding(display_path(root), "no such file or directory"))
         return discovery
     forced = options.format == "masks"
+    if not forced and not options.lists and os.path.basename(os.path.abspath(root)) in IMAGE_DIRS:
+        discovery.notes.append(f"{display_path(root)} is an image folder ({os.path.basename(os.path.abspath(root))}/): "
+                               "its files are taken for images, not labels; give the dataset folder or its "
+                               "label folder (or --format masks to audit these files as masks)")
+        return discovery
     files = [p for p in walk_files(root, skip_dirs=IMAGE_DIRS) if is_mask_candidate(p)
              and (forced or mask_extension(p) not in JPEG_EXTENSIONS or _in_mask_dir(p, root))]
-    pairs = _pair_by_role(files)
-    images = set(pairs.values())
+    pairing = pair_in_folder(files)
+    discovery.notes.extend(pairing.notes("mask"))
+    # A file that is some label's image is never audited as a label itself.
+    images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
     masks = [p for p in files if p not in images]
-    color_map = _declared_color_map(options, [root], discovery)
+    pairs = pairing.pairs
+    # A label folder given as PATH: the colour map sits in the dataset folder above it.
+    map_dirs = [root, os.path.dirname(os.path.abspath(root))] if _in_mask_dir(root, root) else [root]
+    color_map = _declared_color_map(options, map_dirs, discovery)
     return _finish(discovery, options, masks, pairs, color_map, [])
 
 
-_ROLE_SPLIT = re.compile(r"([_\-.])")
-IMAGE_TOKENS = frozenset({"data", "image", "images", "img", "volume", "vol", "input", "raw", "ct", "mri"})
-LABEL_TOKENS = frozenset({"label", "labels", "mask", "masks", "seg", "gt", "annotation", "target"})
-
-
-def _pair_by_role(files: list[str]) -> dict[str, str]:
-    """Pairs (mask -> image) of files in one folder whose names differ only by a role word:
-    ``HGG_val0_data_cropped.npy`` / ``HGG_val0_label_cropped.npy``, ``x_img.png`` / ``x_mask.png``."""
-    slots: dict[tuple[str, str], dict[str, str]] = {}
-    for path in files:
-        parts = _ROLE_SPLIT.split(strip_extension(os.path.basename(path)))
-        for i, part in enumerate(parts):
-            role = "image" if part.lower() in IMAGE_TOKENS else "mask" if part.lower() in LABEL_TOKENS else None
-            if role:
-                key = "".join(parts[:i] + ["*"] + parts[i + 1:])
-                slots.setdefault((os.path.dirname(path), key), {}).setdefault(role, path)
-    return {slot["mask"]: slot["image"] for slot in slots.values() if "mask" in slot and "image" in slot}
-
-
 def _in_mask_dir(path: str, root: str) -> bool:
-    parts = os.path.relpath(path, root).split(os.sep)[:-1]
+    """True when a folder between ``root`` (itself included) and ``path`` is a label folder."""
+    parts = [os.path.basename(os.path.abspath(root)), *os.path.relpath(path, root).split(os.sep)[:-1]]
     names = {n.lower() for n in MASK_DIRS}
     return any(p.lower() in names for p in parts)
 

@@ -22,7 +22,7 @@ from labelguard.core.summary import EXAMPLES_KEPT
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import SHOWN, plural, shorten
 from labelguard.layouts.base import (
-    AuditOptions, Discovery, display_path, read_list, register_layout, select_from_lists,
+    AuditOptions, Discovery, display_path, inside_root, read_list, register_layout, select_from_lists,
     strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.layouts.masks import discover_voc_segmentation
@@ -302,9 +302,11 @@ def _split_lists(root: str) -> list[str]:
 
 
 def _check_split_lists(lists: list[str], by_stem: dict[str, str], images: dict,
-                       discovery: Discovery) -> set[str]:
-    """LG003/LG004 on the split lists; returns the image stems named by test splits."""
+                       discovery: Discovery) -> tuple[set[str], set[str]]:
+    """LG003/LG004 on the split lists; returns the image stems named by test splits and
+    those named by any list (its first field: per-class lists add 1 / -1 after the id)."""
     test_ids: set[str] = set()
+    named: set[str] = set()
     for list_path in lists:
         shown = display_path(list_path)
         listing, findings = read_list(list_path)
@@ -316,6 +318,7 @@ def _check_split_lists(lists: list[str], by_stem: dict[str, str], images: dict,
         missing = []
         for entry in listing.entries:
             stem = entry.fields[0]
+            named.add(stem)
             if is_test:
                 test_ids.add(stem)
             if stem in by_stem or (is_test and stem in images):
@@ -330,7 +333,7 @@ def _check_split_lists(lists: list[str], by_stem: dict[str, str], images: dict,
             ))
         if len(missing) > 200:
             discovery.notes.append(f"{shown}: {len(missing) - 200} more missing entries not listed")
-    return test_ids
+    return test_ids, named
 
 
 def relative_files(folder: str) -> list[tuple[str, str]]:
@@ -364,19 +367,36 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     if annotation_dir is None:
         discovery.notes.append(f"no Annotations/*.xml under {display_path(root)}")
         return discovery
+    # PATH may be the Annotations folder itself: its images, lists and class list sit in
+    # the VOC folder above it.
+    voc_root = root
+    parent = os.path.dirname(os.path.abspath(root))
+    if annotation_dir == root and os.path.basename(os.path.abspath(root)) in ANNOTATION_DIRS and (
+            _child_dir(parent, IMAGE_DIRS) or os.path.isdir(os.path.join(parent, "ImageSets"))):
+        voc_root = parent
     xmls = {relative[:-4]: path for relative, path in relative_files(annotation_dir)
             if relative[-4:].lower() == ".xml"}
-    image_dir = root if annotation_dir == root else options.images or _child_dir(root, IMAGE_DIRS)
+    if options.images:
+        image_dir: str | None = options.images
+    elif annotation_dir != voc_root:
+        image_dir = _child_dir(voc_root, IMAGE_DIRS)
+    else:
+        image_dir = root
     images = _images_by_stem(image_dir)
     selected = list(xmls)
-    if options.lists:
-        selection = select_from_lists(options.lists, root, list(xmls.values()), (".xml",))
+    image_sets = os.path.join(voc_root, "ImageSets")
+    if options.lists and not all(inside_root(p, image_sets) for p in options.lists):
+        selection = select_from_lists(options.lists, voc_root, list(xmls.values()), (".xml",))
         discovery.findings.extend(selection.findings)
         chosen = set(selection.paths)
         selected = [stem for stem, path in xmls.items() if path in chosen]
         test_ids: set[str] = set()
     else:
-        test_ids = _check_split_lists(_split_lists(root), xmls, images, discovery)
+        # VOC's own split lists name image ids (test splits may lack annotations).
+        test_ids, named = _check_split_lists(list(options.lists) or _split_lists(voc_root), xmls, images,
+                                             discovery)
+        if options.lists:
+            selected = [stem for stem in xmls if stem in named]
     shown_dir = display_path(annotation_dir)
     image_option = (("image_dir", image_dir),) if image_dir is not None else ()
     tasks = []
@@ -392,9 +412,9 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     if image_dir is not None and image_dir != root and not options.lists:
         orphans = [path for stem, (path, _) in images.items() if stem not in xmls and stem not in test_ids]
         discovery.findings.extend(unpaired_findings(orphans, [], what="annotation"))
-    spec_dirs = [root, annotation_dir, os.path.dirname(os.path.abspath(root))]
+    spec_dirs = [voc_root, annotation_dir, os.path.dirname(os.path.abspath(voc_root))]
     discovery.spec = _spec_from_files(spec_dirs, discovery)
-    if os.path.isdir(os.path.join(root, "SegmentationClass")):
+    if voc_root == root and os.path.isdir(os.path.join(root, "SegmentationClass")):
         segmentation = discover_voc_segmentation(root, options)
         discovery.tasks.extend(segmentation.tasks)
         discovery.findings.extend(segmentation.findings)

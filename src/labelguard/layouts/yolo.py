@@ -26,6 +26,7 @@ from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, read_list, register_layout, unpaired_findings,
     walk_files,
 )
+from labelguard.layouts.pairing import holds_yolo_rows, inside_root
 from labelguard.layouts.voc import IMAGE_EXTENSIONS, relative_files
 from labelguard.readers.base import ReadError
 from labelguard.readers.yolo import (
@@ -301,7 +302,7 @@ def _add_image_list(collector: _Collector, list_path: str, root: str) -> None:
                 line=entry.line, entry=entry.text,
             ))
             continue
-        if not os.path.abspath(path).startswith(root_abs + os.sep):
+        if not inside_root(path, root_abs):
             discovery.findings.append(ESCAPES_ROOT.finding(
                 shown, f"line {entry.line}: {entry.text!r} points outside the dataset root {display_path(root)}",
                 line=entry.line, entry=entry.text,
@@ -405,6 +406,28 @@ def _label_dir(root: str) -> str | None:
     return None
 
 
+def _mirrored_images(label_folder: str) -> str:
+    """The image folder of a label folder, as :func:`label_path` mirrors them: the last
+    ``labels`` component becomes ``images``."""
+    parts = label_folder.split(os.sep)
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] in LABEL_DIRS:
+            return os.sep.join(parts[:i] + ["images" if parts[i].islower() else "Images"] + parts[i + 1:])
+    return label_folder
+
+
+def _is_label_folder(folder: str) -> bool:
+    """True when ``folder`` is itself a ``labels`` folder of YOLO rows, or a split folder
+    of one (``labels/train``), given as PATH."""
+    folder = os.path.abspath(folder)
+    if not ({os.path.basename(folder), os.path.basename(os.path.dirname(folder))} & set(LABEL_DIRS)) \
+            or not _holds_txt(folder):
+        return False
+    first = next((path for path in walk_files(folder) if path.endswith(".txt")
+                  and not _not_labels(os.path.basename(path))), None)
+    return first is not None and holds_yolo_rows(first)
+
+
 def _holds_txt(folder: str, limit: int = 2000) -> bool:
     """True when ``folder`` holds more .txt files than mask files (among its first files)."""
     texts = masks = 0
@@ -435,6 +458,11 @@ def _add_tree(collector: _Collector, root: str) -> None:
     """Label files of a folder without a dataset file: a ``labels`` tree mirrored by
     ``images``, or .txt files beside their images (also in image folders below ``root``)."""
     label_dir = _label_dir(root)
+    if label_dir is None and _is_label_folder(root):
+        # PATH is a label folder itself: its images are where Ultralytics looks for them.
+        images_dir = _mirrored_images(os.path.abspath(root))
+        collector.add_label_dir(root, images_dir if os.path.isdir(images_dir) else None)
+        return
     if label_dir is not None:
         images_dir = os.path.join(root, "images" if os.path.basename(label_dir).lower() == "labels" else "Images")
         if not os.path.isdir(images_dir):
@@ -510,7 +538,7 @@ def _detect_yolo(root: str, options: AuditOptions) -> bool:
         return True
     if any(os.path.isfile(os.path.join(root, name)) for name in NAMES_FILES[:3]):
         return True
-    if _label_dir(root) is not None:
+    if _label_dir(root) is not None or _is_label_folder(root):
         return True
     folders = [root] + [os.path.join(root, d) for d in sorted(os.listdir(root))
                         if os.path.isdir(os.path.join(root, d)) and not d.startswith(".")]
