@@ -12,7 +12,7 @@ from labelguard.checks.classes import CLASS_UNUSED
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.core.summary import Summary
-from labelguard.core.text import LISTED, noun, shorten, verb
+from labelguard.core.text import LISTED, noun, plural, shorten, verb
 from labelguard.rules._dataset import class_label, suggested_remap
 from labelguard.rules.lg208 import one_based_labels
 from labelguard.rules.lg209 import scaled_binary
@@ -47,7 +47,7 @@ def classes_never_seen(summary: Summary, spec: LabelSpec):
             findings.append(CLASS_UNUSED.finding(
                 None,
                 f"{noun(len(missing), 'class value')} {shorten(labels, LISTED)} of the spec "
-                f"never {verb(len(missing), 'occurs')} in {summary.samples} samples "
+                f"never {verb(len(missing), 'occurs')} in {plural(summary.samples, 'sample')} "
                 f"(found [{shorten(sorted(summary.value_files), LISTED)}])",
                 hint="Check the spec against the data: a class too many in the spec, data "
                 "missing from this split, or a renumbered value.",
@@ -61,7 +61,7 @@ def classes_never_seen(summary: Summary, spec: LabelSpec):
             findings.append(CLASS_UNUSED.finding(
                 None,
                 f"{noun(len(missing_names), 'class')} {shorten(missing_names, LISTED, repr)} "
-                f"of the spec never {verb(len(missing_names), 'occurs')} in {summary.samples} samples",
+                f"of the spec never {verb(len(missing_names), 'occurs')} in {plural(summary.samples, 'sample')}",
                 hint="Check the class list against the annotations; a split may lack a class.",
                 missing=missing_names,
             ))
