@@ -294,3 +294,12 @@ def test_palette_png_is_read_as_indices_not_colours(tmp_path):
     report = audit(tmp_path, LabelSpec(num_classes=21), use_project_config=False)
     assert report.summary.found_values() == [0, 3]
     assert "LG203" not in report.code_counts()
+
+
+def test_every_sniffed_container_has_a_reader_and_every_editor_a_reader():
+    from labelguard.fix.masks import MASK_EDITORS
+    from labelguard.readers.base import MAGIC
+    from labelguard.readers.masks import MASK_READERS
+
+    assert {kind for _, kind in MAGIC} | {"nifti"} <= set(MASK_READERS)
+    assert set(MASK_EDITORS) <= set(MASK_READERS)

@@ -12,6 +12,8 @@ import logging
 import os
 import warnings
 import zipfile
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from PIL import Image, ImageFile, PngImagePlugin, UnidentifiedImageError
@@ -49,6 +51,34 @@ def _declared(path: str) -> str | None:
     return EXTENSION_KINDS.get(ext)
 
 
+@dataclass(frozen=True)
+class ReadRequest:
+    """What a container reader gets: the file, its sniffed container, the kind its name
+    declares, the array keys asked for and the bytes already read."""
+
+    path: str
+    container: str
+    declared: str | None
+    key: str | None
+    image_key: str | None
+    head: bytes
+
+
+# container name (as :func:`labelguard.readers.base.sniff` says it) -> reader; the fixers'
+# editors are registered under the same names (``labelguard.fix.masks.MASK_EDITORS``).
+MASK_READERS: dict[str, Callable[[ReadRequest], MaskRecord]] = {}
+
+
+def mask_reader(*containers: str):
+    """Register the decorated function as the reader of masks stored in ``containers``."""
+    def register(reader: Callable[[ReadRequest], MaskRecord]):
+        for container in containers:
+            MASK_READERS[container] = reader
+        return reader
+
+    return register
+
+
 def read_mask(path: str, key: str | None = None, image_key: str | None = None) -> MaskRecord:
     """Read the label array of ``path``; ReadError (-> LG001) when it cannot be read.
 
@@ -65,17 +95,36 @@ def read_mask(path: str, key: str | None = None, image_key: str | None = None) -
             f"not a known mask format (named {declared or 'with no known extension'}, "
             f"starts with {head[:8]!r})"
         )
-    if container in IMAGE_FORMATS:
-        return _read_image(path, container, declared, head if len(head) < FIRST_READ else None)
-    if container == "npy":
-        return _read_npy(path, declared)
-    if container == "zip":
-        return _read_npz(path, declared, key, image_key)
-    if container == "hdf5":
-        return _read_hdf5(path, declared, key, image_key)
-    if container in ("nifti", "gzip"):
-        return _read_nifti(path, declared)
-    raise ReadError(f"unsupported format {container}")
+    reader = MASK_READERS.get(container)
+    if reader is None:
+        raise ReadError(f"unsupported format {container}")
+    return reader(ReadRequest(path, container, declared, key, image_key, head))
+
+
+@mask_reader(*IMAGE_FORMATS)
+def _image_reader(request: ReadRequest) -> MaskRecord:
+    whole = request.head if len(request.head) < FIRST_READ else None
+    return _read_image(request.path, request.container, request.declared, whole)
+
+
+@mask_reader("npy")
+def _npy_reader(request: ReadRequest) -> MaskRecord:
+    return _read_npy(request.path, request.declared)
+
+
+@mask_reader("zip")
+def _npz_reader(request: ReadRequest) -> MaskRecord:
+    return _read_npz(request.path, request.declared, request.key, request.image_key)
+
+
+@mask_reader("hdf5")
+def _hdf5_reader(request: ReadRequest) -> MaskRecord:
+    return _read_hdf5(request.path, request.declared, request.key, request.image_key)
+
+
+@mask_reader("nifti", "gzip")
+def _nifti_reader(request: ReadRequest) -> MaskRecord:
+    return _read_nifti(request.path, request.declared)
 
 
 def _read_image(path: str, container: str, declared: str | None, data: bytes | None = None) -> MaskRecord:
