@@ -91,34 +91,58 @@ def audit(
     if sample is None and settings.get("sample"):
         sample = int(settings["sample"])
     discoveries = [layouts.discover(path, options) for path in paths]
-    effective = resolve_spec((d.spec for d in discoveries), configs, spec)
-    tasks: list[FileTask] = [t for d in discoveries for t in d.tasks]
+    # Each dataset is checked against its own metadata and the config above it; --config and
+    # the flags apply to all of them.
+    specs = [resolve_spec([d.spec], load_settings(d.root, config_file, use_project_config), spec)
+             for d in discoveries]
+    groups: list[tuple[LabelSpec, list[FileTask]]] = []
+    for discovery, dataset_spec in zip(discoveries, specs):
+        for group_spec, group_tasks in groups:
+            if group_spec == dataset_spec:
+                group_tasks.extend(discovery.tasks)
+                break
+        else:
+            groups.append((dataset_spec, list(discovery.tasks)))
+    total = sum(len(group_tasks) for _, group_tasks in groups)
     sampled = None
-    if sample is not None and 0 < sample < len(tasks):
-        chosen = sorted(random.Random(seed).sample(range(len(tasks)), sample))
-        sampled = {"size": sample, "of": len(tasks), "seed": seed}
-        tasks = [tasks[i] for i in chosen]
+    if sample is not None and 0 < sample < total:
+        chosen = set(random.Random(seed).sample(range(total), sample))
+        sampled = {"size": sample, "of": total, "seed": seed}
+        start = 0
+        for index, (group_spec, group_tasks) in enumerate(groups):
+            groups[index] = (group_spec, [t for i, t in enumerate(group_tasks, start) if i in chosen])
+            start += len(group_tasks)
+    tasks: list[FileTask] = [t for _, group_tasks in groups for t in group_tasks]
     findings: list[Finding] = [f for d in discoveries for f in d.findings]
     summary = Summary()
     errors: list[str] = []
     done = 0
-    for result in run_tasks(tasks, effective, workers):
-        findings.extend(result.findings)
-        summary.update(result.summary)
-        errors.extend(result.errors)
-        done += result.files
-        if progress:
-            progress(done, len(tasks))
-    for check in DATASET_CHECKS:
-        try:
-            findings.extend(check(summary, effective))
-        except Exception as exc:  # one crashing check must not lose the others
-            log.debug("dataset check %s failed", check.__name__, exc_info=True)
-            errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+    for group_spec, group_tasks in groups:
+        group_summary = Summary() if len(groups) > 1 else summary
+        for result in run_tasks(group_tasks, group_spec, workers):
+            findings.extend(result.findings)
+            group_summary.update(result.summary)
+            errors.extend(result.errors)
+            done += result.files
+            if progress:
+                progress(done, len(tasks))
+        for check in DATASET_CHECKS:
+            try:
+                findings.extend(check(group_summary, group_spec))
+            except Exception as exc:  # one crashing check must not lose the others
+                log.debug("dataset check %s failed", check.__name__, exc_info=True)
+                errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+        if group_summary is not summary:
+            summary.update(group_summary)
+    effective = specs[0] if specs else resolve_spec([], configs, spec)
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
     notes = [n for d in discoveries for n in d.notes]
+    distinct = any(other != effective or other.origins != effective.origins for other in specs[1:])
+    for discovery, dataset_spec in zip(discoveries, specs):
+        where = f"{display_path(discovery.root)}: " if distinct else ""
+        notes.extend(where + note for note in dataset_spec.provenance_notes() if where + note not in notes)
     if not tasks and not any(f.code == "LG001" for f in findings):
         notes.append("no mask or annotation files were found under " + ", ".join(display_path(p) for p in paths))
     return Report(
@@ -128,11 +152,13 @@ def audit(
         findings=findings,
         layouts=[d.layout for d in discoveries],
         sampled=sampled,
-        suggested_remap=suggested_remap(summary, effective),
+        suggested_remap=suggested_remap(summary, effective) if not distinct else None,
         suggested_color_map=color_proposal(summary.colors) if summary.colors else None,
         notes=notes,
         errors=errors,
         settings=settings,
+        specs=[(display_path(d.root), dataset_spec) for d, dataset_spec in zip(discoveries, specs)]
+        if distinct else [],
     )
 
 

@@ -98,20 +98,25 @@ def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_z
             raise click.BadParameter(f"cannot read {classes_file}: {exc.strerror}", param_hint="--classes-file")
     if classes:
         names = tuple(c.strip() for c in classes.split(",") if c.strip())
-    sources = []
-    if num_classes is not None:
-        sources.append(f"--num-classes {num_classes}")
-    if values:
-        sources.append("--values")
+    origins = []
     if names:
-        sources.append("--classes-file" if classes_file and not classes else "--classes")
+        origins.append(("classes", f"--classes-file {classes_file}" if classes_file and not classes else "--classes"))
+    if values:
+        origins.append(("values", "--values"))
+    if num_classes is not None:
+        origins.append(("num_classes", f"--num-classes {num_classes}"))
     if ignore_index:
-        sources.append("--ignore-index " + ",".join(str(v) for v in _int_list(ignore_index)))
+        origins.append(("ignore_index", "--ignore-index " + ",".join(str(v) for v in _int_list(ignore_index))))
+    if background is not None:
+        origins.append(("background", f"--background {background}"))
+    if reduce_zero_label:
+        origins.append(("reduce_zero_label", "--reduce-zero-label"))
     try:
         return LabelSpec(
             classes=names, values=_int_list(values) or None, num_classes=num_classes,
             ignore=_int_list(ignore_index), background=background if background is not None else 0,
-            reduce_zero_label=reduce_zero_label, sources=tuple(sources),
+            reduce_zero_label=reduce_zero_label, sources=tuple(origin for _, origin in origins),
+            origins=tuple(origins),
         )
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None

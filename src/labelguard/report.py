@@ -7,7 +7,8 @@ JSON schema, version 1::
       "tool": {"name": "labelguard", "version": "0.1.0"},
       "summary": {
         "paths": [...], "layouts": [...],
-        "spec": {...} | null, "spec_sources": [...],
+        "spec": {...} | null, "spec_sources": [...], "spec_origins": {"<part>": str},
+        "specs": null | [{"path": str, "spec": {...} | null, "spec_origins": {...}}],
         "samples": int, "sampled": null | {"size": int, "of": int, "seed": int},
         "findings": {"error": int, "warning": int, "info": int},
         "codes": {"LG201": int, ...},
@@ -57,6 +58,13 @@ class Report:
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)  # the config files' [audit] table
+    # (path, spec) of each dataset when the datasets of one audit have different specs;
+    # ``spec`` is then the first one's
+    specs: list[tuple[str, LabelSpec]] = field(default_factory=list)
+
+    def dataset_specs(self) -> list[tuple[str, LabelSpec]]:
+        """(path, spec) per dataset when they differ, else one ("", spec)."""
+        return self.specs or [("", self.spec)]
 
     def counts(self) -> dict[str, int]:
         by = Counter(str(f.severity) for f in self.findings)
@@ -101,6 +109,9 @@ class Report:
                 "layouts": self.layouts,
                 "spec": self.spec.to_dict() if self.spec.is_known else None,
                 "spec_sources": list(self.spec.sources),
+                "spec_origins": dict(self.spec.origins),
+                "specs": [{"path": path, "spec": spec.to_dict() if spec.is_known else None,
+                           "spec_origins": dict(spec.origins)} for path, spec in self.specs] or None,
                 "samples": summary["samples"],
                 "sampled": self.sampled,
                 "findings": self.counts(),

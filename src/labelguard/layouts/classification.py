@@ -419,7 +419,7 @@ def _image_problem(path: str) -> str | None:
 
 
 def _folder_class_findings(task: FileTask, name: str, count: int, spec: LabelSpec) -> list[Finding]:
-    if spec.classes is None:
+    if spec.classes is None or spec.count_disagrees:
         return _folder_id_findings(task, name, count, spec) if spec.is_known else []
     if name in spec.classes:
         return []

@@ -21,14 +21,14 @@ from labelguard.checks.masks import (
     COLOR_MASK, GEOMETRY, LAYOUT, LOSSY, VALUE_OUTSIDE_SPEC, value_findings,
 )
 from labelguard.core.findings import Finding
-from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, pair_key, register_layout, select_from_lists, strip_extension,
     unpaired_findings, walk_files,
 )
-from labelguard.readers.base import ReadError, read_class_names
+from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names
 from labelguard.readers.colormap import (
     ColorMap, camvid_color_map, decode, find_color_map, load_color_map, pack, unpack, voc_color_map,
 )
@@ -379,7 +379,13 @@ def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str):
 
 
 def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
-    """The spec a dataset declares beside its data: nnU-Net dataset.json, labels.txt, classes.txt."""
+    """The spec a dataset declares beside its data: nnU-Net dataset.json or a class-name file.
+
+    ``directories`` go nearest first, the dataset's own folders before the ones above its
+    root: a converter's output folder holds the class list of that output, while the folder
+    above may hold the input it was run with (labelme's labels.txt, whose ``__ignore__``
+    first line is not a class of the output).
+    """
     problems = []
     for directory in directories:
         path = os.path.join(directory, "dataset.json")
@@ -392,7 +398,7 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
                     return _spec_from_nnunet(labels, path), problems
             except (OSError, ValueError) as exc:
                 problems.append(f"{display_path(path)}: {exc}")
-        for name in ("labels.txt", "classes.txt"):
+        for name in CLASS_NAME_FILES:
             path = os.path.join(directory, name)
             if os.path.isfile(path):
                 try:
@@ -400,8 +406,9 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
                 except ReadError as exc:
                     problems.append(f"{display_path(path)}: {exc}")
                     continue
-                if names:
-                    return LabelSpec(classes=tuple(names), sources=(display_path(path),)), problems
+                spec = class_list_spec(names, display_path(path))
+                if spec.is_known:
+                    return spec, problems
     return LabelSpec(), problems
 
 
