@@ -16,6 +16,7 @@ from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
+from labelguard.errors import OptionError
 from labelguard.layouts.base import AuditOptions, display_path
 from labelguard.layouts.masks import color_proposal
 from labelguard.report import Report
@@ -91,6 +92,7 @@ def audit(
     if sample is None and settings.get("sample"):
         sample = int(settings["sample"])
     discoveries = [layouts.discover(path, options) for path in paths]
+    _refuse_options_that_do_not_apply(options, discoveries)
     # Each dataset is checked against its own metadata and the config above it; --config and
     # the flags apply to all of them.
     specs = [resolve_spec([d.spec], load_settings(d.root, config_file, use_project_config), spec)
@@ -139,6 +141,7 @@ def audit(
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
     notes = [n for d in discoveries for n in d.notes]
+    notes.extend(_unused_option_notes(options, tasks, summary))
     distinct = any(other != effective or other.origins != effective.origins for other in specs[1:])
     for discovery, dataset_spec in zip(discoveries, specs):
         where = f"{display_path(discovery.root)}: " if distinct else ""
@@ -169,3 +172,37 @@ def _with_settings(options: AuditOptions, settings: dict) -> AuditOptions:
         if getattr(options, key) is None and settings.get(key):
             changes[key] = settings[key]
     return replace(options, **changes) if changes else options
+
+
+# Layouts that select their files through --list; the others read no file list.
+LIST_LAYOUTS = frozenset({"paired", "nnunet", "voc-segmentation", "camvid", "cityscapes", "masks", "voc"})
+TABLE_LAYOUTS = frozenset({"csv"})
+# Containers that hold named arrays, where --key chooses one.
+KEYED_EXTENSIONS = (".npz", ".h5", ".hdf5", ".hdf")
+
+
+def _refuse_options_that_do_not_apply(options: AuditOptions, discoveries: list) -> None:
+    """Options that would change what is audited but that the layout found cannot use: an
+    error, since the audit would otherwise check other files than the ones asked for."""
+    for discovery in discoveries:
+        where = f"{display_path(discovery.root)} is a {discovery.layout} dataset"
+        columns = [flag for flag, value in (("--path-column", options.path_column),
+                                            ("--label-column", options.label_column)) if value]
+        if columns and discovery.layout not in TABLE_LAYOUTS:
+            raise OptionError(f"{' and '.join(columns)} appl{'y' if len(columns) > 1 else 'ies'} to a CSV/TSV "
+                              f"table, but {where}")
+        if options.lists and discovery.layout not in LIST_LAYOUTS:
+            raise OptionError(f"--list selects files of a mask or VOC dataset, but {where}, which names its "
+                              "files itself; audit the list's dataset, or drop --list")
+
+
+def _unused_option_notes(options: AuditOptions, tasks: list[FileTask], summary: Summary) -> list[str]:
+    """Options that apply to kinds of files the audit did not read: said, not silently dropped."""
+    notes = []
+    if options.key and not any(t.path.lower().endswith(KEYED_EXTENSIONS) for t in tasks):
+        notes.append(f"--key {options.key} was not used: no NPZ or HDF5 file was audited (it picks an array "
+                     "in those)")
+    if options.color_map and not summary.kinds.get("mask"):
+        notes.append(f"--color-map {display_path(options.color_map)} was not used: no mask was audited "
+                     "(it decodes colour masks)")
+    return notes

@@ -4,6 +4,7 @@ The tree::
 
     LabelguardError                 base of everything labelguard raises on purpose
     ├── SpecError (ValueError)      a label spec or config is contradictory or has unknown keys
+    ├── OptionError (ValueError)    an audit option that does not apply to the dataset found
     ├── MissingDependency (ImportError)
     │                               an optional extra is needed: says which one to install
     └── LabelError (ValueError)     a target value broke the spec at training time (labelguard.torch)
@@ -22,6 +23,11 @@ class LabelguardError(Exception):
 
 class SpecError(LabelguardError, ValueError):
     """A label spec or a config file is invalid (unknown key, contradictory values)."""
+
+
+class OptionError(LabelguardError, ValueError):
+    """An audit option names something the dataset found does not have (a table column on
+    a mask folder, a file list for a layout that reads none)."""
 
 
 class MissingDependency(LabelguardError, ImportError):
