@@ -83,3 +83,15 @@ def test_a_missing_extra_is_exit_2_naming_it(tmp_path, module, extra, writer, wo
     assert f"pip install 'labelguard[{extra}]'" in err
     assert "internal error" not in err + out and "check crashed" not in err + out
     assert "Traceback" not in err
+
+
+def test_every_extra_an_error_names_exists():
+    from labelguard.config import tomllib  # tomli on Python 3.10
+
+    from labelguard._optional import _EXTRAS
+
+    pyproject = Path(SRC).parent / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert set(_EXTRAS.values()) | {"all"} <= set(extras)
+    for module, extra in _EXTRAS.items():
+        assert any(requirement.startswith(module) for requirement in extras[extra]), (module, extra)

@@ -145,3 +145,38 @@ def test_labelme_example_audits_with_its_own_class_file():
     assert report.spec.class_name(0) == "_background_" and report.spec.class_name(15) == "person"
     assert report.counts()["error"] == 0, [f.message for f in report.findings]
     assert report.summary.value_files[255] == 2  # its __ignore__ pixels, ignored
+
+
+def test_labelme_ignore_is_read_only_from_labelme_files():
+    from labelguard.core.spec import class_list_spec
+
+    written = class_list_spec(["_background_", "cat"], "out/class_names.txt")
+    assert (written.classes, written.ignore) == (("_background_", "cat"), (255, -1))
+    given = class_list_spec(["__ignore__", "_background_", "cat"], "labels.txt")
+    assert (given.classes, given.ignore) == (("_background_", "cat"), (255, -1))
+    plain = class_list_spec(["_background_", "cat"], "labels.txt")  # not labelme2voc's output
+    assert (plain.classes, plain.ignore) == (("_background_", "cat"), ())
+    assert class_list_spec(["__ignore__"], "labels.txt") == LabelSpec()
+
+
+def test_origins_follow_each_part_through_the_layers(tmp_path):
+    write_png(tmp_path / "data" / "masks" / "m.png", organic_mask((32, 32), (0, 1, 2)))
+    write_list(tmp_path / "data" / "labels.txt", ["bg", "road"])
+    (tmp_path / "labelguard.toml").write_text("[labels]\nnum_classes = 3\nignore_index = [255]\n")
+    names = write_list(tmp_path / "names.txt", ["bg", "road", "car", "bike"])
+    result = CliRunner().invoke(main, ["audit", str(tmp_path / "data"), "--classes-file", str(names),
+                                       "--no-progress", "-f", "json"], catch_exceptions=False)
+    summary = json.loads(result.output)["summary"]
+    config = str(tmp_path / "labelguard.toml")
+    # the flag's class list outranks the config's count: it decides, and the report says so
+    assert summary["spec_origins"] == {"classes": f"--classes-file {names}", "ignore_index": config}
+    assert summary["spec"]["classes"] == ["bg", "road", "car", "bike"] and "num_classes" not in summary["spec"]
+    assert f"num_classes=3 ({config}) replaced by the 4 class names of --classes-file {names}" in summary["notes"]
+    assert not any("cannot vouch" in n for n in summary["notes"])
+    # the other way round, a count above a class list: both kept, the count decides
+    counted = CliRunner().invoke(main, ["audit", str(tmp_path / "data"), "--no-progress", "-f", "json"],
+                                 catch_exceptions=False)
+    summary = json.loads(counted.output)["summary"]
+    assert summary["spec"]["classes"] == ["bg", "road"] and summary["spec"]["num_classes"] == 3
+    assert summary["spec_origins"]["num_classes"] == config and summary["outside_spec"] == {}
+    assert any(n.startswith("2 class names (") and f"num_classes=3 ({config})" in n for n in summary["notes"])

@@ -75,6 +75,11 @@ def audit(
         seed: the sampling seed.
         severity: code -> severity overrides (above the config's).
         progress: called with (done, total) as files finish.
+
+    Raises:
+        OptionError: an option the dataset found cannot use (a table column on a mask
+            folder, a file list for a layout that reads none).
+        MissingDependency: a file needs an optional extra that is not installed.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -59,8 +59,9 @@ class LabelSpec:
     def __post_init__(self) -> None:
         if self.num_classes is not None and self.num_classes < 1:
             raise SpecError(f"num_classes must be at least 1, got {self.num_classes}")
-        # A class list and a count that disagree are both kept: the count decides what is
-        # legal, the names still name the values, and the report states the disagreement.
+        # A class list and a count that disagree are both kept (no check here): the count
+        # decides what is legal, the names still name the values, the report states it.
+        # A spec built from its sources alone got every part it sets from them.
         if not self.origins and self.sources:
             origin = ", ".join(self.sources)
             object.__setattr__(self, "origins", tuple((part, origin) for part in self.set_parts()))
@@ -226,9 +227,8 @@ class LabelSpec:
                 changes["num_classes"] = None
         merged_sources = tuple(dict.fromkeys(self.sources + other.sources))
         result = replace(self, **changes, sources=merged_sources, origins=(), notes=tuple(notes))
-        kept = [(part, origins[part]) for part in PARTS if part in origins and part in result.set_parts()]
-        object.__setattr__(result, "origins", tuple(kept))
-        return result
+        kept = tuple((part, origins[part]) for part in PARTS if part in origins and part in result.set_parts())
+        return replace(result, origins=kept)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -268,12 +268,12 @@ class LabelSpec:
         )
 
 
-def class_list_spec(names: Iterable[str], shown: str, *, beside_data: bool = True) -> "LabelSpec":
-    """The spec a class-name file gives (``shown`` is its path for the report).
+def class_list_spec(names: Iterable[str], shown: str) -> "LabelSpec":
+    """The spec a class-name file found beside the data gives (``shown`` is its path for the
+    report, which says that such a file cannot vouch for the data).
 
-    ``beside_data``: the file was found next to the data rather than named by a flag or a
-    config, so the report says it cannot vouch for the data. labelme's files are read as
-    labelme2voc reads and writes them: ``__ignore__`` is not a class but the ignore value.
+    labelme's files are read as labelme2voc reads and writes them: ``__ignore__`` is not a
+    class but the ignore value.
     """
     names = [str(name) for name in names]
     labelme = bool(names) and (
@@ -283,8 +283,7 @@ def class_list_spec(names: Iterable[str], shown: str, *, beside_data: bool = Tru
         names = names[1:]
     if not names:
         return LabelSpec()
-    origin = f"{shown} {BESIDE_DATA}" if beside_data else shown
-    origins = [("classes", origin)]
+    origins = [("classes", f"{shown} {BESIDE_DATA}")]
     ignore: tuple[int, ...] = ()
     if labelme:
         ignore = LABELME_IGNORE_VALUES
