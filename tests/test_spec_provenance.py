@@ -52,6 +52,8 @@ def test_labelme2voc_output_is_checked_against_its_own_class_names(tmp_path):
     assert "LG201" not in codes(report) and report.counts()["error"] == 0
     assert report.spec.origin("classes").endswith("class_names.txt beside the data")
     assert any("cannot vouch for it" in note for note in report.notes)
+    one_file = run(out / "SegmentationClass" / "0000.png")
+    assert one_file.spec.classes == tuple(VOC_NAMES) and "LG201" not in codes(one_file)
 
 
 @pytest.mark.code("LG201", "pass")
@@ -86,8 +88,10 @@ def test_each_path_gets_the_spec_of_its_own_metadata(tmp_path):
     assert [Path(f.path).parts[-3] for f in found(report, "LG201")] == ["two"]
     assert [spec.classes for _, spec in report.specs] == [("bg", "road"), ("bg", "road", "car")]
     result = cli("audit", str(tmp_path / "two"), str(tmp_path / "three"), "-f", "json")
-    specs = json.loads(result.output)["summary"]["specs"]
-    assert [s["spec"]["classes"] for s in specs] == [["bg", "road"], ["bg", "road", "car"]]
+    summary = json.loads(result.output)["summary"]
+    assert [s["spec"]["classes"] for s in summary["specs"]] == [["bg", "road"], ["bg", "road", "car"]]
+    # one value table for both: no verdict of one dataset's spec on the other's values
+    assert {entry["in_spec"] for entry in summary["values"].values()} == {None}
     text = cli("audit", str(tmp_path / "two"), str(tmp_path / "three")).output
     assert text.count("spec:      ") == 2 and "labels.txt beside the data" in text
     # a flag applies to all of them

@@ -104,7 +104,7 @@ def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_z
         names = tuple(c.strip() for c in classes.split(",") if c.strip())
     origins = []
     if names:
-        origins.append(("classes", f"--classes-file {classes_file}" if classes_file and not classes else "--classes"))
+        origins.append(("classes", "--classes" if classes else f"--classes-file {classes_file}"))
     if values:
         origins.append(("values", "--values"))
     if num_classes is not None:
@@ -266,9 +266,8 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
                                else "(it seeds --sample N)"))
     names = sorted(report.summary.class_objects)
     if write_classes and not names:
-        report.notes.append(f"--write-classes: {write_classes} not written: no class names were found "
-                            "(masks hold values, not names)" if report.summary.kinds.get("mask")
-                            else f"--write-classes: {write_classes} not written: no class names were found")
+        why = " (masks hold values, not names)" if report.summary.kinds.get("mask") else ""
+        report.notes.append(f"--write-classes: {write_classes} not written: no class names were found{why}")
     elif write_classes:
         with open(write_classes, "w", encoding="utf-8") as handle:
             handle.write("".join(f"{name}\n" for name in names))

@@ -611,7 +611,9 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
     if os.path.isfile(root):
         color_map = _declared_color_map(options, [os.path.dirname(os.path.abspath(root))], discovery)
         discovery.tasks = [_task(root, options, color_map)]
-        spec, _ = _metadata_spec([os.path.dirname(os.path.abspath(root))])
+        folder = os.path.dirname(os.path.abspath(root))
+        spec, problems = _metadata_spec([folder, os.path.dirname(folder)])
+        discovery.notes.extend(f"dataset metadata ignored: {p}" for p in problems)
         if spec.is_known:
             discovery.spec = spec
         discovery.color_map = color_map
