@@ -184,3 +184,15 @@ def test_origins_follow_each_part_through_the_layers(tmp_path):
     assert summary["spec"]["classes"] == ["bg", "road"] and summary["spec"]["num_classes"] == 3
     assert summary["spec_origins"]["num_classes"] == config and summary["outside_spec"] == {}
     assert any(n.startswith("2 class names (") and f"num_classes=3 ({config})" in n for n in summary["notes"])
+
+
+@pytest.mark.code("LG101", "fail")
+def test_a_class_file_beside_a_table_is_marked_as_such(tmp_path):
+    from annotation_builders import classification_csv
+
+    classification_csv(tmp_path, {"1.jpg": "cat", "2.jpg": "dog", "3.jpg": "bird"})
+    write_list(tmp_path / "labels.txt", ["cat", "dog"])
+    report = run(tmp_path)
+    assert report.layouts == ["csv"] and [f.data["class"] for f in found(report, "LG101")] == ["bird"]
+    assert report.spec.origin("classes").endswith("labels.txt beside the data")
+    assert any("cannot vouch" in note for note in report.notes)
