@@ -23,9 +23,9 @@ from labelguard.core.spec import LabelSpec
 from labelguard.output import write_report
 
 SUMMARY_KEYS = {
-    "paths", "layouts", "spec", "spec_sources", "samples", "sampled", "findings", "codes", "values",
+    "paths", "layouts", "spec", "spec_sources", "spec_origins", "specs", "samples", "sampled", "findings", "codes", "values",
     "outside_spec", "classes", "empty_masks", "unreadable", "suggested_remap", "suggested_color_map",
-    "notes", "errors",
+    "notes", "errors", "audited_nothing", "files",
 }
 
 

@@ -95,11 +95,15 @@ def test_cli_flags_win_over_config_files(tmp_path):
     assert cli("audit", str(data), "--no-config", "--no-progress").exit_code == 0
 
 
-def test_merged_spec_drops_a_class_list_of_another_length():
+def test_merged_spec_keeps_a_class_list_of_another_length_and_states_it():
     base = LabelSpec(classes=("a", "b"), sources=("labels.txt",))
     merged = base.merged(LabelSpec(num_classes=3, ignore=(255,), sources=("cli",)))
-    assert (merged.classes, merged.num_classes, merged.ignore) == (None, 3, (255,))
+    assert (merged.classes, merged.num_classes, merged.ignore) == (("a", "b"), 3, (255,))
+    assert merged.allowed_values() == {0, 1, 2}
     assert merged.sources == ("labels.txt", "cli")
+    assert dict(merged.origins) == {"classes": "labels.txt", "num_classes": "cli", "ignore_index": "cli"}
+    [note] = merged.provenance_notes()
+    assert "2 class names (labels.txt) but num_classes=3 (cli)" in note and "leave out the background" in note
     assert base.merged(LabelSpec(num_classes=2)).classes == ("a", "b")
     counted = LabelSpec(num_classes=2)
     assert counted.merged(LabelSpec(values=(0, 1, 5))).allowed_values() == {0, 1, 5}

@@ -7,14 +7,12 @@ from types import ModuleType
 
 from labelguard.errors import MissingDependency
 
-# module name -> the extra that installs it
+# module name -> the extra of pyproject.toml that installs it (a test holds them equal)
 _EXTRAS = {
     "h5py": "hdf5",
     "nibabel": "nifti",
     "tifffile": "tiff",
     "torch": "torch",
-    "dask": "dask",
-    "distributed": "dask",
 }
 
 

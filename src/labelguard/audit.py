@@ -16,6 +16,7 @@ from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
+from labelguard.errors import OptionError
 from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
 from labelguard.layouts.pairing import describe_contents
 from labelguard.layouts.masks import color_proposal
@@ -75,12 +76,16 @@ def audit(
         seed: the sampling seed.
         severity: code -> severity overrides (above the config's).
         progress: called with (done, total) as files finish.
+
+    Raises:
+        OptionError: an option the dataset found cannot use (a table column on a mask
+            folder, a file list for a layout that reads none).
+        MissingDependency: a file needs an optional extra that is not installed.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
     configs = load_settings(paths[0], config_file, use_project_config)
-    notes_head: list[str] = []
     settings: dict = {}
     overrides: dict[str, Severity] = {}
     for config in configs:
@@ -92,6 +97,7 @@ def audit(
         workers = settings.get("workers")
     if sample is None and settings.get("sample"):
         sample = int(settings["sample"])
+    notes_head: list[str] = []
     discoveries: list[layouts.Discovery] = []
     layout_names: list[str] = []
     for path in paths:
@@ -105,31 +111,36 @@ def audit(
                               "layout: " + ", ".join(named))
         else:
             layout_names.extend(d.layout for d in found)
-    effective = resolve_spec((d.spec for d in discoveries), configs, spec)
-    # Each dataset is checked against its own declared spec (under the config and CLI
-    # layers): one dataset's class list must not judge another's files.
-    spec_of: dict[int, LabelSpec] = {}
-    group_specs: dict[LabelSpec, LabelSpec] = {}
-    for d in discoveries:
-        group_specs.setdefault(d.spec, resolve_spec([d.spec], configs, spec))
-        for task in d.tasks:
-            spec_of[id(task)] = d.spec
-    if len(group_specs) == 1:
-        effective = next(iter(group_specs.values()))
-    tasks: list[FileTask] = [t for d in discoveries for t in d.tasks]
+    _refuse_options_that_do_not_apply(options, discoveries)
+    # Each dataset is checked against its own metadata and the config above it; --config and
+    # the flags apply to all of them.
+    specs = [resolve_spec([d.spec], load_settings(d.root, config_file, use_project_config), spec)
+             for d in discoveries]
+    groups: list[tuple[LabelSpec, list[FileTask]]] = []
+    for discovery, dataset_spec in zip(discoveries, specs):
+        for group_spec, group_tasks in groups:
+            if group_spec == dataset_spec:
+                group_tasks.extend(discovery.tasks)
+                break
+        else:
+            groups.append((dataset_spec, list(discovery.tasks)))
+    total = sum(len(group_tasks) for _, group_tasks in groups)
     sampled = None
-    if sample is not None and 0 < sample < len(tasks):
-        chosen = sorted(random.Random(seed).sample(range(len(tasks)), sample))
-        sampled = {"size": sample, "of": len(tasks), "seed": seed}
-        tasks = [tasks[i] for i in chosen]
+    if sample is not None and 0 < sample < total:
+        chosen = set(random.Random(seed).sample(range(total), sample))
+        sampled = {"size": sample, "of": total, "seed": seed}
+        start = 0
+        for index, (group_spec, group_tasks) in enumerate(groups):
+            groups[index] = (group_spec, [t for i, t in enumerate(group_tasks, start) if i in chosen])
+            start += len(group_tasks)
+    tasks: list[FileTask] = [t for _, group_tasks in groups for t in group_tasks]
     findings: list[Finding] = [f for d in discoveries for f in d.findings]
     summary = Summary()
     errors: list[str] = []
     done = 0
-    for declared, checked in group_specs.items():
-        group = [t for t in tasks if spec_of[id(t)] == declared] if len(group_specs) > 1 else tasks
-        group_summary = Summary()
-        for result in run_tasks(group, checked, workers):
+    for group_spec, group_tasks in groups:
+        group_summary = Summary() if len(groups) > 1 else summary
+        for result in run_tasks(group_tasks, group_spec, workers):
             findings.extend(result.findings)
             group_summary.update(result.summary)
             errors.extend(result.errors)
@@ -138,19 +149,22 @@ def audit(
                 progress(done, len(tasks))
         for check in DATASET_CHECKS:
             try:
-                findings.extend(check(group_summary, checked))
+                findings.extend(check(group_summary, group_spec))
             except Exception as exc:  # one crashing check must not lose the others
                 log.debug("dataset check %s failed", check.__name__, exc_info=True)
                 errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
-        summary.update(group_summary)
-    if len(group_specs) > 1:
-        notes_head.append("the datasets declare different label specs; each was checked against its own: "
-                          + "; ".join(f"{checked.describe()} from {', '.join(checked.sources) or 'no file'}"
-                                      for checked in group_specs.values()))
+        if group_summary is not summary:
+            summary.update(group_summary)
+    effective = specs[0] if specs else resolve_spec([], configs, spec)
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
     notes = notes_head + [n for d in discoveries for n in d.notes]
+    notes.extend(_unused_option_notes(options, tasks, summary))
+    distinct = any(other != effective or other.origins != effective.origins for other in specs[1:])
+    for discovery, dataset_spec in zip(discoveries, specs):
+        where = f"{display_path(discovery.root)}: " if distinct else ""
+        notes.extend(where + note for note in dataset_spec.provenance_notes() if where + note not in notes)
     nothing = None if tasks else nothing_audited(paths, discoveries)
     if nothing:
         notes.append(nothing)
@@ -161,12 +175,15 @@ def audit(
         findings=findings,
         layouts=layout_names,
         sampled=sampled,
-        suggested_remap=suggested_remap(summary, effective),
+        suggested_remap=suggested_remap(summary, effective) if not distinct else None,
         suggested_color_map=color_proposal(summary.colors) if summary.colors else None,
         notes=notes,
         errors=errors,
         settings=settings,
+        specs=[(display_path(d.root), dataset_spec) for d, dataset_spec in zip(discoveries, specs)]
+        if distinct else [],
         audited_nothing=nothing,
+        files=[t.display for t in tasks],
     )
 
 
@@ -189,3 +206,37 @@ def _with_settings(options: AuditOptions, settings: dict) -> AuditOptions:
         if getattr(options, key) is None and settings.get(key):
             changes[key] = settings[key]
     return replace(options, **changes) if changes else options
+
+
+# Layouts that select their files through --list; the others read no file list.
+LIST_LAYOUTS = frozenset({"paired", "nnunet", "voc-segmentation", "camvid", "cityscapes", "masks", "voc"})
+TABLE_LAYOUTS = frozenset({"csv"})
+# Containers that hold named arrays, where --key chooses one.
+KEYED_EXTENSIONS = (".npz", ".h5", ".hdf5", ".hdf")
+
+
+def _refuse_options_that_do_not_apply(options: AuditOptions, discoveries: list) -> None:
+    """Options that would change what is audited but that the layout found cannot use: an
+    error, since the audit would otherwise check other files than the ones asked for."""
+    for discovery in discoveries:
+        where = f"{display_path(discovery.root)} is a {discovery.layout} dataset"
+        columns = [flag for flag, value in (("--path-column", options.path_column),
+                                            ("--label-column", options.label_column)) if value]
+        if columns and discovery.layout not in TABLE_LAYOUTS:
+            raise OptionError(f"{' and '.join(columns)} appl{'y' if len(columns) > 1 else 'ies'} to a CSV/TSV "
+                              f"table, but {where}")
+        if options.lists and discovery.layout not in LIST_LAYOUTS:
+            raise OptionError(f"--list selects files of a mask or VOC dataset, but {where}, which names its "
+                              "files itself; audit the list's dataset, or drop --list")
+
+
+def _unused_option_notes(options: AuditOptions, tasks: list[FileTask], summary: Summary) -> list[str]:
+    """Options that apply to kinds of files the audit did not read: said, not silently dropped."""
+    notes = []
+    if options.key and not any(t.path.lower().endswith(KEYED_EXTENSIONS) for t in tasks):
+        notes.append(f"--key {options.key} was not used: no NPZ or HDF5 file was audited (it picks an array "
+                     "in those)")
+    if options.color_map and not summary.kinds.get("mask"):
+        notes.append(f"--color-map {display_path(options.color_map)} was not used: no mask was audited "
+                     "(it decodes colour masks)")
+    return notes

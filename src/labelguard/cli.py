@@ -1,6 +1,7 @@
 """The ``labelguard`` command line: a thin layer over the library.
 
-Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage or internal error.
+Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage or internal error (a
+missing optional extra included), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class LabelguardGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
+        except KeyboardInterrupt:
+            click.echo("labelguard: interrupted", err=True)
+            ctx.exit(130)
         except (LabelguardError, ValueError, OSError) as exc:
             click.echo(f"labelguard: error: {exc}", err=True)
             ctx.exit(2)
@@ -98,20 +102,25 @@ def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_z
             raise click.BadParameter(f"cannot read {classes_file}: {exc.strerror}", param_hint="--classes-file")
     if classes:
         names = tuple(c.strip() for c in classes.split(",") if c.strip())
-    sources = []
-    if num_classes is not None:
-        sources.append(f"--num-classes {num_classes}")
-    if values:
-        sources.append("--values")
+    origins = []
     if names:
-        sources.append("--classes-file" if classes_file and not classes else "--classes")
+        origins.append(("classes", "--classes" if classes else f"--classes-file {classes_file}"))
+    if values:
+        origins.append(("values", "--values"))
+    if num_classes is not None:
+        origins.append(("num_classes", f"--num-classes {num_classes}"))
     if ignore_index:
-        sources.append("--ignore-index " + ",".join(str(v) for v in _int_list(ignore_index)))
+        origins.append(("ignore_index", "--ignore-index " + ",".join(str(v) for v in _int_list(ignore_index))))
+    if background is not None:
+        origins.append(("background", f"--background {background}"))
+    if reduce_zero_label:
+        origins.append(("reduce_zero_label", "--reduce-zero-label"))
     try:
         return LabelSpec(
             classes=names, values=_int_list(values) or None, num_classes=num_classes,
             ignore=_int_list(ignore_index), background=background if background is not None else 0,
-            reduce_zero_label=reduce_zero_label, sources=tuple(sources),
+            reduce_zero_label=reduce_zero_label, sources=tuple(origin for _, origin in origins),
+            origins=tuple(origins),
         )
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None
@@ -226,6 +235,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
       labelguard audit --images data/imgs --masks data/masks --num-classes 2
     """
     from labelguard.audit import audit as run_audit
+    from labelguard.config import known_code
     from labelguard.output import get_formatter, write_report
 
     get_formatter(output_format)
@@ -242,7 +252,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     for item in severity_overrides:
         code, _, level = item.partition("=")
         try:
-            overrides[code.strip().upper()] = Severity.parse(level)
+            overrides[known_code(code, f"--severity {item}")] = Severity.parse(level)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--severity") from None
     show_progress = not no_progress and sys.stderr.isatty()
@@ -254,8 +264,16 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             workers=workers if workers is not None else "config", sample=sample, seed=seed,
             severity=overrides, progress=progress,
         )
-    if write_classes:
-        names = sorted(report.summary.class_objects)
+    seed_given = click.get_current_context().get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT
+    if seed_given and report.sampled is None:
+        report.notes.append(f"--seed {seed} was not used: nothing was sampled "
+                            + ("(--sample covers every file)" if sample or report.settings.get("sample")
+                               else "(it seeds --sample N)"))
+    names = sorted(report.summary.class_objects)
+    if write_classes and not names:
+        why = " (masks hold values, not names)" if report.summary.kinds.get("mask") else ""
+        report.notes.append(f"--write-classes: {write_classes} not written: no class names were found{why}")
+    elif write_classes:
         with open(write_classes, "w", encoding="utf-8") as handle:
             handle.write("".join(f"{name}\n" for name in names))
         click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)

@@ -105,13 +105,29 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
                         f"{', '.join(sorted(AUDIT_KEYS))}")
     config.audit = dict(audit)
     for code, level in data.get("severity", {}).items():
-        if code.upper() not in REGISTRY:
-            raise SpecError(f"unknown check code {code} in [severity] of {path}")
+        known = known_code(code, f"[severity] of {path}")
         try:
-            config.severity[code.upper()] = Severity.parse(level)
+            config.severity[known] = Severity.parse(level)
         except ValueError as exc:
             raise SpecError(f"{exc} for {code} in {path}") from None
     return config
+
+
+def known_code(code: str, where: str) -> str:
+    """``code`` as registered (upper case); SpecError naming it, ``where`` it was written and
+    the codes of its family (or the families, when it is in none) otherwise."""
+    import labelguard.checks  # noqa: F401  (registers every code)
+
+    normal = code.strip().upper()
+    if normal in REGISTRY:
+        return normal
+    family = normal[:3] + "xx"
+    members = sorted(c for c in REGISTRY if REGISTRY[c].family == family) if len(normal) == 5 else []
+    if members:
+        known = f"the {family} family has {', '.join(members)}"
+    else:
+        known = "no family matches; the families are " + ", ".join(sorted({c.family for c in REGISTRY.values()}))
+    raise SpecError(f"unknown check code {code!r} in {where}: {known} (`labelguard rules` lists every code)")
 
 
 def format_config(spec: LabelSpec, comments: list[str] | None = None) -> str:

@@ -10,8 +10,10 @@ so ``except ValueError`` keeps working. The tree::
     │   │                                out of range or a reference that names nothing
     │   ├── SpecError                    a label spec or config is contradictory or has
     │   │                                unknown keys
-    │   └── ColumnError                  --path-column/--label-column name no column of the
-    │                                    tables found
+    │   ├── ColumnError                  --path-column/--label-column name no column of the
+    │   │                                tables found
+    │   └── OptionError                  an audit option that does not apply to the dataset
+    │                                    found
     ├── UnsupportedError (TypeError)     an object labelguard cannot work with: guard() on
     │                                    something that is not a dataset, checked() on a loss
     │                                    it does not know
@@ -49,6 +51,11 @@ class SpecError(UsageError):
 
 class UnsupportedError(LabelguardError, TypeError):
     """An object of a kind labelguard cannot work with; the message says what it accepts."""
+
+
+class OptionError(UsageError):
+    """An audit option names something the dataset found does not have (a table column on
+    a mask folder, a file list for a layout that reads none)."""
 
 
 class MissingDependency(LabelguardError, ImportError):

@@ -7,7 +7,8 @@ JSON schema, version 1::
       "tool": {"name": "labelguard", "version": "0.1.0"},
       "summary": {
         "paths": [...], "layouts": [...],
-        "spec": {...} | null, "spec_sources": [...],
+        "spec": {...} | null, "spec_sources": [...], "spec_origins": {"<part>": str},
+        "specs": null | [{"path": str, "spec": {...} | null, "spec_origins": {...}}],
         "samples": int, "sampled": null | {"size": int, "of": int, "seed": int},
         "findings": {"error": int, "warning": int, "info": int},
         "codes": {"LG201": int, ...},
@@ -17,7 +18,8 @@ JSON schema, version 1::
         "empty_masks": int, "unreadable": int,
         "suggested_remap": {"<from>": to} | null,
         "suggested_color_map": {"r,g,b": index} | null,
-        "notes": [str], "errors": [str]
+        "notes": [str], "errors": [str],
+        "audited_nothing": null | str, "files": [str]
       },
       "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
     }
@@ -60,6 +62,15 @@ class Report:
     # Why no label file was audited (what was looked for, where, what was there): the audit
     # verified nothing, which is never an all-clear.
     audited_nothing: str | None = None
+    # the label files (or file pairs, by their label file) the audit read, as displayed
+    files: list[str] = field(default_factory=list)
+    # (path, spec) of each dataset when the datasets of one audit have different specs;
+    # ``spec`` is then the first one's
+    specs: list[tuple[str, LabelSpec]] = field(default_factory=list)
+
+    def dataset_specs(self) -> list[tuple[str, LabelSpec]]:
+        """(path, spec) per dataset when they differ, else one ("", spec)."""
+        return self.specs or [("", self.spec)]
 
     def counts(self) -> dict[str, int]:
         by = Counter(str(f.severity) for f in self.findings)
@@ -79,6 +90,8 @@ class Report:
         return 1 if any(f.severity >= threshold for f in self.findings) else 0
 
     def value_in_spec(self, value: int) -> bool | None:
+        if self.specs:  # the values of datasets with different specs: each file's findings say
+            return None
         allowed = self.spec.allowed_values()
         if allowed is None:
             return None
@@ -105,6 +118,9 @@ class Report:
                 "layouts": self.layouts,
                 "spec": self.spec.to_dict() if self.spec.is_known else None,
                 "spec_sources": list(self.spec.sources),
+                "spec_origins": dict(self.spec.origins),
+                "specs": [{"path": path, "spec": spec.to_dict() if spec.is_known else None,
+                           "spec_origins": dict(spec.origins)} for path, spec in self.specs] or None,
                 "samples": summary["samples"],
                 "sampled": self.sampled,
                 "findings": self.counts(),
@@ -118,6 +134,8 @@ class Report:
                 "suggested_color_map": self.suggested_color_map,
                 "notes": self.notes,
                 "errors": self.errors,
+                "audited_nothing": self.audited_nothing,
+                "files": self.files,
             },
             "findings": [f.to_dict() for f in self.findings],
         }

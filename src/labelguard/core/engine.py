@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -17,6 +18,7 @@ from typing import Callable, Iterator, Sequence
 
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
+from labelguard.errors import MissingDependency
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +32,12 @@ BATCHES_PER_WORKER = 16
 
 
 def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Run one task; labelguard's own exceptions become an error entry, never a crash."""
+    """Run one task; an exception becomes an error entry, never a crash, except a missing
+    optional dependency, which stops the audit with the extra to install."""
     try:
         return task.processor(task, spec)
+    except MissingDependency:
+        raise  # not a fault of this file: every file of its kind needs the extra
     except Exception as exc:  # a bug in a check must not end the audit
         log.debug("processor failed on %s", task.path, exc_info=True)
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
@@ -51,6 +56,8 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
     if batched is not None and all(task.processor is processor for task in tasks):
         try:
             return batched(tasks, spec)
+        except MissingDependency:
+            raise
         except Exception:
             log.debug("batch processor failed; running the batch file by file", exc_info=True)
     batch = FileResult(tasks[0].display if tasks else "", files=0)
@@ -66,6 +73,9 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
 def _init_worker(spec: LabelSpec) -> None:
     global _WORKER_SPEC
     _WORKER_SPEC = spec
+    # Ctrl-C reaches the whole process group: the caller stops the pool, and a worker
+    # that took the signal too would only print its own KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run_batch_in_worker(tasks: Sequence[FileTask]) -> FileResult:

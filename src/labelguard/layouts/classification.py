@@ -34,7 +34,7 @@ from labelguard.checks.classes import CLASS_UNUSED, ID_TOO_LARGE, UNKNOWN_CLASS
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNPAIRED, UNREADABLE
 from labelguard.checks.labels import PLACES_KEPT, id_findings, name_findings
 from labelguard.core.findings import Finding
-from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import LISTED, SHOWN, noun, plural, shorten, verb
 from labelguard.errors import ColumnError
@@ -371,8 +371,7 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
         except ReadError as exc:
             discovery.notes.append(f"class names ignored: {display_path(names_file)}: {exc}")
         else:
-            if names:
-                discovery.spec = LabelSpec(classes=tuple(names), sources=(display_path(names_file),))
+            discovery.spec = class_list_spec(names, display_path(names_file))
     extra: list[tuple[str, object]] = []
     if options.path_column:
         extra.append(("path_column", options.path_column))
@@ -457,7 +456,7 @@ def _image_problem(path: str) -> str | None:
 
 
 def _folder_class_findings(task: FileTask, name: str, count: int, spec: LabelSpec) -> list[Finding]:
-    if spec.classes is None:
+    if spec.classes is None or spec.count_disagrees:
         return _folder_id_findings(task, name, count, spec) if spec.is_known else []
     if name in spec.classes:
         return []
@@ -584,8 +583,7 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
         except ReadError as exc:
             discovery.notes.append(f"class names ignored: {display_path(names_file)}: {exc}")
             declared = []
-        if declared:
-            discovery.spec = LabelSpec(classes=tuple(declared), sources=(display_path(names_file),))
+        discovery.spec = class_list_spec(declared, display_path(names_file))
     if not discovery.spec.is_known and classes_of[reference]:
         shown = display_path(os.path.join(root, reference)) if reference else display_path(root)
         discovery.spec = LabelSpec(classes=tuple(classes_of[reference]),

@@ -13,13 +13,13 @@ import os
 from collections import Counter
 
 from labelguard.checks.files import UNREADABLE
-from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileTask
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
 )
 from labelguard.layouts.pairing import inside_root, pair_files, pair_in_folder
-from labelguard.readers.base import ReadError, read_class_names
+from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names
 from labelguard.readers.colormap import (
     ColorMap, camvid_color_map, find_color_map, load_color_map, voc_color_map,
 )
@@ -66,7 +66,13 @@ def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str,
 
 
 def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
-    """The spec a dataset declares beside its data: nnU-Net dataset.json, labels.txt, classes.txt."""
+    """The spec a dataset declares beside its data: nnU-Net dataset.json or a class-name file.
+
+    ``directories`` go nearest first, the dataset's own folders before the ones above its
+    root: a converter's output folder holds the class list of that output, while the folder
+    above may hold the input it was run with (labelme's labels.txt, whose ``__ignore__``
+    first line is not a class of the output).
+    """
     problems = []
     for directory in directories:
         path = os.path.join(directory, "dataset.json")
@@ -79,7 +85,7 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
                     return _spec_from_nnunet(labels, path), problems
             except (OSError, ValueError) as exc:
                 problems.append(f"{display_path(path)}: {exc}")
-        for name in ("labels.txt", "classes.txt"):
+        for name in CLASS_NAME_FILES:
             path = os.path.join(directory, name)
             if os.path.isfile(path):
                 try:
@@ -87,8 +93,9 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
                 except ReadError as exc:
                     problems.append(f"{display_path(path)}: {exc}")
                     continue
-                if names:
-                    return LabelSpec(classes=tuple(names), sources=(display_path(path),)), problems
+                spec = class_list_spec(names, display_path(path))
+                if spec.is_known:
+                    return spec, problems
     return LabelSpec(), problems
 
 
@@ -304,7 +311,9 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
     if os.path.isfile(root):
         color_map = _declared_color_map(options, [os.path.dirname(os.path.abspath(root))], discovery)
         discovery.tasks = [_task(root, options, color_map)]
-        spec, _ = _metadata_spec([os.path.dirname(os.path.abspath(root))])
+        folder = os.path.dirname(os.path.abspath(root))
+        spec, problems = _metadata_spec([folder, os.path.dirname(folder)])
+        discovery.notes.extend(f"dataset metadata ignored: {p}" for p in problems)
         if spec.is_known:
             discovery.spec = spec
         discovery.color_map = color_map

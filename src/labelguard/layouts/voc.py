@@ -17,7 +17,7 @@ from labelguard.checks.boxes import BAD_BOX, DUPLICATE_BOX
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNPAIRED, UNREADABLE
 from labelguard.checks.labels import name_findings
 from labelguard.core.findings import Finding
-from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.summary import EXAMPLES_KEPT
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import SHOWN, plural, shorten
@@ -26,14 +26,14 @@ from labelguard.layouts.base import (
     strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.layouts.masks import discover_voc_segmentation
-from labelguard.readers.base import ReadError, read_class_names
+from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names
 from labelguard.readers.voc import VocAnnotation, read_voc_file
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif",
                               ".dng", ".mpo", ".pfm", ".heic"})
 ANNOTATION_DIRS = ("Annotations", "annotations", "Annotation", "annotation", "xml", "xmls")
 IMAGE_DIRS = ("JPEGImages", "images", "Images", "image", "img", "imgs")
-SPEC_FILES = ("labelmap.txt", "labels.txt", "classes.txt")
+SPEC_FILES = ("labelmap.txt", *CLASS_NAME_FILES)
 BOXES_LISTED = 20
 
 
@@ -284,8 +284,9 @@ def _spec_from_files(directories: list[str], discovery: Discovery) -> LabelSpec:
             except ReadError as exc:
                 discovery.findings.append(UNREADABLE.finding(display_path(path), f"class list: {exc}"))
                 continue
-            if names:
-                return LabelSpec(classes=tuple(names), sources=(display_path(path),))
+            spec = class_list_spec(names, display_path(path))
+            if spec.is_known:
+                return spec
     return LabelSpec()
 
 

@@ -19,7 +19,7 @@ from labelguard.checks.boxes import BAD_BOX, DUPLICATE_BOX, YOLO_NOT_NORMALISED
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNREADABLE
 from labelguard.checks.labels import PLACES_KEPT, id_findings
 from labelguard.core.findings import Finding
-from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import plural, shorten
 from labelguard.layouts.base import (
@@ -390,6 +390,8 @@ def _read_names(path: str, discovery: Discovery) -> tuple[list[str] | None, str]
 
 
 def _names_beside(folders: list[str], discovery: Discovery, default=(None, "")):
+    """Names from the first class-name file in ``folders`` (nearest first: the dataset's own
+    folder before the one above it); the spec they give is marked as found beside the data."""
     for folder in folders:
         for name in NAMES_FILES:
             path = os.path.join(folder, name)
@@ -501,7 +503,7 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
         else:
             folder = os.path.dirname(os.path.abspath(root))
             names, source = _names_beside([folder, os.path.dirname(folder)], discovery)
-            discovery.spec = _spec(names, None, source, discovery)
+            discovery.spec = class_list_spec(names or (), source)
             discovery.tasks.append(FileTask(process_yolo, root, display_path(root)))
         return discovery
     if not os.path.isdir(root):
@@ -513,7 +515,7 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
         (discover_data_yaml if kind == "yaml" else discover_darknet)(path, options, discovery)
         return discovery
     names, source = _names_beside([root, os.path.dirname(os.path.abspath(root))], discovery)
-    discovery.spec = _spec(names, None, source, discovery)
+    discovery.spec = class_list_spec(names or (), source)
     collector = _Collector(discovery, None)
     _add_tree(collector, root)
     collector.finish()

@@ -39,8 +39,9 @@ class TextFormatter(Formatter):
         out("=" * 29)
         layouts = ", ".join(sorted(set(report.layouts)))
         out(f"data:      {', '.join(report.paths)}  (layout: {layouts})")
-        sources = f"  from {', '.join(report.spec.sources)}" if report.spec.sources else ""
-        out(f"spec:      {report.spec.describe()}{sources}")
+        for where, spec in report.dataset_specs():
+            origins = spec.describe_origins()
+            out(f"spec:      {where + ': ' if where else ''}{spec.describe()}{'  ' + origins if origins else ''}")
         unit = "file" if set(report.summary.kinds) <= {"mask"} else "sample"
         samples = plural(report.summary.samples, unit)
         if report.sampled:

@@ -102,8 +102,13 @@ def read_text(path: str) -> str:
         raise ReadError("not UTF-8 text") from None
 
 
+# Class-name files a dataset keeps beside its data, in the order they are looked for in one
+# folder (labelme2voc writes class_names.txt into its output folder).
+CLASS_NAME_FILES = ("labels.txt", "classes.txt", "class_names.txt")
+
+
 def read_class_names(path: str) -> list[str]:
-    """Class names from labels.txt / classes.txt / obj.names (one per line, blank lines
+    """Class names from labels.txt / classes.txt / class_names.txt / obj.names (one per line, blank lines
     skipped) or a Datumaro/CVAT ``labelmap.txt`` (``name:r,g,b:parts:actions``, ``#``
     comments); ReadError when unreadable."""
     labelmap = os.path.basename(path).lower() == "labelmap.txt"

@@ -1,0 +1,97 @@
+"""Exit codes of a real ``labelguard`` process: Ctrl-C is 130 without worker tracebacks, and
+a missing optional extra is exit 2 naming the extra, never a crashed check."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import labelguard
+from builders import organic_mask, write_h5, write_nifti, write_png
+
+SRC = str(Path(labelguard.__file__).resolve().parents[1])
+
+
+def labelguard_process(args: list[str], cwd: Path, pythonpath: list[str] = (), **kwargs) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*pythonpath, SRC]))
+    env.pop("LABELGUARD_DEBUG", None)
+    return subprocess.Popen([sys.executable, "-m", "labelguard", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def children(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the worker processes")
+def test_ctrl_c_during_a_pooled_audit_exits_130_without_worker_tracebacks(tmp_path):
+    mask = organic_mask((512, 512), (0, 1, 2))
+    for i in range(300):
+        write_png(tmp_path / "masks" / f"{i:04d}.png", np.roll(mask, i, axis=1))
+    # A new session: the signal goes to the whole process group, as a terminal's Ctrl-C does.
+    process = labelguard_process(["audit", "masks", "--workers", "2", "--no-progress", "--no-config"],
+                                 tmp_path, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(children(process.pid)) < 2 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert process.poll() is None, "the audit ended before its workers were seen"
+    time.sleep(0.05)  # the workers are busy on their first batches now
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (out, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "labelguard: interrupted" in err
+
+
+def h5_volumes(folder: Path) -> None:
+    for i in range(6):
+        write_h5(folder / f"vol{i}.h5", raw=np.zeros((4, 16, 16), np.uint8),
+                 label=organic_mask((16, 16), (0, 1), seed=i)[None].repeat(4, axis=0))
+
+
+def nifti_volumes(folder: Path) -> None:
+    for i in range(6):
+        write_nifti(folder / f"case{i}.nii.gz", organic_mask((16, 16), (0, 1), seed=i)[..., None].repeat(3, axis=2))
+
+
+@pytest.mark.parametrize("module, extra, writer", [
+    ("h5py", "hdf5", h5_volumes),
+    ("nibabel", "nifti", nifti_volumes),
+])
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_missing_extra_is_exit_2_naming_it(tmp_path, module, extra, writer, workers):
+    writer(tmp_path / "data")
+    # The module is made unimportable through the real import machinery: a module of that
+    # name first on the path that raises ImportError, as a missing package does.
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / f"{module}.py").write_text(f"raise ImportError({f'No module named {module!r}'!r})\n")
+    process = labelguard_process(["audit", "data", "--workers", workers, "--no-progress", "--no-config"],
+                                 tmp_path, [str(blocked)])
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 2, (out, err)
+    assert f"pip install 'labelguard[{extra}]'" in err
+    assert "internal error" not in err + out and "check crashed" not in err + out
+    assert "Traceback" not in err
+
+
+def test_every_extra_an_error_names_exists():
+    from labelguard.config import tomllib  # tomli on Python 3.10
+
+    from labelguard._optional import _EXTRAS
+
+    pyproject = Path(SRC).parent / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert set(_EXTRAS.values()) | {"all"} <= set(extras)
+    for module, extra in _EXTRAS.items():
+        assert any(requirement.startswith(module) for requirement in extras[extra]), (module, extra)
