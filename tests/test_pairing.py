@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import time
+import io
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from builders import colorize, jpeg_roundtrip, organic_mask, rgb_image, write_da
     write_list, write_nifti, write_png, write_tiff
 from detection_builders import write_image, write_voc, write_yolo
 from annotation_builders import coco_dataset, classification_csv
+from labelguard.output import write_report
 from labelguard.cli import main
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.pairing import describe_contents, inside_root, pair_files, pair_in_folder
@@ -377,4 +379,14 @@ def test_datasets_in_one_folder_are_each_checked_against_their_own_class_list(tm
     report = run(tmp_path, workers=1)
     assert report.layouts == ["voc in VOC2007", "voc in VOC2012"]
     assert not found(report, "LG101")
-    assert any("checked against its own" in note for note in report.notes)
+    assert [(Path(path).name, spec.classes) for path, spec in report.specs] == [
+        ("VOC2007", ("dog",)), ("VOC2012", ("cat",))]
+
+
+def test_the_classes_table_of_datasets_with_their_own_class_lists_judges_none(tmp_path):
+    write_voc(tmp_path / "VOC2007", {"000001": [("dog", (1, 1, 9, 9))]}, labels=["dog"])
+    write_voc(tmp_path / "VOC2012", {"000001": [("cat", (1, 1, 9, 9))]}, labels=["cat"])
+    text = io.StringIO()
+    write_report(run(tmp_path, workers=1), "text", text)
+    rows = [line.split() for line in text.getvalue().splitlines() if line.strip().startswith(("cat ", "dog "))]
+    assert rows and all(row[-1] == "-" for row in rows), rows

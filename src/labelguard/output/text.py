@@ -119,7 +119,8 @@ class TextFormatter(Formatter):
         out("")
         out("Classes")
         out(f"  {'class':<24} {'objects':>9} {'images':>8}  in spec")
-        names = set(report.spec.classes or ())
+        # datasets with different specs: each file's findings say which names are unknown
+        names = set() if report.specs else set(report.spec.classes or ())
         ranked = sorted(summary.class_objects, key=lambda n: (-summary.class_objects[n], n))
         for name in ranked[:CLASS_ROWS]:
             verdict = "-" if not names else ("yes" if name in names else "NO")
