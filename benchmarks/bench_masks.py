@@ -12,7 +12,7 @@ take every measurement in turn:
   per-file work, the dataset checks and writing the report; nothing is subtracted. The
   subprocesses cache their bytecode (in a folder of the benchmark's own, after one untimed
   run) as an installed package has it, even where PYTHONDONTWRITEBYTECODE is set;
-* ``labelguard.audit.audit(DIR, workers=1)`` and ``workers=2`` in this process: the same
+* ``labelguard.audit(DIR, workers=1)`` and ``workers=2`` in this process: the same
   audit without interpreter start-up (the pool's start-up is included).
 
 Each target ratio is printed for the CLI and for the in-process call, with the CLI's fixed
@@ -161,7 +161,7 @@ def run_cli(folder: Path, workers: int, env: dict[str, str]) -> tuple[float, int
 
 
 def in_process(folder: Path, workers: int) -> None:
-    from labelguard.audit import audit
+    from labelguard._audit import audit
     from labelguard.core.spec import LabelSpec
 
     report = audit(str(folder), LabelSpec(num_classes=NUM_CLASSES, ignore=(IGNORE,)),
@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             ("naive script (np.array(Image.open) + np.unique)", rates["naive"]),
             ("labelguard audit --workers 1 (CLI, with start-up)", rates["cli1"]),
             ("labelguard audit --workers 2 (CLI, with start-up)", rates["cli2"]),
-            ("labelguard.audit.audit(workers=1), in-process", rates["api1"]),
-            ("labelguard.audit.audit(workers=2), in-process", rates["api2"]),
+            ("labelguard.audit(workers=1), in-process", rates["api1"]),
+            ("labelguard.audit(workers=2), in-process", rates["api2"]),
         ]
         for name, rate in rows:
             print(f"  {name:<52} {rate:8.0f} files/s")

@@ -7,7 +7,7 @@ over a warm file cache, each the best of ``--repeat`` interleaved passes:
 * the seed loop: the class-name checker of the VOC "device-side assert" write-up (``os.listdir``,
   ``ET.parse`` of every file opened in text mode, ``<object>/<name>`` against the allowed
   labels, the set of names found): names only, no box, no safety, no list or image check;
-* ``labelguard.audit.audit(DIR, spec, workers=1)`` and ``workers=2`` in this process: layout
+* ``labelguard.audit(DIR, spec, workers=1)`` and ``workers=2`` in this process: layout
   discovery, safe parsing (entity declarations and external entities refused), LG001 for
   malformed files and objects, LG101 with "did you mean", LG301 boxes degenerate or outside
   ``<size>``, LG303 duplicate objects, per-class object/image counts, the dataset checks and
@@ -121,7 +121,7 @@ def seed_loop(xml_dir: str, allowed_labels: list[str]) -> tuple[list, set]:
 
 
 def labelguard_audit(root: str, workers: int):
-    from labelguard.audit import audit
+    from labelguard._audit import audit
     from labelguard.core.spec import LabelSpec
 
     report = audit(root, LabelSpec(classes=CLASSES), use_project_config=False, workers=workers)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.core.spec import LabelSpec
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from builders import write_h5, write_jpeg, write_npy, write_npz, write_png, write_tiff
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.core.rules import Example
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts.base import AuditOptions

@@ -5,7 +5,7 @@ import os
 from click.testing import CliRunner
 
 from audit_helpers import found
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.demo import write_demo

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from builders import organic_mask, write_jpeg, write_npy, write_png
 
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.core.engine import batch_size, run_tasks
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary

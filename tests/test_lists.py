@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import organic_mask, swin_unet_dataset, write_list, write_npz, write_png
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.readers.base import ReadError

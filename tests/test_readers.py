@@ -12,7 +12,7 @@ from builders import (
     write_json, write_label_colors, write_list, write_nifti, write_npy, write_npz, write_png, write_tiff,
     write_voc_labelmap,
 )
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.readers.base import ReadError, sniff

@@ -16,7 +16,7 @@ from builders import (
     colorize, organic_mask, paired_dataset, with_border, write_jpeg, write_label_colors, write_npy, write_npz,
     write_png,
 )
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.core.registry import REGISTRY
 from labelguard.core.spec import LabelSpec

@@ -14,7 +14,7 @@ from builders import (
     organic_mask, paired_dataset, swin_unet_dataset, write_jpeg, write_list, write_nifti, write_npy, write_npz,
     write_png,
 )
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from builders import organic_mask, write_json, write_list, write_nifti, write_png
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.config import load_config
 from labelguard.core.findings import Severity

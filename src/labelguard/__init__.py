@@ -16,7 +16,7 @@ Subpackages, each imported on its own::
 """
 
 from labelguard._version import __version__
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import (

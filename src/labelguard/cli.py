@@ -234,7 +234,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
       labelguard audit VOCdevkit/VOC2012 --ignore-index 255
       labelguard audit --images data/imgs --masks data/masks --num-classes 2
     """
-    from labelguard.audit import audit as run_audit
+    from labelguard._audit import audit as run_audit
     from labelguard.config import known_code
     from labelguard.output import get_formatter, write_report
 

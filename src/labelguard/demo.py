@@ -125,7 +125,7 @@ def write_demo(root: str) -> dict[str, str]:
 
 def run_demo(directory: str | None, stream: IO[str]) -> int:
     """Write the demo under ``directory`` (a new temporary folder when None) and audit it."""
-    from labelguard.audit import audit
+    from labelguard._audit import audit
     from labelguard.layouts.base import AuditOptions, display_path
     from labelguard.output import write_report
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.config import format_config
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts.base import AuditOptions

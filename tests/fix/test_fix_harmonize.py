@@ -11,7 +11,7 @@ from annotation_builders import write_image, write_table
 from detection_builders import write_voc, write_yolo
 from fix_data import binary_255_mask, digests, write_mask
 from labelguard import LabelSpec
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.fix import FixError, Harmonization, apply_mapping, harmonize, undo
 

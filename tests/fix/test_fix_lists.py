@@ -10,7 +10,7 @@ from builders import swin_unet_dataset, write_list
 from detection_builders import write_voc
 from fix_data import digests
 from labelguard import LabelSpec
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.fix import clean_list, undo
 from labelguard.layouts.base import AuditOptions

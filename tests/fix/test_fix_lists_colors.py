@@ -5,7 +5,7 @@ from PIL import Image
 from builders import swin_unet_dataset, voc_palette, write_list, write_png
 from fix_data import digests
 from labelguard import LabelSpec
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.fix import clean_list, colors, undo
 from labelguard.layouts.base import AuditOptions
 from labelguard.readers.masks import read_mask

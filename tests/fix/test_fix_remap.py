@@ -6,7 +6,7 @@ from PIL import Image
 
 from fix_data import FORMATS, binary_255_mask, digests, mask_dataset, write_mask
 from labelguard import LabelSpec
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.fix import FixError, remap, undo
 from labelguard.readers.masks import read_mask
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from annotation_builders import imagefolder, write_image, write_table
 from fix_data import digests
 from labelguard import LabelSpec
-from labelguard.audit import audit
+from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.fix import remap_ids, rename, undo
 

@@ -8,7 +8,7 @@ exact bytes, even after a run was killed half-way.
 
 from labelguard.fix.api import colors, remap, remap_ids, rename
 from labelguard.fix.base import FileChange, FixResult
-from labelguard.fix.harmonize import Harmonization, apply_mapping, harmonize
+from labelguard.fix._harmonize import Harmonization, apply_mapping, harmonize
 from labelguard.fix.journal import FixError, UndoResult, undo
 from labelguard.fix.lists import clean_list
 

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 from xml.sax.saxutils import escape, unescape
 
 from labelguard import layouts
-from labelguard.audit import load_settings, resolve_spec
+from labelguard._audit import load_settings, resolve_spec
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.fix.base import PLANNED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult

@@ -51,7 +51,7 @@ def remap(
         paths: dataset folders or mask files (default: the report's paths).
         mapping: ``"255:1,3:2"`` or ``{255: 1, 3: 2}`` (default: the report's suggested remap).
         spec: the label spec the re-audit checks against (default: what the data and config declare).
-        options: layout options, as for :func:`labelguard.audit.audit` (``key`` for NPZ/HDF5).
+        options: layout options, as for :func:`labelguard._audit.audit` (``key`` for NPZ/HDF5).
         from_report: a saved JSON audit report whose ``suggested_remap`` to apply.
         apply: write (default: a dry run that only reports).
         out: write the fixed masks under this folder and leave the input untouched.
@@ -130,7 +130,7 @@ def colors(
     if color_map is None:
         color_map = dataset.color_map
     if color_map is None:
-        from labelguard.audit import audit
+        from labelguard._audit import audit
 
         proposal = audit(paths, spec, options=options).suggested_color_map
         if not proposal:

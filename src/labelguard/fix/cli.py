@@ -187,7 +187,7 @@ def _name_map_file(path: str) -> dict[str, str]:
 
 
 def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: bool) -> None:
-    from labelguard.fix.harmonize import apply_mapping
+    from labelguard.fix._harmonize import apply_mapping
 
     results = apply_mapping(mapping_file, kinds=kinds, apply=apply)
     if not results:
@@ -287,7 +287,7 @@ def harmonize_command(paths, output, classes, num_classes, ignore_index, as_json
     """Compare the label sets of datasets PATHS (one per site) and propose one map per dataset
     onto a common spec; -o writes it as a file that `labelguard fix remap --from-mapping FILE`
     (values, ids) and `labelguard fix rename --from-mapping FILE` (names) apply."""
-    from labelguard.fix.harmonize import harmonize
+    from labelguard.fix._harmonize import harmonize
 
     if len(paths) < 2:
         raise click.UsageError("give two or more datasets to compare")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from labelguard import layouts
-from labelguard.audit import load_settings, resolve_spec
+from labelguard._audit import load_settings, resolve_spec
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult

@@ -26,7 +26,7 @@ from PIL import Image
 
 from labelguard import layouts
 from labelguard._optional import available, require
-from labelguard.audit import load_settings, resolve_spec
+from labelguard._audit import load_settings, resolve_spec
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.errors import MissingDependency

@@ -205,7 +205,7 @@ def _names_file(spec: LabelSpec) -> str | None:
 
 
 def _read(path: str) -> DatasetLabels:
-    from labelguard.audit import audit
+    from labelguard._audit import audit
 
     report = audit(path, use_project_config=False)
     layout = report.layouts[0] if report.layouts else ""
