@@ -225,6 +225,21 @@ def test_vocdevkit_with_two_years_audits_each(tmp_path):
     assert report.audited_nothing is None
 
 
+def test_a_dataset_of_a_folder_that_gave_nothing_to_audit_is_named(tmp_path):
+    # Datumaro's Cityscapes export of instance masks only, beside one with train ids
+    for name, suffix in (("instances", "instanceIds"), ("classes", "labelTrainIds")):
+        stem = "frankfurt_000000_000001"
+        write_png(tmp_path / name / "leftImg8bit" / "train" / "frankfurt" / f"{stem}_leftImg8bit.png",
+                  rgb_image((32, 64)))
+        write_png(tmp_path / name / "gtFine" / "train" / "frankfurt" / f"{stem}_gtFine_{suffix}.png",
+                  organic_mask((32, 64)))
+    report = run(tmp_path, workers=1)
+    assert report.layouts == ["cityscapes in classes", "cityscapes in instances"]
+    assert report.summary.samples == 1 and report.audited_nothing is None
+    assert any(note.startswith("cityscapes in instances: nothing was audited") for note in report.notes)
+    assert not any(note.startswith("cityscapes in classes: nothing") for note in report.notes)
+
+
 def test_train_and_val_trees_of_different_layouts_are_each_audited(tmp_path):
     mmseg_dataset(tmp_path / "train")
     write_yolo(tmp_path / "val", {"val": {"a": [(0, 0.5, 0.5, 0.2, 0.2)]}}, names=["person"])

@@ -109,6 +109,13 @@ def audit(
             layout_names.extend(named)
             notes_head.append(f"{display_path(path)} holds {len(found)} datasets, each audited with its own "
                               "layout: " + ", ".join(named))
+            # Each dataset's notes name it; one that gave nothing to audit is said, never
+            # hidden behind the files of the others.
+            for discovery, name in zip(found, named):
+                discovery.notes[:] = [f"{name}: {note}" for note in discovery.notes]
+                if not discovery.tasks:
+                    discovery.notes.append(f"{name}: nothing was audited in this dataset "
+                                           f"({describe_contents(discovery.root)})")
         else:
             layout_names.extend(d.layout for d in found)
     _refuse_options_that_do_not_apply(options, discoveries)
