@@ -63,3 +63,12 @@ def test_coco_category_with_a_trailing_space(tmp_path):
     assert [c["name"] for c in json.loads(path.read_text())["categories"]] == ["cat", "Dog"]
     undo(str(tmp_path))
     assert digests([path]) == original
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe\x00binary", b'["dog"]'], ids=["broken", "binary", "list"])
+def test_a_name_map_file_that_is_not_a_json_object_is_a_usage_error(tmp_path, content):
+    write_voc(tmp_path, {"a": [("dog", (1, 1, 5, 5))]})
+    map_file = tmp_path / "names.json"
+    map_file.write_bytes(content)
+    result = invoke("fix", "rename", tmp_path / "Annotations", "--map-file", map_file)
+    assert result.exit_code == 2 and "--map-file" in result.output and "Traceback" not in result.output

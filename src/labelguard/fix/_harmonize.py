@@ -50,7 +50,7 @@ from typing import Any, Sequence
 
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.errors import SpecError
-from labelguard.fix.base import FixResult
+from labelguard.fix.base import FixResult, read_json_file
 from labelguard.fix.journal import FixError
 from labelguard.layouts.base import display_path
 
@@ -150,13 +150,7 @@ class Harmonization:
     @classmethod
     def load(cls, path: str) -> "Harmonization":
         """Read a mapping file; FixError naming what is wrong."""
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except OSError as exc:
-            raise FixError(f"cannot read the mapping file {path}: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise FixError(f"{path} is not JSON: {exc}") from None
+        data = read_json_file(path, "mapping file")
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise FixError(f"{path} is not a mapping file (no \"format\": \"{FORMAT}\"); "
                            "write one with `labelguard harmonize A B -o mapping.json`")

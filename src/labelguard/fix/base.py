@@ -176,15 +176,21 @@ def _name_pairs(text: str) -> list[tuple[str, list[str]]]:
     return pairs
 
 
-def load_report(path: str) -> dict[str, Any]:
-    """A saved audit report (JSON schema v1); FixError when it is not one."""
+def read_json_file(path: str, what: str) -> Any:
+    """The JSON document in ``path`` (``what`` it should be, for the message); FixError when
+    it cannot be read or is not JSON."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            return json.load(handle)
     except OSError as exc:
-        raise FixError(f"cannot read the report {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
+        raise FixError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FixError(f"{path} is not JSON: {exc}") from None
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """A saved audit report (JSON schema v1); FixError when it is not one."""
+    data = read_json_file(path, "report")
     if not isinstance(data, dict) or data.get("version") != 1 or "summary" not in data:
         raise FixError(f"{path} is not a labelguard JSON report (schema version 1); "
                        "write one with `labelguard audit DATA -f json -o report.json`")

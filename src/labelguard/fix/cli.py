@@ -13,7 +13,8 @@ import click
 
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import SpecError
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FixResult
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FixResult, read_json_file
+from labelguard.fix.journal import FixError
 
 _MARK = {PLANNED: "would fix", WRITTEN: "fixed", UNCHANGED: "unchanged", SKIPPED: "skipped", REFUSED: "refused"}
 
@@ -175,10 +176,9 @@ def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, 
 
 def _name_map_file(path: str) -> dict[str, str]:
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise click.BadParameter(f"cannot read {path} as JSON: {exc}", param_hint="--map-file") from None
+        data = read_json_file(path, "name map")
+    except FixError as exc:
+        raise click.BadParameter(str(exc), param_hint="--map-file") from None
     if not isinstance(data, dict) or not data or not all(isinstance(k, str) and isinstance(v, str) and k and v.strip()
                                                          for k, v in data.items()):
         raise click.BadParameter(f"{path} must hold a JSON object of OLD: NEW class names, e.g. "
