@@ -9,7 +9,6 @@ that found nothing to audit.
 from __future__ import annotations
 
 import random
-import time
 import io
 from pathlib import Path
 
@@ -122,19 +121,17 @@ def test_a_label_matching_two_images_is_paired_with_neither_and_none_is_an_orpha
     assert "1 label matches several images" in pairing.notes()[0]
 
 
-def test_pairing_is_deterministic_and_scales_to_100k_files():
+def test_pairing_of_100k_shuffled_files_is_deterministic():
+    # its speed is measured by benchmarks/bench_pairing.py, not here
     images = [f"/d/images/{i // 1000:03d}/{i:06d}_img.jpg" for i in range(100_000)]
     labels = [f"/d/gts/{i // 1000:03d}/{i:06d}_gt.png" for i in range(100_000)]
     shuffled_images, shuffled_labels = images[:], labels[:]
     random.Random(0).shuffle(shuffled_images)
     random.Random(1).shuffle(shuffled_labels)
-    start = time.perf_counter()
     pairing = pair_files(shuffled_images, shuffled_labels, "/d/images", "/d/gts")
-    elapsed = time.perf_counter() - start
     assert pairing.pairs == dict(zip(labels, images))
     assert pairing.pairs == pair_files(images, labels, "/d/images", "/d/gts").pairs
     assert not pairing.orphan_images and not pairing.orphan_labels
-    assert elapsed < 20  # about 1 s on one core; a pairwise comparison would take hours
 
 
 def test_role_words_pair_in_one_folder_and_lone_files_stay_labels():
