@@ -6,6 +6,8 @@ severity, documentation), the scope it reads and its examples:
 * ``"mask"``: one mask file, as a :class:`~labelguard.core.records.MaskSample`;
 * ``"pair"``: a mask and the image it is paired with (the same sample, its paired image's
   geometry read);
+* ``"annotation"``: one annotation file (a VOC XML, a YOLO label file, one COCO image's
+  annotations, a CSV's rows), as an :class:`~labelguard.core.records.AnnotationRecord`;
 * ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of the whole audit.
 
 Every rule is ``rule(subject, spec) -> iterable of findings``. :func:`run_rules` calls each
@@ -25,7 +27,7 @@ from labelguard.core.registry import Check
 
 log = logging.getLogger(__name__)
 
-SCOPES = ("mask", "pair", "dataset")
+SCOPES = ("mask", "pair", "annotation", "dataset")
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,9 @@ def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Fi
     adds an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
     for registered in RULES[scope]:
         try:
-            findings.extend(registered.apply(subject, spec))
+            found = registered.apply(subject, spec)
+            if found:
+                findings.extend(found)
         except Exception as exc:  # a bug in one rule must not hide the other rules' findings
             log.debug("rule %s failed on %s", registered.__name__, where, exc_info=True)
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()

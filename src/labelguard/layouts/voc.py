@@ -11,218 +11,86 @@ a ``labels.txt`` / ``classes.txt`` beside the annotations.
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Sequence
 
-from labelguard.checks.boxes import BAD_BOX, DUPLICATE_BOX
-from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNPAIRED, UNREADABLE
-from labelguard.checks.labels import name_findings
-from labelguard.core.findings import Finding
+from labelguard.checks.files import MISSING, UNREADABLE
+from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
-from labelguard.core.summary import EXAMPLES_KEPT
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.core.text import SHOWN, plural, shorten
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, inside_root, read_list, register_layout, select_from_lists,
     strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.layouts.masks import discover_voc_segmentation
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names
-from labelguard.readers.voc import VocAnnotation, read_voc_file
+from labelguard.readers.voc import read_voc_file
+from labelguard.rules._annotations import process_annotation, process_annotation_batch
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif",
                               ".dng", ".mpo", ".pfm", ".heic"})
 ANNOTATION_DIRS = ("Annotations", "annotations", "Annotation", "annotation", "xml", "xmls")
 IMAGE_DIRS = ("JPEGImages", "images", "Images", "image", "img", "imgs")
 SPEC_FILES = ("labelmap.txt", *CLASS_NAME_FILES)
-BOXES_LISTED = 20
 
 
 # ---- per-file processor -----------------------------------------------------------------
 
+OBJECT_HINT = ("Fix or remove the object: a VOC loader reads <name> and the four <bndbox> numbers "
+               "of every object and fails on this one.")
+
+
+def voc_record(task: FileTask) -> AnnotationRecord:
+    """One VOC XML as an annotation record: its named objects, their boxes inside ``<size>``,
+    and its ``<filename>`` resolved in the image folder."""
+    annotation = read_voc_file(task.path)
+    names, boxes = annotation.names, annotation.boxes
+    places = None
+    if annotation.problems:
+        kept = [i for i, name in enumerate(names) if name is not None]
+        places = [i + 1 for i in kept]
+        names = [names[i] for i in kept]
+        boxes = [boxes[i] for i in kept]
+    sized = annotation.width > 0 and annotation.height > 0
+    image_dir = task.option("image_dir")
+    return AnnotationRecord(
+        task.display, "voc", "object", names, places, boxes,  # type: ignore[arg-type]
+        image_size=(annotation.width, annotation.height) if sized else None,
+        problems=annotation.problems, problem_hint=OBJECT_HINT,
+        image=_image_reference(task, annotation.filename, image_dir) if image_dir is not None else None,
+    )
+
+
 def process_voc(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Read one VOC XML and check its class names, boxes, duplicates and image."""
-    result = FileResult(task.display)
-    summary = result.summary
-    summary.kinds["voc"] = 1
-    names = check_voc_file(task, spec, result.findings)
-    if names is None:
-        summary.unreadable += 1
-    else:
-        summary.samples += 1
-        if names:
-            summary.add_classes(task.display, _counts(names))
-    return result
-
-
-def _counts(names: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return counts
+    """Read one VOC XML and run the annotation rules on it."""
+    return process_annotation(task, spec, voc_record, "voc")
 
 
 def process_voc_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
-    """:func:`process_voc` of several files, merged into one result as the engine merges
-    per-file results (equal findings, equal summary), without a summary per file.
-
-    Exposed as ``process_voc.batch`` for an engine that hands a whole batch of tasks of one
-    processor to it: at about 40 microseconds a file, a per-file summary and its merge are a
-    third of the work."""
-    result = FileResult(tasks[0].display if tasks else "", files=len(tasks))
-    summary = result.summary
-    objects: dict[str, int] = {}
-    images: dict[str, int] = {}
-    examples: dict[str, list[str]] = {}
-    for task in tasks:
-        names = check_voc_file(task, spec, result.findings)
-        if names is None:
-            summary.unreadable += 1
-            continue
-        summary.samples += 1
-        for name in names:
-            objects[name] = objects.get(name, 0) + 1
-        for name in dict.fromkeys(names):
-            images[name] = images.get(name, 0) + 1
-            examples.setdefault(name, []).append(task.display)
-    if tasks:
-        summary.kinds["voc"] = len(tasks)
-    summary.class_objects.update(objects)
-    summary.class_images.update(images)
-    summary.class_examples.update((name, sorted(paths)[:EXAMPLES_KEPT]) for name, paths in examples.items())
-    return result
+    """:func:`process_voc` of a batch of files, merged (see :func:`process_annotation_batch`)."""
+    return process_annotation_batch(tasks, spec, voc_record, "voc")
 
 
 process_voc.batch = process_voc_batch  # type: ignore[attr-defined]
 
 
-def check_voc_file(task: FileTask, spec: LabelSpec, findings: list[Finding]) -> list[str] | None:
-    """Read one VOC XML, append its findings; the class names of its objects, or None when
-    the file cannot be read at all."""
-    display = task.display
-    try:
-        annotation = read_voc_file(task.path)
-    except ReadError as exc:
-        findings.append(UNREADABLE.finding(display, str(exc)))
-        return None
-    names = annotation.names
-    if annotation.problems:
-        for index, problem in annotation.problems:
-            findings.append(UNREADABLE.finding(
-                display, f"object {index} {problem}" if index else problem,
-                hint="Fix or remove the object: a VOC loader reads <name> and the four <bndbox> "
-                "numbers of every object and fails on this one.",
-                object=index or None,
-            ))
-        places = [i for i, name in enumerate(names, 1) if name is not None]
-        names = [name for name in names if name is not None]
-    else:
-        places = None
-    if names:
-        findings.extend(name_findings(display, names, spec, unit="object", places=places))  # type: ignore[arg-type]
-    if annotation.boxes:
-        findings.extend(_box_findings(display, annotation))
-    image_dir = task.option("image_dir")
-    if image_dir is not None:
-        finding = _image_finding(task, annotation.filename, image_dir)
-        if finding is not None:
-            findings.append(finding)
-    return names  # type: ignore[return-value]
-
-
-def _box_findings(display: str, annotation: VocAnnotation) -> list:
-    width, height = annotation.width, annotation.height
-    sized = width > 0 and height > 0
-    boxes = annotation.boxes
-    # The common case, all boxes sound and distinct, costs one comparison chain per box.
-    if None not in boxes and len(set(zip(annotation.names, boxes))) == len(boxes):
-        if sized:
-            if all(0 <= x0 < x1 <= width and 0 <= y0 < y1 <= height for x0, y0, x1, y1 in boxes):  # type: ignore[misc]
-                return []
-        elif all(x0 < x1 and y0 < y1 for x0, y0, x1, y1 in boxes):  # type: ignore[misc]
-            return []
-    bad = []
-    seen: dict[tuple, int] = {}
-    repeats = []
-    for index, (name, box) in enumerate(zip(annotation.names, boxes), 1):
-        if box is None:
-            continue
-        xmin, ymin, xmax, ymax = box
-        # Written as "not (a < b)" so that NaN coordinates count as degenerate too.
-        if not (xmin < xmax and ymin < ymax):
-            problem = (f"xmin {xmin:g} >= xmax {xmax:g}" if not (xmin < xmax)
-                       else f"ymin {ymin:g} >= ymax {ymax:g}")
-            bad.append((index, name, box, "degenerate", problem))
-        elif sized and not (xmin >= 0 and ymin >= 0 and xmax <= width and ymax <= height):
-            problem = ", ".join(text for text, out in (
-                (f"xmin {xmin:g} < 0", not xmin >= 0), (f"ymin {ymin:g} < 0", not ymin >= 0),
-                (f"xmax {xmax:g} > width {width:g}", not xmax <= width),
-                (f"ymax {ymax:g} > height {height:g}", not ymax <= height)) if out)
-            bad.append((index, name, box, "outside", problem))
-        key = (name, box)
-        first = seen.setdefault(key, index)
-        if first != index:
-            repeats.append((index, name, box, first))
-    findings = []
-    if bad:
-        size = f" of the {width:g}x{height:g} image" if sized else ""
-        listing = shorten(bad, SHOWN, lambda item: f"object {item[0]} {item[1]!r}: {item[4]}", sep="; ")
-        kinds = {kind for _, _, _, kind, _ in bad}
-        what = " or ".join(k for k in ("degenerate", "outside") if k in kinds)
-        findings.append(BAD_BOX.finding(
-            display,
-            f"{plural(len(bad), 'box')} {what}{size}: {listing}",
-            hint="Swap flipped corners, clip boxes to the image size, drop zero-area boxes; "
-            "check <size> when every box of a file lies outside.",
-            width=width or None, height=height or None,
-            boxes=[{"object": i, "class": n, "box": list(b), "problem": k}
-                   for i, n, b, k, _ in bad[:BOXES_LISTED]],
-            count=len(bad),
-        ))
-    if repeats:
-        listing = shorten(repeats, SHOWN, lambda item: f"object {item[0]} repeats object {item[3]} "
-                          f"({item[1]!r}, box {', '.join(f'{v:g}' for v in item[2])})", sep="; ")
-        findings.append(DUPLICATE_BOX.finding(
-            display,
-            f"{plural(len(repeats), 'duplicate object')}: {listing}",
-            hint="Remove the repeated <object> elements.",
-            pairs=[[first, i] for i, _, _, first in repeats[:BOXES_LISTED]],
-            count=len(repeats),
-        ))
-    return findings
-
-
-def _image_finding(task: FileTask, filename: str | None, image_dir: str):
-    """LG003/LG005 for a ``<filename>`` that names no file, LG002 for an annotation without image."""
+def _image_reference(task: FileTask, filename: str | None, image_dir: str) -> ImageReference:
+    """``<filename>`` resolved in ``image_dir``; the image paired by name is accepted for a
+    ``<filename>`` that names it (with or without its extension)."""
     image = task.image
-    if filename:
-        filename = filename.strip()
-    if filename and image is not None and (
-            image.endswith(os.sep + filename) or image == filename
-            or strip_extension(image).endswith(os.sep + filename)):  # <filename> without extension
-        return None
-    shown_dir = display_path(image_dir)
-    if filename:
-        if os.path.isabs(filename) or ".." in filename.replace("\\", "/").split("/"):
-            return ESCAPES_ROOT.finding(
-                task.display, f"<filename> {filename!r} points outside the image folder {shown_dir}",
-                hint="Write the bare image file name in <filename>.", filename=filename,
-            )
-        if os.path.isfile(os.path.join(image_dir, filename)):
-            return None
-        paired = f"; the image by this file's name is {task.image_display}" if image else \
-            f", and no image named {os.path.basename(strip_extension(task.path))}.* exists either"
-        return MISSING.finding(
-            task.display, f"<filename> names {filename!r}, which does not exist in {shown_dir}{paired}",
-            hint="Correct <filename> (loaders that read it fail), or restore the image.",
-            filename=filename, image=task.image_display,
-        )
-    if image is None:
-        return UNPAIRED.finding(
-            task.display, f"annotation has no image: no <filename>, and no image of the same name in {shown_dir}",
-            hint="Restore the image, or remove the annotation from the dataset and its lists.",
-            side="annotation",
-        )
-    return None
+    filename = filename.strip() if filename else None
+    reference = partial(ImageReference, "<filename>", filename, display_path(image_dir),
+                        paired=task.image_display if image else None,
+                        expected=f"{os.path.basename(strip_extension(task.path))}.*")
+    if not filename:
+        return reference()
+    if image is not None and (image.endswith(os.sep + filename) or image == filename
+                              or strip_extension(image).endswith(os.sep + filename)):
+        return reference(found=True)
+    target = os.path.join(image_dir, filename)
+    if os.path.isabs(filename) or not inside_root(target, image_dir):
+        return reference(escapes=True)
+    return reference(found=os.path.isfile(target))
 
 
 # ---- discovery --------------------------------------------------------------------------

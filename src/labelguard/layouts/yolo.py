@@ -13,76 +13,55 @@ label file is a background image, as an empty label file is.
 from __future__ import annotations
 
 import os
-from collections import Counter
 
-from labelguard.checks.boxes import BAD_BOX, DUPLICATE_BOX, YOLO_NOT_NORMALISED
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNREADABLE
-from labelguard.checks.labels import PLACES_KEPT, id_findings
-from labelguard.core.findings import Finding
+from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.core.text import plural, shorten
+from labelguard.core.text import plural
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, read_list, register_layout, unpaired_findings,
     walk_files,
 )
 from labelguard.layouts.pairing import holds_yolo_rows, inside_root
 from labelguard.layouts.voc import IMAGE_EXTENSIONS, relative_files
+from labelguard.rules._annotations import process_annotation
 from labelguard.readers.base import ReadError
 from labelguard.readers.yolo import (
-    DatasetFile, YoloLabels, read_darknet_data, read_data_yaml, read_label_file, read_names,
+    DatasetFile, read_darknet_data, read_data_yaml, read_label_file, read_names,
 )
 
 YAML_NAMES = ("data.yaml", "data.yml", "dataset.yaml", "dataset.yml")
 NAMES_FILES = ("obj.names", "classes.names", "coco.names", "classes.txt", "labels.txt")
 LABEL_DIRS = ("labels", "Labels", "Annotations", "annotations")
-ROWS_SHOWN = 5
-# Coordinates above this are taken for pixels in the message.
-PIXEL_HINT = 2.0
 
 
 # ---- per-file processor -----------------------------------------------------------------
 
+ROW_HINT = ("Fix or delete the row: Ultralytics drops the whole image as corrupt, darknet reads "
+            "garbage; the other rows of the file were checked.")
+
+
+def yolo_record(task: FileTask) -> AnnotationRecord:
+    """One YOLO label file as an annotation record: class ids by line, the values that must be
+    fractions of the image (LG302), box sizes (LG301) and rows as duplicates compare them."""
+    shape = task.option("keypoint_shape")
+    labels = read_label_file(task.path, shape[0] * shape[1] if shape else None)
+    keypoint_dims = shape[1] if shape else 2
+    normalised = [_checked_values(values, kind, keypoint_dims) for values, kind in zip(labels.values, labels.kinds)]
+    # A row outside [0, 1] is LG302's; its size is not judged again.
+    extents = [None if kind == "polygon" or min(checked) < 0.0 or max(checked) > 1.0 else values[2:4]
+               for values, kind, checked in zip(labels.values, labels.kinds, normalised)]
+    return AnnotationRecord(
+        task.display, "yolo", "row", list(labels.ids), list(labels.lines),
+        keys=list(zip(labels.ids, labels.values)), normalised=normalised, extents=extents,
+        problems=list(labels.problems), problem_hint=ROW_HINT,
+    )
+
+
 def process_yolo(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Read one label file and check ids, coordinates, boxes and duplicate rows."""
-    display = task.display
-    result = FileResult(display)
-    summary = result.summary
-    summary.kinds["yolo"] = 1
-    try:
-        shape = task.option("keypoint_shape")
-        labels = read_label_file(task.path, shape[0] * shape[1] if shape else None)
-    except ReadError as exc:
-        summary.unreadable += 1
-        result.findings.append(UNREADABLE.finding(display, str(exc)))
-        return result
-    summary.samples += 1
-    findings = result.findings
-    for line, problem in labels.problems[:ROWS_SHOWN * 4]:
-        findings.append(UNREADABLE.finding(
-            display, f"row {line} {problem}",
-            hint="Fix or delete the row: Ultralytics drops the whole image as corrupt, darknet "
-            "reads garbage; the other rows of the file were checked.",
-            row=line,
-        ))
-    if len(labels.problems) > ROWS_SHOWN * 4:
-        extra = labels.problems[ROWS_SHOWN * 4:]
-        findings.append(UNREADABLE.finding(
-            display, f"{plural(len(extra), 'more malformed row')} "
-            f"(rows {shorten([n for n, _ in extra], 10)})",
-            rows=[n for n, _ in extra[:PLACES_KEPT]], count=len(extra),
-        ))
-    if not labels.ids:
-        return result
-    findings.extend(id_findings(display, labels.ids, spec, unit="row", places=labels.lines))
-    summary.add_classes(display, Counter(_class_key(i, spec) for i in labels.ids))
-    findings.extend(_coordinate_findings(display, labels, shape[1] if shape else 2))
-    return result
-
-
-def _class_key(class_id: int, spec: LabelSpec) -> str:
-    """The summary's key of a class: its name when the spec names it, else the id."""
-    return spec.class_name(class_id) or str(class_id)
+    """Read one label file and run the annotation rules on it."""
+    return process_annotation(task, spec, yolo_record, "yolo")
 
 
 def _checked_values(values: tuple[float, ...], kind: str, keypoint_dims: int) -> tuple[float, ...]:
@@ -91,56 +70,6 @@ def _checked_values(values: tuple[float, ...], kind: str, keypoint_dims: int) ->
         return values
     keypoints = values[4:]
     return values[:4] + tuple(v for i, v in enumerate(keypoints) if i % 3 != 2)
-
-
-def _coordinate_findings(display: str, labels: YoloLabels, keypoint_dims: int) -> list[Finding]:
-    findings = []
-    outside = []
-    degenerate = []
-    seen: dict[tuple, int] = {}
-    repeats = []
-    for class_id, line, values, kind in zip(labels.ids, labels.lines, labels.values, labels.kinds):
-        checked = _checked_values(values, kind, keypoint_dims)
-        if min(checked) < 0.0 or max(checked) > 1.0:
-            outside.append((line, values))
-        elif kind != "polygon" and not (values[2] > 0.0 and values[3] > 0.0):
-            degenerate.append((line, values))
-        first = seen.setdefault((class_id, values), line)
-        if first != line:
-            repeats.append((line, first))
-    if outside:
-        largest = max(max(v) for _, v in outside)
-        smallest = min(min(v) for _, v in outside)
-        shown = shorten(outside, ROWS_SHOWN, lambda item: f"row {item[0]} "
-                        f"({' '.join(f'{x:g}' for x in item[1][:4])}{' ...' if len(item[1]) > 4 else ''})", sep="; ")
-        pixels = " (these look like pixel coordinates)" if largest > PIXEL_HINT else ""
-        findings.append(YOLO_NOT_NORMALISED.finding(
-            display,
-            f"{plural(len(outside), 'row')} with coordinates outside [0, 1] "
-            f"(from {smallest:g} to {largest:g}){pixels}: {shown}",
-            hint="Divide x and width by the image width, y and height by the image height; "
-            "clip values that are slightly outside to [0, 1].",
-            rows=[n for n, _ in outside[:PLACES_KEPT]], count=len(outside),
-            min=smallest, max=largest,
-        ))
-    if degenerate:
-        shown = shorten(degenerate, ROWS_SHOWN, lambda item: f"row {item[0]} (width {item[1][2]:g}, "
-                        f"height {item[1][3]:g})", sep="; ")
-        findings.append(BAD_BOX.finding(
-            display,
-            f"{plural(len(degenerate), 'box')} of zero size: {shown}",
-            hint="Remove zero-size boxes, or re-export them from the source annotations.",
-            rows=[n for n, _ in degenerate[:PLACES_KEPT]], count=len(degenerate),
-        ))
-    if repeats:
-        shown = shorten(repeats, ROWS_SHOWN, lambda item: f"row {item[0]} repeats row {item[1]}")
-        findings.append(DUPLICATE_BOX.finding(
-            display,
-            f"{plural(len(repeats), 'duplicate row')}: {shown}",
-            hint="Remove the repeated rows (Ultralytics drops them with a warning).",
-            pairs=[[first, n] for n, first in repeats[:PLACES_KEPT]], count=len(repeats),
-        ))
-    return findings
 
 
 # ---- discovery --------------------------------------------------------------------------

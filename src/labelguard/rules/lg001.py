@@ -1,7 +1,9 @@
-"""LG001 on masks: the bytes are of another format than the file's name says.
+"""LG001 on records: a mask whose bytes are of another format than its name says, and the
+objects or rows of an annotation that a loader cannot read.
 
 The code itself (``file-unreadable``) is defined with the other file codes in
-:mod:`labelguard.checks.files`; this rule is the mask side of it.
+:mod:`labelguard.checks.files`; these rules are the mask and annotation sides of it (a file that cannot be read at all is
+reported by the processor that tried to read it).
 """
 
 from __future__ import annotations
@@ -9,10 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from labelguard.checks.files import UNREADABLE
-from labelguard.core.records import MaskSample
+from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.records import AnnotationRecord, MaskSample
 from labelguard.core.rules import Example, rule
+from labelguard.core.text import plural, shorten
 from labelguard.readers.masks import IMAGE_FORMATS, mask_extension
+from labelguard.rules._examples import voc_xml
 
+# Unreadable objects or rows listed one by one; the rest in one finding.
+OBJECT_PROBLEMS_SHOWN = 20
 _FORMAT_NAMES = {"zip": "NPZ (zip)", "nifti": "NIfTI", "riff": "WebP", "gzip": "gzip"}
 
 EXAMPLES = (
@@ -40,3 +47,33 @@ def renamed_container(sample: MaskSample, spec):
         "its name says.",
         container=record.container, declared=record.declared,
     ),)
+
+
+ANNOTATION_EXAMPLES = (
+    Example(True, "a VOC object whose <bndbox> holds text",
+            lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))]).replace(
+                "<xmin>1</xmin>", "<xmin>one</xmin>")}),
+    Example(False, "a VOC object with four numbers", lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))])}),
+)
+
+
+@rule(UNREADABLE, "annotation", ANNOTATION_EXAMPLES)
+def unreadable_objects(record: AnnotationRecord, spec):
+    """LG001 for each object or row of an annotation that a loader cannot read (the file's
+    other objects were read and checked)."""
+    findings = []
+    shown = record.problems[:OBJECT_PROBLEMS_SHOWN]
+    for place, problem in shown:
+        findings.append(UNREADABLE.finding(
+            record.display, f"{record.unit} {place} {problem}" if place else problem,
+            hint=record.problem_hint, **{record.unit: place or None},
+        ))
+    extra = record.problems[OBJECT_PROBLEMS_SHOWN:]
+    if extra:
+        places = [p for p, _ in extra]
+        findings.append(UNREADABLE.finding(
+            record.display, f"{plural(len(extra), f'more unreadable {record.unit}')} "
+            f"({record.unit}s {shorten(places, 10)})",
+            hint=record.problem_hint, **{f"{record.unit}s": places[:PLACES_KEPT]}, count=len(extra),
+        ))
+    return findings
