@@ -36,6 +36,22 @@ def test_key_on_a_png_dataset_is_a_note(tmp_path):
     assert any(n.startswith("--key label was not used: no NPZ or HDF5 file") for n in notes(result))
 
 
+def test_image_key_on_a_png_dataset_is_a_note(tmp_path):
+    data = png_masks(tmp_path / "d")
+    result = cli("audit", str(data), "--num-classes", "2", "--image-key", "raw", "-f", "json")
+    assert result.exit_code == 0
+    assert any(n.startswith("--image-key raw was not used: no NPZ or HDF5 file") for n in notes(result))
+
+
+def test_image_key_on_an_npz_dataset_is_used_without_a_note(tmp_path):
+    mask = organic_mask((32, 32), (0, 1))
+    write_npz(tmp_path / "d" / "labels" / "a.npz", label=mask, raw=mask.astype("float32"))
+    result = cli("audit", str(tmp_path / "d"), "--num-classes", "2", "--key", "label", "--image-key", "raw",
+                 "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert not any("--image-key" in n for n in notes(result))
+
+
 def test_key_on_an_npz_dataset_is_used_without_a_note(tmp_path):
     mask = organic_mask((32, 32), (0, 1))
     write_npz(tmp_path / "d" / "case.npz", image=mask * 80, label=mask)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -178,12 +177,12 @@ def test_truncated_xml_is_lg001_for_that_file_only(tmp_path):
     (BILLION_LAUGHS, "declares the entity 'lol'"),
     (EXTERNAL_ENTITY, "external entity 'secret' 'file:///etc/passwd'"),
 ], ids=["billion-laughs", "external-entity"])
-def test_entity_attacks_are_refused_quickly(tmp_path, document, words):
+def test_entity_attacks_are_refused_before_expansion(tmp_path, document, words):
+    # The refusal names the declaration: the document was refused before any entity was
+    # expanded (an expanded billion-laughs would hold 10^9 "lol"s, not a finding).
     write_xml(tmp_path, "evil.xml", document)
     write_xml(tmp_path, "good.xml", voc_xml("good.jpg", [("cat", BOX)]))
-    start = time.perf_counter()
     report = run(tmp_path, LabelSpec(classes=CLASSES))
-    assert time.perf_counter() - start < 5
     [refused] = found(report, "LG001")
     assert refused.path.endswith("evil.xml") and words in refused.message
     assert found(report, "LG101") == []

@@ -243,6 +243,9 @@ def _unused_option_notes(options: AuditOptions, tasks: list[FileTask], summary: 
     if options.key and not any(t.path.lower().endswith(KEYED_EXTENSIONS) for t in tasks):
         notes.append(f"--key {options.key} was not used: no NPZ or HDF5 file was audited (it picks an array "
                      "in those)")
+    if options.image_key and not any(t.path.lower().endswith(KEYED_EXTENSIONS) for t in tasks):
+        notes.append(f"--image-key {options.image_key} was not used: no NPZ or HDF5 file was audited (it "
+                     "picks the image array stored beside the labels in those)")
     if options.color_map and not summary.kinds.get("mask"):
         notes.append(f"--color-map {display_path(options.color_map)} was not used: no mask was audited "
                      "(it decodes colour masks)")
