@@ -106,3 +106,54 @@ def test_a_crashing_dataset_rule_is_reported_and_the_others_still_run(tmp_path):
         unregister(reads_a_missing_key)
     assert "LG209" in codes(report)
     assert any("reads_a_missing_key" in e and "KeyError" in e for e in report.errors)
+
+
+@pytest.mark.code("LG101", "fail")
+def test_a_crashing_annotation_rule_is_an_internal_error_and_the_others_still_run(tmp_path):
+    from labelguard.checks.classes import UNKNOWN_CLASS
+    from detection_builders import voc_xml
+
+    folder = tmp_path / "Annotations"
+    folder.mkdir()
+    (folder / "a.xml").write_text(voc_xml("a.jpg", [("cat", (1, 1, 9, 9)), ("dgo", (2, 2, 8, 8))]))
+
+    @rule(UNKNOWN_CLASS, "annotation")
+    def indexes_past_the_objects(record, spec):
+        return [record.labels[10]]
+
+    try:
+        report = run(tmp_path, LabelSpec(classes=("cat", "dog")))
+    finally:
+        unregister(indexes_past_the_objects)
+    [unknown] = [f for f in report.findings if f.code == "LG101"]
+    assert "'dgo'" in unknown.message and "'dog'" in unknown.message
+    [error] = report.errors
+    assert "a.xml" in error and "indexes_past_the_objects" in error and "IndexError" in error
+    assert report.summary.samples == 1
+
+
+def test_one_annotation_rule_serves_every_format(tmp_path):
+    """A rule registered once reads VOC objects and YOLO rows alike: the record, not the layout."""
+    from labelguard.checks.boxes import DUPLICATE_BOX
+    from detection_builders import voc_xml
+
+    voc = tmp_path / "voc" / "Annotations"
+    voc.mkdir(parents=True)
+    (voc / "a.xml").write_text(voc_xml("a.jpg", [("cat", (1, 1, 9, 9)), ("dog", (2, 2, 8, 8))]))
+    yolo = tmp_path / "yolo" / "labels"
+    yolo.mkdir(parents=True)
+    (yolo / "a.txt").write_text("0 0.5 0.5 0.2 0.2\n1 0.4 0.4 0.1 0.1\n")
+    seen = []
+
+    @rule(DUPLICATE_BOX, "annotation")
+    def records_what_it_sees(record, spec):
+        seen.append((record.format, record.unit, [o.label for o in record.objects()],
+                     [o.place for o in record.objects()]))
+        return []
+
+    try:
+        run(tmp_path / "voc", LabelSpec(classes=("cat", "dog")))
+        run(tmp_path / "yolo", LabelSpec(num_classes=2))
+    finally:
+        unregister(records_what_it_sees)
+    assert seen == [("voc", "object", ["cat", "dog"], [1, 2]), ("yolo", "row", [0, 1], [1, 2])]
