@@ -140,3 +140,14 @@ def test_cityscapes_train_ids_are_read_and_instance_masks_left_out():
     assert report.layouts == ["cityscapes"]
     assert report.summary.samples == len(list(CORPUS.glob("cityscapes_dataset/train_dataset/gtFine/*/*/*_labelTrainIds.png")))
     assert max(report.summary.found_values()) < 256
+
+
+@pytest.mark.code("LG203", "pass")
+def test_a_camvid_label_split_given_alone_is_decoded_through_the_camvid_colours():
+    whole = run_corpus("camvid_dataset")
+    split = run_corpus("camvid_dataset/trainannot")
+    assert "LG203" not in codes(split)
+    assert any("CamVid label split" in n for n in split.notes)
+    files = list((CORPUS / "camvid_dataset" / "trainannot").glob("*.png"))
+    assert split.summary.samples == len(files)
+    assert set(split.summary.value_pixels) <= set(whole.summary.value_pixels)

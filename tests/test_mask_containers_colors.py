@@ -326,3 +326,19 @@ def test_pillow_reads_every_page_of_a_stack_and_refuses_pages_of_different_sizes
     mixed = write_pil_stack(tmp_path / "mixed.tif", [pages[0], np.zeros((8, 8), np.uint8)])
     with Image.open(mixed) as image, pytest.raises(ReadError, match="inconsistent multi-page TIFF"):
         _tiff_frames(image)
+
+
+@pytest.mark.code("LG203", "fail")
+def test_a_colour_label_folder_that_is_no_camvid_split_is_still_lg203(tmp_path):
+    """The CamVid default applies only to an `<x>annot` folder beside its `<x>` images."""
+    from audit_helpers import codes, run
+    from builders import write_png
+
+    rgb = np.zeros((8, 8, 3), np.uint8)
+    rgb[:4] = (128, 64, 128)
+    write_png(tmp_path / "trainannot" / "a.png", rgb)
+    assert "LG203" in codes(run(tmp_path / "trainannot"))
+    write_png(tmp_path / "train" / "a.png", np.full((8, 8, 3), 90, np.uint8))
+    report = run(tmp_path / "trainannot")
+    assert "LG203" not in codes(report)
+    assert any("CamVid label split" in n for n in report.notes)

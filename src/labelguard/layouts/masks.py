@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 
 from labelguard.checks.files import UNREADABLE
@@ -37,7 +38,8 @@ JPEG_EXTENSIONS = (".jpg", ".jpeg")
 
 # ---- discovery --------------------------------------------------------------------------
 
-def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: str | None = None) -> FileTask:
+def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: str | None = None,
+          encoding: str | None = None) -> FileTask:
     extra = []
     if options.key:
         extra.append(("key", options.key))
@@ -45,6 +47,8 @@ def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: s
         extra.append(("image_key", options.image_key))
     if color_map is not None:
         extra.append(("color_map", color_map))
+    if encoding is not None:
+        extra.append(("encoding", encoding))
     return FileTask(
         processor=process_mask, path=path, display=display_path(path), image=image,
         image_display=display_path(image) if image else None, options=tuple(extra),
@@ -305,6 +309,65 @@ discover_cityscapes.detect = lambda root, options: os.path.isdir(os.path.join(ro
 register_layout("cityscapes", 35, "Cityscapes (gtFine/*_labelIds.png, leftImg8bit)")(discover_cityscapes)
 
 
+ADE20K_SEG = "_seg.png"
+ADE20K_PARTS = re.compile(r"_parts_\d+\.png$")
+# Folders looked at to tell an ADE20K tree from other masks before giving up.
+ADE20K_PROBE_DIRS = 200
+
+
+def _ade20k_stem(path: str) -> str | None:
+    """The image stem of an ADE20K class or part mask (``x_seg.png``, ``x_parts_1.png``)."""
+    if path.endswith(ADE20K_SEG):
+        return path[:-len(ADE20K_SEG)]
+    match = ADE20K_PARTS.search(path)
+    return path[:match.start()] if match else None
+
+
+def _detect_ade20k(root: str, options: AuditOptions) -> bool:
+    """True when a folder under ``root`` holds an ``x_seg.png`` beside its ``x.json``."""
+    if not os.path.isdir(root):
+        return False
+    for count, (directory, dirs, files) in enumerate(os.walk(root)):
+        names = set(files)
+        if any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] + ".json" in names for n in names):
+            return True
+        if count >= ADE20K_PROBE_DIRS:
+            return False
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    return False
+
+
+def discover_ade20k(root: str, options: AuditOptions) -> Discovery:
+    """ADE20K's full format: ``x.jpg``, ``x.json``, ``x_seg.png`` and ``x_parts_N.png`` side by
+    side, ``x/instance_*.png`` below. Class and part masks store the class index in the colour
+    (R / 10 * 256 + G; B numbers the instances) and are decoded so; the instance masks are
+    binary masks of single objects, not class masks, and are left out."""
+    discovery = Discovery("ade20k", root)
+    files = walk_files(root)
+    masks = [p for p in files if _ade20k_stem(p) is not None]
+    present = set(files)
+    pairs = {}
+    for mask in masks:
+        stem = _ade20k_stem(mask)
+        image = next((stem + ext for ext in (".jpg", ".png", ".jpeg") if stem + ext in present), None)
+        if image is not None:
+            pairs[mask] = image
+    instance = [p for p in files if os.path.basename(p).startswith("instance_") and p.endswith(".png")]
+    if instance:
+        discovery.notes.append(f"{len(instance)} ADE20K instance masks (x/instance_*.png) left out: each is "
+                               "one object's binary mask, not a class mask")
+    discovery.notes.append("ADE20K class and part masks decoded as the format stores them: class = R / 10 * 256 "
+                           "+ G (B numbers the instances)")
+    _finish(discovery, options, masks, pairs, None, [])
+    discovery.tasks = [_task(t.path, options, None, t.image, encoding="ade20k") for t in discovery.tasks]
+    return discovery
+
+
+discover_ade20k.detect = _detect_ade20k
+register_layout("ade20k", 42, "ADE20K full format (x_seg.png, x_parts_N.png and x.json beside x.jpg)")(
+    discover_ade20k)
+
+
 def discover_masks(root: str, options: AuditOptions) -> Discovery:
     """Any file or folder of masks; in a folder, JPEGs are taken for images unless forced."""
     discovery = Discovery("masks", root)
@@ -336,8 +399,14 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
     masks = [p for p in files if p not in images]
     pairs = pairing.pairs
     # A label folder given as PATH: the colour map sits in the dataset folder above it.
-    map_dirs = [root, os.path.dirname(os.path.abspath(root))] if _in_mask_dir(root, root) else [root]
-    color_map = _declared_color_map(options, map_dirs, discovery)
+    parent = os.path.dirname(os.path.abspath(root))
+    camvid_split = os.path.abspath(root) in {m for _, m in _camvid_splits(parent)}
+    map_dirs = [root, parent] if camvid_split or _in_mask_dir(root, root) else [root]
+    color_map = _declared_color_map(options, map_dirs, discovery,
+                                    default=camvid_color_map() if camvid_split else None)
+    if camvid_split and color_map is not None and not os.path.exists(color_map.source):
+        discovery.notes.append(f"{display_path(root)} is a CamVid label split: its colours are decoded "
+                               "through the CamVid colours, as for the whole dataset")
     return _finish(discovery, options, masks, pairs, color_map, [])
 
 

@@ -57,7 +57,7 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
     summary.kinds["mask"] += 1
     try:
         sample = read_sample(task.path, task.display, task.option("key"), task.option("color_map"),
-                             task.option("image_key"))
+                             task.option("image_key"), task.option("encoding"))
     except ReadError as exc:
         summary.unreadable += 1
         findings.append(UNREADABLE.finding(task.display, str(exc)))
@@ -96,14 +96,19 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
 
 
 def read_sample(path: str, display: str, key: str | None = None, color_map: ColorMap | None = None,
-                image_key: str | None = None) -> MaskSample:
-    """The sample of one mask file; ReadError (-> LG001) when it cannot be read."""
+                image_key: str | None = None, encoding: str | None = None) -> MaskSample:
+    """The sample of one mask file; ReadError (-> LG001) when it cannot be read.
+
+    ``encoding`` names a format that stores class indices in colour channels by formula
+    (``ade20k``: R / 10 * 256 + G)."""
     record = read_mask(path, key, image_key)
     sample = MaskSample(display, record)
     array = record.array
     if record.container in IMAGE_FORMATS and array.ndim == 3 and array.shape[-1] in (2, 3, 4):
         sample.color_container = True
-        array = _color_plane(sample, array, color_map)
+        sample.channels = array.shape[-1]
+        array = _ade20k_plane(array) if encoding == "ade20k" and sample.channels >= 3 else \
+            _color_plane(sample, array, color_map)
         if array is None:
             return sample
     elif array.ndim == 0:
@@ -158,6 +163,11 @@ def label_sample(sample: MaskSample, array: np.ndarray) -> MaskSample:
         if evidence is not None:
             sample.looks_like_image, sample.image_evidence = True, evidence
     return sample
+
+
+def _ade20k_plane(array: np.ndarray) -> np.ndarray:
+    """ADE20K's class index of every pixel: R / 10 * 256 + G (B numbers the instances)."""
+    return (array[..., 0].astype(np.int32) // 10) * 256 + array[..., 1].astype(np.int32)
 
 
 def _color_plane(sample: MaskSample, array: np.ndarray, color_map: ColorMap | None) -> np.ndarray | None:
