@@ -151,3 +151,32 @@ def test_a_camvid_label_split_given_alone_is_decoded_through_the_camvid_colours(
     files = list((CORPUS / "camvid_dataset" / "trainannot").glob("*.png"))
     assert split.summary.samples == len(files)
     assert set(split.summary.value_pixels) <= set(whole.summary.value_pixels)
+
+
+@pytest.mark.code("LG003", "pass")
+def test_mapillary_vistas_audits_each_version_with_its_config_classes():
+    report = run_corpus("mapillary_vistas_dataset")
+    assert [layout.split(" in ")[0] for layout in report.layouts] == ["mapillary"] * 4
+    assert not codes(report) & {"LG001", "LG003", "LG201", "LG401"}
+    labels = sorted(CORPUS.glob("mapillary_vistas_dataset/*/v*/labels/*.png"))
+    assert report.summary.samples == len(labels)
+    for version in ("v1.2", "v2.0"):
+        config = json.loads((CORPUS / "mapillary_vistas_dataset" / f"config_{version}.json").read_text())
+        split = run_corpus(f"mapillary_vistas_dataset/val/{version}")
+        assert list(split.spec.classes) == [label["name"] for label in config["labels"]]
+        assert any("instances/" in n and "left out" in n for n in split.notes)
+
+
+@pytest.mark.code("LG201", "pass")
+def test_cityscapes_with_instance_ids_only_audits_their_label_ids():
+    report = run_corpus("cityscapes_dataset/dataset")
+    files = sorted(CORPUS.glob("cityscapes_dataset/dataset/gtFine/*/*/*_instanceIds.png"))
+    assert report.summary.samples == len(files)
+    expected = set()
+    for path in files:
+        ids = np.asarray(Image.open(path)).astype(np.int64)
+        expected |= set(np.where(ids >= 1000, ids // 1000, ids).reshape(-1).tolist())
+    assert set(report.summary.value_pixels) == expected
+    # Cityscapes labelIds run 0..33: read as ids, nothing falls outside them.
+    checked = run_corpus("cityscapes_dataset/dataset", LabelSpec(num_classes=34))
+    assert not codes(checked) & {"LG001", "LG201", "LG401"}

@@ -524,3 +524,22 @@ def test_balanced_classes_and_ignore_pixels_are_not_imbalance(tmp_path):
     # 255 is most of nothing here, but even a huge ignore area must not count as a class
     write_png(tmp_path / "masks" / "b.png", np.pad(organic_mask((8, 8), (0, 1)), 100, constant_values=255))
     assert not found(run(tmp_path, LabelSpec(num_classes=3, ignore=(255,))), "LG401")
+
+
+@pytest.mark.code("LG201", "fail")
+def test_cityscapes_instance_ids_are_read_as_their_label_ids(tmp_path):
+    """id * 1000 + instance for objects, the id alone for stuff: 26001 is a car (26)."""
+    from audit_helpers import found, run
+
+    ids = np.full((8, 16), 7, np.uint16)  # road
+    ids[2:4, 2:6] = 26001
+    ids[5:7, 8:12] = 26002
+    write_png(tmp_path / "gtFine" / "train" / "aachen" / "aachen_000000_000019_gtFine_instanceIds.png", ids)
+    write_png(tmp_path / "leftImg8bit" / "train" / "aachen" / "aachen_000000_000019_leftImg8bit.png",
+              np.full((8, 16, 3), 90, np.uint8))
+    report = run(tmp_path)
+    assert report.layouts == ["cityscapes"]
+    assert set(report.summary.value_pixels) == {7, 26}
+    assert any("instanceIds" in n for n in report.notes)
+    [outside] = found(run(tmp_path, LabelSpec(num_classes=20)), "LG201")
+    assert "26" in outside.message

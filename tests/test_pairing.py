@@ -223,17 +223,17 @@ def test_vocdevkit_with_two_years_audits_each(tmp_path):
 
 
 def test_a_dataset_of_a_folder_that_gave_nothing_to_audit_is_named(tmp_path):
-    # Datumaro's Cityscapes export of instance masks only, beside one with train ids
-    for name, suffix in (("instances", "instanceIds"), ("classes", "labelTrainIds")):
-        stem = "frankfurt_000000_000001"
+    # A Cityscapes tree of colour masks only (no class ids to audit), beside one with train ids
+    stem = "frankfurt_000000_000001"
+    for name, suffix, mask in (("colours", "color", rgb_image((32, 64))),
+                               ("classes", "labelTrainIds", organic_mask((32, 64)))):
         write_png(tmp_path / name / "leftImg8bit" / "train" / "frankfurt" / f"{stem}_leftImg8bit.png",
                   rgb_image((32, 64)))
-        write_png(tmp_path / name / "gtFine" / "train" / "frankfurt" / f"{stem}_gtFine_{suffix}.png",
-                  organic_mask((32, 64)))
+        write_png(tmp_path / name / "gtFine" / "train" / "frankfurt" / f"{stem}_gtFine_{suffix}.png", mask)
     report = run(tmp_path, workers=1)
-    assert report.layouts == ["cityscapes in classes", "cityscapes in instances"]
+    assert report.layouts == ["cityscapes in classes", "cityscapes in colours"]
     assert report.summary.samples == 1 and report.audited_nothing is None
-    assert any(note.startswith("cityscapes in instances: nothing was audited") for note in report.notes)
+    assert any(note.startswith("cityscapes in colours: nothing was audited") for note in report.notes)
     assert not any(note.startswith("cityscapes in classes: nothing") for note in report.notes)
 
 
@@ -402,3 +402,48 @@ def test_the_classes_table_of_datasets_with_their_own_class_lists_judges_none(tm
     write_report(run(tmp_path, workers=1), "text", text)
     rows = [line.split() for line in text.getvalue().splitlines() if line.strip().startswith(("cat ", "dog "))]
     assert rows and all(row[-1] == "-" for row in rows), rows
+
+
+def write_mapillary(root, names, masks: dict, version: str = "v2.0"):
+    """A Mapillary Vistas tree: config_<version>.json, <split>/images, <split>/<version>/labels
+    and the instance masks beside them."""
+    import json as _json
+
+    from builders import write_jpeg, write_png
+
+    (root / f"config_{version}.json").parent.mkdir(parents=True, exist_ok=True)
+    (root / f"config_{version}.json").write_text(_json.dumps(
+        {"labels": [{"name": n, "color": [i, i, i], "instances": True} for i, n in enumerate(names)],
+         "version": version}))
+    for stem, mask in masks.items():
+        write_jpeg(root / "training" / "images" / f"{stem}.jpg", np.full((*mask.shape, 3), 100, np.uint8))
+        write_png(root / "training" / version / "labels" / f"{stem}.png", mask)
+        write_png(root / "training" / version / "instances" / f"{stem}.png", mask.astype(np.uint16) * 256 + 1)
+
+
+@pytest.mark.code("LG201", "fail")
+def test_mapillary_labels_are_checked_against_the_config_classes(tmp_path):
+    from audit_helpers import codes, found, run
+
+    good = np.zeros((6, 8), np.uint8)
+    good[:, 4:] = 1
+    bad = good.copy()
+    bad[0, 0] = 2
+    write_mapillary(tmp_path, ["animal--bird", "construction--barrier--fence"], {"a": good, "b": bad})
+    report = run(tmp_path)
+    assert report.layouts == ["mapillary"]
+    [outside] = found(report, "LG201")
+    assert outside.path.endswith("b.png") and "2" in outside.message
+    assert report.summary.samples == 2  # the instance masks are left out
+    assert "LG206" not in codes(report)
+
+
+@pytest.mark.code("LG206", "fail")
+def test_mapillary_labels_pair_with_the_split_images(tmp_path):
+    from audit_helpers import found, run
+    from builders import write_jpeg
+
+    write_mapillary(tmp_path, ["a", "b"], {"x": np.zeros((6, 8), np.uint8)})
+    write_jpeg(tmp_path / "training" / "images" / "x.jpg", np.full((5, 8, 3), 100, np.uint8))
+    [mismatch] = found(run(tmp_path), "LG206")
+    assert mismatch.path.endswith("x.png")

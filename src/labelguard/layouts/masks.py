@@ -293,16 +293,28 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
     files = walk_files(gt)
     masks = [p for p in files if p.endswith("_labelTrainIds.png")] or [
         p for p in files if p.endswith("_labelIds.png")]
+    encoding = None
     if not masks:
-        discovery.notes.append("gtFine holds no *_labelIds.png / *_labelTrainIds.png class masks "
-                               "(instance and colour masks are not class masks)")
+        masks = [p for p in files if p.endswith("_instanceIds.png")]
+        if masks:
+            # Exports (Datumaro's among them) may write instanceIds only: they hold the labelIds,
+            # times 1000 plus the instance number for objects.
+            encoding = "cityscapes_instances"
+            discovery.notes.append("gtFine holds no *_labelIds.png / *_labelTrainIds.png: the class ids "
+                                   "(labelIds) are read from *_instanceIds.png (id, or id * 1000 + instance)")
+        else:
+            discovery.notes.append("gtFine holds no *_labelIds.png / *_labelTrainIds.png / *_instanceIds.png "
+                                   "class masks (colour masks are not class masks)")
     image_dir = os.path.join(root, "leftImg8bit")
     images = [p for p in walk_files(image_dir) if p.endswith("_leftImg8bit.png")]
     pairs, _, orphan_masks = _pair(images, masks, image_dir, gt, discovery)
     if images and not options.lists:
         discovery.findings.extend(unpaired_findings([], orphan_masks))
     color_map = _declared_color_map(options, [root], discovery)
-    return _finish(discovery, options, masks, pairs, color_map, [])
+    _finish(discovery, options, masks, pairs, color_map, [])
+    if encoding is not None:
+        discovery.tasks = [_task(t.path, options, color_map, t.image, encoding) for t in discovery.tasks]
+    return discovery
 
 
 discover_cityscapes.detect = lambda root, options: os.path.isdir(os.path.join(root, "gtFine"))
@@ -366,6 +378,65 @@ def discover_ade20k(root: str, options: AuditOptions) -> Discovery:
 discover_ade20k.detect = _detect_ade20k
 register_layout("ade20k", 42, "ADE20K full format (x_seg.png, x_parts_N.png and x.json beside x.jpg)")(
     discover_ade20k)
+
+
+MAPILLARY_VERSION = re.compile(r"^v\d+(\.\d+)*$")
+MAPILLARY_OTHER = {"instances": "instance masks (class * 256 + instance)",
+                   "panoptic": "panoptic masks and their COCO panoptic JSON (the same labels)",
+                   "polygons": "polygon JSON files (the same labels)"}
+
+
+def _detect_mapillary(root: str, options: AuditOptions) -> bool:
+    """A Mapillary Vistas version folder: ``<split>/v1.2/labels`` beside ``<split>/images``."""
+    root = os.path.abspath(root)
+    return (bool(MAPILLARY_VERSION.match(os.path.basename(root)))
+            and os.path.isdir(os.path.join(root, "labels"))
+            and os.path.isdir(os.path.join(os.path.dirname(root), "images")))
+
+
+def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
+    """Mapillary Vistas: one version of one split (``train/v2.0``). Its class masks are
+    ``labels/*.png`` (the index of a class in the version's ``config_<version>.json``), paired
+    with ``../images/*.jpg``; the other encodings of the same labels are left out with a note."""
+    discovery = Discovery("mapillary", root)
+    root = os.path.abspath(root)
+    label_dir = os.path.join(root, "labels")
+    image_dir = os.path.join(os.path.dirname(root), "images")
+    masks = _mask_files(label_dir, include_jpeg=False)
+    images = [p for p in walk_files(image_dir) if mask_extension(p) in JPEG_EXTENSIONS + (".png",)]
+    pairs, orphan_images, orphan_masks = _pair(images, masks, image_dir, label_dir, discovery)
+    if not options.lists:
+        discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
+    others = [f"{folder}/ ({what})" for folder, what in MAPILLARY_OTHER.items()
+              if os.path.isdir(os.path.join(root, folder))]
+    if others:
+        discovery.notes.append(f"labels/ holds the class masks; left out as other encodings of them: "
+                               f"{', '.join(others)}")
+    _finish(discovery, options, masks, pairs, None, [])
+    config = os.path.join(os.path.dirname(os.path.dirname(root)), f"config_{os.path.basename(root)}.json")
+    if not discovery.spec.is_known and os.path.isfile(config):
+        discovery.spec = _mapillary_spec(config, discovery)
+    return discovery
+
+
+def _mapillary_spec(path: str, discovery: Discovery) -> LabelSpec:
+    """The classes of a Mapillary ``config_<version>.json``: ``labels[i].name`` is class ``i``."""
+    shown = display_path(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            labels = json.load(handle).get("labels")
+        names = tuple(str(label["name"]) for label in labels)
+    except (OSError, ValueError, AttributeError, KeyError, TypeError) as exc:
+        discovery.findings.append(UNREADABLE.finding(shown, f"Mapillary config: {exc!r} (no labels[].name list)"))
+        return LabelSpec()
+    if not names:
+        return LabelSpec()
+    return LabelSpec(classes=names, sources=(shown,), origins=(("classes", shown),))
+
+
+discover_mapillary.detect = _detect_mapillary
+register_layout("mapillary", 41, "Mapillary Vistas (<split>/images, <split>/<version>/labels, config_<version>.json)")(
+    discover_mapillary)
 
 
 def discover_masks(root: str, options: AuditOptions) -> Discovery:

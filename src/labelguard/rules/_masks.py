@@ -99,8 +99,9 @@ def read_sample(path: str, display: str, key: str | None = None, color_map: Colo
                 image_key: str | None = None, encoding: str | None = None) -> MaskSample:
     """The sample of one mask file; ReadError (-> LG001) when it cannot be read.
 
-    ``encoding`` names a format that stores class indices in colour channels by formula
-    (``ade20k``: R / 10 * 256 + G)."""
+    ``encoding`` names a format that stores class indices by formula: ``ade20k`` in the colour
+    channels (R / 10 * 256 + G), ``cityscapes_instances`` in instance ids (the class id, or
+    class id * 1000 + instance)."""
     record = read_mask(path, key, image_key)
     sample = MaskSample(display, record)
     array = record.array
@@ -117,6 +118,8 @@ def read_sample(path: str, display: str, key: str | None = None, color_map: Colo
     elif array.size == 0:
         sample.unusable = f"holds no label values (an empty array of shape {array.shape})"
         return sample
+    if encoding == "cityscapes_instances" and array.dtype.kind in "iu" and array.dtype.itemsize > 1:
+        array = np.where(array >= CITYSCAPES_INSTANCE_BASE, array // CITYSCAPES_INSTANCE_BASE, array)
     try:
         label_sample(sample, array)
     except TypeError as exc:
@@ -163,6 +166,9 @@ def label_sample(sample: MaskSample, array: np.ndarray) -> MaskSample:
         if evidence is not None:
             sample.looks_like_image, sample.image_evidence = True, evidence
     return sample
+
+
+CITYSCAPES_INSTANCE_BASE = 1000
 
 
 def _ade20k_plane(array: np.ndarray) -> np.ndarray:
