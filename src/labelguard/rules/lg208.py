@@ -39,8 +39,11 @@ def one_based_labels(summary: Summary, spec: LabelSpec):
     classes = [v for v in found if v not in spec.ignore]
     if not classes or spec.background in classes or spec.background not in allowed:
         return []
-    # 1-based: the values run 1..m and the shift lands exactly on the spec's values.
-    if classes != list(range(spec.background + 1, classes[-1] + 1)) or classes[-1] != max(allowed) + 1:
+    # 1-based: the values run 1..m and the shift lands exactly on the spec's values. The
+    # distinct sorted values are consecutive when their count spans them (no list of the
+    # span: one value of 50,000,000 must cost nothing).
+    consecutive = classes[0] == spec.background + 1 and classes[-1] - classes[0] + 1 == len(classes)
+    if not consecutive or classes[-1] != max(allowed) + 1:
         return []
     remap = {v: v - 1 for v in classes}
     return [ONE_BASED.finding(

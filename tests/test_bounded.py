@@ -1,0 +1,50 @@
+"""Memory is bounded by a file's real size, never by a value it holds or a size it claims.
+
+Peaks are measured with tracemalloc (numpy reports its buffers to it), in the test process:
+a check that built ``range(max_value)`` for one large value would allocate gigabytes."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from audit_helpers import codes, run
+from builders import write_npy
+from labelguard.core.spec import LabelSpec
+
+PEAK_LIMIT = 64 * 1024 * 1024
+
+
+def peak_of(call):
+    tracemalloc.start()
+    try:
+        result = call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
+@pytest.mark.code("LG201", "fail")
+def test_one_huge_value_costs_what_the_file_costs(tmp_path):
+    # 136 bytes on disk: a 1x1 mask holding 50,000,000, beside masks of values 1 and 2
+    write_npy(tmp_path / "masks" / "huge.npy", np.array([[50_000_000]], np.int64))
+    write_npy(tmp_path / "masks" / "a.npy", np.array([[1, 2], [2, 1]], np.int64))
+    report, peak = peak_of(lambda: run(tmp_path, LabelSpec(num_classes=3), workers=1))
+    assert "LG201" in codes(report)
+    assert any("50000000" in f.message for f in report.findings if f.code == "LG201")
+    assert peak < PEAK_LIMIT, f"peak {peak / 2**20:.0f} MiB"
+
+
+@pytest.mark.code("LG208", "fail")
+def test_one_based_labels_are_still_found_among_consecutive_values(tmp_path):
+    write_npy(tmp_path / "masks" / "a.npy", np.array([[1, 2], [3, 1]], np.uint8))
+    assert "LG208" in codes(run(tmp_path, LabelSpec(num_classes=3), workers=1))
+
+
+@pytest.mark.code("LG208", "pass")
+def test_a_gap_in_the_values_is_not_one_based(tmp_path):
+    write_npy(tmp_path / "masks" / "a.npy", np.array([[1, 2], [4, 1]], np.uint8))
+    assert "LG208" not in codes(run(tmp_path, LabelSpec(num_classes=4), workers=1))
