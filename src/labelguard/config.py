@@ -29,6 +29,7 @@ from labelguard.core.findings import Severity
 from labelguard.core.registry import REGISTRY
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import SpecError
+from labelguard.readers.base import ReadError, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -68,19 +69,17 @@ def find_project_config(start: str) -> str | None:
 
 def _has_tool_table(path: str) -> bool:
     try:
-        with open(path, "rb") as handle:
-            return "labelguard" in tomllib.load(handle).get("tool", {})
-    except (OSError, tomllib.TOMLDecodeError):
+        return "labelguard" in tomllib.loads(read_text(path)).get("tool", {})
+    except (ReadError, tomllib.TOMLDecodeError):
         return False
 
 
 def load_config(path: str) -> Config:
     """Parse a config file; SpecError naming the file and key when it is invalid."""
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise SpecError(f"cannot read config {path}: {exc.strerror or exc}") from None
+        data = tomllib.loads(read_text(path))
+    except ReadError as exc:
+        raise SpecError(f"cannot read config {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"invalid TOML in {path}: {exc}") from None
     if os.path.basename(path) == "pyproject.toml":

@@ -19,8 +19,8 @@ from labelguard.core.tasks import FileTask
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
 )
-from labelguard.layouts.pairing import inside_root, pair_files, pair_in_folder
-from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names
+from labelguard.layouts.pairing import inside_root, missing_reason, pair_files, pair_in_folder
+from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_text
 from labelguard.readers.colormap import (
     ColorMap, camvid_color_map, find_color_map, load_color_map, voc_color_map,
 )
@@ -82,12 +82,11 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
         path = os.path.join(directory, "dataset.json")
         if os.path.isfile(path):
             try:
-                with open(path, encoding="utf-8-sig") as handle:
-                    meta = json.load(handle)
+                meta = json.loads(read_text(path))
                 labels = meta.get("labels") if isinstance(meta, dict) else None
                 if isinstance(labels, dict) and labels:
                     return _spec_from_nnunet(labels, path), problems
-            except (OSError, ValueError) as exc:
+            except (ReadError, ValueError) as exc:
                 problems.append(f"{display_path(path)}: {exc}")
         for name in CLASS_NAME_FILES:
             path = os.path.join(directory, name)
@@ -423,10 +422,9 @@ def _mapillary_spec(path: str, discovery: Discovery) -> LabelSpec:
     """The classes of a Mapillary ``config_<version>.json``: ``labels[i].name`` is class ``i``."""
     shown = display_path(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            labels = json.load(handle).get("labels")
+        labels = json.loads(read_text(path)).get("labels")
         names = tuple(str(label["name"]) for label in labels)
-    except (OSError, ValueError, AttributeError, KeyError, TypeError) as exc:
+    except (ReadError, ValueError, AttributeError, KeyError, TypeError) as exc:
         discovery.findings.append(UNREADABLE.finding(shown, f"Mapillary config: {exc!r} (no labels[].name list)"))
         return LabelSpec()
     if not names:
@@ -453,7 +451,7 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         discovery.color_map = color_map
         return discovery
     if not os.path.isdir(root):
-        discovery.findings.append(UNREADABLE.finding(display_path(root), "no such file or directory"))
+        discovery.findings.append(UNREADABLE.finding(display_path(root), missing_reason(root)))
         return discovery
     forced = options.format == "masks"
     if not forced and not options.lists and os.path.basename(os.path.abspath(root)) in IMAGE_DIRS:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.text import SHOWN, shorten
 from labelguard.core.findings import Finding
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, read_bytes, read_head
 from labelguard.readers.lists import ListFile, parse_list
 
 # ---- names --------------------------------------------------------------------------------
@@ -483,9 +483,8 @@ def holds_yolo_rows(path: str) -> bool:
     numbers); an empty file counts when it sits in a ``labels`` folder (an image without
     objects)."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
+        head = read_head(path, 4096)
+    except ReadError:
         return False
     lines = [line.split() for line in head.decode("utf-8", errors="replace").splitlines()[:5] if line.strip()]
     if not lines:
@@ -507,20 +506,29 @@ _DESCRIBE_LIMIT = 100_000
 _KINDS_SHOWN = 6
 
 
+def missing_reason(path: str) -> str:
+    """Why ``path``, which is neither a file nor a folder to read, gives nothing: it does not
+    exist, or it is a named pipe, socket or device (never opened)."""
+    if os.path.exists(path):
+        return "not a regular file or folder (a named pipe, socket or device): not read"
+    if os.path.lexists(path):
+        return "a symbolic link to nothing (no such file or directory at its target)"
+    return "no such file or directory"
+
+
 def describe_contents(root: str) -> str:
     """What ``root`` holds, by extension: "12 .jpg images, 3 .txt files and 1 .xml file", or
     why nothing is there (no such folder, an empty folder)."""
     if os.path.isfile(root):
         if root.lower().endswith(".txt"):
             try:
-                with open(root, "rb") as handle:
-                    entries = sum(1 for line in handle if line.strip())
-            except OSError:
+                entries = sum(1 for line in read_bytes(root, "list").splitlines() if line.strip())
+            except ReadError:
                 return f"the file {display_path(root)}, which cannot be read"
             return f"the list {display_path(root)} with {entries} entr{'y' if entries == 1 else 'ies'}"
         return f"the file {display_path(root)}"
     if not os.path.isdir(root):
-        return "no such file or directory"
+        return missing_reason(root)
     counts: Counter = Counter()
     for directory, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]

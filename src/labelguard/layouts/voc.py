@@ -23,7 +23,7 @@ from labelguard.layouts.base import (
     strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.layouts.masks import discover_voc_segmentation
-from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names
+from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_head
 from labelguard.readers.voc import read_voc_file
 from labelguard.rules._annotations import process_annotation, process_annotation_batch
 
@@ -126,9 +126,8 @@ def _looks_like_voc(folder: str) -> bool:
     names = sorted(n for n in os.listdir(folder) if n.lower().endswith(".xml"))
     for name in names[:3]:
         try:
-            with open(os.path.join(folder, name), "rb") as handle:
-                head = handle.read(2048)
-        except OSError:
+            head = read_head(os.path.join(folder, name), 2048)
+        except ReadError:
             continue
         if b"<annotation" in head:
             return True

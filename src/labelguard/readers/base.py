@@ -1,4 +1,10 @@
-"""What every reader shares: the read error and byte sniffing."""
+"""What every reader shares: the read error, the one way to read a file's bytes, and byte
+sniffing.
+
+Every reader reads through :func:`read_bytes` (or :func:`read_head` before a library opens
+the path): only regular files are read. A named pipe would block the audit until a writer
+appears, a device (``/dev/zero``) may never end, and either can be planted in a dataset or
+named by a list, an annotation or a ``data.yaml``."""
 
 from __future__ import annotations
 
@@ -45,21 +51,45 @@ def sniff(head: bytes) -> str | None:
 
 
 def read_head(path: str, size: int = 352) -> bytes:
-    """The first bytes of ``path``; ReadError with the OS reason when it cannot be opened."""
+    """The first bytes of ``path``; ReadError with the OS reason when it cannot be opened or is
+    not a regular file."""
+    return read_bytes(path, "file", size)
+
+
+def read_bytes(path: str, what: str = "file", size: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (the first ``size`` when given); ReadError
+    with the reason when it cannot be opened, is a directory, or is not a regular file.
+
+    The file is opened without blocking and checked on the open descriptor, so a named pipe
+    is refused at once and nothing can be swapped in between the check and the read."""
     try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        # Opening a named pipe blocks until a writer appears; a device may never end.
-        raise ReadError("not a regular file (a named pipe, socket or device)")
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(size)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except IsADirectoryError:
-        raise ReadError("is a directory, not a file") from None
+        raise ReadError(f"is a directory, not a {what}") from None
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
+            raise ReadError(f"is a directory, not a {what}")
+        if not stat.S_ISREG(status.st_mode):
+            raise ReadError(f"not a regular file (a named pipe, socket or device), not read as a {what}")
+        wanted = status.st_size + 1 if size is None else size
+        chunks = []
+        while wanted > 0:
+            chunk = os.read(fd, wanted if size is not None else max(wanted, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if size is not None:
+                wanted -= len(chunk)
+    except IsADirectoryError:
+        raise ReadError(f"is a directory, not a {what}") from None
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def extension(path: str) -> str:
@@ -69,13 +99,7 @@ def extension(path: str) -> str:
 
 def read_text_bytes(path: str, what: str = "text file") -> bytes:
     """The bytes of a text file (list, table); ReadError when unreadable or binary."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        raise ReadError(f"is a directory, not a {what}") from None
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    data = read_bytes(path, what)
     if b"\x00" in data[:4096]:
         raise ReadError(f"binary content, not a {what}")
     return data
@@ -90,16 +114,13 @@ def decode_text(data: bytes) -> str:
 
 
 def read_text(path: str) -> str:
-    """The UTF-8 text of ``path`` (a BOM dropped); ReadError with the reason otherwise."""
+    """The UTF-8 text of ``path`` (a BOM dropped, line ends made ``\\n`` as text mode makes
+    them); ReadError with the reason otherwise."""
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            return handle.read()
-    except IsADirectoryError:
-        raise ReadError("is a directory, not a file") from None
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ReadError("not UTF-8 text") from None
+        text = read_bytes(path).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ReadError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 # Class-name files a dataset keeps beside its data, in the order they are looked for in one

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, read_text
 
 COLOR_MAP_FILES = ("dataset_meta.json", "label_colors.txt", "labelmap.txt", "labelmap.csv",
                    "label_colors.csv", "class_dict.csv")
@@ -142,12 +142,9 @@ def load_color_map(path: str) -> ColorMap:
     """Read a colour map file; ReadError when it is not one."""
     name = os.path.basename(path).lower()
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ReadError(f"cannot open colour map: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ReadError("colour map is not UTF-8 text") from None
+        text = read_text(path)
+    except ReadError as exc:
+        raise ReadError(f"colour map: {exc}") from None
     if name.endswith(".json"):
         return _from_meta_json(text, path)
     if name.endswith(".csv"):

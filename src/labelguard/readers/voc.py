@@ -17,7 +17,6 @@ an object (head, hand, foot), its ``<actions>`` and ``<attributes>`` are not obj
 
 from __future__ import annotations
 
-import os
 import re
 from typing import NamedTuple
 from xml.etree.ElementTree import Element, ParseError, XML
@@ -26,7 +25,7 @@ from xml.parsers.expat import ExpatError, ParserCreate
 import defusedxml
 import defusedxml.ElementTree
 
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, read_bytes
 
 BOX_FIELDS = ("xmin", "ymin", "xmax", "ymax")
 # Encodings in which "<!DOCTYPE" can only be written as those ASCII bytes.
@@ -280,23 +279,4 @@ def _decoded(text: bytes) -> str:
 
 def read_voc_file(path: str) -> VocAnnotation:
     """:func:`read_voc` of the file at ``path``; ReadError with the OS reason when unreadable."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if len(chunk) < 1 << 16:
-                break
-    except IsADirectoryError:
-        raise ReadError("is a directory, not an annotation file") from None
-    except OSError as exc:
-        raise ReadError(f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    return read_voc(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+    return read_voc(read_bytes(path, "annotation file"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 
-from labelguard.readers.base import ReadError, read_class_names, read_text
+from labelguard.readers.base import ReadError, read_bytes, read_class_names, read_text
 
 SPLITS = ("train", "val", "test")
 
@@ -124,14 +124,7 @@ def _shape_problem(count: int, pose: int | None) -> str:
 
 def read_label_file(path: str, keypoint_values: int | None = None) -> YoloLabels:
     """:func:`read_labels` of the file at ``path``; ReadError with the OS reason when unreadable."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        raise ReadError("is a directory, not a label file") from None
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    return read_labels(data, keypoint_values)
+    return read_labels(read_bytes(path, "label file"), keypoint_values)
 
 
 # ---- dataset files ----------------------------------------------------------------------
@@ -163,13 +156,9 @@ def read_data_yaml(path: str) -> DatasetFile:
     """Parse an Ultralytics data.yaml; ReadError when it is not a YAML mapping."""
     import yaml  # only YOLO datasets pay for it at start-up
 
+    text = read_text(path)
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            content = yaml.safe_load(handle)
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ReadError("not UTF-8 text") from None
+        content = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
