@@ -48,3 +48,31 @@ def test_one_based_labels_are_still_found_among_consecutive_values(tmp_path):
 def test_a_gap_in_the_values_is_not_one_based(tmp_path):
     write_npy(tmp_path / "masks" / "a.npy", np.array([[1, 2], [4, 1]], np.uint8))
     assert "LG208" not in codes(run(tmp_path, LabelSpec(num_classes=4), workers=1))
+
+
+@pytest.mark.code("LG201", "fail")
+def test_a_uint64_value_past_int64_is_reported_exactly(tmp_path):
+    top = np.iinfo(np.uint64).max
+    write_npy(tmp_path / "masks" / "a.npy", np.array([[0, 1], [top, 1]], np.uint64))
+    report = run(tmp_path, LabelSpec(num_classes=2), workers=1)
+    [outside] = [f for f in report.findings if f.code == "LG201"]
+    assert str(int(top)) in outside.message and "-1" not in outside.message
+    assert int(top) in report.summary.value_files
+
+
+@pytest.mark.code("LG204", "fail")
+def test_a_float_value_past_any_integer_is_lg204_not_a_wrapped_value(tmp_path):
+    write_npy(tmp_path / "masks" / "a.npy", np.array([[0, 1], [1e300, 1]], np.float64))
+    report = run(tmp_path, LabelSpec(num_classes=2), workers=1)
+    [huge] = [f for f in report.findings if f.code == "LG204"]
+    assert "1e+300" in huge.message and "too large" in huge.message
+    assert "LG201" not in codes(report)
+    assert set(report.summary.value_files) == {0, 1}
+
+
+@pytest.mark.code("LG204", "pass")
+def test_large_whole_float_labels_inside_int64_are_labels(tmp_path):
+    write_npy(tmp_path / "masks" / "a.npy", np.array([[0, 1], [2.0 ** 40, 1]], np.float64))
+    report = run(tmp_path, LabelSpec(num_classes=2), workers=1)
+    assert "LG204" not in codes(report)
+    assert 2 ** 40 in report.summary.value_files

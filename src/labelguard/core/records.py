@@ -65,6 +65,8 @@ class MaskSample:
         unusable: why the labels cannot be checked (a single number, an empty array...).
         values / counts: the histogram of the whole-number labels.
         non_integer / non_finite / fraction_examples: float labels that are not whole numbers.
+        beyond_int64 / beyond_examples: whole-number float labels too large for any integer
+            label type (1e300), kept out of the histogram instead of wrapping around.
         channels: the colour channels of a colour-stored mask; alpha: the first of LA/PA is used;
             grey: the channels were identical and the first one is used.
         colors / color_count: a colour mask read without a colour map: the most frequent
@@ -87,6 +89,8 @@ class MaskSample:
     non_integer: int = 0
     non_finite: int = 0
     fraction_examples: list = field(default_factory=list)
+    beyond_int64: int = 0
+    beyond_examples: list = field(default_factory=list)
     channels: int = 0
     alpha: bool = False
     grey: bool = False

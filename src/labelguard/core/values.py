@@ -14,6 +14,7 @@ import numpy as np
 from labelguard.core.spec import IGNORE_REDUCED, LabelSpec
 
 _BINCOUNT_LIMIT = 1 << 16
+_INT64_MAX = int(np.iinfo(np.int64).max)
 # Label arrays are long runs of one value. Up to this share of neighbouring elements that
 # differ, counting runs (one vectorised comparison) beats counting every element.
 _RUN_SHARE = 0.125
@@ -37,6 +38,10 @@ def histogram(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if flat.dtype == np.bool_:
         flat = flat.view(np.uint8)
+    if flat.dtype == np.uint64 and int(flat.max()) > _INT64_MAX:
+        # Past int64 the values would wrap to negatives: counted and returned as they are.
+        values, counts = np.unique(flat, return_counts=True)
+        return values, counts.astype(np.int64)
     if flat.dtype.kind in "iu" and flat.dtype.itemsize <= 8:
         counted = _run_histogram(flat)
         if counted is not None:

@@ -146,8 +146,15 @@ def label_sample(sample: MaskSample, array: np.ndarray) -> MaskSample:
         non_finite = int(array.size - np.count_nonzero(finite))
         whole = finite & (np.floor(array) == array)
         fractional = int(np.count_nonzero(finite) - np.count_nonzero(whole))
-        if non_finite or fractional:
-            sample.fraction_examples = np.unique(array[finite & ~whole])[:5].tolist() if fractional else []
+        # Whole numbers past int64 (1e300) would wrap around when cast: reported, not counted.
+        beyond = whole & (np.abs(array) >= INT64_LIMIT)
+        beyond_count = int(np.count_nonzero(beyond))
+        if beyond_count:
+            whole &= ~beyond
+            sample.beyond_int64 = beyond_count
+            sample.beyond_examples = np.unique(array[beyond])[:5].tolist()
+        if non_finite or fractional or beyond_count:
+            sample.fraction_examples = np.unique(array[finite & ~whole & ~beyond])[:5].tolist() if fractional else []
             sample.non_integer, sample.non_finite = fractional, non_finite
             if 2 * fractional > array.size and array.ndim >= 2:
                 # Mostly fractions: a float image (CT, MRI, a normalised photo) or a resized mask.
@@ -169,6 +176,7 @@ def label_sample(sample: MaskSample, array: np.ndarray) -> MaskSample:
 
 
 CITYSCAPES_INSTANCE_BASE = 1000
+INT64_LIMIT = float(2 ** 63)
 
 
 def _ade20k_plane(array: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ import numpy as np
 from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
+from labelguard.core.text import plural, verb
 
 NON_INTEGER = define(
     "LG204", "mask-values-not-integer", "error",
@@ -29,17 +30,24 @@ EXAMPLES = (
 
 @rule(NON_INTEGER, "mask", EXAMPLES)
 def not_whole_numbers(sample: MaskSample, spec):
-    fractional, non_finite = sample.non_integer, sample.non_finite
-    if not (fractional or non_finite) or sample.looks_like_image:
+    fractional, non_finite, beyond = sample.non_integer, sample.non_finite, sample.beyond_int64
+    if not (fractional or non_finite or beyond) or sample.looks_like_image:
         return ()  # an image's fractions are LG201's "an image, not a label"
     examples = sample.fraction_examples
+    parts = []
+    if fractional:
+        parts.append(f"{plural(fractional, 'pixel')} {verb(fractional, 'holds')} non-integer values"
+                     + (f" (e.g. {', '.join(f'{v:g}' for v in examples)})" if examples else ""))
+    if non_finite:
+        parts.append(f"{plural(non_finite, 'pixel')} {verb(non_finite, 'is')} NaN/Inf")
+    if beyond:
+        parts.append(f"{plural(beyond, 'pixel')} {verb(beyond, 'holds')} values too large for any integer "
+                     f"label ({', '.join(f'{v:g}' for v in sample.beyond_examples)})")
     return (NON_INTEGER.finding(
         sample.display,
-        f"{fractional} pixels hold non-integer values"
-        + (f" (e.g. {', '.join(f'{v:g}' for v in examples)})" if examples else "")
-        + (f" and {non_finite} pixels are NaN/Inf" if non_finite else "")
-        + f"; a label array must hold whole class numbers (dtype {sample.record.array.dtype})",
+        "; ".join(parts) + f"; a label array must hold whole class numbers (dtype {sample.record.array.dtype})",
         non_integer_pixels=fractional,
         non_finite_pixels=non_finite,
-        examples=examples,
+        beyond_int64_pixels=beyond,
+        examples=examples + sample.beyond_examples,
     ),)
