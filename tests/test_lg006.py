@@ -66,3 +66,14 @@ def test_lg006_is_a_warning_that_keeps_exit_code_0(tmp_path):
     result = CliRunner().invoke(main, ["audit", str(tmp_path), "--no-config", "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "LG006" in result.output
+
+
+def test_the_hint_names_the_config_table_the_config_reads(tmp_path):
+    """LG006's fix names the [labels] table; a config written as it says gives the spec."""
+    from labelguard.config import TOP_KEYS, load_config
+    from labelguard.rules.lg006 import NO_SPEC
+
+    assert "[labels] table in labelguard.toml" in NO_SPEC.fix and "labels" in TOP_KEYS
+    config = tmp_path / "labelguard.toml"
+    config.write_text("[labels]\nnum_classes = 3\nignore_index = [255]\n")
+    assert load_config(str(config)).spec.num_classes == 3

@@ -11,11 +11,12 @@ from typing import Callable, Iterable, Sequence
 from labelguard import layouts
 from labelguard.checks.dataset import DATASET_CHECKS, suggested_remap
 from labelguard.config import find_project_config, load_config
-from labelguard.core.engine import run_tasks
+from labelguard.core.engine import default_workers, run_tasks
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
+from labelguard.core.text import plural
 from labelguard.errors import OptionError
 from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
 from labelguard.layouts.pairing import describe_contents
@@ -98,6 +99,11 @@ def audit(
     if sample is None and settings.get("sample"):
         sample = int(settings["sample"])
     notes_head: list[str] = []
+    if isinstance(workers, int) and workers > default_workers():
+        # More processes than cores only add start-up time and memory.
+        notes_head.append(f"{plural(workers, 'worker')} asked for, {default_workers()} used: the cores "
+                          "this process may use")
+        workers = default_workers()
     discoveries: list[layouts.Discovery] = []
     layout_names: list[str] = []
     for path in paths:

@@ -100,8 +100,18 @@ def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_z
                 names = tuple(line.strip() for line in handle if line.strip())
         except OSError as exc:
             raise click.BadParameter(f"cannot read {classes_file}: {exc.strerror}", param_hint="--classes-file")
-    if classes:
-        names = tuple(c.strip() for c in classes.split(",") if c.strip())
+    if classes is not None:
+        parts = [c.strip() for c in classes.split(",")]
+        if len(parts) > 1 and not parts[-1]:
+            parts.pop()  # "a,b," as shells and editors leave it
+        empty = [i for i, part in enumerate(parts) if not part]
+        if empty:
+            # Dropping an empty name would shift every later class to another index.
+            raise click.BadParameter(
+                f"{classes!r} holds {len(empty)} empty class {'name' if len(empty) == 1 else 'names'} "
+                f"(position {', '.join(str(i) for i in empty[:5])}); give one name per class index, "
+                "comma separated", param_hint="--classes")
+        names = tuple(parts)
     origins = []
     if names:
         origins.append(("classes", "--classes" if classes else f"--classes-file {classes_file}"))

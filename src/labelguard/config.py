@@ -102,7 +102,7 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
     if unknown:
         raise SpecError(f"unknown key {', '.join('audit.' + k for k in unknown)} in {path}; known: "
                         f"{', '.join(sorted(AUDIT_KEYS))}")
-    config.audit = dict(audit)
+    config.audit = {key: _audit_value(key, value, path) for key, value in audit.items()}
     for code, level in data.get("severity", {}).items():
         known = known_code(code, f"[severity] of {path}")
         try:
@@ -110,6 +110,22 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
         except ValueError as exc:
             raise SpecError(f"{exc} for {code} in {path}") from None
     return config
+
+
+def _audit_value(key: str, value: Any, path: str) -> Any:
+    """An ``[audit]`` value checked for its type; SpecError naming the key and the file."""
+    where = f"audit.{key} in {path}"
+    if key in ("workers", "sample"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SpecError(f"{where} must be a whole number >= 1, got {value!r}")
+        return value
+    if key == "fail_on":
+        if not isinstance(value, str) or value.strip().lower() not in ("error", "warning", "info", "never"):
+            raise SpecError(f"{where} must be one of error, warning, info, never; got {value!r}")
+        return value
+    if not isinstance(value, str) or not value:
+        raise SpecError(f"{where} must be a non-empty string, got {value!r}")
+    return value
 
 
 def known_code(code: str, where: str) -> str:

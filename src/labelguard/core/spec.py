@@ -263,7 +263,7 @@ class LabelSpec:
             num_classes=_int(data["num_classes"], "num_classes") if data.get("num_classes") is not None else None,
             ignore=_ints(ignore, "ignore_index") if ignore is not None else (),
             background=_int(data["background"], "background") if data.get("background") is not None else 0,
-            reduce_zero_label=bool(data.get("reduce_zero_label", False)),
+            reduce_zero_label=_bool(data.get("reduce_zero_label", False), "reduce_zero_label"),
             sources=(source,) if source else (),
         )
 
@@ -302,16 +302,35 @@ def _names(value: Any) -> tuple[str, ...]:
         value = [v for v in value.split(",")]
     if not isinstance(value, (list, tuple)):
         raise SpecError(f"classes must be a list of names, got {value!r}")
-    return tuple(str(v) for v in value)
+    names = tuple(str(v) for v in value)
+    empty = [i for i, name in enumerate(names) if not name.strip()]
+    if empty:
+        raise SpecError(f"classes: {len(empty)} of the {len(names)} names {'is' if len(empty) == 1 else 'are'} "
+                        f"empty (position {', '.join(str(i) for i in empty[:5])}); give one name per class, "
+                        "comma separated")
+    return names
 
 
 def _int(value: Any, key: str) -> int:
+    """An integer from a config or flag value: a whole number or its text; never a bool, a
+    fraction (3.9 is no class count), infinity or NaN."""
     if isinstance(value, bool):
         raise SpecError(f"{key} must be an integer, got {value!r}")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise SpecError(f"{key} must be an integer, got {value!r}")
+        return int(value)
     try:
         return int(value)
     except (TypeError, ValueError):
         raise SpecError(f"{key} must be an integer, got {value!r}") from None
+
+
+def _bool(value: Any, key: str) -> bool:
+    """A flag from a config: true or false, never the text "false" (which is truthy)."""
+    if not isinstance(value, bool):
+        raise SpecError(f"{key} must be true or false, got {value!r}")
+    return value
 
 
 def _ints(value: Any, key: str) -> tuple[int, ...]:

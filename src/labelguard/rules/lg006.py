@@ -20,8 +20,8 @@ range and no name unknown: an audit of data holding value 3 for a 3-class model,
 class name, finds nothing to report. The values and classes found are listed so that a
 person can judge them, but nothing was checked against what the model expects.""",
     bad="labelguard audit masks/   (no --num-classes, no config, no dataset metadata)",
-    good="labelguard audit masks/ --num-classes 3 --ignore-index 255; or a labelguard.toml [spec]",
-    fix="Give the spec: --num-classes/--classes/--values (and --ignore-index), a [spec] table in "
+    good="labelguard audit masks/ --num-classes 3 --ignore-index 255; or a [labels] table in labelguard.toml",
+    fix="Give the spec: --num-classes/--classes/--values (and --ignore-index), a [labels] table in "
     "labelguard.toml, or the dataset's own metadata (dataset.json, labels.txt, a colour map).",
     scope="dataset",
 )
