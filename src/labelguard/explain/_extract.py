@@ -15,15 +15,21 @@ from typing import Any, Mapping
 
 from labelguard.explain._knowledge import ERA_HINTS
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Terminal escape sequences: CSI (colours, cursor moves), OSC (titles, links; ended by BEL
+# or ST) and the two-byte ones; then any other control character but tab and newline.
+# Nothing from the log may reach the user's terminal as a command.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x9b]")
 _LINE_PREFIX = re.compile(r"^\s*(?:\[rank\d+\]:|\(\w+ pid=\d+\)|\[default\d+\]:)\s?")
 
 # Paths are matched with ASCII characters only, so text glued to a path (Chinese words,
 # a grep line number and colon) stays outside it.
 _PATH_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~+-\\/")
 _SOURCE_LINE = re.compile(r"(?P<file>[A-Za-z0-9_]+\.(?:cu|cuh|cpp|cc|c|h|hpp)):(?P<line>\d+)")
-_ASSERTION = re.compile(r"Assertion\s*[`'\"]?(?P<condition>.+?)[`'\"]?\s+failed")
-_BLOCK_THREAD = re.compile(r"block:\s*\[(?P<block>[^\]]*)\],?\s*thread:\s*\[(?P<thread>[^\]]*)\]")
+_ASSERTION = re.compile(r"Assertion\s{0,8}[`'\"]?(?P<condition>.{1,300}?)[`'\"]?\s{1,8}failed")
+# Quantifiers are bounded where a search restarts at every occurrence of the prefix: an
+# unbounded "[^\]]*" after "block: [" made "block: [" x 20,000 cost 2 * 10^8 steps.
+_BLOCK_THREAD = re.compile(r"block:\s{0,8}\[(?P<block>[^\]\n]{0,64})\],?\s{0,8}thread:\s{0,8}\[(?P<thread>[^\]\n]{0,64})\]")
 
 # An exception line: at the start of the line or after a logger's prefix ("ERROR ... ] ").
 _ERROR = re.compile(
@@ -195,9 +201,11 @@ def decode(data: bytes) -> str:
 def normalise(text: str) -> str:
     """The log without colour codes, carriage returns and per-process prefixes."""
     text = _ANSI.sub("", text).replace("\r\n", "\n")
-    # A lone carriage return is a progress bar redrawing its line: keep the last drawing.
-    lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
-    return "\n".join(_LINE_PREFIX.sub("", line) for line in lines)
+    if "\r" in text:
+        # A lone carriage return is a progress bar redrawing its line: keep the last drawing.
+        text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+    text = _CONTROL.sub("", text)
+    return "\n".join(_LINE_PREFIX.sub("", line) for line in text.split("\n"))
 
 
 def digest(text: str) -> str:

@@ -203,7 +203,7 @@ ENTRIES: tuple[Entry, ...] = (
             r"Assertion\s*[`']?\s*(?:t|cur_target)\s*<\s*n_classes\s*[`']",
         ),
         kernels=(
-            r"\bnll_loss\w*(?:kernel|_2d|_1d)\w*",
+            r"\bnll_loss\w{0,64}(?:kernel|_2d|_1d)\w{0,64}",
             r"\bNLLLoss2d\.cu\b",
             r"\b(?:Spatial)?ClassNLLCriterion\b",
         ),
@@ -232,10 +232,10 @@ ENTRIES: tuple[Entry, ...] = (
             r"\binput_val\s*>=\s*zero\s*&&\s*input_val\s*<=\s*one\b",
             r"\*?\b(?:input|x)\s*>=\s*0\.?\s*&&\s*\*?(?:input|x)\s*<=\s*1\.?",
         ),
-        kernels=(r"\bBCECriterion\b", r"\bbce_updateOutput\w*", r"binary_cross_entropy\w*cuda"),
+        kernels=(r"\bBCECriterion\b", r"\bbce_updateOutput\w*", r"binary_cross_entropy\w{0,64}cuda"),
         messages=(
             r"all elements of input should be between 0 and 1",
-            r"input value should be between 0~1, but got (?P<input>\S+)",
+            r"input value should be between 0~1, but got (?P<input>\S{1,64})",
         ),
         frames=(r"\bbinary_cross_entropy\b(?!_with_logits)",),
         cpu_message="RuntimeError: all elements of input should be between 0 and 1",
@@ -272,7 +272,7 @@ ENTRIES: tuple[Entry, ...] = (
         title="binary_cross_entropy got a target outside [0, 1]",
         operation="F.binary_cross_entropy, nn.BCELoss (torch releases that check the target)",
         conditions=(r"\btarget_val\s*>=\s*zero\s*&&\s*target_val\s*<=\s*one\b",),
-        kernels=(r"binary_cross_entropy\w*cuda",),
+        kernels=(r"binary_cross_entropy\w{0,64}cuda",),
         messages=(r"all elements of target should be between 0 and 1",),
         frames=(r"\bbinary_cross_entropy\b",),
         cpu_message="RuntimeError: all elements of target should be between 0 and 1",
@@ -415,7 +415,7 @@ ENTRIES: tuple[Entry, ...] = (
         kernels=(
             r"\bScatterGatherKernel\.cu\b",
             r"\bTHCTensorScatterGather\b",
-            r"\bTHCudaTensor_scatter\w*Kernel\b",
+            r"\bTHCudaTensor_scatter\w{0,64}Kernel\b",
         ),
         messages=(
             r"Class values must be smaller than num_classes",
@@ -531,7 +531,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         messages=(
             r"probability tensor contains either `?inf`?, `?nan`? or element < 0",
-            r"invalid multinomial distribution \((?P<reason>[^)]*)\)",
+            r"invalid multinomial distribution \((?P<reason>[^)\n]{0,200})\)",
         ),
         frames=(r"\bmultinomial\b",),
         cpu_message="RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
@@ -573,7 +573,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         messages=(
             r"Expected p_in >= 0 && p_in <= 1 to be true",
-            r"bernoulli_? expects p to be in \[0, 1\], but got p=(?P<p>\S+)",
+            r"bernoulli_? expects p to be in \[0, 1\], but got p=(?P<p>\S{1,64})",
             r"invalid argument \d+: must be >= 0 and <= 1",
         ),
         frames=(r"\bbernoulli_?\b",),
@@ -618,7 +618,7 @@ ENTRIES: tuple[Entry, ...] = (
             r"ctc_loss: target label out of range",
             r"\blabel\s*>=\s*0\s*&&\s*label\s*<\s*num_labels\b",
         ),
-        kernels=(r"\bLossCTC\.cu\b", r"\bctc_loss_\w*gpu_kernel\b"),
+        kernels=(r"\bLossCTC\.cu\b", r"\bctc_loss_\w{0,64}gpu_kernel\b"),
         messages=(
             r"an illegal memory access was encountered",
             r"Expected input_lengths to have value at most (?P<max_input_length>\d+), but got "
@@ -671,8 +671,8 @@ ENTRIES: tuple[Entry, ...] = (
         title="default_collate could not stack the samples of a batch: their shapes differ",
         operation="DataLoader's default_collate (torch.stack) with batch_size > 1",
         messages=(
-            r"stack expects each tensor to be equal size, but got (?P<first_shape>\[[^\]]*\]) "
-            r"at entry (?P<first_entry>\d+) and (?P<other_shape>\[[^\]]*\]) at entry "
+            r"stack expects each tensor to be equal size, but got (?P<first_shape>\[[^\]\n]{0,200}\]) "
+            r"at entry (?P<first_entry>\d+) and (?P<other_shape>\[[^\]\n]{0,200}\]) at entry "
             r"(?P<other_entry>\d+)",
             r"Trying to resize storage that is not resizable",
         ),
@@ -761,7 +761,7 @@ ENTRIES: tuple[Entry, ...] = (
         title="a CUDA error other than an assertion or an illegal address was reported",
         operation="any CUDA call: the error is raised at the first call after the fault",
         messages=(
-            r"CUDA error: (?!device-side assert|an illegal memory access)(?P<cuda_error>[^\n.]+)",
+            r"CUDA error: (?!device-side assert|an illegal memory access)(?P<cuda_error>[^\n.]{1,300})",
         ),
         cpu_message="depends on the operation: run the same batch on the CPU to get it",
         cannot_know=(
