@@ -27,6 +27,7 @@ def codes(report) -> set[str]:
 
 # ../shared/corpus: small real datasets written by another project's tools, read in place.
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "datumaro"
+REALWORLD = Path(__file__).resolve().parents[1].parent / "shared" / "realworld"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
 
 

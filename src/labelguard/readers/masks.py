@@ -354,9 +354,13 @@ def image_shape(path: str) -> tuple[int, ...]:
             with Image.open(path) as image:
                 width, height = image.size
                 bands = len(image.getbands())
+                # Without tifffile a stack is read by Pillow: its pages are slices, as
+                # _tiff_frames reads a mask stack, never one page standing for the volume.
+                pages = getattr(image, "n_frames", 1) if container == "tiff" else 1
         except (UnidentifiedImageError, OSError, ValueError) as exc:
             raise ReadError(f"cannot read image header: {exc}") from None
-        return (height, width) if bands == 1 else (height, width, bands)
+        plane = (height, width) if bands == 1 else (height, width, bands)
+        return (pages, *plane) if pages > 1 else plane
     if container == "npy":
         try:
             return tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)

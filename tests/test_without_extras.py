@@ -1,0 +1,80 @@
+"""Audits run as a user who installed labelguard without its extras: what an extra would read
+is read by the core dependencies alone, with the same verdicts.
+
+The extra is made unimportable through the real import machinery (a module of its name, first
+on the path, that raises ImportError as a missing package does), in a real ``labelguard``
+process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import labelguard
+from builders import organic_mask
+from audit_helpers import REALWORLD
+
+SRC = str(Path(labelguard.__file__).resolve().parents[1])
+
+
+def audit_without(module: str, args: list[str], cwd: Path) -> tuple[int, dict, str]:
+    blocked = cwd / "blocked"
+    blocked.mkdir(exist_ok=True)
+    (blocked / f"{module}.py").write_text(f"raise ImportError({f'No module named {module!r}'!r})\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(blocked), SRC]))
+    done = subprocess.run([sys.executable, "-m", "labelguard", "audit", *args, "--output-format", "json",
+                           "--no-progress", "--no-config"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120)
+    report = json.loads(done.stdout) if done.stdout.strip() else {}
+    return done.returncode, report, done.stderr
+
+
+def write_stack(path: Path, pages: list[np.ndarray]) -> None:
+    images = [Image.fromarray(page) for page in pages]
+    images[0].save(path, save_all=True, append_images=images[1:])
+
+
+def stardist_pair(folder: Path, image_pages: int, mask_pages: int) -> None:
+    """A 3D image and its label stack side by side, named as StarDist's test data is."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    write_stack(folder / "img3d.tif", [rng.integers(0, 255, (24, 20), dtype=np.uint8) for _ in range(image_pages)])
+    mask = organic_mask((24, 20), (0, 1, 2))
+    write_stack(folder / "mask3d.tif", [mask] * mask_pages)
+
+
+def codes(report: dict) -> set[str]:
+    return {finding["code"] for finding in report.get("findings", [])}
+
+
+@pytest.mark.code("LG206", "pass")
+def test_without_tifffile_a_3d_image_stack_is_its_pages_not_its_first_page(tmp_path):
+    stardist_pair(tmp_path / "data", image_pages=5, mask_pages=5)
+    rc, report, err = audit_without("tifffile", ["data", "--num-classes", "3"], tmp_path)
+    assert "Traceback" not in err, err
+    assert rc == 0, (codes(report), err)
+    assert "LG206" not in codes(report)
+
+
+@pytest.mark.code("LG206", "fail")
+def test_without_tifffile_stacks_of_different_depth_are_lg206(tmp_path):
+    stardist_pair(tmp_path / "data", image_pages=4, mask_pages=5)
+    rc, report, err = audit_without("tifffile", ["data", "--num-classes", "3"], tmp_path)
+    assert rc == 1, err
+    geometry = [f for f in report["findings"] if f["code"] == "LG206"]
+    assert geometry and "5x24x20" in geometry[0]["message"] and "4x24x20" in geometry[0]["message"], geometry
+
+
+@pytest.mark.skipif(not (REALWORLD / "stardist").is_dir(), reason="../shared/realworld/stardist is absent")
+def test_without_tifffile_stardist_test_data_has_no_geometry_error(tmp_path):
+    rc, report, err = audit_without("tifffile", [str(REALWORLD / "stardist" / "tests" / "data")], tmp_path)
+    assert "Traceback" not in err, err
+    assert "LG206" not in codes(report), [f["message"] for f in report["findings"]]
