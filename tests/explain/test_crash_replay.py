@@ -160,7 +160,7 @@ def test_replay_names_the_sample_and_its_cpu_error(in_crash_folder):
     ])
     assert result.exit_code == 1, result.output
     out = result.output
-    assert out.startswith("labelguard replay: 1 sample(s) fail on the CPU: index 13")
+    assert out.startswith("labelguard replay: 1 sample fails on the CPU: index 13")
     assert f"index 13 ({BAD_FILE}): loss: IndexError: Target 7 is out of bounds." in out
     assert "whole batch: loss: IndexError: Target 7 is out of bounds." in out
 

@@ -6,6 +6,7 @@ import re
 import textwrap
 from datetime import datetime
 
+from labelguard.core.text import plural
 from labelguard.explain._engine import Explanation, RecordSummary
 from labelguard.explain._flight import BatchRecord
 from labelguard.explain._replay import ReplayReport
@@ -60,14 +61,14 @@ def _facts(result: Explanation) -> list[str]:
             where += f" ({site.function})"
         rows.append(("kernel", where))
         rows.append(("condition", site.condition))
-        threads = f"{site.count} assertion line{'s' if site.count != 1 else ''}"
+        threads = plural(site.count, "assertion line")
         if site.blocks:
-            threads += f" from {site.blocks} CUDA block{'s' if site.blocks != 1 else ''}"
+            threads += f" from {plural(site.blocks, 'CUDA block')}"
         if site.first_block:
             threads += f" (first: block {site.first_block}, thread {site.first_thread})"
         rows.append(("printed", threads))
     if len(facts.assertions) > MAX_SITES:
-        rows.append(("", f"... {len(facts.assertions) - MAX_SITES} more assertion sites"))
+        rows.append(("", f"... {plural(len(facts.assertions) - MAX_SITES, 'more assertion site')}"))
     if facts.error_type:
         rows.append(("error", f"{facts.error_type}: {facts.error_message}"))
     if facts.user_frame is not None:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 from labelguard._optional import require
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import plural, shorten, verb
 from labelguard.errors import LabelError, UsageError
 from labelguard.explain._flight import BatchRecord, FlightRecord, read_record
 
@@ -99,9 +100,8 @@ class ReplayReport:
     def summary(self) -> str:
         failing = self.failing_samples
         if failing:
-            names = ", ".join(str(s.index) for s in failing[:10])
-            more = f" and {len(failing) - 10} more" if len(failing) > 10 else ""
-            return f"{len(failing)} sample(s) fail on the CPU: index {names}{more}"
+            indices = shorten((s.index for s in failing), 10)
+            return f"{plural(len(failing), 'sample')} {verb(len(failing), 'fails')} on the CPU: index {indices}"
         if any(b.batch_error for b in self.batches):
             return "a recorded batch fails on the CPU as a whole, no single sample does"
         return "no recorded sample fails on the CPU"
