@@ -53,26 +53,35 @@ class ValueSet:
 
     @classmethod
     def of(cls, values: Iterable[int] = (), *, start: int = 0, stop: int = 0) -> "ValueSet":
-        """The interval ``[start, stop)`` with ``values``; without an interval, the longest
-        run of consecutive values becomes it. Costs what ``values`` holds."""
+        """The values with the interval ``[start, stop)``, in the one form that makes equal
+        sets equal: the longest run of consecutive members (the lowest on a tie) is the
+        interval. Costs what ``values`` holds."""
         if stop <= start:
             start = stop = 0
-        outside = sorted({int(v) for v in values if not start <= v < stop})
-        runs: list[list[int]] = []  # half-open runs of consecutive values
-        for value in outside:
+        runs: list[list[int]] = []  # half-open runs of consecutive values outside the interval
+        for value in sorted({int(v) for v in values if not start <= v < stop}):
             if runs and runs[-1][1] == value:
                 runs[-1][1] += 1
             else:
                 runs.append([value, value + 1])
-        if start == stop and runs:
-            start, stop = max(runs, key=lambda run: run[1] - run[0])
-        for low, high in runs:  # runs that touch the interval join it
-            if high == start:
-                start = low
-            elif low == stop:
-                stop = high
-        others = frozenset(v for v in outside if not start <= v < stop)
-        return cls(start, stop, others)
+        if stop > start:
+            interval = [start, stop]
+            apart = []
+            for run in runs:  # a run that touches the interval joins it
+                if run[1] == interval[0]:
+                    interval[0] = run[0]
+                elif run[0] == interval[1]:
+                    interval[1] = run[1]
+                else:
+                    apart.append(run)
+            runs = apart + [interval]
+        if not runs:
+            return cls()
+        # Another run is longer than the given interval only when the interval is shorter than
+        # the values given: listing it below costs no more than they do.
+        longest = max(runs, key=lambda run: (run[1] - run[0], -run[0]))
+        others = frozenset(v for run in runs if run is not longest for v in range(run[0], run[1]))
+        return cls(longest[0], longest[1], others)
 
     @property
     def size(self) -> int:
@@ -174,7 +183,7 @@ class ValueSet:
 
 def _integer(value: object) -> int | None:
     """``value`` as an exact int when it is an integer or a whole finite float, else None."""
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (int, np.integer, np.bool_)):
         return int(value)
     if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
         return int(value)
