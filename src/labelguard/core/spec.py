@@ -139,10 +139,14 @@ class ValueSet:
         found = np.zeros(array.shape, dtype=bool)
         if self.stop > self.start:
             found = (array >= self.start) & (array < self.stop)
-        others = [v for v in self.others if INT64_MIN <= v <= INT64_MAX]
-        if others:
-            found |= np.isin(array, np.array(others, dtype=np.int64))
+        if self._others_int64.size:
+            found |= np.isin(array, self._others_int64)
         return found
+
+    @cached_property
+    def _others_int64(self) -> np.ndarray:
+        # Built once per set (not a field: equality and hashing ignore it).
+        return np.array(sorted(v for v in self.others if INT64_MIN <= v <= INT64_MAX), dtype=np.int64)
 
     def __contains__(self, value: object) -> bool:
         number = _integer(value)

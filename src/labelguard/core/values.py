@@ -128,7 +128,7 @@ class Violation:
     values: tuple[int, ...]
     counts: tuple[int, ...]
     negative: tuple[int, ...]
-    stored: tuple[int, ...] = ()
+    stored: tuple[int, ...]
 
     @property
     def total(self) -> int:
