@@ -5,6 +5,10 @@ a check that built ``range(max_value)`` for one large value would allocate gigab
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import tracemalloc
 
 import numpy as np
@@ -76,3 +80,53 @@ def test_large_whole_float_labels_inside_int64_are_labels(tmp_path):
     report = run(tmp_path, LabelSpec(num_classes=2), workers=1)
     assert "LG204" not in codes(report)
     assert 2 ** 40 in report.summary.value_files
+
+
+HUNDRED_MILLION = 100_000_000
+# The address space of the audit process: what Python, numpy and the readers need, and far
+# less than frozenset(range(100_000_000)) (some 6 GiB).
+ADDRESS_SPACE = 1024 * 1024 * 1024
+
+
+def hundred_million_class_data(root):
+    write_npy(root / "masks" / "a.npy", np.array([[0, 1], [2, 1]], np.int64))
+    write_npy(root / "masks" / "b.npy", np.array([[0, HUNDRED_MILLION]], np.int64))
+    return root
+
+
+@pytest.mark.code("LG201", "fail")
+@pytest.mark.code("LG104", "fail")
+def test_a_hundred_million_class_spec_audits_in_a_small_address_space(tmp_path):
+    """``--num-classes 100000000`` through the real CLI, in a process that cannot map more
+    than 1 GiB: a spec is an interval, never the set of its members."""
+    resource = pytest.importorskip("resource")
+    data = hundred_million_class_data(tmp_path / "data")
+    output = tmp_path / "report.json"
+    command = [sys.executable, "-m", "labelguard", "audit", str(data), "--num-classes", str(HUNDRED_MILLION),
+               "--no-config", "--workers", "1", "--no-progress", "-f", "json", "--output-file", str(output)]
+    # Thread pools and malloc arenas reserve address space per thread: one each.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE)))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "error" not in done.stderr, done.stderr
+    report = json.loads(output.read_text())
+    [outside] = [f for f in report["findings"] if f["code"] == "LG201"]
+    assert outside["data"]["values"] == [HUNDRED_MILLION]
+    assert report["summary"]["values"]["0"]["in_spec"] is True
+    assert report["summary"]["values"][str(HUNDRED_MILLION)]["in_spec"] is False
+    [unused] = [f for f in report["findings"] if f["code"] == "LG104"]
+    assert unused["data"]["missing_count"] == HUNDRED_MILLION - 3
+    assert unused["data"]["missing"][:3] == [3, 4, 5] and len(unused["data"]["missing"]) == 1000
+    assert unused["message"].startswith("class values 3, 4, 5")
+    assert f"and {HUNDRED_MILLION - 3 - 20} more of the spec never occur in 2 samples" in unused["message"]
+
+
+@pytest.mark.code("LG201", "fail")
+def test_a_hundred_million_class_spec_costs_what_the_data_costs(tmp_path):
+    report, peak = peak_of(lambda: run(hundred_million_class_data(tmp_path), LabelSpec(num_classes=HUNDRED_MILLION),
+                                       workers=1))
+    assert [f.data["values"] for f in report.findings if f.code == "LG201"] == [[HUNDRED_MILLION]]
+    assert report.value_in_spec(HUNDRED_MILLION - 1) is True and report.value_in_spec(-1) is False
+    assert peak < PEAK_LIMIT, f"peak {peak / 2**20:.0f} MiB"

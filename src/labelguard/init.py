@@ -19,10 +19,9 @@ def infer_spec(report, given: LabelSpec) -> LabelSpec:
         found = summary.found_values()
         ignore = tuple(v for v in found if v in IGNORE_CANDIDATES and len(found) > 1) or spec.ignore
         classes = [v for v in found if v not in ignore]
-        if classes == list(range(len(classes))):
+        inferred = LabelSpec(values=tuple(classes), ignore=ignore)
+        if classes and inferred.is_contiguous():
             inferred = LabelSpec(num_classes=len(classes), ignore=ignore)
-        else:
-            inferred = LabelSpec(values=tuple(classes), ignore=ignore)
         return inferred.merged(given)
     if summary.class_objects:
         if spec.classes:

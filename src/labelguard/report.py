@@ -37,9 +37,7 @@ from labelguard._version import __version__
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
-from labelguard.core.values import reduce_zero_label
 
-import numpy as np
 
 SCHEMA_VERSION = 1
 
@@ -92,12 +90,9 @@ class Report:
     def value_in_spec(self, value: int) -> bool | None:
         if self.specs:  # the values of datasets with different specs: each file's findings say
             return None
-        allowed = self.spec.allowed_values()
-        if allowed is None:
+        if not self.spec.is_known:
             return None
-        checked = int(reduce_zero_label(np.array([value]))[0]) if self.spec.reduce_zero_label else value
-        return checked in allowed or checked in self.spec.ignore or (
-            self.spec.reduce_zero_label and checked == 255)
+        return self.spec.is_legal(value)
 
     def outside_spec(self) -> dict[int, tuple[int, int]]:
         """value -> (files, pixels) for every found value the spec does not allow."""

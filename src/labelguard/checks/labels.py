@@ -43,12 +43,6 @@ def _allowed_names(spec: LabelSpec) -> frozenset[str] | None:
     return frozenset(spec.classes) if spec.classes is not None else None
 
 
-@lru_cache(maxsize=16)
-def _allowed_ids(spec: LabelSpec) -> frozenset[int] | None:
-    allowed = spec.allowed_values()
-    return None if allowed is None else allowed | frozenset(spec.ignore)
-
-
 def _places(indices: Sequence[int], places: Sequence[int] | None) -> list[int]:
     return [places[i] if places is not None else i + 1 for i in indices]
 
@@ -141,10 +135,11 @@ def id_findings(
 
     One finding per code and file; ``data`` holds the offending ids and every place.
     """
-    allowed = _allowed_ids(spec)
-    if allowed is None:
+    if not spec.is_known:
         return []
-    bad = [i for i, value in enumerate(ids) if value not in allowed]
+    # Asked once per distinct id; class ids are never shifted by reduce_zero_label.
+    illegal = {value for value in set(ids) if not spec.is_legal(value, reduce=False)}
+    bad = [i for i, value in enumerate(ids) if value in illegal] if illegal else []
     if not bad:
         return []
     negative = [i for i in bad if ids[i] < 0]
@@ -164,7 +159,7 @@ def id_findings(
                     f"otherwise remap the ids to 0..{n - 1}.")
             extra = {"num_classes": n, "allowed": None}
         else:
-            values = sorted(spec.allowed_values() or ())
+            values = list(spec.allowed_values())  # not an interval from 0: the spec's own values
             message = (f"{ids} {listing} {verb(len(found), 'is')} not among the allowed "
                        f"values [{shorten(values, LISTED)}] ({_where(unit, where)})")
             hint = "Remap the ids to the spec's values, or add them to the spec."

@@ -5,12 +5,20 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Iterator, Set
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any, Iterable, Mapping
+
+import numpy as np
 
 from labelguard.errors import SpecError
 
 IGNORE_REDUCED = 255  # mmsegmentation's reduce_zero_label sends 0 here
+# Every number of a spec is an int64, the widest type a label tensor has: past it a value
+# cannot be a class and a count cannot be met.
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
 
 # The parts of a spec whose origin the report names, in the order it names them.
 PARTS = ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label")
@@ -25,6 +33,174 @@ BESIDE_DATA = "beside the data"
 LABELME_IGNORE = "__ignore__"
 LABELME_BACKGROUND = "_background_"
 LABELME_IGNORE_VALUES = (255, -1)
+
+
+@dataclass(frozen=True)
+class ValueSet:
+    """A set of integers as one interval ``[start, stop)`` plus a few other values: the shape
+    of every set of legal values, so that it costs what its other values cost, whatever the
+    interval spans (a spec of 100,000,000 classes is two numbers).
+
+    ``in`` and :meth:`contains` (an array) never enumerate the interval, nor does ``size``;
+    iterating yields the values in ascending order, lazily, so ``sorted``/``list`` of a set
+    costs its size: look at ``size`` (or ``is_interval``) before listing one. Build one with
+    :meth:`of`, which keeps it canonical (``others`` never touches the interval).
+    """
+
+    start: int = 0
+    stop: int = 0
+    others: frozenset[int] = frozenset()
+
+    @classmethod
+    def of(cls, values: Iterable[int] = (), *, start: int = 0, stop: int = 0) -> "ValueSet":
+        """The values with the interval ``[start, stop)``, in the one form that makes equal
+        sets equal: the longest run of consecutive members (the lowest on a tie) is the
+        interval. Costs what ``values`` holds."""
+        if stop <= start:
+            start = stop = 0
+        runs: list[list[int]] = []  # half-open runs of consecutive values outside the interval
+        for value in sorted({int(v) for v in values if not start <= v < stop}):
+            if runs and runs[-1][1] == value:
+                runs[-1][1] += 1
+            else:
+                runs.append([value, value + 1])
+        if stop > start:
+            interval = [start, stop]
+            apart = []
+            for run in runs:  # a run that touches the interval joins it
+                if run[1] == interval[0]:
+                    interval[0] = run[0]
+                elif run[0] == interval[1]:
+                    interval[1] = run[1]
+                else:
+                    apart.append(run)
+            runs = apart + [interval]
+        if not runs:
+            return cls()
+        # Another run is longer than the given interval only when the interval is shorter than
+        # the values given: listing it below costs no more than they do.
+        longest = max(runs, key=lambda run: (run[1] - run[0], -run[0]))
+        others = frozenset(v for run in runs if run is not longest for v in range(run[0], run[1]))
+        return cls(longest[0], longest[1], others)
+
+    @property
+    def size(self) -> int:
+        """How many values (a Python int: no limit)."""
+        return self.stop - self.start + len(self.others)
+
+    @property
+    def is_interval(self) -> bool:
+        """True when the set is exactly ``[start, stop)`` (empty included)."""
+        return not self.others
+
+    @property
+    def lowest(self) -> int | None:
+        candidates = ([self.start] if self.stop > self.start else []) + ([min(self.others)] if self.others else [])
+        return min(candidates) if candidates else None
+
+    @property
+    def highest(self) -> int | None:
+        candidates = ([self.stop - 1] if self.stop > self.start else []) + ([max(self.others)] if self.others else [])
+        return max(candidates) if candidates else None
+
+    def shifted(self, by: int) -> "ValueSet":
+        """Every value plus ``by``."""
+        return ValueSet(self.start + by, self.stop + by, frozenset(v + by for v in self.others))
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        """``value in self`` for every element of an array of any numeric dtype, as a bool
+        array of its shape: vectorised on what int64 holds, exact past it (uint64 values,
+        object arrays of Python ints, whole floats); fractions, NaN and infinities are not in
+        any set."""
+        array = np.asarray(values)
+        kind = array.dtype.kind
+        if kind == "O":
+            flat = array.reshape(-1)
+            return np.fromiter((v in self for v in flat.tolist()), dtype=bool, count=flat.size).reshape(array.shape)
+        if kind == "b" or (kind in "iu" and (kind == "i" or array.dtype.itemsize < 8)):
+            return self._contains_int64(array.astype(np.int64, copy=False))
+        if kind == "u":  # uint64: past int64 no value of a spec lies, but a set may hold one
+            fits = array <= INT64_MAX
+        elif kind == "f":
+            whole = np.isfinite(array) & (np.floor(array) == array)
+            fits = whole & (array >= -2.0 ** 63) & (array < 2.0 ** 63)
+        else:  # complex, text, dates: no label
+            return np.zeros(array.shape, dtype=bool)
+        found = np.zeros(array.shape, dtype=bool)
+        found[fits] = self._contains_int64(array[fits].astype(np.int64))
+        beyond = ~fits if kind == "u" else whole & ~fits
+        if beyond.any():
+            distinct, inverse = np.unique(array[beyond], return_inverse=True)
+            members = np.array([int(v) in self for v in distinct.tolist()], dtype=bool)
+            found[beyond] = members[inverse.reshape(-1)]
+        return found
+
+    def _contains_int64(self, array: np.ndarray) -> np.ndarray:
+        found = np.zeros(array.shape, dtype=bool)
+        if self.stop > self.start:
+            found = (array >= self.start) & (array < self.stop)
+        if self._others_int64.size:
+            found |= np.isin(array, self._others_int64)
+        return found
+
+    @cached_property
+    def _others_int64(self) -> np.ndarray:
+        # Built once per set (not a field: equality and hashing ignore it).
+        return np.array(sorted(v for v in self.others if INT64_MIN <= v <= INT64_MAX), dtype=np.int64)
+
+    def __contains__(self, value: object) -> bool:
+        number = _integer(value)
+        return number is not None and (self.start <= number < self.stop or number in self.others)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+    def __iter__(self) -> Iterator[int]:
+        yield from sorted(v for v in self.others if v < self.start)
+        yield from range(self.start, self.stop)
+        yield from sorted(v for v in self.others if v >= self.stop)
+
+    def __or__(self, values: Iterable[int]) -> "ValueSet":
+        """The set with a few more values (ignore values, say): costs what they hold."""
+        return ValueSet.of([*self.others, *values], start=self.start, stop=self.stop)
+
+    __ror__ = __or__
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ValueSet):
+            return (self.start, self.stop, self.others) == (other.start, other.stop, other.others)
+        if isinstance(other, Set):
+            return len(other) == self.size and all(v in self for v in other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.start, self.stop, self.others))
+
+    def __repr__(self) -> str:
+        interval = f"[{self.start}, {self.stop})" if self.stop > self.start else ""
+        others = "{" + ", ".join(str(v) for v in sorted(self.others)) + "}" if self.others else ""
+        return f"ValueSet({' + '.join(part for part in (interval, others) if part) or '{}'})"
+
+
+def _integer(value: object) -> int | None:
+    """``value`` as an exact int when it is an integer or a whole finite float, else None."""
+    if isinstance(value, (int, np.integer, np.bool_)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return None
+
+
+def reduce_zero_label(values: np.ndarray) -> np.ndarray:
+    """mmsegmentation's reduce_zero_label on an integer array (:meth:`LabelSpec.loss_value`
+    on each): 0 -> 255, v -> v - 1, 255 stays; int64 out."""
+    out = values.astype(np.int64) - 1
+    out[values == 0] = IGNORE_REDUCED
+    out[values == IGNORE_REDUCED] = IGNORE_REDUCED
+    return out
 
 
 @dataclass(frozen=True)
@@ -44,6 +220,21 @@ class LabelSpec:
         origins: ``(part, origin)`` pairs naming which file or flag gave each part (see
             :data:`PARTS`); filled from ``sources`` when not given.
         notes: what merging the spec's layers replaced, for the report.
+
+    What is legal is said here and nowhere else; ask, never recompute:
+
+    * :meth:`is_legal` (one value) and :meth:`legal` (a numpy array, vectorised): values as
+      stored, reduce_zero_label applied inside, ignore values legal; ``reduce=False`` for
+      values reduce_zero_label never touches (class ids of annotation files).
+    * :meth:`is_ignored`, :meth:`loss_value`: what the loss ignores, what it sees.
+    * :meth:`allowed_values` (the class values) and :meth:`legal_values` (everything legal):
+      :class:`ValueSet` objects, an interval plus a few other values, so a spec of
+      100,000,000 classes costs two numbers; ``size``, ``highest``, ``is_interval``;
+      :meth:`is_contiguous`, :meth:`describe`, :attr:`is_known`.
+
+    Nothing here costs more than the values the spec lists: no call enumerates
+    ``range(num_classes)``; iterating a :class:`ValueSet` does, so check its ``size`` first.
+    Every number is an int64 (:class:`SpecError` past it).
     """
 
     classes: tuple[str, ...] | None = None
@@ -59,6 +250,10 @@ class LabelSpec:
     def __post_init__(self) -> None:
         if self.num_classes is not None and self.num_classes < 1:
             raise SpecError(f"num_classes must be at least 1, got {self.num_classes}")
+        _check_int64("num_classes", () if self.num_classes is None else (self.num_classes,))
+        _check_int64("values", self.values or ())
+        _check_int64("ignore_index", self.ignore)
+        _check_int64("background", () if self.background is None else (self.background,))
         # A class list and a count that disagree are both kept (no check here): the count
         # decides what is legal, the names still name the values, the report states it.
         # A spec built from its sources alone got every part it sets from them.
@@ -133,7 +328,7 @@ class LabelSpec:
     @property
     def is_known(self) -> bool:
         """True when the legal values are known (otherwise the audit only infers)."""
-        return self.allowed_values() is not None
+        return self._class_values is not None
 
     @property
     def effective_num_classes(self) -> int | None:
@@ -145,31 +340,91 @@ class LabelSpec:
             return len(self.values)
         return None
 
-    def allowed_values(self) -> frozenset[int] | None:
-        """The legal class values, without the ignore values; None when unknown."""
-        if self.values is not None:
-            return frozenset(self.values)
-        n = self.effective_num_classes
-        if n is None:
-            return None
-        return frozenset(range(n))
+    def allowed_values(self) -> ValueSet | None:
+        """The legal class values, without the ignore values; None when unknown.
+
+        ``values`` when given, else ``[0, num_classes)`` (a class list counts when there is
+        no ``num_classes``), as a :class:`ValueSet`: an interval, never a list of its members.
+        """
+        return self._class_values
+
+    def legal_values(self, *, reduce: bool = True) -> ValueSet | None:
+        """Every legal value as stored: the class values and the ignore values, and under
+        reduce_zero_label the stored values that become them (``v + 1``) or become 255 (0,
+        255); None when unknown. ``reduce=False`` for values that reduce_zero_label never
+        touches (class ids of annotation files)."""
+        return self._legal_reduced if reduce and self.reduce_zero_label else self._legal_plain
+
+    def is_legal(self, value: Any, *, reduce: bool = True) -> bool:
+        """True when one stored value (an int, an exact Python int past int64, a whole
+        float) is legal; a spec that says nothing (``is_known`` False) forbids nothing."""
+        legal = self.legal_values(reduce=reduce)
+        return legal is None or value in legal
+
+    def legal(self, values: np.ndarray, *, reduce: bool = True) -> np.ndarray:
+        """:meth:`is_legal` of every element of an array (any numeric dtype, uint64 past
+        int64 included), as a bool array of its shape. Vectorised over the array; what it
+        costs never depends on num_classes. Fractions, NaN and infinities are illegal."""
+        legal = self.legal_values(reduce=reduce)
+        if legal is None:
+            return np.ones(np.shape(values), dtype=bool)
+        return legal.contains(values)
+
+    def is_ignored(self, value: int, *, reduce: bool = True) -> bool:
+        """True when the loss ignores a stored value: an ignore value, or under
+        reduce_zero_label one that becomes 255 or an ignore value."""
+        if reduce and self.reduce_zero_label:
+            seen = self.loss_value(value)
+            return seen == IGNORE_REDUCED or seen in self.ignore
+        return value in self.ignore
+
+    def loss_value(self, value: int) -> int:
+        """The value the loss sees for a stored one: under reduce_zero_label 0 and 255 become
+        255 and any other v becomes v - 1 (:func:`reduce_zero_label` on arrays); else itself."""
+        if not self.reduce_zero_label:
+            return value
+        return IGNORE_REDUCED if value in (0, IGNORE_REDUCED) else value - 1
 
     def is_contiguous(self) -> bool:
-        allowed = self.allowed_values()
-        return allowed is not None and allowed == frozenset(range(len(allowed)))
+        """True when the class values are exactly ``0 .. n - 1``."""
+        allowed = self._class_values
+        return allowed is not None and allowed.is_interval and allowed.start == 0
 
     def describe(self) -> str:
         """A short text such as ``[0, 9) (num_classes=9, ignore_index=None)``."""
-        allowed = self.allowed_values()
+        allowed = self._class_values
         if allowed is None:
             return "no label spec given"
         if self.is_contiguous():
-            head = f"[0, {len(allowed)})"
+            head = f"[0, {allowed.size})"
         else:
-            head = "{" + ", ".join(str(v) for v in sorted(allowed)) + "}"
+            # Not an interval from 0, so the spec's explicit values: listing them costs what
+            # the spec itself holds.
+            head = "{" + ", ".join(str(v) for v in allowed) + "}"
         ignore = ", ".join(str(v) for v in self.ignore) if self.ignore else "None"
         extra = ", reduce_zero_label=True" if self.reduce_zero_label else ""
         return f"{head} (num_classes={self.effective_num_classes}, ignore_index={ignore}{extra})"
+
+    # The sets below are built once per spec (a frozen dataclass; the cache is not a field,
+    # so equality, hashing and ``replace`` ignore it).
+    @cached_property
+    def _class_values(self) -> ValueSet | None:
+        if self.values is not None:
+            return ValueSet.of(self.values)
+        n = self.effective_num_classes
+        return None if n is None else ValueSet.of(start=0, stop=n)
+
+    @cached_property
+    def _legal_plain(self) -> ValueSet | None:
+        classes = self._class_values
+        return None if classes is None else classes | self.ignore
+
+    @cached_property
+    def _legal_reduced(self) -> ValueSet | None:
+        # Stored v is legal when v - 1 is (the loss sees v - 1), and 0 and 255 always are
+        # (they become 255, the value reduce_zero_label leaves for the loss to ignore).
+        seen = self._legal_plain
+        return None if seen is None else (seen | (IGNORE_REDUCED,)).shifted(1) | (0, IGNORE_REDUCED)
 
     def class_name(self, value: int) -> str | None:
         if self.classes is not None and 0 <= value < len(self.classes):
@@ -295,6 +550,13 @@ def class_list_spec(names: Iterable[str], shown: str) -> "LabelSpec":
 def normalise_name(name: str) -> str:
     """The form under which names that differ by case, whitespace or punctuation collide."""
     return re.sub(r"[\W_]+", "", name.casefold())
+
+
+def _check_int64(part: str, numbers: Iterable[int]) -> None:
+    for number in numbers:
+        if not INT64_MIN <= number <= INT64_MAX:
+            raise SpecError(f"{part} {number} is past what a label can hold: spec numbers are int64, "
+                            f"{INT64_MIN} to {INT64_MAX}")
 
 
 def _names(value: Any) -> tuple[str, ...]:

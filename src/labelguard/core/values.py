@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labelguard.core.spec import IGNORE_REDUCED, LabelSpec
+from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import reduce_zero_label as reduce_zero_label  # its array form, long imported from here
 
 _BINCOUNT_LIMIT = 1 << 16
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -119,21 +120,15 @@ def _comparison_buffer(size: int) -> np.ndarray:
     return buffer[:size]
 
 
-def reduce_zero_label(values: np.ndarray) -> np.ndarray:
-    """mmsegmentation's reduce_zero_label applied to values: 0 -> 255, v -> v - 1, 255 stays."""
-    out = values.astype(np.int64) - 1
-    out[values == 0] = IGNORE_REDUCED
-    out[values == IGNORE_REDUCED] = IGNORE_REDUCED
-    return out
-
-
 @dataclass(frozen=True)
 class Violation:
-    """Values of one histogram that the spec does not allow."""
+    """Values of one histogram that the spec does not allow: as the loss sees them
+    (``values``, after reduce_zero_label) and as the file stores them (``stored``)."""
 
     values: tuple[int, ...]
     counts: tuple[int, ...]
     negative: tuple[int, ...]
+    stored: tuple[int, ...]
 
     @property
     def total(self) -> int:
@@ -141,25 +136,22 @@ class Violation:
 
 
 def violations(values: np.ndarray, counts: np.ndarray, spec: LabelSpec) -> Violation | None:
-    """The values (after reduce_zero_label when the spec asks) that break ``spec``.
+    """The values of a histogram that break ``spec`` (:meth:`LabelSpec.legal`).
 
     Returns None when every value is legal or the spec does not say what is legal.
     """
-    allowed = spec.allowed_values()
-    if allowed is None or len(values) == 0:
+    if not spec.is_known or len(values) == 0:
         return None
-    checked = reduce_zero_label(values) if spec.reduce_zero_label else values
-    legal = set(allowed) | set(spec.ignore)
-    if spec.reduce_zero_label:
-        legal.add(IGNORE_REDUCED)
-    bad = [i for i, v in enumerate(checked.tolist()) if v not in legal]
-    if not bad:
+    bad = np.flatnonzero(~spec.legal(values))
+    if not bad.size:
         return None
-    bad_values = tuple(int(checked[i]) for i in bad)
+    stored = tuple(int(v) for v in values[bad].tolist())
+    seen = tuple(spec.loss_value(v) for v in stored)
     return Violation(
-        values=bad_values,
-        counts=tuple(int(counts[i]) for i in bad),
-        negative=tuple(v for v in bad_values if v < 0),
+        values=seen,
+        counts=tuple(int(c) for c in counts[bad].tolist()),
+        negative=tuple(v for v in seen if v < 0),
+        stored=stored,
     )
 
 
@@ -174,9 +166,9 @@ def suggest_remap(found: list[int], spec: LabelSpec) -> dict[int, int] | None:
     allowed = spec.allowed_values()
     if allowed is None:
         return None
-    classes = sorted(v for v in found if v not in set(spec.ignore))
-    targets = sorted(allowed)
-    if len(classes) != len(targets) or set(classes) <= allowed:
+    classes = sorted(v for v in found if not spec.is_ignored(v))
+    # The counts match before the legal values are listed: as many as the found values.
+    if len(classes) != allowed.size or all(v in allowed for v in classes):
         return None
-    remap = {src: dst for src, dst in zip(classes, targets) if src != dst}
+    remap = {src: dst for src, dst in zip(classes, allowed) if src != dst}
     return remap or None

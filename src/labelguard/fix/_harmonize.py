@@ -230,15 +230,14 @@ def _is_int(label: str) -> bool:
 def _invalid_numbers(labels: dict[str, int], own: LabelSpec) -> dict[str, str]:
     """The numeric labels that are no class of the dataset: negative ones, its ignore values and,
     when it declares its classes, those outside them."""
-    allowed = own.allowed_values()
     invalid = {}
     for label in labels:
         value = int(label)
-        if value in own.ignore:
+        if own.is_ignored(value, reduce=False):
             invalid[label] = f"{value} is the dataset's ignore index"
         elif value < 0:
             invalid[label] = f"{value} is negative: no class id"
-        elif allowed is not None and value not in allowed:
+        elif not own.is_legal(value, reduce=False):
             invalid[label] = f"{value} is outside the dataset's own spec {own.describe()}"
     return invalid
 
@@ -328,24 +327,25 @@ def _harmonize_names(datasets: list[DatasetLabels], spec: LabelSpec | None) -> H
 
 
 def _harmonize_numbers(datasets: list[DatasetLabels], spec: LabelSpec | None) -> Harmonization:
-    ignore = set(spec.ignore) if spec is not None else set()
-    value_sets = [sorted(int(v) for v in d.classes_found if int(v) not in ignore) for d in datasets]
+    given = spec if spec is not None else LabelSpec()
+    value_sets = [sorted(int(v) for v in d.classes_found if not given.is_ignored(int(v), reduce=False))
+                  for d in datasets]
     if spec is not None and spec.allowed_values():
-        allowed = sorted(spec.allowed_values())
         common_spec = spec
     else:
-        allowed = list(range(max(len(v) for v in value_sets)))
-        common_spec = LabelSpec(num_classes=max(1, len(allowed)), sources=("harmonize",))
+        common_spec = LabelSpec(num_classes=max(1, max(len(v) for v in value_sets)), sources=("harmonize",))
+    # The class values in order, as a ValueSet: zipped with the values found, never listed whole.
+    allowed = common_spec.allowed_values()
     notes = _invalid_notes(datasets)
     for dataset, values in zip(datasets, value_sets):
-        if len(values) > len(allowed):
-            notes.append(f"{dataset.path}: {len(values)} values {values} for {len(allowed)} classes; mapped "
+        if len(values) > allowed.size:
+            notes.append(f"{dataset.path}: {len(values)} values {values} for {allowed.size} classes; mapped "
                          "the lowest ones only, map the rest by hand")
         for value, target in zip(values, allowed):
             if value != target:
                 dataset.map[str(value)] = target
-        if len(values) < len(allowed) and dataset.map:
-            notes.append(f"{dataset.path}: only {len(values)} of {len(allowed)} classes occur; the rank match "
+        if len(values) < allowed.size and dataset.map:
+            notes.append(f"{dataset.path}: only {len(values)} of {allowed.size} classes occur; the rank match "
                          f"{', '.join(f'{k} -> {v}' for k, v in dataset.map.items())} is a guess, check it")
     return Harmonization(common_spec, datasets, notes)
 

@@ -90,7 +90,7 @@ class TextFormatter(Formatter):
             if value not in kept:
                 continue
             verdict = {True: "yes", False: "NO", None: "-"}[report.value_in_spec(value)]
-            if value in report.spec.ignore:
+            if report.spec.is_ignored(value):
                 verdict = "ignored"
             name = report.spec.class_name(value)
             name = _cell(name, 16) if name else ""

@@ -1,10 +1,14 @@
 """LG104 on the merged summary: a class of the spec that no mask value or object carries.
 
 The code (``class-never-used``) is defined with the class codes in
-:mod:`labelguard.checks.classes`; this rule is its dataset-level logic.
+:mod:`labelguard.checks.classes`; this rule is its dataset-level logic. ``data["missing"]``
+lists the never-seen class values, the first :data:`MISSING_KEPT` of them; when there are
+more (a spec of 100,000,000 classes), ``data["missing_count"]`` has their number.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -20,6 +24,7 @@ from labelguard.rules.lg209 import scaled_binary
 # Entries of label maps that no annotated object carries: VOC/Datumaro labelmap.txt starts
 # with "background" and may end with "ignored" (the void colour).
 PLACEHOLDER_CLASSES = frozenset({"background", "__background__", "bg", "void", "ignored", "ignore"})
+MISSING_KEPT = 1000
 
 EXAMPLES = (
     Example(True, "values 0, 1 for a spec of 0..2",
@@ -34,24 +39,27 @@ def classes_never_seen(summary: Summary, spec: LabelSpec):
     allowed = spec.allowed_values()
     findings = []
     if summary.value_files and allowed is not None:
-        found = set(summary.value_files)
-        if spec.reduce_zero_label:
-            found = {v - 1 for v in found if v not in (0, 255)}
+        # The class values the loss sees (after reduce_zero_label), what it ignores apart.
+        found = {spec.loss_value(v) for v in summary.value_files if not spec.is_ignored(v)}
         # A gap that LG208 (1-based) or LG209 (0/255) explains is not reported twice; any
         # other gap (labels [0, 2, 3, 4, 5] for 0..4) is worth its own finding.
         explained = one_based_labels(summary, spec) or scaled_binary(summary, spec)
         remap = (suggested_remap(summary, spec) or {}) if explained else {}
-        missing = sorted(allowed - found - set(remap.values()))
-        if missing and found & allowed:
+        seen = {v for v in found | set(remap.values()) if v in allowed}
+        # Counted, then listed from the front: never a walk over all the classes of the spec.
+        count = allowed.size - len(seen)
+        missing = list(itertools.islice((v for v in allowed if v not in seen), MISSING_KEPT))
+        if count and any(v in allowed for v in found):
             labels = [class_label(v, spec) for v in missing]
+            extra = {"missing_count": count} if count > len(missing) else {}
             findings.append(CLASS_UNUSED.finding(
                 None,
-                f"{noun(len(missing), 'class value')} {shorten(labels, LISTED)} of the spec "
-                f"never {verb(len(missing), 'occurs')} in {plural(summary.samples, 'sample')} "
+                f"{noun(count, 'class value')} {shorten(labels, LISTED, total=count)} of the spec "
+                f"never {verb(count, 'occurs')} in {plural(summary.samples, 'sample')} "
                 f"(found [{shorten(sorted(summary.value_files), LISTED)}])",
                 hint="Check the spec against the data: a class too many in the spec, data "
                 "missing from this split, or a renumbered value.",
-                missing=missing,
+                missing=missing, **extra,
             ))
     if summary.class_objects and spec.classes:
         seen = set(summary.class_objects)

@@ -112,9 +112,9 @@ def image_finding(sample: MaskSample, spec: LabelSpec):
 
 
 def outside_spec(display: str, bad, spec: LabelSpec, value_name: str = "label value"):
-    # bad.values are what the loss sees; under reduce_zero_label the file holds each plus one,
-    # and the finding names the stored value as the summary and the report do.
-    stored = tuple(v + 1 for v in bad.values) if spec.reduce_zero_label else bad.values
+    # bad.values are what the loss sees; the finding names the stored value as the summary
+    # and the report do.
+    stored = bad.stored
     pairs = ", ".join(
         f"{s}{f' ({v} after reduce_zero_label)' if s != v else ''} in {c} pixel{'s' if c != 1 else ''}"
         for s, v, c in zip(stored[:8], bad.values[:8], bad.counts[:8]))

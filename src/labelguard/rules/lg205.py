@@ -32,12 +32,7 @@ def only_background(sample: MaskSample, spec: LabelSpec):
     values = sample.values
     if values is None or not len(values) or sample.looks_like_image:
         return ()
-    quiet = set(spec.ignore)
-    if spec.background is not None:
-        quiet.add(spec.background)
-    if spec.reduce_zero_label:
-        quiet.add(0)
-    if not set(values.tolist()) <= quiet:
+    if not all(v == spec.background or spec.is_ignored(v) for v in values.tolist()):
         return ()
     return (EMPTY_MASK.finding(
         sample.display,

@@ -36,14 +36,14 @@ def one_based_labels(summary: Summary, spec: LabelSpec):
     allowed = spec.allowed_values()
     if not found or allowed is None or spec.background is None or spec.reduce_zero_label:
         return []
-    classes = [v for v in found if v not in spec.ignore]
+    classes = [v for v in found if not spec.is_ignored(v)]
     if not classes or spec.background in classes or spec.background not in allowed:
         return []
     # 1-based: the values run 1..m and the shift lands exactly on the spec's values. The
     # distinct sorted values are consecutive when their count spans them (no list of the
     # span: one value of 50,000,000 must cost nothing).
     consecutive = classes[0] == spec.background + 1 and classes[-1] - classes[0] + 1 == len(classes)
-    if not consecutive or classes[-1] != max(allowed) + 1:
+    if not consecutive or classes[-1] != allowed.highest + 1:
         return []
     remap = {v: v - 1 for v in classes}
     return [ONE_BASED.finding(

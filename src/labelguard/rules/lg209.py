@@ -34,10 +34,10 @@ EXAMPLES = (
 @rule(SCALED_BINARY, "dataset", EXAMPLES)
 def scaled_binary(summary: Summary, spec: LabelSpec):
     allowed = spec.allowed_values()
-    if allowed is None or len(allowed) != 2:
+    if allowed is None or allowed.size != 2:
         return []
-    low, high = sorted(allowed)
-    classes = [v for v in main_values(summary) if v not in spec.ignore]
+    low, high = allowed
+    classes = [v for v in main_values(summary) if not spec.is_ignored(v)]
     scaled = [v for v in classes if v not in allowed]
     if not scaled or len(scaled) != 1 or not set(classes) <= {low, scaled[0]} or scaled[0] <= high:
         return []

@@ -44,16 +44,15 @@ EXAMPLES = (
 
 @rule(IMBALANCE, "dataset", EXAMPLES)
 def class_imbalance(summary: Summary, spec: LabelSpec):
-    counts = {v: c for v, c in summary.value_pixels.items() if v not in spec.ignore}
+    counts = {v: c for v, c in summary.value_pixels.items() if not spec.is_ignored(v)}
     kind = "pixels"
     if not counts:
         counts = dict(summary.class_objects)
         kind = "objects"
     if len(counts) < 2:
         return []
-    allowed = spec.allowed_values()
-    if allowed is not None and kind == "pixels":
-        counts = {v: c for v, c in counts.items() if v in allowed}
+    if spec.is_known and kind == "pixels":
+        counts = {v: c for v, c in counts.items() if spec.is_legal(v)}
     if len(counts) < 2:
         return []
     rarest = min(counts, key=counts.get)

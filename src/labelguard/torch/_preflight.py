@@ -227,9 +227,8 @@ class _Preflight:
             values, numbers = np.unique(_whole(array), return_counts=True)
             self.counts.update(dict(zip(values.tolist(), numbers.tolist())))
             index_loss = self.info is not None and self.info.mode is LossMode.INDEX
-            legal = self.loss_ignore if index_loss else set(self.spec.ignore) | self.loss_ignore
-            past_head = not self.binary and any(
-                (v < 0 or v >= self.classes) and v not in legal for v in values.tolist())
+            ignore = self.loss_ignore if index_loss else set(self.spec.ignore) | self.loss_ignore
+            past_head = not self.binary and not self._head(ignore).legal(values, reduce=False).all()
         before = len(errors_of(self.report.findings))
         if array is not None and not self.binary:
             self.report.findings.extend(self._value_findings(where, array))
@@ -241,6 +240,12 @@ class _Preflight:
         if (self.loss_fn is not None and not past_head and not self._weight_mismatch()
                 and len(errors_of(self.report.findings)) == before):
             self._call_loss(logits, loss_target, where)
+
+    def _head(self, ignore: Iterable[int]) -> LabelSpec:
+        """The model's head as a spec: its class indices, and the values the loss ignores."""
+        if not self.classes:
+            return LabelSpec(values=(), ignore=tuple(sorted(ignore)))
+        return LabelSpec(num_classes=self.classes, ignore=tuple(sorted(ignore)))
 
     def _weight_mismatch(self) -> bool:
         weight = self.info.weight if self.info is not None else None
@@ -264,8 +269,9 @@ class _Preflight:
         except (RuntimeError, IndexError, ValueError) as exc:
             if not any(marker in str(exc) for marker in _ONE_HOT_ERRORS):
                 raise
+            head = self._head(())
             present = sorted(v for v in self.counts
-                             if v in set(self.spec.ignore) or v >= self.classes or v < 0)
+                             if self.spec.is_ignored(v, reduce=False) or not head.is_legal(v, reduce=False))
             self.report.findings.append(
                 one_hot_finding(where, present or [IGNORE_REDUCED], self.info.name))
             self.loss_failed = True
