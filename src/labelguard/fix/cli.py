@@ -49,6 +49,11 @@ def common_options(func):
         click.option("--from-report", type=click.Path(exists=True, dir_okay=False),
                      help="A JSON audit report (audit -f json -o FILE) whose suggestions to apply."),
         click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+        click.option("--force", is_flag=True,
+                     help="Also rewrite what is refused by default: read-only files (they stay read-only), files "
+                          "with other hard links (this name gets the new bytes, the others keep the old), and for "
+                          "remap/colors masks the audit flags as images or JPEG-damaged (LG202). Symbolic links "
+                          "and HDF5 files that reach into other files are refused even so."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -113,12 +118,10 @@ def fix() -> None:
               help="Remap class ids in YOLO label rows, COCO JSON and CSV/TSV label tables instead of mask values.")
 @click.option("--from-mapping", type=click.Path(exists=True, dir_okay=False),
               help="A mapping file from `labelguard harmonize`: apply its value and id maps to its datasets.")
-@click.option("--force", is_flag=True,
-              help="Also rewrite files the audit flags as images or as JPEG-damaged (LG202); refused by default.")
 @spec_options
 @common_options
-def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values, classes, ignore_index, key, layout,
-                  apply, out, from_report, as_json):
+def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classes, ignore_index, key, layout,
+                  apply, out, from_report, as_json, force):
     """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
     --ids the class ids of YOLO rows, COCO categories and CSV/TSV label tables."""
     from labelguard.fix.api import remap, remap_ids
@@ -127,7 +130,7 @@ def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values,
         if mapping or paths or from_report or out:
             raise click.UsageError("--from-mapping takes its datasets and maps from the file; drop PATHS, --map, "
                                    "--from-report and --out")
-        _show_all(from_mapping, ("values", "ids"), apply, as_json)
+        _show_all(from_mapping, ("values", "ids"), apply, as_json, force)
         return
     if not mapping and not from_report:
         raise click.UsageError("give --map FROM:TO,..., --from-report REPORT or --from-mapping FILE")
@@ -135,7 +138,7 @@ def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values,
     if ids:
         if not mapping or not paths:
             raise click.UsageError("--ids needs PATHS and --map")
-        _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out), as_json)
+        _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out, force=force), as_json)
         return
     result = remap(list(paths) or None, mapping, spec=spec, options=_layout(layout, key), from_report=from_report,
                    apply=apply, out=out, force=force)
@@ -152,7 +155,7 @@ def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values,
               help="A mapping file from `labelguard harmonize`: apply its name maps to its datasets.")
 @click.option("--classes", help="The class names the re-audit checks against, comma separated.")
 @common_options
-def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, from_report, as_json):
+def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, from_report, as_json, force):
     """Rename classes under PATHS: VOC XML <name> texts, COCO categories, CSV/TSV label cells, and
     ImageFolder class folders (merged file by file into a folder that already has the new name)."""
     from labelguard.fix.api import rename
@@ -163,7 +166,7 @@ def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, 
         if mapping or paths or out:
             raise click.UsageError("--from-mapping takes its datasets and maps from the file; drop PATHS, --map "
                                    "and --out")
-        _show_all(from_mapping, ("names",), apply, as_json)
+        _show_all(from_mapping, ("names",), apply, as_json, force)
         return
     if mapping and map_file:
         raise click.UsageError("give --map or --map-file, not both")
@@ -171,7 +174,8 @@ def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, 
         mapping = _name_map_file(map_file)
     if not mapping or not paths:
         raise click.UsageError("give PATHS and --map OLD=NEW,... (or --map-file FILE), or --from-mapping FILE")
-    _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out), as_json)
+    _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out, force=force),
+          as_json)
 
 
 def _name_map_file(path: str) -> dict[str, str]:
@@ -186,10 +190,10 @@ def _name_map_file(path: str) -> dict[str, str]:
     return data
 
 
-def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: bool) -> None:
+def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: bool, force: bool) -> None:
     from labelguard.fix._harmonize import apply_mapping
 
-    results = apply_mapping(mapping_file, kinds=kinds, apply=apply)
+    results = apply_mapping(mapping_file, kinds=kinds, apply=apply, force=force)
     if not results:
         click.echo(f"nothing to do: no {' or '.join(kinds)} map in {mapping_file} changes anything", err=True)
         return
@@ -212,12 +216,10 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
 @click.option("--unmapped", type=int, help="Index for colours not in the map (default: skip such files).")
 @click.option("--mode", type=click.Choice(["P", "L"]), default="P", show_default=True,
               help="P: index mask with the colours as palette; L: plain grey index mask.")
-@click.option("--force", is_flag=True,
-              help="Also rewrite files the audit flags as images or as JPEG-damaged (LG202); refused by default.")
 @spec_options
 @common_options
-def colors_command(paths, color_map, unmapped, mode, force, num_classes, values, classes, ignore_index, key, layout,
-                   apply, out, from_report, as_json):
+def colors_command(paths, color_map, unmapped, mode, num_classes, values, classes, ignore_index, key, layout,
+                   apply, out, from_report, as_json, force):
     """Convert colour masks under PATHS to index masks."""
     from labelguard.fix.api import colors
 
@@ -235,14 +237,14 @@ def colors_command(paths, color_map, unmapped, mode, force, num_classes, values,
               help="The dataset root the entries are relative to (default: found above the list).")
 @click.option("--keep-missing", is_flag=True, help="Keep entries whose file does not exist.")
 @common_options
-def list_command(lists, root, keep_missing, apply, out, from_report, as_json):
+def list_command(lists, root, keep_missing, apply, out, from_report, as_json, force):
     """Clean file lists: BOM, CRLF, whitespace, blank and duplicate lines, entries without a file."""
     from labelguard.fix.lists import clean_list
 
     if not lists and not from_report:
         raise click.UsageError("give the LISTS to clean, or --from-report REPORT")
     result = clean_list(list(lists) or None, root=root, drop_missing=not keep_missing, from_report=from_report,
-                        apply=apply, out=out)
+                        apply=apply, out=out, force=force)
     _show(result, as_json)
 
 
