@@ -678,10 +678,12 @@ class _Undo:
         """A journal path as an absolute path in the data; FixError for one that leaves the root
         (before or after resolving links) or lies in ``.labelguard``."""
         path = os.path.normpath(os.path.join(self.info.root, relative))
-        real = os.path.realpath(path)
-        if (os.path.isabs(relative) or not inside_root(path, self.info.root) or path == os.path.normpath(self.info.root)
-                or not inside_root(real, self.real_root)):
+        if os.path.isabs(relative) or not inside_root(path, self.info.root) or path == os.path.normpath(self.info.root):
             raise FixError(f"the journal names {relative!r}, outside the data root {self.info.root}")
+        real = os.path.realpath(path)
+        if not inside_root(real, self.real_root):
+            raise FixError(f"{relative!r} leads outside the data root {self.info.root} through a symbolic link "
+                           f"({real})")
         if os.path.relpath(real, self.real_root).split(os.sep)[0] == STATE_DIR:
             raise FixError(f"the journal names {relative!r}, inside labelguard's own folder {STATE_DIR}")
         return path
