@@ -262,8 +262,9 @@ def undo_command(path, run_id, force, show_runs):
         if not runs:
             click.echo("no fix runs recorded", err=True)
         for info in runs:
-            state = "undone" if info.undone else ("complete" if info.finished else "interrupted")
-            click.echo(f"{info.id}  {state:<11}  {len(info.entries):>5} files  {info.command}")
+            state = "undone" if info.undone else "partly undone" if info.partly_undone else (
+                "complete" if info.finished else "interrupted")
+            click.echo(f"{info.id}  {state:<13}  {len(info.entries):>5} files  {info.command}")
         return
     result = undo(path, run_id, force=force)
     for target in result.restored:

@@ -487,6 +487,7 @@ class RunInfo:
         entries: the write, move, mkdir and rmdir entries, in order, each checked for its fields.
         temps: the temporary files the run (or an undo of it) named, relative to the root.
         problems: (journal:line, why) for lines that could not be used.
+        undone: the last undo of the run restored everything; partly_undone: it met conflicts.
     """
 
     id: str
@@ -498,6 +499,7 @@ class RunInfo:
     problems: list[tuple[str, str]] = field(default_factory=list)
     finished: bool = False
     undone: bool = False
+    partly_undone: bool = False
 
 
 def _run_root(directory: str) -> str:
@@ -551,7 +553,10 @@ def read_journal(journal_path: str) -> RunInfo:
         elif event == "end":
             info.finished = True
         elif event == "undone":
-            info.undone = True
+            # Only an undo without conflicts undid the run; after one with conflicts it is
+            # still the run to undo (resolve them, or force).
+            info.undone = entry.get("conflicts") == 0
+            info.partly_undone = not info.undone
     return info
 
 
@@ -619,7 +624,8 @@ def undo(path: str = ".", run: str | None = None, *, force: bool = False) -> Und
     Args:
         path: the data root (or a folder inside it) holding ``.labelguard/backups``, a run
             folder, or a ``journal.jsonl``.
-        run: the run id (or a unique prefix); default: the latest run not yet undone.
+        run: the run id (or a unique prefix); default: the latest run not yet undone (an undo
+            that met conflicts leaves its run to be undone again).
         force: also restore files that changed after the run (their current bytes are lost).
 
     Raises:
