@@ -1,5 +1,6 @@
 """One run or undo at a time per data root, and undo in the order runs completed."""
 
+import json
 import os
 import signal
 import subprocess
@@ -71,3 +72,27 @@ def test_undo_goes_by_completion_and_leaves_no_state_no_run_produced(tmp_path):
     assert set(np.unique(np.load(mask))) == {0, 2}
     assert undo(folder).run == second.run_id and digests([mask]) == after_first
     assert undo(folder).run == first.run_id and digests([mask]) == original
+
+
+def test_a_file_changed_after_planning_is_not_overwritten(tmp_path):
+    """Another program writes a mask while a run is busy with an earlier one: the run refuses
+    that mask instead of overwriting it with content planned from its old bytes."""
+    files = mask_dataset(tmp_path, "npy", n=3)
+    folder = tmp_path / "masks"
+    process = subprocess.Popen([sys.executable, "-m", "labelguard", "fix", "remap", str(folder), "--map", "255:1",
+                                "--num-classes", "2", "--apply", "--json"], env={**os.environ, PAUSE_ENV: "1.0"},
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        journals = list((folder / ".labelguard" / "backups").glob("*/" + JOURNAL))
+        if journals and '"event": "write"' in journals[0].read_text():
+            break
+        time.sleep(0.02)
+    edited = np.zeros((32, 32), np.uint8)
+    np.save(files[2], edited)  # written by hand while the run sleeps on the first file
+    output, _ = process.communicate(timeout=120)
+    changes = {os.path.basename(c["path"]): c for c in json.loads(output)["changes"]}
+    assert changes[files[0].name]["status"] == "written"
+    assert changes[files[2].name]["status"] == "refused" and "changed since this fix was planned" in \
+        changes[files[2].name]["summary"]
+    assert np.array_equal(np.load(files[2]), edited)

@@ -7,7 +7,10 @@ needs are created and the emptied source folders removed, all journaled. A kill 
 leaves every file in its old or its new place, and undo moves the moved ones back.
 
 Before anything moves, each class folder is re-audited under its new name (its images, the
-new name against the spec) and refused when that is worse than before.
+new name against its own dataset's spec) and refused when that is worse than before. A new name
+must be one folder name (no ``/``, ``..``, ``.``, empty or absolute name), and a class folder or
+merge target that is a symbolic link, or lies outside the data, is refused: a merge would move
+files out of (or into) a tree elsewhere.
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 Each container is opened as a :class:`LabelFile` by the editor registered for it (the
 container names are the mask reader's): the label array plus a writer that stores a new array
-with everything else of the file kept (PNG mode and palette, the other arrays of an NPZ, the
-other datasets and attributes of an HDF5 file, NIfTI header and affine) and a check that
-re-reads what was written. :func:`run_mask_fix` plans every mask with a transform and writes
+with everything else of the file kept (PNG mode, palette, text chunks and dpi; TIFF compression,
+resolution, description and ImageJ metadata; the other arrays of an NPZ; the other datasets,
+attributes, chunking and compression of an HDF5 file; the NIfTI header, extensions and affine)
+and a check that re-reads what was written, that metadata included. An HDF5 file with external
+links or virtual datasets mapped from other files is refused: a write could land there. :func:`run_mask_fix` plans every mask with a transform and writes
 through :func:`labelguard.fix.engine.apply_edits`.
 
 A file whose audit says it is not a clean label (an image saved as the label, or a mask with
