@@ -254,8 +254,11 @@ def apply_edits(result: FixResult, edits: Sequence[Edit], root: str, command: st
             if run is None:
                 run = Run(root, command)
             if edit.perform is not None:
-                edit.perform(run)
-                change.status = WRITTEN
+                try:
+                    edit.perform(run)
+                    change.status = WRITTEN
+                except (OSError, FixError) as exc:  # what moved before is journaled: undo moves it back
+                    change.status, change.summary = REFUSED, f"stopped: {_reason(exc)}"
                 continue
             _write_one(edit, run, copy)
     finally:
@@ -288,11 +291,15 @@ def _write_one(edit: Edit, run: Run, copy: bool) -> None:
         run.replace(target, temp)
         if not copy:
             change.status = WRITTEN
-    except OSError as exc:
-        change.status, change.summary = REFUSED, f"not written: {exc.strerror or exc}"
+    except (OSError, FixError) as exc:  # the target turned into a link, a full disk...
+        change.status, change.summary = REFUSED, f"not written: {_reason(exc)}"
     finally:
         if temp is not None and os.path.lexists(temp):
             os.unlink(temp)
+
+
+def _reason(exc: Exception) -> str:
+    return f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def error_amounts(result: FileResult) -> dict[str, int]:
