@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from labelguard.fix.journal import FixError, Run, find_runs, temp_path_for, undo
 
@@ -190,3 +192,31 @@ def test_a_planted_link_for_the_state_folder_is_refused(tmp_path):
     with pytest.raises(FixError, match="not a plain folder"):
         Run(str(root), "test")
     assert not any(elsewhere.iterdir()) and (root / "a.txt").read_bytes() == b"old"
+
+
+PATHS = st.sampled_from(["a.txt", "b.txt", "../victim.txt", "link/victim.txt", "/etc/hostname", ".", "",
+                         ".labelguard/lock", "sub/../a.txt", "files/000000-a.txt", "a.txt\x00x"])
+VALUES = st.one_of(st.none(), PATHS, st.integers(), st.text(max_size=8), st.just("0" * 64),
+                   st.lists(st.integers(), max_size=2))
+ENTRY = st.fixed_dictionaries(
+    {"event": st.sampled_from(["write", "move", "mkdir", "rmdir", "temp", "undo-temp", "start", "end", "x", 3])},
+    optional={"path": VALUES, "source": VALUES, "backup": VALUES, "before": VALUES, "after": VALUES,
+              "temp": VALUES})
+LINES = st.lists(st.one_of(ENTRY.map(lambda e: json.dumps(e).encode()), st.binary(max_size=20)), max_size=8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=LINES)
+def test_any_journal_gives_conflicts_never_a_traceback_nor_a_write_outside(tmp_path_factory, lines):
+    base = tmp_path_factory.mktemp("hostile")
+    root = base / "data"
+    journal = make_run(root)
+    victim = base / "victim.txt"
+    victim.write_bytes(b"old a.txt")
+    os.symlink(base, root / "link")
+    with open(journal, "ab") as handle:
+        handle.write(b"\n".join(lines) + b"\n")
+    result = undo(str(root))
+    assert all(isinstance(where, str) and reason for where, reason in result.conflicts)
+    assert victim.read_bytes() == b"old a.txt"
+    assert sorted(p.name for p in base.iterdir()) == ["data", "victim.txt"]

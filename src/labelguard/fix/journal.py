@@ -565,7 +565,8 @@ def _wrong_fields(entry, event) -> str | None:
     if not isinstance(event, str):
         return "has no event"
     for name, types in _FIELDS.get(event, {}).items():
-        if not isinstance(entry.get(name), types):
+        value = entry.get(name)
+        if name not in entry or not isinstance(value, types) or (isinstance(value, str) and "\0" in value):
             return f"({event}) has no valid {name!r}"
     for name in ("before", "after"):
         value = entry.get(name) if event in ("write", "move") else None
@@ -683,6 +684,8 @@ class _Undo:
     def _path(self, relative: str) -> str:
         """A journal path as an absolute path in the data; FixError for one that leaves the root
         (before or after resolving links) or lies in ``.labelguard``."""
+        if "\0" in relative:
+            raise FixError(f"the journal names {relative!r}, which no file can be named")
         path = os.path.normpath(os.path.join(self.info.root, relative))
         if os.path.isabs(relative) or not inside_root(path, self.info.root) or path == os.path.normpath(self.info.root):
             raise FixError(f"the journal names {relative!r}, outside the data root {self.info.root}")
@@ -698,7 +701,7 @@ class _Undo:
         """The backup file ``relative`` names, checked to lie in this run's ``files/`` folder."""
         files = os.path.join(self.info.dir, FILES)
         path = os.path.normpath(os.path.join(self.info.dir, relative))
-        if os.path.isabs(relative) or os.path.dirname(path) != files \
+        if "\0" in relative or os.path.isabs(relative) or os.path.dirname(path) != files \
                 or not inside_root(os.path.realpath(path), os.path.realpath(files)):
             raise FixError(f"the journal names the backup {relative!r}, outside the run's {FILES}/ folder")
         return path
