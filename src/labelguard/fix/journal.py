@@ -569,7 +569,7 @@ def _wrong_fields(entry, event) -> str | None:
         if name not in entry or not isinstance(value, types) or (isinstance(value, str) and "\0" in value):
             return f"({event}) has no valid {name!r}"
     for name in ("before", "after"):
-        value = entry.get(name) if event in ("write", "move") else None
+        value = entry.get(name) if name in _FIELDS.get(event, {}) else None
         if value is not None and not _HASH.fullmatch(value):
             return f"({event}) has a {name!r} that is no SHA-256"
     return None
