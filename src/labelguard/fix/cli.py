@@ -1,7 +1,7 @@
 """``labelguard fix``: thin click commands over :mod:`labelguard.fix`.
 
-Exit codes: 0 done (or dry run shown), 1 some file was refused (the fix would have made it
-worse) or undo met a conflict, 2 usage error.
+Exit codes: 0 done (or a dry run that refuses nothing), 1 some file was (or, in a dry run, would
+be) refused or undo met a conflict, 2 usage error (another fix holding the data's lock included).
 """
 
 from __future__ import annotations
