@@ -309,3 +309,14 @@ def test_a_mapping_files_names_file_must_lie_inside_its_dataset(tmp_path, names_
     assert victim.read_text() == "mine\n"
     assert Harmonization.load(str(mapping_file(tmp_path, "site_a/classes.txt"))).datasets[0].names_file.endswith(
         "classes.txt")
+
+
+def test_a_dataset_reached_through_a_linked_root_is_fixed_and_undone(tmp_path):
+    """A link to the whole dataset (data kept on another disk) is where the user points: its
+    files lie inside that root once resolved, so they are fixed, and undo finds the run there."""
+    files = mask_dataset(tmp_path / "disk", "png-L", n=2)
+    original = digests(files)
+    os.symlink(tmp_path / "disk" / "masks", tmp_path / "data")
+    result = remap(str(tmp_path / "data"), "255:1", spec=SPEC, apply=True)
+    assert [c.status for c in result.changes] == ["written", "written"]
+    assert undo(str(tmp_path / "data")).restored and digests(files) == original
