@@ -171,7 +171,7 @@ def dataset_specs(path: str, options: AuditOptions, spec: LabelSpec | None,
 def unknown_spec_note(roots: Sequence[str]) -> str:
     """The note of a run whose re-audit cannot judge values: no spec is known for ``roots``."""
     return (f"no label spec is known for {', '.join(roots)} (give --num-classes, --values or --classes, or a "
-            "config): each written file is checked to read back as intended, but its values are not "
+            "config): each written file is checked to read back as intended, but its labels are not "
             "checked against a spec, so the re-audit cannot say the fix made nothing worse")
 
 
