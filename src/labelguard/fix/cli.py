@@ -45,7 +45,8 @@ def common_options(func):
     options = [
         click.option("--apply", is_flag=True, help="Write the changes (default: a dry run that only shows them)."),
         click.option("--out", type=click.Path(file_okay=False),
-                     help="Write fixed files under this folder (same relative paths); the input stays untouched."),
+                     help="Write fixed files under this folder (same relative paths), which must lie outside the "
+                          "data; the input stays untouched."),
         click.option("--from-report", type=click.Path(exists=True, dir_okay=False),
                      help="A JSON audit report (audit -f json -o FILE) whose suggestions to apply."),
         click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
