@@ -228,14 +228,15 @@ def _progress(enabled: bool):
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 @click.option("-j", "--workers", type=click.IntRange(min=1), help="Processes (default: all cores).")
 @click.option("--write-classes", type=click.Path(dir_okay=False),
-              help="Write the class names found, one per line, sorted.")
+              help="Write the class names found, one per line, sorted (a file that exists needs --force).")
+@click.option("--force", is_flag=True, help="Let --write-classes replace a file that exists.")
 @click.option("--severity", "severity_overrides", multiple=True, metavar="CODE=LEVEL",
               help="Change a code's severity, e.g. LG205=warning. Repeatable.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
-          image_key, output_format, output_file, fail_on, sample, seed, workers, write_classes, severity_overrides,
-          no_progress):
+          image_key, output_format, output_file, fail_on, sample, seed, workers, write_classes, force,
+          severity_overrides, no_progress):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -256,6 +257,8 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     for path in paths:
         if not os.path.exists(path):
             raise click.UsageError(f"{path}: no such file or directory")
+    if write_classes and os.path.lexists(write_classes) and not force:
+        raise click.UsageError(f"--write-classes {write_classes}: the file exists; pass --force to replace it")
     images, masks = _folders_in(paths, images, masks)
     spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background)
     overrides = {}
@@ -284,9 +287,12 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         why = " (masks hold values, not names)" if report.summary.kinds.get("mask") else ""
         report.notes.append(f"--write-classes: {write_classes} not written: no class names were found{why}")
     elif write_classes:
-        with open(write_classes, "w", encoding="utf-8") as handle:
-            handle.write("".join(f"{name}\n" for name in names))
+        from labelguard.fix.journal import atomic_write
+
+        atomic_write(write_classes, "".join(f"{name}\n" for name in names).encode("utf-8"))
         click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)
+    if force and not write_classes:
+        report.notes.append("--force was not used: it lets --write-classes replace a file that exists")
     if output_file:
         with open(output_file, "w", encoding="utf-8") as handle:
             write_report(report, output_format, handle)

@@ -26,8 +26,9 @@ The mapping file is JSON::
 ``kind`` says which fix applies the map: ``values`` (mask values, ``fix remap``), ``names``
 (``fix rename``) or ``ids`` (class ids of YOLO rows, COCO categories, CSV labels:
 ``fix remap --ids``). The class-name file a dataset declares its classes in (classes.txt,
-labels.txt, obj.names: ``names_file``) is rewritten to the common list. Paths are
-relative to the mapping file's folder. Edit the file to change the proposal before applying it.
+labels.txt, obj.names: ``names_file``, which must lie inside its dataset) is rewritten to the
+common list. Paths are relative to the mapping file's folder. Edit the file to change the
+proposal before applying it.
 
 How the proposal is made: class names that differ only by case, blanks or punctuation, or by
 one swap of two neighbouring letters (``dgo``), are one class, spelled as most objects spell
@@ -51,7 +52,7 @@ from typing import Any, Sequence
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.errors import SpecError
 from labelguard.fix.base import FixResult, read_json_file
-from labelguard.fix.journal import FixError
+from labelguard.fix.journal import FixError, resolves_inside
 from labelguard.layouts.base import display_path
 
 FORMAT = "labelguard-harmonize"
@@ -165,11 +166,20 @@ class Harmonization:
                     or not isinstance(entry.get("path"), str) or not isinstance(entry.get("map", {}), dict):
                 raise FixError(f"{path}: dataset {number} needs a path, a kind (values, names or ids) and a map")
             names_file = entry.get("names_file")
+            dataset_path = os.path.normpath(os.path.join(base, entry["path"]))
+            if names_file is not None:
+                if not isinstance(names_file, str) or not names_file:
+                    raise FixError(f"{path}: dataset {number}'s names_file is not a file name")
+                names_file = os.path.normpath(os.path.join(base, names_file))
+                if not resolves_inside(names_file, dataset_path) or os.path.realpath(names_file) == \
+                        os.path.realpath(dataset_path):
+                    raise FixError(f"{path}: dataset {number}'s names_file {names_file} is not inside its dataset "
+                                   f"{dataset_path} (links resolved); a mapping file rewrites only files of the "
+                                   "datasets it names")
             datasets.append(DatasetLabels(
-                os.path.normpath(os.path.join(base, entry["path"])), entry.get("layout", ""), entry["kind"],
+                dataset_path, entry.get("layout", ""), entry["kind"],
                 dict(entry.get("labels") or {}), dict(entry.get("map") or {}), entry.get("classes"),
-                os.path.normpath(os.path.join(base, names_file)) if names_file else None,
-                dict(entry.get("invalid") or {})))
+                names_file, dict(entry.get("invalid") or {})))
         return cls(spec, datasets, list(data.get("notes") or []))
 
 
@@ -350,8 +360,8 @@ def _harmonize_numbers(datasets: list[DatasetLabels], spec: LabelSpec | None) ->
     return Harmonization(common_spec, datasets, notes)
 
 
-def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names", "ids"), apply: bool = False
-                  ) -> list[FixResult]:
+def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names", "ids"), apply: bool = False,
+                  force: bool = False) -> list[FixResult]:
     """Apply a saved :class:`Harmonization`: each dataset's map with the fix of its kind, each
     written file re-audited against the common spec; one journaled run per dataset.
 
@@ -359,6 +369,7 @@ def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names
         mapping_file: the file ``labelguard harmonize ... -o FILE`` wrote.
         kinds: only these kinds of map (``fix remap`` applies values and ids, ``fix rename`` names).
         apply: write (default: a dry run).
+        force: also rewrite read-only and hard-linked files (see :func:`labelguard.fix.remap`).
 
     Returns:
         One :class:`FixResult` per dataset that has something to change.
@@ -380,10 +391,10 @@ def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names
             continue
         if dataset.kind == "values":
             result = remap(dataset.path, {int(k): int(v) for k, v in dataset.map.items()}, spec=plan.spec,
-                           apply=apply)
+                           apply=apply, force=force)
         elif dataset.kind == "names" and dataset.layout != "imagefolder":
             result = rename_classes([dataset.path], {str(k): str(v) for k, v in dataset.map.items()},
-                                    spec=plan.spec, apply=apply, extra=extra)
+                                    spec=plan.spec, apply=apply, extra=extra, force=force)
         elif dataset.kind == "names":
             result = rename(dataset.path, {str(k): str(v) for k, v in dataset.map.items()}, spec=plan.spec,
                             apply=apply)
@@ -392,7 +403,7 @@ def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names
                                     "set it to the common list")
         else:
             result = remap_class_ids([dataset.path], {int(k): int(v) for k, v in dataset.map.items()},
-                                     spec=plan.spec, apply=apply, extra=extra)
+                                     spec=plan.spec, apply=apply, extra=extra, force=force)
         result.notes.insert(0, f"dataset {display_path(dataset.path)}")
         results.append(result)
     return results

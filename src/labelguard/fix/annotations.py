@@ -20,19 +20,20 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 from xml.sax.saxutils import escape, unescape
 
-from labelguard import layouts
-from labelguard._audit import load_settings, resolve_spec
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.fix.base import PLANNED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult
-from labelguard.fix.engine import Edit, apply_edits, bytes_edit, check_out, data_root, output_target, worse
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult
+from labelguard.fix.engine import (
+    Edit, apply_edits, bytes_edit, check_out, data_root, dataset_specs, file_state, output_target, preview_edits,
+    target_refusal, unknown_spec_note, worse,
+)
 from labelguard.fix.journal import FixError
 from labelguard.layouts.base import AuditOptions, display_path, walk_files
 from labelguard.layouts.classification import _is_table, process_table
 from labelguard.layouts.coco import process_coco
 from labelguard.layouts.voc import process_voc
 from labelguard.layouts.yolo import process_yolo
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, read_bytes
 from labelguard.readers.tabular import read_table
 
 _NAME = re.compile(rb"(<name>)([^<]*)(</name>)")
@@ -72,10 +73,16 @@ def register_editor(editor: AnnotationEditor) -> AnnotationEditor:
 
 @dataclass
 class Targets:
-    """The annotation files a fix edits, each with the audit task that checks it, and the spec."""
+    """The annotation files a fix edits, each with the audit task that checks it and the spec
+    of its own dataset.
+
+    Attributes:
+        unspecified: the dataset folders for which no spec is known.
+    """
 
     tasks: list[FileTask]
-    spec: LabelSpec
+    specs: dict[str, LabelSpec]
+    unspecified: list[str]
 
 
 def find_targets(paths: Sequence[str], editors: Sequence[AnnotationEditor], spec: LabelSpec | None = None,
@@ -85,27 +92,33 @@ def find_targets(paths: Sequence[str], editors: Sequence[AnnotationEditor], spec
     whose suffix such an editor takes."""
     options = options or AuditOptions()
     processors = tuple(e.processor for e in editors)
-    tasks: list[FileTask] = []
-    discovered = []
+    targets = Targets([], {}, [])
     for path in paths:
         if not os.path.exists(path):
             raise FixError(f"{path}: no such file or directory")
-        discovery = layouts.discover(os.fspath(path), options)
-        discovered.append(discovery.spec)
-        found = [t for t in discovery.tasks if t.processor in processors and os.path.isfile(t.path)]
-        if not found:
-            candidates = [path] if os.path.isfile(path) else walk_files(path)
-            for candidate in candidates:
-                editor = next((e for e in editors if candidate.lower().endswith(e.suffixes)), None)
-                if editor is None:
-                    continue
-                if editor.processor is process_table and not _is_table(candidate, options):
-                    continue
-                found.append(FileTask(editor.processor, candidate, display_path(candidate)))
-        known = {t.path for t in tasks}
-        tasks.extend(t for t in found if t.path not in known)
-    configs = load_settings(os.fspath(paths[0]), None, True)
-    return Targets(tasks, resolve_spec(discovered, configs, spec))
+        datasets = [([t for t in discovery.tasks if t.processor in processors and os.path.isfile(t.path)],
+                     dataset_spec, discovery.root) for discovery, dataset_spec in dataset_specs(path, options, spec)]
+        if not any(found for found, _, _ in datasets):
+            datasets = [(_loose_files(path, editors, options), datasets[0][1], datasets[0][2])]
+        for found, dataset_spec, dataset_root in datasets:
+            found = [t for t in found if t.path not in targets.specs]
+            for task in found:
+                targets.tasks.append(task)
+                targets.specs[task.path] = dataset_spec
+            if found and not dataset_spec.is_known:
+                targets.unspecified.append(display_path(dataset_root))
+    return targets
+
+
+def _loose_files(path: str, editors: Sequence[AnnotationEditor], options: AuditOptions) -> list[FileTask]:
+    """Tasks for the files under ``path`` whose suffix one of ``editors`` takes."""
+    found = []
+    for candidate in [path] if os.path.isfile(path) else walk_files(path):
+        editor = next((e for e in editors if candidate.lower().endswith(e.suffixes)), None)
+        if editor is None or (editor.processor is process_table and not _is_table(candidate, options)):
+            continue
+        found.append(FileTask(editor.processor, candidate, display_path(candidate)))
+    return found
 
 
 def audit_task(task: FileTask, spec: LabelSpec, path: str | None = None) -> FileResult:
@@ -118,53 +131,90 @@ def audit_task(task: FileTask, spec: LabelSpec, path: str | None = None) -> File
 
 
 def _run(action: str, paths: Sequence[str], planners: dict, apply: bool, out: str | None, command: str,
-         spec: LabelSpec | None = None, extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
+         spec: LabelSpec | None = None, extra: Sequence[tuple[str, bytes]] = (), force: bool = False) -> FixResult:
     """Plan every file with the planner of its editor (``planners``: processor -> Planner); on
     apply the engine writes each to a temp file beside its target, re-audits that with the
-    file's own audit task and replaces the original only when it is not worse. ``extra``
-    (path, bytes) pairs are written in the same run, when no file was refused (a class-name file)."""
+    file's own audit task and replaces the original only when it is not worse (a dry run checks
+    the same in a scratch folder). ``extra`` (path, bytes) pairs are written in the same run,
+    when no file was refused (a class-name file)."""
     editors = [e for e in ANNOTATION_EDITORS if e.processor in planners]
     targets = find_targets(paths, editors, spec)
     root = data_root(paths)
     check_out(root, out)
     result = FixResult(action, apply)
+    if targets.unspecified:
+        result.notes.append(unknown_spec_note(targets.unspecified))
     edits: list[Edit] = []
     for task in targets.tasks:
-        path = task.path
-        shown = display_path(path)
-        with open(path, "rb") as handle:
-            data = handle.read()
-        try:
-            new, summary, details = planners[task.processor](path, data)
-        except CannotFix as exc:
-            result.changes.append(FileChange(shown, SKIPPED, str(exc)))
-            continue
-        if new is None:
-            result.changes.append(FileChange(shown, UNCHANGED, summary, details=details))
-            continue
-        target = output_target(path, root, out)
-        change = FileChange(shown, PLANNED, summary, display_path(target), details)
-        result.changes.append(change)
-        edits.append(bytes_edit(change, target, new, _reaudit(task, targets.spec)))
+        edit = _plan_file(task, planners[task.processor], targets.specs[task.path], root, out, force)
+        result.changes.append(edit.change)
+        if edit.write is not None:
+            edits.append(edit)
     for path, data in extra:
-        with open(path, "rb") as handle:
-            if handle.read() == data:
-                continue
         target = output_target(path, root, out)
-        change = FileChange(display_path(path), PLANNED, "class names rewritten to the common list",
-                            display_path(target))
+        refusal = target_refusal(path, target, root, out, force)
+        state = file_state(path)
+        if not refusal:
+            try:
+                if read_bytes(path, "class-name file") == data:
+                    continue
+            except ReadError as exc:
+                refusal = str(exc)
+        status, summary = (REFUSED, f"not fixed: {refusal}") if refusal else (
+            PLANNED, "class names rewritten to the common list")
+        change = FileChange(display_path(path), status, summary, display_path(target))
         result.changes.append(change)
-        edits.append(bytes_edit(change, target, data, companion=True))
+        edits.append(bytes_edit(change, target, data, companion=True, source=path, state=state))
     if apply:
         apply_edits(result, edits, out if out is not None else root, command)
+    else:
+        preview_edits(result, edits)
     if not targets.tasks:
         result.notes.append("no annotation files found")
     return result
 
 
+def _plan_file(task: FileTask, planner: Planner, spec: LabelSpec, root: str, out: str | None, force: bool) -> Edit:
+    """One annotation file's edit (its change alone when there is nothing to write)."""
+    path = task.path
+    shown = display_path(path)
+    target = output_target(path, root, out)
+    refusal = target_refusal(path, target, root, out, force)
+    if refusal:
+        return Edit(FileChange(shown, REFUSED, f"not fixed: {refusal}", display_path(target)), target)
+    state = file_state(path)
+    try:
+        data = read_bytes(path, "annotation file")
+        new, summary, details = planner(path, data)
+    except ReadError as exc:
+        return Edit(FileChange(shown, SKIPPED, str(exc)), target)
+    except CannotFix as exc:
+        return Edit(FileChange(shown, SKIPPED, str(exc)), target)
+    if new is None:
+        return Edit(FileChange(shown, UNCHANGED, summary, details=details), target)
+    change = FileChange(shown, PLANNED, summary, display_path(target), details)
+    return bytes_edit(change, target, new, _reaudit(task, spec), source=path, state=state,
+                      preview=_reaudit_beside(task, spec, data))
+
+
 def _reaudit(task: FileTask, spec: LabelSpec) -> Callable[[str], str | None]:
     def verify(temp: str) -> str | None:
         return worse(audit_task(task, spec), audit_task(task, spec, temp))
+
+    return verify
+
+
+def _reaudit_beside(task: FileTask, spec: LabelSpec, original: bytes) -> Callable[[str], str | None]:
+    """The dry run's re-audit of a new file written outside the data: compared with the original
+    bytes written beside it, so that what the re-audit finds by the file's place (its images
+    missing there) counts on both sides alike."""
+    def verify(temp: str) -> str | None:
+        folder = os.path.join(os.path.dirname(temp), "before")
+        os.mkdir(folder)
+        before = os.path.join(folder, os.path.basename(temp))
+        with open(before, "wb") as handle:
+            handle.write(original)
+        return worse(audit_task(task, spec, before), audit_task(task, spec, temp))
 
     return verify
 
@@ -465,22 +515,22 @@ def _planners(action: str, mapping: dict) -> dict:
 
 def rename_classes(paths: Sequence[str], mapping: dict[str, str], *, spec: LabelSpec | None = None,
                    apply: bool = False, out: str | None = None,
-                   extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
+                   extra: Sequence[tuple[str, bytes]] = (), force: bool = False) -> FixResult:
     """Rename classes in VOC XML (``<name>`` text only), COCO JSON categories and label tables
     (CSV/TSV label cells, one-hot headers) under ``paths``; ``extra`` (path, bytes) pairs (a
     class-name file) are written in the same run. A name is matched by its exact spelling first
     (``'dog '`` with its space), then stripped; it is written exactly as the map spells it."""
     command = "fix rename --map " + ",".join(f"{_quoted(k)}={_quoted(v)}" for k, v in mapping.items())
-    return _run("rename", paths, _planners("rename", mapping), apply, out, command, spec, extra)
+    return _run("rename", paths, _planners("rename", mapping), apply, out, command, spec, extra, force)
 
 
 def remap_class_ids(paths: Sequence[str], mapping: dict[int, int], *, spec: LabelSpec | None = None,
                     apply: bool = False, out: str | None = None,
-                    extra: Sequence[tuple[str, bytes]] = ()) -> FixResult:
+                    extra: Sequence[tuple[str, bytes]] = (), force: bool = False) -> FixResult:
     """Remap integer class ids in YOLO label rows, COCO category ids and label tables with
     integer labels."""
     command = "fix remap --ids --map " + ",".join(f"{k}:{v}" for k, v in mapping.items())
-    return _run("remap-ids", paths, _planners("remap", mapping), apply, out, command, spec, extra)
+    return _run("remap-ids", paths, _planners("remap", mapping), apply, out, command, spec, extra, force)
 
 
 def _quoted(name: str) -> str:

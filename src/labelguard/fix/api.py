@@ -44,8 +44,9 @@ def remap(
 ) -> FixResult:
     """Replace mask values: ``{255: 1}`` turns every 255 into 1 (all pairs at once, so a swap works).
 
-    Masks keep their format: PNG its mode (L, P, I;16) and palette, NPZ its other arrays (copied
-    byte for byte), HDF5 its other datasets and attributes, NIfTI its header and affine.
+    Masks keep their format: PNG its mode (L, P, I;16), palette, text chunks and resolution, TIFF
+    its compression, resolution and ImageJ metadata, NPZ its other arrays (copied byte for
+    byte), HDF5 its other datasets, attributes and chunking, NIfTI its header and affine.
 
     Args:
         paths: dataset folders or mask files (default: the report's paths).
@@ -54,9 +55,12 @@ def remap(
         options: layout options, as for :func:`labelguard._audit.audit` (``key`` for NPZ/HDF5).
         from_report: a saved JSON audit report whose ``suggested_remap`` to apply.
         apply: write (default: a dry run that only reports).
-        out: write the fixed masks under this folder and leave the input untouched.
-        force: also rewrite files the audit flags as images or as JPEG-damaged (LG202); by
-            default they are refused, since a remap would hide the damage.
+        out: write the fixed masks under this folder (outside the data) and leave the input untouched.
+        force: also rewrite what is refused by default: masks the audit flags as images or as
+            JPEG-damaged (LG202), since a remap would hide the damage; read-only files (they stay
+            read-only); files with other hard links (this name gets the new bytes, the other
+            names keep the old). Symbolic links and HDF5 files that reach into other files
+            are refused even so.
 
     Returns:
         A :class:`FixResult`; ``result.changes`` holds one entry per mask file.
@@ -117,7 +121,7 @@ def colors(
         unmapped: the index for colours not in the map (default: such a file is skipped).
         mode: ``"P"`` writes the index mask with the map's colours as palette (it looks the same
             in a viewer), ``"L"`` a plain grey index mask.
-        force: also convert files the audit flags as images or as JPEG-damaged (LG202).
+        force: as for :func:`remap`.
         The other arguments are as for :func:`remap`.
     """
     if mode not in ("P", "L"):
@@ -163,6 +167,7 @@ def rename(
     spec: LabelSpec | None = None,
     apply: bool = False,
     out: str | None = None,
+    force: bool = False,
 ) -> FixResult:
     """Rename classes: ``"Dog=dog,dgo=dog"`` in VOC XML ``<name>`` texts (the rest of each file stays
     byte-identical), COCO ``categories[].name``, the label cells of CSV/TSV label tables (the other
@@ -178,6 +183,11 @@ def rename(
         spec: the spec the re-audit checks against (default: what the data and config declare).
         apply: write (default: a dry run).
         out: write the renamed files under this folder instead (not for ImageFolder trees).
+        force: also rewrite read-only and hard-linked annotation files (see :func:`remap`).
+
+    Raises:
+        FixError: a bad map; for ImageFolder trees, a new name that is not one folder name
+            (``/``, ``..``, ``.``, empty, absolute).
 
     Example:
         >>> result = rename("voc/", "Dog=dog,dgo=dog", apply=True)  # doctest: +SKIP
@@ -189,8 +199,11 @@ def rename(
     paths = _paths(paths, None)
     name_map = parse_name_map(mapping)
     if any(is_imagefolder(p) for p in paths):
-        return rename_folders(paths, name_map, spec=spec, apply=apply, out=out)
-    return rename_classes(paths, name_map, spec=spec, apply=apply, out=out)
+        result = rename_folders(paths, name_map, spec=spec, apply=apply, out=out)
+        if force:
+            result.notes.append("force changes nothing for class folders: moving a folder rewrites no file")
+        return result
+    return rename_classes(paths, name_map, spec=spec, apply=apply, out=out, force=force)
 
 
 def remap_ids(
@@ -200,6 +213,7 @@ def remap_ids(
     spec: LabelSpec | None = None,
     apply: bool = False,
     out: str | None = None,
+    force: bool = False,
 ) -> FixResult:
     """Remap integer class ids: the class column of YOLO rows (only that text changes), COCO
     ``categories[].id`` with every ``annotations[].category_id``, and the label cells of CSV/TSV
@@ -213,7 +227,9 @@ def remap_ids(
         spec: the spec the re-audit checks against (default: what the data and config declare).
         apply: write (default: a dry run).
         out: write the remapped files under this folder instead.
+        force: also rewrite read-only and hard-linked files (see :func:`remap`).
     """
     from labelguard.fix.annotations import remap_class_ids
 
-    return remap_class_ids(_paths(paths, None), parse_value_map(mapping), spec=spec, apply=apply, out=out)
+    return remap_class_ids(_paths(paths, None), parse_value_map(mapping), spec=spec, apply=apply, out=out,
+                           force=force)

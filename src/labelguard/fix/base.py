@@ -14,12 +14,17 @@ PLANNED = "planned"  # dry run: would be written
 WRITTEN = "written"
 UNCHANGED = "unchanged"
 SKIPPED = "skipped"  # cannot be fixed this way (format, unmapped colour...): reported, not written
-REFUSED = "refused"  # the re-audit found the fixed file worse, or the re-read differs
+REFUSED = "refused"  # unsafe to write (a link, a hard link...), or the re-audit or re-read says no
 
 
 class CannotFix(LabelguardError):
     """This file cannot be fixed this way (its format, an unmapped colour...); the message says
     why and the file is reported as skipped."""
+
+
+class Refusal(CannotFix):
+    """Rewriting this file could change something outside it or lose something (an HDF5 link to
+    another file); the message says why and the file is reported as refused."""
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """``labelguard fix``: thin click commands over :mod:`labelguard.fix`.
 
-Exit codes: 0 done (or dry run shown), 1 some file was refused (the fix would have made it
-worse) or undo met a conflict, 2 usage error.
+Exit codes: 0 done (or a dry run that refuses nothing), 1 some file was (or, in a dry run, would
+be) refused or undo met a conflict, 2 usage error (another fix holding the data's lock included).
 """
 
 from __future__ import annotations
@@ -45,10 +45,16 @@ def common_options(func):
     options = [
         click.option("--apply", is_flag=True, help="Write the changes (default: a dry run that only shows them)."),
         click.option("--out", type=click.Path(file_okay=False),
-                     help="Write fixed files under this folder (same relative paths); the input stays untouched."),
+                     help="Write fixed files under this folder (same relative paths), which must lie outside the "
+                          "data; the input stays untouched."),
         click.option("--from-report", type=click.Path(exists=True, dir_okay=False),
                      help="A JSON audit report (audit -f json -o FILE) whose suggestions to apply."),
         click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+        click.option("--force", is_flag=True,
+                     help="Also rewrite what is refused by default: read-only files (they stay read-only), files "
+                          "with other hard links (this name gets the new bytes, the others keep the old), and for "
+                          "remap/colors masks the audit flags as images or JPEG-damaged (LG202). Symbolic links "
+                          "and HDF5 files that reach into other files are refused even so."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -113,12 +119,10 @@ def fix() -> None:
               help="Remap class ids in YOLO label rows, COCO JSON and CSV/TSV label tables instead of mask values.")
 @click.option("--from-mapping", type=click.Path(exists=True, dir_okay=False),
               help="A mapping file from `labelguard harmonize`: apply its value and id maps to its datasets.")
-@click.option("--force", is_flag=True,
-              help="Also rewrite files the audit flags as images or as JPEG-damaged (LG202); refused by default.")
 @spec_options
 @common_options
-def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values, classes, ignore_index, key, layout,
-                  apply, out, from_report, as_json):
+def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classes, ignore_index, key, layout,
+                  apply, out, from_report, as_json, force):
     """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
     --ids the class ids of YOLO rows, COCO categories and CSV/TSV label tables."""
     from labelguard.fix.api import remap, remap_ids
@@ -127,7 +131,7 @@ def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values,
         if mapping or paths or from_report or out:
             raise click.UsageError("--from-mapping takes its datasets and maps from the file; drop PATHS, --map, "
                                    "--from-report and --out")
-        _show_all(from_mapping, ("values", "ids"), apply, as_json)
+        _show_all(from_mapping, ("values", "ids"), apply, as_json, force)
         return
     if not mapping and not from_report:
         raise click.UsageError("give --map FROM:TO,..., --from-report REPORT or --from-mapping FILE")
@@ -135,7 +139,7 @@ def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values,
     if ids:
         if not mapping or not paths:
             raise click.UsageError("--ids needs PATHS and --map")
-        _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out), as_json)
+        _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out, force=force), as_json)
         return
     result = remap(list(paths) or None, mapping, spec=spec, options=_layout(layout, key), from_report=from_report,
                    apply=apply, out=out, force=force)
@@ -152,7 +156,7 @@ def remap_command(paths, mapping, ids, from_mapping, force, num_classes, values,
               help="A mapping file from `labelguard harmonize`: apply its name maps to its datasets.")
 @click.option("--classes", help="The class names the re-audit checks against, comma separated.")
 @common_options
-def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, from_report, as_json):
+def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, from_report, as_json, force):
     """Rename classes under PATHS: VOC XML <name> texts, COCO categories, CSV/TSV label cells, and
     ImageFolder class folders (merged file by file into a folder that already has the new name)."""
     from labelguard.fix.api import rename
@@ -163,7 +167,7 @@ def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, 
         if mapping or paths or out:
             raise click.UsageError("--from-mapping takes its datasets and maps from the file; drop PATHS, --map "
                                    "and --out")
-        _show_all(from_mapping, ("names",), apply, as_json)
+        _show_all(from_mapping, ("names",), apply, as_json, force)
         return
     if mapping and map_file:
         raise click.UsageError("give --map or --map-file, not both")
@@ -171,7 +175,8 @@ def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, 
         mapping = _name_map_file(map_file)
     if not mapping or not paths:
         raise click.UsageError("give PATHS and --map OLD=NEW,... (or --map-file FILE), or --from-mapping FILE")
-    _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out), as_json)
+    _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out, force=force),
+          as_json)
 
 
 def _name_map_file(path: str) -> dict[str, str]:
@@ -186,10 +191,10 @@ def _name_map_file(path: str) -> dict[str, str]:
     return data
 
 
-def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: bool) -> None:
+def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: bool, force: bool) -> None:
     from labelguard.fix._harmonize import apply_mapping
 
-    results = apply_mapping(mapping_file, kinds=kinds, apply=apply)
+    results = apply_mapping(mapping_file, kinds=kinds, apply=apply, force=force)
     if not results:
         click.echo(f"nothing to do: no {' or '.join(kinds)} map in {mapping_file} changes anything", err=True)
         return
@@ -212,12 +217,10 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
 @click.option("--unmapped", type=int, help="Index for colours not in the map (default: skip such files).")
 @click.option("--mode", type=click.Choice(["P", "L"]), default="P", show_default=True,
               help="P: index mask with the colours as palette; L: plain grey index mask.")
-@click.option("--force", is_flag=True,
-              help="Also rewrite files the audit flags as images or as JPEG-damaged (LG202); refused by default.")
 @spec_options
 @common_options
-def colors_command(paths, color_map, unmapped, mode, force, num_classes, values, classes, ignore_index, key, layout,
-                   apply, out, from_report, as_json):
+def colors_command(paths, color_map, unmapped, mode, num_classes, values, classes, ignore_index, key, layout,
+                   apply, out, from_report, as_json, force):
     """Convert colour masks under PATHS to index masks."""
     from labelguard.fix.api import colors
 
@@ -235,14 +238,14 @@ def colors_command(paths, color_map, unmapped, mode, force, num_classes, values,
               help="The dataset root the entries are relative to (default: found above the list).")
 @click.option("--keep-missing", is_flag=True, help="Keep entries whose file does not exist.")
 @common_options
-def list_command(lists, root, keep_missing, apply, out, from_report, as_json):
+def list_command(lists, root, keep_missing, apply, out, from_report, as_json, force):
     """Clean file lists: BOM, CRLF, whitespace, blank and duplicate lines, entries without a file."""
     from labelguard.fix.lists import clean_list
 
     if not lists and not from_report:
         raise click.UsageError("give the LISTS to clean, or --from-report REPORT")
     result = clean_list(list(lists) or None, root=root, drop_missing=not keep_missing, from_report=from_report,
-                        apply=apply, out=out)
+                        apply=apply, out=out, force=force)
     _show(result, as_json)
 
 
@@ -260,8 +263,9 @@ def undo_command(path, run_id, force, show_runs):
         if not runs:
             click.echo("no fix runs recorded", err=True)
         for info in runs:
-            state = "undone" if info.undone else ("complete" if info.finished else "interrupted")
-            click.echo(f"{info.id}  {state:<11}  {len(info.entries):>5} files  {info.command}")
+            state = "undone" if info.undone else "partly undone" if info.partly_undone else (
+                "complete" if info.finished else "interrupted")
+            click.echo(f"{info.id}  {state:<13}  {len(info.entries):>5} files  {info.command}")
         return
     result = undo(path, run_id, force=force)
     for target in result.restored:

@@ -4,23 +4,44 @@ replace -> journal.
 A format's editor (:mod:`~labelguard.fix.masks`, :mod:`~labelguard.fix.annotations`,
 :mod:`~labelguard.fix.lists`, :mod:`~labelguard.fix.folders`) plans: it reads each file and
 turns what would change into an :class:`Edit` holding a :class:`~labelguard.fix.base.FileChange`
-(``planned``, or why not) and how to write and check the new content. A dry run stops there.
-:func:`apply_edits` writes: the new content goes to a temporary file beside its target, is
-fsynced and verified, and only then replaces the target through one journaled
-:class:`~labelguard.fix.journal.Run`, so every write is atomic, backed up and undoable.
+(``planned``, or why not) and how to write and check the new content. Everything that
+``--apply`` would refuse is decided while planning, so a dry run shows it too: a file that is a
+symbolic link or reached through one from outside the data (:func:`in_place_refusal`), a
+hard-linked or read-only file without ``force``, a target under ``--out`` that a link leads
+elsewhere (:func:`out_refusal`); and :func:`preview_edits` writes each new file into a private
+scratch folder outside the data and checks it exactly as ``--apply`` will.
+
+:func:`apply_edits` writes: the new content goes to a temporary file beside its target (named
+in the journal before it exists), is fsynced and verified, and only then replaces the target
+through one journaled, locked :class:`~labelguard.fix.journal.Run`, so every write is atomic,
+backed up and undoable. A file that changed between planning and writing is refused.
+
+Files reached through a symbolic link are refused, not written through: replacing the link
+would cut it off from its target, and writing the target would change a file that may lie
+outside the data or be shared with another dataset. The user fixes the target itself.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from labelguard import layouts
+from labelguard._audit import load_settings, resolve_spec
 from labelguard.core.findings import Severity
+from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult
 from labelguard.errors import MissingDependency
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, CannotFix, FileChange, FixResult
-from labelguard.fix.journal import FixError, Run, fsync_file, inside, temp_path_for
+from labelguard.fix.journal import FixError, Run, copy_file, fsync_file, resolves_inside
+from labelguard.layouts.base import AuditOptions, discover_datasets
+from labelguard.layouts.pairing import inside_root
+
+# (device, inode, size, mtime, ctime, mode): what a write to the file would change.
+FileState = tuple
 
 
 @dataclass
@@ -38,6 +59,11 @@ class Edit:
             that goes with renamed annotations).
         perform: instead of ``write``, ``perform(run)`` moves files through the run's journaled
             ``move``/``mkdir``/``rmdir`` (class folders).
+        source: the file the new content was planned from, and ``state`` its
+            :func:`file_state` then: a file changed since is refused, not overwritten.
+        preview: the dry run's ``verify`` for a new file written outside the data, when
+            ``verify`` gives another answer there (an annotation whose re-audit looks for its
+            images beside it); default ``verify``.
     """
 
     change: FileChange
@@ -46,6 +72,18 @@ class Edit:
     verify: Callable[[str], str | None] | None = None
     companion: bool = False
     perform: Callable[[Run], None] | None = None
+    source: str | None = None
+    state: FileState | None = None
+    preview: Callable[[str], str | None] | None = None
+
+
+def file_state(path: str) -> FileState | None:
+    """What identifies the file's current content without reading it, or None when absent."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_mode)
 
 
 def data_root(paths: Sequence[str]) -> str:
@@ -60,26 +98,138 @@ def output_target(path: str, root: str, out: str | None) -> str:
 
 
 def check_out(root: str, out: str | None) -> None:
-    if out is not None and os.path.abspath(out) == os.path.abspath(root):
-        raise FixError("--out is the data folder itself; omit --out to fix in place (with backups)")
+    """FixError when ``out`` (links resolved) is the data folder, lies inside it or holds it:
+    the fixed copies would mix with the input, or be read as part of it."""
+    if out is None:
+        return
+    real_root, real_out = os.path.realpath(root), os.path.realpath(out)
+    if real_out == real_root:
+        raise FixError(f"--out {out} is the data folder itself; omit --out to fix in place (with backups)")
+    if inside_root(real_out, real_root):
+        raise FixError(f"--out {out} lies inside the data folder {root} ({real_out}); choose a folder outside "
+                       "it, so the fixed copies are never read as part of the data")
+    if inside_root(real_root, real_out):
+        raise FixError(f"--out {out} holds the data folder {root}; choose a folder outside it, so no fixed copy "
+                       "can land on an input file")
+
+
+def in_place_refusal(path: str, root: str, force: bool = False) -> str | None:
+    """Why a fix must not replace (or move) ``path`` in place, or None.
+
+    Always refused: a symbolic link (see the module docstring), a file that lies outside
+    ``root`` once the links of its folders are resolved, anything but a regular file or a
+    folder. Refused unless ``force``: a file with other hard links (replacing it gives this
+    name the new bytes and leaves the other names with the old) and a read-only file."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(status.st_mode):
+        return (f"a symbolic link (to {os.readlink(path)}); fix writes no file through a link: fix the file it "
+                "points to, or replace the link by a copy")
+    if not resolves_inside(path, root):
+        return f"outside the data root {root} once links are resolved ({os.path.realpath(path)})"
+    if stat.S_ISDIR(status.st_mode):
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return "not a regular file (a named pipe, socket or device)"
+    if status.st_nlink > 1 and not force:
+        others = status.st_nlink - 1
+        return (f"{others} other hard link{'s' if others > 1 else ''} share this file; replacing it would leave "
+                "them with the old bytes: pass --force to replace this name only")
+    if not status.st_mode & 0o222 and not force:
+        return (f"read-only (mode {stat.filemode(status.st_mode)}); pass --force to replace it anyway "
+                "(it stays read-only)")
+    return None
+
+
+def out_refusal(target: str, out: str) -> str | None:
+    """Why ``target`` under ``out`` must not be written, or None: it (or a folder above it that
+    exists) leads outside ``out`` through a link, or a folder sits there."""
+    if not resolves_inside(target, out):
+        return (f"its place {target} leads outside --out {out} through a symbolic link "
+                f"({os.path.realpath(target)}); nothing is written there")
+    if os.path.isdir(target):
+        return f"a folder sits at its place {target}"
+    return None
+
+
+def target_refusal(path: str, target: str, root: str, out: str | None, force: bool) -> str | None:
+    """:func:`in_place_refusal` of ``path`` (in place) or :func:`out_refusal` of its ``target``."""
+    return in_place_refusal(path, root, force) if out is None else out_refusal(target, out)
+
+
+def dataset_specs(path: str, options: AuditOptions, spec: LabelSpec | None,
+                  use_project_config: bool = True) -> list[tuple[layouts.Discovery, LabelSpec]]:
+    """The datasets at ``path`` as the audit finds them, each with its own effective spec (its
+    metadata < the config above it < ``spec``), as the audit checks them: one dataset's spec
+    never leaks onto another."""
+    return [(discovery, resolve_spec([discovery.spec], load_settings(discovery.root, None, use_project_config), spec))
+            for discovery in discover_datasets(os.fspath(path), options)]
+
+
+def unknown_spec_note(roots: Sequence[str]) -> str:
+    """The note of a run whose re-audit cannot judge values: no spec is known for ``roots``."""
+    return (f"no label spec is known for {', '.join(roots)} (give --num-classes, --values or --classes, or a "
+            "config): each written file is checked to read back as intended, but its labels are not "
+            "checked against a spec, so the re-audit cannot say the fix made nothing worse")
 
 
 def copy_edit(path: str, target: str, change: FileChange) -> Edit:
     """An unchanged file copied to its place under ``out``, so the output is a whole dataset."""
-    def write(temp: str) -> None:
-        with open(path, "rb") as source, open(temp, "wb") as handle:
-            handle.write(source.read())
-
-    return Edit(change, target, write)
+    return Edit(change, target, lambda temp: copy_file(path, temp), source=path, state=file_state(path))
 
 
-def bytes_edit(change: FileChange, target: str, data: bytes,
-               verify: Callable[[str], str | None] | None = None, companion: bool = False) -> Edit:
+def bytes_edit(change: FileChange, target: str, data: bytes, verify: Callable[[str], str | None] | None = None,
+               companion: bool = False, source: str | None = None, state: FileState | None = None,
+               preview: Callable[[str], str | None] | None = None) -> Edit:
     def write(temp: str) -> None:
         with open(temp, "wb") as handle:
             handle.write(data)
 
-    return Edit(change, target, write, verify, companion)
+    return Edit(change, target, write, verify, companion, source=source, state=state, preview=preview)
+
+
+def _produce(edit: Edit, temp: str, check: Callable[[str], str | None] | None) -> tuple[str, str] | None:
+    """Write ``edit``'s new file to ``temp`` and check it: None when it may replace the target,
+    else (skipped or refused, why)."""
+    try:
+        edit.write(temp)
+        fsync_file(temp)
+        reason = check(temp) if check is not None else None
+    except (CannotFix, MissingDependency) as exc:
+        return SKIPPED, str(exc)
+    except FixError as exc:
+        reason = str(exc)
+    return (REFUSED, reason) if reason else None
+
+
+def _hold_companions(result: FixResult, edits: Sequence[Edit], verb: str) -> None:
+    if result.ok:
+        return
+    for edit in edits:
+        if edit.companion and edit.change.status == PLANNED:
+            edit.change.status = SKIPPED
+            edit.change.summary = f"{verb}: it goes with the files of this run, and one of them is refused"
+
+
+def preview_edits(result: FixResult, edits: Sequence[Edit]) -> None:
+    """The dry run's check: each planned new file is written into a private scratch folder
+    outside the data (removed after) and verified as ``--apply`` will, so what ``--apply``
+    would refuse or skip shows now."""
+    pending = [e for e in edits if e.change.status == PLANNED and e.write is not None and not e.companion]
+    if pending:
+        with tempfile.TemporaryDirectory(prefix="labelguard-dry-run-") as scratch:
+            for number, edit in enumerate(pending):
+                folder = os.path.join(scratch, str(number))
+                os.mkdir(folder)
+                outcome = _produce(edit, os.path.join(folder, os.path.basename(edit.target)),
+                                   edit.preview or edit.verify)
+                if outcome is not None:
+                    status, reason = outcome
+                    edit.change.status = status
+                    edit.change.summary = f"would not be written: {reason}" if status == REFUSED else reason
+    _hold_companions(result, edits, "would not be written")
 
 
 def apply_edits(result: FixResult, edits: Sequence[Edit], root: str, command: str) -> None:
@@ -95,44 +245,61 @@ def apply_edits(result: FixResult, edits: Sequence[Edit], root: str, command: st
             if change.status != PLANNED and not copy:
                 continue
             if edit.companion and not result.ok:
+                _hold_companions(result, [edit], "not written")
                 continue
-            if not inside(os.path.abspath(edit.target), root):
-                raise FixError(f"{edit.target} is outside the data root {root}; nothing there is written")
+            reason = _refusal_now(edit, root)
+            if reason:
+                change.status, change.summary = REFUSED, f"not written: {reason}"
+                continue
             if run is None:
                 run = Run(root, command)
             if edit.perform is not None:
-                edit.perform(run)
-                change.status = WRITTEN
+                try:
+                    edit.perform(run)
+                    change.status = WRITTEN
+                except (OSError, FixError) as exc:  # what moved before is journaled: undo moves it back
+                    change.status, change.summary = REFUSED, f"stopped: {_reason(exc)}"
                 continue
             _write_one(edit, run, copy)
     finally:
         result.close_run(run)
 
 
+def _refusal_now(edit: Edit, root: str) -> str | None:
+    """What stops ``edit`` at the moment of writing: its target leaves the root, or its source
+    changed since it was planned."""
+    if not resolves_inside(edit.target, root):
+        return f"{edit.target} is outside the data root {root} once links are resolved"
+    if edit.source is not None and file_state(edit.source) != edit.state:
+        return (f"{edit.source} changed since this fix was planned (another program or run wrote it); "
+                "run the fix again")
+    return None
+
+
 def _write_one(edit: Edit, run: Run, copy: bool) -> None:
     change = edit.change
     target = os.path.abspath(edit.target)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    temp = temp_path_for(target)
+    temp = None
     try:
-        try:
-            edit.write(temp)
-            fsync_file(temp)
-            reason = edit.verify(temp) if edit.verify is not None else None
-        except (CannotFix, MissingDependency) as exc:
-            change.status, change.summary = SKIPPED, str(exc)
-            return
-        except FixError as exc:
-            reason = str(exc)
-        if reason:
-            change.status, change.summary = REFUSED, f"not written: {reason}"
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        temp = run.new_temp(target)
+        outcome = _produce(edit, temp, edit.verify)
+        if outcome is not None:
+            status, reason = outcome
+            change.status, change.summary = status, f"not written: {reason}" if status == REFUSED else reason
             return
         run.replace(target, temp)
         if not copy:
             change.status = WRITTEN
+    except (OSError, FixError) as exc:  # the target turned into a link, a full disk...
+        change.status, change.summary = REFUSED, f"not written: {_reason(exc)}"
     finally:
-        if os.path.exists(temp):
+        if temp is not None and os.path.lexists(temp):
             os.unlink(temp)
+
+
+def _reason(exc: Exception) -> str:
+    return f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def error_amounts(result: FileResult) -> dict[str, int]:

@@ -7,7 +7,10 @@ needs are created and the emptied source folders removed, all journaled. A kill 
 leaves every file in its old or its new place, and undo moves the moved ones back.
 
 Before anything moves, each class folder is re-audited under its new name (its images, the
-new name against the spec) and refused when that is worse than before.
+new name against its own dataset's spec) and refused when that is worse than before. A new name
+must be one folder name (no ``/``, ``..``, ``.``, empty or absolute name), and a class folder or
+merge target that is a symbolic link, or lies outside the data, is refused: a merge would move
+files out of (or into) a tree elsewhere.
 """
 
 from __future__ import annotations
@@ -17,11 +20,10 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from labelguard import layouts
-from labelguard._audit import load_settings, resolve_spec
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult
-from labelguard.fix.engine import Edit, apply_edits, data_root, worse
+from labelguard.fix.engine import Edit, apply_edits, data_root, dataset_specs, in_place_refusal, worse
 from labelguard.fix.journal import FixError, Run
 from labelguard.layouts.base import AuditOptions, display_path
 from labelguard.layouts.classification import process_class_folder
@@ -55,30 +57,45 @@ def rename_folders(paths: Sequence[str], mapping: dict[str, str], *, spec: Label
     if out is not None:
         raise FixError("ImageFolder class folders are renamed in place (journaled; `labelguard fix undo` "
                        "moves them back); --out is not supported for them")
-    discoveries = [layouts.discover(os.fspath(p), AuditOptions(format="imagefolder")) for p in paths]
-    configs = load_settings(os.fspath(paths[0]), None, True)
-    before_spec = resolve_spec((d.spec for d in discoveries), configs, spec)
-    after_spec = before_spec
-    if spec is None and before_spec.classes is not None:
-        renamed = tuple(dict.fromkeys(mapping.get(c, c) for c in before_spec.classes))
-        after_spec = replace(before_spec, classes=renamed, num_classes=None)
-    result = FixResult("rename", apply, notes=[n for d in discoveries for n in d.notes])
+    bad = {new: why for new in mapping.values() if (why := _not_a_folder_name(new))}
+    if bad:
+        raise FixError("a class folder's new name must be one folder name: "
+                       + "; ".join(f"{name!r} {why}" for name, why in bad.items()))
+    root = data_root(paths)
+    result = FixResult("rename", apply)
     plans: list[tuple[_Plan, FileChange]] = []
     claimed: dict[str, set[str]] = {}  # target folder -> relative file names it will hold
-    for discovery in discoveries:
-        for task in discovery.tasks:
-            if task.processor is not process_class_folder:
-                continue
-            name = task.option("class_name")
-            if name in mapping and mapping[name] != name:
-                target = os.path.join(os.path.dirname(task.path), mapping[name])
-                result.changes.append(_plan_one(task, target, claimed, before_spec, after_spec, plans))
+    for path in paths:
+        for discovery, before_spec in dataset_specs(path, AuditOptions(format="imagefolder"), spec):
+            result.notes.extend(discovery.notes)
+            after_spec = before_spec
+            if spec is None and before_spec.classes is not None:
+                renamed = tuple(dict.fromkeys(mapping.get(c, c) for c in before_spec.classes))
+                after_spec = replace(before_spec, classes=renamed, num_classes=None)
+            for task in discovery.tasks:
+                if task.processor is not process_class_folder:
+                    continue
+                name = task.option("class_name")
+                if name in mapping and mapping[name] != name:
+                    target = os.path.join(os.path.dirname(task.path), mapping[name])
+                    result.changes.append(_plan_one(task, target, root, claimed, before_spec, after_spec, plans))
     if not result.changes:
         result.notes.append("no class folder of the map found")
     if apply:
         apply_edits(result, [Edit(change, plan.target, perform=_mover(plan)) for plan, change in plans],
-                    data_root(paths), "fix rename --map " + ",".join(f"{k}={v}" for k, v in mapping.items()))
+                    root, "fix rename --map " + ",".join(f"{k}={v}" for k, v in mapping.items()))
     return result
+
+
+def _not_a_folder_name(name: str) -> str | None:
+    """Why ``name`` is not one path component that names a folder, or None."""
+    if not name.strip():
+        return "is empty"
+    if name in (".", ".."):
+        return "names a folder by a path step, not a name"
+    if os.path.isabs(name) or any(sep and sep in name for sep in (os.sep, os.altsep, "/")) or "\0" in name:
+        return "holds a path separator"
+    return None
 
 
 def _mover(plan: _Plan):
@@ -96,11 +113,14 @@ def _mover(plan: _Plan):
     return perform
 
 
-def _plan_one(task: FileTask, target: str, claimed: dict[str, set[str]], before_spec: LabelSpec,
+def _plan_one(task: FileTask, target: str, root: str, claimed: dict[str, set[str]], before_spec: LabelSpec,
               after_spec: LabelSpec, plans: list) -> FileChange:
     source = task.path
     name, new = task.option("class_name"), os.path.basename(target)
     shown = display_path(source)
+    refusal = in_place_refusal(source, root) or in_place_refusal(target, root)
+    if refusal:
+        return FileChange(shown, REFUSED, f"not renamed: {refusal}")
     files = _files_under(source)
     if os.path.exists(target) and os.path.samefile(source, target):
         return FileChange(shown, SKIPPED, f"{name!r} and {new!r} are one folder on this case-folding file "

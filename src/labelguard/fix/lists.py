@@ -12,14 +12,17 @@ empty the list.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report
-from labelguard.fix.engine import apply_edits, bytes_edit, check_out, data_root, output_target
-from labelguard.fix.journal import FixError, inside
+from labelguard.fix.engine import (
+    FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
+)
+from labelguard.fix.journal import FixError
+from labelguard.layouts.pairing import inside_root
 from labelguard.layouts.base import display_path, pair_key, strip_extension, walk_files
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import ReadError, read_bytes
 from labelguard.readers.lists import ListEntry, ListFile, parse_list
 from labelguard.readers.masks import MASK_EXTENSIONS
 
@@ -37,6 +40,7 @@ def clean_list(
     from_report: str | None = None,
     apply: bool = False,
     out: str | None = None,
+    force: bool = False,
 ) -> FixResult:
     """Rewrite file lists as clean UTF-8, one entry a line, ``\\n`` endings, no BOM.
 
@@ -54,6 +58,7 @@ def clean_list(
         from_report: a saved JSON audit report.
         apply: write (default: a dry run).
         out: write the cleaned lists under this folder instead (same relative paths).
+        force: also rewrite read-only lists and lists with other hard links.
     """
     if lists is None or (not isinstance(lists, (str, os.PathLike)) and not list(lists)):
         if not from_report:
@@ -73,12 +78,21 @@ def clean_list(
     check_out(base, out)
     result = FixResult("list", apply)
     plans = [_plan(path, root, drop_missing) for path in lists]
-    result.changes.extend(plan.change for plan in plans)
+    journal_root = out if out is not None else data_root([p.root for p in plans] + lists)
+    edits = []
+    for plan in plans:
+        target = output_target(plan.path, base, out)
+        refusal = target_refusal(plan.path, target, journal_root, out, force)
+        if refusal and plan.change.status in (PLANNED, UNCHANGED):
+            plan.change.status, plan.change.summary, plan.data = REFUSED, f"not fixed: {refusal}", None
+        result.changes.append(plan.change)
+        if plan.data is not None:
+            edits.append(bytes_edit(plan.change, target, plan.data, _parses_clean(plan.entries),
+                                    source=plan.path, state=plan.state))
     if apply:
-        journal_root = out if out is not None else data_root([p.root for p in plans] + lists)
-        edits = [bytes_edit(p.change, output_target(p.path, base, out), p.data, _parses_clean(p.entries))
-                 for p in plans if p.data is not None]
         apply_edits(result, edits, journal_root, "fix list")
+    else:
+        preview_edits(result, edits)
     return result
 
 
@@ -89,6 +103,7 @@ class _ListPlan:
     root: str  # the dataset root the entries resolved against (the list's folder when none did)
     data: bytes | None = None
     entries: list[str] = field(default_factory=list)
+    state: FileState | None = None
 
 
 class _FileIndex:
@@ -142,19 +157,33 @@ def _candidates(list_dir: str, root: str | None) -> list[str]:
 def _plan(path: str, root: str | None, drop_missing: bool) -> _ListPlan:
     shown = display_path(path)
     list_dir = os.path.dirname(os.path.abspath(path))
+    state = file_state(path)
     try:
+        original = read_bytes(path, "text list")
         listing = parse_list(path)
     except ReadError as exc:
         return _ListPlan(path, FileChange(shown, SKIPPED, str(exc)), list_dir)
+    try:
+        original.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _ListPlan(path, FileChange(
+            shown, REFUSED, f"not UTF-8 (byte {original[exc.start]:#04x} at offset {exc.start}): its entries name "
+            "files in another encoding, and rewriting it as UTF-8 would rename them; re-save it as UTF-8 first"),
+            list_dir)
     found_root, missing = _resolve_root(listing, _candidates(list_dir, root), list_dir, root is not None)
-    entries = listing.entries
+    index = _FileIndex(found_root or list_dir)
+    # A name with spaces around it that a file has exactly keeps them.
+    spaced = {e.line: replace(e, text=e.raw) for e in missing
+              if e.raw != e.text and index.answering(e.raw, list_dir) is not None}
+    missing = [e for e in missing if e.line not in spaced]
+    entries = [spaced.get(e.line, e) for e in _kept_comment_lines(listing, index, list_dir)]
     if drop_missing:
         if found_root is None:
             return _ListPlan(path, FileChange(
-                shown, REFUSED, f"{len(missing)} of {len(entries)} entries have no file under any folder above "
-                "the list; pass the dataset root (--root)", details={"missing": [e.text for e in missing[:20]]}),
+                shown, REFUSED, f"{len(missing)} of {len(listing.entries)} entries have no file under any folder "
+                "above the list; pass the dataset root (--root)", details={"missing": [e.text for e in missing[:20]]}),
                 list_dir)
-        refusal = _drops_existing(missing, found_root, list_dir, len(entries))
+        refusal = _drops_existing(missing, found_root, list_dir, len(listing.entries))
         if refusal:
             return _ListPlan(path, FileChange(shown, REFUSED, f"not written: {refusal}",
                                               details={"missing": [e.text for e in missing[:20]]}), found_root)
@@ -163,20 +192,36 @@ def _plan(path: str, root: str | None, drop_missing: bool) -> _ListPlan:
         missing = []
     journal_root = found_root or list_dir
     data = "".join(e.text + "\n" for e in entries).encode("utf-8")
-    with open(path, "rb") as handle:
-        original = handle.read()
     if data == original:
         return _ListPlan(path, FileChange(shown, UNCHANGED, f"clean ({len(entries)} entries)"), journal_root)
     problems = dict(listing.problems)
+    kept = [e.line for e in entries if e.text.startswith("#")]
+    if kept:
+        problems["comment"] = [n for n in problems["comment"] if n not in kept]
+        problems = {name: lines for name, lines in problems.items() if lines}
     if missing:
         problems["missing"] = [e.line for e in missing]
     parts = [f"{name} on line{'s' if len(lines) > 1 else ''} {', '.join(str(n) for n in lines[:5])}"
              + (f" and {len(lines) - 5} more" if len(lines) > 5 else "") for name, lines in problems.items()]
+    parts += [f"line {n} starts with '#' but names a file; kept" for n in kept[:5]]
     summary = (f"{len(listing.entries) + len(listing.problems.get('duplicate', []))} -> {len(entries)} entries; "
                + "; ".join(parts or ["the last newline"]))
     details = {"problems": problems, "removed": [e.text for e in missing], "entries": len(entries)}
     return _ListPlan(path, FileChange(shown, PLANNED, summary, shown, details), journal_root, data,
-                     [e.text for e in entries])
+                     [e.text for e in entries], state)
+
+
+def _kept_comment_lines(listing: ListFile, index: _FileIndex, list_dir: str) -> list[ListEntry]:
+    """The list's entries, with its ``#`` lines that name a file (``#hash.png``) among them in
+    their place: a comment to the parser, a file to the loader that opens it."""
+    named = []
+    seen = {e.text for e in listing.entries}
+    for number in listing.problems.get("comment", []):
+        text = listing.examples[number].strip()
+        if text not in seen and index.answering(text, list_dir) is not None:
+            seen.add(text)
+            named.append(ListEntry(number, listing.examples[number], text, (text,)))
+    return sorted(listing.entries + named, key=lambda e: e.line) if named else list(listing.entries)
 
 
 def _resolve_root(listing: ListFile, candidates: list[str], list_dir: str,
@@ -197,7 +242,7 @@ def _drops_existing(missing: list[ListEntry], root: str, list_dir: str, total: i
     one holding both the root and the list (a --root that names the wrong part of the dataset),
     unless that is further above the list than the root search ever looks."""
     scope = os.path.commonpath([root, list_dir])
-    if missing and scope != root and inside(scope, _candidates(list_dir, None)[-1]):
+    if missing and scope != root and inside_root(scope, _candidates(list_dir, None)[-1]):
         index = _FileIndex(scope)
         existing = [(e, found) for e in missing if (found := _answering_entry(e, index, list_dir)) is not None]
         if existing:
@@ -213,10 +258,16 @@ def _drops_existing(missing: list[ListEntry], root: str, list_dir: str, total: i
 
 
 def _parses_clean(entries: list[str]):
+    """The check of a written list: its lines are ``entries`` exactly, and the parser finds no
+    unclean line in it but the ``#`` lines and spaced names kept on purpose."""
     def verify(temp: str) -> str | None:
-        check = parse_list(temp)
-        if check.problems or [e.text for e in check.entries] != entries:
-            return "the cleaned list does not parse back clean"
+        lines = read_bytes(temp, "text list").decode("utf-8").split("\n")
+        if lines != entries + [""]:
+            return "the cleaned list does not read back as written"
+        deliberate = {n for n, text in enumerate(entries, 1) if text.startswith("#") or text != text.strip()}
+        unclean = {n for lines in parse_list(temp).problems.values() for n in lines} - deliberate
+        if unclean:
+            return f"the cleaned list still has unclean lines ({', '.join(str(n) for n in sorted(unclean)[:5])})"
         return None
 
     return verify

@@ -2,9 +2,11 @@
 
 Each container is opened as a :class:`LabelFile` by the editor registered for it (the
 container names are the mask reader's): the label array plus a writer that stores a new array
-with everything else of the file kept (PNG mode and palette, the other arrays of an NPZ, the
-other datasets and attributes of an HDF5 file, NIfTI header and affine) and a check that
-re-reads what was written. :func:`run_mask_fix` plans every mask with a transform and writes
+with everything else of the file kept (PNG mode, palette, text chunks and dpi; TIFF compression,
+resolution, description and ImageJ metadata; the other arrays of an NPZ; the other datasets,
+attributes, chunking and compression of an HDF5 file; the NIfTI header, extensions and affine)
+and a check that re-reads what was written, that metadata included. An HDF5 file with external
+links or virtual datasets mapped from other files is refused: a write could land there. :func:`run_mask_fix` plans every mask with a transform and writes
 through :func:`labelguard.fix.engine.apply_edits`.
 
 A file whose audit says it is not a clean label (an image saved as the label, or a mask with
@@ -18,20 +20,21 @@ import io
 import os
 import shutil
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from PIL import Image
+from PIL import Image, PngImagePlugin
 
-from labelguard import layouts
 from labelguard._optional import available, require
-from labelguard._audit import load_settings, resolve_spec
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.errors import MissingDependency
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult
-from labelguard.fix.engine import Edit, apply_edits, check_out, copy_edit, data_root, output_target, worse
+from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult, Refusal
+from labelguard.fix.engine import (
+    Edit, apply_edits, check_out, copy_edit, data_root, dataset_specs, file_state, output_target, preview_edits,
+    target_refusal, unknown_spec_note, worse,
+)
 from labelguard.fix.journal import FixError
 from labelguard.layouts.base import AuditOptions, display_path
 from labelguard.layouts.masks import process_mask
@@ -109,6 +112,8 @@ def _open_image(path: str, container: str, key: str | None = None) -> LabelFile:
         mode, fmt, info = image.mode, image.format, dict(image.info)
         palette = image.getpalette(rawmode=image.palette.mode) if mode == "P" and image.palette else None
         palette_mode = image.palette.mode if palette else None
+        kept = _image_metadata(image)
+        text = dict(getattr(image, "text", None) or {})
         array = np.asarray(image)
     if mode not in ("L", "P", "I;16", "I;16B", "I;16L", "I"):
         raise CannotFix(f"a mode {mode} image is not an index mask"
@@ -121,10 +126,7 @@ def _open_image(path: str, container: str, key: str | None = None) -> LabelFile:
                 out.putpalette(palette, rawmode=palette_mode)
         else:
             out = Image.fromarray(_fit(new, array.dtype, mode))
-        params = {}
-        if "transparency" in info:
-            params["transparency"] = info["transparency"]
-        out.save(dest, format=fmt, **params)
+        out.save(dest, format=fmt, **_save_metadata(fmt, info, text))
 
     def check(dest: str, new: np.ndarray) -> None:
         _same_array(dest, None, new.astype(array.dtype))
@@ -133,8 +135,44 @@ def _open_image(path: str, container: str, key: str | None = None) -> LabelFile:
                 raise FixError(f"the written image has mode {written.mode}, not {mode}")
             if palette is not None and written.getpalette(rawmode=palette_mode) != palette:
                 raise FixError("the written image lost its palette")
+            lost = [name for name, value in kept.items() if _image_metadata(written).get(name) != value]
+            if lost:
+                raise FixError(f"the written image lost its {', '.join(lost)}")
 
     return LabelFile(path, container, array, mode, None, write, check)
+
+
+# What an image mask carries besides its pixels that a rewrite keeps (Pillow's info keys).
+IMAGE_METADATA = ("dpi", "icc_profile", "exif", "transparency", "compression")
+
+
+def _image_metadata(image: Image.Image) -> dict:
+    """The image's text chunks (PNG tEXt/zTXt/iTXt), resolution, colour profile, Exif,
+    transparency and compression, as a rewrite must keep them."""
+    kept = {name: image.info[name] for name in IMAGE_METADATA if name in image.info}
+    if "dpi" in kept:  # stored as dots per metre: compare what the file can hold
+        kept["dpi"] = tuple(round(float(v), 2) for v in kept["dpi"])
+    text = getattr(image, "text", None)
+    if text:
+        kept["text chunks"] = {k: (str(v), getattr(v, "lang", None), getattr(v, "tkey", None)) for k, v in text.items()}
+    return kept
+
+
+def _save_metadata(fmt: str, info: dict, text: dict) -> dict:
+    """The ``save`` arguments that write an opened image's ``info`` and PNG ``text`` chunks back
+    in format ``fmt``."""
+    params = {name: info[name] for name in IMAGE_METADATA if name in info and name != "compression"}
+    if fmt == "TIFF" and "compression" in info:
+        params["compression"] = info["compression"]
+    if fmt == "PNG" and text:
+        chunks = PngImagePlugin.PngInfo()
+        for name, value in text.items():
+            if isinstance(value, PngImagePlugin.iTXt):
+                chunks.add_itxt(name, value, value.lang, value.tkey)
+            else:
+                chunks.add_text(name, value)
+        params["pnginfo"] = chunks
+    return params
 
 
 def _fit(new: np.ndarray, dtype, what: str) -> np.ndarray:
@@ -152,22 +190,64 @@ def _fit(new: np.ndarray, dtype, what: str) -> np.ndarray:
 
 @mask_editor("tiff")
 def _open_tiff(path: str, container: str = "tiff", key: str | None = None) -> LabelFile:
+    """Written again with the compression, predictor, resolution, description, software and
+    ImageJ metadata the file had; a compression tifffile cannot write here is a skip, not a
+    silent change."""
     if not available("tifffile"):
         return _open_image(path, container)
     tifffile = require("tifffile", "rewrite TIFF masks")
     try:
-        array = np.asarray(tifffile.imread(path))
+        with tifffile.TiffFile(path) as tif:
+            array = np.asarray(tif.asarray())
+            kept = _tiff_metadata(tif)
+            axes = tif.series[0].axes
     except Exception as exc:  # tifffile raises many types on corrupt files
         raise CannotFix(f"cannot decode TIFF: {exc}") from None
     if array.ndim == 3 and array.shape[-1] in (3, 4) and array.dtype == np.uint8:
         raise CannotFix("a colour TIFF is not an index mask; convert colours with `labelguard fix colors`")
 
     def write(new: np.ndarray, dest: str) -> None:
-        tifffile.imwrite(dest, _fit(new, array.dtype, "TIFF"),
-                         photometric="minisblack" if new.ndim == 2 else None)
+        predictor = kept["predictor"] if kept["predictor"] > 1 else None
+        options = {"compression": kept["compression"], "predictor": predictor,
+                   "resolution": kept["resolution"], "resolutionunit": kept["resolution unit"],
+                   "photometric": "minisblack", "software": kept["software"] or False}
+        if kept["imagej"] is not None:
+            options.update(imagej=True, metadata={**kept["imagej"], "axes": axes})
+        elif not kept["shaped"]:
+            options.update(metadata=None, description=kept["description"])
+        try:
+            tifffile.imwrite(dest, _fit(new, array.dtype, "TIFF"), **options)
+        except KeyError as exc:  # a codec tifffile has no encoder for without imagecodecs
+            raise CannotFix(f"its compression cannot be written here ({exc.args[0]}); not rewritten, so that it "
+                            "keeps its compression") from None
 
-    return LabelFile(path, "tiff", array, str(array.dtype), None, write,
-                     lambda dest, new: _same_array(dest, None, new.astype(array.dtype)))
+    def check(dest: str, new: np.ndarray) -> None:
+        _same_array(dest, None, new.astype(array.dtype))
+        with tifffile.TiffFile(dest) as tif:
+            written = _tiff_metadata(tif)
+        lost = [name for name, value in kept.items() if written[name] != value]
+        if lost:
+            raise FixError(f"the written TIFF lost its {', '.join(lost)}")
+
+    return LabelFile(path, "tiff", array, str(array.dtype), None, write, check)
+
+
+# ImageJ metadata tifffile writes itself, from the array.
+_IMAGEJ_COMPUTED = ("ImageJ", "images", "channels", "slices", "frames", "hyperstack")
+
+
+def _tiff_metadata(tif) -> dict:
+    """What a TIFF mask carries besides its pixels that a rewrite keeps (first page)."""
+    page = tif.pages[0]
+    imagej = tif.imagej_metadata if tif.is_imagej else None
+    own_description = tif.is_imagej or tif.is_shaped
+    return {
+        "compression": int(page.compression), "predictor": int(page.predictor),
+        "resolution": tuple(round(float(v), 6) for v in page.resolution), "resolution unit": int(page.resolutionunit),
+        "imagej": {k: v for k, v in imagej.items() if k not in _IMAGEJ_COMPUTED} if imagej else None,
+        "shaped": bool(tif.is_shaped), "description": None if own_description else (page.description or None),
+        "software": page.software or None,
+    }
 
 
 @mask_editor("npy")
@@ -242,13 +322,21 @@ def _open_npz(path: str, container: str, key: str | None) -> LabelFile:
 @mask_editor("hdf5")
 def _open_hdf5(path: str, container: str, key: str | None) -> LabelFile:
     """The file is copied and the label dataset overwritten in place: other datasets, groups,
-    attributes, chunking and compression stay as they were."""
+    attributes, chunking and compression stay as they were. A file with an external link or a
+    virtual dataset mapped from another file is refused: its data lives elsewhere, and a write
+    through the copy could land in that other file."""
     h5py = require("h5py", "rewrite HDF5 masks")
     try:
         with h5py.File(path, "r") as handle:
+            outside = _hdf5_links_out(handle, h5py)
+            if outside:
+                raise Refusal(f"the HDF5 file reaches into other files ({'; '.join(outside[:3])}"
+                              f"{' and more' if len(outside) > 3 else ''}); labelguard rewrites only "
+                              "self-contained HDF5 files: fix the file the data lives in")
             keys = [k for k in handle.keys() if isinstance(handle[k], h5py.Dataset)]
             chosen = _pick(keys, key, "HDF5 file")
             array = np.asarray(handle[chosen][()])
+            layout = _hdf5_layout(handle, h5py)
     except CannotFix:
         raise
     except (OSError, KeyError, ValueError, TypeError) as exc:
@@ -263,6 +351,8 @@ def _open_hdf5(path: str, container: str, key: str | None) -> LabelFile:
     def check(dest: str, new: np.ndarray) -> None:
         _same_array(dest, chosen, new.astype(array.dtype))
         with h5py.File(path, "r") as source, h5py.File(dest, "r") as out:
+            if _hdf5_layout(out, h5py) != layout:
+                raise FixError("the written HDF5 file lost attributes, chunking or compression")
             for name in source.keys():
                 if name == chosen or not isinstance(source[name], h5py.Dataset):
                     continue
@@ -270,6 +360,46 @@ def _open_hdf5(path: str, container: str, key: str | None) -> LabelFile:
                     raise FixError(f"HDF5 dataset {name} changed")
 
     return LabelFile(path, "hdf5", array, str(array.dtype), chosen, write, check)
+
+
+def _hdf5_links_out(handle, h5py) -> list[str]:
+    """The external links of an open HDF5 file and its virtual datasets mapped from other files."""
+    found = []
+    groups = [("/", handle)]
+
+    def visit(name: str, item) -> None:
+        if isinstance(item, h5py.Group):
+            groups.append((f"/{name}", item))
+        elif isinstance(item, h5py.Dataset) and item.is_virtual:
+            files = sorted({s.file_name for s in item.virtual_sources() if s.file_name != "."})
+            if files:
+                found.append(f"/{name} is a virtual dataset mapped from {', '.join(files)}")
+
+    handle.visititems(visit)
+    for where, group in groups:
+        for name in group:
+            link = group.get(name, getlink=True)
+            if isinstance(link, h5py.ExternalLink):
+                found.append(f"{where.rstrip('/')}/{name} is an external link to {link.filename}:{link.path}")
+    return found
+
+
+def _hdf5_layout(handle, h5py) -> dict:
+    """Every object's attributes, and every dataset's shape, type, chunking and compression."""
+    def attributes(item) -> tuple:
+        return tuple(sorted((k, str(np.asarray(v).dtype), repr(np.asarray(v).tolist())) for k, v in item.attrs.items()))
+
+    layout = {"/": attributes(handle)}
+
+    def visit(name: str, item) -> None:
+        if isinstance(item, h5py.Dataset):
+            layout[name] = (attributes(item), item.shape, str(item.dtype), item.chunks, item.compression,
+                            item.compression_opts, item.shuffle)
+        else:
+            layout[name] = attributes(item)
+
+    handle.visititems(visit)
+    return layout
 
 
 @mask_editor("nifti", "gzip")
@@ -284,9 +414,10 @@ def _open_nifti(path: str, container: str = "nifti", key: str | None = None) -> 
     if (slope, inter) != (1.0, 0.0):
         raise CannotFix(f"NIfTI with intensity scaling (slope {slope}, intercept {inter}) is not a plain label map")
     stored = image.get_data_dtype()
+    header = image.header.copy()
 
     def write(new: np.ndarray, dest: str) -> None:
-        out = nib.Nifti1Image(_fit(new, stored, "NIfTI"), image.affine, header=image.header.copy())
+        out = type(image)(_fit(new, stored, "NIfTI"), image.affine, header=header.copy())
         out.set_data_dtype(stored)
         nib.save(out, dest)
 
@@ -296,6 +427,8 @@ def _open_nifti(path: str, container: str = "nifti", key: str | None = None) -> 
             raise FixError("the written NIfTI reads back different labels than intended")
         if not np.allclose(written.affine, image.affine) or written.get_data_dtype() != stored:
             raise FixError("the written NIfTI lost its affine or data type")
+        if written.header.binaryblock != header.binaryblock or written.header.extensions != header.extensions:
+            raise FixError("the written NIfTI header differs from the original's")
 
     return LabelFile(path, "nifti", array, str(array.dtype), None, write, check)
 
@@ -412,36 +545,42 @@ Opener = Callable[[str, "str | None"], LabelFile]
 
 @dataclass
 class Dataset:
-    """The mask files a fix works on, their common root, and the effective spec."""
+    """The mask files a fix works on, their common root, and the spec each one is checked
+    against (its own dataset's: one dataset's spec never leaks onto another).
+
+    Attributes:
+        unspecified: the dataset folders for which no spec is known.
+    """
 
     files: list[str]
     root: str
-    spec: LabelSpec
+    specs: dict[str, LabelSpec]
     color_map: object | None
     notes: list[str]
+    unspecified: list[str] = field(default_factory=list)
 
 
 def find_masks(paths: Sequence[str], spec: LabelSpec | None = None,
                options: AuditOptions | None = None, use_project_config: bool = True) -> Dataset:
-    """The mask files under ``paths`` as the audit discovers them, and the spec that applies."""
+    """The mask files under ``paths`` as the audit discovers them, each with its dataset's spec."""
     if not paths:
         raise FixError("no paths given")
     for path in paths:
         if not os.path.exists(path):
             raise FixError(f"{path}: no such file or directory")
     options = options or AuditOptions()
-    discoveries = [layouts.discover(os.fspath(p), options) for p in paths]
-    configs = load_settings(os.fspath(paths[0]), None, use_project_config)
-    effective = resolve_spec((d.spec for d in discoveries), configs, spec)
-    files: list[str] = []
-    notes: list[str] = []
-    for discovery in discoveries:
-        for task in discovery.tasks:
-            if task.processor is process_mask and task.path not in files:
-                files.append(task.path)
-        notes.extend(discovery.notes)
-    color_map = next((d.color_map for d in discoveries if d.color_map is not None), None)
-    return Dataset(files, data_root(paths), effective, color_map, notes)
+    dataset = Dataset([], data_root(paths), {}, None, [])
+    for path in paths:
+        for discovery, dataset_spec in dataset_specs(path, options, spec, use_project_config):
+            masks = [t.path for t in discovery.tasks if t.processor is process_mask and t.path not in dataset.specs]
+            for mask in masks:
+                dataset.files.append(mask)
+                dataset.specs[mask] = dataset_spec
+            if masks and not dataset_spec.is_known:
+                dataset.unspecified.append(display_path(discovery.root))
+            dataset.notes.extend(discovery.notes)
+            dataset.color_map = dataset.color_map or discovery.color_map
+    return dataset
 
 
 def audit_file(path: str, spec: LabelSpec, key: str | None, color_map: ColorMap | None = None) -> FileResult:
@@ -472,23 +611,32 @@ def run_mask_fix(action: str, dataset: Dataset, opener: Opener, transform: Trans
                  key: str | None = None, apply: bool = False, out: str | None = None, command: str = "",
                  audit_color_map: ColorMap | None = None, force: bool = False) -> FixResult:
     """Plan ``transform`` on every mask of ``dataset`` and, with ``apply``, write through the engine:
-    each written file must read back as intended and its re-audit must not be worse."""
+    each written file must read back as intended and its re-audit must not be worse. A dry run
+    writes each new file into a scratch folder outside the data and checks it the same way."""
     check_out(dataset.root, out)
     result = FixResult(action, apply, notes=list(dataset.notes))
-    edits = [_plan_mask(path, output_target(path, dataset.root, out), dataset.spec, opener, transform, key,
-                        out is not None, audit_color_map, force)
+    if dataset.unspecified:
+        result.notes.append(unknown_spec_note(dataset.unspecified))
+    edits = [_plan_mask(path, output_target(path, dataset.root, out), dataset.root, out, dataset.specs[path], opener,
+                        transform, key, audit_color_map, force)
              for path in dataset.files]
     result.changes.extend(edit.change for edit in edits)
     if not dataset.files:
         result.notes.append("no mask files found")
     if apply:
         apply_edits(result, edits, out if out is not None else dataset.root, command or action)
+    else:
+        preview_edits(result, edits)
     return result
 
 
-def _plan_mask(path: str, target: str, spec: LabelSpec, opener: Opener, transform: Transform, key: str | None,
-               copy_unchanged: bool, audit_color_map: ColorMap | None, force: bool) -> Edit:
+def _plan_mask(path: str, target: str, root: str, out: str | None, spec: LabelSpec, opener: Opener,
+               transform: Transform, key: str | None, audit_color_map: ColorMap | None, force: bool) -> Edit:
     shown, shown_target = display_path(path), display_path(target)
+    refusal = target_refusal(path, target, root, out, force)
+    if refusal:
+        return Edit(FileChange(shown, REFUSED, f"not fixed: {refusal}", shown_target), target)
+    state = file_state(path)
     # The audit comes first: a JPEG mask is refused for its damage before its container is.
     try:
         before = audit_file(path, spec, key, audit_color_map)
@@ -501,11 +649,13 @@ def _plan_mask(path: str, target: str, spec: LabelSpec, opener: Opener, transfor
     try:
         label_file = opener(path, key)
         new, summary, details = transform(label_file)
+    except Refusal as exc:
+        return Edit(FileChange(shown, REFUSED, f"not fixed: {exc}", shown_target), target)
     except (CannotFix, MissingDependency) as exc:
         return Edit(FileChange(shown, SKIPPED, str(exc), shown_target), target)
     if new is None:
         change = FileChange(shown, UNCHANGED, summary, shown_target, details)
-        return copy_edit(path, target, change) if copy_unchanged else Edit(change, target)
+        return copy_edit(path, target, change) if out is not None else Edit(change, target)
 
     def write(temp: str) -> None:
         label_file.write(new, temp)
@@ -514,4 +664,5 @@ def _plan_mask(path: str, target: str, spec: LabelSpec, opener: Opener, transfor
         label_file.check(temp, new)
         return worse(before, audit_file(temp, spec, label_file.key))
 
-    return Edit(FileChange(shown, PLANNED, summary, shown_target, details), target, write, verify)
+    return Edit(FileChange(shown, PLANNED, summary, shown_target, details), target, write, verify,
+                source=path, state=state)

@@ -313,9 +313,14 @@ def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str 
     h5py = require("h5py", "read HDF5 masks")
     try:
         with h5py.File(path, "r") as handle:
-            keys = [k for k in handle.keys() if isinstance(handle[k], h5py.Dataset)]
+            elsewhere = {k: why for k in handle.keys() if (why := _hdf5_elsewhere(handle, k, h5py))}
+            keys = [k for k in handle.keys() if k in elsewhere or isinstance(handle[k], h5py.Dataset)]
             chosen = _pick_key(keys, key, "HDF5 file")
+            if chosen in elsewhere:
+                raise ReadError(f"the label {elsewhere[chosen]}; labelguard reads nothing outside the file it "
+                                "audits: audit that file")
             array = np.asarray(handle[chosen][()])
+            keys = [k for k in keys if k not in elsewhere]
             image_key = _image_key(keys, chosen, image_key, "HDF5 file")
             image_shape = tuple(handle[image_key].shape) if image_key else None
     except ReadError:
@@ -324,6 +329,20 @@ def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str 
         raise ReadError(f"cannot read HDF5: {exc}") from None
     return MaskRecord(array=array, container="hdf5", declared=declared, mode=str(array.dtype),
                       image_shape=image_shape, key=chosen, image_key=image_key)
+
+
+def _hdf5_elsewhere(handle, name: str, h5py) -> str | None:
+    """Where the data of ``name`` lives when not in this file (an external link, a virtual
+    dataset mapped from other files), or None."""
+    link = handle.get(name, getlink=True)
+    if isinstance(link, h5py.ExternalLink):
+        return f"{name!r} is an HDF5 external link to {link.filename}:{link.path}"
+    item = handle.get(name)
+    if isinstance(item, h5py.Dataset) and item.is_virtual:
+        files = sorted({source.file_name for source in item.virtual_sources() if source.file_name != "."})
+        if files:
+            return f"{name!r} is an HDF5 virtual dataset mapped from {', '.join(files)}"
+    return None
 
 
 def _read_nifti(path: str, declared: str | None) -> MaskRecord:
@@ -391,7 +410,7 @@ def read_mask_image_array_shape(path: str, container: str) -> tuple[int, ...]:
     h5py = require("h5py", "read HDF5 images")
     try:
         with h5py.File(path, "r") as handle:
-            keys = list(handle.keys())
+            keys = [k for k in handle.keys() if not _hdf5_elsewhere(handle, k, h5py)]
             key = next((k for k in IMAGE_KEYS if k in keys), keys[0] if keys else None)
             if key is None:
                 raise ReadError("HDF5 file holds no datasets")
