@@ -24,7 +24,7 @@ from labelguard.layouts.base import (
     walk_files,
 )
 from labelguard.layouts.pairing import holds_yolo_rows, inside_root
-from labelguard.layouts.voc import IMAGE_EXTENSIONS, relative_files
+from labelguard.layouts.pairing import IMAGE_EXTENSIONS, relative_files
 from labelguard.rules._annotations import process_annotation
 from labelguard.readers.base import ReadError
 from labelguard.readers.yolo import (
