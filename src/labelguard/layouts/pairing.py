@@ -35,13 +35,15 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Container, Sequence
+from typing import Callable, Container, Sequence, TypeVar
 
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.text import SHOWN, plural, shorten
 from labelguard.core.findings import Finding
 from labelguard.readers.base import ReadError, read_bytes, read_head
 from labelguard.readers.lists import ListFile, parse_list
+
+T = TypeVar("T")
 
 # ---- names --------------------------------------------------------------------------------
 
@@ -456,7 +458,6 @@ class ListRule:
             file has that stem.
         loose: a leading ``../`` or leading folders may be dropped from an entry, as trainers
             do (darknet's ``data/``, Roboflow's ``../``).
-        from_cwd: entries may also be relative to the directory the tool ran in (darknet).
         folders: an entry may name a folder (the splits of a data.yaml).
         images: entries name images, and each image's label follows from it (Ultralytics
             and darknet image lists); otherwise an entry names the label file itself.
@@ -469,7 +470,6 @@ class ListRule:
     ids: bool = False
     stems: bool = True
     loose: bool = False
-    from_cwd: bool = False
     folders: bool = False
     images: bool = False
     required: str | None = None
@@ -527,13 +527,16 @@ class EntryProblem:
     Attributes:
         place: where it is written ("line 3", or the key of a dataset file: "test").
         entry: the entry as written.
-        says: what is wrong with it, after the entry ("does not exist under data").
+        says: what is wrong with it, when that is not that it does not exist under the root
+            (LG003) or points outside it (LG005).
+        detail: what was looked for, said after that ("no Annotations/x.xml").
         data: the finding's data (``line`` or ``split``).
     """
 
     place: str
     entry: str
-    says: str
+    says: str = ""
+    detail: str = ""
     data: tuple[tuple[str, object], ...] = ()
 
 
@@ -553,11 +556,14 @@ def entry_findings(source: str, missing: Sequence[EntryProblem], escaping: Seque
     them all), so that a list of 50,000 stale entries is not 50,000 findings and nothing is
     left out silently."""
     findings = []
-    for check, problems, what, check_hint in (
-            (ESCAPES_ROOT, escaping, f"point outside the dataset root {display_path(root)}", ""),
-            (MISSING, missing, f"name no file under {display_path(root)}", hint)):
+    shown = display_path(root)
+    for check, problems, says, what, check_hint in (
+            (ESCAPES_ROOT, escaping, f"points outside the dataset root {shown}",
+             f"point outside the dataset root {shown}", ""),
+            (MISSING, missing, f"does not exist under {shown}", f"name no file under {shown}", hint)):
         for problem in problems[:ENTRY_FINDINGS]:
-            findings.append(check.finding(source, f"{problem.place}: {problem.entry!r} {problem.says}",
+            detail = f" ({problem.detail})" if problem.detail else ""
+            findings.append(check.finding(source, f"{problem.place}: {problem.entry!r} {problem.says or says}{detail}",
                                           hint=check_hint, **dict(problem.data), entry=problem.entry))
         rest = problems[ENTRY_FINDINGS:]
         if rest:
@@ -633,7 +639,6 @@ class _Lists:
     def __init__(self, root: str, roles: Sequence[Role], images: Role | None,
                  label_of: Callable[[str], Sequence[str]] | None):
         self.root = os.path.abspath(root)
-        self.shown_root = display_path(self.root)
         self.roles = roles
         self.images = images
         self.role_of = {path: role.name for role in roles for path in role.files}
@@ -642,8 +647,17 @@ class _Lists:
         self.label_of = label_of
         self.ids: list[tuple[Role, _Ids]] | None = None
         self.image_ids: _Ids | None = None
+        self.known: dict[str, str] | None = None
         self.selection = ListSelection()
         self.chosen: set[str] = set()
+
+    def as_found(self, path: str) -> str:
+        """``path`` (resolved, absolute) as the layout found it: the label or image of that
+        file in the form the layout's pairs and tasks use, else ``path`` itself."""
+        if self.known is None:
+            files = [*self.role_of, *self.image_set]
+            self.known = {os.path.abspath(file): file for file in files}
+        return self.known.get(path, path)
 
     @property
     def by_stem(self) -> dict[str, list[str]]:
@@ -663,9 +677,9 @@ class _Lists:
         for entry in listing.entries:
             problems = (self._by_id(entry.fields[0], rule) if rule.ids
                         else self._by_path(entry.text, entry.fields, list_dir, rule))
-            for name, says, escapes in problems:
+            for name, says, detail, escapes in problems:
                 (escaping if escapes else missing).append(
-                    EntryProblem(f"line {entry.line}", name, says, (("line", entry.line),)))
+                    EntryProblem(f"line {entry.line}", name, says, detail, (("line", entry.line),)))
         self.selection.findings.extend(entry_findings(display_path(list_path), missing, escaping, self.root))
 
     def _choose(self, label: str, image: str | None = None) -> None:
@@ -675,15 +689,12 @@ class _Lists:
             if image is not None and image != label:
                 self.selection.pairs[label] = image
 
-    def _outside(self) -> tuple[str, bool]:
-        return f"points outside the dataset root {self.shown_root}", True
-
-    def _by_id(self, name: str, rule: ListRule) -> list[tuple[str, str, bool]]:
+    def _by_id(self, name: str, rule: ListRule) -> list[tuple[str, str, str, bool]]:
         """Select the files of id ``name``; the problems with it."""
         if self.ids is None:
             self.ids = [(role, _Ids(role, {p for p in role.files})) for role in self.roles]
         if (".." in name or name.startswith(("/", "\\"))) and not inside_root(os.path.join(self.root, name), self.root):
-            return [(name, *self._outside())]
+            return [(name, "", "", True)]
         found = False
         for role, by_id in self.ids:
             for label in by_id.get(name):
@@ -703,10 +714,10 @@ class _Lists:
             looked += f" for its image {display_path(images[0])}"
         elif rule.images_suffice and self.images is not None:
             looked += f", no image {self.images.expected(name, self.root)}"
-        return [(name, f"does not exist under {self.shown_root} ({looked})", False)]
+        return [(name, "", looked, False)]
 
     def _by_path(self, text: str, fields: tuple[str, ...], list_dir: str,
-                 rule: ListRule) -> list[tuple[str, str, bool]]:
+                 rule: ListRule) -> list[tuple[str, str, str, bool]]:
         """Select the files a line names by path; the problems with it."""
         by_stem = self.by_stem if rule.stems else None
         # A whole line of several fields is only ever a file name with spaces, never a stem.
@@ -721,18 +732,18 @@ class _Lists:
             if path is None and len(parts) > 1 and name.lstrip("+-").isdigit():
                 continue  # a number beside a name (VOC's "id 1", "path class") names no file
             if escapes:
-                problems.append((name, *self._outside()))
+                problems.append((name, "", "", True))
             elif path is None:
-                problems.append((name, f"does not exist under {self.shown_root}", False))
+                problems.append((name, "", "", False))
             else:
-                found.append(path)
+                found.append(self.as_found(path))
         if len(found) > 1:
             self._choose(found[-1], found[0])  # "image label" lines name the label last
         elif found:
             problems.extend(self._named_alone(text, found[0], rule))
         return problems
 
-    def _named_alone(self, text: str, path: str, rule: ListRule) -> list[tuple[str, str, bool]]:
+    def _named_alone(self, text: str, path: str, rule: ListRule) -> list[tuple[str, str, str, bool]]:
         """Select what a line naming one file selects: a label itself; for an image, its
         labels (a problem when it has none and images do not suffice)."""
         if path in self.role_of:
@@ -750,7 +761,7 @@ class _Lists:
             self.selection.unlabelled.append(path)
         else:
             what = rule.required or (self.roles[0].name if len(self.roles) == 1 else "label")
-            return [(text, f"is an image without {_article(what)} {what} ({display_path(path)})", False)]
+            return [(text, f"is an image without {_article(what)} {what}", display_path(path), False)]
         return []
 
     def _labels_of(self, image: str) -> list[str]:
@@ -827,17 +838,18 @@ def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule,
     """(path or None, escapes_root) for one name written in a list or a dataset file: the
     one resolution of such names.
 
-    Tried in order: the name under the root, the list's folder and (:attr:`ListRule.from_cwd`)
-    the current directory, with or without one of the rule's extensions; a name starting
-    with '/' as root-relative (CamVid lists), then as the absolute path it is; with
-    :attr:`ListRule.loose`, the name without a leading ``../`` or without leading folders,
-    under the root and the list's folder, when that lands inside the root; last, by stem
-    among ``by_stem`` when one file has it. A name found outside ``root``, or that leads
-    outside it and is found nowhere, escapes it."""
+    Tried in order: the name under the root and the list's folder, with or without one of
+    the rule's extensions; a name starting with '/' as root-relative (CamVid lists), then
+    as the absolute path it is; with :attr:`ListRule.loose`, the name without a leading
+    ``../`` or without leading folders, under the root and the list's folder, when that
+    lands inside the root (darknet reads ``data/obj_train_data/1.jpg`` from the folder
+    above its ``data/``, wherever labelguard runs); last, by stem among ``by_stem`` when
+    one file has it. A name found outside ``root``, or that leads outside it and is found
+    nowhere, escapes it."""
     exists = os.path.exists if rule.folders else os.path.isfile
     absolute = os.path.isabs(name)
     relative = name.lstrip("/\\") if absolute else name
-    for base in (root, list_dir, os.getcwd()) if rule.from_cwd else (root, list_dir):
+    for base in (root, list_dir):
         found = _existing(os.path.join(base, relative), rule.extensions, exists)
         if found is not None:
             return found, not inside_root(found, root)
@@ -876,6 +888,23 @@ def _loose_forms(name: str) -> list[str]:
     parts = [p for p in normal.split("/") if p not in ("", ".")]
     forms.extend("/".join(parts[i:]) for i in range(1, len(parts)))
     return forms
+
+
+# ---- metadata -----------------------------------------------------------------------------
+
+def read_metadata(path: str, reader: Callable[[str], T], what: str = "") -> tuple[T | None, list[Finding]]:
+    """A dataset's metadata file (a class list, a data.yaml, an obj.data) read by ``reader``;
+    LG001 when it cannot be read, and None."""
+    try:
+        return reader(path), []
+    except ReadError as exc:
+        return None, [UNREADABLE.finding(display_path(path), f"{what}: {exc}" if what else str(exc))]
+
+
+def metadata_findings(path: str, problems: Sequence[str], hint: str = "") -> list[Finding]:
+    """LG001 for each thing wrong in a metadata file that could be read (a key of the wrong
+    type, a line that is no ``key = value``)."""
+    return [UNREADABLE.finding(display_path(path), problem, hint=hint) for problem in problems]
 
 
 def unpaired_findings(orphans_images: list[str], orphans_masks: list[str], what: str = "mask") -> list[Finding]:
