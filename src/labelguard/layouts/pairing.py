@@ -1,7 +1,9 @@
 """The one discovery and pairing engine: which files a dataset holds, which image pairs with
 which label, and the path policies every layout shares.
 
-A layout only says where its images and labels are (its roles); this module decides:
+A layout only declares its roles (:class:`Role`: its images, labels, annotations, masks, each
+in its folder), its lists' naming rule (:class:`ListRule`) and, where its tools derive a
+label's path from the image's, that function; this module decides:
 
 * **pairing** (:func:`pair_files`): images and labels in two folder trees meet by the longest
   name they share. Keys are tried from the most to the least specific, and the first that
@@ -14,14 +16,23 @@ A layout only says where its images and labels are (its roles); this module deci
   Several images under one key are the channels of one case when they differ only by the
   channel suffix (they all count as used); otherwise the label is *ambiguous*: it is paired
   with none of them and none of them is reported as an orphan.
+* **derived labels** (:func:`pair_derived`): the label's path follows from the image's, as a
+  loader computes it (Ultralytics' ``images/`` -> ``labels/`` and ``.txt``, darknet's label
+  beside its image).
 * **roles in one folder** (:func:`pair_in_folder`): files side by side whose names differ by a
   role word (MONAI ``anatomical.nii`` + ``anatomical_label.nii.gz``, StarDist ``img2d.tif`` +
   ``mask2d.tif``, ``x_data.npy`` + ``x_label.npy``). A file found to be an image there is
   never audited as a label.
+* **lists** (:func:`select_from_lists`): every list file (``--list``, VOC's ImageSets, a
+  data.yaml's .txt splits, darknet's train.txt) is read once, its entries resolved by the
+  layout's naming rule (paths, stems, VOC ids, images whose labels follow from them); an
+  entry that names an image selects the image's labels, never the image.
 * **path policy**: :func:`inside_root` is the one test of "this path lies inside the dataset
-  root"; :func:`resolve_entry` the one resolution of a list entry (LG003 missing, LG005
-  outside the root) and :func:`select_from_lists` the one reading of ``--list`` files (with
-  LG004 on unclean lines), used by every layout.
+  root"; :func:`resolve_entry` the one resolution of a name written in a list or a dataset
+  file; :func:`entry_findings` makes every LG003 (names no file) and LG005 (leads outside
+  the root) about such names, with one cap (:data:`ENTRY_FINDINGS`) and a count of the rest;
+  :func:`read_list` gives LG004 (unclean lines); :func:`read_metadata` LG001 for a metadata
+  file that cannot be read.
 * **what a folder holds** (:func:`describe_contents`): the counts by file kind that a report
   gives when an audit found nothing to audit.
 
@@ -643,7 +654,7 @@ class _Lists:
         self.images = images
         self.role_of = {path: role.name for role in roles for path in role.files}
         self.image_set = frozenset(images.files) if images else frozenset()
-        self.stems: dict[str, list[str]] | None = None
+        self.stems: list[dict[str, list[str]]] | None = None
         self.label_of = label_of
         self.ids: list[tuple[Role, _Ids]] | None = None
         self.image_ids: _Ids | None = None
@@ -658,13 +669,6 @@ class _Lists:
             files = [*self.role_of, *self.image_set]
             self.known = {os.path.abspath(file): file for file in files}
         return self.known.get(path, path)
-
-    @property
-    def by_stem(self) -> dict[str, list[str]]:
-        """The labels by stem, made when an entry is first looked up by stem."""
-        if self.stems is None:
-            self.stems = stem_index(list(self.role_of))
-        return self.stems
 
     def read(self, list_path: str, rule: ListRule) -> None:
         listing, findings = read_list(list_path)
@@ -719,29 +723,54 @@ class _Lists:
     def _by_path(self, text: str, fields: tuple[str, ...], list_dir: str,
                  rule: ListRule) -> list[tuple[str, str, str, bool]]:
         """Select the files a line names by path; the problems with it."""
-        by_stem = self.by_stem if rule.stems else None
         # A whole line of several fields is only ever a file name with spaces, never a stem.
-        whole = resolve_entry(text, self.root, list_dir, rule, by_stem if len(fields) == 1 else None)
+        whole = self._resolve(text, list_dir, rule, stems=rule.stems and len(fields) == 1)
         if whole[0] or len(fields) == 1:
             parts = [(text, whole)]
         else:
-            parts = [(name, resolve_entry(name, self.root, list_dir, rule, by_stem)) for name in fields]
+            parts = [(name, self._resolve(name, list_dir, rule, rule.stems)) for name in fields]
         found = []
         problems = []
-        for name, (path, escapes) in parts:
-            if path is None and len(parts) > 1 and name.lstrip("+-").isdigit():
+        for name, (paths, escapes) in parts:
+            if not paths and len(parts) > 1 and name.lstrip("+-").isdigit():
                 continue  # a number beside a name (VOC's "id 1", "path class") names no file
             if escapes:
                 problems.append((name, "", "", True))
-            elif path is None:
+            elif not paths:
                 problems.append((name, "", "", False))
             else:
-                found.append(self.as_found(path))
+                found.append(paths)
         if len(found) > 1:
-            self._choose(found[-1], found[0])  # "image label" lines name the label last
+            for label in found[-1]:  # "image label" lines name the label last
+                self._choose(label, found[0][0])
+        elif found and len(found[0]) > 1:
+            for label in found[0]:  # a stem that names a label of each role (VOC: x.xml and x.png)
+                self._choose(label)
         elif found:
-            problems.extend(self._named_alone(text, found[0], rule))
+            problems.extend(self._named_alone(text, found[0][0], rule))
         return problems
+
+    def _resolve(self, name: str, list_dir: str, rule: ListRule, stems: bool) -> tuple[list[str], bool]:
+        """(the files ``name`` names, escapes the root): the file it resolves to, as the
+        layout found it; else, by stem, the one label of each role that has that stem."""
+        path, escapes = resolve_entry(name, self.root, list_dir, rule)
+        if path is not None:
+            return [self.as_found(path)], escapes
+        if escapes or not stems:
+            return [], escapes
+        return self._by_stems(name), False
+
+    def _by_stems(self, name: str) -> list[str]:
+        """The labels that answer to the stem of ``name``: one of each role that has exactly
+        one (a stem shared by an annotation and a mask names both, never neither)."""
+        if self.stems is None:
+            self.stems = [stem_index(role.files) for role in self.roles]
+        found = []
+        for index in self.stems:
+            matches = _by_stem(index, name)
+            if len(matches) == 1:
+                found.append(matches.pop())
+        return found
 
     def _named_alone(self, text: str, path: str, rule: ListRule) -> list[tuple[str, str, str, bool]]:
         """Select what a line naming one file selects: a label itself; for an image, its
@@ -767,9 +796,8 @@ class _Lists:
     def _labels_of(self, image: str) -> list[str]:
         if self.label_of is not None:
             return list(self.label_of(image))
-        # Without the layout's pairing: the one label that shares the image's stem.
-        labels = _by_stem(self.by_stem, image)
-        return [labels.pop()] if len(labels) == 1 else []
+        # Without the layout's pairing: the labels that share the image's stem.
+        return self._by_stems(image)
 
 
 class _Ids:
@@ -833,8 +861,7 @@ def select_from_lists(
     return reading.selection
 
 
-def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule,
-                  by_stem: dict[str, list[str]] | None = None) -> tuple[str | None, bool]:
+def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule) -> tuple[str | None, bool]:
     """(path or None, escapes_root) for one name written in a list or a dataset file: the
     one resolution of such names.
 
@@ -843,9 +870,9 @@ def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule,
     as the absolute path it is; with :attr:`ListRule.loose`, the name without a leading
     ``../`` or without leading folders, under the root and the list's folder, when that
     lands inside the root (darknet reads ``data/obj_train_data/1.jpg`` from the folder
-    above its ``data/``, wherever labelguard runs); last, by stem among ``by_stem`` when
-    one file has it. A name found outside ``root``, or that leads outside it and is found
-    nowhere, escapes it."""
+    above its ``data/``, wherever labelguard runs). A name found outside ``root``, or that
+    leads outside it and is found nowhere, escapes it. (Names that are stems are looked up
+    among the dataset's files by :func:`select_from_lists`.)"""
     exists = os.path.exists if rule.folders else os.path.isfile
     absolute = os.path.isabs(name)
     relative = name.lstrip("/\\") if absolute else name
@@ -862,13 +889,7 @@ def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule,
                 found = _existing(os.path.join(base, written), rule.extensions, exists)
                 if found is not None and inside_root(found, root):
                     return found, False
-    if not inside_root(os.path.join(root, relative), root):
-        return None, True
-    if by_stem:
-        matches = _by_stem(by_stem, relative)
-        if len(matches) == 1:
-            return matches.pop(), False
-    return None, False
+    return None, not inside_root(os.path.join(root, relative), root)
 
 
 def _existing(path: str, extensions: tuple[str, ...], exists: Callable[[str], bool]) -> str | None:

@@ -14,7 +14,6 @@ import os
 from functools import partial
 from typing import Sequence
 
-from labelguard.checks.files import UNREADABLE
 from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
@@ -22,7 +21,7 @@ from labelguard.layouts.base import AuditOptions, Discovery, register_layout
 from labelguard.layouts.masks import discover_voc_segmentation, voc_segmentation_files
 from labelguard.layouts.pairing import (
     IMAGE_EXTENSIONS, ListRule, Role, display_path, display_paths, image_sets_rule, inside_root, labels_by_image,
-    pair_files, select_from_lists, strip_extension, unpaired_findings, walk_files,
+    pair_files, read_metadata, select_from_lists, strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_head
 from labelguard.readers.voc import read_voc_file
@@ -146,10 +145,9 @@ def _spec_from_files(directories: list[str], discovery: Discovery) -> LabelSpec:
             path = os.path.join(directory, name)
             if not os.path.isfile(path):
                 continue
-            try:
-                names = read_class_names(path)
-            except ReadError as exc:
-                discovery.findings.append(UNREADABLE.finding(display_path(path), f"class list: {exc}"))
+            names, findings = read_metadata(path, read_class_names, "class list")
+            discovery.findings.extend(findings)
+            if names is None:
                 continue
             spec = class_list_spec(names, display_path(path))
             if spec.is_known:

@@ -176,13 +176,13 @@ def _spec(names: list[str] | None, nc: int | None, source: str, discovery: Disco
 
 
 def _declared(collector: _Collector, key: str, entry: str, root: str, folder: str, source: str,
-              hint: str = SPLIT_HINT) -> str | None:
-    """A path a dataset file declares under ``key``, resolved as trainers resolve it; LG003
-    when it names nothing."""
+              hint: str = SPLIT_HINT, split: bool = True) -> str | None:
+    """A path a dataset file declares under ``key`` (a split, or obj.data's ``names``),
+    resolved as trainers resolve it; LG003 when it names nothing."""
     path, _ = resolve_entry(entry.strip(), root, folder, DECLARED_PATH)
     if path is None:
         collector.discovery.findings.extend(entry_findings(
-            source, [EntryProblem(key, entry, data=(("split", key),))], [], root, hint=hint))
+            source, [EntryProblem(key, entry, data=(("split", key),) if split else ())], [], root, hint=hint))
     return path
 
 
@@ -259,7 +259,7 @@ def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery
     names_source = source
     if declared.names_file:
         names_path = _declared(collector, "names", declared.names_file, root, root, source,
-                               hint="Correct the names path in obj.data.")
+                               hint="Correct the names path in obj.data.", split=False)
         if names_path is not None:
             names, names_source = _read_names(names_path, discovery)
     if names is None:
