@@ -156,6 +156,18 @@ def test_missing_entries_past_the_cap_are_counted_in_one_finding(tmp_path):
 
 
 @pytest.mark.code("LG002", "pass")
+def test_an_annotation_with_two_images_of_its_id_has_an_image(tmp_path):
+    voc = write_voc(tmp_path / "VOC2007", {"000001": [("dog", BOX)]})
+    (voc / "Annotations" / "000001.xml").write_text(
+        "<annotation><object><name>dog</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax>"
+        "</bndbox></object></annotation>", encoding="utf-8")  # no <filename>: the image is found by name
+    write_image(voc / "JPEGImages" / "000001.png")
+    report = run(voc, workers=1)
+    assert not found(report, "LG002")
+    assert any("matches several images by name" in note for note in report.notes)
+
+
+@pytest.mark.code("LG002", "pass")
 def test_labelme2voc_detection_output(tmp_path):
     root = write_labelme2voc(tmp_path / "data_dataset_voc", {"2011_000003": [("person", (2.5, 3.25, 20.0, 18.0))],
                                                              "2011_000006": [("dog", (1.0, 1.0, 8.0, 9.0))]},

@@ -236,8 +236,11 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
         xmls = [path for path in xmls if path in chosen]
     # The image folder as shown goes with each task: a display path per file costs a tenth of its audit.
     image_option = (("image_dir", image_dir), ("image_folder", display_path(image_dir))) if image_dir else ()
-    paired = [pairing.pairs.get(path) for path in xmls]
-    shown_images = dict(zip(pairing.pairs.values(), display_paths(list(pairing.pairs.values()))))
+    # Of several images of one id (x.jpg and x.png) the first by name stands for it: the
+    # annotation has an image, and <filename> says which.
+    paired = [pairing.pairs.get(path) or next(iter(pairing.ambiguous.get(path, ())), None) for path in xmls]
+    named = [image for image in paired if image is not None]
+    shown_images = dict(zip(named, display_paths(named)))
     discovery.tasks = [
         FileTask(process_voc, path, shown, image=image, image_display=shown_images.get(image), options=image_option)
         for path, shown, image in zip(xmls, display_paths(xmls), paired)
