@@ -137,14 +137,13 @@ class _Collector:
         self.orphans: list[str] = []  # label files without an image
         self.backgrounds = 0
 
-    def add(self, pairing: Pairing, labels: Sequence[str] = (), orphans: bool = True) -> None:
-        """The label files found (``labels``) and those ``pairing`` found for images; with
-        ``orphans``, the labels it left without an image are LG002."""
+    def add(self, pairing: Pairing, labels: Sequence[str] = ()) -> None:
+        """The label files found (``labels``) and those ``pairing`` found for images; the
+        labels it left without an image are LG002, its images without a label backgrounds."""
         self.labels.update(dict.fromkeys(labels))
         self.labels.update(dict.fromkeys(pairing.pairs))
         self.backgrounds += len(pairing.orphan_images)
-        if orphans:
-            self.orphans.extend(pairing.orphan_labels)
+        self.orphans.extend(pairing.orphan_labels)
 
     def add_selection(self, selection: ListSelection) -> None:
         self.discovery.findings.extend(selection.findings)
@@ -196,7 +195,12 @@ def _add_split(collector: _Collector, split: str, entry: str, root: str, folder:
     elif _is_image(path):
         collector.add(pair_derived([path], label_files))
     else:
-        collector.add_selection(select_from_lists([path], root, [], rule=IMAGE_LIST, label_of=_labels_of))
+        _add_lists(collector, [path], root)
+
+
+def _add_lists(collector: _Collector, lists: Sequence[str], root: str) -> None:
+    """The label files of the images that lists of images name (a split's .txt, --list)."""
+    collector.add_selection(select_from_lists(lists, root, [], rule=IMAGE_LIST, label_of=_labels_of))
 
 
 def _add_image_folder(collector: _Collector, folder: str) -> None:
@@ -226,14 +230,15 @@ def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discove
     discovery.spec = _spec(declared.names, declared.nc, source, discovery)
     collector = _Collector(discovery, declared.keypoint_shape)
     if options.lists:
-        collector.add_selection(select_from_lists(options.lists, root, [], rule=IMAGE_LIST, label_of=_labels_of))
+        _add_lists(collector, options.lists, root)
     elif not declared.splits:
         discovery.notes.append(f"{source} names no train/val/test split; label folders under "
                                f"{display_path(root)} are audited")
         _add_tree(collector, root)
-    for split, entries in () if options.lists else declared.splits.items():
-        for entry in entries:
-            _add_split(collector, split, entry, root, folder, source)
+    else:
+        for split, entries in declared.splits.items():
+            for entry in entries:
+                _add_split(collector, split, entry, root, folder, source)
     collector.finish()
 
 
@@ -266,12 +271,13 @@ def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery
         names, names_source = _names_beside([root], discovery, default=(None, source))
     discovery.spec = _spec(names, declared.nc, names_source if names else source, discovery)
     if options.lists:
-        collector.add_selection(select_from_lists(options.lists, root, [], rule=IMAGE_LIST, label_of=_labels_of))
+        _add_lists(collector, options.lists, root)
     elif not declared.splits:
         _add_tree(collector, root)
-    for split, entries in () if options.lists else declared.splits.items():
-        for entry in entries:
-            _add_split(collector, split, entry, root, root, source)
+    else:
+        for split, entries in declared.splits.items():
+            for entry in entries:
+                _add_split(collector, split, entry, root, root, source)
     collector.finish()
 
 
@@ -428,7 +434,7 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
     discovery.spec = class_list_spec(names or (), source)
     collector = _Collector(discovery, None)
     if options.lists:
-        collector.add_selection(select_from_lists(options.lists, root, [], rule=IMAGE_LIST, label_of=_labels_of))
+        _add_lists(collector, options.lists, root)
     else:
         _add_tree(collector, root)
     collector.finish()
