@@ -17,10 +17,17 @@ over a warm file cache, each the best of ``--repeat`` interleaved passes:
 
 The target: labelguard at one worker at least as fast as the seed loop (ratio >= 1.0).
 
+With ``--devkit`` the folder is a whole VOC devkit folder: ``JPEGImages/`` with one image
+per annotation (empty files: the audit pairs images by name and never opens them) and
+``ImageSets/Main`` train/val/test lists of every id (the test list naming images only), so
+that discovery's pairing and split-list reading are measured with the audit; the seed loop
+does neither, so that ratio says what they cost.
+
 Usage::
 
     python benchmarks/bench_voc.py                      # 20,000 XMLs in a temporary folder
     python benchmarks/bench_voc.py -n 5000 --dir /tmp/voc   # reuse a folder across runs
+    python benchmarks/bench_voc.py -n 5000 --devkit     # with images and split lists
 """
 
 from __future__ import annotations
@@ -82,8 +89,10 @@ def make_xml(stem: str, rng: random.Random) -> str:
     return "".join(parts)
 
 
-def ensure_dataset(root: Path, count: int) -> Path:
-    """``root/Annotations`` with ``count`` XMLs, writing only what is missing."""
+def ensure_dataset(root: Path, count: int, devkit: bool = False) -> Path:
+    """``root/Annotations`` with ``count`` XMLs, writing only what is missing; with
+    ``devkit``, ``JPEGImages`` and ``ImageSets/Main`` too (a tenth of the ids in a test split
+    of images without annotations)."""
     folder = root / "Annotations"
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(0)
@@ -96,6 +105,17 @@ def ensure_dataset(root: Path, count: int) -> Path:
             written += 1
     if written:
         print(f"wrote {written} VOC annotations to {folder}", flush=True)
+    if devkit:
+        images, lists = root / "JPEGImages", root / "ImageSets" / "Main"
+        images.mkdir(exist_ok=True)
+        lists.mkdir(parents=True, exist_ok=True)
+        tests = [f"{index:06d}" for index in range(count, count + count // 10)]
+        ids = [f"{index:06d}" for index in range(count)]
+        for stem in ids + tests:
+            (images / f"{stem}.jpg").touch()
+        splits = {"train": ids[::2], "val": ids[1::2], "test": tests}
+        for split, names in splits.items():
+            (lists / f"{split}.txt").write_text("".join(f"{name}\n" for name in names), encoding="utf-8")
     return root
 
 
@@ -147,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, help="dataset folder (reused if present); default: a temp dir")
     parser.add_argument("--repeat", type=int, default=5, help="interleaved passes; the best of each counts")
     parser.add_argument("--no-cli", action="store_true", help="skip the CLI subprocess reference run")
+    parser.add_argument("--devkit", action="store_true",
+                        help="also JPEGImages and ImageSets/Main split lists (pairing and lists measured)")
     args = parser.parse_args(argv)
 
     temporary = None
@@ -156,10 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         root = args.dir
     try:
-        ensure_dataset(root, args.count)
+        ensure_dataset(root, args.count, args.devkit)
         xml_dir = str(root / "Annotations")
         n = len(os.listdir(xml_dir))
-        print(f"{n} VOC XMLs, 1-4 objects of {len(CLASSES)} classes; {os.cpu_count()} cores; "
+        devkit = " with JPEGImages and ImageSets/Main lists" if args.devkit else ""
+        print(f"{n} VOC XMLs{devkit}, 1-4 objects of {len(CLASSES)} classes; {os.cpu_count()} cores; "
               f"best of {args.repeat} interleaved passes")
         measures = {
             "seed loop (ElementTree)": lambda: seed_loop(xml_dir, list(CLASSES)),

@@ -203,20 +203,66 @@ def write_yolo(
 
 
 def write_darknet(root: Path, files: Mapping[str, Sequence[Sequence[float]] | str], names: Sequence[str],
-                  classes: int | None = None, listed: Sequence[str] | None = None) -> Path:
+                  classes: int | None = None, listed: Sequence[str] | None = None,
+                  valid: Mapping[str, Sequence[Sequence[float]] | str] | None = None,
+                  extension: str = ".jpg") -> Path:
     """A darknet dataset as CVAT/Datumaro export it: ``obj.data``, ``obj.names``, ``train.txt``
-    naming ``data/obj_train_data/<id>.jpg``, and the labels beside the images."""
+    naming ``data/obj_train_data/<id>.jpg`` (the export is darknet's ``data/`` folder), and
+    the labels beside the images; with ``valid``, ``obj_valid_data`` and ``valid.txt`` as
+    Datumaro writes a second subset. CVAT keeps the image's own extension (``extension``)."""
     root = Path(root)
-    data = root / "obj_train_data"
-    data.mkdir(parents=True, exist_ok=True)
-    for image_id, rows in files.items():
-        text = rows if isinstance(rows, str) else yolo_rows(rows)
-        (data / f"{image_id}.txt").write_text(text, encoding="utf-8")
-        write_image(data / f"{image_id}.jpg", (16, 12))
+    subsets = {"train": (files, listed)}
+    if valid is not None:
+        subsets["valid"] = (valid, None)
+    for subset, (images, named) in subsets.items():
+        data = root / f"obj_{subset}_data"
+        data.mkdir(parents=True, exist_ok=True)
+        for image_id, rows in images.items():
+            text = rows if isinstance(rows, str) else yolo_rows(rows)
+            (data / f"{image_id}.txt").write_text(text, encoding="utf-8")
+            write_image(data / f"{image_id}{extension}", (16, 12))
+        ids = named if named is not None else list(images)
+        (root / f"{subset}.txt").write_text("".join(f"data/obj_{subset}_data/{i}{extension}\n" for i in ids),
+                                            encoding="utf-8")
     (root / "obj.names").write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
     (root / "obj.data").write_text(
-        f"classes = {classes if classes is not None else len(names)}\ntrain = data/train.txt\n"
-        "names = data/obj.names\nbackup = backup/\n", encoding="utf-8")
-    ids = listed if listed is not None else list(files)
-    (root / "train.txt").write_text("".join(f"data/obj_train_data/{i}.jpg\n" for i in ids), encoding="utf-8")
+        f"classes = {classes if classes is not None else len(names)}\n"
+        + "".join(f"{subset} = data/{subset}.txt\n" for subset in subsets)
+        + "names = data/obj.names\nbackup = backup/\n", encoding="utf-8")
+    return root
+
+
+LABELME_OBJECT = """  <object>
+    <name>{name}</name>
+    <pose/>
+    <truncated/>
+    <difficult/>
+    <bndbox>
+      <xmin>{box[0]!r}</xmin>
+      <ymin>{box[1]!r}</ymin>
+      <xmax>{box[2]!r}</xmax>
+      <ymax>{box[3]!r}</ymax>
+    </bndbox>
+  </object>
+"""
+
+
+def write_labelme2voc(root: Path, annotations: Mapping[str, Sequence[tuple[str, Box]]],
+                      class_names: Sequence[str], size: tuple[int, int] = (32, 24)) -> Path:
+    """A folder as labelme's ``labelme2voc.py`` writes it for boxes: ``Annotations/<id>.xml``
+    (empty ``<folder/>``, ``<pose/>``... elements, float coordinates), ``JPEGImages/<id>.jpg``,
+    ``AnnotationsVisualization/<id>.jpg`` and ``class_names.txt`` (``_background_`` first);
+    no ImageSets."""
+    root = Path(root)
+    (root / "Annotations").mkdir(parents=True, exist_ok=True)
+    for image_id, objects in annotations.items():
+        body = "".join(LABELME_OBJECT.format(name=escape(name), box=tuple(float(v) for v in box))
+                       for name, box in objects)
+        (root / "Annotations" / f"{image_id}.xml").write_text(
+            f"<annotation>\n  <folder/>\n  <filename>{image_id}.jpg</filename>\n  <database/>\n"
+            f"  <annotation/>\n  <image/>\n  <size>\n    <height>{size[1]}</height>\n    <width>{size[0]}</width>\n"
+            f"    <depth>3</depth>\n  </size>\n  <segmented/>\n{body}</annotation>\n", encoding="utf-8")
+        write_image(root / "JPEGImages" / f"{image_id}.jpg", size)
+        write_image(root / "AnnotationsVisualization" / f"{image_id}.jpg", size)
+    (root / "class_names.txt").write_text("\n".join(class_names), encoding="utf-8")
     return root

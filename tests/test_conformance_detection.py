@@ -74,3 +74,27 @@ def test_yolo_datasets_are_read_cleanly(relative):
     if "relaxed" not in relative:
         assert report.spec.classes == tuple(f"label_{i}" for i in range(10))
         assert set(report.summary.class_objects) == {"label_2", "label_4"}
+
+
+@pytest.mark.parametrize("relative, kinds", [
+    ("voc_dataset/voc_dataset1/ImageSets/Main/train.txt", {"voc": 1, "mask": 1}),
+    ("voc_dataset/voc_dataset1/ImageSets/Segmentation/train.txt", {"voc": 1, "mask": 1}),
+    ("voc_dataset/voc_dataset1/ImageSets/Main/cat_train.txt", {"voc": 1, "mask": 1}),
+])
+def test_voc_split_lists_as_path_select_annotations_and_masks(relative, kinds):
+    report = run_corpus(relative)
+    assert report.layouts == ["voc"] and report.summary.kinds == kinds
+    errors = [(f.code, f.message) for f in report.findings if str(f.severity) == "error"]
+    assert not errors and "LG003" not in codes(report), errors
+
+
+def test_voc_test_split_of_images_only_names_no_missing_file():
+    # Datumaro's voc_dataset1: test.txt names 2007_000002, an image without annotation or mask.
+    report = run_corpus("voc_dataset/voc_dataset1/ImageSets/Main/test.txt")
+    assert "LG003" not in codes(report) and report.summary.samples == 0
+
+
+def test_darknet_list_as_path_audits_the_labels_of_its_images():
+    report = run_corpus("yolo_dataset/strict/train.txt")
+    assert report.layouts == ["yolo"] and report.summary.samples == 1
+    assert codes(report) <= {"LG104", "LG006"}

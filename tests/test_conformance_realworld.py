@@ -73,6 +73,10 @@ CASES = [
          why="VOCdevkit with VOC2007 and VOC2012 side by side; the VOC2012 copy of 000001.xml "
              "names <filename>000002.jpg, which the fixture does not ship (LG003)",
          extra={"datasets": 2}),
+    Case("mmyolo/tests/data/VOCdevkit/VOC2007",
+         ("--list", "{realworld}/mmyolo/tests/data/VOCdevkit/VOC2007/ImageSets/Main/test.txt"),
+         audited=("000001.xml",), not_audited=("000001.jpg",),
+         why="mmdetection's VOC loader reads ImageSets/Main/<split>.txt: image ids, here annotated"),
     Case("mmyolo/tests/data/coco_sample.json",
          errors=frozenset({"LG003", "LG101", "LG301"}),
          why="mmdetection's test fixture plants: images fake1..4.jpg that are not shipped (LG003), "

@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from annotation_builders import coco_dataset
 from builders import organic_mask, write_npz, write_png
 from detection_builders import write_voc, write_yolo
 from labelguard.cli import main
@@ -104,12 +105,22 @@ def test_table_columns_on_a_mask_folder_are_a_usage_error(tmp_path, flag):
 
 
 def test_list_on_a_layout_that_reads_no_list_is_a_usage_error(tmp_path):
-    root = write_yolo(tmp_path / "y", {"train": {"a": [(0, 0.5, 0.5, 0.2, 0.2)]}}, names=["cat"])
+    coco = coco_dataset(tmp_path / "c")
+    listing = tmp_path / "train.txt"
+    listing.write_text("images/train/000000.jpg\n", encoding="utf-8")
+    result = cli("audit", str(coco), "--list", str(listing))
+    assert result.exit_code == 2
+    assert "--list selects files of a mask, VOC or YOLO dataset" in result.output and "coco dataset" in result.output
+
+
+def test_list_on_a_yolo_dataset_selects_the_labels_of_its_images(tmp_path):
+    root = write_yolo(tmp_path / "y", {"train": {"a": [(0, 0.5, 0.5, 0.2, 0.2)], "b": [(4, 0.5, 0.5, 0.2, 0.2)]}},
+                      names=["cat"])
     listing = tmp_path / "train.txt"
     listing.write_text("images/train/a.jpg\n", encoding="utf-8")
-    result = cli("audit", str(root), "--list", str(listing))
-    assert result.exit_code == 2
-    assert "--list selects files of a mask or VOC dataset" in result.output and "yolo dataset" in result.output
+    result = cli("audit", str(root), "--list", str(listing), "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["summary"]["samples"] == 1  # b.txt, with its bad id, is not listed
 
 
 @pytest.mark.parametrize("code, named", [

@@ -170,6 +170,17 @@ def test_a_split_list_of_ids_selects_the_labels_and_keeps_their_images(tmp_path)
     assert [Path(f.path).name for f in found(report, "LG206")] == ["00002_gt.png"]
 
 
+@pytest.mark.code("LG206", "fail")
+def test_masks_a_list_names_by_path_keep_their_images_from_a_relative_path(tmp_path, monkeypatch):
+    # The list's entries resolve to the files discovery found, whatever form PATH was given in.
+    root = mmseg_dataset(tmp_path / "data", n=3, image_size=lambda i: (32, 48) if i == 1 else (32, 40))
+    listing = write_list(root / "splits" / "paths.txt", [f"gts/{i:05d}_gt.png" for i in range(3)])
+    monkeypatch.chdir(tmp_path)
+    report = run("data", workers=1, options=AuditOptions(lists=(str(listing),)))
+    assert report.summary.samples == 3
+    assert [Path(f.path).name for f in found(report, "LG206")] == ["00001_gt.png"]
+
+
 # ---- PATH with --images / --masks --------------------------------------------------------
 
 @pytest.mark.code("LG206", "fail")

@@ -222,7 +222,7 @@ def _with_settings(options: AuditOptions, settings: dict) -> AuditOptions:
 
 
 # Layouts that select their files through --list; the others read no file list.
-LIST_LAYOUTS = frozenset({"paired", "nnunet", "voc-segmentation", "camvid", "cityscapes", "masks", "voc"})
+LIST_LAYOUTS = frozenset({"paired", "nnunet", "voc-segmentation", "camvid", "cityscapes", "masks", "voc", "yolo"})
 TABLE_LAYOUTS = frozenset({"csv"})
 # Containers that hold named arrays, where --key chooses one.
 KEYED_EXTENSIONS = (".npz", ".h5", ".hdf5", ".hdf")
@@ -239,7 +239,7 @@ def _refuse_options_that_do_not_apply(options: AuditOptions, discoveries: list) 
             raise OptionError(f"{' and '.join(columns)} appl{'y' if len(columns) > 1 else 'ies'} to a CSV/TSV "
                               f"table, but {where}")
         if options.lists and discovery.layout not in LIST_LAYOUTS:
-            raise OptionError(f"--list selects files of a mask or VOC dataset, but {where}, which names its "
+            raise OptionError(f"--list selects files of a mask, VOC or YOLO dataset, but {where}, which names its "
                               "files itself; audit the list's dataset, or drop --list")
 
 

@@ -14,7 +14,7 @@ from labelguard.readers.masks import is_mask_candidate, mask_extension
 # The pairing engine's names, imported here for the layouts and fixers that take them from base.
 from labelguard.layouts.pairing import (  # noqa: F401
     ListSelection, display_path, holds_yolo_rows, inside_root, list_findings, pair_key, read_list,
-    resolve_entry as _resolve, select_from_lists, strip_extension, unpaired_findings, walk_files,
+    select_from_lists, strip_extension, unpaired_findings, walk_files,
 )
 
 

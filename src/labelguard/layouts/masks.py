@@ -12,6 +12,7 @@ import json
 import os
 import re
 from collections import Counter
+from dataclasses import replace
 
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.spec import LabelSpec, class_list_spec
@@ -19,7 +20,9 @@ from labelguard.core.tasks import FileTask
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
 )
-from labelguard.layouts.pairing import inside_root, missing_reason, pair_files, pair_in_folder
+from labelguard.layouts.pairing import (
+    Role, image_sets_rule, inside_root, labels_by_image, missing_reason, pair_files, pair_in_folder,
+)
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_text
 from labelguard.readers.colormap import (
     ColorMap, camvid_color_map, find_color_map, load_color_map, voc_color_map,
@@ -241,17 +244,39 @@ discover_nnunet.detect = lambda root, options: os.path.isdir(os.path.join(root, 
 register_layout("nnunet", 20, "nnU-Net raw dataset (imagesTr/labelsTr, dataset.json)")(discover_nnunet)
 
 
-def discover_voc_segmentation(root: str, options: AuditOptions) -> Discovery:
+def voc_segmentation_files(root: str) -> tuple[list[str], list[str]]:
+    """The masks (``SegmentationClass``) and images (``JPEGImages``) of a VOC folder."""
+    image_dir = os.path.join(root, "JPEGImages")
+    images = _mask_files(image_dir, include_jpeg=True) if os.path.isdir(image_dir) else []
+    return _mask_files(os.path.join(root, "SegmentationClass"), include_jpeg=True), images
+
+
+def discover_voc_segmentation(root: str, options: AuditOptions, selected: list[str] | None = None) -> Discovery:
+    """VOC segmentation masks, paired with their JPEGImages by the pairing engine.
+
+    ``--list`` files under ``ImageSets`` name image ids (a test split may come without
+    masks). ``selected``: the masks the VOC detection layout's reading of the lists chose
+    (it reads each list once, for annotations and masks alike)."""
     discovery = Discovery("voc-segmentation", root)
     mask_dir = os.path.join(root, "SegmentationClass")
     image_dir = os.path.join(root, "JPEGImages")
-    masks = _mask_files(mask_dir, include_jpeg=True)
-    images = _mask_files(image_dir, include_jpeg=True) if os.path.isdir(image_dir) else []
+    masks, images = voc_segmentation_files(root)
     pairs, _, orphan_masks = _pair(images, masks, image_dir, mask_dir, discovery)
-    if images and not options.lists:
+    if selected is None and options.lists:
+        masks_of = labels_by_image(pairs)
+        selection = select_from_lists(
+            options.lists, root, [Role("mask", masks, mask_dir, ".png")],
+            rule=lambda list_path: image_sets_rule(list_path, root, "mask", LIST_EXTENSIONS),
+            images=Role("image", images, image_dir), label_of=lambda image: masks_of.get(image, ()))
+        discovery.findings.extend(selection.findings)
+        selected = selection.paths
+        pairs = {**pairs, **selection.pairs}
+    if selected is not None:
+        masks = selected
+    elif images:
         discovery.findings.extend(unpaired_findings([], orphan_masks))
     color_map = _declared_color_map(options, [root], discovery, default=voc_color_map())
-    return _finish(discovery, options, masks, pairs, color_map, [])
+    return _finish(discovery, replace(options, lists=()), masks, pairs, color_map, [])
 
 
 discover_voc_segmentation.detect = lambda root, options: os.path.isdir(os.path.join(root, "SegmentationClass"))

@@ -1,7 +1,9 @@
 """The one discovery and pairing engine: which files a dataset holds, which image pairs with
 which label, and the path policies every layout shares.
 
-A layout only says where its images and labels are (its roles); this module decides:
+A layout only declares its roles (:class:`Role`: its images, labels, annotations, masks, each
+in its folder), its lists' naming rule (:class:`ListRule`) and, where its tools derive a
+label's path from the image's, that function; this module decides:
 
 * **pairing** (:func:`pair_files`): images and labels in two folder trees meet by the longest
   name they share. Keys are tried from the most to the least specific, and the first that
@@ -14,14 +16,23 @@ A layout only says where its images and labels are (its roles); this module deci
   Several images under one key are the channels of one case when they differ only by the
   channel suffix (they all count as used); otherwise the label is *ambiguous*: it is paired
   with none of them and none of them is reported as an orphan.
+* **derived labels** (:func:`pair_derived`): the label's path follows from the image's, as a
+  loader computes it (Ultralytics' ``images/`` -> ``labels/`` and ``.txt``, darknet's label
+  beside its image).
 * **roles in one folder** (:func:`pair_in_folder`): files side by side whose names differ by a
   role word (MONAI ``anatomical.nii`` + ``anatomical_label.nii.gz``, StarDist ``img2d.tif`` +
   ``mask2d.tif``, ``x_data.npy`` + ``x_label.npy``). A file found to be an image there is
   never audited as a label.
+* **lists** (:func:`select_from_lists`): every list file (``--list``, VOC's ImageSets, a
+  data.yaml's .txt splits, darknet's train.txt) is read once, its entries resolved by the
+  layout's naming rule (paths, stems, VOC ids, images whose labels follow from them); an
+  entry that names an image selects the image's labels, never the image.
 * **path policy**: :func:`inside_root` is the one test of "this path lies inside the dataset
-  root"; :func:`resolve_entry` the one resolution of a list entry (LG003 missing, LG005
-  outside the root) and :func:`select_from_lists` the one reading of ``--list`` files (with
-  LG004 on unclean lines), used by every layout.
+  root"; :func:`resolve_entry` the one resolution of a name written in a list or a dataset
+  file; :func:`entry_findings` makes every LG003 (names no file) and LG005 (leads outside
+  the root) about such names, with one cap (:data:`ENTRY_FINDINGS`) and a count of the rest;
+  :func:`read_list` gives LG004 (unclean lines); :func:`read_metadata` LG001 for a metadata
+  file that cannot be read.
 * **what a folder holds** (:func:`describe_contents`): the counts by file kind that a report
   gives when an audit found nothing to audit.
 
@@ -35,14 +46,21 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable, Container, Sequence, TypeVar
 
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
-from labelguard.core.text import SHOWN, shorten
+from labelguard.core.text import SHOWN, plural, shorten
 from labelguard.core.findings import Finding
 from labelguard.readers.base import ReadError, read_bytes, read_head
 from labelguard.readers.lists import ListFile, parse_list
 
+T = TypeVar("T")
+
 # ---- names --------------------------------------------------------------------------------
+
+# The image formats Ultralytics reads (a superset of VOC's and most tools').
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif",
+                              ".dng", ".mpo", ".pfm", ".heic"})
 
 LABEL_SUFFIXES = (
     "gtFine_labelTrainIds", "gtFine_labelIds", "gtFine_instanceIds", "gtFine_color",
@@ -75,12 +93,31 @@ _ROLE_HINT = re.compile("|".join(sorted(
     | IMAGE_TOKENS | LABEL_TOKENS, key=len, reverse=True)), re.IGNORECASE)
 
 
+_DOUBLE_TAILS = (".gz", ".h5")  # the last part of the extensions strip_extension takes whole
+
+
 def strip_extension(name: str) -> str:
-    lower = name.lower()
-    for ext in (".nii.gz", ".npy.h5"):
-        if lower.endswith(ext):
-            return name[: -len(ext)]
-    return os.path.splitext(name)[0]
+    """``name`` without its extension (``.nii.gz`` and ``.npy.h5`` count as one), as
+    :func:`os.path.splitext` cuts it: a name of only leading dots has none."""
+    if name[-3:].lower() in _DOUBLE_TAILS:
+        lower = name.lower()
+        for ext in (".nii.gz", ".npy.h5"):
+            if lower.endswith(ext):
+                return name[: -len(ext)]
+    dot = name.rfind(".")
+    start = name.rfind(os.sep) + 1
+    if dot <= start or not name[start:dot].strip("."):
+        return name
+    return name[:dot]
+
+
+def _extension(path: str) -> str:
+    """The extension :func:`strip_extension` cuts from ``path``."""
+    cut = path.rfind(os.sep) + 1
+    dot = path.rfind(".")
+    if dot > cut and path[cut] != "." and path[-3:].lower() not in _DOUBLE_TAILS:
+        return path[dot:]
+    return path[len(strip_extension(path)):]
 
 
 def name_key(stem: str, channel: bool = False) -> tuple[str, str | None]:
@@ -148,7 +185,34 @@ def pair_key(relative: str, channel: bool = False) -> str:
 
 def _folder_of(path: str, root: str) -> str:
     relative = os.path.relpath(os.path.dirname(path), root)
-    return "" if relative == "." else relative.lower()
+    return "" if relative == "." else relative
+
+
+_UNNORMAL = os.sep + "."  # "/./", "/../" (or a hidden folder): left to relpath
+
+
+def _relative_stems(root: str, paths: Sequence[str]) -> list[str]:
+    """Each of ``paths`` below ``root`` without its extension (``sub/x`` for
+    ``root/sub/x.jpg``): by slicing for the paths :func:`walk_files` gives, which start
+    with ``root`` as written, else through :func:`os.path.relpath`."""
+    prefix = os.path.join(root, "") if root else None
+    start = len(prefix) if prefix else 0
+    double = os.sep * 2
+    found = []
+    for path in paths:
+        cut = path.rfind(os.sep) + 1
+        name = path[cut:]
+        dot = name.rfind(".")
+        # The common name (x.jpg) without strip_extension's rules for .nii.gz and dot files.
+        stem = name[:dot] if dot > 0 and name[0] != "." and name[-3:].lower() not in _DOUBLE_TAILS \
+            else strip_extension(name)
+        if prefix is None or not path.startswith(prefix) or path.find(_UNNORMAL, start - 1) >= 0 \
+                or path.find(double) >= 0:
+            folder = _folder_of(path, root)
+            found.append(os.path.join(folder, stem) if folder else stem)
+        else:
+            found.append(path[start:cut] + stem)
+    return found
 
 
 def _leading_parts(key: str):
@@ -179,6 +243,14 @@ class Pairing:
                 "their image sizes are not compared"]
 
 
+def labels_by_image(pairs: dict[str, str]) -> dict[str, list[str]]:
+    """Image -> the labels paired with it, from pairs label -> image."""
+    found: dict[str, list[str]] = {}
+    for label, image in pairs.items():
+        found.setdefault(image, []).append(label)
+    return found
+
+
 def _channels_of_one_case(candidates: list[str]) -> bool:
     stems = {_CHANNEL.sub("", strip_extension(os.path.basename(p))).lower() for p in candidates}
     return len(stems) == 1 and all(_CHANNEL.search(strip_extension(os.path.basename(p))) for p in candidates)
@@ -186,44 +258,102 @@ def _channels_of_one_case(candidates: list[str]) -> bool:
 
 def pair_files(images: list[str], labels: list[str], image_root: str, label_root: str) -> Pairing:
     """Pair ``labels`` under ``label_root`` with ``images`` under ``image_root`` (see the
-    module docstring for the keys, in order)."""
+    module docstring for the keys, in order).
+
+    Most datasets pair by the exact folder and stem (VOC, Ultralytics, most masks): those
+    labels are paired first, and the keys of the naming conventions are built only when
+    some label is left over."""
+    if not images:
+        return Pairing(orphan_labels=list(labels))
     images = sorted(images)
-    exact: dict[tuple[str, str], list[str]] = {}
+    keys = _relative_stems(image_root, images)
+    exact: dict[str, list[str]] = {}
+    for path, key in zip(images, keys):
+        exact.setdefault(key.lower(), []).append(path)
+    result = Pairing()
+    used: set[str] = set()
+    left: list[tuple[str, str, str]] = []
+    for label, key in zip(labels, _relative_stems(label_root, labels)):
+        candidates = exact.get(key.lower())
+        if candidates:
+            _take(result, used, label, candidates)
+        else:
+            folder, _, stem = key.rpartition(os.sep)
+            left.append((label, folder.lower(), stem))
+    if left:
+        named = []
+        for path, key in zip(images, keys):
+            folder, _, stem = key.rpartition(os.sep)
+            named.append((path, folder.lower(), stem))
+        _pair_by_conventions(named, left, result, used)
+    result.orphan_images = [p for p in images if p not in used]
+    return result
+
+
+def _pair_by_conventions(named: list[tuple[str, str, str]], labels: list[tuple[str, str, str]],
+                         result: Pairing, used: set[str]) -> None:
+    """The keys after the exact stem, for the ``labels`` it left: the stem without tool
+    conventions, without the channel suffix, its longest leading part, the stem anywhere."""
     keyed: dict[tuple[str, str], list[str]] = {}
     channel: dict[tuple[str, str], list[str]] = {}
     anywhere: dict[str, list[str]] = {}
-    for path in images:
-        folder = _folder_of(path, image_root)
-        stem = strip_extension(os.path.basename(path))
-        exact.setdefault((folder, stem.lower()), []).append(path)
-        keyed.setdefault((folder, name_key(stem)[0]), []).append(path)
-        key = name_key(stem, channel=True)[0]
-        channel.setdefault((folder, key), []).append(path)
-        anywhere.setdefault(key, []).append(path)
-    result = Pairing()
-    used: set[str] = set()
-    for label in labels:
-        folder = _folder_of(label, label_root)
-        stem = strip_extension(os.path.basename(label))
+    for path, folder, stem in named:
         key = name_key(stem)[0]
-        candidates = (exact.get((folder, stem.lower())) or keyed.get((folder, key))
-                      or channel.get((folder, key)))
+        keyed.setdefault((folder, key), []).append(path)
+        channel_key = name_key(stem, channel=True)[0] if _CHANNEL.search(stem) else key
+        channel.setdefault((folder, channel_key), []).append(path)
+        anywhere.setdefault(channel_key, []).append(path)
+    for label, folder, stem in labels:
+        key = name_key(stem)[0]
+        candidates = keyed.get((folder, key)) or channel.get((folder, key))
         if not candidates:
             candidates = next((channel[(folder, part)] for part in _leading_parts(key)
                                if (folder, part) in channel), None)
         if not candidates:
             found = anywhere.get(key)
             candidates = found if found and (len(found) == 1 or _channels_of_one_case(found)) else None
-        if not candidates:
-            result.orphan_labels.append(label)
-            continue
-        used.update(candidates)
-        if len(candidates) == 1 or _channels_of_one_case(candidates):
-            result.pairs[label] = candidates[0]
+        if candidates:
+            _take(result, used, label, candidates)
         else:
-            result.ambiguous[label] = candidates
-    result.orphan_images = [p for p in images if p not in used]
+            result.orphan_labels.append(label)
+
+
+def _take(result: Pairing, used: set[str], label: str, candidates: list[str]) -> None:
+    """Pair ``label`` with its candidate images: one, or the channels of one case; else it
+    is ambiguous. Every candidate counts as used (none is an orphan)."""
+    used.update(candidates)
+    if len(candidates) == 1 or _channels_of_one_case(candidates):
+        result.pairs[label] = candidates[0]
+    else:
+        result.ambiguous[label] = candidates
+
+
+def pair_derived(images: list[str], label_files: Callable[[str], Sequence[str]],
+                 labels: Sequence[str] = ()) -> Pairing:
+    """Pairs where a label's path follows from its image's, as a loader derives it
+    (Ultralytics: the last ``/images/`` becomes ``/labels/``, the extension ``.txt``).
+
+    ``label_files(image)`` gives the paths the loader tries, in order; the first that
+    exists (among ``labels``, the label files found on disk, else on the file system) is the
+    image's label. Images whose label does not exist are ``orphan_images`` (Ultralytics
+    takes them for background images); ``labels`` that no image names are ``orphan_labels``.
+    Two images may name one label file (``a.jpg`` and ``a.png``): the first is its pair."""
+    known = set(labels)
+    result = Pairing()
+    for image in images:
+        label = derived_label(image, label_files, known)
+        if label is None:
+            result.orphan_images.append(image)
+        else:
+            result.pairs.setdefault(label, image)
+    result.orphan_labels = [label for label in labels if label not in result.pairs]
     return result
+
+
+def derived_label(image: str, label_files: Callable[[str], Sequence[str]],
+                  known: Container[str] = frozenset()) -> str | None:
+    """The first of ``label_files(image)`` that exists (in ``known``, else on disk), or None."""
+    return next((path for path in label_files(image) if path in known or os.path.isfile(path)), None)
 
 
 def pair_in_folder(files: list[str]) -> Pairing:
@@ -296,24 +426,168 @@ def display_path(path: str) -> str:
 
 def walk_files(root: str, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
     """Every file under ``root`` (sorted, hidden entries skipped), without the ``skip_dirs``."""
-    found = []
+    found: list[str] = []
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in skip_dirs)
-        for name in sorted(files):
-            if not name.startswith("."):
-                found.append(os.path.join(directory, name))
+        prefix = os.path.join(directory, "")  # as os.path.join(directory, name) writes it
+        found.extend(prefix + name for name in sorted(files) if not name.startswith("."))
     return found
 
 
+def relative_files(folder: str) -> list[tuple[str, str]]:
+    """(path relative to ``folder``, path) of every file under ``folder``, sorted."""
+    start = len(folder.rstrip(os.sep)) + 1
+    return [(path[start:], path) for path in walk_files(folder)]
+
+
+def display_paths(paths: Sequence[str]) -> list[str]:
+    """:func:`display_path` of each of ``paths``, the folder of each worked out once."""
+    folders: dict[str, str] = {}
+    shown = []
+    for path in paths:
+        folder, sep, name = path.rpartition(os.sep)
+        base = folders.get(folder + sep)
+        if base is None:
+            base = display_path(folder or sep or os.curdir)
+            base = folders[folder + sep] = "" if base == os.curdir else base.rstrip(os.sep) + os.sep
+        shown.append(base + name)
+    return shown
+
+
 # ---- lists --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ListRule:
+    """How the entries of one kind of list name files: a naming rule a layout declares.
+
+    Attributes:
+        extensions: tried after an entry written without one.
+        ids: entries are ids (Pascal VOC's ImageSets): the first field of a line is a file's
+            path below its role's folder, without extension, matched exactly (per-class lists
+            add ``1`` / ``-1`` after it). An id is never looked for elsewhere.
+        stems: an entry may name a file by its stem alone (mmsegmentation splits), when one
+            file has that stem.
+        loose: a leading ``../`` or leading folders may be dropped from an entry, as trainers
+            do (darknet's ``data/``, Roboflow's ``../``).
+        folders: an entry may name a folder (the splits of a data.yaml).
+        images: entries name images, and each image's label follows from it (Ultralytics
+            and darknet image lists); otherwise an entry names the label file itself.
+        required: the role an entry must have a file of ("annotation", "mask"); None: any.
+        images_suffice: an entry whose image has no label is not missing (a VOC test split
+            comes without annotations; Ultralytics takes such an image for a background).
+    """
+
+    extensions: tuple[str, ...] = ()
+    ids: bool = False
+    stems: bool = True
+    loose: bool = False
+    folders: bool = False
+    images: bool = False
+    required: str | None = None
+    images_suffice: bool = False
+
+
+@dataclass(frozen=True)
+class Role:
+    """Files that play one part in a dataset (its annotations, masks or images), as a
+    layout declares them.
+
+    Attributes:
+        name: what the files are, in messages ("annotation", "mask", "image").
+        files: the files found.
+        folder: the folder a loader opens them in by id (VOC's ``Annotations/<id>.xml``);
+            None when they are named by path only.
+        extension: the extension an id gets there, in messages (".xml"; "" for any).
+    """
+
+    name: str
+    files: Sequence[str]
+    folder: str | None = None
+    extension: str = ""
+
+    def expected(self, name: str, root: str) -> str:
+        """Where a loader opens the file of id ``name``, as shown (``Annotations/x.xml``)."""
+        where = os.path.join(self.folder or root, name + (self.extension or ".*"))
+        return os.path.relpath(where, root) if inside_root(where, root) else display_path(where)
+
+
+def image_sets_rule(list_path: str, root: str, required: str, extensions: tuple[str, ...]) -> ListRule:
+    """The naming rule of a list of a Pascal VOC folder ``root``: under ``ImageSets`` (Main,
+    Segmentation, Action, Layout), image ids of which a test split may come without labels
+    (VOC2012's test images are published without annotations or masks); elsewhere, paths
+    or stems of the files ``extensions`` name."""
+    if inside_root(list_path, os.path.join(root, "ImageSets")):
+        return ListRule(ids=True, required=required, images_suffice="test" in os.path.basename(list_path).lower())
+    return ListRule(extensions=extensions)
+
 
 @dataclass
 class ListSelection:
     """The files a set of lists names, and the findings about the lists themselves."""
 
-    paths: list[str] = field(default_factory=list)  # resolved mask/annotation files, in order
-    pairs: dict[str, str] = field(default_factory=dict)  # label path -> image path named beside it
+    paths: list[str] = field(default_factory=list)  # resolved label files (masks, annotations), in order
+    pairs: dict[str, str] = field(default_factory=dict)  # label path -> the image named with it
+    unlabelled: list[str] = field(default_factory=list)  # images named where images suffice, without a label
     findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EntryProblem:
+    """An entry of a list or dataset file that names no file, or a file outside the root.
+
+    Attributes:
+        place: where it is written ("line 3", or the key of a dataset file: "test").
+        entry: the entry as written.
+        says: what is wrong with it, when that is not that it does not exist under the root
+            (LG003) or points outside it (LG005).
+        detail: what was looked for, said after that ("no Annotations/x.xml").
+        data: the finding's data (``line`` or ``split``).
+    """
+
+    place: str
+    entry: str
+    says: str = ""
+    detail: str = ""
+    data: tuple[tuple[str, object], ...] = ()
+
+
+# Findings of one kind (LG003, LG005) made for the entries of one list, one each; the
+# entries past them are counted and named in one more finding.
+ENTRY_FINDINGS = 100
+LIST_HINT = "Regenerate the list from the files on disk, or restore the file."
+
+
+def entry_findings(source: str, missing: Sequence[EntryProblem], escaping: Sequence[EntryProblem],
+                   root: str, hint: str = LIST_HINT) -> list[Finding]:
+    """LG003 for the entries of ``source`` (a list, a dataset file) that name no file and
+    LG005 for those that lead outside ``root``: the one place these findings are made.
+
+    The first :data:`ENTRY_FINDINGS` problems of each kind are a finding each; the rest are
+    one finding that says how many there are and names the first of them (its data holds
+    them all), so that a list of 50,000 stale entries is not 50,000 findings and nothing is
+    left out silently."""
+    findings = []
+    shown = display_path(root)
+    for check, problems, says, what, check_hint in (
+            (ESCAPES_ROOT, escaping, f"points outside the dataset root {shown}",
+             f"point outside the dataset root {shown}", ""),
+            (MISSING, missing, f"does not exist under {shown}", f"name no file under {shown}", hint)):
+        for problem in problems[:ENTRY_FINDINGS]:
+            detail = f" ({problem.detail})" if problem.detail else ""
+            findings.append(check.finding(source, f"{problem.place}: {problem.entry!r} {problem.says or says}{detail}",
+                                          hint=check_hint, **dict(problem.data), entry=problem.entry))
+        rest = problems[ENTRY_FINDINGS:]
+        if rest:
+            data: dict[str, list] = {"entries": [p.entry for p in rest]}
+            for key in dict.fromkeys(key for p in rest for key, _ in p.data):
+                data[f"{key}s"] = [dict(p.data).get(key) for p in rest]
+            findings.append(check.finding(
+                source,
+                f"{plural(len(rest), 'more entry')} {what}: "
+                f"{shorten(rest, SHOWN, lambda p: f'{p.place} {p.entry!r}', what='entry')}",
+                hint=check_hint, **data,
+            ))
+    return findings
 
 
 _LIST_PROBLEMS = {
@@ -351,7 +625,7 @@ def read_list(list_path: str) -> tuple[ListFile | None, list[Finding]]:
     return listing, list_findings(listing, shown)
 
 
-def stem_index(candidates: list[str]) -> dict[str, list[str]]:
+def stem_index(candidates: Sequence[str]) -> dict[str, list[str]]:
     """Stem and :func:`pair_key` -> the ``candidates`` that have it, for entries named without
     folder or extension."""
     by_stem: dict[str, list[str]] = {}
@@ -364,101 +638,294 @@ def stem_index(candidates: list[str]) -> dict[str, list[str]]:
     return by_stem
 
 
-def select_from_lists(
-    lists: tuple[str, ...],
-    root: str,
-    candidates: list[str],
-    extensions: tuple[str, ...],
-) -> ListSelection:
-    """Resolve every list entry against ``root`` (with or without extension, or by stem
-    among ``candidates``); LG003/LG004/LG005 on the lists.
+def _by_stem(by_stem: dict[str, list[str]], name: str) -> set[str]:
+    """The files of ``by_stem`` that answer to the stem of ``name``."""
+    base = os.path.basename(name)
+    return set(by_stem.get(strip_extension(base).lower()) or by_stem.get(pair_key(base)) or [])
 
-    An "image label" line names the label last; its image is kept as the label's pair. A
-    line that names only an image (a list of image paths) selects the one label that shares
-    its name."""
-    selection = ListSelection()
-    root_abs = os.path.abspath(root)
-    by_stem = stem_index(candidates)
-    candidate_set = set(candidates)
-    chosen: set[str] = set()
-    for list_path in lists:
-        shown = display_path(list_path)
+
+class _Lists:
+    """One reading of a set of lists against a dataset's roles (see :func:`select_from_lists`)."""
+
+    def __init__(self, root: str, roles: Sequence[Role], images: Role | None,
+                 label_of: Callable[[str], Sequence[str]] | None):
+        self.root = os.path.abspath(root)
+        self.roles = roles
+        self.images = images
+        self.role_of = {path: role.name for role in roles for path in role.files}
+        self.image_set = frozenset(images.files) if images else frozenset()
+        self.stems: list[dict[str, list[str]]] | None = None
+        self.label_of = label_of
+        self.ids: list[tuple[Role, _Ids]] | None = None
+        self.image_ids: _Ids | None = None
+        self.known: dict[str, str] | None = None
+        self.selection = ListSelection()
+        self.chosen: set[str] = set()
+
+    def as_found(self, path: str) -> str:
+        """``path`` (resolved, absolute) as the layout found it: the label or image of that
+        file in the form the layout's pairs and tasks use, else ``path`` itself."""
+        if self.known is None:
+            files = [*self.role_of, *self.image_set]
+            self.known = {os.path.abspath(file): file for file in files}
+        return self.known.get(path, path)
+
+    def read(self, list_path: str, rule: ListRule) -> None:
         listing, findings = read_list(list_path)
-        selection.findings.extend(findings)
+        self.selection.findings.extend(findings)
         if listing is None:
-            continue
-        missing: list[tuple[int, str]] = []
+            return
         list_dir = os.path.dirname(os.path.abspath(list_path))
+        missing: list[EntryProblem] = []
+        escaping: list[EntryProblem] = []
         for entry in listing.entries:
-            # A whole line of several fields is only ever a file name with spaces, never a stem.
-            whole = resolve_entry(entry.text, root_abs, list_dir, by_stem if len(entry.fields) == 1 else {},
-                                  extensions)
-            if whole[0] or len(entry.fields) == 1:
-                parts = [(entry.text, whole)]
+            problems = (self._by_id(entry.fields[0], rule) if rule.ids
+                        else self._by_path(entry.text, entry.fields, list_dir, rule))
+            for name, says, detail, escapes in problems:
+                (escaping if escapes else missing).append(
+                    EntryProblem(f"line {entry.line}", name, says, detail, (("line", entry.line),)))
+        self.selection.findings.extend(entry_findings(display_path(list_path), missing, escaping, self.root))
+
+    def _choose(self, label: str, image: str | None = None) -> None:
+        if label not in self.chosen:
+            self.chosen.add(label)
+            self.selection.paths.append(label)
+            if image is not None and image != label:
+                self.selection.pairs[label] = image
+
+    def _by_id(self, name: str, rule: ListRule) -> list[tuple[str, str, str, bool]]:
+        """Select the files of id ``name``; the problems with it."""
+        if self.ids is None:
+            self.ids = [(role, _Ids(role, {p for p in role.files})) for role in self.roles]
+        if (".." in name or name.startswith(("/", "\\"))) and not inside_root(os.path.join(self.root, name), self.root):
+            return [(name, "", "", True)]
+        found = False
+        for role, by_id in self.ids:
+            for label in by_id.get(name):
+                self._choose(label)
+                found = found or rule.required in (None, role.name)
+        if found:
+            return []
+        if self.image_ids is None and self.images is not None:
+            self.image_ids = _Ids(self.images, self.image_set)
+        images = self.image_ids.get(name) if self.image_ids is not None else []
+        if images and rule.images_suffice:
+            self.selection.unlabelled.append(images[0])
+            return []
+        looked = "no " + " or ".join(role.expected(name, self.root) for role, _ in self.ids
+                                     if rule.required in (None, role.name))
+        if images:
+            looked += f" for its image {display_path(images[0])}"
+        elif rule.images_suffice and self.images is not None:
+            looked += f", no image {self.images.expected(name, self.root)}"
+        return [(name, "", looked, False)]
+
+    def _by_path(self, text: str, fields: tuple[str, ...], list_dir: str,
+                 rule: ListRule) -> list[tuple[str, str, str, bool]]:
+        """Select the files a line names by path; the problems with it."""
+        # A whole line of several fields is only ever a file name with spaces, never a stem.
+        whole = self._resolve(text, list_dir, rule, stems=rule.stems and len(fields) == 1)
+        if whole[0] or len(fields) == 1:
+            parts = [(text, whole)]
+        else:
+            parts = [(name, self._resolve(name, list_dir, rule, rule.stems)) for name in fields]
+        found = []
+        problems = []
+        for name, (paths, escapes) in parts:
+            if not paths and len(parts) > 1 and name.lstrip("+-").isdigit():
+                continue  # a number beside a name (VOC's "id 1", "path class") names no file
+            if escapes:
+                problems.append((name, "", "", True))
+            elif not paths:
+                problems.append((name, "", "", False))
             else:
-                parts = [(name, resolve_entry(name, root_abs, list_dir, by_stem, extensions))
-                         for name in entry.fields]
-            found = []
-            for name, (path, escaped) in parts:
-                if path is None and len(parts) > 1 and name.lstrip("+-").isdigit():
-                    continue  # a number beside a name (VOC's "id 1", "path class") names no file
-                if escaped:
-                    selection.findings.append(ESCAPES_ROOT.finding(
-                        shown, f"line {entry.line}: {name!r} points outside the dataset root "
-                        f"{display_path(root_abs)}",
-                        line=entry.line, entry=name,
-                    ))
-                elif path is None:
-                    missing.append((entry.line, name))
-                else:
-                    found.append(path)
-            if not found:
-                continue
-            if len(found) == 1 and found[0] not in candidate_set:
-                # An image named alone: its label is the candidate that shares its stem.
-                stem = strip_extension(os.path.basename(found[0])).lower()
-                labels = by_stem.get(stem) or by_stem.get(pair_key(os.path.basename(found[0]))) or []
-                if len(set(labels)) == 1:
-                    found = [found[0], labels[0]]
-            target = found[-1]  # "image label" lines name the label last
-            if target not in chosen:
-                chosen.add(target)
-                selection.paths.append(target)
-                if len(found) > 1 and found[0] != target:
-                    selection.pairs[target] = found[0]
-        for line, name in missing:
-            selection.findings.append(MISSING.finding(
-                shown, f"line {line}: {name!r} does not exist under {display_path(root_abs)}",
-                hint="Regenerate the list from the files on disk, or restore the file.",
-                line=line, entry=name,
-            ))
-    return selection
+                found.append(paths)
+        if len(found) > 1:
+            for label in found[-1]:  # "image label" lines name the label last
+                self._choose(label, found[0][0])
+        elif found and len(found[0]) > 1:
+            for label in found[0]:  # a stem that names a label of each role (VOC: x.xml and x.png)
+                self._choose(label)
+        elif found:
+            problems.extend(self._named_alone(text, found[0][0], rule))
+        return problems
+
+    def _resolve(self, name: str, list_dir: str, rule: ListRule, stems: bool) -> tuple[list[str], bool]:
+        """(the files ``name`` names, escapes the root): the file it resolves to, as the
+        layout found it; else, by stem, the one label of each role that has that stem."""
+        path, escapes = resolve_entry(name, self.root, list_dir, rule)
+        if path is not None:
+            return [self.as_found(path)], escapes
+        if escapes or not stems:
+            return [], escapes
+        return self._by_stems(name), False
+
+    def _by_stems(self, name: str) -> list[str]:
+        """The labels that answer to the stem of ``name``: one of each role that has exactly
+        one (a stem shared by an annotation and a mask names both, never neither)."""
+        if self.stems is None:
+            self.stems = [stem_index(role.files) for role in self.roles]
+        found = []
+        for index in self.stems:
+            matches = _by_stem(index, name)
+            if len(matches) == 1:
+                found.append(matches.pop())
+        return found
+
+    def _named_alone(self, text: str, path: str, rule: ListRule) -> list[tuple[str, str, str, bool]]:
+        """Select what a line naming one file selects: a label itself; for an image, its
+        labels (a problem when it has none and images do not suffice)."""
+        if path in self.role_of:
+            self._choose(path)
+            return []
+        is_image = rule.images or path in self.image_set
+        labels = self._labels_of(path)
+        for label in labels:
+            self._choose(label, path)
+        if labels:
+            return []
+        if not is_image:
+            self._choose(path)  # a file the layout did not find, named as a label
+        elif rule.images_suffice:
+            self.selection.unlabelled.append(path)
+        else:
+            what = rule.required or (self.roles[0].name if len(self.roles) == 1 else "label")
+            return [(text, f"is an image without {_article(what)} {what}", display_path(path), False)]
+        return []
+
+    def _labels_of(self, image: str) -> list[str]:
+        if self.label_of is not None:
+            return list(self.label_of(image))
+        # Without the layout's pairing: the labels that share the image's stem.
+        return self._by_stems(image)
 
 
-def resolve_entry(name: str, root: str, list_dir: str, by_stem: dict[str, list[str]],
-                  extensions: tuple[str, ...]) -> tuple[str | None, bool]:
-    """(path or None, escapes_root) for one list entry.
+class _Ids:
+    """The files of a role by id: ``<folder>/<id><extension>``, as its loader opens them,
+    looked up for each extension the role's files have (one, mostly)."""
 
-    Entries resolve against the root, then the list's folder, with or without one of
-    ``extensions``, then by stem among the dataset's files (only when one file has it). A
-    leading '/' is read as root-relative first (CamVid lists), then as a real absolute path.
+    def __init__(self, role: Role, members: Container[str]):
+        self.members = members
+        self.prefix = os.path.join(role.folder or "", "")
+        self.extensions = (role.extension,) if role.extension else tuple(sorted(
+            {_extension(path) for path in role.files}))
+
+    def get(self, name: str) -> Sequence[str]:
+        if len(self.extensions) == 1:
+            path = self.prefix + name + self.extensions[0]
+            return (path,) if path in self.members else ()
+        return [path for path in (self.prefix + name + ext for ext in self.extensions) if path in self.members]
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def select_from_lists(
+    lists: Sequence[str],
+    root: str,
+    candidates: Sequence[str] | Sequence[Role],
+    extensions: tuple[str, ...] = (),
+    *,
+    rule: ListRule | Callable[[str], ListRule] | None = None,
+    images: Role | None = None,
+    label_of: Callable[[str], Sequence[str]] | None = None,
+) -> ListSelection:
+    """Read every list once and resolve its entries against ``root`` by the layout's naming
+    rule: the one reading of file lists (LG004 on unclean lines, LG003 for entries that name
+    no file, LG005 for entries that lead outside the root).
+
+    Args:
+        lists: the list files.
+        root: the dataset root entries are relative to, and must stay inside.
+        candidates: the label files an entry may name: paths, or the layout's roles (VOC's
+            annotations and masks, each in its folder).
+        extensions: tried after an entry written without one (when no ``rule`` is given).
+        rule: the lists' naming rule, or a function of a list's path giving it.
+        images: the dataset's images: an entry naming one selects its labels (``label_of``),
+            never the image itself.
+        label_of: image -> its label files, as the layout pairs them; by default the one
+            candidate that shares the image's stem.
+
+    Entries resolve as :func:`resolve_entry` says, or by id (:attr:`ListRule.ids`). An
+    "image label" line names the label last; its image is kept as the label's pair.
     """
-    relative = name.lstrip("/\\") if os.path.isabs(name) else name
+    if not lists:
+        return ListSelection()
+    roles = list(candidates) if candidates and isinstance(candidates[0], Role) else [
+        Role("file", list(candidates))]  # type: ignore[arg-type]
+    reading = _Lists(root, roles, images, label_of)  # type: ignore[arg-type]
+    for list_path in lists:
+        chosen = rule(list_path) if callable(rule) else rule or ListRule(extensions=extensions)
+        reading.read(list_path, chosen)
+    return reading.selection
+
+
+def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule) -> tuple[str | None, bool]:
+    """(path or None, escapes_root) for one name written in a list or a dataset file: the
+    one resolution of such names.
+
+    Tried in order: the name under the root and the list's folder, with or without one of
+    the rule's extensions; a name starting with '/' as root-relative (CamVid lists), then
+    as the absolute path it is; with :attr:`ListRule.loose`, the name without a leading
+    ``../`` or without leading folders, under the root and the list's folder, when that
+    lands inside the root (darknet reads ``data/obj_train_data/1.jpg`` from the folder
+    above its ``data/``, wherever labelguard runs). A name found outside ``root``, or that
+    leads outside it and is found nowhere, escapes it. (Names that are stems are looked up
+    among the dataset's files by :func:`select_from_lists`.)"""
+    exists = os.path.exists if rule.folders else os.path.isfile
+    absolute = os.path.isabs(name)
+    relative = name.lstrip("/\\") if absolute else name
     for base in (root, list_dir):
-        path = os.path.normpath(os.path.join(base, relative))
-        for candidate in (path, *(path + ext for ext in extensions)):
-            if os.path.isfile(candidate):
-                return candidate, not inside_root(candidate, root)
-    if os.path.isabs(name) and os.path.isfile(name):
-        absolute = os.path.abspath(name)
-        return absolute, not inside_root(absolute, root)
-    if not inside_root(os.path.join(root, relative), root):
-        return None, True
-    stem = strip_extension(os.path.basename(relative)).lower()
-    matches = set(by_stem.get(stem) or by_stem.get(pair_key(os.path.basename(relative))) or [])
-    if len(matches) == 1:
-        return matches.pop(), False
-    return None, False
+        found = _existing(os.path.join(base, relative), rule.extensions, exists)
+        if found is not None:
+            return found, not inside_root(found, root)
+    if absolute and exists(name):
+        path = os.path.abspath(name)
+        return path, not inside_root(path, root)
+    if rule.loose and not absolute:
+        for written in _loose_forms(relative):
+            for base in (root, list_dir):
+                found = _existing(os.path.join(base, written), rule.extensions, exists)
+                if found is not None and inside_root(found, root):
+                    return found, False
+    return None, not inside_root(os.path.join(root, relative), root)
+
+
+def _existing(path: str, extensions: tuple[str, ...], exists: Callable[[str], bool]) -> str | None:
+    """``path`` (normalised), or it with the first of ``extensions`` that exists; None."""
+    path = os.path.normpath(path)
+    return next((candidate for candidate in (path, *(path + ext for ext in extensions)) if exists(candidate)),
+                None)
+
+
+def _loose_forms(name: str) -> list[str]:
+    """``name`` without a leading ``../``, then without each leading folder, as trainers
+    read them (``data/obj_train_data/1.jpg``: ``obj_train_data/1.jpg``, ``1.jpg``)."""
+    normal = name.replace("\\", "/")
+    forms = []
+    if normal.startswith("../"):
+        forms.append(normal[3:])
+    parts = [p for p in normal.split("/") if p not in ("", ".")]
+    forms.extend("/".join(parts[i:]) for i in range(1, len(parts)))
+    return forms
+
+
+# ---- metadata -----------------------------------------------------------------------------
+
+def read_metadata(path: str, reader: Callable[[str], T], what: str = "") -> tuple[T | None, list[Finding]]:
+    """A dataset's metadata file (a class list, a data.yaml, an obj.data) read by ``reader``;
+    LG001 when it cannot be read, and None."""
+    try:
+        return reader(path), []
+    except ReadError as exc:
+        return None, [UNREADABLE.finding(display_path(path), f"{what}: {exc}" if what else str(exc))]
+
+
+def metadata_findings(path: str, problems: Sequence[str], hint: str = "") -> list[Finding]:
+    """LG001 for each thing wrong in a metadata file that could be read (a key of the wrong
+    type, a line that is no ``key = value``)."""
+    return [UNREADABLE.finding(display_path(path), problem, hint=hint) for problem in problems]
 
 
 def unpaired_findings(orphans_images: list[str], orphans_masks: list[str], what: str = "mask") -> list[Finding]:
@@ -501,7 +968,6 @@ def holds_yolo_rows(path: str) -> bool:
 
 # ---- what a folder holds ------------------------------------------------------------------
 
-IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif"})
 _DESCRIBE_LIMIT = 100_000
 _KINDS_SHOWN = 6
 

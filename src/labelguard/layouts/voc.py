@@ -14,21 +14,19 @@ import os
 from functools import partial
 from typing import Sequence
 
-from labelguard.checks.files import MISSING, UNREADABLE
 from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.layouts.base import (
-    AuditOptions, Discovery, display_path, inside_root, read_list, register_layout, select_from_lists,
-    strip_extension, unpaired_findings, walk_files,
+from labelguard.layouts.base import AuditOptions, Discovery, register_layout
+from labelguard.layouts.masks import discover_voc_segmentation, voc_segmentation_files
+from labelguard.layouts.pairing import (
+    IMAGE_EXTENSIONS, ListRule, Role, display_path, display_paths, image_sets_rule, inside_root, labels_by_image,
+    pair_files, read_metadata, select_from_lists, strip_extension, unpaired_findings, walk_files,
 )
-from labelguard.layouts.masks import discover_voc_segmentation
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_head
 from labelguard.readers.voc import read_voc_file
 from labelguard.rules._annotations import process_annotation, process_annotation_batch
 
-IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif",
-                              ".dng", ".mpo", ".pfm", ".heic"})
 ANNOTATION_DIRS = ("Annotations", "annotations", "Annotation", "annotation", "xml", "xmls")
 IMAGE_DIRS = ("JPEGImages", "images", "Images", "image", "img", "imgs")
 SPEC_FILES = ("labelmap.txt", *CLASS_NAME_FILES)
@@ -79,7 +77,8 @@ def _image_reference(task: FileTask, filename: str | None, image_dir: str) -> Im
     ``<filename>`` that names it (with or without its extension)."""
     image = task.image
     filename = filename.strip() if filename else None
-    reference = partial(ImageReference, "<filename>", filename, display_path(image_dir),
+    shown = task.option("image_folder") or display_path(image_dir)
+    reference = partial(ImageReference, "<filename>", filename, shown,
                         paired=task.image_display if image else None,
                         expected=f"{os.path.basename(strip_extension(task.path))}.*")
     if not filename:
@@ -146,10 +145,9 @@ def _spec_from_files(directories: list[str], discovery: Discovery) -> LabelSpec:
             path = os.path.join(directory, name)
             if not os.path.isfile(path):
                 continue
-            try:
-                names = read_class_names(path)
-            except ReadError as exc:
-                discovery.findings.append(UNREADABLE.finding(display_path(path), f"class list: {exc}"))
+            names, findings = read_metadata(path, read_class_names, "class list")
+            discovery.findings.extend(findings)
+            if names is None:
                 continue
             spec = class_list_spec(names, display_path(path))
             if spec.is_known:
@@ -169,62 +167,26 @@ def _split_lists(root: str) -> list[str]:
             if not any(n[:-4].endswith("_" + split) for split in splits if split != n[:-4])]
 
 
-def _check_split_lists(lists: list[str], by_stem: dict[str, str], images: dict,
-                       discovery: Discovery) -> tuple[set[str], set[str]]:
-    """LG003/LG004 on the split lists; returns the image stems named by test splits and
-    those named by any list (its first field: per-class lists add 1 / -1 after the id)."""
-    test_ids: set[str] = set()
-    named: set[str] = set()
-    for list_path in lists:
-        shown = display_path(list_path)
-        listing, findings = read_list(list_path)
-        discovery.findings.extend(findings)
-        if listing is None:
-            continue
-        # Test splits may come without annotations (VOC2012 test): their images are enough.
-        is_test = "test" in os.path.basename(list_path).lower()
-        missing = []
-        for entry in listing.entries:
-            stem = entry.fields[0]
-            named.add(stem)
-            if is_test:
-                test_ids.add(stem)
-            if stem in by_stem or (is_test and stem in images):
-                continue
-            missing.append(entry)
-        for entry in missing[:200]:
-            what = "an annotation or image" if is_test else "an annotation"
-            discovery.findings.append(MISSING.finding(
-                shown, f"line {entry.line}: {entry.fields[0]!r} has no {what} ({entry.fields[0]}.xml)",
-                hint="Regenerate the list from the annotations on disk, or restore the file.",
-                line=entry.line, entry=entry.fields[0],
-            ))
-        if len(missing) > 200:
-            discovery.notes.append(f"{shown}: {len(missing) - 200} more missing entries not listed")
-    return test_ids, named
+def _list_rule(voc_root: str):
+    """The naming rule of each list: ImageSets lists name image ids, whose annotation
+    (``Annotations/<id>.xml``) they require, or for ``ImageSets/Segmentation`` their mask;
+    other lists name annotations by path or stem."""
+    segmentation = os.path.join(voc_root, "ImageSets", "Segmentation")
 
+    def rule(list_path: str) -> ListRule:
+        required = "mask" if inside_root(list_path, segmentation) else "annotation"
+        return image_sets_rule(list_path, voc_root, required, (".xml",))
 
-def relative_files(folder: str) -> list[tuple[str, str]]:
-    """(path relative to ``folder``, path) of every file under ``folder``, sorted."""
-    start = len(folder.rstrip(os.sep)) + 1
-    return [(path[start:], path) for path in walk_files(folder)]
-
-
-def _images_by_stem(folder: str | None) -> dict[str, tuple[str, str]]:
-    """Relative stem -> (path, display path) of the images under ``folder``."""
-    if folder is None:
-        return {}
-    shown = display_path(folder)
-    found: dict[str, tuple[str, str]] = {}
-    for relative, path in relative_files(folder):
-        stem, ext = os.path.splitext(relative)
-        if ext.lower() in IMAGE_EXTENSIONS and stem not in found:
-            found[stem] = (path, relative if shown == "." else os.path.join(shown, relative))
-    return found
+    return rule
 
 
 def discover_voc(root: str, options: AuditOptions) -> Discovery:
-    """VOC annotations (and SegmentationClass masks when present) under ``root``."""
+    """VOC annotations (and SegmentationClass masks when present) under ``root``.
+
+    Roles: annotations (``Annotations/<id>.xml``), images (``JPEGImages/<id>.jpg``), split
+    lists (``ImageSets/Main/<split>.txt``, image ids), masks (``SegmentationClass/<id>.png``)
+    and class lists (``labelmap.txt``, ``labels.txt``). The pairing engine pairs annotations
+    and masks with their images and reads the lists once for both."""
     discovery = Discovery("voc", root)
     if os.path.isfile(root):
         folder = os.path.dirname(os.path.abspath(root))
@@ -242,55 +204,65 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     if annotation_dir == root and os.path.basename(os.path.abspath(root)) in ANNOTATION_DIRS and (
             _child_dir(parent, IMAGE_DIRS) or os.path.isdir(os.path.join(parent, "ImageSets"))):
         voc_root = parent
-    xmls = {relative[:-4]: path for relative, path in relative_files(annotation_dir)
-            if relative[-4:].lower() == ".xml"}
+    xmls = [path for path in walk_files(annotation_dir) if path[-4:].lower() == ".xml"]
     if options.images:
         image_dir: str | None = options.images
     elif annotation_dir != voc_root:
         image_dir = _child_dir(voc_root, IMAGE_DIRS)
     else:
         image_dir = root
-    images = _images_by_stem(image_dir)
-    selected = list(xmls)
-    image_sets = os.path.join(voc_root, "ImageSets")
-    if options.lists and not all(inside_root(p, image_sets) for p in options.lists):
-        selection = select_from_lists(options.lists, voc_root, list(xmls.values()), (".xml",))
-        discovery.findings.extend(selection.findings)
+    images = [path for path in walk_files(image_dir) if path[path.rfind("."):].lower() in IMAGE_EXTENSIONS] \
+        if image_dir else []
+    pairing = pair_files(images, xmls, image_dir or annotation_dir, annotation_dir)
+    discovery.notes.extend(pairing.notes("annotation"))
+    roles = [Role("annotation", xmls, annotation_dir, ".xml")]
+    pairs = dict(pairing.pairs)
+    segmentation = voc_root == root and os.path.isdir(os.path.join(root, "SegmentationClass"))
+    if segmentation:
+        masks, mask_images = voc_segmentation_files(root)
+        mask_dir = os.path.join(root, "SegmentationClass")
+        pairs.update(pair_files(mask_images, masks, os.path.join(root, "JPEGImages"), mask_dir).pairs)
+        roles.append(Role("mask", masks, mask_dir, ".png"))
+    # The split lists are read (LG003/LG004/LG005) with or without --list; --list selects.
+    labels_of = labels_by_image(pairs)
+    selection = select_from_lists(
+        options.lists or _split_lists(voc_root), voc_root, roles, rule=_list_rule(voc_root),
+        images=Role("image", images, image_dir) if image_dir else None,
+        label_of=lambda image: labels_of.get(image, ()),
+    )
+    discovery.findings.extend(selection.findings)
+    if options.lists:
         chosen = set(selection.paths)
-        selected = [stem for stem, path in xmls.items() if path in chosen]
-        test_ids: set[str] = set()
-    else:
-        # VOC's own split lists name image ids (test splits may lack annotations).
-        test_ids, named = _check_split_lists(list(options.lists) or _split_lists(voc_root), xmls, images,
-                                             discovery)
-        if options.lists:
-            selected = [stem for stem in xmls if stem in named]
-    shown_dir = display_path(annotation_dir)
-    image_option = (("image_dir", image_dir),) if image_dir is not None else ()
-    tasks = []
-    for stem in selected:
-        path = xmls[stem]
-        relative = path[len(path) - len(stem) - 4:]
-        image, image_display = images.get(stem, (None, None))
-        tasks.append(FileTask(
-            process_voc, path, relative if shown_dir == "." else os.path.join(shown_dir, relative),
-            image=image, image_display=image_display, options=image_option,
-        ))
-    discovery.tasks = tasks
+        xmls = [path for path in xmls if path in chosen]
+    # The image folder as shown goes with each task: a display path per file costs a tenth of its audit.
+    image_option = (("image_dir", image_dir), ("image_folder", display_path(image_dir))) if image_dir else ()
+    # Of several images of one id (x.jpg and x.png) the first by name stands for it: the
+    # annotation has an image, and <filename> says which.
+    paired = [pairing.pairs.get(path) or next(iter(pairing.ambiguous.get(path, ())), None) for path in xmls]
+    named = [image for image in paired if image is not None]
+    shown_images = dict(zip(named, display_paths(named)))
+    discovery.tasks = [
+        FileTask(process_voc, path, shown, image=image, image_display=shown_images.get(image), options=image_option)
+        for path, shown, image in zip(xmls, display_paths(xmls), paired)
+    ]
     if image_dir is not None and image_dir != root and not options.lists:
-        orphans = [path for stem, (path, _) in images.items() if stem not in xmls and stem not in test_ids]
+        # Images named by a split that may come without annotations (a test split) are no orphans.
+        unlabelled = set(selection.unlabelled)
+        orphans = [path for path in pairing.orphan_images if path not in unlabelled]
         discovery.findings.extend(unpaired_findings(orphans, [], what="annotation"))
     spec_dirs = [voc_root, annotation_dir, os.path.dirname(os.path.abspath(voc_root))]
     discovery.spec = _spec_from_files(spec_dirs, discovery)
-    if voc_root == root and os.path.isdir(os.path.join(root, "SegmentationClass")):
-        segmentation = discover_voc_segmentation(root, options)
-        discovery.tasks.extend(segmentation.tasks)
-        discovery.findings.extend(segmentation.findings)
-        discovery.notes.extend(segmentation.notes)
-        discovery.color_map = segmentation.color_map
+    if segmentation:
+        mask_set = set(roles[1].files)
+        masks_selected = [path for path in selection.paths if path in mask_set] if options.lists else None
+        found = discover_voc_segmentation(root, options, selected=masks_selected)
+        discovery.tasks.extend(found.tasks)
+        discovery.findings.extend(found.findings)
+        discovery.notes.extend(found.notes)
+        discovery.color_map = found.color_map
         if not discovery.spec.is_known:
-            discovery.spec = segmentation.spec
-        discovery.notes.append(f"SegmentationClass masks audited too ({len(segmentation.tasks)} files)")
+            discovery.spec = found.spec
+        discovery.notes.append(f"SegmentationClass masks audited too ({len(found.tasks)} files)")
     return discovery
 
 

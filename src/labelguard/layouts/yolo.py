@@ -13,18 +13,19 @@ label file is a background image, as an empty label file is.
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
-from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNREADABLE
+from labelguard.checks.files import UNREADABLE
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import plural
-from labelguard.layouts.base import (
-    AuditOptions, Discovery, display_path, read_list, register_layout, unpaired_findings,
-    walk_files,
+from labelguard.layouts.base import AuditOptions, Discovery, register_layout
+from labelguard.layouts.pairing import (
+    IMAGE_EXTENSIONS, EntryProblem, ListRule, ListSelection, Pairing, derived_label, display_path, display_paths,
+    entry_findings, holds_yolo_rows, metadata_findings, pair_derived, pair_files, read_metadata, resolve_entry,
+    select_from_lists, unpaired_findings, walk_files,
 )
-from labelguard.layouts.pairing import holds_yolo_rows, inside_root
-from labelguard.layouts.voc import IMAGE_EXTENSIONS, relative_files
 from labelguard.rules._annotations import process_annotation
 from labelguard.readers.base import ReadError
 from labelguard.readers.yolo import (
@@ -74,6 +75,17 @@ def _checked_values(values: tuple[float, ...], kind: str, keypoint_dims: int) ->
 
 # ---- discovery --------------------------------------------------------------------------
 
+# The naming rules of YOLO's lists and dataset files. Image lists (a data.yaml split, obj.data's
+# train=, --list) name images, whose labels follow from them; a trainer reads their paths
+# relative to the list or the directory it runs in, darknet with the dataset's folder as
+# ``data/``: leading folders are dropped until the image is found inside the dataset, and an
+# image without a label file is a background image.
+IMAGE_LIST = ListRule(images=True, loose=True, stems=False, images_suffice=True)
+# The paths a data.yaml or obj.data declares (split folders, lists, the names file).
+DECLARED_PATH = ListRule(loose=True, folders=True, stems=False)
+SPLIT_HINT = "Correct the path in the dataset file (relative to its 'path', or to the file's folder)."
+
+
 def label_path(image: str) -> str:
     """Where Ultralytics looks for an image's labels: the last ``/images/`` becomes
     ``/labels/`` and the extension ``.txt``."""
@@ -84,14 +96,35 @@ def label_path(image: str) -> str:
     return os.path.splitext(image)[0] + ".txt"
 
 
+def label_files(image: str) -> tuple[str, ...]:
+    """The label files a loader tries for ``image``, in order: Ultralytics' (:func:`label_path`),
+    then the one beside the image (darknet)."""
+    mirrored, beside = label_path(image), os.path.splitext(image)[0] + ".txt"
+    return (mirrored,) if beside == mirrored else (mirrored, beside)
+
+
+def _beside(image: str) -> tuple[str, ...]:
+    return (os.path.splitext(image)[0] + ".txt",)
+
+
+def _labels_of(image: str) -> list[str]:
+    label = derived_label(image, label_files)
+    return [label] if label is not None else []
+
+
 def _is_image(path: str) -> bool:
-    return os.path.splitext(path)[1].lower() in IMAGE_EXTENSIONS
+    return path[path.rfind("."):].lower() in IMAGE_EXTENSIONS
 
 
 def _not_labels(name: str) -> bool:
     """Text files that sit among label files but hold no rows: class lists, READMEs, licences."""
     lower = name.lower()
     return lower in NAMES_FILES or lower.startswith(("readme", "license", "licence"))
+
+
+def _label_files_in(folder: str) -> list[str]:
+    """The label files under a label folder (the .txt files but class lists and READMEs)."""
+    return [path for path in walk_files(folder) if path.endswith(".txt") and not _not_labels(os.path.basename(path))]
 
 
 class _Collector:
@@ -101,56 +134,31 @@ class _Collector:
         self.discovery = discovery
         self.options = (("keypoint_shape", keypoint_shape),) if keypoint_shape else ()
         self.labels: dict[str, None] = {}  # label files, in order, without repeats
+        self.orphans: list[str] = []  # label files without an image
         self.backgrounds = 0
 
-    def add_images(self, images: list[str], known: set[str] | frozenset = frozenset()) -> None:
-        """The label files of ``images``; ``known``: label files already found on disk."""
-        for image in images:
-            label = label_path(image)
-            if label in known or os.path.isfile(label):
-                self.labels.setdefault(label)
-                continue
-            beside = os.path.splitext(image)[0] + ".txt"
-            if beside != label and os.path.isfile(beside):
-                self.labels.setdefault(beside)
-            else:
-                self.backgrounds += 1
+    def add(self, pairing: Pairing, labels: Sequence[str] = ()) -> None:
+        """The label files found (``labels``) and those ``pairing`` found for images; the
+        labels it left without an image are LG002, its images without a label backgrounds."""
+        self.labels.update(dict.fromkeys(labels))
+        self.labels.update(dict.fromkeys(pairing.pairs))
+        self.backgrounds += len(pairing.orphan_images)
+        self.orphans.extend(pairing.orphan_labels)
 
-    def add_label_dir(self, folder: str, images_dir: str | None) -> set[str]:
-        """Every label file under ``folder`` (returned); LG002 for those without an image when
-        the mirrored image folder exists."""
-        images = _stems(images_dir) if images_dir and os.path.isdir(images_dir) else None
-        orphans = []
-        found = set()
-        for relative, path in relative_files(folder):
-            if not relative.endswith(".txt") or _not_labels(os.path.basename(relative)):
-                continue
-            found.add(path)
-            self.labels.setdefault(path)
-            if images is not None and relative[:-4] not in images:
-                orphans.append(path)
-        self.discovery.findings.extend(unpaired_findings([], orphans, what="label"))
-        return found
+    def add_selection(self, selection: ListSelection) -> None:
+        self.discovery.findings.extend(selection.findings)
+        self.labels.update(dict.fromkeys(selection.paths))
+        self.backgrounds += len(selection.unlabelled)
 
     def finish(self) -> None:
-        shown: dict[str, str] = {}
-        tasks = []
-        for path in self.labels:
-            folder, name = os.path.split(path)
-            base = shown.get(folder)
-            if base is None:
-                base = shown[folder] = display_path(folder)
-            tasks.append(FileTask(process_yolo, path, name if base == "." else os.path.join(base, name),
-                                  options=self.options))
-        self.discovery.tasks.extend(tasks)
+        self.discovery.findings.extend(unpaired_findings([], self.orphans, what="label"))
+        paths = list(self.labels)
+        self.discovery.tasks.extend(FileTask(process_yolo, path, shown, options=self.options)
+                                    for path, shown in zip(paths, display_paths(paths)))
         if self.backgrounds:
             self.discovery.notes.append(
                 f"{plural(self.backgrounds, 'image')} without a label file "
                 "(background images, as an empty label file)")
-
-
-def _stems(folder: str) -> set[str]:
-    return {os.path.splitext(relative)[0] for relative, _ in relative_files(folder) if _is_image(relative)}
 
 
 def _spec(names: list[str] | None, nc: int | None, source: str, discovery: Discovery) -> LabelSpec:
@@ -166,84 +174,48 @@ def _spec(names: list[str] | None, nc: int | None, source: str, discovery: Disco
     return LabelSpec()
 
 
-def _resolve(entry: str, bases: list[str]) -> str | None:
-    """An existing path for ``entry`` as written in a dataset file: absolute, or under one
-    of ``bases``; a leading ``../`` (Roboflow) or a leading folder (darknet's ``data/``) may
-    be dropped, as the trainers do."""
-    entry = entry.strip()
-    if os.path.isabs(entry):
-        return entry if os.path.exists(entry) else None
-    candidates = [entry]
-    normal = entry.replace("\\", "/")
-    if normal.startswith("../"):
-        candidates.append(normal[3:])
-    parts = [p for p in normal.split("/") if p not in ("", ".")]
-    candidates.extend("/".join(parts[i:]) for i in range(1, len(parts)))
-    for candidate in candidates:
-        for base in bases:
-            path = os.path.normpath(os.path.join(base, candidate))
-            if os.path.exists(path):
-                return path
-    return None
-
-
-def _add_split(collector: _Collector, split: str, entry: str, bases: list[str], source: str,
-               root: str) -> None:
-    discovery = collector.discovery
-    path = _resolve(entry, bases)
+def _declared(collector: _Collector, key: str, entry: str, root: str, folder: str, source: str,
+              hint: str = SPLIT_HINT, split: bool = True) -> str | None:
+    """A path a dataset file declares under ``key`` (a split, or obj.data's ``names``),
+    resolved as trainers resolve it; LG003 when it names nothing."""
+    path, _ = resolve_entry(entry.strip(), root, folder, DECLARED_PATH)
     if path is None:
-        discovery.findings.append(MISSING.finding(
-            source, f"{split}: {entry!r} does not exist (looked under {', '.join(display_path(b) for b in bases)})",
-            hint="Correct the path in the dataset file (relative to its 'path', or to the file's folder).",
-            split=split, entry=entry,
-        ))
+        collector.discovery.findings.extend(entry_findings(
+            source, [EntryProblem(key, entry, data=(("split", key),) if split else ())], [], root, hint=hint))
+    return path
+
+
+def _add_split(collector: _Collector, split: str, entry: str, root: str, folder: str, source: str) -> None:
+    """One path a split names: a folder of images, an image, or a list of images."""
+    path = _declared(collector, split, entry, root, folder, source)
+    if path is None:
         return
     if os.path.isdir(path):
-        label_dir = os.path.dirname(label_path(os.path.join(path, "x.jpg")))
-        known: set[str] = set()
-        if label_dir != path and os.path.isdir(label_dir):
-            known = collector.add_label_dir(label_dir, path)
-        collector.add_images([p for p in walk_files(path) if _is_image(p)], known)
-        return
-    if _is_image(path):
-        collector.add_images([path])
-        return
-    _add_image_list(collector, path, root)
+        _add_image_folder(collector, path)
+    elif _is_image(path):
+        collector.add(pair_derived([path], label_files))
+    else:
+        _add_lists(collector, [path], root)
 
 
-def _add_image_list(collector: _Collector, list_path: str, root: str) -> None:
-    """A list file of image paths (train.txt): LG003/LG004/LG005 on its lines."""
-    discovery = collector.discovery
-    shown = display_path(list_path)
-    listing, findings = read_list(list_path)
-    discovery.findings.extend(findings)
-    if listing is None:
-        return
-    bases = [os.path.dirname(os.path.abspath(list_path)), root]
-    images = []
-    root_abs = os.path.abspath(root)
-    for entry in listing.entries:
-        path = _resolve(entry.text, bases)
-        if path is None:
-            discovery.findings.append(MISSING.finding(
-                shown, f"line {entry.line}: image {entry.text!r} does not exist",
-                hint="Regenerate the list from the images on disk, or restore the image.",
-                line=entry.line, entry=entry.text,
-            ))
-            continue
-        if not inside_root(path, root_abs):
-            discovery.findings.append(ESCAPES_ROOT.finding(
-                shown, f"line {entry.line}: {entry.text!r} points outside the dataset root {display_path(root)}",
-                line=entry.line, entry=entry.text,
-            ))
-        images.append(path)
-    collector.add_images(images)
+def _add_lists(collector: _Collector, lists: Sequence[str], root: str) -> None:
+    """The label files of the images that lists of images name (a split's .txt, --list)."""
+    collector.add_selection(select_from_lists(lists, root, [], rule=IMAGE_LIST, label_of=_labels_of))
+
+
+def _add_image_folder(collector: _Collector, folder: str) -> None:
+    """The images under ``folder`` and their label files, as Ultralytics finds them; the
+    label folder it mirrors is read whole, and its files without an image are LG002."""
+    images = [path for path in walk_files(folder) if _is_image(path)]
+    label_dir = os.path.dirname(label_path(os.path.join(folder, "x.jpg")))
+    labels = _label_files_in(label_dir) if label_dir != folder and os.path.isdir(label_dir) else []
+    collector.add(pair_derived(images, label_files, labels), labels)
 
 
 def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discovery) -> None:
-    """The splits of an Ultralytics data.yaml."""
+    """The splits of an Ultralytics data.yaml (or the --list files, which select instead)."""
     source = display_path(yaml_path)
-    declared = _read_declaration(read_data_yaml, yaml_path, source, discovery)
+    declared = _read_declaration(read_data_yaml, yaml_path, discovery)
     if declared is None:
         return
     folder = os.path.dirname(os.path.abspath(yaml_path))
@@ -257,65 +229,62 @@ def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discove
                                    f"the splits are looked for under {display_path(folder)}")
     discovery.spec = _spec(declared.names, declared.nc, source, discovery)
     collector = _Collector(discovery, declared.keypoint_shape)
-    if not declared.splits:
+    if options.lists:
+        _add_lists(collector, options.lists, root)
+    elif not declared.splits:
         discovery.notes.append(f"{source} names no train/val/test split; label folders under "
                                f"{display_path(root)} are audited")
         _add_tree(collector, root)
-    for split, entries in declared.splits.items():
-        for entry in entries:
-            _add_split(collector, split, entry, [root, folder], source, root)
+    else:
+        for split, entries in declared.splits.items():
+            for entry in entries:
+                _add_split(collector, split, entry, root, folder, source)
     collector.finish()
 
 
-def _read_declaration(reader, path: str, source: str, discovery: Discovery) -> DatasetFile | None:
+def _read_declaration(reader, path: str, discovery: Discovery) -> DatasetFile | None:
     """A data.yaml / obj.data read by ``reader``, its problems as LG001; None when unreadable."""
-    try:
-        declared = reader(path)
-    except ReadError as exc:
-        discovery.findings.append(UNREADABLE.finding(source, str(exc)))
-        return None
-    for problem in declared.problems:
-        discovery.findings.append(UNREADABLE.finding(
-            source, problem, hint="Correct the dataset file; trainers stop on it or misread it."))
+    declared, findings = read_metadata(path, reader)
+    discovery.findings.extend(findings)
+    if declared is not None:
+        discovery.findings.extend(metadata_findings(
+            path, declared.problems, hint="Correct the dataset file; trainers stop on it or misread it."))
     return declared
 
 
 def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery) -> None:
-    """A darknet ``obj.data``: its names file and image lists."""
+    """A darknet ``obj.data``: its names file and image lists (or the --list files)."""
     source = display_path(data_path)
-    declared = _read_declaration(read_darknet_data, data_path, source, discovery)
+    declared = _read_declaration(read_darknet_data, data_path, discovery)
     if declared is None:
         return
     root = os.path.dirname(os.path.abspath(data_path))
+    collector = _Collector(discovery, None)
     names = None
     names_source = source
     if declared.names_file:
-        names_path = _resolve(declared.names_file, [root])
-        if names_path is None:
-            discovery.findings.append(MISSING.finding(
-                source, f"names = {declared.names_file!r} does not exist",
-                hint="Correct the names path in obj.data.", entry=declared.names_file))
-        else:
+        names_path = _declared(collector, "names", declared.names_file, root, root, source,
+                               hint="Correct the names path in obj.data.", split=False)
+        if names_path is not None:
             names, names_source = _read_names(names_path, discovery)
     if names is None:
         names, names_source = _names_beside([root], discovery, default=(None, source))
     discovery.spec = _spec(names, declared.nc, names_source if names else source, discovery)
-    collector = _Collector(discovery, None)
-    for split, entries in declared.splits.items():
-        for entry in entries:
-            _add_split(collector, split, entry, [root], source, root)
-    if not declared.splits:
+    if options.lists:
+        _add_lists(collector, options.lists, root)
+    elif not declared.splits:
         _add_tree(collector, root)
+    else:
+        for split, entries in declared.splits.items():
+            for entry in entries:
+                _add_split(collector, split, entry, root, root, source)
     collector.finish()
 
 
 def _read_names(path: str, discovery: Discovery) -> tuple[list[str] | None, str]:
-    shown = display_path(path)
-    try:
-        return read_names(path) or None, shown
-    except ReadError as exc:
-        discovery.findings.append(UNREADABLE.finding(shown, f"class names: {exc}"))
-        return None, shown
+    names, findings = read_metadata(path, read_names, "class names")
+    discovery.findings.extend(findings)
+    return names or None, display_path(path)
 
 
 def _names_beside(folders: list[str], discovery: Discovery, default=(None, "")):
@@ -377,12 +346,26 @@ def _holds_txt(folder: str, limit: int = 2000) -> bool:
 def _paired_txt(folder: str) -> list[str]:
     """The .txt files of ``folder`` that have an image of the same name beside them."""
     try:
-        names = os.listdir(folder)
+        names = sorted(os.listdir(folder))
     except OSError:
         return []
-    stems = {os.path.splitext(n)[0] for n in names if _is_image(n)}
-    return sorted(os.path.join(folder, n) for n in names
-                  if n.endswith(".txt") and n[:-4] in stems)
+    paths = [os.path.join(folder, name) for name in names]
+    texts = [path for path in paths if path.endswith(".txt")]
+    if not texts:
+        return []
+    return sorted(pair_derived([path for path in paths if _is_image(path)], _beside, texts).pairs)
+
+
+def _pair_trees(images_dir: str | None, label_dir: str, labels: list[str]) -> Pairing:
+    """Labels of a label tree with the images of the image tree beside it: as Ultralytics
+    mirrors ``images/`` by ``labels/``, or by name when the folders are named otherwise
+    (Datumaro's ``Images/`` + ``Annotations/``)."""
+    if images_dir is None or not os.path.isdir(images_dir):
+        return Pairing()
+    images = [path for path in walk_files(images_dir) if _is_image(path)]
+    if os.path.dirname(label_path(os.path.join(images_dir, "x.jpg"))) == label_dir.rstrip(os.sep):
+        return pair_derived(images, label_files, labels)
+    return pair_files(images, labels, images_dir, label_dir)
 
 
 def _add_tree(collector: _Collector, root: str) -> None:
@@ -391,20 +374,20 @@ def _add_tree(collector: _Collector, root: str) -> None:
     label_dir = _label_dir(root)
     if label_dir is None and _is_label_folder(root):
         # PATH is a label folder itself: its images are where Ultralytics looks for them.
-        images_dir = _mirrored_images(os.path.abspath(root))
-        collector.add_label_dir(root, images_dir if os.path.isdir(images_dir) else None)
-        return
-    if label_dir is not None:
+        label_dir = os.path.abspath(root)
+        images_dir: str | None = _mirrored_images(label_dir)
+    elif label_dir is not None:
         images_dir = os.path.join(root, "images" if os.path.basename(label_dir).lower() == "labels" else "Images")
         if not os.path.isdir(images_dir):
             images_dir = next((os.path.join(root, d) for d in ("images", "Images", "JPEGImages")
                                if os.path.isdir(os.path.join(root, d))), None)
-        collector.add_label_dir(label_dir, images_dir)
+    else:
+        for directory, dirs, _ in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            collector.labels.update(dict.fromkeys(_paired_txt(directory)))
         return
-    for directory, dirs, _ in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for path in _paired_txt(directory):
-            collector.labels.setdefault(path)
+    labels = _label_files_in(label_dir)
+    collector.add(_pair_trees(images_dir, label_dir, labels), labels)
 
 
 def _dataset_file(root: str) -> tuple[str, str] | None:
@@ -421,7 +404,11 @@ def _dataset_file(root: str) -> tuple[str, str] | None:
 
 def discover_yolo(root: str, options: AuditOptions) -> Discovery:
     """A YOLO dataset: a data.yaml or obj.data (as the path or in the folder), or a folder
-    of label files."""
+    of label files.
+
+    Roles: images, label files (found from each image as the trainer finds them, see
+    :func:`label_files`), lists of images (the splits of the dataset file, or --list) and
+    metadata (data.yaml, obj.data, obj.names / classes.txt)."""
     discovery = Discovery("yolo", root)
     if os.path.isfile(root):
         lower = root.lower()
@@ -446,7 +433,10 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
     names, source = _names_beside([root, os.path.dirname(os.path.abspath(root))], discovery)
     discovery.spec = class_list_spec(names or (), source)
     collector = _Collector(discovery, None)
-    _add_tree(collector, root)
+    if options.lists:
+        _add_lists(collector, options.lists, root)
+    else:
+        _add_tree(collector, root)
     collector.finish()
     return discovery
 
