@@ -305,8 +305,12 @@ def read_table(path: str, path_column: str | None = None, label_column: str | No
                 table.problem(number, f"the label {clipped(label, 24)} is an integer beyond the "
                                       "64-bit range: no class id")
                 continue
+        path = cells[p].strip() if p is not None and p < len(cells) else ""
+        if "\x00" in path:
+            table.problem(number, "the path holds a NUL byte, which no file name can")
+            continue
         table.lines.append(number)
-        table.paths.append(cells[p].strip() if p is not None and p < len(cells) else "")
+        table.paths.append(path)
         table.labels.append(label)
         if width > 2 and not onehot and p is not None:
             table.rest.append(",".join(c.strip() for k, c in enumerate(cells) if k not in (p, lab)))

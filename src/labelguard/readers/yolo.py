@@ -236,7 +236,11 @@ def load_yaml(text: str) -> Any:
         if node is None:
             return None
         _check_aliases(node)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except (ValueError, OverflowError) as exc:  # an integer past int()'s digit limit, a bad date
+            raise ReadError(f"the YAML holds a value Python cannot build (line {node.start_mark.line + 1}): "
+                            f"{clipped(str(exc), 120)}") from None
     finally:
         loader.dispose()
 
