@@ -115,7 +115,7 @@ def read_npy_data(stream: BinaryIO, header: NpyHeader, holds: int, what: str) ->
     limits, larger than what the stream holds, or cut short."""
     nbytes = check_array(what, header.shape, header.dtype.itemsize, header.dtype)
     check_holds(what, nbytes, holds)
-    buffer = bytearray(nbytes)
+    buffer = np.empty(nbytes, dtype=np.uint8)  # not zero-filled: every byte is read into it
     view = memoryview(buffer)
     done = 0
     while done < nbytes:
@@ -123,7 +123,7 @@ def read_npy_data(stream: BinaryIO, header: NpyHeader, holds: int, what: str) ->
         if not got:
             raise ReadError(f"{what} ends after {done:,} of its {nbytes:,} data bytes: truncated")
         done += got
-    array = np.frombuffer(buffer, dtype=header.dtype, count=int(np.prod(header.shape, dtype=np.int64)))
+    array = buffer.view(header.dtype)
     if header.fortran_order:
         return array.reshape(header.shape[::-1]).transpose()
     return array.reshape(header.shape)

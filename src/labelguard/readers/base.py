@@ -74,7 +74,13 @@ def read_head(path: str, size: int = 352) -> bytes:
 
 def open_regular(path: str, what: str = "file") -> BinaryIO:
     """``path`` opened for binary reading; ReadError with the reason when it cannot be opened,
-    is a directory, or is not a regular file.
+    is a directory, or is not a regular file."""
+    fd, _ = _open_regular_fd(path, what)
+    return os.fdopen(fd, "rb")
+
+
+def _open_regular_fd(path: str, what: str) -> tuple[int, int]:
+    """(descriptor, size) of the regular file at ``path``, opened for reading.
 
     The file is opened without blocking and checked on the open descriptor, so a named pipe
     is refused at once and nothing can be swapped in between the check and the read."""
@@ -85,31 +91,39 @@ def open_regular(path: str, what: str = "file") -> BinaryIO:
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from None
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
             raise ReadError(f"is a directory, not a {what}")
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(status.st_mode):
             raise ReadError(f"not a regular file (a named pipe, socket or device), not read as a {what}")
-        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+    return fd, status.st_size
 
 
 def read_bytes(path: str, what: str = "file", size: int | None = None) -> bytes:
     """The bytes of the regular file at ``path`` (the first ``size`` when given); ReadError
     with the reason when it cannot be opened, is not a regular file, or (read whole) is
     larger than the ``max_file_bytes`` limit."""
-    with open_regular(path, what) as handle:
-        try:
+    fd, length = _open_regular_fd(path, what)
+    try:
+        if size is None:
+            check_decoded(f"the {what}", length, "is")
+        wanted = length + 1 if size is None else size
+        chunks = []
+        while wanted > 0:
+            chunk = os.read(fd, wanted if size is not None else max(wanted, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
             if size is not None:
-                return handle.read(size)
-            check_decoded(f"the {what}", os.fstat(handle.fileno()).st_size, "is")
-            return handle.read()
-        except IsADirectoryError:
-            raise ReadError(f"is a directory, not a {what}") from None
-        except OSError as exc:
-            raise ReadError(f"cannot read: {exc.strerror or exc}") from None
+                wanted -= len(chunk)
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def byte_size(count: int) -> str:
