@@ -213,53 +213,44 @@ def _image(path: Path) -> None:
     Image.new("RGB", (32, 24)).save(path)
 
 
+def _put(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
 def _mask_file(extension: str):
     def lay_out(root: Path, data: bytes, suffix: str) -> tuple[Path, dict, Path]:
-        path = root / "masks" / f"case{suffix or extension}"
-        path.parent.mkdir(parents=True)
-        path.write_bytes(data)
+        path = _put(root / "masks" / f"case{suffix or extension}", data)
         return root / "masks", {"format": "masks"}, path
     return lay_out
 
 
 def _voc(root: Path, data: bytes, suffix: str):
-    path = root / "Annotations" / "a.xml"
-    path.parent.mkdir(parents=True)
-    path.write_bytes(data)
     _image(root / "JPEGImages" / "a.jpg")
-    return root, {"format": "voc"}, path
+    return root, {"format": "voc"}, _put(root / "Annotations" / "a.xml", data)
 
 
 def _yolo_rows(root: Path, data: bytes, suffix: str):
-    path = root / "labels" / "train" / "a.txt"
-    path.parent.mkdir(parents=True)
-    path.write_bytes(data)
     _image(root / "images" / "train" / "a.jpg")
-    (root / "data.yaml").write_bytes(DATA_YAML)
-    return root / "data.yaml", {}, path
+    _put(root / "data.yaml", DATA_YAML)
+    return root / "data.yaml", {}, _put(root / "labels" / "train" / "a.txt", data)
 
 
 def _data_yaml(root: Path, data: bytes, suffix: str):
-    (root / "labels" / "train").mkdir(parents=True)
-    (root / "labels" / "train" / "a.txt").write_bytes(YOLO_ROWS)
+    _put(root / "labels" / "train" / "a.txt", YOLO_ROWS)
     _image(root / "images" / "train" / "a.jpg")
-    path = root / "data.yaml"
-    path.write_bytes(data)
+    path = _put(root / "data.yaml", data)
     return path, {}, path
 
 
 def _coco(root: Path, data: bytes, suffix: str):
-    path = root / "annotations" / "instances_train.json"
-    path.parent.mkdir(parents=True)
-    path.write_bytes(data)
     _image(root / "images" / "a.jpg")
-    return root, {"format": "coco"}, path
+    return root, {"format": "coco"}, _put(root / "annotations" / "instances_train.json", data)
 
 
 def _csv(root: Path, data: bytes, suffix: str):
-    path = root / "train.csv"
-    root.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+    path = _put(root / "train.csv", data)
     _image(root / "a.jpg")
     return path, {"format": "csv"}, path
 
@@ -267,11 +258,11 @@ def _csv(root: Path, data: bytes, suffix: str):
 def _file_list(root: Path, data: bytes, suffix: str):
     import numpy as np
 
-    (root / "masks").mkdir(parents=True)
     for name in ("a", "b"):
-        np.save(root / "masks" / f"{name}.npy", _mask(4, 4))
-    path = root / "train.txt"
-    path.write_bytes(data)
+        buffer = io.BytesIO()
+        np.save(buffer, _mask(4, 4))
+        _put(root / "masks" / f"{name}.npy", buffer.getvalue())
+    path = _put(root / "train.txt", data)
     return root, {"format": "masks", "lists": (str(path),)}, path
 
 

@@ -6,28 +6,17 @@ a check that built ``range(max_value)`` for one large value would allocate gigab
 from __future__ import annotations
 
 import io
-import tracemalloc
 
 import numpy as np
 import pytest
 
-from audit_helpers import codes, run
+from audit_helpers import codes, peak_of, run
 from builders import write_npy
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import VALUES_KEPT
 from labelguard.output import write_report
 
 PEAK_LIMIT = 64 * 1024 * 1024
-
-
-def peak_of(call):
-    tracemalloc.start()
-    try:
-        result = call()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return result, peak
 
 
 @pytest.mark.code("LG201", "fail")

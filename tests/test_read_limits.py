@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
 
-from audit_helpers import codes, found, run
+from audit_helpers import codes, found, peak_of, run
 from builders import organic_mask, write_h5, write_nifti, write_npy, write_npz, write_png, write_tiff
 from hostile_builders import (npy_bytes, write_h5_claiming, write_h5_soft_loop, write_nifti_claiming,
                               write_npy_claiming, write_npy_raw_header, write_npz_claiming, write_npz_members,
@@ -31,16 +30,6 @@ from labelguard.readers.masks import image_shape, read_mask
 
 SPEC = LabelSpec(num_classes=3)
 SMALL_PEAK = 16 * 1024 * 1024
-
-
-def peak_of(call):
-    tracemalloc.start()
-    try:
-        result = call()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return result, peak
 
 
 def unreadable(report, name: str) -> str:
