@@ -186,17 +186,58 @@ CSV = b"image_name,label_name\na.jpg,cat\nb.jpg,dog\nc.jpg,7\n"
 LIST = b"a\nb\n"
 
 
+def _inside_zip(data: bytes, change: Callable[[bytes], bytes]) -> bytes:
+    """Each member of the zip ``data`` changed, re-zipped as it was stored (CRCs recomputed)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            target.writestr(info.filename, change(source.read(info)), compress_type=info.compress_type)
+    return out.getvalue()
+
+
+def _inside_gzip(data: bytes, change: Callable[[bytes], bytes]) -> bytes:
+    import gzip
+
+    if not data.startswith(b"\x1f\x8b"):
+        return change(data)
+    return gzip.compress(change(gzip.decompress(data)), mtime=0)
+
+
+def _inside_png(data: bytes, change: Callable[[bytes], bytes]) -> bytes:
+    """The PNG's chunks, one of them (or the inflated image data) changed, CRCs recomputed."""
+    import zlib
+
+    chunks, at = [], 8
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        chunks.append([kind, data[at + 8:at + 8 + length]])
+        at += 12 + length
+    idat = [chunk for chunk in chunks if chunk[0] == b"IDAT"]
+    if idat and len(data) % 2:
+        idat[0][1] = zlib.compress(change(zlib.decompress(b"".join(c[1] for c in idat))))
+        chunks = [chunk for chunk in chunks if chunk[0] != b"IDAT" or chunk is idat[0]]
+    elif chunks:
+        chunk = chunks[len(data) % len(chunks)]
+        chunk[1] = change(chunk[1])
+    return data[:8] + b"".join(struct.pack(">I", len(body)) + kind + body
+                               + struct.pack(">I", zlib.crc32(kind + body)) for kind, body in chunks)
+
+
 @dataclass
 class Format:
     """One fuzzed format: its seed files and how a mutated file becomes a dataset to audit.
 
     ``lay_out(root, data, suffix)`` writes the dataset into ``root`` and returns
-    (path to audit, the audit options, the mutated file's path)."""
+    (path to audit, the audit options, the mutated file's path). ``inside(data, change)``,
+    when given, applies ``change`` to what the container wraps and wraps it again with valid
+    checksums (a zip member re-zipped, a gzip stream re-compressed, PNG chunks with their
+    CRCs), so that half of the mutations get past the container to the parser behind it."""
 
     name: str
     seeds: Callable[[], list]
     lay_out: Callable[[Path, bytes, str], tuple[Path, dict, Path]]
     text: bool = False
+    inside: Callable[[bytes, Callable[[bytes], bytes]], bytes] | None = None
     loaded: list = field(default_factory=list)
 
     def seed_files(self) -> list[tuple[str, bytes]]:
@@ -268,11 +309,11 @@ def _file_list(root: Path, data: bytes, suffix: str):
 
 FORMATS = {format.name: format for format in (
     Format("npy", _npy_seeds, _mask_file(".npy")),
-    Format("npz", _npz_seeds, _mask_file(".npz")),
+    Format("npz", _npz_seeds, _mask_file(".npz"), inside=_inside_zip),
     Format("hdf5", _hdf5_seeds, _mask_file(".h5")),
-    Format("nifti", _nifti_seeds, _mask_file(".nii.gz")),
+    Format("nifti", _nifti_seeds, _mask_file(".nii.gz"), inside=_inside_gzip),
     Format("tiff", _tiff_seeds, _mask_file(".tif")),
-    Format("png", _png_seeds, _mask_file(".png")),
+    Format("png", _png_seeds, _mask_file(".png"), inside=_inside_png),
     Format("voc", lambda: [VOC, VOC_TREE], _voc, text=True),
     Format("yolo", lambda: [YOLO_ROWS], _yolo_rows, text=True),
     Format("data.yaml", lambda: [DATA_YAML], _data_yaml, text=True),
@@ -338,6 +379,15 @@ def case(format: Format, index: int, seed: int) -> tuple[str, bytes, str]:
     """(suffix, mutated bytes, mutation) of case ``index``, the same on every run."""
     rng = random.Random(f"{seed}/{format.name}/{index}")
     suffix, data = rng.choice(format.seed_files())
+    if format.inside is not None and rng.random() < 0.5:
+        done = []
+
+        def change(inner: bytes) -> bytes:
+            mutated, how = mutate(inner, rng, format.text)
+            done.append(how)
+            return mutated
+
+        return suffix, format.inside(data, change), "inside: " + " | ".join(done)
     mutated, how = mutate(data, rng, format.text)
     return suffix, mutated, how
 
@@ -446,7 +496,8 @@ def _check_seeds(format: Format) -> None:
                                       options=AuditOptions(**options), use_project_config=False, workers=1)
         unreadable = [f.message for f in report.findings if f.code == "LG001"]
         if report.errors or unreadable or not report.summary.samples:
-            sys.exit(f"seed {number} of {format.name} is not a valid file: {report.errors or unreadable or 'no sample'}")
+            why = report.errors or unreadable or "no sample audited"
+            sys.exit(f"seed {number} of {format.name} is not a valid file: {why}")
 
 
 def _drive_format(name: str, args) -> list[Outcome]:

@@ -20,6 +20,7 @@ import stat
 from typing import Any, BinaryIO
 
 from labelguard.core.limits import RAISE_WITH, current_limits
+from labelguard.core.text import byte_size
 
 
 class ReadError(Exception):
@@ -124,19 +125,6 @@ def read_bytes(path: str, what: str = "file", size: int | None = None) -> bytes:
     finally:
         os.close(fd)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-def byte_size(count: int) -> str:
-    """A byte count as people read it: "512 bytes", "3.2 MiB", "72.8 TiB"."""
-    if count < 1024:
-        return f"{count} byte{'s' if count != 1 else ''}"
-    for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), 1):
-        if count < 1024 ** (power + 1) or unit == "EiB":
-            break
-    if count < 1024 ** 7 * 1000:
-        return f"{count / 1024 ** power:.1f} {unit}"
-    # A declared shape can multiply to more than a float holds.
-    return f"about 10^{len(str(count)) - 1} bytes"
 
 
 def _over(limit: str, declared: str, allowed: str) -> ReadError:

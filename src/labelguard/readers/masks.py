@@ -280,7 +280,8 @@ def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
     problems = _TiffWarnings()
     logger.addHandler(problems)
     try:
-        with open_regular(path, "TIFF file") as handle, tifffile.TiffFile(handle, name=os.path.basename(path)) as tiff:
+        with open_regular(path, "TIFF file") as handle, \
+                tifffile.TiffFile(handle, name=os.path.basename(path)) as tiff:
             pages = len(tiff.pages)
             series = tiff.series
             if len(series) > 1:

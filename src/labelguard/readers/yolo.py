@@ -226,8 +226,8 @@ def load_yaml(text: str) -> Any:
         if isinstance(token, opens):
             depth += 1
             if depth > MAX_NESTING:
-                raise ReadError(f"the YAML nests more than {MAX_NESTING} levels deep (line {token.start_mark.line + 1}): "
-                                "refused, no data.yaml nests so deep")
+                raise ReadError(f"the YAML nests more than {MAX_NESTING} levels deep (line "
+                                f"{token.start_mark.line + 1}): refused, no data.yaml nests so deep")
         elif isinstance(token, closes):
             depth -= 1
     loader = _yaml_loader()(text)
