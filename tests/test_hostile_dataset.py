@@ -87,21 +87,28 @@ def test_the_hostile_dataset_is_audited_file_by_file_within_bounds(tmp_path):
 
 
 @pytest.mark.code("LG001", "fail")
-def test_a_list_with_a_100_mb_line_is_lg001_within_bounds(tmp_path):
+@pytest.mark.parametrize("kind", ["list", "table"])
+def test_a_100_mb_line_in_a_list_or_a_table_is_lg001_within_bounds(tmp_path, kind):
     root = tmp_path / "data"
     (root / "masks").mkdir(parents=True)
-    listing = root / "train.txt"
-    with open(listing, "w", encoding="utf-8") as handle:
-        handle.write("a\n")
-        handle.write("b" * 100_000_000)
+    if kind == "list":
+        path = root / "train.txt"
+        head, line, what = "a\n", "b" * 100_000_000, "line 2 holds 100,000,000 characters"
+        args = [str(root / "masks"), "--list", str(path), "--format", "masks"]
+    else:  # a hundred million cells, if it were split
+        path = root / "train.csv"
+        head, line, what = "image_name,label\na.jpg,cat\n", "b.jpg" + "," * 99_999_995, "line 3 holds 100,000,000"
+        args = [str(path), "--format", "csv"]
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(head)
+        handle.write(line)
         handle.write("\n")
-    code, stdout, stderr, peak = audit_limited(
-        [str(root / "masks"), "--list", str(listing), "--format", "masks", "-f", "json", "--no-progress",
-         "--no-config", "--workers", "1"], tmp_path)
-    assert "Traceback" not in stderr and code == 2, stderr  # 2: the only list unreadable, nothing audited
+    code, stdout, stderr, peak = audit_limited([*args, "-f", "json", "--no-progress", "--no-config", "--workers", "1"],
+                                               tmp_path)
+    assert "Traceback" not in stderr and code in (1, 2), stderr  # 2: nothing else to audit
     report = json.loads(stdout)
     [finding] = [f for f in report["findings"] if f["code"] == "LG001"]
-    assert "line 2 holds 100,000,000 characters" in finding["message"]
+    assert what in finding["message"]
     assert report["summary"]["errors"] == []
     assert len(stdout) < 100_000
     assert peak < 5 * 100_000_000, f"peak resident memory {peak / 2**20:.0f} MiB for a 95 MiB file"

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotation_builders import classification_csv, coco_dataset, write_image
-from audit_helpers import codes, found, run
+from audit_helpers import codes, found, peak_of, run
 from builders import organic_mask, write_dataset_meta, write_npy, write_png
 from detection_builders import voc_xml, write_voc, write_yolo
 from hostile_builders import billion_laughs_yaml, coco_with_huge_ids
@@ -23,7 +23,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.readers.base import MAX_NESTING, ReadError, parse_json
 from labelguard.readers.coco import read_coco
 from labelguard.readers.lists import MAX_LINE, parse_list
-from labelguard.readers.tabular import FIELD_LIMIT
+from labelguard.readers.tabular import FIELD_LIMIT, MAX_ROW
 from labelguard.readers.voc import read_voc, read_voc_tree
 from labelguard.readers.yolo import ALIAS_EXPANSION, load_yaml, read_data_yaml
 
@@ -238,6 +238,17 @@ def test_a_field_past_the_csv_limit_is_lg001(tmp_path, separator, name):
     [message] = lg001_messages(report)
     assert f"more than {FIELD_LIMIT:,} characters, the csv module's limit" in message
     assert not report.errors
+
+
+@pytest.mark.code("LG001", "fail")
+def test_a_table_row_of_millions_of_cells_is_lg001(tmp_path):
+    table = classification_csv(tmp_path, {"a.jpg": "cat", "b.jpg": "dog"})
+    with open(table, "a", encoding="utf-8") as handle:
+        handle.write("c.jpg" + "," * (MAX_ROW + 1) + "\n")
+    report, peak = peak_of(lambda: run(table, workers=1))
+    [message] = lg001_messages(report)
+    assert "line 4 holds 4,194,310 characters: no row of paths and labels is that long" in message
+    assert peak < 8 * MAX_ROW  # the text and its lines; split into cells it would be 8 bytes per cell more
 
 
 @pytest.mark.code("LG001", "fail")

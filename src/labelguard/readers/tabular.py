@@ -128,6 +128,9 @@ def _separator(path: str, lines: list[str]) -> str | None:
     return None
 
 
+# The longest row read: an MNIST-style row of 512 x 512 pixel values fits, a 100 MB line of
+# commas (a hundred million cells) does not.
+MAX_ROW = 1 << 22
 # The csv module refuses fields over this many characters; its default is kept on purpose
 # (raising it is global to the process): no path or label is that long.
 FIELD_LIMIT = csv.field_size_limit()
@@ -255,12 +258,19 @@ def sniff_layout(path: str, text: str, path_column: str | None = None,
 def read_table(path: str, path_column: str | None = None, label_column: str | None = None) -> TableRows:
     """Read a classification table; ReadError when it cannot be read or is not one."""
     text = read_text(path)
+    lines = text.splitlines()
+    if len(text) > MAX_ROW:
+        number, longest = max(enumerate(map(len, lines), 1), key=lambda item: item[1])
+        if longest > MAX_ROW:
+            # Split into cells, such a line would cost many times its size (a list of millions).
+            raise ReadError(f"line {number} holds {longest:,} characters: no row of paths and labels is "
+                            f"that long (at most {MAX_ROW:,} are read as one row), so this is no "
+                            "classification table")
     layout = sniff_layout(path, text, path_column, label_column)
     if layout is None:
         raise ReadError("not a classification table: no path and label columns found "
                         "(name them with --path-column and --label-column)")
     table = TableRows(layout)
-    lines = text.splitlines()
     start = 0
     if layout.header is not None:
         start = next(i for i, line in enumerate(lines) if line.strip()) + 1
