@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,18 @@ from labelguard.core.spec import LabelSpec
 def run(path, spec: LabelSpec | None = None, **kwargs):
     """Audit ``path`` against ``spec`` (an empty spec by default), ignoring config files above it."""
     return audit(path, spec if spec is not None else LabelSpec(), use_project_config=False, **kwargs)
+
+
+def peak_of(call):
+    """(the result of ``call()``, the peak bytes tracemalloc saw while it ran; NumPy reports its
+    buffers to tracemalloc)."""
+    tracemalloc.start()
+    try:
+        result = call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
 
 
 def found(report, code: str, name: str | None = None) -> list:

@@ -5,6 +5,7 @@ a check that built ``range(max_value)`` for one large value would allocate gigab
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -14,21 +15,13 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from audit_helpers import codes, run
+from audit_helpers import codes, peak_of, run
 from builders import write_npy
 from labelguard.core.spec import LabelSpec
+from labelguard.core.summary import VALUES_KEPT
+from labelguard.output import write_report
 
 PEAK_LIMIT = 64 * 1024 * 1024
-
-
-def peak_of(call):
-    tracemalloc.start()
-    try:
-        result = call()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return result, peak
 
 
 @pytest.mark.code("LG201", "fail")
@@ -130,3 +123,39 @@ def test_a_hundred_million_class_spec_costs_what_the_data_costs(tmp_path):
     assert [f.data["values"] for f in report.findings if f.code == "LG201"] == [[HUNDRED_MILLION]]
     assert report.value_in_spec(HUNDRED_MILLION - 1) is True and report.value_in_spec(-1) is False
     assert peak < PEAK_LIMIT, f"peak {peak / 2**20:.0f} MiB"
+
+
+@pytest.mark.code("LG201", "fail")
+def test_an_image_saved_as_a_label_is_counted_with_a_bounded_summary(tmp_path):
+    # 250,000 distinct values in runs of 4 (not noisy enough to be taken for a photograph)
+    write_npy(tmp_path / "masks" / "ramp.npy", (np.arange(1_000_000) // 4).astype(np.int32).reshape(1000, 1000))
+    write_npy(tmp_path / "masks" / "a.npy", np.array([[0, 1], [2, 1]], np.int32))
+    report, peak = peak_of(lambda: run(tmp_path, LabelSpec(num_classes=3), workers=1))
+    summary = report.summary
+    assert summary.values_capped and len(summary.value_files) == 2 * VALUES_KEPT
+    assert summary.value_files[0] == 2 and summary.value_pixels[1] == 4 + 2  # kept values stay exact
+    assert 249_999 in summary.value_files  # the farthest values are kept too
+    assert summary.capped_pixels == 1_000_004 - sum(summary.value_pixels.values())
+    assert report.suggested_remap is None
+    assert report.to_dict()["summary"]["values_capped"] == {"kept": 2048, "other_pixels": summary.capped_pixels}
+    [outside] = [f for f in report.findings if f.code == "LG201"]
+    assert "and 249989 more values are outside [0, 3)" in outside.message  # the file's own finding is exact
+    assert peak < PEAK_LIMIT, f"peak {peak / 2**20:.0f} MiB"
+
+
+@pytest.mark.code("LG201", "fail")
+def test_the_text_report_says_values_were_left_uncounted(tmp_path):
+    write_npy(tmp_path / "masks" / "ramp.npy", (np.arange(40_000) // 4).astype(np.int32).reshape(200, 200))
+    stream = io.StringIO()
+    write_report(run(tmp_path, LabelSpec(num_classes=3), workers=1), "text", stream)
+    text = stream.getvalue()
+    assert "over 2,048 distinct values were found; the 1,024 nearest 0 and the 1,024 farthest are counted" in text
+    assert "(of the 2,048 values counted)" in text and "json lists every value counted" in text
+
+
+@pytest.mark.code("LG201", "pass")
+def test_a_dataset_within_the_cap_reports_every_value(tmp_path):
+    ids = np.arange(2048, dtype=np.int32).reshape(32, 64)
+    write_npy(tmp_path / "masks" / "ids.npy", np.kron(ids, np.ones((8, 8), np.int32)))  # 8x8 blocks
+    summary = run(tmp_path, LabelSpec(num_classes=2048), workers=1).summary
+    assert not summary.values_capped and len(summary.value_files) == 2048 and summary.capped_pixels == 0

@@ -146,3 +146,60 @@ def test_merging_with_an_empty_summary_keeps_the_totals(a):
     merged = a.merged(Summary())
     assert merged.to_dict() == a.to_dict()
     assert state(merged) == state(Summary().merged(a))
+
+
+# ---- the cap on distinct values ------------------------------------------------------------
+
+from unittest import mock  # noqa: E402
+
+import labelguard.core.summary as summary_module  # noqa: E402
+
+SMALL_CAP = 3
+FILES = st.lists(st.tuples(PATHS, st.dictionaries(st.integers(-2**63, 2**63 - 1) | st.integers(-40, 40),
+                                                   st.integers(1, 1000), max_size=12)),
+                 max_size=4)
+
+
+def build(files) -> Summary:
+    summary = Summary()
+    for path, histogram_ in files:
+        summary.samples += 1
+        summary.add_values(path, list(histogram_), list(histogram_.values()))
+    return summary
+
+
+@settings(max_examples=200, deadline=None)
+@given(FILES, FILES, FILES)
+def test_capped_counts_merge_associatively_and_stay_exact(a, b, c):
+    with mock.patch.object(summary_module, "VALUES_KEPT", SMALL_CAP):
+        left = build(a).merged(build(b)).merged(build(c))
+        right = build(a).merged(build(b).merged(build(c)))
+        one_by_one = build(a + b + c)
+    assert state(left) == state(right) == state(one_by_one)
+    assert left.capped_pixels == right.capped_pixels == one_by_one.capped_pixels
+    files, pixels = Counter(), Counter()
+    for _, histogram_ in a + b + c:
+        files.update(histogram_.keys())
+        pixels.update(histogram_)
+    ordered = sorted(files, key=lambda v: (abs(v), v < 0))
+    kept = ordered if len(ordered) <= 2 * SMALL_CAP else ordered[:SMALL_CAP] + ordered[-SMALL_CAP:]
+    assert set(left.value_files) == set(kept)
+    assert all(left.value_files[v] == files[v] and left.value_pixels[v] == pixels[v] for v in kept)
+    assert left.values_capped == (len(ordered) > 2 * SMALL_CAP)
+    assert left.capped_pixels == sum(pixels.values()) - sum(pixels[v] for v in kept)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=40, unique=True), st.booleans())
+def test_one_files_histogram_is_cut_as_its_values_added_one_by_one(values, unsigned):
+    if unsigned:
+        values = [v + 2**63 for v in values]
+    counts = list(range(1, len(values) + 1))
+    array = np.array(values, dtype=np.uint64 if unsigned else np.int64)
+    with mock.patch.object(summary_module, "VALUES_KEPT", SMALL_CAP):
+        from_array, from_list = Summary(), Summary()
+        from_array.add_values("a", array, np.array(counts))
+        for value, count in zip(values, counts):
+            from_list.add_values("a", [value], [count])
+    assert state(from_array) == state(from_list)
+    assert from_array.capped_pixels == from_list.capped_pixels

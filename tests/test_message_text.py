@@ -38,3 +38,20 @@ def test_names_with_blanks_show_their_quotes():
     assert show_name("dog") == "dog" and show_name("hot dog") == "hot dog"
     assert show_name("dog ") == "'dog '" and show_name(" 1") == "' 1'"
     assert show_name("") == "''" and show_name("a\tb") == "'a\\tb'"
+
+
+def test_byte_sizes_read_as_people_read_them():
+    from labelguard.core.text import byte_size
+
+    assert [byte_size(n) for n in (0, 1, 1023, 1024, 8 << 20, 4 << 30, 80 * 10**12)] == [
+        "0 bytes", "1 byte", "1023 bytes", "1.0 KiB", "8.0 MiB", "4.0 GiB", "72.8 TiB"]
+    assert byte_size(8 * 10**30) == "about 10^30 bytes"  # a declared shape past a float's range
+    assert byte_size(10**400) == "about 10^400 bytes"
+
+
+def test_quoted_file_content_is_clipped_with_its_length():
+    from labelguard.core.text import clipped
+
+    assert clipped("dog") == "dog"
+    assert clipped("9" * 5000, 10) == "9999999... (5,000 characters)"
+    assert len(clipped("x" * 100_000_000)) < 100

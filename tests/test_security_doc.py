@@ -10,10 +10,18 @@ TEST = re.compile(r"`(tests/[\w/]+\.py)::(\w+)`")
 
 
 def threat_rows() -> list[list[str]]:
+    """The rows of the threat tables (a table whose header begins with "threat"); other
+    tables (the read limits) are not threats."""
     rows = []
+    in_threats = False
     for line in DOC.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("| "):
+            in_threats = False
+            continue
         cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
-        if line.startswith("| ") and cells[0] not in ("threat", "---"):
+        if cells[0] == "threat":
+            in_threats = True
+        elif in_threats and not cells[0].startswith("---"):
             rows.append(cells)
     return rows
 

@@ -13,11 +13,12 @@ from labelguard.checks.dataset import DATASET_CHECKS, suggested_remap
 from labelguard.config import find_project_config, load_config
 from labelguard.core.engine import default_workers, run_tasks
 from labelguard.core.findings import Finding, Severity
+from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, ReadLimits, applied_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
 from labelguard.core.text import plural
-from labelguard.errors import OptionError
+from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
 from labelguard.layouts.pairing import describe_contents
 from labelguard.layouts.masks import color_proposal
@@ -62,6 +63,8 @@ def audit(
     seed: int = 0,
     severity: dict[str, Severity] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    max_pixels: int | None = None,
+    max_file_bytes: int | None = None,
 ) -> Report:
     """Audit the datasets at ``paths`` against ``spec`` and return a :class:`Report`.
 
@@ -77,6 +80,10 @@ def audit(
         seed: the sampling seed.
         severity: code -> severity overrides (above the config's).
         progress: called with (done, total) as files finish.
+        max_pixels: the most elements one array a file declares may have (default: the
+            config's [audit] max_pixels, else 2**31); a file over it is LG001.
+        max_file_bytes: the most bytes one file may be read or decoded into (default: the
+            config's [audit] max_file_bytes, else 4 GiB); a file over it is LG001.
 
     Raises:
         OptionError: an option the dataset found cannot use (a table column on a mask
@@ -94,6 +101,28 @@ def audit(
         overrides.update(config.severity)
     overrides.update(severity or {})
     options = _with_settings(options or AuditOptions(), settings)
+    limits = ReadLimits(
+        max_pixels=_limit("max_pixels", max_pixels, settings, DEFAULT_MAX_PIXELS),
+        max_file_bytes=_limit("max_file_bytes", max_file_bytes, settings, DEFAULT_MAX_FILE_BYTES))
+    with applied_limits(limits):
+        return _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
+                            seed=seed, progress=progress, config_file=config_file,
+                            use_project_config=use_project_config)
+
+
+def _limit(name: str, given: int | None, settings: dict, default: int) -> int:
+    """A read limit: the argument, else the config's [audit] value, else the default."""
+    value = given if given is not None else settings.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
+                 overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
+                 progress: Callable[[int, int], None] | None, config_file: str | None,
+                 use_project_config: bool) -> Report:
+    """:func:`audit` once the settings and read limits are known."""
     if workers == "config":
         workers = settings.get("workers")
     if sample is None and settings.get("sample"):

@@ -156,6 +156,23 @@ def spec_options(func):
     return func
 
 
+def limit_options(func):
+    """The read limits shared by audit and init."""
+    from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS
+
+    options = [
+        click.option("--max-pixels", type=click.IntRange(min=1),
+                     help=f"Most elements one array may declare (pixels, voxels); a file over it is LG001 "
+                          f"(default {DEFAULT_MAX_PIXELS:,}, or [audit] max_pixels)."),
+        click.option("--max-file-bytes", type=click.IntRange(min=1),
+                     help=f"Most bytes one file may be read or decoded into; a file over it is LG001 "
+                          f"(default {DEFAULT_MAX_FILE_BYTES:,}, or [audit] max_file_bytes)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def layout_options(func):
     options = [
         click.option("--format", "layout", help="Force a layout (see `labelguard formats`)."),
@@ -233,10 +250,11 @@ def _progress(enabled: bool):
 @click.option("--severity", "severity_overrides", multiple=True, metavar="CODE=LEVEL",
               help="Change a code's severity, e.g. LG205=warning. Repeatable.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@limit_options
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
           image_key, output_format, output_file, fail_on, sample, seed, workers, write_classes, force,
-          severity_overrides, no_progress):
+          severity_overrides, no_progress, max_pixels, max_file_bytes):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -275,7 +293,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
                                                 label_column, image_key),
             config_file=config_file, use_project_config=not no_config,
             workers=workers if workers is not None else "config", sample=sample, seed=seed,
-            severity=overrides, progress=progress,
+            severity=overrides, progress=progress, max_pixels=max_pixels, max_file_bytes=max_file_bytes,
         )
     seed_given = click.get_current_context().get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT
     if seed_given and report.sampled is None:
@@ -342,9 +360,10 @@ def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -
               help="Config file to write (default: PATH/labelguard.toml).")
 @click.option("--force", is_flag=True, help="Overwrite an existing config file.")
 @click.option("-j", "--workers", type=click.IntRange(min=1), help="Processes (default: all cores).")
+@limit_options
 def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
          config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
-         output, force, workers):
+         output, force, workers, max_pixels, max_file_bytes):
     """Infer a label spec from the data at PATH and write it as labelguard.toml.
 
     Commit the file: later audits check new data against it.
@@ -358,7 +377,8 @@ def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_
     spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background)
     text, inferred = infer_spec_file(
         path, spec, options=_options(layout, images, masks, lists, key, color_map, path_column, label_column),
-        workers=workers, config_file=config_file, use_project_config=not no_config)
+        workers=workers, config_file=config_file, use_project_config=not no_config, max_pixels=max_pixels,
+        max_file_bytes=max_file_bytes)
     with open(target, "w", encoding="utf-8") as handle:
         handle.write(text)
     click.echo(text, nl=False)

@@ -13,6 +13,8 @@ Example ``labelguard.toml``::
 
     [audit]
     fail_on = "error"
+    max_pixels = 2_147_483_648       # elements of one array a file may declare
+    max_file_bytes = 4_294_967_296   # bytes one file may be read or decoded into
 
     [severity]
     LG205 = "warning"
@@ -37,7 +39,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 CONFIG_NAME = "labelguard.toml"
-AUDIT_KEYS = {"fail_on", "workers", "format", "key", "sample", "color_map"}
+AUDIT_KEYS = {"fail_on", "workers", "format", "key", "sample", "color_map", "max_pixels", "max_file_bytes"}
 TOP_KEYS = {"labels", "audit", "severity"}
 
 
@@ -115,7 +117,7 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
 def _audit_value(key: str, value: Any, path: str) -> Any:
     """An ``[audit]`` value checked for its type; SpecError naming the key and the file."""
     where = f"audit.{key} in {path}"
-    if key in ("workers", "sample"):
+    if key in ("workers", "sample", "max_pixels", "max_file_bytes"):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SpecError(f"{where} must be a whole number >= 1, got {value!r}")
         return value

@@ -37,10 +37,11 @@ def infer_spec(report, given: LabelSpec) -> LabelSpec:
 
 
 def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None = None, workers=None,
-                    config_file: str | None = None, use_project_config: bool = False) -> tuple[str, LabelSpec]:
-    """(config text, inferred spec) for the data at ``path``."""
+                    config_file: str | None = None, use_project_config: bool = False,
+                    max_pixels: int | None = None, max_file_bytes: int | None = None) -> tuple[str, LabelSpec]:
+    """(config text, inferred spec) for the data at ``path``; the read limits as :func:`audit` takes them."""
     report = audit(path, LabelSpec(), options=options, workers=workers, config_file=config_file,
-                   use_project_config=False)
+                   use_project_config=False, max_pixels=max_pixels, max_file_bytes=max_file_bytes)
     spec = infer_spec(report, given)
     comments = [f"inferred from {report.summary.samples} samples under {report.paths[0]} "
                 f"(layout: {', '.join(report.layouts)})"]

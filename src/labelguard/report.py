@@ -13,6 +13,7 @@ JSON schema, version 1::
         "findings": {"error": int, "warning": int, "info": int},
         "codes": {"LG201": int, ...},
         "values": {"<value>": {"files": int, "pixels": int, "in_spec": bool | null}},
+        "values_capped": null | {"kept": int, "other_pixels": int},
         "outside_spec": {"<value>": {"files": int, "pixels": int}},
         "classes": {"<name>": {"objects": int, "images": int}},
         "empty_masks": int, "unreadable": int,
@@ -24,7 +25,11 @@ JSON schema, version 1::
       "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
     }
 
-``path`` is relative to the current directory when the file is inside it.
+``path`` is relative to the current directory when the file is inside it. ``values`` counts
+every distinct mask value exactly up to 2,048 of them; past that (an image saved as a label)
+``values_capped`` says so: the 1,024 values nearest 0 and the 1,024 farthest are kept and
+counted exactly, the pixels of the others are ``other_pixels``, and ``outside_spec`` lists the
+kept values only.
 """
 
 from __future__ import annotations
@@ -121,6 +126,7 @@ class Report:
                 "findings": self.counts(),
                 "codes": self.code_counts(),
                 "values": summary["values"],
+                "values_capped": summary["values_capped"],
                 "outside_spec": {str(v): {"files": f, "pixels": p} for v, (f, p) in self.outside_spec().items()},
                 "classes": summary["classes"],
                 "empty_masks": summary["empty_masks"],

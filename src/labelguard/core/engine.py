@@ -16,6 +16,7 @@ import threading
 import traceback
 from typing import Callable, Iterator, Sequence
 
+from labelguard.core.limits import ReadLimits, current_limits, set_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.errors import MissingDependency
@@ -70,9 +71,11 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
     return batch
 
 
-def _init_worker(spec: LabelSpec) -> None:
+def _init_worker(spec: LabelSpec, limits: ReadLimits) -> None:
     global _WORKER_SPEC
     _WORKER_SPEC = spec
+    # The caller's read limits: a worker started by a fork server or spawn would have the defaults.
+    set_limits(limits)
     # Ctrl-C reaches the whole process group: the caller stops the pool, and a worker
     # that took the signal too would only print its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -138,7 +141,8 @@ def run_tasks(
                 on_result(result)
             yield result
         return
-    with _context(tasks).Pool(workers, initializer=_init_worker, initargs=(spec,)) as pool:
+    with _context(tasks).Pool(workers, initializer=_init_worker,
+                                 initargs=(spec, current_limits())) as pool:
         for result in pool.imap_unordered(_run_batch_in_worker, batches):
             if on_result:
                 on_result(result)

@@ -3,6 +3,14 @@
 Every per-file result carries a small :class:`Summary`; the runner adds them up in any
 order or grouping (a process pool, a Dask tree reduction) and gets the same total.
 Counts add, sets union, example lists keep the smallest few paths.
+
+Mask values are counted exactly up to a bound: an image saved as a label holds millions of
+distinct values, and a counter of each would cost more than the files. Ordered by distance
+from 0 (0, 1, -1, 2, -2, ...), the :data:`VALUES_KEPT` values nearest 0 (the classes and the
+ignore values) and the :data:`VALUES_KEPT` farthest (the outliers) are kept; the pixels of the
+others are added up. Which values are kept depends only on the set of all values, and a
+value kept in the total was kept in every part that held it, so its counts are exact and
+merging stays associative.
 """
 
 from __future__ import annotations
@@ -12,7 +20,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+import numpy as np
+
 EXAMPLES_KEPT = 5
+# Distinct mask values counted exactly at each end of the order by distance from 0.
+VALUES_KEPT = 1024
 
 
 def _merge_examples(a: list[str], b: list[str]) -> list[str]:
@@ -36,6 +48,8 @@ class Summary:
         dtypes: stored mask dtype/mode -> files.
         palette_decoded / palette_examples: standard palette ("voc", "camvid") -> colour
             masks decoded through it, and a few of them.
+        values_capped: more distinct mask values were found than are counted (twice
+            :data:`VALUES_KEPT`); capped_pixels: the pixels of the values not counted.
     """
 
     samples: int = 0
@@ -52,6 +66,8 @@ class Summary:
     dtypes: Counter = field(default_factory=Counter)
     palette_decoded: Counter = field(default_factory=Counter)
     palette_examples: dict[str, list[str]] = field(default_factory=dict)
+    values_capped: bool = False
+    capped_pixels: int = 0
 
     def add_palette_decoded(self, palette: str, path: str) -> None:
         self.palette_decoded[palette] += 1
@@ -60,6 +76,7 @@ class Summary:
     def add_values(self, path: str, values: Iterable[int], counts: Iterable[int]) -> None:
         """Count one file's values; ``path`` joins a value's examples if among the smallest few,
         as merging keeps them, so adding files one by one equals merging their summaries."""
+        values, counts = _kept_values(values, counts, self)
         for value, count in zip(values, counts):
             value = int(value)
             self.value_files[value] += 1
@@ -68,6 +85,18 @@ class Summary:
             if path not in examples and (len(examples) < EXAMPLES_KEPT or path < examples[-1]):
                 bisect.insort(examples, path)
                 del examples[EXAMPLES_KEPT:]
+        self._cap_values()
+
+    def _cap_values(self) -> None:
+        """Drop the values past the :data:`VALUES_KEPT` at each end, adding up their pixels."""
+        if len(self.value_files) <= 2 * VALUES_KEPT:
+            return
+        ordered = sorted(self.value_files, key=_from_zero)
+        for value in ordered[VALUES_KEPT:-VALUES_KEPT]:
+            del self.value_files[value]
+            self.capped_pixels += self.value_pixels.pop(value)
+            self.value_examples.pop(value, None)
+        self.values_capped = True
 
     def add_classes(self, path: str, objects: Counter) -> None:
         for name, count in objects.items():
@@ -87,6 +116,9 @@ class Summary:
             self.value_pixels.update(other.value_pixels)
         for value, paths in other.value_examples.items():
             self.value_examples[value] = _merge_examples(self.value_examples.get(value, []), paths)
+        self.values_capped |= other.values_capped
+        self.capped_pixels += other.capped_pixels
+        self._cap_values()
         if other.class_objects or other.class_images:
             self.class_objects.update(other.class_objects)
             self.class_images.update(other.class_images)
@@ -122,8 +154,33 @@ class Summary:
                 name: {"objects": self.class_objects[name], "images": self.class_images[name]}
                 for name in sorted(self.class_objects)
             },
+            "values_capped": {"kept": len(self.value_files), "other_pixels": self.capped_pixels}
+            if self.values_capped else None,
             "empty_masks": self.empty,
             "unreadable": self.unreadable,
             "kinds": dict(sorted(self.kinds.items())),
             "dtypes": dict(sorted(self.dtypes.items())),
         }
+
+
+def _from_zero(value: int) -> tuple[int, bool]:
+    """The order of values by distance from 0: 0, 1, -1, 2, -2, ..."""
+    return abs(value), value < 0
+
+
+def _kept_values(values, counts, summary: Summary):
+    """One file's histogram (sequences or arrays) cut to the :data:`VALUES_KEPT` values at
+    each end of the order from 0 before any is counted one by one; the pixels of the others
+    go to ``summary``."""
+    if len(values) <= 2 * VALUES_KEPT:
+        return values, counts
+    values, counts = np.asarray(values), np.asarray(counts, dtype=np.int64)
+    # Sorted by (distance from 0, sign) without overflow: -2**63 has no int64 absolute value.
+    negative = values < 0
+    distance = values.astype(np.uint64) if values.dtype.kind == "u" else \
+        np.where(negative, (-(values + 1)).astype(np.uint64) + np.uint64(1), values.astype(np.uint64))
+    order = np.lexsort((negative, distance))
+    kept = np.concatenate([order[:VALUES_KEPT], order[-VALUES_KEPT:]])
+    summary.capped_pixels += int(counts.sum()) - int(counts[kept].sum())
+    summary.values_capped = True
+    return values[kept], counts[kept]

@@ -10,6 +10,8 @@ Every finding, reader problem and report line words these the same way::
     '3, 4 and 1 more value'
     >>> show_name("dog "), show_name("dog")
     ("'dog '", 'dog')
+    >>> clipped("9" * 5000, 10)
+    '9999999... (5,000 characters)'
 """
 
 from __future__ import annotations
@@ -89,6 +91,27 @@ def shorten(
     if not text:
         return tail
     return f"{text} {tail}" if sep == ", " else f"{text}{sep}{tail}"
+
+
+def byte_size(count: int) -> str:
+    """A byte count as people read it: "512 bytes", "3.2 MiB", "72.8 TiB"."""
+    if count < 1024:
+        return plural(count, "byte")
+    for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), 1):
+        if count < 1024 ** (power + 1) or unit == "EiB":
+            break
+    if count < 1024 ** 7 * 1000:
+        return f"{count / 1024 ** power:.1f} {unit}"
+    # A declared shape can multiply to more than a float holds.
+    return f"about 10^{len(str(count)) - 1} bytes"
+
+
+def clipped(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was: a value quoted from a file
+    (a 100 MB line, a 5,000-digit number) must not become a 100 MB message."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:max(limit - 3, 1)]}... ({len(text):,} characters)"
 
 
 def show_name(name: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from labelguard.core.registry import REGISTRY
+from labelguard.core.summary import VALUES_KEPT
 from labelguard.core.text import LISTED, plural, shorten, show_name, verb
 from labelguard.output import Formatter, register
 
@@ -100,14 +101,20 @@ class TextFormatter(Formatter):
         if rest:
             files = max(summary.value_files[v] for v in rest)
             pixels = max(summary.value_pixels[v] for v in rest)
+            listed = "every value counted" if summary.values_capped else "every value"
             out(f"  ... {plural(len(rest), 'more value')}, each in at most {plural(files, 'file')} and "
-                f"{plural(pixels, 'pixel')} (--output-format json lists every value)")
+                f"{plural(pixels, 'pixel')} (--output-format json lists {listed})")
+        if summary.values_capped:
+            out(f"  ... and more values: over {len(found):,} distinct values were found; the {VALUES_KEPT:,} "
+                f"nearest 0 and the {VALUES_KEPT:,} farthest are counted, the others hold "
+                f"{plural(summary.capped_pixels, 'pixel')} in all")
         outside = report.outside_spec()
         if outside:
             ranked = sorted(outside.items(), key=lambda item: (-item[1][0], item[0]))
             listing = shorten(ranked, LISTED, lambda item: f"{item[0]} in {plural(item[1][0], 'file')} "
                               f"({plural(item[1][1], 'pixel')})", sep="; ", what="value")
-            out(f"  outside the spec: {listing}")
+            counted = f" (of the {len(found):,} values counted)" if summary.values_capped else ""
+            out(f"  outside the spec{counted}: {listing}")
         if report.suggested_remap:
             mapping = ", ".join(f"{k}: {v}" for k, v in report.suggested_remap.items())
             out(f"  suggested remap: {{{mapping}}}")

@@ -1,19 +1,36 @@
-"""What every reader shares: the read error, the one way to read a file's bytes, and byte
-sniffing.
+"""What every reader shares: the read error, the one way to open and read a file, the
+checks of declared sizes against the read limits, and byte sniffing.
 
-Every reader reads through :func:`read_bytes` (or :func:`read_head` before a library opens
-the path): only regular files are read. A named pipe would block the audit until a writer
-appears, a device (``/dev/zero``) may never end, and either can be planted in a dataset or
-named by a list, an annotation or a ``data.yaml``."""
+Every reader opens files through :func:`open_regular` (:func:`read_bytes` reads one whole;
+:func:`read_head` checks one before a library opens the path): only regular files are read.
+A named pipe would block the audit until a writer appears, a device (``/dev/zero``) may
+never end, and either can be planted in a dataset or named by a list, an annotation or a
+``data.yaml``.
+
+Sizes a file declares (an array's shape, a member's length) are checked with
+:func:`check_array` and :func:`check_decoded` against :mod:`labelguard.core.limits` before
+anything of that size is allocated."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
+from typing import Any, BinaryIO
+
+from labelguard.core.limits import RAISE_WITH, current_limits
+from labelguard.core.text import byte_size
 
 
 class ReadError(Exception):
     """A file cannot be read, decoded or parsed; the message says why, for an LG001 finding."""
+
+
+# How deep JSON, YAML and XML documents may nest. Label files nest a handful of levels (a
+# COCO annotation's polygon is 4, a VOC part 4); parsers and code that walk a document
+# recursively fail far deeper, with a RecursionError instead of a finding.
+MAX_NESTING = 100
 
 
 MAGIC = (
@@ -56,9 +73,15 @@ def read_head(path: str, size: int = 352) -> bytes:
     return read_bytes(path, "file", size)
 
 
-def read_bytes(path: str, what: str = "file", size: int | None = None) -> bytes:
-    """The bytes of the regular file at ``path`` (the first ``size`` when given); ReadError
-    with the reason when it cannot be opened, is a directory, or is not a regular file.
+def open_regular(path: str, what: str = "file") -> BinaryIO:
+    """``path`` opened for binary reading; ReadError with the reason when it cannot be opened,
+    is a directory, or is not a regular file."""
+    fd, _ = _open_regular_fd(path, what)
+    return os.fdopen(fd, "rb")
+
+
+def _open_regular_fd(path: str, what: str) -> tuple[int, int]:
+    """(descriptor, size) of the regular file at ``path``, opened for reading.
 
     The file is opened without blocking and checked on the open descriptor, so a named pipe
     is refused at once and nothing can be swapped in between the check and the read."""
@@ -74,7 +97,21 @@ def read_bytes(path: str, what: str = "file", size: int | None = None) -> bytes:
             raise ReadError(f"is a directory, not a {what}")
         if not stat.S_ISREG(status.st_mode):
             raise ReadError(f"not a regular file (a named pipe, socket or device), not read as a {what}")
-        wanted = status.st_size + 1 if size is None else size
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, status.st_size
+
+
+def read_bytes(path: str, what: str = "file", size: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (the first ``size`` when given); ReadError
+    with the reason when it cannot be opened, is not a regular file, or (read whole) is
+    larger than the ``max_file_bytes`` limit."""
+    fd, length = _open_regular_fd(path, what)
+    try:
+        if size is None:
+            check_decoded(f"the {what}", length, "is")
+        wanted = length + 1 if size is None else size
         chunks = []
         while wanted > 0:
             chunk = os.read(fd, wanted if size is not None else max(wanted, 1 << 16))
@@ -83,13 +120,49 @@ def read_bytes(path: str, what: str = "file", size: int | None = None) -> bytes:
             chunks.append(chunk)
             if size is not None:
                 wanted -= len(chunk)
-    except IsADirectoryError:
-        raise ReadError(f"is a directory, not a {what}") from None
     except OSError as exc:
         raise ReadError(f"cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _over(limit: str, declared: str, allowed: str) -> ReadError:
+    return ReadError(f"{declared}, over the limit of {allowed} ({limit}): if the file is real, raise it "
+                     f"with {RAISE_WITH[limit]}")
+
+
+def check_array(what: str, shape: tuple[int, ...], itemsize: int, dtype: object) -> int:
+    """The bytes of an array of ``shape`` and ``itemsize`` that a file declares; ReadError when
+    they exceed the read limits (elements: ``max_pixels``, bytes: ``max_file_bytes``).
+
+    ``what`` names the array in the message ("the NPY header", "HDF5 dataset 'label'")."""
+    elements = math.prod(shape)
+    nbytes = elements * itemsize
+    limits = current_limits()
+    shown = f"{what} declares a {tuple(shape)} {dtype} array"
+    if elements > limits.max_pixels:
+        raise _over("max_pixels", f"{shown}: {elements:,} elements ({byte_size(nbytes)})",
+                    f"{limits.max_pixels:,} elements per array")
+    if nbytes > limits.max_file_bytes:
+        raise _over("max_file_bytes", f"{shown}: {byte_size(nbytes)}", byte_size(limits.max_file_bytes))
+    return nbytes
+
+
+def check_decoded(what: str, nbytes: int, verb: str = "decodes to") -> None:
+    """ReadError when ``what`` (a file read whole, a compressed stream once decompressed)
+    ``verb`` more bytes than the ``max_file_bytes`` limit."""
+    limit = current_limits().max_file_bytes
+    if nbytes > limit:
+        raise _over("max_file_bytes", f"{what} {verb} {byte_size(nbytes)}", byte_size(limit))
+
+
+def check_holds(what: str, declared: int, holds: int) -> None:
+    """ReadError when ``what`` declares ``declared`` bytes of data but the file (or member)
+    holds only ``holds`` after its header: truncated, or a damaged header."""
+    if declared > holds:
+        raise ReadError(f"{what} declares {byte_size(declared)} of data but the file holds "
+                        f"{byte_size(max(holds, 0))} after it: truncated, or a damaged header")
 
 
 def extension(path: str) -> str:
@@ -103,6 +176,39 @@ def read_text_bytes(path: str, what: str = "text file") -> bytes:
     if b"\x00" in data[:4096]:
         raise ReadError(f"binary content, not a {what}")
     return data
+
+
+def parse_json(text: str, what: str = "JSON") -> Any:
+    """The JSON value of ``text``; ReadError naming ``what`` when it is malformed or nests
+    deeper than :data:`MAX_NESTING`."""
+    too_deep = ReadError(f"{what} nests arrays and objects more than {MAX_NESTING} levels deep: refused, "
+                         "no label file nests so deep")
+    try:
+        value = json.loads(text)
+    except RecursionError:  # the C decoder stops at Python's recursion limit, far past ours
+        raise too_deep from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of more digits than Python converts
+        raise ReadError(f"invalid {what}: {exc}") from None
+    if nesting_depth(value, MAX_NESTING) > MAX_NESTING:
+        raise too_deep
+    return value
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """How deep lists and dicts nest in ``value`` (a scalar is 0, ``[]`` is 1), counted without
+    recursion and only up to ``limit + 1``."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            break
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def decode_text(data: bytes) -> str:

@@ -20,16 +20,19 @@ labels (annotations without boxes), Roboflow ``_annotations.coco.json``.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import re
+import sys
 from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from labelguard.readers.base import ReadError
+from labelguard.core.text import clipped
+from labelguard.readers.base import ReadError, open_regular, read_head
 
 CHUNK = 1 << 20
 # Literals and numbers cut by a chunk boundary fail this close to the buffer's end.
@@ -184,7 +187,7 @@ class _Stream:
         if pos < len(buf) and buf[pos] not in _BLANK:  # the common case, in one C call
             try:
                 value, end = _DECODER.raw_decode(buf, pos)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # decoded again below, where the error is worded
                 pass
             else:
                 if end < len(buf) or type(value) in (dict, list, str):
@@ -205,6 +208,10 @@ class _Stream:
                 continue
             except RecursionError:
                 raise self.error(f"{_where(where)} is nested too deeply to decode") from None
+            except ValueError:  # an integer of more digits than Python converts
+                limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+                raise self.error(f"{_where(where)} holds an integer of more than {limit} digits, which "
+                                 "Python's json refuses (json.load fails on this file too)") from None
             # A number at the window's end may continue in the next chunk.
             if end >= len(self.buf) and not self.eof and isinstance(value, (int, float)):
                 self.fill(len(self.buf) - self.pos + self.chunk)
@@ -280,14 +287,29 @@ def _type_name(value) -> str:
 
 
 def _shown(value, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, float) or math.isfinite(value) \
-        else repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    try:
+        text = json.dumps(value, ensure_ascii=False) if not isinstance(value, float) or math.isfinite(value) \
+            else repr(value)
+    except (RecursionError, ValueError):  # nested to the decoder's limit; an integer too long to print
+        return f"({_type_name(value)} too deep or too long to show)"
+    return clipped(text, limit)
 
 
 def _is_number(value) -> bool:
     kind = type(value)
-    return (kind is int or kind is float) and value == value and value not in (math.inf, -math.inf)
+    if kind is int:
+        return -_FLOAT_INT < value < _FLOAT_INT
+    return kind is float and value == value and value not in (math.inf, -math.inf)
+
+
+# The integer columns are int64: an id past them (JSON allows 10**30) is no id training code
+# can hold in a tensor. Numbers become float64 columns: an integer past a float's range is none.
+_INT64 = 2 ** 63
+_FLOAT_INT = 2 ** 1023
+
+
+def _is_id(value) -> bool:
+    return type(value) is int and -_INT64 <= value < _INT64
 
 
 class _Builder:
@@ -316,8 +338,12 @@ class _Builder:
     def image_key(self, value, place: str, key: str) -> int:
         """The integer column value of an image id; string ids (Mapillary-style panoptic
         files) get codes of their own, so they match only the same string."""
-        if type(value) is int:
+        if _is_id(value):
             return value
+        if type(value) is int:
+            self.problem(f"an image {key} is beyond the 64-bit integer range", place,
+                         f"{place} has {key} {_shown(value)}")
+            return NO_ID
         if type(value) is str:
             code = self.record.string_ids.get(value)
             if code is None:
@@ -349,6 +375,10 @@ class _Builder:
         if type(cat_id) is not int:
             self.problem("a category id is not an integer", place,
                          f"{place} has id {_shown(cat_id)} ({_type_name(cat_id)})")
+            return
+        if not _is_id(cat_id):
+            self.problem("a category id is beyond the 64-bit integer range", place,
+                         f"{place} has id {_shown(cat_id)}")
             return
         if type(name) is not str:
             self.problem("a category name is not a string", place,
@@ -418,7 +448,10 @@ class _Builder:
 
     def object(self, index: int, segment: int, image_id: int, obj: dict, place: str) -> None:
         ann_id = obj.get("id")
-        if type(ann_id) is not int:
+        if type(ann_id) is int and not _is_id(ann_id):
+            self.problem("an annotation id is beyond the 64-bit integer range", place,
+                         f"{place} has id {_shown(ann_id)}")
+        if not _is_id(ann_id):
             ann_id = NO_ID
         if "caption" in obj and "bbox" not in obj:
             self.record.captions += 1
@@ -428,6 +461,10 @@ class _Builder:
             if type(category) is not int:
                 self.problem("a category_id is not an integer", place,
                              f"{place} has category_id {_shown(category)} ({_type_name(category)})")
+                category = NO_ID
+            elif not _is_id(category):
+                self.problem("a category_id is beyond the 64-bit integer range", place,
+                             f"{place} has category_id {_shown(category)}")
                 category = NO_ID
         bbox = obj.get("bbox")
         if bbox is None or bbox == []:  # panoptic writers leave [] for "not computed"
@@ -473,7 +510,7 @@ class _Builder:
             return
         if type(seg) is dict:
             size, counts = seg.get("size"), seg.get("counts")
-            if not (type(size) is list and len(size) == 2 and all(type(v) is int for v in size)):
+            if not (type(size) is list and len(size) == 2 and all(_is_id(v) for v in size)):
                 self.problem("an RLE segmentation size is not [height, width]", place,
                              f"{place} has segmentation size {_shown(size)}")
             elif not (type(counts) is str or (type(counts) is list and all(type(v) is int for v in counts))):
@@ -505,10 +542,9 @@ class _Builder:
 def _numbers(values: list) -> bool:
     """True when every element is a finite int/float (``sum`` runs the type test in C)."""
     try:
-        total = sum(values)
-    except TypeError:
+        return math.isfinite(sum(values))
+    except (TypeError, OverflowError):  # OverflowError: an integer past a float's range
         return False
-    return math.isfinite(total)
 
 
 def read_coco(path: str, chunk: int = CHUNK) -> CocoRecord:
@@ -517,12 +553,7 @@ def read_coco(path: str, chunk: int = CHUNK) -> CocoRecord:
     ``chunk`` is the size of the reads (characters); tests make it tiny to cut every value.
     """
     builder = _Builder()
-    try:
-        handle = open(path, encoding="utf-8-sig", newline="")
-    except IsADirectoryError:
-        raise ReadError("is a directory, not a JSON file") from None
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    handle = io.TextIOWrapper(open_regular(path, "JSON file"), encoding="utf-8-sig", newline="")
     with handle:
         walk_sections(handle, builder.element, builder.value, chunk)
     record = builder.finish()
@@ -538,25 +569,25 @@ def peek_categories(path: str, window: int = CHUNK) -> list[tuple[int, str]] | N
     characters (where every common writer puts them), without reading the rest; None
     when they are not found there or do not decode."""
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as handle:
+        with open_regular(path, "JSON file") as handle:
+            size = os.fstat(handle.fileno()).st_size
             head = handle.read(window)
             tail = b""
             if size > window:
                 handle.seek(max(window, size - window))
                 tail = handle.read()
-    except OSError:
+    except (ReadError, OSError):
         return None
     for block in (head, tail):
         text = block.decode("utf-8", errors="replace")
         for match in _CATEGORIES_KEY.finditer(text):
             try:
                 value, _ = _DECODER.raw_decode(text, match.end() - 1)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):
                 continue
             if isinstance(value, list):
                 cats = [(c["id"], c["name"]) for c in value
-                        if isinstance(c, dict) and type(c.get("id")) is int and isinstance(c.get("name"), str)]
+                        if isinstance(c, dict) and _is_id(c.get("id")) and isinstance(c.get("name"), str)]
                 if len(cats) == len(value):
                     return cats
     return None
@@ -565,9 +596,8 @@ def peek_categories(path: str, window: int = CHUNK) -> list[tuple[int, str]] | N
 def looks_like_coco(path: str) -> bool:
     """True when a JSON file's first kilobytes hold COCO's top-level keys."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(1 << 16)
-    except OSError:
+        head = read_head(path, 1 << 16)
+    except ReadError:
         return False
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text.startswith(b"{"):

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from labelguard.readers.base import ReadError, read_text
+from labelguard.readers.base import ReadError, parse_json, read_text
 
 COLOR_MAP_FILES = ("dataset_meta.json", "label_colors.txt", "labelmap.txt", "labelmap.csv",
                    "label_colors.csv", "class_dict.csv")
@@ -155,10 +154,7 @@ def load_color_map(path: str) -> ColorMap:
 
 
 def _from_meta_json(text: str, path: str) -> ColorMap:
-    try:
-        meta = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReadError(f"invalid JSON in {os.path.basename(path)}: {exc}") from None
+    meta = parse_json(text, f"JSON in {os.path.basename(path)}")
     colors = meta.get("segmentation_colors") if isinstance(meta, dict) else None
     if not isinstance(colors, list) or not colors:
         raise ReadError(f"{os.path.basename(path)} declares no segmentation_colors")
@@ -247,10 +243,9 @@ def find_color_map(directories: list[str]) -> tuple[ColorMap | None, str | None]
                 continue
             if name == "dataset_meta.json":
                 try:
-                    with open(path, encoding="utf-8-sig") as handle:
-                        meta = json.load(handle)
-                except (OSError, ValueError):
-                    meta = None
+                    meta = parse_json(read_text(path))
+                except ReadError as exc:
+                    return None, f"{path}: {exc}"
                 if not isinstance(meta, dict) or "segmentation_colors" not in meta:
                     continue
             try:

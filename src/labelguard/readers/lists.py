@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labelguard.readers.base import decode_text, read_text_bytes
+from labelguard.readers.base import ReadError, decode_text, read_text_bytes
+
+# The longest line a file list may hold. A line names a file, or an image and its mask
+# (CamVid): paths stop at 4,096 bytes on Linux and 1,024 on macOS, so a longer line names
+# no file on any system, and resolving it as a path costs a copy per candidate extension.
+MAX_LINE = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,11 @@ def parse_list(path: str) -> ListFile:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if len(text) > MAX_LINE:
+        number, longest = max(enumerate(map(len, lines), 1), key=lambda item: item[1])
+        if longest > MAX_LINE:
+            raise ReadError(f"line {number} holds {longest:,} characters, more than any path or pair of paths "
+                            f"(at most {MAX_LINE:,} are read as one): not a file list")
     for number, raw in enumerate(lines, 1):
         if raw.endswith("\r"):
             listing.note("crlf", number, raw)

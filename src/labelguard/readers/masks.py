@@ -10,17 +10,20 @@ from __future__ import annotations
 import io
 import logging
 import os
+import struct
 import warnings
-import zipfile
 from dataclasses import dataclass
-from typing import Callable
+from typing import BinaryIO, Callable
 
 import numpy as np
-from PIL import Image, ImageFile, PngImagePlugin, UnidentifiedImageError
+from PIL import (BmpImagePlugin, GifImagePlugin, Image, ImageFile, JpegImagePlugin, PngImagePlugin,
+                 TiffImagePlugin, UnidentifiedImageError, WebPImagePlugin)
 
 from labelguard._optional import require
 from labelguard.core.records import MaskRecord
-from labelguard.readers.base import EXTENSION_KINDS, ReadError, read_head, sniff
+from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
+from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds,
+                                     open_regular, read_bytes, read_head, sniff)
 
 # Array keys as the common tools write them: pytorch-3dunet ``raw``/``label``, ``image``/
 # ``label``, ``data``/``seg`` (BraTS-style exports), NumPy's ``arr_0``.
@@ -135,25 +138,27 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
             return record
     try:
         if data is None:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data))
-            if container == "png":
-                # Pillow checks no IDAT checksum and no end chunk when decoding: flipped bytes
-                # can decode to wrong labels and a cut-off file to a complete-looking one.
-                _verify_png(image, data)
-            decoded = _decode_in_place(image) if container == "png" else None
-            if decoded is None and container == "tiff" and getattr(image, "n_frames", 1) > 1:
-                decoded = _tiff_frames(image)
-            if decoded is None:
-                image.load()
+            data = read_bytes(path, "image")
+        image = _open_image(data, container)
+        frames = getattr(image, "n_frames", 1) if container == "tiff" else 1
+        _check_image_size(image, frames)
+        if container == "png":
+            # Pillow checks no IDAT checksum and no end chunk when decoding: flipped bytes
+            # can decode to wrong labels and a cut-off file to a complete-looking one.
+            _verify_png(image, data)
+        decoded = _decode_in_place(image) if container == "png" else None
+        if decoded is None and frames > 1:
+            decoded = _tiff_frames(image)
+        if decoded is None:
+            image.load()
+    except ReadError:
+        raise
     except UnidentifiedImageError:
         raise ReadError(f"cannot decode {container.upper()}: Pillow cannot identify the image data") from None
-    except (OSError, SyntaxError, ValueError,
-            Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise ReadError(f"cannot decode {container.upper()}: {exc}") from None
+    except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError, KeyError, ZeroDivisionError,
+            MemoryError, struct.error) as exc:
+        # What Pillow's decoders raise on damaged data: each means the bytes do not decode.
+        raise ReadError(f"cannot decode {container.upper()}: {exc or type(exc).__name__}") from None
     palette = None
     if image.mode == "P":
         raw = image.getpalette() or []
@@ -166,6 +171,44 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
     except (ValueError, TypeError) as exc:
         raise ReadError(f"cannot convert {container.upper()} mode {image.mode} to an array: {exc}") from None
     return MaskRecord(array=array, container=container, declared=declared, mode=mode, palette=palette)
+
+
+# The Pillow class of each sniffed image container, for images over Pillow's own pixel limit.
+_PILLOW_CLASSES = {
+    "png": PngImagePlugin.PngImageFile, "jpeg": JpegImagePlugin.JpegImageFile,
+    "tiff": TiffImagePlugin.TiffImageFile, "bmp": BmpImagePlugin.BmpImageFile,
+    "gif": GifImagePlugin.GifImageFile, "riff": WebPImagePlugin.WebPImageFile,
+}
+# Bytes per band of Pillow's modes (the rest store one byte per band).
+_MODE_BYTES = {"I": 4, "F": 4, "I;16": 2, "I;16B": 2, "I;16L": 2, "I;16N": 2}
+
+
+def _open_image(data: bytes | BinaryIO, container: str) -> Image.Image:
+    """The image in ``data`` (its bytes, or the open file), opened (not decoded).
+
+    Pillow refuses images over twice ``Image.MAX_IMAGE_PIXELS`` (179 million pixels) as
+    decompression bombs; labelguard's own ``max_pixels`` limit decides instead (checked by
+    the caller before anything is decoded), so such an image is opened through its format's
+    class directly, which runs no bomb check, rather than by changing Pillow's global limit."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        stream = io.BytesIO(data) if isinstance(data, bytes) else data
+        try:
+            return Image.open(stream)
+        except Image.DecompressionBombError:
+            stream.seek(0)
+    return _PILLOW_CLASSES[container](stream)
+
+
+def _check_image_size(image: Image.Image, frames: int) -> None:
+    """ReadError when the image's declared size is over the read limits."""
+    width, height = image.size
+    bands = len(image.getbands())
+    shape = (frames, height, width) if frames > 1 else (height, width)
+    if bands > 1:
+        shape += (bands,)
+    check_array(f"the {image.format or 'image'} header", shape, _MODE_BYTES.get(image.mode, 1),
+                f"{image.mode}-mode")
 
 
 def _verify_png(image: Image.Image, data: bytes) -> None:
@@ -237,13 +280,16 @@ def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
     problems = _TiffWarnings()
     logger.addHandler(problems)
     try:
-        with tifffile.TiffFile(path) as tiff:
+        with open_regular(path, "TIFF file") as handle, \
+                tifffile.TiffFile(handle, name=os.path.basename(path)) as tiff:
             pages = len(tiff.pages)
             series = tiff.series
             if len(series) > 1:
                 shapes = ", ".join(str(tuple(s.shape)) for s in series[:4])
                 raise ReadError(f"inconsistent multi-page TIFF: its {pages} pages form {len(series)} "
                                 f"images of different shapes ({shapes}); it is no single volume")
+            if series:
+                check_array("the TIFF header", tuple(series[0].shape), series[0].dtype.itemsize, series[0].dtype)
             array = tiff.asarray()
     except ReadError:
         raise
@@ -258,12 +304,7 @@ def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
 
 
 def _read_npy(path: str, declared: str | None) -> MaskRecord:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise ReadError(f"cannot load NPY: {exc}") from None
-    except (OSError, EOFError) as exc:
-        raise ReadError(f"cannot load NPY (truncated?): {exc}") from None
+    array = read_npy(path)
     return MaskRecord(array=array, container="npy", declared=declared, mode=str(array.dtype))
 
 
@@ -294,17 +335,11 @@ def _image_key(keys: list[str], label_key: str, key: str | None, path_kind: str)
 
 
 def _read_npz(path: str, declared: str | None, key: str | None, image_key: str | None = None) -> MaskRecord:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            keys = list(archive.files)
-            chosen = _pick_key(keys, key, "NPZ")
-            array = archive[chosen]
-            image_key = _image_key(keys, chosen, image_key, "NPZ")
-            image_shape = tuple(archive[image_key].shape) if image_key else None
-    except ReadError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        raise ReadError(f"cannot load NPZ: {exc}") from None
+    with NpzArchive(path) as archive:
+        chosen = _pick_key(archive.keys, key, "NPZ")
+        image_key = _image_key(archive.keys, chosen, image_key, "NPZ")
+        array = archive.array(chosen)
+        image_shape = archive.header(image_key).shape if image_key else None
     return MaskRecord(array=array, container="zip", declared=declared, mode=str(array.dtype),
                       image_shape=image_shape, key=chosen, image_key=image_key)
 
@@ -313,19 +348,20 @@ def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str 
     h5py = require("h5py", "read HDF5 masks")
     try:
         with h5py.File(path, "r") as handle:
-            elsewhere = {k: why for k in handle.keys() if (why := _hdf5_elsewhere(handle, k, h5py))}
-            keys = [k for k in handle.keys() if k in elsewhere or isinstance(handle[k], h5py.Dataset)]
-            chosen = _pick_key(keys, key, "HDF5 file")
-            if chosen in elsewhere:
-                raise ReadError(f"the label {elsewhere[chosen]}; labelguard reads nothing outside the file it "
-                                "audits: audit that file")
-            array = np.asarray(handle[chosen][()])
-            keys = [k for k in keys if k not in elsewhere]
+            keys, broken = _hdf5_datasets(handle, h5py)
+            chosen = _pick_key(keys + list(broken), key, "HDF5 file")
+            if chosen in broken:
+                raise ReadError(broken[chosen])
+            dataset = handle[chosen]
+            if dataset.shape is None:
+                raise ReadError(f"HDF5 dataset {chosen!r} has a null dataspace: it holds no array")
+            check_array(f"HDF5 dataset {chosen!r}", tuple(dataset.shape), dataset.dtype.itemsize, dataset.dtype)
+            array = np.asarray(dataset[()])
             image_key = _image_key(keys, chosen, image_key, "HDF5 file")
-            image_shape = tuple(handle[image_key].shape) if image_key else None
+            image_shape = tuple(handle[image_key].shape or ()) if image_key else None
     except ReadError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as exc:
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as exc:
         raise ReadError(f"cannot read HDF5: {exc}") from None
     return MaskRecord(array=array, container="hdf5", declared=declared, mode=str(array.dtype),
                       image_shape=image_shape, key=chosen, image_key=image_key)
@@ -345,18 +381,64 @@ def _hdf5_elsewhere(handle, name: str, h5py) -> str | None:
     return None
 
 
+def _hdf5_datasets(handle, h5py) -> tuple[list[str], dict[str, str]]:
+    """(names of the file's top-level datasets, name -> why for links that cannot be followed
+    or are not followed: external links and virtual datasets mapped from other files).
+
+    A soft link that loops (``label -> /label``, or ``a -> /b -> /a``) makes HDF5 give up
+    after its link limit; the link is named with its target, not read."""
+    datasets, broken = [], {}
+    for name in handle.keys():
+        try:
+            elsewhere = _hdf5_elsewhere(handle, name, h5py)
+            if elsewhere:
+                broken[name] = (f"{elsewhere}; labelguard reads nothing outside the file it audits: "
+                                "audit that file")
+            elif isinstance(handle[name], h5py.Dataset):
+                datasets.append(name)
+        except (KeyError, RuntimeError, OSError, ValueError) as exc:
+            link = handle.get(name, getlink=True)
+            target = f" to {link.path!r}" if isinstance(link, h5py.SoftLink) else ""
+            loops = "too many links" in str(exc)
+            broken[name] = (f"the HDF5 link {name!r}{target} cannot be followed: "
+                            + ("it loops (soft links that lead back to themselves)" if loops else str(exc)))
+    return datasets, broken
+
+
 def _read_nifti(path: str, declared: str | None) -> MaskRecord:
     nib = require("nibabel", "read NIfTI masks")
     try:
         image = nib.load(path)
+        _check_nifti_size(path, image.header)
         array = np.asanyarray(image.dataobj)
+    except ReadError:
+        raise
     except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
-        raise ReadError(f"cannot read NIfTI: {exc}") from None
+        raise ReadError(f"cannot read NIfTI: {exc or type(exc).__name__}") from None
     return MaskRecord(array=np.asarray(array), container="nifti", declared=declared, mode=str(array.dtype))
 
 
+def _check_nifti_size(path: str, header) -> None:
+    """ReadError when the volume a NIfTI header declares is over the read limits or more than
+    the file can hold: its bytes after the header in a ``.nii``, what deflate can expand the
+    file's bytes into in a ``.nii.gz``."""
+    dtype = header.get_data_dtype()
+    nbytes = check_array("the NIfTI header", tuple(int(side) for side in header.get_data_shape()),
+                         dtype.itemsize, dtype)
+    offset = int(header.get_data_offset())
+    size = os.path.getsize(path)
+    if read_head(path, 2) == b"\x1f\x8b":
+        check_decoded("the NIfTI volume", offset + nbytes, "needs")
+        if offset + nbytes > DEFLATE_RATIO * size + DEFLATE_SLACK:
+            raise ReadError(f"the NIfTI header declares {nbytes:,} bytes of voxels, more than the "
+                            f"{size:,} gzip-compressed bytes of the file can expand to: truncated, or a "
+                            "damaged header")
+    else:
+        check_holds("the NIfTI header", nbytes, size - offset)
+
+
 def image_shape(path: str) -> tuple[int, ...]:
-    """The array shape of an image file without decoding its pixels where the format allows.
+    """The array shape of an image file from its header, without decoding its pixels.
 
     2D images give (H, W) or (H, W, C); NIfTI gives its header shape; arrays their shape.
     """
@@ -365,55 +447,75 @@ def image_shape(path: str) -> tuple[int, ...]:
         raise ReadError("empty file (0 bytes)")
     container = sniff(head)
     if container in IMAGE_FORMATS:
-        if container == "tiff":
-            record = _read_tiff_stack(path, None)
-            if record is not None:
-                return tuple(record.array.shape)
-        try:
-            with Image.open(path) as image:
-                width, height = image.size
-                bands = len(image.getbands())
-                # Without tifffile a stack is read by Pillow: its pages are slices, as
-                # _tiff_frames reads a mask stack, never one page standing for the volume.
-                pages = getattr(image, "n_frames", 1) if container == "tiff" else 1
-        except (UnidentifiedImageError, OSError, ValueError) as exc:
-            raise ReadError(f"cannot read image header: {exc}") from None
-        plane = (height, width) if bands == 1 else (height, width, bands)
-        return (pages, *plane) if pages > 1 else plane
+        return _image_header_shape(path, container)
     if container == "npy":
-        try:
-            return tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)
-        except (ValueError, OSError) as exc:
-            raise ReadError(f"cannot load NPY: {exc}") from None
+        return npy_shape(path)
     if container in ("nifti", "gzip"):
         nib = require("nibabel", "read NIfTI images")
         try:
             return tuple(nib.load(path).shape)
-        except Exception as exc:
-            raise ReadError(f"cannot read NIfTI header: {exc}") from None
+        except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
+            raise ReadError(f"cannot read NIfTI header: {exc or type(exc).__name__}") from None
     if container in ("zip", "hdf5"):
         return tuple(read_mask_image_array_shape(path, container))
     raise ReadError(f"not a known image format (starts with {head[:8]!r})")
 
 
-def read_mask_image_array_shape(path: str, container: str) -> tuple[int, ...]:
-    if container == "zip":
+def _image_header_shape(path: str, container: str) -> tuple[int, ...]:
+    if container == "tiff":
+        shape = _tiff_shape(path)
+        if shape is not None:
+            return shape
+    with open_regular(path, "image") as handle:
         try:
-            with np.load(path, allow_pickle=False) as archive:
-                keys = list(archive.files)
-                key = next((k for k in IMAGE_KEYS if k in keys), keys[0] if keys else None)
-                if key is None:
-                    raise ReadError("NPZ holds no arrays")
-                return tuple(archive[key].shape)
-        except (ValueError, OSError, zipfile.BadZipFile) as exc:
-            raise ReadError(f"cannot load NPZ: {exc}") from None
+            image = _open_image(handle, container)
+            width, height = image.size
+            bands = len(image.getbands())
+            # Without tifffile a stack is read by Pillow: its pages are slices, as
+            # _tiff_frames reads a mask stack, never one page standing for the volume.
+            pages = getattr(image, "n_frames", 1) if container == "tiff" else 1
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError,
+                KeyError, ZeroDivisionError, struct.error) as exc:
+            raise ReadError(f"cannot read image header: {exc or type(exc).__name__}") from None
+    plane = (height, width) if bands == 1 else (height, width, bands)
+    return (pages, *plane) if pages > 1 else plane
+
+
+def _tiff_shape(path: str) -> tuple[int, ...] | None:
+    """The shape of a TIFF's one image (a stack's whole volume) from tifffile, when installed."""
+    try:
+        tifffile = require("tifffile")
+    except ImportError:
+        return None
+    try:
+        with open_regular(path, "TIFF file") as handle, tifffile.TiffFile(handle, name=os.path.basename(path)) as tiff:
+            if not tiff.series:
+                raise ReadError("the TIFF holds no image")
+            return tuple(tiff.series[0].shape)
+    except ReadError:
+        raise
+    except Exception as exc:  # tifffile raises many types on corrupt files
+        raise ReadError(f"cannot read TIFF header: {exc or type(exc).__name__}") from None
+
+
+def read_mask_image_array_shape(path: str, container: str) -> tuple[int, ...]:
+    """The shape of the image array of an NPZ or HDF5 file (its first image key, else its
+    first array), from its header."""
+    if container == "zip":
+        with NpzArchive(path) as archive:
+            key = next((k for k in IMAGE_KEYS if k in archive.keys), archive.keys[0] if archive.keys else None)
+            if key is None:
+                raise ReadError("NPZ holds no arrays")
+            return archive.header(key).shape
     h5py = require("h5py", "read HDF5 images")
     try:
         with h5py.File(path, "r") as handle:
-            keys = [k for k in handle.keys() if not _hdf5_elsewhere(handle, k, h5py)]
+            keys, broken = _hdf5_datasets(handle, h5py)
             key = next((k for k in IMAGE_KEYS if k in keys), keys[0] if keys else None)
             if key is None:
-                raise ReadError("HDF5 file holds no datasets")
-            return tuple(handle[key].shape)
-    except (OSError, KeyError) as exc:
+                raise ReadError(next(iter(broken.values()), "HDF5 file holds no datasets"))
+            return tuple(handle[key].shape or ())
+    except ReadError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as exc:
         raise ReadError(f"cannot read HDF5: {exc}") from None

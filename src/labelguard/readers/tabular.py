@@ -24,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from labelguard.core.text import LISTED, plural, shorten
+from labelguard.core.text import LISTED, clipped, plural, shorten
 from labelguard.readers.base import ReadError, decode_text, read_text_bytes
 
 PATH_NAMES = ("path", "image_path", "filepath", "file_path", "img_path", "image", "image_name", "img_name",
@@ -128,13 +128,39 @@ def _separator(path: str, lines: list[str]) -> str | None:
     return None
 
 
-def _split(line: str, separator: str | None, width: int = 0) -> list[str]:
+# The longest row read: an MNIST-style row of 512 x 512 pixel values fits, a 100 MB line of
+# commas (a hundred million cells) does not.
+MAX_ROW = 1 << 22
+# The csv module refuses fields over this many characters; its default is kept on purpose
+# (raising it is global to the process): no path or label is that long.
+FIELD_LIMIT = csv.field_size_limit()
+
+
+def _split(line: str, separator: str | None, width: int = 0, number: int = 0) -> list[str]:
+    """The cells of one line (``number``, 1-based, for messages; 0 when unknown)."""
     if separator is None:
+        if len(line) > FIELD_LIMIT and max(map(len, line.split())) > FIELD_LIMIT:
+            raise _field_too_long(number)
         if width == 2:  # "path label": the path may hold blanks, the label does not
             parts = line.strip().rsplit(None, 1)
             return parts
         return line.split()
-    return next(csv.reader([line], delimiter=separator))
+    try:
+        return next(csv.reader([line], delimiter=separator))
+    except csv.Error as exc:
+        raise _csv_error(number, exc) from None
+
+
+def _field_too_long(number: int) -> ReadError:
+    where = f"line {number}: " if number else ""
+    return ReadError(f"{where}a field holds more than {FIELD_LIMIT:,} characters, the csv module's limit: "
+                     "no path or label is that long, so this is no classification table")
+
+
+def _csv_error(number: int, exc: csv.Error) -> ReadError:
+    if "field larger than field limit" in str(exc):
+        return _field_too_long(number)
+    return ReadError(f"line {number}: {exc}" if number else str(exc))
 
 
 class UnknownColumn(ReadError):
@@ -159,7 +185,7 @@ def _find(header: list[str], wanted: str | None, names: tuple[str, ...], what: s
             return header.index(wanted)
         if wanted.strip().lower() in lowered:
             return lowered.index(wanted.strip().lower())
-        if wanted.isdigit() and int(wanted) < len(header):
+        if wanted.isdecimal() and len(wanted) < 10 and int(wanted) < len(header):
             return int(wanted)
         raise UnknownColumn(what, wanted, header)
     for name in names:
@@ -171,11 +197,13 @@ def _find(header: list[str], wanted: str | None, names: tuple[str, ...], what: s
 def sniff_layout(path: str, text: str, path_column: str | None = None,
                  label_column: str | None = None) -> TableLayout | None:
     """The layout of a classification table, or None when ``text`` is not one."""
-    lines = [line for line in text.splitlines()[: SNIFF_ROWS + 1] if line.strip()]
+    numbered = [(number, line) for number, line in enumerate(text.splitlines()[: SNIFF_ROWS + 1], 1)
+                if line.strip()]
+    lines = [line for _, line in numbered]
     if not lines:
         return None
     separator = _separator(path, lines)
-    rows = [_split(line, separator) for line in lines]
+    rows = [_split(line, separator, number=number) for number, line in numbered]
     widths = {len(r) for r in rows[1:]} or {len(rows[0])}
     width = max(widths)
     if width < 2:
@@ -212,7 +240,7 @@ def sniff_layout(path: str, text: str, path_column: str | None = None,
         return TableLayout(separator, header, p, lab, [], len(header))
     # No header.
     if separator is None and width == 2 or width == 2:
-        rows = [_split(line, separator, 2) for line in lines]
+        rows = [_split(line, separator, 2, number) for number, line in numbered]
         left_path = all(looks_like_path(r[0]) for r in rows if len(r) == 2)
         right_path = all(looks_like_path(r[-1]) for r in rows if len(r) == 2)
         if right_path and not left_path:
@@ -230,12 +258,19 @@ def sniff_layout(path: str, text: str, path_column: str | None = None,
 def read_table(path: str, path_column: str | None = None, label_column: str | None = None) -> TableRows:
     """Read a classification table; ReadError when it cannot be read or is not one."""
     text = read_text(path)
+    lines = text.splitlines()
+    if len(text) > MAX_ROW:
+        number, longest = max(enumerate(map(len, lines), 1), key=lambda item: item[1])
+        if longest > MAX_ROW:
+            # Split into cells, such a line would cost many times its size (a list of millions).
+            raise ReadError(f"line {number} holds {longest:,} characters: no row of paths and labels is "
+                            f"that long (at most {MAX_ROW:,} are read as one row), so this is no "
+                            "classification table")
     layout = sniff_layout(path, text, path_column, label_column)
     if layout is None:
         raise ReadError("not a classification table: no path and label columns found "
                         "(name them with --path-column and --label-column)")
     table = TableRows(layout)
-    lines = text.splitlines()
     start = 0
     if layout.header is not None:
         start = next(i for i, line in enumerate(lines) if line.strip()) + 1
@@ -245,7 +280,7 @@ def read_table(path: str, path_column: str | None = None, label_column: str | No
     if separator is not None:
         records = _csv_records(text, separator, start)
     else:
-        records = ((number, _split(line, separator, width)) for number, line in
+        records = ((number, _split(line, separator, width, number)) for number, line in
                    enumerate(lines[start:], start + 1) if line.strip())
     for number, cells in records:
         if not cells or all(not c.strip() for c in cells):
@@ -274,9 +309,18 @@ def read_table(path: str, path_column: str | None = None, label_column: str | No
                 continue
             # pandas and csv.DictReader key a class by its raw cell, so "dog " and "dog" are two
             # labels to them: a name keeps its blanks; an integer id is read as the number.
-            label = cell.strip() if is_int(cell) else cell
+            integer = is_int(cell)
+            label = cell.strip() if integer else cell
+            if integer and not _is_int64(label):
+                table.problem(number, f"the label {clipped(label, 24)} is an integer beyond the "
+                                      "64-bit range: no class id")
+                continue
+        path = cells[p].strip() if p is not None and p < len(cells) else ""
+        if "\x00" in path:
+            table.problem(number, "the path holds a NUL byte, which no file name can")
+            continue
         table.lines.append(number)
-        table.paths.append(cells[p].strip() if p is not None and p < len(cells) else "")
+        table.paths.append(path)
         table.labels.append(label)
         if width > 2 and not onehot and p is not None:
             table.rest.append(",".join(c.strip() for k, c in enumerate(cells) if k not in (p, lab)))
@@ -291,7 +335,14 @@ def _csv_records(text: str, separator: str, start: int):
             if reader.line_num > start:
                 yield reader.line_num, cells
     except csv.Error as exc:
-        raise ReadError(f"line {reader.line_num}: {exc}") from None
+        raise _csv_error(reader.line_num, exc) from None
+
+
+def _is_int64(text: str) -> bool:
+    """True for the text of an integer that an int64 holds (digits counted before ``int()``,
+    which refuses more than 4,300 of them)."""
+    digits = text.lstrip("+-")
+    return len(digits) <= 19 and -2 ** 63 <= int(text) < 2 ** 63
 
 
 def label_names_file(folder: str) -> str | None:

@@ -24,8 +24,10 @@ from xml.parsers.expat import ExpatError, ParserCreate
 
 import defusedxml
 import defusedxml.ElementTree
+import numpy as np
 
-from labelguard.readers.base import ReadError, read_bytes
+from labelguard.core.text import clipped
+from labelguard.readers.base import MAX_NESTING, ReadError, read_bytes
 
 BOX_FIELDS = ("xmin", "ymin", "xmax", "ymax")
 # Encodings in which "<!DOCTYPE" can only be written as those ASCII bytes.
@@ -58,7 +60,33 @@ class VocAnnotation(NamedTuple):
 
 
 def parse_xml(data: bytes) -> Element:
-    """The root element of ``data``; ReadError for malformed or unsafe XML."""
+    """The root element of ``data``; ReadError for malformed or unsafe XML, or XML nested
+    deeper than :data:`MAX_NESTING`."""
+    root = _parse_xml(data)
+    if _may_nest_deeper(data):
+        deepest = 0
+        pending = [(root, 1)]
+        while pending:
+            element, depth = pending.pop()
+            deepest = max(deepest, depth)
+            if deepest > MAX_NESTING:
+                raise _too_deep()
+            pending.extend((child, depth + 1) for child in element)
+    return root
+
+
+def _may_nest_deeper(data: bytes) -> bool:
+    """False when ``data`` has too few start tags to nest deeper than :data:`MAX_NESTING`
+    (every ``<`` that does not begin ``</`` counts, comments and declarations too)."""
+    return data.count(b"<") - data.count(b"</") > MAX_NESTING
+
+
+def _too_deep() -> ReadError:
+    return ReadError(f"the XML nests elements more than {MAX_NESTING} levels deep: refused, no VOC "
+                     "annotation nests so deep")
+
+
+def _parse_xml(data: bytes) -> Element:
     if not data.strip():
         raise ReadError("empty file: no XML in it" if not data else "holds only whitespace, no XML")
     if _needs_defused(data):
@@ -159,7 +187,9 @@ def _annotation(filename: str | None, size_texts, names: list, coordinates: list
 
 
 def _text(value: str | bytes | None) -> str | None:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    """An element's text as a message quotes it: decoded, and clipped (a text can be megabytes)."""
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return clipped(text) if text is not None else None
 
 
 def _named(name: str | None) -> str:
@@ -219,7 +249,21 @@ def _read_plain(data: bytes) -> VocAnnotation | None:
         parser.Parse(data, True)
     except ExpatError as exc:
         raise ReadError(f"malformed XML: {exc}") from None
+    if _may_nest_deeper(data) and _plain_depth(data, start) > MAX_NESTING:
+        raise _too_deep()
     return _plain_annotation(data, root + 12)
+
+
+def _plain_depth(data: bytes, start: int) -> int:
+    """How deep the elements of a well-formed plain document nest, from its tags alone: in a
+    plain document a tag runs from ``<`` to the next ``>`` (no attribute can hold one), an
+    end tag starts ``</`` and an empty element ends ``/>``."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    opens = np.flatnonzero(raw[start:] == ord("<")) + start
+    closes = np.flatnonzero(raw == ord(">"))
+    tag_ends = closes[np.searchsorted(closes, opens)]
+    steps = np.where(raw[opens + 1] == ord("/"), -1, np.where(raw[tag_ends - 1] == ord("/"), 0, 1))
+    return int(np.cumsum(steps).max(initial=0))
 
 
 def _plain_annotation(data: bytes, lo: int) -> VocAnnotation | None:

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 
-from labelguard.readers.base import ReadError, read_bytes, read_class_names, read_text
+from labelguard.core.text import clipped
+from labelguard.readers.base import MAX_NESTING, ReadError, read_bytes, read_class_names, read_text
 
 SPLITS = ("train", "val", "test")
+_INT64 = 2 ** 63
 
 
 class YoloLabels(NamedTuple):
@@ -64,18 +66,19 @@ def read_labels(data: bytes, keypoint_values: int | None = None) -> YoloLabels:
         if not parts:
             continue
         head = parts[0]
-        try:
-            class_id = int(head)
-        except ValueError:
-            class_id = _integral(head)
-            if class_id is None:
-                problems.append((number, f"the class id {head!r} is not an integer"))
-                continue
+        # More digits than an int64 holds stand for any value past it: int() refuses past 4,300.
+        class_id = _INT64 if len(head) > 20 and head.lstrip("+-").isdecimal() else _class_id(head)
+        if class_id is None:
+            problems.append((number, f"the class id {clipped(head)!r} is not an integer"))
+            continue
+        if not -_INT64 <= class_id < _INT64:
+            problems.append((number, f"the class id {clipped(head)} is beyond the 64-bit integer range: no class"))
+            continue
         try:
             numbers = tuple(map(float, parts[1:]))
         except ValueError:
             bad = next(p for p in parts[1:] if not _is_float(p))
-            problems.append((number, f"{bad!r} is not a number"))
+            problems.append((number, f"{clipped(bad)!r} is not a number"))
             continue
         count = len(numbers)
         if count == 4:
@@ -88,13 +91,20 @@ def read_labels(data: bytes, keypoint_values: int | None = None) -> YoloLabels:
             problems.append((number, _shape_problem(len(parts), pose)))
             continue
         if not all(map(math.isfinite, numbers)):
-            problems.append((number, f"holds a value that is not finite: {' '.join(parts[1:])}"))
+            problems.append((number, f"holds a value that is not finite: {clipped(' '.join(parts[1:]))}"))
             continue
         ids.append(class_id)
         lines.append(number)
         values.append(numbers)
         kinds.append(kind)
     return YoloLabels(ids, lines, values, kinds, problems)
+
+
+def _class_id(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return _integral(text)
 
 
 def _integral(text: str) -> int | None:
@@ -158,7 +168,7 @@ def read_data_yaml(path: str) -> DatasetFile:
 
     text = read_text(path)
     try:
-        content = yaml.safe_load(text)
+        content = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -193,6 +203,106 @@ def read_data_yaml(path: str) -> DatasetFile:
         else:
             declared.problems.append(f"kpt_shape: {shape!r} is not [keypoints, 2 or 3]")
     return declared
+
+
+# Nodes that aliases may add to a YAML document. A data.yaml repeats nothing; "billion laughs"
+# nests aliases to aliases, ten of each per level, so that nine levels make a billion nodes.
+ALIAS_EXPANSION = 100_000
+
+
+def load_yaml(text: str) -> Any:
+    """The value of a one-document YAML text, as ``yaml.safe_load`` gives it; ReadError when it
+    nests deeper than :data:`MAX_NESTING` (aliases counted as what they stand for), when its
+    aliases expand it by more than :data:`ALIAS_EXPANSION` nodes, or when an alias holds itself.
+
+    The nesting is measured on the token stream before the (recursive) composer runs; the
+    expansion on the composed node graph, where an alias is the node it names, before
+    anything is built."""
+    import yaml
+
+    opens, closes = _yaml_tokens()
+    depth = 0
+    for token in yaml.scan(text, Loader=_yaml_loader()):
+        if isinstance(token, opens):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ReadError(f"the YAML nests more than {MAX_NESTING} levels deep (line "
+                                f"{token.start_mark.line + 1}): refused, no data.yaml nests so deep")
+        elif isinstance(token, closes):
+            depth -= 1
+    loader = _yaml_loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_aliases(node)
+        try:
+            return loader.construct_document(node)
+        except (ValueError, OverflowError) as exc:  # an integer past int()'s digit limit, a bad date
+            raise ReadError(f"the YAML holds a value Python cannot build (line {node.start_mark.line + 1}): "
+                            f"{clipped(str(exc), 120)}") from None
+    finally:
+        loader.dispose()
+
+
+def _yaml_loader():
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _yaml_tokens():
+    import yaml
+
+    opens = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
+             yaml.BlockMappingStartToken)
+    closes = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
+    return opens, closes
+
+
+def _check_aliases(root) -> None:
+    """ReadError when the node graph under ``root`` holds a cycle, nests deeper than
+    :data:`MAX_NESTING` or expands past :data:`ALIAS_EXPANSION` extra nodes; each node is
+    visited once (post-order, without recursion)."""
+    import yaml
+
+    sizes: dict[int, tuple[int, int]] = {}  # node -> (nodes once expanded, nesting depth)
+    open_nodes: set[int] = set()
+    pending = [(root, False)]
+    while pending:
+        node, children_done = pending.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            children = _yaml_children(node, yaml)
+            size = 1 + sum(sizes[id(child)][0] for child in children)
+            depth = 1 + max((sizes[id(child)][1] for child in children), default=0) \
+                if isinstance(node, yaml.CollectionNode) else 0
+            sizes[key] = (size, depth)
+            if depth > MAX_NESTING:
+                raise ReadError(f"the YAML nests more than {MAX_NESTING} levels deep once its aliases are "
+                                f"expanded (line {node.start_mark.line + 1}): refused")
+            if size - len(sizes) > ALIAS_EXPANSION:
+                raise ReadError(f"the YAML's aliases expand its {len(sizes):,} nodes into more than "
+                                f"{size:,} (line {node.start_mark.line + 1}): refused, as a 'billion laughs' "
+                                "document would exhaust memory; a data.yaml needs no aliases")
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise ReadError(f"the YAML holds an alias to a node that contains it (line "
+                            f"{node.start_mark.line + 1}): a recursive structure, refused")
+        open_nodes.add(key)
+        pending.append((node, True))
+        pending.extend((child, False) for child in _yaml_children(node, yaml))
+
+
+def _yaml_children(node, yaml) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _names(value: Any, problems: list[str]) -> list[str] | None:

@@ -13,7 +13,7 @@ STRAY_SHARE = 0.005
 
 def main_values(summary: Summary) -> list[int]:
     """The found values that are classes of the data, without stray fringe values."""
-    total = sum(summary.value_pixels.values()) or 1
+    total = sum(summary.value_pixels.values()) + summary.capped_pixels or 1
     half = max(1, summary.samples) / 2
     return [v for v in summary.found_values()
             if summary.value_pixels[v] >= STRAY_SHARE * total or summary.value_files[v] >= half]
@@ -26,8 +26,8 @@ def class_label(value: int, spec: LabelSpec) -> str:
 
 def suggested_remap(summary: Summary, spec: LabelSpec) -> dict[int, int] | None:
     """The remap that would bring every found mask value into the spec, when one is evident."""
-    if spec.reduce_zero_label:
-        return None
+    if spec.reduce_zero_label or summary.values_capped:
+        return None  # with values left uncounted no remap is evident
     return suggest_remap(main_values(summary), spec)
 
 
