@@ -51,6 +51,13 @@ def resolve_spec(discovered: Iterable[LabelSpec], configs: list, cli: LabelSpec 
     return spec
 
 
+def dataset_spec(discovery: layouts.Discovery, config_file: str | None, use_project_config: bool,
+                 cli: LabelSpec | None = None) -> LabelSpec:
+    """One dataset's effective spec: its own metadata < the config found above it <
+    ``--config`` < the flags. Each dataset gets its own; one's spec never leaks onto another."""
+    return resolve_spec([discovery.spec], load_settings(discovery.root, config_file, use_project_config), cli)
+
+
 def audit(
     paths: str | os.PathLike | Sequence[str | os.PathLike],
     spec: LabelSpec | None = None,
@@ -156,16 +163,15 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     _refuse_options_that_do_not_apply(options, discoveries)
     # Each dataset is checked against its own metadata and the config above it; --config and
     # the flags apply to all of them.
-    specs = [resolve_spec([d.spec], load_settings(d.root, config_file, use_project_config), spec)
-             for d in discoveries]
+    specs = [dataset_spec(d, config_file, use_project_config, spec) for d in discoveries]
     groups: list[tuple[LabelSpec, list[FileTask]]] = []
-    for discovery, dataset_spec in zip(discoveries, specs):
+    for discovery, own_spec in zip(discoveries, specs):
         for group_spec, group_tasks in groups:
-            if group_spec == dataset_spec:
+            if group_spec == own_spec:
                 group_tasks.extend(discovery.tasks)
                 break
         else:
-            groups.append((dataset_spec, list(discovery.tasks)))
+            groups.append((own_spec, list(discovery.tasks)))
     total = sum(len(group_tasks) for _, group_tasks in groups)
     sampled = None
     if sample is not None and 0 < sample < total:
@@ -204,9 +210,9 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     notes = notes_head + [n for d in discoveries for n in d.notes]
     notes.extend(_unused_option_notes(options, tasks, summary))
     distinct = any(other != effective or other.origins != effective.origins for other in specs[1:])
-    for discovery, dataset_spec in zip(discoveries, specs):
+    for discovery, own_spec in zip(discoveries, specs):
         where = f"{display_path(discovery.root)}: " if distinct else ""
-        notes.extend(where + note for note in dataset_spec.provenance_notes() if where + note not in notes)
+        notes.extend(where + note for note in own_spec.provenance_notes() if where + note not in notes)
     nothing = None if tasks else nothing_audited(paths, discoveries)
     if nothing:
         notes.append(nothing)
@@ -222,7 +228,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         notes=notes,
         errors=errors,
         settings=settings,
-        specs=[(display_path(d.root), dataset_spec) for d, dataset_spec in zip(discoveries, specs)]
+        specs=[(display_path(d.root), own_spec) for d, own_spec in zip(discoveries, specs)]
         if distinct else [],
         audited_nothing=nothing,
         files=[t.display for t in tasks],

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from labelguard import layouts
-from labelguard._audit import load_settings, resolve_spec
+from labelguard._audit import dataset_spec
 from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult
@@ -164,7 +164,7 @@ def dataset_specs(path: str, options: AuditOptions, spec: LabelSpec | None,
     """The datasets at ``path`` as the audit finds them, each with its own effective spec (its
     metadata < the config above it < ``spec``), as the audit checks them: one dataset's spec
     never leaks onto another."""
-    return [(discovery, resolve_spec([discovery.spec], load_settings(discovery.root, None, use_project_config), spec))
+    return [(discovery, dataset_spec(discovery, None, use_project_config, spec))
             for discovery in discover_datasets(os.fspath(path), options)]
 
 
