@@ -101,6 +101,29 @@ def test_a_dataset_meta_json_nested_100000_deep_is_lg001_not_a_recursion_error(t
     assert not report.errors
 
 
+def test_an_nnunet_dataset_json_nested_100000_deep_is_named_not_a_recursion_error(tmp_path):
+    write_png(tmp_path / "labelsTr" / "case_0.png", organic_mask((16, 16), (0, 1)))
+    (tmp_path / "dataset.json").write_text('{"labels": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    report = run(tmp_path, workers=1)
+    assert not report.errors
+    assert any("dataset.json" in note and f"more than {MAX_NESTING} levels deep" in note for note in report.notes), \
+        report.notes
+    assert report.summary.samples == 1
+
+
+def test_a_fix_map_file_nested_100000_deep_is_a_usage_error(tmp_path):
+    from click.testing import CliRunner
+
+    from labelguard.cli import main
+
+    write_png(tmp_path / "masks" / "a.png", organic_mask((16, 16), (0, 1)))
+    (tmp_path / "map.json").write_text("[" * 100_000 + "]" * 100_000)
+    result = CliRunner().invoke(main, ["fix", "rename", str(tmp_path / "masks"), "--map-file", str(tmp_path / "map.json")])
+    assert result.exit_code == 2, result.output
+    assert f"more than {MAX_NESTING} levels deep" in result.output
+    assert not isinstance(result.exception, RecursionError)
+
+
 @pytest.mark.code("LG001", "pass")
 def test_a_dataset_meta_json_as_written_is_a_colour_map(tmp_path):
     write_png(tmp_path / "masks" / "a.png", np.zeros((8, 8, 3), np.uint8))

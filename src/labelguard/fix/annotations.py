@@ -33,7 +33,7 @@ from labelguard.layouts.classification import _is_table, process_table
 from labelguard.layouts.coco import process_coco
 from labelguard.layouts.voc import process_voc
 from labelguard.layouts.yolo import process_yolo
-from labelguard.readers.base import ReadError, read_bytes
+from labelguard.readers.base import ReadError, parse_json, read_bytes
 from labelguard.readers.tabular import read_table
 
 _NAME = re.compile(rb"(<name>)([^<]*)(</name>)")
@@ -263,9 +263,11 @@ def _check_xml(data: bytes) -> None:
 
 def _coco_load(data: bytes) -> dict:
     try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = parse_json(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
         raise CannotFix(f"not JSON: {exc}") from None
+    except ReadError as exc:
+        raise CannotFix(str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("categories"), list):
         raise CannotFix("not a COCO file (no categories list)")
     return doc

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from labelguard.errors import LabelguardError
 from labelguard.fix.journal import FixError
+from labelguard.readers.base import ReadError, parse_json
 
 PLANNED = "planned"  # dry run: would be written
 WRITTEN = "written"
@@ -186,11 +186,15 @@ def read_json_file(path: str, what: str) -> Any:
     it cannot be read or is not JSON."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            text = handle.read()
     except OSError as exc:
         raise FixError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise FixError(f"{path} is not JSON: {exc}") from None
+    try:
+        return parse_json(text)
+    except ReadError as exc:
+        raise FixError(f"{path} is not the {what}: {exc}") from None
 
 
 def load_report(path: str) -> dict[str, Any]:

@@ -8,7 +8,6 @@ folder or file of masks.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -23,7 +22,7 @@ from labelguard.layouts.base import (
 from labelguard.layouts.pairing import (
     Role, image_sets_rule, inside_root, labels_by_image, missing_reason, pair_files, pair_in_folder,
 )
-from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_text
+from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
 from labelguard.readers.colormap import (
     ColorMap, camvid_color_map, find_color_map, load_color_map, voc_color_map,
 )
@@ -85,7 +84,7 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
         path = os.path.join(directory, "dataset.json")
         if os.path.isfile(path):
             try:
-                meta = json.loads(read_text(path))
+                meta = parse_json(read_text(path), "dataset.json")
                 labels = meta.get("labels") if isinstance(meta, dict) else None
                 if isinstance(labels, dict) and labels:
                     return _spec_from_nnunet(labels, path), problems
@@ -447,7 +446,7 @@ def _mapillary_spec(path: str, discovery: Discovery) -> LabelSpec:
     """The classes of a Mapillary ``config_<version>.json``: ``labels[i].name`` is class ``i``."""
     shown = display_path(path)
     try:
-        labels = json.loads(read_text(path)).get("labels")
+        labels = parse_json(read_text(path), "Mapillary config").get("labels")
         names = tuple(str(label["name"]) for label in labels)
     except (ReadError, ValueError, AttributeError, KeyError, TypeError) as exc:
         discovery.findings.append(UNREADABLE.finding(shown, f"Mapillary config: {exc!r} (no labels[].name list)"))
