@@ -17,6 +17,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("bench_masks.py", ["-n", "12", "--repeat", "1", "--no-memory"], "workers 1 / naive >= 2.0x"),
     ("bench_voc.py", ["-n", "30", "--repeat", "1"], "one worker vs the seed loop:"),
     ("bench_pairing.py", ["-n", "200", "--repeat", "1"], "ratio labelguard / baseline"),
+    ("bench_lists.py", ["-n", "300", "--repeat", "1"], "labelguard select_from_lists:"),
+    ("bench_spec.py", [], "ratio"),
     pytest.param("bench_record.py", ["--batches", "10", "--repeat", "1"], "target: < 200 us per batch",
                  marks=pytest.mark.skipif(not available("torch"), reason="torch not installed")),
 ])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -52,7 +53,9 @@ class Finding:
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def sort_key(self) -> tuple:
-        return (self.path or "", self.code, self.message)
+        """By file, code, then message with its numbers compared as numbers ("line 9" before
+        "line 10")."""
+        return (self.path or "", self.code, _natural(self.message))
 
     def with_severity(self, severity: Severity) -> "Finding":
         return Finding(self.code, severity, self.path, self.message, self.hint, self.data)
@@ -66,3 +69,12 @@ class Finding:
             "hint": self.hint,
             "data": dict(self.data),
         }
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _natural(text: str) -> tuple:
+    """``text`` as a key that orders its runs of digits by value: text parts at even places,
+    numbers at odd places, so any two keys compare part by part."""
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(_DIGITS.split(text)))

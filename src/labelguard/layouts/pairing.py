@@ -44,9 +44,11 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Container, Sequence, TypeVar
+from functools import partial
+from typing import Any, Callable, Container, Sequence, TypeVar
 
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.text import SHOWN, plural, shorten
@@ -73,6 +75,8 @@ LABEL_PREFIXES = ("gt", "mask", "label")
 IMAGE_PREFIXES = ("image", "img")
 
 _SEPARATORS = "_-. "
+# File systems that usually fold case (a listing then cannot tell that "A.PNG" opens "a.png").
+CASE_FOLDING = sys.platform in ("darwin", "win32", "cygwin")
 _LABEL_WORDS = frozenset(w.lower() for w in LABEL_SUFFIXES)
 _IMAGE_WORDS = frozenset(w.lower() for w in IMAGE_SUFFIXES)
 # The last part of every convention: a name ending otherwise carries none.
@@ -554,6 +558,8 @@ class EntryProblem:
 # Findings of one kind (LG003, LG005) made for the entries of one list, one each; the
 # entries past them are counted and named in one more finding.
 ENTRY_FINDINGS = 100
+# Entries the finding of the rest names in its data (a report stays small); its count says all.
+ENTRIES_KEPT = 1000
 LIST_HINT = "Regenerate the list from the files on disk, or restore the file."
 
 
@@ -563,9 +569,9 @@ def entry_findings(source: str, missing: Sequence[EntryProblem], escaping: Seque
     LG005 for those that lead outside ``root``: the one place these findings are made.
 
     The first :data:`ENTRY_FINDINGS` problems of each kind are a finding each; the rest are
-    one finding that says how many there are and names the first of them (its data holds
-    them all), so that a list of 50,000 stale entries is not 50,000 findings and nothing is
-    left out silently."""
+    one finding that says how many there are (``count``) and names the first of them (its
+    data holds the first :data:`ENTRIES_KEPT`), so that a list of 50,000 stale entries is
+    not 50,000 findings, a report stays small and nothing is left out silently."""
     findings = []
     shown = display_path(root)
     for check, problems, says, what, check_hint in (
@@ -578,9 +584,10 @@ def entry_findings(source: str, missing: Sequence[EntryProblem], escaping: Seque
                                           hint=check_hint, **dict(problem.data), entry=problem.entry))
         rest = problems[ENTRY_FINDINGS:]
         if rest:
-            data: dict[str, list] = {"entries": [p.entry for p in rest]}
-            for key in dict.fromkeys(key for p in rest for key, _ in p.data):
-                data[f"{key}s"] = [dict(p.data).get(key) for p in rest]
+            kept = rest[:ENTRIES_KEPT]
+            data: dict[str, Any] = {"entries": [p.entry for p in kept], "count": len(rest)}
+            for key in dict.fromkeys(key for p in kept for key, _ in p.data):
+                data[f"{key}s"] = [dict(p.data).get(key) for p in kept]
             findings.append(check.finding(
                 source,
                 f"{plural(len(rest), 'more entry')} {what}: "
@@ -638,10 +645,21 @@ def stem_index(candidates: Sequence[str]) -> dict[str, list[str]]:
     return by_stem
 
 
+def _may_carry_convention(stem: str) -> bool:
+    """False when :func:`name_key` leaves ``stem`` as it is (but for case): it ends in no
+    convention's word and starts with no role prefix, which is what most names do."""
+    tail = stem[max(stem.rfind("_"), stem.rfind("-")) + 1:].lower()
+    return tail in _TAIL_ENDS or stem.partition("_")[0].lower() in _PREFIX_ROLES
+
+
 def _by_stem(by_stem: dict[str, list[str]], name: str) -> set[str]:
     """The files of ``by_stem`` that answer to the stem of ``name``."""
     base = os.path.basename(name)
-    return set(by_stem.get(strip_extension(base).lower()) or by_stem.get(pair_key(base)) or [])
+    stem = strip_extension(base)
+    found = by_stem.get(stem.lower())
+    if not found and _may_carry_convention(stem):
+        found = by_stem.get(pair_key(base))
+    return set(found or ())
 
 
 class _Lists:
@@ -661,6 +679,7 @@ class _Lists:
         self.known: dict[str, str] | None = None
         self.selection = ListSelection()
         self.chosen: set[str] = set()
+        self.listings = DirectoryListings()
 
     def as_found(self, path: str) -> str:
         """``path`` (resolved, absolute) as the layout found it: the label or image of that
@@ -753,7 +772,7 @@ class _Lists:
     def _resolve(self, name: str, list_dir: str, rule: ListRule, stems: bool) -> tuple[list[str], bool]:
         """(the files ``name`` names, escapes the root): the file it resolves to, as the
         layout found it; else, by stem, the one label of each role that has that stem."""
-        path, escapes = resolve_entry(name, self.root, list_dir, rule)
+        path, escapes = resolve_entry(name, self.root, list_dir, rule, self.listings)
         if path is not None:
             return [self.as_found(path)], escapes
         if escapes or not stems:
@@ -861,7 +880,111 @@ def select_from_lists(
     return reading.selection
 
 
-def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule) -> tuple[str | None, bool]:
+class DirectoryListings:
+    """Answers "is this path a file (or a folder)?" from one listing per folder, read the
+    first time a path in it is asked about: the cost of resolving a list of millions of
+    entries is its folders' listings and a dictionary look-up per entry, never a stat per try
+    (a list of 2,000,000 missing entries tried with 15 extensions under two folders would
+    be 60,000,000 stats).
+
+    A name a listing lacks is confirmed with a real stat where file systems usually fold
+    case (macOS, Windows), since "A.PNG" opens "a.png" there.
+    """
+
+    def __init__(self) -> None:
+        self._folders: dict[str, _Listing] = {}
+        self._plain: dict[tuple, tuple] = {}
+
+    def _listing(self, folder: str) -> "_Listing":
+        found = self._folders.get(folder)
+        if found is None:
+            found = self._folders[folder] = _Listing(folder)
+        return found
+
+    def find_plain(self, relative: str, bases: tuple[str, str], root: str, extensions: tuple[str, ...],
+                   folders: bool) -> tuple[str | None, bool]:
+        """:func:`resolve_entry`'s first tries for a plain relative name (no ``..``, no ``.``
+        part, no backslash, not absolute), with the folder it names looked up once for all
+        the names in it: (path or None, escapes the root)."""
+        folder, _, name = relative.rpartition("/")
+        key = (bases, folder)
+        places = self._plain.get(key)
+        if places is None:
+            places = []
+            for base in dict.fromkeys(bases):
+                where = os.path.normpath(os.path.join(base, folder)) if folder else base
+                places.append((where, self._listing(where), inside_root(where, root)))
+            places = self._plain[key] = tuple(places)
+        for where, listing, inside in places:
+            entries = listing.entries if folders else listing.files
+            if name in entries:
+                return os.path.join(where, name), not inside
+            longer = listing.by_prefix.get(name)
+            if longer:
+                for ext in extensions:
+                    if name + ext in longer and name + ext in entries:
+                        return os.path.join(where, name + ext), not inside
+        if CASE_FOLDING:
+            find = _stat_finder(folders)
+            for where, _, inside in places:
+                found = find(os.path.join(where, name), extensions)
+                if found is not None:
+                    return found, not inside
+        return None, False
+
+    def holds(self, path: str, extensions: tuple[str, ...] = (), *, folders: bool = False) -> str | None:
+        """The first of ``path`` and ``path`` + each of ``extensions`` that is a file (or, with
+        ``folders``, any entry), from their folder's listing; None."""
+        folder, name = os.path.split(path)
+        listing = self._listing(folder)
+        entries = listing.entries if folders else listing.files
+        if name in entries:
+            return path
+        longer = listing.by_prefix.get(name)
+        if longer:
+            for ext in extensions:
+                if name + ext in longer and name + ext in entries:
+                    return path + ext
+        if CASE_FOLDING:
+            return _stat_finder(folders)(path, extensions)
+        return None
+
+
+class _Listing:
+    """One folder's entries: its files, all its entries, and the names that extend a shorter
+    name by an extension ("a.nii.gz" under "a" and "a.nii")."""
+
+    __slots__ = ("files", "entries", "by_prefix")
+
+    def __init__(self, folder: str) -> None:
+        files: set[str] = set()
+        entries: set[str] = set()
+        try:
+            with os.scandir(folder) as scan:
+                for entry in scan:
+                    # As os.path.isfile and os.path.exists see them: links followed, a
+                    # broken link is nothing.
+                    try:
+                        if entry.is_file():
+                            files.add(entry.name)
+                            entries.add(entry.name)
+                        elif entry.is_dir() or not entry.is_symlink() or os.path.exists(entry.path):
+                            entries.add(entry.name)
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+        by_prefix: dict[str, set[str]] = {}
+        for name in entries:
+            dot = name.find(".", 1)
+            while dot > 0:
+                by_prefix.setdefault(name[:dot], set()).add(name)
+                dot = name.find(".", dot + 1)
+        self.files, self.entries, self.by_prefix = files, entries, by_prefix
+
+
+def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule,
+                  listings: "DirectoryListings | None" = None) -> tuple[str | None, bool]:
     """(path or None, escapes_root) for one name written in a list or a dataset file: the
     one resolution of such names.
 
@@ -872,31 +995,51 @@ def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule) -> tuple[
     lands inside the root (darknet reads ``data/obj_train_data/1.jpg`` from the folder
     above its ``data/``, wherever labelguard runs). A name found outside ``root``, or that
     leads outside it and is found nowhere, escapes it. (Names that are stems are looked up
-    among the dataset's files by :func:`select_from_lists`.)"""
-    exists = os.path.exists if rule.folders else os.path.isfile
+    among the dataset's files by :func:`select_from_lists`.)
+
+    ``listings`` answers "does it exist" from one listing per folder instead of a stat per
+    try: a list of many entries passes one for all of them."""
+    if listings is not None and _plain(name):
+        found, escapes = listings.find_plain(name, (root, list_dir), root, rule.extensions, rule.folders)
+        if found is not None or not rule.loose:
+            return found, escapes
+    find = _stat_finder(rule.folders) if listings is None else partial(listings.holds, folders=rule.folders)
     absolute = os.path.isabs(name)
     relative = name.lstrip("/\\") if absolute else name
     for base in (root, list_dir):
-        found = _existing(os.path.join(base, relative), rule.extensions, exists)
+        found = find(os.path.normpath(os.path.join(base, relative)), rule.extensions)
         if found is not None:
             return found, not inside_root(found, root)
-    if absolute and exists(name):
+    if absolute and find(os.path.normpath(name)):
         path = os.path.abspath(name)
         return path, not inside_root(path, root)
     if rule.loose and not absolute:
         for written in _loose_forms(relative):
             for base in (root, list_dir):
-                found = _existing(os.path.join(base, written), rule.extensions, exists)
+                found = find(os.path.normpath(os.path.join(base, written)), rule.extensions)
                 if found is not None and inside_root(found, root):
                     return found, False
     return None, not inside_root(os.path.join(root, relative), root)
 
 
-def _existing(path: str, extensions: tuple[str, ...], exists: Callable[[str], bool]) -> str | None:
-    """``path`` (normalised), or it with the first of ``extensions`` that exists; None."""
-    path = os.path.normpath(path)
-    return next((candidate for candidate in (path, *(path + ext for ext in extensions)) if exists(candidate)),
-                None)
+def _plain(name: str) -> bool:
+    """True for a relative name of plain parts: no ``..`` or ``.`` part, no backslash, not
+    absolute, no doubled or trailing slash (it names the path it spells)."""
+    return bool(name) and name[0] != "/" and "\\" not in name and "//" not in name and name[-1] != "/" and not (
+        name.startswith("./") or name.startswith("../") or "/./" in name or "/../" in name
+        or name.endswith("/.") or name.endswith("/..") or name in (".", ".."))
+
+
+def _stat_finder(folders: bool) -> Callable[..., str | None]:
+    """A finder that stats each try: the first of a path and the path + each of the extensions
+    that is a file (any entry, with ``folders``), or None."""
+    exists = os.path.exists if folders else os.path.isfile
+
+    def find(path: str, extensions: tuple[str, ...] = ()) -> str | None:
+        return next((candidate for candidate in (path, *(path + ext for ext in extensions)) if exists(candidate)),
+                    None)
+
+    return find
 
 
 def _loose_forms(name: str) -> list[str]:
