@@ -6,8 +6,10 @@ severity, documentation), the scope it reads and its examples:
 * ``"mask"``: one mask file, as a :class:`~labelguard.core.records.MaskSample`;
 * ``"pair"``: a mask and the image it is paired with (the same sample, its paired image's
   geometry read);
-* ``"annotation"``: one annotation file (a VOC XML, a YOLO label file, one COCO image's
-  annotations, a CSV's rows), as an :class:`~labelguard.core.records.AnnotationRecord`;
+* ``"annotation"``: one annotation file (a VOC XML, a YOLO label file, a COCO file with its
+  image table, a CSV table, an ImageFolder class folder), as an
+  :class:`~labelguard.core.records.AnnotationRecord`; its columns may be numpy arrays (a COCO
+  file holds up to millions of annotations) and rules judge them vectorised;
 * ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of the whole audit.
 
 Every rule is ``rule(subject, spec) -> iterable of findings``. :func:`run_rules` calls each
