@@ -177,7 +177,7 @@ class ImageTable:
     one row per image, with what the layout resolved about their files before the rules run.
 
     Attributes:
-        field: how the format names an image file (``file_name``, ``path``).
+        field: how the format names an image file, in messages ("image file_name", "path").
         noun: what the named files are, in messages ("image file", "file").
         unit: what a row's place counts ("image": its index in ``images``; "line").
         place_format: how a row's place is written (``images[{}]``, ``line {}``).
