@@ -341,9 +341,9 @@ class AnnotationRecord:
         border_tolerance: how far a box may pass the image's border (exporters' rounding).
         image_size: (width, height) the boxes must lie inside, None when unknown (or when
             another rule checks the range, as LG302 checks YOLO's normalised values).
-        keys: what makes two objects duplicates: one hashable per object (class + box, class
-            + polygon...), or an (n, k) integer array (a row per object); None to use
-            (label, box).
+        keys: what makes two objects duplicates: a list of one hashable per object (class +
+            box, class + polygon...), or for a large file a tuple of 64-bit integer columns
+            (views of the record's columns: image, class, box bits); None to use (label, box).
         compared: per object, whether the duplicate test compares it (None: all).
         normalised: per object, the values that must lie in [0, 1] (YOLO rows), or None.
         extents: per object, the size (width, height) a degenerate box test reads when the

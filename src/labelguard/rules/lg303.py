@@ -3,8 +3,8 @@ same image): VOC objects, YOLO rows, COCO annotations, table rows; and an image 
 single-label table lists with two labels.
 
 A record gives what makes two objects the same as ``keys``: one hashable per object for a
-small file, or an integer array (a row per object) for a file of up to millions of
-annotations, compared by one sort.
+small file, or integer columns for a file of up to millions of annotations, compared by one
+sort.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def repeated_objects(record: AnnotationRecord, spec):
 def _repeats(record: AnnotationRecord) -> list[tuple[int, int]]:
     """(object, the earlier object it repeats) for every repeated object, in file order."""
     keys = record.keys
-    if isinstance(keys, np.ndarray):
+    if isinstance(keys, tuple):
         return _repeated_rows(keys, record.compared)
     if keys is None:
         if record.boxes is None or not len(record.boxes):
@@ -92,14 +92,13 @@ def _repeats(record: AnnotationRecord) -> list[tuple[int, int]]:
     return repeats
 
 
-def _repeated_rows(keys: np.ndarray, compared: np.ndarray | None) -> list[tuple[int, int]]:
-    """The repeats among the rows of an integer key array: one sort on a hash of the
+def _repeated_rows(keys: tuple[np.ndarray, ...], compared: np.ndarray | None) -> list[tuple[int, int]]:
+    """The repeats among objects whose key columns are equal: one sort on a hash of the
     columns, then an exact comparison of neighbours."""
-    rows = np.flatnonzero(compared) if compared is not None else np.arange(len(keys))
+    rows = np.flatnonzero(compared) if compared is not None else np.arange(len(keys[0]))
     if len(rows) < 2:
         return []
-    compared_keys = keys[rows]
-    columns = [np.ascontiguousarray(compared_keys[:, k]).view(np.uint64) for k in range(keys.shape[1])]
+    columns = [np.ascontiguousarray(column[rows]).view(np.uint64) for column in keys]
     mixed = np.zeros(len(rows), np.uint64)
     with np.errstate(over="ignore"):
         for column in columns:
