@@ -354,7 +354,7 @@ class AnnotationRecord:
             first of them (None: ``problems`` holds them all).
         problem_hint: the hint for those (and for ``problem_groups``).
         problem_groups: kinds of wrong elements with all their places (COCO's wrong JSON
-            types), reported one finding per kind.
+            types), reported one finding per kind; None for a format without them.
         image: the image the annotation names, resolved; None when the format names none.
         images: the images of a file that names many, resolved; None for a file of one image.
         image_of: per object, its row in ``images``: -1 when the image id it names is not
@@ -389,7 +389,7 @@ class AnnotationRecord:
     border_tolerance: float = 0.0
     compared: np.ndarray | None = None
     problem_count: int | None = None
-    problem_groups: Sequence[Problem] = ()
+    problem_groups: Sequence[Problem] | None = None
     images: ImageTable | None = None
     image_of: Any = None
     image_written: np.ndarray | None = None

@@ -14,7 +14,9 @@ severity, documentation), the scope it reads and its examples:
 
 Every rule is ``rule(subject, spec) -> iterable of findings``. :func:`run_rules` calls each
 rule of a scope on its own: a rule that raises becomes an internal-error note naming the
-rule and the file, and the next rule still runs.
+rule and the file, and the next rule still runs. A rule of a check only some formats can
+have says which record field it reads (``reads="images"``): the runner passes it by on a
+record that leaves that field None, so that a small VOC file does not pay for COCO's rules.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Rule:
     scope: str
     apply: Callable[[Any, Any], Iterable[Finding]]
     examples: tuple[Example, ...] = ()
+    reads: str | None = None  # the subject's field it needs; None: it runs on every subject
 
     @property
     def code(self) -> str:
@@ -76,13 +79,14 @@ class Rule:
 RULES: dict[str, list[Rule]] = {scope: [] for scope in SCOPES}
 
 
-def rule(check: Check, scope: str, examples: Iterable[Example] = ()) -> Callable:
-    """Register the decorated function as a rule reporting ``check`` on ``scope``."""
+def rule(check: Check, scope: str, examples: Iterable[Example] = (), reads: str | None = None) -> Callable:
+    """Register the decorated function as a rule reporting ``check`` on ``scope``; with
+    ``reads``, only for subjects whose field of that name is not None."""
     if scope not in RULES:
         raise ValueError(f"unknown rule scope {scope!r}; known: {', '.join(SCOPES)}")  # not a user mistake
 
     def register(func: Callable[[Any, Any], Iterable[Finding]]) -> Callable:
-        RULES[scope].append(Rule(check, scope, func, tuple(examples)))
+        RULES[scope].append(Rule(check, scope, func, tuple(examples), reads))
         return func
 
     return register
@@ -108,6 +112,8 @@ def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Fi
     """Run every rule of ``scope`` on ``subject``, appending to ``findings``; a rule that raises
     adds an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
     for registered in RULES[scope]:
+        if registered.reads is not None and getattr(subject, registered.reads) is None:
+            continue
         try:
             found = registered.apply(subject, spec)
             if found:

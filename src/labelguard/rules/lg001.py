@@ -123,10 +123,12 @@ def unreadable_objects(record: AnnotationRecord, spec):
     return findings
 
 
-@rule(UNREADABLE, "annotation", TYPE_EXAMPLES)
+@rule(UNREADABLE, "annotation", TYPE_EXAMPLES, reads="problem_groups")
 def mistyped_elements(record: AnnotationRecord, spec):
     """LG001 for each kind of element of a wrong JSON type (COCO), naming its places; the
     element is still used for every check its other fields allow."""
+    if not record.problem_groups:
+        return []
     return [UNREADABLE.finding(
         record.display,
         f"{group.what} in {plural(group.count, 'place')}: {sample(group.details, group.count)}; "
@@ -135,7 +137,7 @@ def mistyped_elements(record: AnnotationRecord, spec):
     ) for group in record.problem_groups]
 
 
-@rule(UNREADABLE, "annotation", IMAGE_ID_EXAMPLES)
+@rule(UNREADABLE, "annotation", IMAGE_ID_EXAMPLES, reads="images")
 def repeated_image_ids(record: AnnotationRecord, spec):
     """LG001 for an image id that more than one image of the file uses: annotations of such
     an id attach to one of them only."""
@@ -166,7 +168,7 @@ def repeated_image_ids(record: AnnotationRecord, spec):
     )]
 
 
-@rule(UNREADABLE, "annotation", FOLDER_EXAMPLES)
+@rule(UNREADABLE, "annotation", FOLDER_EXAMPLES, reads="folder")
 def undecodable_images(record: AnnotationRecord, spec):
     """LG001 for the image files of an ImageFolder class folder that are empty or not images:
     the DataLoader worker that opens one raises mid-epoch."""

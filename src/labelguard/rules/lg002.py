@@ -58,7 +58,7 @@ def annotation_without_image(record: AnnotationRecord, spec):
     ),)
 
 
-@rule(UNPAIRED, "annotation", IMAGE_ID_EXAMPLES)
+@rule(UNPAIRED, "annotation", IMAGE_ID_EXAMPLES, reads="images")
 def objects_of_unknown_images(record: AnnotationRecord, spec):
     """LG002 for objects whose image id is not among the file's images: the pairing inside
     the file is broken (pycocotools raises KeyError on them)."""
@@ -82,7 +82,7 @@ def objects_of_unknown_images(record: AnnotationRecord, spec):
     )]
 
 
-@rule(UNPAIRED, "annotation", FOLDER_EXAMPLES)
+@rule(UNPAIRED, "annotation", FOLDER_EXAMPLES, reads="folder")
 def class_folder_without_images(record: AnnotationRecord, spec):
     """LG002 for an ImageFolder class folder without image files: torchvision refuses the
     whole dataset."""

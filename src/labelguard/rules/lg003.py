@@ -68,7 +68,7 @@ def named_image_missing(record: AnnotationRecord, spec):
     ),)
 
 
-@rule(MISSING, "annotation", TABLE_EXAMPLES)
+@rule(MISSING, "annotation", TABLE_EXAMPLES, reads="images")
 def image_files_missing(record: AnnotationRecord, spec):
     """LG003 for the image files a file of many images names (COCO ``file_name``, a table's
     paths) that do not exist under the folders they were looked for in."""
@@ -89,7 +89,7 @@ def image_files_missing(record: AnnotationRecord, spec):
     ),)
 
 
-@rule(MISSING, "annotation", PANOPTIC_EXAMPLES)
+@rule(MISSING, "annotation", PANOPTIC_EXAMPLES, reads="named_files")
 def named_files_missing(record: AnnotationRecord, spec):
     """LG003 for other files an annotation file names (COCO panoptic PNGs) that do not exist."""
     named = record.named_files

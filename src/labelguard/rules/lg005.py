@@ -50,7 +50,7 @@ def named_image_outside(record: AnnotationRecord, spec):
     ),)
 
 
-@rule(ESCAPES_ROOT, "annotation", TABLE_EXAMPLES)
+@rule(ESCAPES_ROOT, "annotation", TABLE_EXAMPLES, reads="images")
 def image_files_outside(record: AnnotationRecord, spec):
     """LG005 for the image files a file of many images names outside the dataset root."""
     images = record.images

@@ -115,7 +115,7 @@ def _category_names_outside_the_classes(record: AnnotationRecord, spec: LabelSpe
     return name_findings(record.display, names, spec, unit=record.unit, places=places_of(record, bad_rows))
 
 
-@rule(UNKNOWN_CLASS, "annotation", UNDECLARED_EXAMPLES)
+@rule(UNKNOWN_CLASS, "annotation", UNDECLARED_EXAMPLES, reads="classes")
 def undeclared_category_ids(record: AnnotationRecord, spec: LabelSpec):
     """LG101 for objects of a category id that the file's own class table does not declare
     (code that maps category ids through 'categories' raises KeyError on them)."""
@@ -147,7 +147,7 @@ def undeclared_category_ids(record: AnnotationRecord, spec: LabelSpec):
     return findings
 
 
-@rule(UNKNOWN_CLASS, "annotation", REFERENCE_EXAMPLES)
+@rule(UNKNOWN_CLASS, "annotation", REFERENCE_EXAMPLES, reads="classes")
 def names_missing_from_the_reference(record: AnnotationRecord, spec: LabelSpec):
     """LG101 for a category name that the reference file of the dataset does not declare
     (training code builds its class list from one file), when the user gave no classes."""
@@ -181,7 +181,7 @@ def names_missing_from_the_reference(record: AnnotationRecord, spec: LabelSpec):
     return findings
 
 
-@rule(UNKNOWN_CLASS, "annotation", FOLDER_EXAMPLES)
+@rule(UNKNOWN_CLASS, "annotation", FOLDER_EXAMPLES, reads="folder")
 def class_folder_not_in_the_spec(record: AnnotationRecord, spec: LabelSpec):
     """LG101 for an ImageFolder class folder whose name is not a class of the spec."""
     folder = record.folder

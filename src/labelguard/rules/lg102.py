@@ -75,7 +75,7 @@ def ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
             if f.code == ID_TOO_LARGE.code]
 
 
-@rule(ID_TOO_LARGE, "annotation", CATEGORY_EXAMPLES)
+@rule(ID_TOO_LARGE, "annotation", CATEGORY_EXAMPLES, reads="classes")
 def category_ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     """LG102 for category ids of a file's own class table that a number of classes (or the
     values) given does not allow, with the contiguous map training code must build."""
@@ -127,7 +127,7 @@ def category_ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     )]
 
 
-@rule(ID_TOO_LARGE, "annotation", FOLDER_EXAMPLES)
+@rule(ID_TOO_LARGE, "annotation", FOLDER_EXAMPLES, reads="folder")
 def class_folder_index_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     """LG102 for an ImageFolder class folder whose index a spec of ids only does not allow:
     a folder's id is its place among the split's sorted class folders, as torchvision's

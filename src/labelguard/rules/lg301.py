@@ -194,7 +194,7 @@ def _extent_findings(record: AnnotationRecord) -> list:
     )]
 
 
-@rule(BAD_BOX, "annotation", POLYGON_EXAMPLES)
+@rule(BAD_BOX, "annotation", POLYGON_EXAMPLES, reads="small_polygons")
 def polygons_too_small(record: AnnotationRecord, spec):
     """LG301 for segmentation polygons of fewer than 3 points (no area; pycocotools takes a
     4-value polygon for a box)."""

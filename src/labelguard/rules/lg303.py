@@ -129,7 +129,7 @@ def _detail(record: AnnotationRecord, index: int) -> str:
     return f" ({', '.join(parts)})"
 
 
-@rule(DUPLICATE_BOX, "annotation", CONFLICT_EXAMPLES)
+@rule(DUPLICATE_BOX, "annotation", CONFLICT_EXAMPLES, reads="images")
 def images_with_conflicting_labels(record: AnnotationRecord, spec):
     """LG303 for an image a single-label table lists more than once with different labels:
     the loader takes whichever row it meets."""
