@@ -200,3 +200,26 @@ def test_a_crashing_rule_on_a_coco_file_costs_only_its_own_findings(tmp_path):
     [error] = report.errors
     assert "instances_train.json" in error and "reads_a_column_the_file_lacks" in error and "IndexError" in error
     assert report.summary.samples == 1 and report.summary.class_objects == {"cat": 1}
+
+
+def test_a_rule_that_reads_a_field_runs_only_on_records_that_fill_it(tmp_path):
+    from labelguard.checks.files import MISSING
+    from detection_builders import voc_xml
+
+    (tmp_path / "voc" / "Annotations").mkdir(parents=True)
+    (tmp_path / "voc" / "Annotations" / "a.xml").write_text(voc_xml("a.jpg", [("cat", (1, 1, 9, 9))]))
+    (tmp_path / "coco" / "annotations").mkdir(parents=True)
+    (tmp_path / "coco" / "annotations" / "instances_train.json").write_text(coco_json([coco_box(1, 1)]))
+    seen = []
+
+    @rule(MISSING, "annotation", reads="images")
+    def counts_the_images(record, spec):
+        seen.append((record.format, len(record.images)))
+        return []
+
+    try:
+        run(tmp_path / "voc", LabelSpec(classes=("cat",)))
+        run(tmp_path / "coco", LabelSpec())
+    finally:
+        unregister(counts_the_images)
+    assert seen == [("coco", 1)]
