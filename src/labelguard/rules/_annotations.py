@@ -55,7 +55,8 @@ def process_annotation_batch(tasks: Sequence[FileTask], spec: LabelSpec, reader:
 
     A layout exposes it as its processor's ``batch`` for an engine that hands a whole batch
     of tasks to it: at some 40 microseconds a VOC file, a per-file summary and its merge
-    would be a third of the work."""
+    would be a third of the work. It serves formats of one image per file (records without
+    ``images`` or ``folder``); files of many images are large and go one by one."""
     result = FileResult(tasks[0].display if tasks else "", files=len(tasks))
     summary = result.summary
     objects: dict[str, int] = {}
