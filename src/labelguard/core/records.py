@@ -313,7 +313,7 @@ class ObjectRecord:
     unit: str
 
 
-@dataclass
+@dataclass(slots=True)
 class AnnotationRecord:
     """One annotation file (a VOC XML, a YOLO label file, a COCO file, a CSV table, an
     ImageFolder class folder) as the annotation rules see it. Objects are held column by

@@ -77,6 +77,9 @@ class Rule:
 
 
 RULES: dict[str, list[Rule]] = {scope: [] for scope in SCOPES}
+# Per scope, its rules as run: (None, the rules every subject gets), then (field, the rules
+# that read it) for each field; rebuilt whenever a rule is registered or removed.
+_GROUPS: dict[str, list[tuple[str | None, list[Rule]]]] = {}
 
 
 def rule(check: Check, scope: str, examples: Iterable[Example] = (), reads: str | None = None) -> Callable:
@@ -87,6 +90,7 @@ def rule(check: Check, scope: str, examples: Iterable[Example] = (), reads: str 
 
     def register(func: Callable[[Any, Any], Iterable[Finding]]) -> Callable:
         RULES[scope].append(Rule(check, scope, func, tuple(examples), reads))
+        _group(scope)
         return func
 
     return register
@@ -103,23 +107,34 @@ def all_rules() -> list[Rule]:
 
 def unregister(func: Callable) -> None:
     """Remove the rule registered for ``func`` (a rule defined by a test, say)."""
-    for rules in RULES.values():
+    for scope, rules in RULES.items():
         rules[:] = [r for r in rules if r.apply is not func]
+        _group(scope)
+
+
+def _group(scope: str) -> None:
+    groups: dict[str | None, list[Rule]] = {None: []}
+    for registered in RULES[scope]:
+        groups.setdefault(registered.reads, []).append(registered)
+    _GROUPS[scope] = list(groups.items())
 
 
 def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Finding],
               errors: list[str]) -> None:
-    """Run every rule of ``scope`` on ``subject``, appending to ``findings``; a rule that raises
-    adds an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
-    for registered in RULES[scope]:
-        if registered.reads is not None and getattr(subject, registered.reads) is None:
+    """Run every rule of ``scope`` that applies to ``subject``, appending to ``findings``: the
+    rules that read no particular field, then, field by field, those reading a field the
+    subject fills (one look per field; the audit sorts the findings). A rule that raises adds
+    an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
+    for field, rules in _GROUPS.get(scope, ()):
+        if field is not None and getattr(subject, field) is None:
             continue
-        try:
-            found = registered.apply(subject, spec)
-            if found:
-                findings.extend(found)
-        except Exception as exc:  # a bug in one rule must not hide the other rules' findings
-            log.debug("rule %s failed on %s", registered.__name__, where, exc_info=True)
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            errors.append(f"{where}: rule {registered.code} ({registered.check.name}, "
-                          f"{registered.apply.__name__}) crashed: {detail}")
+        for registered in rules:
+            try:
+                found = registered.apply(subject, spec)
+                if found:
+                    findings.extend(found)
+            except Exception as exc:  # a bug in one rule must not hide the other rules' findings
+                log.debug("rule %s failed on %s", registered.__name__, where, exc_info=True)
+                detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                errors.append(f"{where}: rule {registered.code} ({registered.check.name}, "
+                              f"{registered.apply.__name__}) crashed: {detail}")

@@ -45,9 +45,9 @@ EXAMPLES = (
 @rule(NEGATIVE_ID, "annotation", EXAMPLES)
 def negative_ids(record: AnnotationRecord, spec: LabelSpec):
     ids, places = object_ids(record, spec)
-    if isinstance(ids, np.ndarray):  # category ids of a large file: the negative ones only
+    if type(ids) is not list:  # category ids of a large file: the negative ones only
         negative = np.flatnonzero(ids < 0)
-        ids, places = ids[negative].tolist(), np.asarray(places)[negative].tolist()
+        ids, places = ids[negative].tolist(), places[negative].tolist()
     if not ids or min(ids) >= 0:
         return ()
     return [f for f in id_findings(record.display, ids, spec, unit=record.unit, places=places)

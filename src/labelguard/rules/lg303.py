@@ -54,7 +54,15 @@ _HINTS = {
 
 @rule(DUPLICATE_BOX, "annotation", EXAMPLES)
 def repeated_objects(record: AnnotationRecord, spec):
-    repeats = _repeats(record)
+    keys = record.keys
+    if keys is None:
+        boxes = record.boxes
+        if boxes is None or not len(boxes):
+            return ()
+        keys = list(zip(record.labels, boxes))
+    if type(keys) is list and len(set(keys)) == len(keys):  # the common case, in one set
+        return ()
+    repeats = _repeats(keys, record.compared)
     if not repeats:
         return ()
     unit = record.unit
@@ -72,17 +80,10 @@ def repeated_objects(record: AnnotationRecord, spec):
     )]
 
 
-def _repeats(record: AnnotationRecord) -> list[tuple[int, int]]:
+def _repeats(keys, compared: np.ndarray | None) -> list[tuple[int, int]]:
     """(object, the earlier object it repeats) for every repeated object, in file order."""
-    keys = record.keys
     if isinstance(keys, tuple):
-        return _repeated_rows(keys, record.compared)
-    if keys is None:
-        if record.boxes is None or not len(record.boxes):
-            return []
-        keys = list(zip(record.labels, record.boxes))
-    if len(set(keys)) == len(keys):  # the common case, in one set
-        return []
+        return _repeated_rows(keys, compared)
     seen: dict = {}
     repeats = []
     for index, key in enumerate(keys):
