@@ -18,6 +18,9 @@ def write_example_file(path: Path, content) -> None:
     if isinstance(content, str):
         path.write_text(content, encoding="utf-8")
         return
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+        return
     if isinstance(content, tuple):
         kind, array = content
         if kind == "npy":  # NPY bytes under whatever name the example gives

@@ -141,7 +141,7 @@ def test_malformed_rows_are_named_by_line_and_the_rest_is_read(tmp_path):
         write_image(tmp_path / f"{k}.jpg")
     report = run(tmp_path, LabelSpec(classes=("cat", "dog")))
     [finding] = found(report, "LG001")
-    assert "3 rows cannot be read" in finding.message
+    assert "3 lines cannot be read" in finding.message
     assert "line 3 has 1 field, expected 2" in finding.message
     assert "line 4 has 3 fields" in finding.message and "line 5 has an empty label" in finding.message
     assert finding.data["lines"] == [3, 4, 5]

@@ -203,3 +203,21 @@ def test_one_files_histogram_is_cut_as_its_values_added_one_by_one(values, unsig
             from_list.add_values("a", [value], [count])
     assert state(from_array) == state(from_list)
     assert from_array.capped_pixels == from_list.capped_pixels
+
+
+@given(st.text("0123456789", min_size=1, max_size=6000), st.text("0123456789", min_size=1, max_size=6000))
+def test_findings_sort_numbers_in_messages_by_value_however_long(a, b):
+    import sys
+
+    from labelguard.core.findings import Finding, Severity
+
+    def finding(digits: str) -> Finding:
+        return Finding("LG003", Severity.ERROR, "list.txt", f"line {digits}: missing")
+
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # the reference converts; the sort key must not need to
+    try:
+        expected = int(a) < int(b)
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert (finding(a).sort_key() < finding(b).sort_key()) == expected

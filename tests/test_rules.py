@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 import labelguard.rules
-from builders import write_png
+from builders import write_jpeg, write_png
 from labelguard.checks.masks import VALUE_OUTSIDE_SPEC
 from labelguard.core.rules import RULES, SCOPES, all_rules, rule, unregister
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts.masks import process_mask
 from audit_helpers import codes, run
 from rule_examples import audit_example
+from labelguard.rules._examples import coco_box, coco_json, csv_table, image
 
 EXAMPLES = [pytest.param(r, e, id=f"{r.__name__}-{'fail' if e.fails else 'pass'}-{i}")
             for r in all_rules() for i, e in enumerate(r.examples)]
@@ -133,7 +134,8 @@ def test_a_crashing_annotation_rule_is_an_internal_error_and_the_others_still_ru
 
 
 def test_one_annotation_rule_serves_every_format(tmp_path):
-    """A rule registered once reads VOC objects and YOLO rows alike: the record, not the layout."""
+    """A rule registered once reads VOC objects, YOLO rows, COCO annotations (a mistyped
+    category not labelled), table lines and class folders alike: the record, not the layout."""
     from labelguard.checks.boxes import DUPLICATE_BOX
     from detection_builders import voc_xml
 
@@ -144,16 +146,80 @@ def test_one_annotation_rule_serves_every_format(tmp_path):
     yolo.mkdir(parents=True)
     (yolo / "a.txt").write_text("0 0.5 0.5 0.2 0.2\n1 0.4 0.4 0.1 0.1\n")
     seen = []
+    coco = tmp_path / "coco" / "annotations"
+    coco.mkdir(parents=True)
+    (coco / "instances_train.json").write_text(coco_json(
+        [coco_box(7, 2), {"id": 8, "image_id": 1, "category_id": "cat", "bbox": [1, 1, 2, 2]}, coco_box(9, 1)]))
+    csv = tmp_path / "csv"
+    csv.mkdir()
+    (csv / "train.csv").write_text(csv_table([("a.jpg", "cat"), ("b.jpg", "dog")]))
+    for name in ("a.jpg", "b.jpg"):
+        write_jpeg(csv / name, image())
+        write_jpeg(tmp_path / "folders" / "train" / name[0] / name, image())
 
     @rule(DUPLICATE_BOX, "annotation")
     def records_what_it_sees(record, spec):
-        seen.append((record.format, record.unit, [o.label for o in record.objects()],
-                     [o.place for o in record.objects()]))
+        objects = record.objects()
+        labelled = [o.label for o in objects] if record.labelled is None else \
+            [int(o.label) for o, known in zip(objects, record.labelled) if known]
+        seen.append((record.format, record.unit, labelled, [o.place for o in objects],
+                     record.folder.name if record.folder else None))
         return []
 
     try:
         run(tmp_path / "voc", LabelSpec(classes=("cat", "dog")))
         run(tmp_path / "yolo", LabelSpec(num_classes=2))
+        run(tmp_path / "coco", LabelSpec())
+        run(tmp_path / "csv", LabelSpec())
+        run(tmp_path / "folders", LabelSpec())
     finally:
         unregister(records_what_it_sees)
-    assert seen == [("voc", "object", ["cat", "dog"], [1, 2]), ("yolo", "row", [0, 1], [1, 2])]
+    assert seen == [("voc", "object", ["cat", "dog"], [1, 2], None), ("yolo", "row", [0, 1], [1, 2], None),
+                    ("coco", "annotation", [2, 1], [1, 2, 3], None), ("csv", "line", ["cat", "dog"], [2, 3], None),
+                    ("folder", "image", [], [], "a"), ("folder", "image", [], [], "b")]
+
+
+@pytest.mark.code("LG101", "fail")
+def test_a_crashing_rule_on_a_coco_file_costs_only_its_own_findings(tmp_path):
+    from labelguard.checks.boxes import DUPLICATE_BOX
+
+    folder = tmp_path / "annotations"
+    folder.mkdir()
+    (folder / "instances_train.json").write_text(coco_json([coco_box(1, 1), coco_box(2, 9)]))
+
+    @rule(DUPLICATE_BOX, "annotation")
+    def reads_a_column_the_file_lacks(record, spec):
+        return [record.mask_sizes.T[5]]
+
+    try:
+        report = run(tmp_path, LabelSpec())
+    finally:
+        unregister(reads_a_column_the_file_lacks)
+    [undeclared] = [f for f in report.findings if f.code == "LG101"]
+    assert "category id 9" in undeclared.message
+    [error] = report.errors
+    assert "instances_train.json" in error and "reads_a_column_the_file_lacks" in error and "IndexError" in error
+    assert report.summary.samples == 1 and report.summary.class_objects == {"cat": 1}
+
+
+def test_a_rule_that_reads_a_field_runs_only_on_records_that_fill_it(tmp_path):
+    from labelguard.checks.files import MISSING
+    from detection_builders import voc_xml
+
+    (tmp_path / "voc" / "Annotations").mkdir(parents=True)
+    (tmp_path / "voc" / "Annotations" / "a.xml").write_text(voc_xml("a.jpg", [("cat", (1, 1, 9, 9))]))
+    (tmp_path / "coco" / "annotations").mkdir(parents=True)
+    (tmp_path / "coco" / "annotations" / "instances_train.json").write_text(coco_json([coco_box(1, 1)]))
+    seen = []
+
+    @rule(MISSING, "annotation", reads="images")
+    def counts_the_images(record, spec):
+        seen.append((record.format, len(record.images)))
+        return []
+
+    try:
+        run(tmp_path / "voc", LabelSpec(classes=("cat",)))
+        run(tmp_path / "coco", LabelSpec())
+    finally:
+        unregister(counts_the_images)
+    assert seen == [("coco", 1)]

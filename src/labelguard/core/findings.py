@@ -76,5 +76,12 @@ _DIGITS = re.compile(r"(\d+)")
 
 def _natural(text: str) -> tuple:
     """``text`` as a key that orders its runs of digits by value: text parts at even places,
-    numbers at odd places, so any two keys compare part by part."""
-    return tuple(int(part) if index % 2 else part for index, part in enumerate(_DIGITS.split(text)))
+    number keys at odd places, so any two keys compare part by part."""
+    return tuple(_number_key(part) if index % 2 else part for index, part in enumerate(_DIGITS.split(text)))
+
+
+def _number_key(digits: str) -> tuple[int, str]:
+    """A run of digits ordered by value without converting it (a message may quote a number
+    of thousands of digits, past what int() converts)."""
+    significant = digits.lstrip("0")
+    return len(significant), significant

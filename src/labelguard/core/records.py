@@ -5,14 +5,17 @@ shapes stored beside it). A :class:`MaskSample` is that record as the rules see 
 plane with colours decoded, its value histogram, the colour information, the values a lossy
 fringe explains, and the geometry of the paired image. An :class:`AnnotationRecord` is one
 annotation file's objects (class name or id, box, place in the file) with the image it names
-(:class:`ImageReference`); :class:`ObjectRecord` is one of its objects. All are plain data: the core builds
-no record and reads no file.
+(:class:`ImageReference`), or, for a file that names many images (a COCO file, a CSV table),
+its :class:`ImageTable` and each object's row in it; a file that declares its own classes
+(COCO ``categories``) carries them as a :class:`ClassTable`, an ImageFolder class folder is
+a :class:`ClassFolder`. :class:`ObjectRecord` is one object. All are plain data: the core
+builds no record and reads no file.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -115,6 +118,35 @@ class MaskSample:
 
 Box = tuple[float, float, float, float]
 
+# A missing or mistyped id in an integer id column (COCO image and category ids).
+NO_ID = -(2**63)
+# How many places a problem group keeps (its count is always exact).
+PROBLEM_PLACES_KEPT = 100
+
+
+@dataclass
+class Problem:
+    """One kind of problem in a file, with every place it occurs (places capped at
+    :data:`PROBLEM_PLACES_KEPT`, the count exact): a COCO bbox that is not 4 numbers...
+
+    Attributes:
+        what: the kind, as a phrase ("a bbox is not 4 numbers [x, y, width, height]").
+        places: where it occurs ("annotations[3] (id 4)").
+        details: per place, what is there ("annotations[3] (id 4) has bbox [1, 2] (2 values)").
+        count: how many places, all of them.
+    """
+
+    what: str
+    places: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, place: str, detail: str) -> None:
+        self.count += 1
+        if len(self.places) < PROBLEM_PLACES_KEPT:
+            self.places.append(place)
+            self.details.append(detail)
+
 
 @dataclass(frozen=True)
 class ImageReference:
@@ -139,65 +171,247 @@ class ImageReference:
     expected: str | None = None
 
 
+@dataclass
+class ImageTable:
+    """The images of a file that names many (a COCO file's ``images``, a table's path column),
+    one row per image, with what the layout resolved about their files before the rules run.
+
+    Attributes:
+        field: how the format names an image file, in messages ("image file_name", "path").
+        noun: what the named files are, in messages ("image file", "file").
+        unit: what a row's place counts ("image": its index in ``images``; "line").
+        place_format: how a row's place is written (``images[{}]``, ``line {}``).
+        names: each row's file name as written ("" when it has none).
+        places: each row's place (a table's first line naming the file); None: the row index.
+        ids: each row's image id (COCO), string ids coded as negative numbers, :data:`NO_ID`
+            for a missing or mistyped one; None when the format has no image ids.
+        id_names: code -> the id as written, for string ids.
+        widths / heights: each image's size (NaN when unknown); None when the format has none.
+        folders: where the files were looked for, as shown; empty when they were not.
+        root: the dataset root the names must stay inside, as shown.
+        looked_for: how many named files were looked for (what "N of M" counts).
+        missing: rows whose file does not exist under ``folders``.
+        escaping: rows whose name leads outside ``root``.
+    """
+
+    field: str
+    noun: str
+    unit: str
+    place_format: str
+    names: list[str]
+    places: list[int] | None = None
+    ids: np.ndarray | None = None
+    id_names: dict[int, str] = field(default_factory=dict)
+    widths: np.ndarray | None = None
+    heights: np.ndarray | None = None
+    folders: tuple[str, ...] = ()
+    root: str | None = None
+    looked_for: int = 0
+    missing: list[int] = field(default_factory=list)
+    escaping: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def place(self, row: int) -> int:
+        return self.places[row] if self.places is not None else row
+
+    def where(self, row: int) -> str:
+        """Row ``row``'s place as written in messages (``images[3]``, ``line 4``)."""
+        return self.place_format.format(self.place(row))
+
+    def id_text(self, code: int) -> str:
+        """An image id as written in the file (a string id in quotes)."""
+        return self.id_names.get(code) or str(code)
+
+    def describe(self, row: int) -> str:
+        """An image by its id and file name ("7 (000007.jpg)"), for rows of a table with ids."""
+        if row < 0:
+            return "(unknown)"
+        name = self.names[row]
+        head = self.id_text(int(self.ids[row])) if self.ids is not None else self.where(row)
+        return head + (f" ({name})" if name else "")
+
+
+@dataclass(frozen=True)
+class ClassTable:
+    """The classes a file declares itself (COCO ``categories``): its objects' labels are ids
+    into this table, and category ids are not class indices.
+
+    Attributes:
+        names: id -> name, in file order.
+        reference: the class names another file of the dataset declares, which this file's
+            names must agree with (COCO: the training split of the same flavour), when the
+            user gave no classes; None when this file is that file or there is none.
+        reference_source: that file, as shown.
+        discovered: the classes the dataset's discovery took from its files; a spec whose
+            classes are these was not given by the user.
+    """
+
+    names: dict[int, str]
+    reference: tuple[str, ...] | None = None
+    reference_source: str | None = None
+    discovered: tuple[str, ...] | None = None
+
+    def user_classes(self, spec: Any) -> tuple[str, ...] | None:
+        """The spec's classes when the user gave them (not taken from the dataset's files)."""
+        classes = spec.classes
+        if classes is None or tuple(classes) == self.discovered:
+            return None
+        return tuple(classes)
+
+
+@dataclass(frozen=True)
+class ClassFolder:
+    """An ImageFolder class folder: its images all carry the folder's class.
+
+    Attributes:
+        name: the folder's name, the class.
+        split: the split folder it sits in ("" without splits).
+        index: the class index ImageFolder gives it (its place among the split's sorted
+            class folders).
+        classes: how many class folders the split has.
+        images: how many image files it holds.
+        extensions: the file extensions taken for images (torchvision's).
+        unreadable: its image files that cannot be decoded, each as its path and what is
+            wrong ("train/cat/a.jpg is empty (0 bytes)").
+    """
+
+    name: str
+    split: str
+    index: int
+    classes: int
+    images: int
+    extensions: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NamedFiles:
+    """Other files an annotation file names (COCO panoptic PNGs), resolved by the layout.
+
+    Attributes:
+        noun: what they are ("panoptic PNG").
+        folder: where they were looked for, as shown.
+        total: how many are named.
+        missing: the missing ones, each as its place and name (``annotations[0] 'a.png'``).
+    """
+
+    noun: str
+    folder: str
+    total: int
+    missing: list[str]
+
+
 @dataclass(frozen=True)
 class ObjectRecord:
     """One annotated object: its class, its box and where the file holds it."""
 
-    label: str | int
+    label: Any
     box: Box | None
     place: int
     unit: str
 
 
-@dataclass
+@dataclass(slots=True)
 class AnnotationRecord:
-    """One annotation file (a VOC XML, a YOLO label file, a COCO image's annotations...) as
-    the annotation rules see it. Objects are held column by column (object ``i`` is
-    ``labels[i]``, ``boxes[i]``, ``places[i]``): a file is read once and every rule walks the
-    columns it needs.
+    """One annotation file (a VOC XML, a YOLO label file, a COCO file, a CSV table, an
+    ImageFolder class folder) as the annotation rules see it. Objects are held column by
+    column (object ``i`` is ``labels[i]``, ``boxes[i]``, ``places[i]``): a file is read once
+    and every rule walks the columns it needs. Columns are lists, or numpy arrays for formats
+    whose files hold up to millions of objects (COCO): rules that read them accept both.
 
     Attributes:
         display: the file as shown in findings.
         format: the format read (``voc``, ``yolo``, ``coco``, ``csv``, ``folder``).
-        unit: what a place counts (``object``, ``row``, ``annotation``).
-        labels: each object's class: a name (str) or an integer id.
+        unit: what a place counts (``object``, ``row``, ``line``, ``annotation``).
+        labels: each object's class: a name (str), an integer id, or for a multi-label table
+            row a tuple of names. With a :class:`ClassTable`, ids into that table.
         places: each object's 1-based place in the file (object index, line or row number);
             None when it is the position + 1.
-        boxes: each object's box as (xmin, ymin, xmax, ymax) in the units of ``image_size``
-            (None for an object without one); None when the format has no boxes.
+        describe_place: how object ``i``'s place is written when ``unit place`` is not enough
+            (COCO: ``annotations[3] (id 4)``); None for ``unit place``.
+        labelled: per object, whether its class could be read (COCO: a category_id that is an
+            integer, not a caption); None when all could.
+        boxes: each object's box as corners (xmin, ymin, xmax, ymax) in the units of its
+            image's size: a list (None for an object without one) or an (n, 4) array (NaN
+            rows for objects without one); None when the format has no boxes.
+        box_style: how the file writes a box, for messages: ``corners`` or ``xywh`` (COCO's
+            [x, y, width, height]).
+        border_tolerance: how far a box may pass the image's border (exporters' rounding).
         image_size: (width, height) the boxes must lie inside, None when unknown (or when
             another rule checks the range, as LG302 checks YOLO's normalised values).
-        keys: what makes two objects duplicates (class + box, class + polygon...), one per
-            object; None to use (label, box).
+        keys: what makes two objects duplicates: a list of one hashable per object (class +
+            box, class + polygon...), or for a large file a tuple of 64-bit integer columns
+            (views of the record's columns: image, class, box bits); None to use (label, box).
+        compared: per object, whether the duplicate test compares it (None: all).
         normalised: per object, the values that must lie in [0, 1] (YOLO rows), or None.
         extents: per object, the size (width, height) a degenerate box test reads when the
             format stores sizes rather than corners (YOLO), or None.
         problems: (place, what is wrong) of objects that could not be read; place 0 for the
             file as a whole.
-        problem_hint: the hint for those.
+        problem_count: how many objects could not be read when ``problems`` keeps only the
+            first of them (None: ``problems`` holds them all).
+        problem_hint: the hint for those (and for ``problem_groups``).
+        problem_groups: kinds of wrong elements with all their places (COCO's wrong JSON
+            types), reported one finding per kind; None for a format without them.
         image: the image the annotation names, resolved; None when the format names none.
+        images: the images of a file that names many, resolved; None for a file of one image.
+        image_of: per object, its row in ``images``: -1 when the image id it names is not
+            there, -2 when it names none.
+        image_written: per object, the image id it names as written (coded as
+            ``images.ids``), for messages.
+        one_label_per_image: the format gives an image one label (a single-label table), so
+            an image listed with two labels is a contradiction.
+        classes: the classes the file declares itself (COCO ``categories``).
+        mask_sizes: (object, height, width) of masks stored with their size (COCO RLE).
+        small_polygons: polygons of fewer than 3 points.
+        named_files: other files the file names (COCO panoptic PNGs), resolved.
+        folder: the class folder an ImageFolder record is.
     """
 
     display: str
     format: str
     unit: str = "object"
-    labels: list = field(default_factory=list)
-    places: list[int] | None = None
-    boxes: list[Box | None] | None = None
+    labels: Any = field(default_factory=list)
+    places: Any = None
+    boxes: Any = None
     image_size: tuple[float, float] | None = None
-    keys: list | None = None
+    keys: Any = None
     normalised: list[tuple[float, ...]] | None = None
     extents: list[tuple[float, float] | None] | None = None
     problems: list[tuple[int, str]] = field(default_factory=list)
     problem_hint: str | None = None
     image: ImageReference | None = None
+    describe_place: Callable[[int], str] | None = None
+    labelled: np.ndarray | None = None
+    box_style: str = "corners"
+    border_tolerance: float = 0.0
+    compared: np.ndarray | None = None
+    problem_count: int | None = None
+    problem_groups: Sequence[Problem] | None = None
+    images: ImageTable | None = None
+    image_of: Any = None
+    image_written: np.ndarray | None = None
+    one_label_per_image: bool = False
+    classes: ClassTable | None = None
+    mask_sizes: np.ndarray | None = None
+    small_polygons: Problem | None = None
+    named_files: NamedFiles | None = None
+    folder: ClassFolder | None = None
 
     def place(self, index: int) -> int:
         """The 1-based place of object ``index`` (0-based)."""
-        return self.places[index] if self.places is not None else index + 1
+        return int(self.places[index]) if self.places is not None else index + 1
+
+    def where(self, index: int) -> str:
+        """Object ``index``'s place as messages write it (``object 3``, ``annotations[2] (id 7)``)."""
+        if self.describe_place is not None:
+            return self.describe_place(index)
+        return f"{self.unit} {self.place(index)}"
 
     def objects(self) -> list[ObjectRecord]:
         """The objects one by one."""
-        boxes = self.boxes or [None] * len(self.labels)
-        return [ObjectRecord(label, box, self.place(i), self.unit)
+        boxes = self.boxes if self.boxes is not None else [None] * len(self.labels)
+        return [ObjectRecord(label, None if box is None else tuple(box), self.place(i), self.unit)
                 for i, (label, box) in enumerate(zip(self.labels, boxes))]

@@ -6,13 +6,17 @@ severity, documentation), the scope it reads and its examples:
 * ``"mask"``: one mask file, as a :class:`~labelguard.core.records.MaskSample`;
 * ``"pair"``: a mask and the image it is paired with (the same sample, its paired image's
   geometry read);
-* ``"annotation"``: one annotation file (a VOC XML, a YOLO label file, one COCO image's
-  annotations, a CSV's rows), as an :class:`~labelguard.core.records.AnnotationRecord`;
+* ``"annotation"``: one annotation file (a VOC XML, a YOLO label file, a COCO file with its
+  image table, a CSV table, an ImageFolder class folder), as an
+  :class:`~labelguard.core.records.AnnotationRecord`; its columns may be numpy arrays (a COCO
+  file holds up to millions of annotations) and rules judge them vectorised;
 * ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of the whole audit.
 
 Every rule is ``rule(subject, spec) -> iterable of findings``. :func:`run_rules` calls each
 rule of a scope on its own: a rule that raises becomes an internal-error note naming the
-rule and the file, and the next rule still runs.
+rule and the file, and the next rule still runs. A rule of a check only some formats can
+have says which record field it reads (``reads="images"``): the runner passes it by on a
+record that leaves that field None, so that a small VOC file does not pay for COCO's rules.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class Rule:
     scope: str
     apply: Callable[[Any, Any], Iterable[Finding]]
     examples: tuple[Example, ...] = ()
+    reads: str | None = None  # the subject's field it needs; None: it runs on every subject
 
     @property
     def code(self) -> str:
@@ -72,15 +77,20 @@ class Rule:
 
 
 RULES: dict[str, list[Rule]] = {scope: [] for scope in SCOPES}
+# Per scope, its rules as run: (None, the rules every subject gets), then (field, the rules
+# that read it) for each field; rebuilt whenever a rule is registered or removed.
+_GROUPS: dict[str, list[tuple[str | None, list[Rule]]]] = {}
 
 
-def rule(check: Check, scope: str, examples: Iterable[Example] = ()) -> Callable:
-    """Register the decorated function as a rule reporting ``check`` on ``scope``."""
+def rule(check: Check, scope: str, examples: Iterable[Example] = (), reads: str | None = None) -> Callable:
+    """Register the decorated function as a rule reporting ``check`` on ``scope``; with
+    ``reads``, only for subjects whose field of that name is not None."""
     if scope not in RULES:
         raise ValueError(f"unknown rule scope {scope!r}; known: {', '.join(SCOPES)}")  # not a user mistake
 
     def register(func: Callable[[Any, Any], Iterable[Finding]]) -> Callable:
-        RULES[scope].append(Rule(check, scope, func, tuple(examples)))
+        RULES[scope].append(Rule(check, scope, func, tuple(examples), reads))
+        _group(scope)
         return func
 
     return register
@@ -97,21 +107,34 @@ def all_rules() -> list[Rule]:
 
 def unregister(func: Callable) -> None:
     """Remove the rule registered for ``func`` (a rule defined by a test, say)."""
-    for rules in RULES.values():
+    for scope, rules in RULES.items():
         rules[:] = [r for r in rules if r.apply is not func]
+        _group(scope)
+
+
+def _group(scope: str) -> None:
+    groups: dict[str | None, list[Rule]] = {None: []}
+    for registered in RULES[scope]:
+        groups.setdefault(registered.reads, []).append(registered)
+    _GROUPS[scope] = list(groups.items())
 
 
 def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Finding],
               errors: list[str]) -> None:
-    """Run every rule of ``scope`` on ``subject``, appending to ``findings``; a rule that raises
-    adds an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
-    for registered in RULES[scope]:
-        try:
-            found = registered.apply(subject, spec)
-            if found:
-                findings.extend(found)
-        except Exception as exc:  # a bug in one rule must not hide the other rules' findings
-            log.debug("rule %s failed on %s", registered.__name__, where, exc_info=True)
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            errors.append(f"{where}: rule {registered.code} ({registered.check.name}, "
-                          f"{registered.apply.__name__}) crashed: {detail}")
+    """Run every rule of ``scope`` that applies to ``subject``, appending to ``findings``: the
+    rules that read no particular field, then, field by field, those reading a field the
+    subject fills (one look per field; the audit sorts the findings). A rule that raises adds
+    an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
+    for field, rules in _GROUPS.get(scope, ()):
+        if field is not None and getattr(subject, field) is None:
+            continue
+        for registered in rules:
+            try:
+                found = registered.apply(subject, spec)
+                if found:
+                    findings.extend(found)
+            except Exception as exc:  # a bug in one rule must not hide the other rules' findings
+                log.debug("rule %s failed on %s", registered.__name__, where, exc_info=True)
+                detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                errors.append(f"{where}: rule {registered.code} ({registered.check.name}, "
+                              f"{registered.apply.__name__}) crashed: {detail}")

@@ -12,6 +12,8 @@ Every finding, reader problem and report line words these the same way::
     ("'dog '", 'dog')
     >>> clipped("9" * 5000, 10)
     '9999999... (5,000 characters)'
+    >>> spans([1, 2, 3, 5])
+    '1..3, 5'
 """
 
 from __future__ import annotations
@@ -120,3 +122,22 @@ def show_name(name: str) -> str:
     if name and name == name.strip() and name.isprintable():
         return name
     return repr(name)
+
+
+def spans(ids: list[int]) -> str:
+    """Sorted ids as runs ("80..82, 84..90"), or a range less its gaps ("1..90 except 12, 26")
+    when it has more than four runs."""
+    runs: list[list[int]] = []
+    for value in ids:
+        if runs and value == runs[-1][1] + 1:
+            runs[-1][1] = value
+        else:
+            runs.append([value, value])
+    parts = [f"{a}..{b}" if b > a + 1 else (f"{a}, {b}" if b > a else str(a)) for a, b in runs]
+    if len(runs) <= 4:
+        return ", ".join(parts)
+    present = set(ids)
+    gaps = [v for v in range(ids[0], ids[-1] + 1) if v not in present] if ids[-1] - ids[0] < 100000 else []
+    if gaps and len(gaps) <= 12:
+        return f"{ids[0]}..{ids[-1]} except {', '.join(str(g) for g in gaps)}"
+    return ", ".join(parts[:4]) + f", ... {ids[-1]}"

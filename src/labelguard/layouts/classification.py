@@ -13,39 +13,40 @@ Layouts:
   of label masks (``images/`` + ``masks/``, per-case mask folders) are never taken for
   classes; ``--format imagefolder`` forces it.
 
-Codes: labels outside the spec LG101/LG102/LG103 (the shared label checks), rows naming
-missing files LG003, paths leaving the dataset LG005, unreadable rows LG001 with the line,
-repeated rows LG303; in ImageFolder trees, a class folder without images LG002 (torchvision
-raises "Found no valid file for the classes ..."), an image file that is empty or not an
-image LG001, a class folder missing from one split LG104. A ``--path-column``/``--label-column``
-that no table has is a :class:`~labelguard.errors.ColumnError` naming each table's columns.
+Each table and each class folder is one task: :func:`table_record` and
+:func:`class_folder_record` read it into an annotation record (a table's files looked up
+under its image folders first) and the annotation rules judge it: labels outside the spec
+LG101/LG102/LG103, rows naming missing files LG003, paths leaving the dataset LG005,
+unreadable rows LG001 with the line, repeated rows and conflicting labels LG303; in
+ImageFolder trees, a class folder without images LG002 (torchvision raises "Found no valid
+file for the classes ..."), an image file that is empty or not an image LG001. A class folder
+missing from one split (LG104) is found at discovery, where the splits' folders are listed.
+A ``--path-column``/``--label-column`` that no table has is a
+:class:`~labelguard.errors.ColumnError` naming each table's columns.
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from collections import Counter
 
 import numpy as np
 
-from labelguard.checks.boxes import DUPLICATE_BOX
-from labelguard.checks.classes import CLASS_UNUSED, ID_TOO_LARGE, UNKNOWN_CLASS
-from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNPAIRED, UNREADABLE
-from labelguard.checks.labels import PLACES_KEPT, id_findings, name_findings
-from labelguard.core.findings import Finding
+from labelguard.checks.files import UNREADABLE
+from labelguard.core.records import AnnotationRecord, ClassFolder, ImageTable
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.core.text import LISTED, SHOWN, noun, plural, shorten, verb
+from labelguard.core.text import LISTED, noun, plural, shorten, verb
 from labelguard.errors import ColumnError
 from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
+from labelguard.layouts.references import resolve_names
 from labelguard.readers.base import ReadError, read_head, sniff
 from labelguard.readers.tabular import (
-    IMAGE_EXTENSIONS, TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names,
-    read_table, read_text, sniff_layout,
+    TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table, read_text,
+    sniff_layout,
 )
+from labelguard.rules._annotations import process_annotation
+from labelguard.rules.lg104 import class_folders_missing_from_a_split
 
-CASE_FOLDING = sys.platform in ("darwin", "win32", "cygwin")
 # torchvision.datasets.folder.IMG_EXTENSIONS
 TORCHVISION_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 IMAGE_KINDS = frozenset({"png", "jpeg", "tiff", "bmp", "gif", "riff"})
@@ -66,209 +67,63 @@ SAMPLE_FOLDERS = 20
 PHOTO_VALUES = 32
 
 
-def _sample(items: list[str], count: int) -> str:
-    return shorten(items, SHOWN, total=count, sep="; ")
-
-
 # ---- label tables ----------------------------------------------------------------------------
 
-def process_table(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Read one label table and check its labels, its files and its rows."""
-    result = FileResult(task.display)
-    result.summary.kinds["csv"] += 1
-    display = task.display
-    try:
-        table = read_table(task.path, task.option("path_column"), task.option("label_column"))
-    except ReadError as exc:
-        result.summary.unreadable += 1
-        result.findings.append(UNREADABLE.finding(display, str(exc)))
-        return result
-    findings = result.findings
-    if table.problem_count:
-        items = [f"line {line} {text}" for line, text in table.problems]
-        findings.append(UNREADABLE.finding(
-            display,
-            f"{plural(table.problem_count, 'row')} cannot be read: "
-            f"{_sample(items, table.problem_count)}; the other rows are still checked",
-            hint="Fix or remove these rows: a Dataset that splits them fails (ValueError, IndexError) "
-            "or reads a wrong label when it reaches them.",
-            lines=[line for line, _ in table.problems], count=table.problem_count,
-        ))
-    findings.extend(_label_findings(display, table, spec))
-    if table.layout.path_column is not None:
-        bases = task.option("image_dirs") or (os.path.dirname(os.path.abspath(task.path)),)
-        findings.extend(_path_findings(display, table, bases))
-    findings.extend(_repeat_findings(display, table))
-    _count_table(result, table)
-    return result
+ROW_HINT = ("Fix or remove these rows: a Dataset that splits them fails (ValueError, IndexError) or reads "
+            "a wrong label when it reaches them.")
 
 
-def _label_findings(display: str, table: TableRows, spec: LabelSpec) -> list[Finding]:
-    if not table.labels:
-        return []
-    if table.layout.onehot_columns:
-        names, places = [], []
-        for line, labels in zip(table.lines, table.labels):
-            names.extend(labels)
-            places.extend([line] * len(labels))
-        return name_findings(display, names, spec, unit="line", places=places)
+def table_record(task: FileTask) -> AnnotationRecord:
+    """One label table as an annotation record: a row per line (its label a name, an integer
+    id when every label is one, or the names of a one-hot row), the files its path column
+    names as an image table looked up under the image folders, and what makes two rows the
+    same (path, label and the other cells)."""
+    table = read_table(task.path, task.option("path_column"), task.option("label_column"))
+    layout = table.layout
     labels = table.labels
-    if all(is_int(label) for label in labels):
-        return id_findings(display, [int(label) for label in labels], spec, unit="line", places=table.lines)
-    return name_findings(display, labels, spec, unit="line", places=table.lines)
+    if not layout.onehot_columns and labels and all(is_int(label) for label in labels):
+        labels = [int(label) for label in labels]
+    if layout.path_column is not None:
+        images, image_of = _path_table(task, table)
+        keys = list(zip(table.paths, labels, table.rest or [""] * len(labels)))
+    else:  # MNIST-style: each row is a sample of its own
+        images = ImageTable("path", "file", "line", "line {}", [""] * len(labels), places=table.lines)
+        image_of, keys = list(range(len(labels))), None
+    return AnnotationRecord(
+        task.display, "csv", "line", labels, table.lines, keys=keys,
+        problems=table.problems, problem_count=table.problem_count, problem_hint=ROW_HINT,
+        images=images, image_of=image_of,
+        one_label_per_image=layout.path_column is not None and not table.rest and not layout.onehot_columns,
+    )
 
 
-class FileLookup:
-    """Answers "does this file exist under one of these folders?" from one directory listing
-    per folder instead of one stat per file. Where file systems usually fold case (macOS,
-    Windows), a name missing from a listing is confirmed with a real stat, since "A.JPG"
-    opens "a.jpg" there."""
-
-    def __init__(self, bases: tuple[str, ...]) -> None:
-        self.bases = bases
-        self.preferred = 0
-        self.listings: dict[str, frozenset[str]] = {}
-
-    def _listing(self, directory: str) -> frozenset[str]:
-        entries = self.listings.get(directory)
-        if entries is None:
-            try:
-                entries = frozenset(os.listdir(directory))
-            except OSError:
-                entries = frozenset()
-            self.listings[directory] = entries
-        return entries
-
-    def _in(self, base: str, name: str, any_extension: bool) -> bool:
-        head, tail = os.path.split(name)
-        entries = self._listing(os.path.join(base, head) if head else base)
-        if tail in entries:
-            return True
-        return any_extension and any(tail + ext in entries for ext in IMAGE_EXTENSIONS)
-
-    def exists(self, name: str) -> bool:
-        """True when ``name`` (relative) is a file under a base; without an extension, with
-        any image extension."""
-        any_extension = not os.path.splitext(name)[1]
-        if self._in(self.bases[self.preferred], name, any_extension):
-            return True
-        for k, base in enumerate(self.bases):
-            if k != self.preferred and self._in(base, name, any_extension):
-                self.preferred = k
-                return True
-        if not CASE_FOLDING:
-            return False
-        candidates = [os.path.join(b, name) for b in self.bases]
-        if any_extension:
-            candidates += [c + ext for c in candidates for ext in IMAGE_EXTENSIONS]
-        return any(os.path.isfile(c) for c in candidates)
+def process_table(task: FileTask, spec: LabelSpec) -> FileResult:
+    """Read one label table and run the annotation rules on it."""
+    return process_annotation(task, spec, table_record, "csv")
 
 
-def escapes(name: str) -> bool:
-    """An absolute path, or one that climbs out of its folder with '..'."""
-    return os.path.isabs(name) or name.startswith("\\") or ".." in name.replace("\\", "/").split("/")
-
-
-def _path_findings(display: str, table: TableRows, bases: tuple[str, ...]) -> list[Finding]:
-    missing: list[str] = []
-    escaping: list[str] = []
-    missing_lines: list[int] = []
-    lookup = FileLookup(bases)
-    seen: set[str] = set()
-    for line, name in zip(table.lines, table.paths):
-        if not name or name in seen:
-            continue
-        seen.add(name)
-        if escapes(name):
-            escaping.append(f"line {line} {name!r}")
-        elif not lookup.exists(name):
-            missing.append(f"line {line} {name!r}")
-            missing_lines.append(line)
-    findings = []
-    shown_bases = ", ".join(display_path(b) for b in bases)
-    if missing:
-        every = " (none of them: is the image folder elsewhere? pass --images DIR)" if len(missing) == len(seen) else ""
-        findings.append(MISSING.finding(
-            display,
-            f"{len(missing)} of {len(seen)} files named in this table do not exist under {shown_bases}{every}: "
-            f"{_sample(missing, len(missing))}",
-            hint="Restore the files, point --images at the image folder, or remove these rows.",
-            missing=missing[:PLACES_KEPT], lines=missing_lines[:PLACES_KEPT], count=len(missing),
-            image_dirs=[display_path(b) for b in bases],
-        ))
-    if escaping:
-        findings.append(ESCAPES_ROOT.finding(
-            display,
-            f"{plural(len(escaping), 'path')} in this table "
-            f"{verb(len(escaping), 'is')} absolute or {verb(len(escaping), 'leaves')} the image folder: "
-            f"{_sample(escaping, len(escaping))}",
-            hint="Write the paths relative to the image folder, so that the dataset works where it is copied.",
-            entries=escaping[:PLACES_KEPT], count=len(escaping),
-        ))
-    return findings
-
-
-def _repeat_findings(display: str, table: TableRows) -> list[Finding]:
-    if not table.paths or table.layout.path_column is None:
-        return []
-    rest = table.rest or [""] * len(table.paths)
-    first_line: dict[tuple, int] = {}
-    repeats: list[str] = []
-    lines: list[int] = []
-    single = not table.rest and not table.layout.onehot_columns
-    label_of: dict[str, object] = {}
-    conflicting: dict[str, set] = {}
-    for line, path, label, extra in zip(table.lines, table.paths, table.labels, rest):
-        key = (path, label, extra)
-        if key in first_line:
-            repeats.append(f"line {line} repeats line {first_line[key]} ({path!r}, {_label_text(label)})")
-            lines.append(line)
-            continue
-        first_line[key] = line
-        if single:
-            known = label_of.setdefault(path, label)
-            if known != label:
-                conflicting.setdefault(path, {known}).add(label)
-    findings = []
-    if repeats:
-        findings.append(DUPLICATE_BOX.finding(
-            display,
-            f"{plural(len(repeats), 'row')} {verb(len(repeats), 'repeats')} an earlier row: "
-            f"{_sample(repeats, len(repeats))}",
-            hint="Remove the repeated rows: they oversample those images.",
-            lines=lines[:PLACES_KEPT], count=len(repeats),
-        ))
-    conflicts = [f"{path!r} is labelled {', '.join(repr(v) for v in sorted(labels))}"
-                 for path, labels in conflicting.items()]
-    if conflicts:
-        findings.append(DUPLICATE_BOX.finding(
-            display,
-            f"{plural(len(conflicts), 'file')} {verb(len(conflicts), 'is')} listed more than once with "
-            f"different labels in a single-label table: {_sample(conflicts, len(conflicts))}",
-            hint="Keep one label per image (or use a multi-label format); the loader takes whichever row it meets.",
-            conflicts=conflicts[:PLACES_KEPT], count=len(conflicts),
-        ))
-    return findings
-
-
-def _label_text(label) -> str:
-    return "+".join(label) if isinstance(label, tuple) else repr(label)
-
-
-def _count_table(result: FileResult, table: TableRows) -> None:
-    summary = result.summary
-    summary.samples += len(set(table.paths)) if table.layout.path_column is not None else len(table.labels)
-    objects: Counter = Counter()
-    images: dict[str, set] = {}
-    for path, label, line in zip(table.paths, table.labels, table.lines):
-        names = label if isinstance(label, tuple) else (label,)
-        for name in names:
-            objects[name] += 1
-            images.setdefault(name, set()).add(path or line)
-    summary.class_objects.update(objects)
-    summary.class_images.update({name: len(keys) for name, keys in images.items()})
-    for name in objects:
-        summary.class_examples.setdefault(name, []).append(result.path)
+def _path_table(task: FileTask, table: TableRows) -> tuple[ImageTable, list[int]]:
+    """The distinct files a table names (each at the first line naming it), looked up under
+    the task's image folders, and each row's file."""
+    row_of: dict[str, int] = {}
+    names: list[str] = []
+    places: list[int] = []
+    image_of = []
+    for line, path in zip(table.lines, table.paths):
+        row = row_of.get(path)
+        if row is None:
+            row = row_of[path] = len(names)
+            names.append(path)
+            places.append(line)
+        image_of.append(row)
+    folder = os.path.dirname(os.path.abspath(task.path))
+    bases = task.option("image_dirs") or (folder,)
+    root = task.option("root") or folder
+    missing, escaping = resolve_names(names, bases, os.path.abspath(root))
+    images = ImageTable("path", "file", "line", "line {}", names, places=places,
+                        folders=tuple(display_path(b) for b in bases), root=display_path(root),
+                        looked_for=sum(1 for name in names if name), missing=missing, escaping=escaping)
+    return images, image_of
 
 
 def _table_candidates(folder: str) -> list[str]:
@@ -380,7 +235,7 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
     for table in tables:
         discovery.tasks.append(FileTask(
             processor=process_table, path=table, display=display_path(table),
-            options=tuple(extra) + (("image_dirs", table_image_dirs(table, options)),)))
+            options=tuple(extra) + (("image_dirs", table_image_dirs(table, options)), ("root", folder))))
     return discovery
 
 
@@ -398,13 +253,11 @@ register_layout("csv", 60, "classification tables: CSV/TSV path + label columns,
 
 # ---- ImageFolder -----------------------------------------------------------------------------
 
-def process_class_folder(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Check one class folder of an ImageFolder tree: its images and its class name."""
-    result = FileResult(task.display)
-    summary = result.summary
-    summary.kinds["imagefolder"] += 1
-    name = task.option("class_name")
-    images = []
+def class_folder_record(task: FileTask) -> AnnotationRecord:
+    """One ImageFolder class folder as an annotation record: its images (each read far
+    enough to tell an image from an empty or foreign file) under the folder's class, with
+    the index ImageFolder gives it."""
+    images = 0
     unreadable = []
     for directory, dirs, files in os.walk(task.path, followlinks=True):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -412,34 +265,18 @@ def process_class_folder(task: FileTask, spec: LabelSpec) -> FileResult:
             if file.startswith(".") or not file.lower().endswith(TORCHVISION_EXTENSIONS):
                 continue
             path = os.path.join(directory, file)
-            images.append(path)
+            images += 1
             problem = _image_problem(path)
             if problem:
                 unreadable.append(f"{display_path(path)} {problem}")
-    if unreadable:
-        summary.unreadable += len(unreadable)
-        result.findings.append(UNREADABLE.finding(
-            task.display,
-            f"{plural(len(unreadable), 'image file')} of class {name!r} cannot be "
-            f"decoded: {_sample(unreadable, len(unreadable))}",
-            hint="Re-copy these images or delete them; the DataLoader worker that opens one raises mid-epoch.",
-            files=[u.split(" ", 1)[0] for u in unreadable[:PLACES_KEPT]], count=len(unreadable),
-        ))
-    if not images:
-        result.findings.append(UNPAIRED.finding(
-            task.display,
-            f"class folder {name!r} holds no image files ({', '.join(TORCHVISION_EXTENSIONS)}): "
-            f"torchvision's ImageFolder raises \"Found no valid file for the classes {name}\"",
-            hint="Add the class's images, or remove the empty folder (and the class from the spec).",
-            side="label", **{"class": name},
-        ))
-        return result
-    summary.samples += len(images)
-    summary.class_objects[name] += len(images)
-    summary.class_images[name] += len(images)
-    summary.class_examples.setdefault(name, []).append(task.display)
-    result.findings.extend(_folder_class_findings(task, name, len(images), spec))
-    return result
+    folder = ClassFolder(task.option("class_name"), task.option("split"), task.option("index"),
+                         task.option("classes"), images, TORCHVISION_EXTENSIONS, tuple(unreadable))
+    return AnnotationRecord(task.display, "folder", "image", folder=folder)
+
+
+def process_class_folder(task: FileTask, spec: LabelSpec) -> FileResult:
+    """Read one class folder of an ImageFolder tree and run the annotation rules on it."""
+    return process_annotation(task, spec, class_folder_record, "imagefolder")
 
 
 def _image_problem(path: str) -> str | None:
@@ -453,46 +290,6 @@ def _image_problem(path: str) -> str | None:
     if kind not in IMAGE_KINDS and not path.lower().endswith((".ppm", ".pgm")):
         return f"is not an image (starts with {head[:8]!r})"
     return None
-
-
-def _folder_class_findings(task: FileTask, name: str, count: int, spec: LabelSpec) -> list[Finding]:
-    if spec.classes is None or spec.count_disagrees:
-        return _folder_id_findings(task, name, count, spec) if spec.is_known else []
-    if name in spec.classes:
-        return []
-    suggestions = spec.closest_classes(name)
-    guess = f"; did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
-    split = task.option("split")
-    where = f" in {split}/" if split else ""
-    return [UNKNOWN_CLASS.finding(
-        task.display,
-        f"class folder {name!r}{where} ({plural(count, 'image')}) is not one of the "
-        f"{len(spec.classes)} classes of the spec{guess}",
-        hint=(f"Rename the folder to {suggestions[0]!r}" if suggestions else "Rename the folder")
-        + ", add the class to the spec, or move the folder out of the dataset.",
-        **{"class": name}, suggestions=suggestions, unit="image", places=[], count=count,
-    )]
-
-
-def _folder_id_findings(task: FileTask, name: str, count: int, spec: LabelSpec) -> list[Finding]:
-    """A spec of ids only: a folder's id is its place among the split's sorted class folders,
-    as torchvision's ImageFolder numbers them."""
-    index, total = task.option("index"), task.option("classes")
-    allowed = spec.allowed_values() or frozenset()
-    if index is None or index in allowed:
-        return []
-    split = task.option("split")
-    where = f"{split}/" if split else "the dataset"
-    expected = f"0..{spec.effective_num_classes - 1}" if spec.is_contiguous() else str(sorted(allowed))
-    return [ID_TOO_LARGE.finding(
-        task.display,
-        f"class folder {name!r} ({plural(count, 'image')}) gets class index {index}: "
-        f"{where} has {total} class folders, which ImageFolder numbers 0..{total - 1} in sorted order, "
-        f"but the spec allows {expected} ({spec.describe()})",
-        hint=f"Set num_classes to {total}, or remove the class folders that are not classes.",
-        ids=[index], num_classes=spec.effective_num_classes if spec.is_contiguous() else None,
-        allowed=None if spec.is_contiguous() else sorted(allowed), unit="image", places=[], count=count,
-    )]
 
 
 def _subdirs(folder: str) -> list[str]:
@@ -595,7 +392,8 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
                 f"{plural(len(loose), 'file')} directly in {display_path(folder)} "
                 f"{verb(len(loose), 'belongs')} to no class folder (ImageFolder skips them)")
         if split != reference:
-            discovery.findings.extend(_split_findings(root, split, reference, classes_of))
+            discovery.findings.extend(class_folders_missing_from_a_split(
+                display_path(os.path.join(root, split)), split, reference, classes_of))
         for index, name in enumerate(classes_of[split]):
             path = os.path.join(folder, name)
             discovery.tasks.append(FileTask(
@@ -609,26 +407,6 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
             f"class folders are numbers: torchvision's ImageFolder sorts them as text ({order}, ...), so "
             f"folder {numeric[2]!r} gets index 2; pass the class order explicitly if the names are ids")
     return discovery
-
-
-def _split_findings(root: str, split: str, reference: str, classes_of: dict) -> list[Finding]:
-    missing = [c for c in classes_of[reference] if c not in set(classes_of[split])]
-    if not missing:
-        return []
-    folder = display_path(os.path.join(root, split))
-    shifted = [c for c in classes_of[split] if classes_of[split].index(c) != classes_of[reference].index(c)] \
-        if all(c in classes_of[reference] for c in classes_of[split]) else classes_of[split]
-    shift = (f"; ImageFolder numbers each split on its own, so {plural(len(shifted), 'class')} "
-             f"({shorten(shifted, SHOWN, repr)}) {verb(len(shifted), 'gets')} other "
-             f"indices in {split}/ than in {reference}/") if shifted else ""
-    return [CLASS_UNUSED.finding(
-        folder,
-        f"{split}/ lacks the {noun(len(missing), 'class folder')} "
-        f"{shorten(missing, LISTED, repr)} of {reference}/{shift}",
-        hint=f"Add the missing class folders to {split}/ (empty folders do not help: ImageFolder rejects "
-        "them), or build every split with the class list of the training split (class_to_idx).",
-        missing=missing, split=split, reference=reference, shifted=shifted,
-    )]
 
 
 discover_imagefolder.detect = _detect_imagefolder

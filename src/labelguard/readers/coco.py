@@ -31,39 +31,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from labelguard.core.records import NO_ID, Problem
 from labelguard.core.text import clipped
 from labelguard.readers.base import ReadError, open_regular, read_head
 
 CHUNK = 1 << 20
 # Literals and numbers cut by a chunk boundary fail this close to the buffer's end.
 SLACK = 16
-NO_ID = -(2**63)  # a missing or mistyped id in the integer columns
 CAPTION = NO_ID + 1  # caption annotations carry a category_id that is not a class
 STRING_IDS = -(2**62)  # string image ids are coded downwards from here
 STREAMED = ("images", "annotations", "categories")
-# How many places a problem keeps (the count is always exact).
-PLACES_KEPT = 100
 
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = " \t\n\r"
 _DECODER = json.JSONDecoder()
 _CATEGORIES_KEY = re.compile(r'"categories"\s*:\s*\[')
-
-
-@dataclass
-class Problem:
-    """One kind of wrong JSON type, with every place it occurs (places capped)."""
-
-    what: str  # e.g. "bbox is not 4 numbers"
-    places: list[str] = field(default_factory=list)
-    details: list[str] = field(default_factory=list)
-    count: int = 0
-
-    def add(self, place: str, detail: str) -> None:
-        self.count += 1
-        if len(self.places) < PLACES_KEPT:
-            self.places.append(place)
-            self.details.append(detail)
 
 
 @dataclass

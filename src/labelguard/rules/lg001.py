@@ -1,5 +1,6 @@
-"""LG001 on records: a mask whose bytes are of another format than its name says, and the
-objects or rows of an annotation that a loader cannot read.
+"""LG001 on records: a mask whose bytes are of another format than its name says, the
+objects or rows of an annotation that a loader cannot read, elements of wrong JSON types
+(COCO), and image ids that more than one image uses (COCO).
 
 The code itself (``file-unreadable``) is defined with the other file codes in
 :mod:`labelguard.checks.files`; these rules are the mask and annotation sides of it (a file that cannot be read at all is
@@ -12,11 +13,12 @@ import numpy as np
 
 from labelguard.checks.files import UNREADABLE
 from labelguard.checks.labels import PLACES_KEPT
-from labelguard.core.records import AnnotationRecord, MaskSample
+from labelguard.core.records import NO_ID, AnnotationRecord, MaskSample
 from labelguard.core.rules import Example, rule
-from labelguard.core.text import plural, shorten
+from labelguard.core.text import SHOWN, noun, plural, shorten, verb
 from labelguard.readers.masks import IMAGE_FORMATS, mask_extension
-from labelguard.rules._examples import voc_xml
+from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
+from labelguard.rules._objects import sample
 
 # Unreadable objects or rows listed one by one; the rest in one finding.
 OBJECT_PROBLEMS_SHOWN = 20
@@ -54,26 +56,130 @@ ANNOTATION_EXAMPLES = (
             lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))]).replace(
                 "<xmin>1</xmin>", "<xmin>one</xmin>")}),
     Example(False, "a VOC object with four numbers", lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))])}),
+    Example(True, "a CSV row with a field too many",
+            lambda: {"train.csv": csv_table([("a.jpg", "cat"), ("b.jpg", "dog", "extra")]),
+                     "a.jpg": image(), "b.jpg": image()}),
+    Example(False, "CSV rows of a path and a label",
+            lambda: {"train.csv": csv_table([("a.jpg", "cat"), ("b.jpg", "dog")]), "a.jpg": image(), "b.jpg": image()}),
+)
+
+TYPE_EXAMPLES = (
+    Example(True, "a COCO bbox of three values",
+            lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1, (1, 1, 4))])}),
+    Example(False, "a COCO bbox of four numbers",
+            lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1, (1, 1, 4, 4))])}),
+)
+
+FOLDER_EXAMPLES = (
+    Example(True, "an ImageFolder image file that is empty",
+            lambda: {"train/cat/a.jpg": image(), "train/cat/b.jpg": b"", "train/dog/c.jpg": image()}),
+    Example(False, "ImageFolder images that decode",
+            lambda: {"train/cat/a.jpg": image(), "train/dog/c.jpg": image()}),
+)
+
+IMAGE_ID_EXAMPLES = (
+    Example(True, "two COCO images with id 1",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1)], images=((1, "a.jpg"), (1, "b.jpg")))}),
+    Example(False, "COCO images with ids 1 and 2",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1)], images=((1, "a.jpg"), (2, "b.jpg")))}),
 )
 
 
 @rule(UNREADABLE, "annotation", ANNOTATION_EXAMPLES)
 def unreadable_objects(record: AnnotationRecord, spec):
-    """LG001 for each object or row of an annotation that a loader cannot read (the file's
-    other objects were read and checked)."""
+    """LG001 for the objects, rows or lines of an annotation that a loader cannot read (the
+    file's other objects were read and checked): one finding each in a file of one image,
+    one finding listing them in a file of many images (a table)."""
+    if not record.problems:
+        return []
+    total = record.problem_count if record.problem_count is not None else len(record.problems)
+    unit = record.unit
+    if record.images is not None:
+        items = [f"{unit} {place} {problem}" if place else problem for place, problem in record.problems]
+        return [UNREADABLE.finding(
+            record.display,
+            f"{plural(total, unit)} cannot be read: {sample(items, total)}; the other {noun(2, unit)} "
+            "are still checked",
+            hint=record.problem_hint, **{f"{unit}s": [p for p, _ in record.problems[:PLACES_KEPT]]}, count=total,
+        )]
     findings = []
     shown = record.problems[:OBJECT_PROBLEMS_SHOWN]
     for place, problem in shown:
         findings.append(UNREADABLE.finding(
-            record.display, f"{record.unit} {place} {problem}" if place else problem,
-            hint=record.problem_hint, **{record.unit: place or None},
+            record.display, f"{unit} {place} {problem}" if place else problem,
+            hint=record.problem_hint, **{unit: place or None},
         ))
     extra = record.problems[OBJECT_PROBLEMS_SHOWN:]
-    if extra:
+    more = total - len(shown)
+    if more > 0:
         places = [p for p, _ in extra]
         findings.append(UNREADABLE.finding(
-            record.display, f"{plural(len(extra), f'more unreadable {record.unit}')} "
-            f"({record.unit}s {shorten(places, 10)})",
-            hint=record.problem_hint, **{f"{record.unit}s": places[:PLACES_KEPT]}, count=len(extra),
+            record.display, f"{plural(more, f'more unreadable {unit}')} "
+            f"({unit}s {shorten(places, 10, total=more)})",
+            hint=record.problem_hint, **{f"{unit}s": places[:PLACES_KEPT]}, count=more,
         ))
     return findings
+
+
+@rule(UNREADABLE, "annotation", TYPE_EXAMPLES, reads="problem_groups")
+def mistyped_elements(record: AnnotationRecord, spec):
+    """LG001 for each kind of element of a wrong JSON type (COCO), naming its places; the
+    element is still used for every check its other fields allow."""
+    if not record.problem_groups:
+        return []
+    return [UNREADABLE.finding(
+        record.display,
+        f"{group.what} in {plural(group.count, 'place')}: {sample(group.details, group.count)}; "
+        "the rest of the file is still checked",
+        hint=record.problem_hint, problem=group.what, places=group.places, count=group.count,
+    ) for group in record.problem_groups]
+
+
+@rule(UNREADABLE, "annotation", IMAGE_ID_EXAMPLES, reads="images")
+def repeated_image_ids(record: AnnotationRecord, spec):
+    """LG001 for an image id that more than one image of the file uses: annotations of such
+    an id attach to one of them only."""
+    images = record.images
+    if images is None or images.ids is None:
+        return ()
+    ids = images.ids
+    # A mistyped id is LG001 of its own kind, not a repeat.
+    valid = np.flatnonzero(ids != NO_ID)
+    if len(valid) < 2:
+        return ()
+    values, counts = np.unique(ids[valid], return_counts=True)
+    repeated = np.flatnonzero(counts > 1)
+    if not len(repeated):
+        return ()
+    examples = []
+    for k in repeated[:SHOWN]:
+        rows = valid[np.flatnonzero(ids[valid] == values[k])]
+        examples.append(f"id {images.id_text(int(values[k]))} in "
+                        + ", ".join(f"{images.where(int(r))} ({images.names[int(r)] or 'no file_name'})"
+                                    for r in rows[:3]))
+    return [UNREADABLE.finding(
+        record.display,
+        f"{plural(len(repeated), 'image id')} {verb(len(repeated), 'is')} used by more than one image: "
+        f"{sample(examples, len(repeated))}; annotations of such an id attach to one image only",
+        hint="Give every image a unique id (pycocotools keeps the last image of a repeated id).",
+        ids=[images.id_text(int(values[k])) for k in repeated[:PLACES_KEPT]], count=int(len(repeated)),
+    )]
+
+
+@rule(UNREADABLE, "annotation", FOLDER_EXAMPLES, reads="folder")
+def undecodable_images(record: AnnotationRecord, spec):
+    """LG001 for the image files of an ImageFolder class folder that are empty or not images:
+    the DataLoader worker that opens one raises mid-epoch."""
+    folder = record.folder
+    if folder is None or not folder.unreadable:
+        return ()
+    unreadable = folder.unreadable
+    return (UNREADABLE.finding(
+        record.display,
+        f"{plural(len(unreadable), 'image file')} of class {folder.name!r} cannot be decoded: "
+        f"{sample(list(unreadable), len(unreadable))}",
+        hint="Re-copy these images or delete them; the DataLoader worker that opens one raises mid-epoch.",
+        files=[u.split(" ", 1)[0] for u in unreadable[:PLACES_KEPT]], count=len(unreadable),
+    ),)

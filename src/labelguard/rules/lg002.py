@@ -1,30 +1,48 @@
-"""LG002 on annotation records: an annotation that names no image, with no image of its name.
+"""LG002 on annotation records: an annotation without its image: one that names no image and
+has no image of its name (VOC), objects whose image id is not among the file's images
+(COCO), a class folder without images (ImageFolder).
 
-The layout resolves the reference (:class:`~labelguard.core.records.ImageReference`); this
-rule judges it. Images without an annotation are found by the pairing engine at discovery.
+The layout resolves the references (:class:`~labelguard.core.records.ImageReference`, each
+object's row in the :class:`~labelguard.core.records.ImageTable`); these rules judge them.
+Images without an annotation are found by the pairing engine at discovery.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from labelguard.checks.files import UNPAIRED
+from labelguard.checks.labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
-from labelguard.rules._examples import voc_xml
+from labelguard.core.text import SHOWN, plural, verb
+from labelguard.rules._examples import coco_box, coco_json, image, voc_xml
+from labelguard.rules._objects import sample
 
 EXAMPLES = (
     Example(True, "a VOC annotation without <filename> and without a JPEG of its name",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))], filename=None),
-                     "JPEGImages/b.jpg": _image()}),
+                     "JPEGImages/b.jpg": image()}),
     Example(False, "a VOC annotation without <filename>, its JPEG beside",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))], filename=None),
-                     "JPEGImages/a.jpg": _image()}),
+                     "JPEGImages/a.jpg": image()}),
 )
 
+IMAGE_ID_EXAMPLES = (
+    Example(True, "a COCO annotation of image 7 in a file whose only image is 1",
+            lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1), coco_box(2, 1, image_id=7)])}),
+    Example(False, "COCO annotations of the file's image; an image without annotations is background",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1)], images=((1, "a.jpg"), (2, "b.jpg")))}),
+)
 
-def _image():
-    import numpy as np
-
-    return np.full((8, 10, 3), 120, np.uint8)
+FOLDER_EXAMPLES = (
+    Example(True, "an ImageFolder class folder holding only a text file",
+            lambda: {"train/cat/a.jpg": image(), "train/dog/a.jpg": image(), "train/fox/notes.txt": "todo"},
+            options={"format": "imagefolder"}),
+    Example(False, "every ImageFolder class folder holds images",
+            lambda: {"train/cat/a.jpg": image(), "train/dog/a.jpg": image()}, options={"format": "imagefolder"}),
+)
 
 
 @rule(UNPAIRED, "annotation", EXAMPLES)
@@ -37,4 +55,44 @@ def annotation_without_image(record: AnnotationRecord, spec):
         f"annotation has no image: no {image.field}, and no image of the same name in {image.folder}",
         hint="Restore the image, or remove the annotation from the dataset and its lists.",
         side="annotation",
+    ),)
+
+
+@rule(UNPAIRED, "annotation", IMAGE_ID_EXAMPLES, reads="images")
+def objects_of_unknown_images(record: AnnotationRecord, spec):
+    """LG002 for objects whose image id is not among the file's images: the pairing inside
+    the file is broken (pycocotools raises KeyError on them)."""
+    if record.images is None or record.image_of is None or record.image_written is None:
+        return ()
+    rows = np.flatnonzero(np.asarray(record.image_of) == -1)
+    if not len(rows):
+        return ()
+    images = record.images
+    written = record.image_written
+    missing_ids = sorted({images.id_text(int(v)) for v in np.unique(written[rows])[:PLACES_KEPT]})
+    examples = [f"{record.where(int(r))} has image_id {images.id_text(int(written[r]))}" for r in rows[:SHOWN]]
+    return [UNPAIRED.finding(
+        record.display,
+        f"{plural(len(rows), record.unit)} {verb(len(rows), 'refers')} to image ids that are not in "
+        f"'images' ({plural(len(images), 'image')}): {sample(examples, len(rows))}",
+        hint="Add the missing images to 'images' or remove these annotations; pycocotools raises "
+        "KeyError when it meets them.",
+        side="annotation", image_ids=missing_ids, places=[record.where(int(r)) for r in rows[:PLACES_KEPT]],
+        count=int(len(rows)),
+    )]
+
+
+@rule(UNPAIRED, "annotation", FOLDER_EXAMPLES, reads="folder")
+def class_folder_without_images(record: AnnotationRecord, spec):
+    """LG002 for an ImageFolder class folder without image files: torchvision refuses the
+    whole dataset."""
+    folder = record.folder
+    if folder is None or folder.images:
+        return ()
+    return (UNPAIRED.finding(
+        record.display,
+        f"class folder {folder.name!r} holds no image files ({', '.join(folder.extensions)}): "
+        f"torchvision's ImageFolder raises \"Found no valid file for the classes {folder.name}\"",
+        hint="Add the class's images, or remove the empty folder (and the class from the spec).",
+        side="label", **{"class": folder.name},
     ),)

@@ -1,24 +1,55 @@
-"""LG003 on annotation records: the image an annotation names does not exist.
+"""LG003 on annotation records: a file an annotation names does not exist: the image of a
+VOC ``<filename>``, the images of a COCO file's ``file_name``s or a table's path column,
+COCO panoptic PNGs.
 
-The layout resolves the reference (:class:`~labelguard.core.records.ImageReference`); this
-rule judges it. Missing list entries are the pairing engine's (:func:`resolve_entry`).
+The layout resolves the references (:class:`~labelguard.core.records.ImageReference`,
+:class:`~labelguard.core.records.ImageTable`, :class:`~labelguard.core.records.NamedFiles`);
+these rules judge them. Missing list entries are the pairing engine's (:func:`resolve_entry`).
 """
 
 from __future__ import annotations
 
 from labelguard.checks.files import MISSING
+from labelguard.checks.labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
-from labelguard.rules._examples import voc_xml
-from labelguard.rules.lg002 import _image
+from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
+from labelguard.rules._objects import sample
 
 EXAMPLES = (
     Example(True, "<filename> names b.jpg; only c.jpg exists",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))], filename="b.jpg"),
-                     "JPEGImages/c.jpg": _image()}),
+                     "JPEGImages/c.jpg": image()}),
     Example(False, "<filename> names the JPEG beside",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))], filename="a.jpg"),
-                     "JPEGImages/a.jpg": _image()}),
+                     "JPEGImages/a.jpg": image()}),
+)
+
+TABLE_EXAMPLES = (
+    Example(True, "a COCO file_name whose image is not in images/train",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1)], images=((1, "a.jpg"), (2, "b.jpg"))), "images/train/a.jpg": image()}),
+    Example(False, "every COCO file_name in images/train",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1)], images=((1, "a.jpg"), (2, "b.jpg"))),
+                "images/train/a.jpg": image(), "images/train/b.jpg": image()}),
+    Example(True, "a CSV row naming a missing image",
+            lambda: {"train.csv": csv_table([("a.jpg", "cat"), ("b.jpg", "dog")]), "a.jpg": image()}),
+    Example(False, "every CSV row names an image beside the table",
+            lambda: {"train.csv": csv_table([("a.jpg", "cat"), ("b.jpg", "dog")]), "a.jpg": image(), "b.jpg": image()}),
+)
+
+PANOPTIC_EXAMPLES = (
+    Example(True, "a COCO panoptic annotation whose PNG is not in annotations/panoptic_train",
+            lambda: {"annotations/panoptic_train.json": coco_json([
+                {"id": 1, "image_id": 1, "file_name": "a.png",
+                 "segments_info": [{"id": 3, "category_id": 1, "bbox": [1, 1, 4, 4], "iscrowd": 0, "area": 16}]}]),
+                "annotations/panoptic_train/b.png": image()}),
+    Example(False, "a COCO panoptic annotation with its PNG",
+            lambda: {"annotations/panoptic_train.json": coco_json([
+                {"id": 1, "image_id": 1, "file_name": "a.png",
+                 "segments_info": [{"id": 3, "category_id": 1, "bbox": [1, 1, 4, 4], "iscrowd": 0, "area": 16}]}]),
+                "annotations/panoptic_train/a.png": image()}),
 )
 
 
@@ -34,4 +65,41 @@ def named_image_missing(record: AnnotationRecord, spec):
         f"{image.field} names {image.written!r}, which does not exist in {image.folder}{paired}",
         hint=f"Correct {image.field} (loaders that read it fail), or restore the image.",
         filename=image.written, image=image.paired,
+    ),)
+
+
+@rule(MISSING, "annotation", TABLE_EXAMPLES, reads="images")
+def image_files_missing(record: AnnotationRecord, spec):
+    """LG003 for the image files a file of many images names (COCO ``file_name``, a table's
+    paths) that do not exist under the folders they were looked for in."""
+    images = record.images
+    if images is None or not images.missing:
+        return ()
+    missing = [f"{images.where(row)} {images.names[row]!r}" for row in images.missing]
+    shown_folders = ", ".join(images.folders)
+    every = (" (none of them: is the image folder elsewhere? pass --images DIR)"
+             if len(missing) == images.looked_for else "")
+    return (MISSING.finding(
+        record.display,
+        f"{len(missing)} of {images.looked_for} {images.noun}s named in this file do not exist under "
+        f"{shown_folders}{every}: {sample(missing, len(missing))}",
+        hint="Restore the files, point --images at the image folder, or remove the entries that name them.",
+        missing=missing[:PLACES_KEPT], count=len(missing), image_dirs=list(images.folders),
+        **{f"{images.unit}s": [images.place(row) for row in images.missing[:PLACES_KEPT]]},
+    ),)
+
+
+@rule(MISSING, "annotation", PANOPTIC_EXAMPLES, reads="named_files")
+def named_files_missing(record: AnnotationRecord, spec):
+    """LG003 for other files an annotation file names (COCO panoptic PNGs) that do not exist."""
+    named = record.named_files
+    if named is None or not named.missing:
+        return ()
+    count = len(named.missing)
+    return (MISSING.finding(
+        record.display,
+        f"{count} of {named.total} {named.noun}s named in this file do not exist under {named.folder}: "
+        f"{sample(named.missing, count)}",
+        hint=f"Restore the {named.noun}s, or remove their annotations.",
+        missing=named.missing[:PLACES_KEPT], count=count,
     ),)

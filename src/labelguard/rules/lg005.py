@@ -1,24 +1,41 @@
-"""LG005 on annotation records: the image an annotation names lies outside its image folder.
+"""LG005 on annotation records: a file an annotation names lies outside its folder: the
+image of a VOC ``<filename>``, the images of a COCO file or a table that lead outside the
+dataset root (``../``, an absolute path).
 
-The layout resolves the reference with the one inside-root test
-(:func:`labelguard.layouts.pairing.inside_root`); this rule judges it.
+The layout resolves the references with the one inside-root test
+(:func:`labelguard.layouts.pairing.inside_root`); these rules judge them.
 """
 
 from __future__ import annotations
 
 from labelguard.checks.files import ESCAPES_ROOT
+from labelguard.checks.labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
-from labelguard.rules._examples import voc_xml
-from labelguard.rules.lg002 import _image
+from labelguard.core.text import noun, verb
+from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
+from labelguard.rules._objects import sample
 
 EXAMPLES = (
     Example(True, "<filename> climbs out of JPEGImages",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))], filename="../../a.jpg"),
-                     "JPEGImages/a.jpg": _image()}),
+                     "JPEGImages/a.jpg": image()}),
     Example(False, "<filename> names a file inside JPEGImages",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))], filename="a.jpg"),
-                     "JPEGImages/a.jpg": _image()}),
+                     "JPEGImages/a.jpg": image()}),
+)
+
+TABLE_EXAMPLES = (
+    Example(True, "an absolute COCO file_name outside the dataset",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1)], images=((1, "a.jpg"), (2, "/data/other/b.jpg"))), "images/train/a.jpg": image()}),
+    Example(False, "COCO file_names inside the image folder",
+            lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1)]), "images/train/a.jpg": image()}),
+    Example(True, "a CSV path that climbs out of the dataset",
+            lambda: {"train.csv": csv_table([("a.jpg", "cat"), ("../b.jpg", "dog")]), "a.jpg": image()}),
+    Example(False, "CSV paths in a subfolder of the dataset",
+            lambda: {"train.csv": csv_table([("cats/a.jpg", "cat"), ("dogs/b.jpg", "dog")]),
+                     "cats/a.jpg": image(), "dogs/b.jpg": image()}),
 )
 
 
@@ -30,4 +47,22 @@ def named_image_outside(record: AnnotationRecord, spec):
     return (ESCAPES_ROOT.finding(
         record.display, f"{image.field} {image.written!r} points outside the image folder {image.folder}",
         hint=f"Write the image's path inside its folder in {image.field}.", filename=image.written,
+    ),)
+
+
+@rule(ESCAPES_ROOT, "annotation", TABLE_EXAMPLES, reads="images")
+def image_files_outside(record: AnnotationRecord, spec):
+    """LG005 for the image files a file of many images names outside the dataset root."""
+    images = record.images
+    if images is None or not images.escaping:
+        return ()
+    count = len(images.escaping)
+    entries = [f"{images.where(row)} {images.names[row]!r}" for row in images.escaping]
+    return (ESCAPES_ROOT.finding(
+        record.display,
+        f"{count} {noun(count, images.field)} {verb(count, 'points')} outside the dataset root "
+        f"{images.root}: {sample(entries, count)}",
+        hint=f"Write each {images.field} relative to the image folder, so that the dataset works where "
+        "it is copied.",
+        entries=entries[:PLACES_KEPT], count=count,
     ),)

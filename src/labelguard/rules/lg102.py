@@ -1,19 +1,31 @@
 """LG102 on annotation records: an integer class id past the spec (>= num_classes, or not
-among its values).
+among its values), in every format.
 
-The code (``class-id-out-of-range``) is defined in :mod:`labelguard.checks.classes`; the
-message comes from :func:`labelguard.checks.labels.id_findings`.
+* Ids of objects, rows and lines (YOLO, VOC names that are integers, CSV labels): the
+  message comes from :func:`labelguard.checks.labels.id_findings`.
+* The category ids of a file's own class table (COCO): they are not class indices, so they
+  are judged only against a number of classes or values given, and the finding carries the
+  contiguous ``category_index_map`` (id -> index, ids sorted as torchvision, detectron2 and
+  mmdet build it).
+* An ImageFolder class folder's index (its place among the split's sorted class folders)
+  under a spec of ids only.
+
+The code (``class-id-out-of-range``) is defined in :mod:`labelguard.checks.classes`.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from labelguard.checks.classes import ID_TOO_LARGE
-from labelguard.checks.labels import id_findings
+from labelguard.checks.labels import PLACES_KEPT, id_findings
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
-from labelguard.rules._examples import yolo_rows
-from labelguard.rules.lg101 import object_ids
+from labelguard.core.text import LISTED, noun, plural, shorten, spans, verb
+from labelguard.rules._examples import coco_box, coco_json, csv_table, image, yolo_rows
+from labelguard.rules._objects import sample
+from labelguard.rules.lg101 import judged_category_objects, object_ids, places_of
 
 EXAMPLES = (
     Example(True, "a YOLO row of class 3 with nc=3",
@@ -22,13 +34,134 @@ EXAMPLES = (
     Example(False, "YOLO rows of classes 0..2 with nc=3",
             lambda: {"labels/a.txt": yolo_rows([(0, .5, .5, .2, .2), (2, .4, .4, .1, .1)])},
             spec={"num_classes": 3}),
+    Example(True, "a CSV label 3 with num_classes=3",
+            lambda: {"train.csv": csv_table([("a.jpg", 0), ("b.jpg", 3)]), "a.jpg": image(), "b.jpg": image()},
+            spec={"num_classes": 3}),
+    Example(False, "CSV labels 0..2 with num_classes=3",
+            lambda: {"train.csv": csv_table([("a.jpg", 0), ("b.jpg", 2)]), "a.jpg": image(), "b.jpg": image()},
+            spec={"num_classes": 3}),
+)
+
+# 80 categories with ids 1..89 and gaps, as COCO's 80 keep theirs 1..90.
+COCO_STYLE = tuple((i, f"class{i}") for i in range(1, 90) if i % 9)
+
+CATEGORY_EXAMPLES = (
+    Example(True, "80 COCO category ids up to 89 for num_classes=80",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1), coco_box(2, 89)], categories=COCO_STYLE)}, spec={"num_classes": 80}),
+    Example(False, "80 COCO category ids up to 89 with num_classes=90",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1), coco_box(2, 89)], categories=COCO_STYLE)}, spec={"num_classes": 90}),
+)
+
+FOLDER_EXAMPLES = (
+    Example(True, "three ImageFolder class folders with num_classes=2",
+            lambda: {"train/ant/a.jpg": image(), "train/bee/a.jpg": image(), "train/cat/a.jpg": image()},
+            spec={"num_classes": 2}),
+    Example(False, "three ImageFolder class folders with num_classes=3",
+            lambda: {"train/ant/a.jpg": image(), "train/bee/a.jpg": image(), "train/cat/a.jpg": image()},
+            spec={"num_classes": 3}),
 )
 
 
 @rule(ID_TOO_LARGE, "annotation", EXAMPLES)
 def ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
+    if record.classes is not None:  # category ids: category_ids_past_the_spec
+        return ()
     ids, places = object_ids(record, spec)
     if not ids:
         return ()
     return [f for f in id_findings(record.display, ids, spec, unit=record.unit, places=places)
             if f.code == ID_TOO_LARGE.code]
+
+
+@rule(ID_TOO_LARGE, "annotation", CATEGORY_EXAMPLES, reads="classes")
+def category_ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
+    """LG102 for category ids of a file's own class table that a number of classes (or the
+    values) given does not allow, with the contiguous map training code must build."""
+    if record.classes is None:
+        return ()
+    rows = judged_category_objects(record, spec)
+    allowed = spec.allowed_values()
+    if not len(rows) or allowed is None:
+        return ()
+    labels = np.asarray(record.labels)
+    ids = labels[rows]
+    categories = record.classes.names
+    legal = np.fromiter(sorted(allowed | set(spec.ignore)), dtype=np.int64)
+    over = rows[(ids >= 0) & ~np.isin(ids, legal)]
+    if not len(over):
+        return ()
+    mapping = category_index_map(categories)
+    found = np.unique(labels[over]).tolist()
+    n_cats = len(categories)
+    n = spec.effective_num_classes
+    listing = spans(found)
+    where = [record.where(int(r)) for r in over[:PLACES_KEPT]]
+    if spec.is_contiguous():
+        head = (f"{noun(len(found), 'category id')} {listing} {verb(len(found), 'is')} "
+                f">= num_classes={n} in {plural(len(over), record.unit)}")
+        if n_cats <= n:
+            tail = (f": the {n_cats} category ids ({spans(sorted(categories))}) are not "
+                    f"contiguous; map them to indices with {short_map(mapping)} "
+                    "(category_index_map)")
+            hint = ("Build the contiguous map in the dataset (as torchvision/detectron2 do: "
+                    "{id: i for i, id in enumerate(sorted(ids))}), shifted by one if index 0 is "
+                    f"background; or set num_classes to {max(categories) + 1}.")
+        else:
+            tail = (f": this file declares {n_cats} categories, more than num_classes={n} even after "
+                    f"mapping them to contiguous indices {short_map(mapping)} (category_index_map)")
+            hint = f"Set num_classes to {n_cats} (or {n_cats + 1} with a background class), or drop categories."
+    else:
+        head = f"{noun(len(found), 'category id')} {listing} not among the allowed values"
+        tail = f" {shorten(sorted(allowed), LISTED)} in {plural(len(over), record.unit)}"
+        hint = "Remap the category ids to the spec's values (category_index_map gives contiguous indices)."
+    return [ID_TOO_LARGE.finding(
+        record.display, f"{head}{tail} ({sample(where, len(over))})", hint=hint,
+        ids=found, num_classes=n if spec.is_contiguous() else None,
+        allowed=None if spec.is_contiguous() else sorted(allowed),
+        unit=record.unit, places=places_of(record, over[:PLACES_KEPT]),
+        annotations=where, count=int(len(over)),
+        category_index_map={str(k): v for k, v in mapping.items()},
+        category_names={str(k): v for k, v in categories.items()},
+    )]
+
+
+@rule(ID_TOO_LARGE, "annotation", FOLDER_EXAMPLES, reads="folder")
+def class_folder_index_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
+    """LG102 for an ImageFolder class folder whose index a spec of ids only does not allow:
+    a folder's id is its place among the split's sorted class folders, as torchvision's
+    ImageFolder numbers them."""
+    folder = record.folder
+    if folder is None or not folder.images or not spec.is_known or (
+            spec.classes is not None and not spec.count_disagrees):
+        return ()
+    allowed = spec.allowed_values() or frozenset()
+    if folder.index in allowed:
+        return ()
+    where = f"{folder.split}/" if folder.split else "the dataset"
+    expected = f"0..{spec.effective_num_classes - 1}" if spec.is_contiguous() else str(sorted(allowed))
+    return (ID_TOO_LARGE.finding(
+        record.display,
+        f"class folder {folder.name!r} ({plural(folder.images, 'image')}) gets class index {folder.index}: "
+        f"{where} has {folder.classes} class folders, which ImageFolder numbers 0..{folder.classes - 1} in "
+        f"sorted order, but the spec allows {expected} ({spec.describe()})",
+        hint=f"Set num_classes to {folder.classes}, or remove the class folders that are not classes.",
+        ids=[folder.index], num_classes=spec.effective_num_classes if spec.is_contiguous() else None,
+        allowed=None if spec.is_contiguous() else sorted(allowed), unit="image", places=[], count=folder.images,
+    ),)
+
+
+def category_index_map(categories: dict[int, str]) -> dict[int, int]:
+    """The contiguous id -> index map training code builds from COCO category ids (sorted)."""
+    return {cat_id: index for index, cat_id in enumerate(sorted(categories))}
+
+
+def short_map(mapping: dict[int, int], limit: int = 6) -> str:
+    """A map shown by its first and last entries: ``{1: 0, 2: 1, ..., 90: 79}``."""
+    items = list(mapping.items())
+    if len(items) <= limit:
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    head = ", ".join(f"{k}: {v}" for k, v in items[: limit - 2])
+    tail = ", ".join(f"{k}: {v}" for k, v in items[-2:])
+    return "{" + head + ", ..., " + tail + "}"

@@ -1,9 +1,13 @@
-"""LG104 on the merged summary: a class of the spec that no mask value or object carries.
+"""LG104 on the merged summary: a class of the spec that no mask value or object carries;
+and, at discovery, an ImageFolder split that lacks class folders of the training split.
 
 The code (``class-never-used``) is defined with the class codes in
-:mod:`labelguard.checks.classes`; this rule is its dataset-level logic. ``data["missing"]``
-lists the never-seen class values, the first :data:`MISSING_KEPT` of them; when there are
-more (a spec of 100,000,000 classes), ``data["missing_count"]`` has their number.
+:mod:`labelguard.checks.classes`; :func:`classes_never_seen` is its dataset-level rule:
+``data["missing"]`` lists the never-seen class values, the first :data:`MISSING_KEPT` of them;
+when there are more (a spec of 100,000,000 classes), ``data["missing_count"]`` has their number.
+:func:`class_folders_missing_from_a_split` is the same code on the folders of the splits,
+which the ImageFolder layout lists before any file is read (they are what makes the
+dataset, as list entries are): it calls it with those lists.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from labelguard.checks.classes import CLASS_UNUSED
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.core.summary import Summary
-from labelguard.core.text import LISTED, noun, plural, shorten, verb
+from labelguard.core.text import LISTED, SHOWN, noun, plural, shorten, verb
 from labelguard.rules._dataset import class_label, suggested_remap
 from labelguard.rules.lg208 import one_based_labels
 from labelguard.rules.lg209 import scaled_binary
@@ -82,3 +86,32 @@ def _placeholder_class(name: str, index: int, spec: LabelSpec) -> bool:
     if key in ("background", "bg"):
         return index == spec.background
     return key in {normalise_name(c) for c in PLACEHOLDER_CLASSES}
+
+
+def class_folders_missing_from_a_split(shown: str, split: str, reference: str,
+                                       classes_of: dict[str, list[str]]) -> list:
+    """LG104 for the class folders of the ``reference`` split (train) that ``split`` lacks:
+    ImageFolder numbers each split's sorted folders on its own, so the indices shift.
+
+    Args:
+        shown: the split's folder, as shown.
+        split / reference: the split checked and the split it is checked against.
+        classes_of: split -> its class folders, sorted.
+    """
+    present = set(classes_of[split])
+    missing = [c for c in classes_of[reference] if c not in present]
+    if not missing:
+        return []
+    ours, theirs = classes_of[split], classes_of[reference]
+    shifted = [c for c in ours if ours.index(c) != theirs.index(c)] if all(c in theirs for c in ours) else ours
+    shift = (f"; ImageFolder numbers each split on its own, so {plural(len(shifted), 'class')} "
+             f"({shorten(shifted, SHOWN, repr)}) {verb(len(shifted), 'gets')} other "
+             f"indices in {split}/ than in {reference}/") if shifted else ""
+    return [CLASS_UNUSED.finding(
+        shown,
+        f"{split}/ lacks the {noun(len(missing), 'class folder')} "
+        f"{shorten(missing, LISTED, repr)} of {reference}/{shift}",
+        hint=f"Add the missing class folders to {split}/ (empty folders do not help: ImageFolder rejects "
+        "them), or build every split with the class list of the training split (class_to_idx).",
+        missing=missing, split=split, reference=reference, shifted=shifted,
+    )]

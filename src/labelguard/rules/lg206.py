@@ -1,13 +1,17 @@
 """LG206 image-label-geometry-mismatch: image and label differ in size, shape or slices,
-inside one file (NPZ/HDF5 image beside the label) or between a mask and its paired image."""
+inside one file (NPZ/HDF5 image beside the label), between a mask and its paired image, or
+between an annotation's mask stored with its size (COCO RLE) and the image it belongs to."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from labelguard.core.records import MaskSample
+from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.records import AnnotationRecord, MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
+from labelguard.rules._examples import coco_box, coco_json
+from labelguard.rules._objects import number, sample
 
 GEOMETRY = define(
     "LG206", "image-label-geometry-mismatch", "error",
@@ -29,6 +33,16 @@ EXAMPLES = (
             lambda: {"images/a.png": np.zeros((8, 8, 3), np.uint8), "masks/a.png": np.zeros((4, 4), np.uint8)}),
     Example(False, "mask and paired image of one size",
             lambda: {"images/a.png": np.zeros((8, 8, 3), np.uint8), "masks/a.png": np.zeros((8, 8), np.uint8)}),
+)
+
+
+RLE_EXAMPLES = (
+    Example(True, "a COCO RLE of size [10, 8] (transposed) on a 10x8 image",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1, segmentation={"size": [10, 8], "counts": [0, 80]}, iscrowd=1)], size=(10, 8))}),
+    Example(False, "a COCO RLE of size [8, 10] ([height, width]) on a 10x8 image",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1, segmentation={"size": [8, 10], "counts": [0, 80]}, iscrowd=1)], size=(10, 8))}),
 )
 
 
@@ -61,6 +75,33 @@ def paired_image_geometry(sample: MaskSample, spec):
         "batching them fails with 'stack expects each tensor to be equal size'.",
         image=sample.paired_display, image_shape=list(shape), mask_shape=list(mask_shape),
     ),)
+
+
+@rule(GEOMETRY, "annotation", RLE_EXAMPLES, reads="mask_sizes")
+def mask_sizes_differ_from_images(record: AnnotationRecord, spec):
+    """LG206 for annotation masks whose stored size (COCO RLE ``size``, [height, width])
+    differs from their image's size."""
+    sizes, images = record.mask_sizes, record.images
+    if sizes is None or not len(sizes) or images is None or images.widths is None or not len(images.widths):
+        return ()
+    objects, mask_height, mask_width = sizes.T
+    rows = np.asarray(record.image_of)[objects]
+    height, width = images.heights[rows.clip(min=0)], images.widths[rows.clip(min=0)]
+    with np.errstate(invalid="ignore"):
+        wrong = np.flatnonzero((rows >= 0) & ~np.isnan(width) & ((mask_height != height) | (mask_width != width)))
+    if not len(wrong):
+        return ()
+    items = [f"{record.where(int(objects[k]))} RLE size [{int(mask_height[k])}, {int(mask_width[k])}] on image "
+             f"{images.describe(int(rows[k]))} of height {number(height[k])}, width {number(width[k])}"
+             for k in wrong[:PLACES_KEPT]]
+    return [GEOMETRY.finding(
+        record.display,
+        f"{len(wrong)} RLE segmentation{'s differ' if len(wrong) > 1 else ' differs'} in size from "
+        f"{'their images' if len(wrong) > 1 else 'its image'} (size is [height, width]): "
+        f"{sample(items, len(wrong))}",
+        hint="Re-encode the masks at the image size; a transposed size means [width, height] was written.",
+        annotations=items, count=int(len(wrong)),
+    )]
 
 
 def describe_shape(shape: tuple[int, ...]) -> str:

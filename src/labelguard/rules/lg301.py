@@ -1,19 +1,26 @@
-"""LG301 on annotation records: boxes that are degenerate or lie outside the image.
+"""LG301 on annotation records: boxes that are degenerate or lie outside their image, and
+polygons too small to have an area.
 
-A box given by its corners (VOC, COCO after conversion) is degenerate when a minimum is not
-below its maximum (NaN included) and outside when ``image_size`` is known and a corner leaves
-it. A box given by its size (YOLO's width and height, in ``extents``) is degenerate when a
-size is not positive; whether its values leave the image is LG302's.
+A box given by its corners (VOC, COCO's [x, y, width, height] as corners) is degenerate when
+a minimum is not below its maximum (NaN included) and outside when its image's size is known
+(``image_size``, or the image table's sizes for a file of many images) and a corner leaves
+it by more than the format's ``border_tolerance``. A file of one image gets one finding
+naming the image size; a file of many images one finding per kind, each box with its image.
+A box given by its size (YOLO's width and height, in ``extents``) is degenerate when a size
+is not positive; whether its values leave the image is LG302's.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from labelguard.checks.boxes import BAD_BOX
 from labelguard.checks.labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import SHOWN, plural, shorten
-from labelguard.rules._examples import voc_xml, yolo_rows
+from labelguard.rules._examples import coco_box, coco_json, voc_xml, yolo_rows
+from labelguard.rules._objects import box_text, image_sizes, number, sample
 
 BOXES_LISTED = 20
 
@@ -28,13 +35,28 @@ EXAMPLES = (
             lambda: {"Annotations/a.xml": voc_xml([("cat", (0, 0, 100, 80)), ("dog", (5, 5, 10, 10))])}),
     Example(False, "a YOLO box of positive size",
             lambda: {"labels/a.txt": yolo_rows([(0, .5, .5, .1, .2)])}),
+    Example(True, "a COCO bbox ending past the width of its 10x8 image",
+            lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1, (6, 1, 8, 4))])}),
+    Example(True, "a COCO bbox of width 0",
+            lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1, (6, 1, 0, 4))])}),
+    Example(False, "a COCO bbox passing the border by less than the rounding tolerance",
+            lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1, (-0.5, 0, 10.5, 8))])}),
+)
+
+POLYGON_EXAMPLES = (
+    Example(True, "a COCO polygon of two points",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1, segmentation=[[1, 1, 4, 4]])])}),
+    Example(False, "a COCO polygon of four points",
+            lambda: {"annotations/instances_train.json": coco_json(
+                [coco_box(1, 1, segmentation=[[1, 1, 5, 1, 5, 5, 1, 5]])])}),
 )
 
 
 @rule(BAD_BOX, "annotation", EXAMPLES)
 def bad_boxes(record: AnnotationRecord, spec):
     findings = []
-    if record.boxes:
+    if record.boxes is not None and len(record.boxes):
         findings.extend(_corner_findings(record))
     if record.extents:
         findings.extend(_extent_findings(record))
@@ -43,29 +65,57 @@ def bad_boxes(record: AnnotationRecord, spec):
 
 def _corner_findings(record: AnnotationRecord) -> list:
     boxes = record.boxes
-    size = record.image_size
-    # The common case, every box sound, costs one comparison chain per box.
-    if None not in boxes:
-        if size is not None:
-            width, height = size
-            if all(0 <= x0 < x1 <= width and 0 <= y0 < y1 <= height for x0, y0, x1, y1 in boxes):  # type: ignore[misc]
+    # The common case of a small file, every box sound, in one comparison chain per box.
+    if type(boxes) is list and None not in boxes:
+        size = record.image_size
+        if size is None:
+            if all(x0 < x1 and y0 < y1 for x0, y0, x1, y1 in boxes):
                 return []
-        elif all(x0 < x1 and y0 < y1 for x0, y0, x1, y1 in boxes):  # type: ignore[misc]
-            return []
-    bad = []
-    for index, box in enumerate(boxes):
-        if box is None:
-            continue
-        problem = _corner_problem(box, size)
-        if problem is not None:
-            bad.append((record.place(index), record.labels[index], box, *problem))
-    if not bad:
+        else:
+            low = -record.border_tolerance
+            width, height = size[0] - low, size[1] - low
+            if all(low <= x0 < x1 <= width and low <= y0 < y1 <= height for x0, y0, x1, y1 in boxes):
+                return []
+    degenerate, outside = _judge_corners(record)
+    if not len(degenerate) and not len(outside):
         return []
+    if record.images is None:
+        return [_one_image_finding(record, np.union1d(degenerate, outside))]
+    return _many_images_findings(record, degenerate, outside)
+
+
+def _judge_corners(record: AnnotationRecord) -> tuple[np.ndarray, np.ndarray]:
+    """The indices of degenerate boxes and of sound boxes outside their image."""
+    if isinstance(record.boxes, np.ndarray):
+        boxes = record.boxes
+        present = ~np.isnan(boxes).any(axis=1)
+    else:
+        present = np.array([box is not None for box in record.boxes], bool)
+        boxes = np.array([box if box is not None else (np.nan,) * 4 for box in record.boxes], float).reshape(-1, 4)
+    width, height = image_sizes(record)
+    tolerance = record.border_tolerance
+    x0, y0, x1, y1 = boxes.T
+    with np.errstate(invalid="ignore"):
+        # Written as "not (a < b)" so that NaN coordinates of a present box count as degenerate.
+        degenerate = present & ~((x0 < x1) & (y0 < y1))
+        outside = present & ~degenerate & ((x0 < -tolerance) | (y0 < -tolerance)
+                                           | (x1 > width + tolerance) | (y1 > height + tolerance))
+    return np.flatnonzero(degenerate), np.flatnonzero(outside)
+
+
+def _one_image_finding(record: AnnotationRecord, indices: np.ndarray):
+    """One finding for the bad boxes of a file of one image, naming its size."""
+    size = record.image_size
+    bad = []
+    for index in indices.tolist():
+        box = tuple(float(v) for v in record.boxes[index])
+        kind, what = _corner_problem(box, size)
+        bad.append((record.place(index), record.labels[index], box, kind, what))
     shown_size = f" of the {size[0]:g}x{size[1]:g} image" if size is not None else ""
     listing = shorten(bad, SHOWN, lambda item: f"{record.unit} {item[0]} {item[1]!r}: {item[4]}", sep="; ")
     kinds = {kind for _, _, _, kind, _ in bad}
     what = " or ".join(k for k in ("degenerate", "outside") if k in kinds)
-    return [BAD_BOX.finding(
+    return BAD_BOX.finding(
         record.display,
         f"{plural(len(bad), 'box')} {what}{shown_size}: {listing}",
         hint="Swap flipped corners, clip boxes to the image size, drop zero-area boxes; "
@@ -74,21 +124,52 @@ def _corner_findings(record: AnnotationRecord) -> list:
         boxes=[{record.unit: p, "class": label, "box": list(box), "problem": kind}
                for p, label, box, kind, _ in bad[:BOXES_LISTED]],
         count=len(bad),
-    )]
+    )
 
 
-def _corner_problem(box, size) -> tuple[str, str] | None:
-    """(kind, what) of a box given by its corners, None when it is sound."""
+def _many_images_findings(record: AnnotationRecord, degenerate: np.ndarray, outside: np.ndarray) -> list:
+    """One finding per kind for a file of many images, each box with its image."""
+    images = record.images
+    rows = np.asarray(record.image_of)
+    findings = []
+    if len(degenerate):
+        items = [f"{record.where(int(r))} {box_text(record, int(r))} on image {images.describe(int(rows[r]))}"
+                 for r in degenerate[:PLACES_KEPT]]
+        n = len(degenerate)
+        findings.append(BAD_BOX.finding(
+            record.display,
+            f"{n} box{'es have' if n > 1 else ' has'} a width or height <= 0: {sample(items, n)}",
+            hint="Fix or drop zero-size boxes: IoU and box-regression losses divide by the box size "
+            "(log of 0 gives -inf).",
+            problem="degenerate", annotations=items, count=int(n),
+        ))
+    if len(outside):
+        width, height = image_sizes(record)
+        boxes = record.boxes
+        items = [f"{record.where(int(r))} {box_text(record, int(r))} ends at "
+                 f"({number(boxes[r][2])}, {number(boxes[r][3])}) on image {images.describe(int(rows[r]))} "
+                 f"of {number(width[r])}x{number(height[r])}" for r in outside[:PLACES_KEPT]]
+        n = len(outside)
+        written = ("; bbox is [x, y, width, height] in pixels (not corners, not normalised)"
+                   if record.box_style == "xywh" else "")
+        findings.append(BAD_BOX.finding(
+            record.display,
+            f"{n} box{'es lie' if n > 1 else ' lies'} outside {'their images' if n > 1 else 'its image'}: "
+            f"{sample(items, n)}",
+            hint=f"Clip the boxes to the image, or fix the image width/height in 'images'{written}.",
+            problem="outside", annotations=items, count=int(n), tolerance=record.border_tolerance,
+        ))
+    return findings
+
+
+def _corner_problem(box, size) -> tuple[str, str]:
+    """(kind, what) of a box given by its corners that is not sound."""
     xmin, ymin, xmax, ymax = box
     # Written as "not (a < b)" so that NaN coordinates count as degenerate too.
     if not (xmin < xmax and ymin < ymax):
         return "degenerate", (f"xmin {xmin:g} >= xmax {xmax:g}" if not (xmin < xmax)
                               else f"ymin {ymin:g} >= ymax {ymax:g}")
-    if size is None:
-        return None
     width, height = size
-    if xmin >= 0 and ymin >= 0 and xmax <= width and ymax <= height:
-        return None
     return "outside", ", ".join(text for text, out in (
         (f"xmin {xmin:g} < 0", not xmin >= 0), (f"ymin {ymin:g} < 0", not ymin >= 0),
         (f"xmax {xmax:g} > width {width:g}", not xmax <= width),
@@ -107,4 +188,21 @@ def _extent_findings(record: AnnotationRecord) -> list:
         f"{plural(len(degenerate), 'box')} of zero size: {shown}",
         hint="Remove zero-size boxes, or re-export them from the source annotations.",
         rows=[p for p, _ in degenerate[:PLACES_KEPT]], count=len(degenerate),
+    )]
+
+
+@rule(BAD_BOX, "annotation", POLYGON_EXAMPLES, reads="small_polygons")
+def polygons_too_small(record: AnnotationRecord, spec):
+    """LG301 for segmentation polygons of fewer than 3 points (no area; pycocotools takes a
+    4-value polygon for a box)."""
+    small = record.small_polygons
+    if small is None or not small.count:
+        return ()
+    return [BAD_BOX.finding(
+        record.display,
+        f"{small.count} segmentation polygon{'s have' if small.count > 1 else ' has'} fewer than 3 points: "
+        f"{sample(small.details, small.count)}",
+        hint="Drop these polygons or redraw them: pycocotools takes a 4-value polygon for a box, and a "
+        "polygon of fewer than 3 points has no area.",
+        problem="polygon", annotations=small.details, count=small.count,
     )]
