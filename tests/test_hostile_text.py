@@ -280,7 +280,7 @@ def test_integer_labels_past_int64_are_row_problems(tmp_path):
                                           "d.jpg": "-9223372036854775808"}, header=("image_name", "label"))
     report = run(table, LabelSpec(num_classes=3), workers=1)
     [message] = lg001_messages(report)
-    assert "2 rows cannot be read" in message and "(5,000 characters) is an integer beyond the 64-bit range" in message
+    assert "2 lines cannot be read" in message and "(5,000 characters) is an integer beyond the 64-bit range" in message
     assert "line 4" in message and "line 5" not in message
     assert not report.errors
 
