@@ -136,8 +136,9 @@ def spans(ids: list[int]) -> str:
     parts = [f"{a}..{b}" if b > a + 1 else (f"{a}, {b}" if b > a else str(a)) for a, b in runs]
     if len(runs) <= 4:
         return ", ".join(parts)
-    present = set(ids)
-    gaps = [v for v in range(ids[0], ids[-1] + 1) if v not in present] if ids[-1] - ids[0] < 100000 else []
-    if gaps and len(gaps) <= 12:
+    # The gaps between the runs, counted from the runs (never by walking the span).
+    gap_count = sum(after[0] - before[1] - 1 for before, after in zip(runs, runs[1:]))
+    if gap_count <= 12:
+        gaps = [v for before, after in zip(runs, runs[1:]) for v in range(before[1] + 1, after[0])]
         return f"{ids[0]}..{ids[-1]} except {', '.join(str(g) for g in gaps)}"
     return ", ".join(parts[:4]) + f", ... {ids[-1]}"

@@ -88,8 +88,7 @@ def category_ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     labels = np.asarray(record.labels)
     ids = labels[rows]
     categories = record.classes.names
-    legal = np.fromiter(sorted(allowed | set(spec.ignore)), dtype=np.int64)
-    over = rows[(ids >= 0) & ~np.isin(ids, legal)]
+    over = rows[(ids >= 0) & ~spec.legal(ids, reduce=False)]
     if not len(over):
         return ()
     mapping = category_index_map(categories)
@@ -114,12 +113,12 @@ def category_ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
             hint = f"Set num_classes to {n_cats} (or {n_cats + 1} with a background class), or drop categories."
     else:
         head = f"{noun(len(found), 'category id')} {listing} not among the allowed values"
-        tail = f" {shorten(sorted(allowed), LISTED)} in {plural(len(over), record.unit)}"
+        tail = f" {shorten(allowed, LISTED)} in {plural(len(over), record.unit)}"
         hint = "Remap the category ids to the spec's values (category_index_map gives contiguous indices)."
     return [ID_TOO_LARGE.finding(
         record.display, f"{head}{tail} ({sample(where, len(over))})", hint=hint,
         ids=found, num_classes=n if spec.is_contiguous() else None,
-        allowed=None if spec.is_contiguous() else sorted(allowed),
+        allowed=None if spec.is_contiguous() else list(allowed),
         unit=record.unit, places=places_of(record, over[:PLACES_KEPT]),
         annotations=where, count=int(len(over)),
         category_index_map={str(k): v for k, v in mapping.items()},
@@ -136,11 +135,11 @@ def class_folder_index_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     if folder is None or not folder.images or not spec.is_known or (
             spec.classes is not None and not spec.count_disagrees):
         return ()
-    allowed = spec.allowed_values() or frozenset()
+    allowed = spec.allowed_values()
     if folder.index in allowed:
         return ()
     where = f"{folder.split}/" if folder.split else "the dataset"
-    expected = f"0..{spec.effective_num_classes - 1}" if spec.is_contiguous() else str(sorted(allowed))
+    expected = f"0..{spec.effective_num_classes - 1}" if spec.is_contiguous() else str(list(allowed))
     return (ID_TOO_LARGE.finding(
         record.display,
         f"class folder {folder.name!r} ({plural(folder.images, 'image')}) gets class index {folder.index}: "
@@ -148,7 +147,7 @@ def class_folder_index_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
         f"sorted order, but the spec allows {expected} ({spec.describe()})",
         hint=f"Set num_classes to {folder.classes}, or remove the class folders that are not classes.",
         ids=[folder.index], num_classes=spec.effective_num_classes if spec.is_contiguous() else None,
-        allowed=None if spec.is_contiguous() else sorted(allowed), unit="image", places=[], count=folder.images,
+        allowed=None if spec.is_contiguous() else list(allowed), unit="image", places=[], count=folder.images,
     ),)
 
 
