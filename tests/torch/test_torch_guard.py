@@ -269,6 +269,16 @@ def test_iterable_dataset_names_the_file_from_the_sample(tmp_path, workers):
     assert [r.source.rsplit("/", 1)[-1] for r in skipping.records] == ["s4.npz"]
 
 
+def test_a_loader_that_raised_is_shut_down_before_its_error_is_kept(tmp_path):
+    """A DataLoader iterator left to the cyclic garbage collector corrupts the process's file
+    descriptors (see torch_datasets.drain_loader): this broke later tests' workers at random."""
+    dataset = guard(synapse(tmp_path, n=4, bad={1: 9}), num_classes=9)
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, 2)  # one batch: the second worker's index queue is never used
+    (frame,) = [entry.frame for entry in caught.traceback if entry.frame.code.name == "drain_loader"]
+    assert frame.f_locals["iterator"]._shutdown
+
+
 def test_validation_loader_is_guarded_too(tmp_path):
     """Scenario 17: the validation split holds the bad file, training does not."""
     train = guard(synapse(tmp_path / "train", n=6), num_classes=9)
