@@ -100,6 +100,31 @@ class NpzStream(IterableDataset):
                    "path": path}
 
 
+class TargetStream(IterableDataset):
+    """(image, target) pairs over the given targets, shared out between DataLoader workers
+    (worker k takes every num_workers-th one from the k-th); they name no file."""
+
+    def __init__(self, targets):
+        self.targets = list(targets)
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        targets = self.targets if info is None else self.targets[info.id::info.num_workers]
+        for target in targets:
+            yield torch.zeros(2), target
+
+
+class EndlessStream(IterableDataset):
+    """An endless stream of (image, target) pairs, every one with the same target."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __iter__(self):
+        while True:
+            yield torch.zeros(2), self.target
+
+
 def drain_loader(loader):
     """Every batch of ``loader``. When it raises, its workers and queues are shut down before
     the error goes on.
