@@ -4,7 +4,7 @@ of an audit whose pool loses a worker.
 The file's name says what happens: ``kill*`` is SIGKILLed every time it is checked,
 ``flaky*`` the first time only (a marker beside it remembers), ``hungry*`` allocates until a
 memory limit stops it, ``stall*`` sleeps for minutes (an audit that cannot end before it is
-interrupted). Outside a worker process (an in-process audit, which these would kill or
+interrupted), ``unpicklable*`` returns a result that cannot be sent back to the main process. Outside a worker process (an in-process audit, which these would kill or
 stop) they refuse. Pickled by name: the test modules import this module, and so do workers.
 
 :func:`fragile_cli` runs the real command line with these processors as ``--format
@@ -45,7 +45,10 @@ def process_fragile(task: FileTask, spec: LabelSpec) -> FileResult:
         _allocate_until_the_limit()
     if name.startswith("stall"):
         time.sleep(300)
-    return process_mask(task, spec)
+    result = process_mask(task, spec)
+    if name.startswith("unpicklable"):
+        result.errors.append(lambda: "a function defined here cannot be pickled")
+    return result
 
 
 def _allocate_until_the_limit() -> None:

@@ -140,6 +140,21 @@ def test_a_worker_killed_once_is_replaced_and_nothing_is_lost(tmp_path):
     assert "flaky.png" in {f.path.rsplit("/", 1)[-1] for f in pooled.findings if f.code == "LG201"}
 
 
+def test_a_result_that_cannot_leave_its_worker_is_an_error_naming_its_batch(tmp_path):
+    folder = _masks(tmp_path, count=8)
+    write_png(folder / "unpicklable.png", organic_mask((48, 40), classes=(0, 1, 2), seed=99))
+    tasks = discover(str(folder), AuditOptions(format="masks")).tasks
+
+    pooled = _merged(run_tasks(fragile(tasks), SPEC, 2))
+
+    assert pooled.files == len(tasks)
+    (error,) = pooled.errors  # batches of one file here (10 files, 2 workers)
+    unpicklable = tasks[-1].display
+    assert unpicklable.endswith("unpicklable.png")
+    assert error.startswith(f"checking {unpicklable} in a worker process failed: AttributeError: Can't pickle")
+    assert sorted(Path(f.path).name for f in pooled.findings) == ["000.png", "007.png", "empty.png"]
+
+
 needs_two_cores = pytest.mark.skipif(
     default_workers() < 2 or not Path("/proc/self/status").exists(),
     reason="needs two cores (the CLI caps --workers at them) and /proc")
