@@ -4,8 +4,9 @@ of an audit whose pool loses a worker.
 The file's name says what happens: ``kill*`` is SIGKILLed every time it is checked,
 ``flaky*`` the first time only (a marker beside it remembers), ``hungry*`` allocates until a
 memory limit stops it, ``stall*`` sleeps for minutes (an audit that cannot end before it is
-interrupted), ``unpicklable*`` returns a result that cannot be sent back to the main process. Outside a worker process (an in-process audit, which these would kill or
-stop) they refuse. Pickled by name: the test modules import this module, and so do workers.
+interrupted), ``unpicklable*`` returns a result that cannot be sent back to the main process.
+Outside a worker process (an in-process audit, which these would kill or stop) they refuse.
+Pickled by name: the test modules import this module, and so do workers.
 
 :func:`fragile_cli` runs the real command line with these processors as ``--format
 fragile-masks``, in a subprocess, optionally under an address-space limit its workers inherit.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import resource
 import signal
 import sys
 import time
@@ -52,6 +52,8 @@ def process_fragile(task: FileTask, spec: LabelSpec) -> FileResult:
 
 
 def _allocate_until_the_limit() -> None:
+    import resource  # POSIX only, like the tests that ask for this
+
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         raise AssertionError("no address-space limit is set: this would take the machine's memory")
