@@ -237,14 +237,18 @@ def _run_until_a_worker_dies(
 
 
 def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """End the workers without waiting for their batches, then the pool's own thread.
+
+    That thread must be gone before the interpreter exits: Python 3.11's exit hook wakes it
+    through a pipe the thread closes as it ends, and a race between the two prints an
+    OSError traceback after Ctrl-C."""
     terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
     if terminate is not None:
         terminate()
         return
-    processes = list((pool._processes or {}).values())  # before 3.14 only the pool knows them
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
+    for process in list((pool._processes or {}).values()):  # before 3.14 only the pool knows them
         process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _worker_died(task: FileTask) -> FileResult:
