@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import organic_mask, write_jpeg, write_npy, write_png
+from fragile_processors import fragile, fragile_cli
 
 from labelguard._audit import audit
-from labelguard.core.engine import batch_size, run_tasks
+from labelguard.core.engine import batch_size, default_workers, run_tasks
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult
@@ -106,3 +111,94 @@ def test_the_mask_batch_equals_its_files_merged(tmp_path):
     assert batch.summary.to_dict() == merged.summary.to_dict()
     assert batch.summary.value_examples == merged.summary.value_examples
     assert batch.summary.colors == merged.summary.colors and batch.summary.colors
+
+
+def _merged(results) -> FileResult:
+    merged = FileResult("", files=0)
+    for result in results:
+        merged.findings.extend(result.findings)
+        merged.errors.extend(result.errors)
+        merged.summary.update(result.summary)
+        merged.files += result.files
+    merged.findings.sort(key=lambda f: json.dumps(f.to_dict(), sort_keys=True))
+    return merged
+
+
+def test_a_worker_killed_once_is_replaced_and_nothing_is_lost(tmp_path):
+    folder = _masks(tmp_path)
+    write_png(folder / "flaky.png", organic_mask((48, 40), classes=(0, 1, 7), seed=99))
+    tasks = discover(str(folder), AuditOptions(format="masks")).tasks
+    serial = _merged(run_tasks(tasks, SPEC, 1))
+
+    pooled = _merged(run_tasks(fragile(tasks), SPEC, 2))
+
+    assert (folder / "flaky.died").exists()  # its first worker really was killed
+    assert pooled.errors == []
+    assert pooled.files == serial.files == len(tasks)
+    assert [f.to_dict() for f in pooled.findings] == [f.to_dict() for f in serial.findings]
+    assert pooled.summary.to_dict() == serial.summary.to_dict()
+    assert "flaky.png" in {f.path.rsplit("/", 1)[-1] for f in pooled.findings if f.code == "LG201"}
+
+
+def test_a_result_that_cannot_leave_its_worker_is_an_error_naming_its_batch(tmp_path):
+    folder = _masks(tmp_path, count=8)
+    write_png(folder / "unpicklable.png", organic_mask((48, 40), classes=(0, 1, 2), seed=99))
+    tasks = discover(str(folder), AuditOptions(format="masks")).tasks
+
+    pooled = _merged(run_tasks(fragile(tasks), SPEC, 2))
+
+    assert pooled.files == len(tasks)
+    (error,) = pooled.errors  # batches of one file here (10 files, 2 workers)
+    unpicklable = tasks[-1].display
+    assert unpicklable.endswith("unpicklable.png")
+    assert error.startswith(f"checking {unpicklable} in a worker process failed: AttributeError: Can't pickle")
+    assert sorted(Path(f.path).name for f in pooled.findings) == ["000.png", "007.png", "empty.png"]
+
+
+needs_two_cores = pytest.mark.skipif(
+    default_workers() < 2 or not Path("/proc/self/status").exists(),
+    reason="needs two cores (the CLI caps --workers at them) and /proc")
+
+
+def _fragile_audit(cwd: Path, headroom: int = 0) -> tuple[subprocess.CompletedProcess, dict]:
+    command, env = fragile_cli(["data", "--num-classes", "3", "--workers", "2", "--no-config", "--no-progress",
+                                "--output-format", "json"], memory_headroom=headroom)
+    process = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    return process, json.loads(process.stdout)
+
+
+@needs_two_cores
+def test_a_file_that_kills_its_worker_every_time_is_an_error_naming_it_and_the_rest_is_kept(tmp_path):
+    data = _masks(tmp_path / "data", count=60)
+    write_png(data / "kill.png", organic_mask((48, 40), classes=(0, 1, 2), seed=7))
+
+    process, report = _fragile_audit(tmp_path)
+
+    assert process.returncode == 2, process.stderr
+    assert "Traceback" not in process.stderr
+    (error,) = report["summary"]["errors"]
+    assert error.startswith("data/masks/kill.png: the worker process checking this file died, in its "
+                            "batch and again when the file ran alone, so the file was not audited")
+    (data / "kill.png").unlink()
+    clean, expected = _fragile_audit(tmp_path)
+    assert clean.returncode == 1 and expected["summary"]["errors"] == []
+    assert report["findings"] == expected["findings"]
+    assert report["summary"]["codes"] == expected["summary"]["codes"]
+    assert report["summary"]["samples"] == expected["summary"]["samples"]
+
+
+@needs_two_cores
+def test_a_file_that_exhausts_the_memory_limit_is_an_error_naming_it_and_the_rest_is_kept(tmp_path):
+    data = _masks(tmp_path / "data", count=60)
+    write_png(data / "hungry.png", organic_mask((48, 40), classes=(0, 1, 2), seed=7))
+
+    process, report = _fragile_audit(tmp_path, headroom=768 << 20)
+
+    assert process.returncode == 2, process.stderr
+    assert "Traceback" not in process.stderr
+    (error,) = report["summary"]["errors"]
+    assert error.startswith("data/masks/hungry.png: ran out of memory"), error
+    (data / "hungry.png").unlink()
+    _, expected = _fragile_audit(tmp_path, headroom=768 << 20)
+    assert report["findings"] == expected["findings"]
+    assert report["summary"]["samples"] == expected["summary"]["samples"]

@@ -3,6 +3,7 @@ a missing optional extra is exit 2 naming the extra, never a crashed check."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 
 import labelguard
 from builders import organic_mask, write_h5, write_nifti, write_png
+from fragile_processors import fragile_cli
 
 SRC = str(Path(labelguard.__file__).resolve().parents[1])
 
@@ -35,19 +37,28 @@ def children(pid: int) -> list[str]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the worker processes")
 def test_ctrl_c_during_a_pooled_audit_exits_130_without_worker_tracebacks(tmp_path):
-    mask = organic_mask((512, 512), (0, 1, 2))
-    for i in range(300):
-        write_png(tmp_path / "masks" / f"{i:04d}.png", np.roll(mask, i, axis=1))
+    for i in range(40):
+        write_png(tmp_path / "masks" / f"x{i:04d}.png", organic_mask((64, 64), (0, 1, 2), seed=i))
+    # A worker sleeps for minutes on this file (the first batch), so the audit is still running
+    # when the signal comes however loaded the machine is, and a stop that waited for its
+    # workers would show.
+    write_png(tmp_path / "masks" / "stall.png", organic_mask((64, 64), (0, 1, 2)))
+    command, env = fragile_cli(["masks", "--workers", "2", "--no-progress", "--no-config"])
     # A new session: the signal goes to the whole process group, as a terminal's Ctrl-C does.
-    process = labelguard_process(["audit", "masks", "--workers", "2", "--no-progress", "--no-config"],
-                                 tmp_path, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while len(children(process.pid)) < 2 and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    assert process.poll() is None, "the audit ended before its workers were seen"
-    time.sleep(0.05)  # the workers are busy on their first batches now
-    os.killpg(process.pid, signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(children(process.pid)) < 2 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert process.poll() is None, "the audit ended before its workers were seen"
+        time.sleep(0.05)  # the workers are busy on their first batches now
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # what a failed stop left behind
+        process.communicate()
     assert process.returncode == 130, (out, err)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "labelguard: interrupted" in err

@@ -100,16 +100,54 @@ class NpzStream(IterableDataset):
                    "path": path}
 
 
+class TargetStream(IterableDataset):
+    """(image, target) pairs over the given targets, shared out between DataLoader workers
+    (worker k takes every num_workers-th one from the k-th); they name no file."""
+
+    def __init__(self, targets):
+        self.targets = list(targets)
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        targets = self.targets if info is None else self.targets[info.id::info.num_workers]
+        for target in targets:
+            yield torch.zeros(2), target
+
+
+class EndlessStream(IterableDataset):
+    """An endless stream of (image, target) pairs, every one with the same target."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __iter__(self):
+        while True:
+            yield torch.zeros(2), self.target
+
+
 def drain_loader(loader):
-    """Every batch of ``loader``. When a worker raises, its siblings are stopped at once:
-    DataLoader's shutdown would otherwise wait 5 s for each worker (they are never sent
-    their stop signal after a worker exception), which adds up over a test suite."""
+    """Every batch of ``loader``. When it raises, its workers and queues are shut down before
+    the error goes on.
+
+    The siblings of a worker that raised are stopped at once: DataLoader's shutdown would
+    otherwise wait 5 s for each (they are never sent their stop signal after a worker
+    exception), which adds up over a test suite. And the iterator is shut down here, not
+    left to the garbage collector: the error's traceback holds it in a reference cycle, and
+    an iterator that the cyclic collector destroys starts a queue feeder thread inside its
+    finalizer while the collector closes that queue's pipe. The thread then writes to and
+    closes whatever later opens those file descriptor numbers, so a later test's DataLoader
+    breaks at random (a SystemError or "semaphore or lock released too many times" in a
+    worker, EBADF in a QueueFeederThread, an abort in torch's MapAllocator).
+    """
     iterator = iter(loader)
     try:
         return list(iterator)
     except BaseException:
         for worker in getattr(iterator, "_workers", []):
             worker.terminate()
+        shutdown = getattr(iterator, "_shutdown_workers", None)  # iterators with worker processes
+        if shutdown is not None:
+            shutdown()
         raise
 
 

@@ -4,6 +4,15 @@ Every engine calls the same pure ``task.processor(task, spec)``; a processor tha
 turned into a :class:`FileResult` carrying the error, so one crashing check never ends an
 audit. Tasks run in batches whose results are merged where they ran (summaries merge
 associatively), so the consumer handles one small result per batch, not one per file.
+
+A worker process that dies (the kernel's out-of-memory killer, a SIGKILL, a crash inside a
+C library) never hangs the audit. The pool is a ``concurrent.futures.ProcessPoolExecutor``,
+which notices a dead worker and fails the batches it had not finished (a
+``multiprocessing.Pool`` would wait for them forever). Those batches run once more, file by
+file in a fresh pool, one file at a time: a worker that died because others took the memory
+now gets its results, and a file that kills its worker again is named in an error of the
+report (so the audit exits 2) while every other file's findings are kept. The in-process
+engine has no such net: a process killed there is the audit itself.
 """
 
 from __future__ import annotations
@@ -14,11 +23,15 @@ import signal
 import sys
 import threading
 import traceback
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterator, Sequence
 
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.text import shorten
 from labelguard.errors import MissingDependency
 
 log = logging.getLogger(__name__)
@@ -30,6 +43,9 @@ _WORKER_SPEC: LabelSpec | None = None
 BATCH_FILES = 32
 # Batches per worker at least, so a slow batch at the end does not leave the others idle.
 BATCHES_PER_WORKER = 16
+# Batches handed to the pool per worker at a time: one running and one waiting keeps every
+# worker busy, and a dead worker fails only the batches handed out, not the whole queue.
+IN_FLIGHT_PER_WORKER = 2
 
 
 def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
@@ -39,6 +55,11 @@ def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
         return task.processor(task, spec)
     except MissingDependency:
         raise  # not a fault of this file: every file of its kind needs the extra
+    except MemoryError:  # a memory limit (ulimit -v, a container's) met while checking the file
+        log.debug("out of memory on %s", task.path, exc_info=True)
+        return FileResult(task.display, errors=[
+            f"{task.display}: ran out of memory while checking this file (MemoryError), so it was "
+            "not audited; give the audit more memory, or fewer --workers, which share it"])
     except Exception as exc:  # a bug in a check must not end the audit
         log.debug("processor failed on %s", task.path, exc_info=True)
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
@@ -98,13 +119,13 @@ def batch_size(files: int, workers: int) -> int:
     return max(1, min(BATCH_FILES, files // (workers * BATCHES_PER_WORKER)))
 
 
-def _context(tasks: Sequence[FileTask]):
+def _context(modules: Sequence[str]):
     """The cheapest safe way to start workers here.
 
     ``fork`` starts a worker in milliseconds with every module already imported, but a
     process forked while another thread runs (a progress bar's refresh thread, a caller's
     threads) inherits whatever locks that thread held, and can hang on them. Then the
-    workers come from a fork server that imports the processors' modules once. Like spawn
+    workers come from a fork server that imports the processors' ``modules`` once. Like spawn
     (macOS, Windows), a fork server runs the caller's script again in each worker, so a
     script that calls the audit with workers needs the ``if __name__ == "__main__":`` guard.
     """
@@ -115,7 +136,7 @@ def _context(tasks: Sequence[FileTask]):
     if threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(sorted({task.processor.__module__ for task in tasks}))
+    context.set_forkserver_preload(sorted(modules))
     return context
 
 
@@ -128,22 +149,121 @@ def run_tasks(
     """Yield merged results that together cover every task, in any order, using ``workers`` processes.
 
     Each result covers ``result.files`` tasks (a batch); its summary is the batch's merged
-    summary and its findings and errors are the batch's.
+    summary and its findings and errors are the batch's. A file whose worker process died
+    twice on it (see the module's docstring) is a result with an error and no findings.
     """
     workers = default_workers() if workers is None else max(1, workers)
     workers = min(workers, max(1, len(tasks)))
     size = batch_size(len(tasks), workers)
-    batches = (tasks[start:start + size] for start in range(0, len(tasks), size))
+    batches = [tasks[start:start + size] for start in range(0, len(tasks), size)]
     if workers == 1 or len(tasks) < 4:
-        for batch in batches:
-            result = run_batch(batch, spec)
-            if on_result:
-                on_result(result)
-            yield result
+        results = (run_batch(batch, spec) for batch in batches)
+    else:
+        modules = sorted({task.processor.__module__ for task in tasks})
+        results = _run_pooled(batches, spec, workers, modules)
+    for result in results:
+        if on_result:
+            on_result(result)
+        yield result
+
+
+def _run_pooled(
+    batches: Sequence[Sequence[FileTask]], spec: LabelSpec, workers: int, modules: Sequence[str]
+) -> Iterator[FileResult]:
+    """Results of ``batches`` from a pool of ``workers``; the batches a dead worker left
+    unfinished run again file by file, and a file that kills its worker again is an error."""
+    waiting = deque(batches)
+    struck: deque[Sequence[FileTask]] = deque()
+    while waiting or struck:
+        if not struck:
+            yield from _run_until_a_worker_dies(waiting, spec, workers, workers * IN_FLIGHT_PER_WORKER,
+                                                modules, struck)
+            continue
+        # One file at a time in a one-worker pool (a file handed out while another runs would
+        # fail with it): a death now names its file.
+        alone = deque([task] for batch in struck for task in batch)
+        struck.clear()
+        while alone:
+            died: deque[Sequence[FileTask]] = deque()
+            yield from _run_until_a_worker_dies(alone, spec, 1, 1, modules, died)
+            for (task,) in died:
+                yield _worker_died(task)
+
+
+def _run_until_a_worker_dies(
+    waiting: deque[Sequence[FileTask]],
+    spec: LabelSpec,
+    workers: int,
+    in_flight: int,
+    modules: Sequence[str],
+    struck: deque[Sequence[FileTask]],
+) -> Iterator[FileResult]:
+    """Run the batches of ``waiting`` (taken from its left, at most ``in_flight`` handed out at
+    a time) on a new pool of ``workers`` until they are done or a worker dies; then the
+    batches handed out and not finished are added to ``struck``."""
+    pool = ProcessPoolExecutor(workers, mp_context=_context(modules), initializer=_init_worker,
+                               initargs=(spec, current_limits()))
+    running: dict[Future, Sequence[FileTask]] = {}
+    finished = False
+    try:
+        broken = False
+        while running or (waiting and not broken):
+            while waiting and not broken and len(running) < in_flight:
+                batch = waiting.popleft()
+                try:
+                    running[pool.submit(_run_batch_in_worker, batch)] = batch
+                except BrokenProcessPool:
+                    waiting.appendleft(batch)
+                    broken = True
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                batch = running.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    struck.append(batch)
+                    continue
+                except MissingDependency:
+                    raise
+                except Exception as exc:  # outside any check: a result that cannot be pickled, say
+                    result = _batch_failed(batch, exc)
+                yield result
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            # Ctrl-C, a missing extra or a consumer that stopped early: the running batches
+            # are not wanted, and waiting for them would delay the exit by a batch.
+            _stop_now(pool)
+
+
+def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """End the workers without waiting for their batches, then the pool's own thread.
+
+    That thread must be gone before the interpreter exits: Python 3.11's exit hook wakes it
+    through a pipe the thread closes as it ends, and a race between the two prints an
+    OSError traceback after Ctrl-C."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
         return
-    with _context(tasks).Pool(workers, initializer=_init_worker,
-                                 initargs=(spec, current_limits())) as pool:
-        for result in pool.imap_unordered(_run_batch_in_worker, batches):
-            if on_result:
-                on_result(result)
-            yield result
+    for process in list((pool._processes or {}).values()):  # before 3.14 only the pool knows them
+        process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_died(task: FileTask) -> FileResult:
+    return FileResult(task.display, errors=[
+        f"{task.display}: the worker process checking this file died, in its batch and again "
+        "when the file ran alone, so the file was not audited (a process is killed like this by "
+        "the system when memory runs out, or by a crash in a library it uses); the other files' "
+        "findings are complete"])
+
+
+def _batch_failed(batch: Sequence[FileTask], exc: Exception) -> FileResult:
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    names = shorten((task.display for task in batch), limit=BATCH_FILES)
+    return FileResult(batch[0].display, files=len(batch), errors=[
+        f"checking {names} in a worker process failed: {detail}"])

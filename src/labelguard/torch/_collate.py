@@ -12,11 +12,11 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
-from torch.utils.data import default_collate, get_worker_info
+from torch.utils.data import default_collate
 
 from labelguard.checks.masks import GEOMETRY
 from labelguard.torch._targets import sample_error, shape_of
-from labelguard.torch._errors import SampleError
+from labelguard.torch._errors import SampleError, raise_sample_error
 
 # (id(sample), index, guarded dataset) of the samples this process served last.
 _RECENT: deque[tuple[int, Any, Any]] = deque(maxlen=4096)
@@ -40,9 +40,7 @@ def collate(batch: list, *, collate_fn: Callable[[list], Any] | None = None) -> 
         error = batch_shape_error(batch)
         if error is None:
             raise
-        if get_worker_info() is not None:
-            raise error from error.worker_cause()
-        raise error from exc
+        raise_sample_error(error, exc)
 
 
 class guard_collate:  # noqa: N801 - used like a function: guard_collate(my_collate)

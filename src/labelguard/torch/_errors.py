@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from torch.utils.data import get_worker_info
+
 from labelguard.errors import LabelError
 
 _PAYLOAD_TAG = "labelguard-error-payload"
@@ -72,6 +74,14 @@ class SampleError(LabelError):
             "expected": self.expected,
         }
         return _WorkerPayload(f"{_PAYLOAD_TAG} {json.dumps(payload, default=_jsonable)}")
+
+
+def raise_sample_error(error: SampleError, cause: BaseException | None = None) -> None:
+    """Raise ``error`` (from ``cause``) so that it reaches the main process whole, also from
+    inside a DataLoader worker, where it is chained from its payload instead."""
+    if get_worker_info() is not None:
+        raise error from error.worker_cause()
+    raise error from cause
 
 
 class _WorkerPayload(Exception):

@@ -6,7 +6,12 @@ workers: no GPU work, no host-device sync, and the sample's index and file are s
 Records of bad samples go to one JSON-lines file shared by the main process and every
 worker (the ``quarantine`` path, or a temporary file): each process appends under a file
 lock and skips records already there, so after an epoch (or a crash) the file lists each
-bad sample once, whatever the number of workers and epochs.
+bad sample once, whatever the number of workers and epochs. A sample of an IterableDataset
+is known by its position in its worker's stream, so its record names the worker too.
+
+With ``on_error="skip"`` at most :data:`MAX_SUBSTITUTES` bad samples in a row are skipped;
+one more ends the run with a SampleError, so a stream of nothing but bad samples stops
+instead of spinning (an endless stream) or training on nothing (a finite one).
 """
 
 from __future__ import annotations
@@ -25,13 +30,17 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from labelguard.checks.runtime import TARGET_DTYPE
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import plural
 from labelguard.errors import UnsupportedError, UsageError
 from labelguard.torch._sources import source_in_sample, source_of
 from labelguard.torch._targets import (
+    TargetProblem,
     TargetRules,
     TargetSelector,
     as_array,
+    dtype_name,
     errors_of,
     geometry_finding,
     rules_for,
@@ -40,7 +49,7 @@ from labelguard.torch._targets import (
     select_target,
 )
 from labelguard.torch._collate import remember_sample
-from labelguard.torch._errors import SampleError
+from labelguard.torch._errors import SampleError, raise_sample_error
 
 try:
     import fcntl
@@ -50,13 +59,17 @@ except ImportError:  # Windows: records are appended without a lock
 log = logging.getLogger("labelguard.torch")
 
 ON_ERROR = ("raise", "skip", "warn")
-# A skipped sample is replaced by the next good one; this many bad ones in a row end the run.
+# With on_error="skip", this many bad samples in a row are skipped; the next one ends the run.
 MAX_SUBSTITUTES = 32
 
 
 @dataclass(frozen=True)
 class QuarantineRecord:
-    """One bad sample: where it is, what is wrong, and what the guard did with it."""
+    """One bad sample: where it is, what is wrong, and what the guard did with it.
+
+    ``worker`` is the DataLoader worker whose stream ``index`` counts in, for a sample of an
+    IterableDataset read by a worker; None for a map-style dataset, whose index is global.
+    """
 
     index: int | None
     source: str | None
@@ -64,10 +77,11 @@ class QuarantineRecord:
     values: list | None
     message: str
     action: str  # skipped | warned | raised
+    worker: int | None = None
 
     @property
     def key(self) -> tuple:
-        return (self.index, self.source, self.code)
+        return (self.index, self.source, self.code, self.worker)
 
 
 class RecordStore:
@@ -132,7 +146,7 @@ class RecordStore:
 
 
 def _key_of(data: Mapping[str, Any]) -> tuple:
-    return (data.get("index"), data.get("source"), data.get("code"))
+    return (data.get("index"), data.get("source"), data.get("code"), data.get("worker"))
 
 
 def _remove_if_owner(path: Path, owner: int) -> None:
@@ -158,20 +172,30 @@ class _SampleGuard:
         self.store = store
 
     def check(self, sample: Any, index: int | None, dataset: Any, where: str) -> SampleError | None:
-        target = select_target(sample, self.target)
+        try:
+            target = select_target(sample, self.target)
+            if target is None:
+                raise TargetProblem("the target is None: the dataset gave this sample no label; return "
+                                    "one for every sample")
+            array = as_array(target)
+        except TargetProblem as problem:
+            # The sample can be neither checked nor trained on: an error about it, named.
+            return self._error(TARGET_DTYPE.finding(None, str(problem)), sample, index, dataset, where)
         findings = []
         image = select_input(sample)
         geometry = geometry_finding(None, image, target) if _spatial(image, target) else None
         if geometry is not None:
             findings.append(geometry)
-        array = as_array(target)
         if array is not None and not self.rules.clearly_legal(array):
-            findings.extend(self.rules.check(None, array))
+            findings.extend(self.rules.check(None, array, dtype_name(target)))
         errors = errors_of(findings)
         if not errors:
             return None
+        return self._error(errors[0], sample, index, dataset, where)
+
+    def _error(self, finding: Any, sample: Any, index: int | None, dataset: Any, where: str) -> SampleError:
         return sample_error(
-            errors[0], where=where, index=index,
+            finding, where=where, index=index,
             source=self._source(sample, index, dataset), expected=self.rules.expected(),
         )
 
@@ -183,22 +207,32 @@ class _SampleGuard:
             found = source_in_sample(sample)
         return None if found is None else os.fspath(found)
 
-    def record(self, error: SampleError, action: str) -> None:
+    def record(self, error: SampleError, action: str, worker: int | None = None) -> None:
         self.store.add(QuarantineRecord(
             index=error.index, source=error.source, code=error.code,
-            values=error.values, message=error.message, action=action,
+            values=error.values, message=error.message, action=action, worker=worker,
         ))
 
-    def fail(self, error: SampleError) -> None:
-        self.record(error, "raised")
-        if get_worker_info() is not None:
-            # The DataLoader rebuilds worker exceptions from their traceback text.
-            raise error from error.worker_cause()
-        raise error
+    def fail(self, error: SampleError, worker: int | None = None) -> None:
+        self.record(error, "raised", worker)
+        raise_sample_error(error)
 
-    def warn(self, error: SampleError) -> None:
-        self.record(error, "warned")
+    def warn(self, error: SampleError, worker: int | None = None) -> None:
+        self.record(error, "warned", worker)
         log.warning("%s", error.message)
+
+
+def no_replacement(first: SampleError, bad_in_a_row: int) -> SampleError:
+    """The error that ends a skipping run after ``bad_in_a_row`` bad samples in a row, the
+    first of them ``first``."""
+    run = ("it is the only sample" if bad_in_a_row == 1 else
+           f"it and the {plural(bad_in_a_row - 1, 'sample')} after it are all bad")
+    return SampleError(
+        f"{first.message} (on_error='skip' found no good sample: {run}, and at most "
+        f"{MAX_SUBSTITUTES} bad samples in a row are skipped; fix the data or the spec)",
+        code=first.code, index=first.index, source=first.source,
+        values=first.values, expected=first.expected,
+    )
 
 
 def _spatial(image: Any, target: Any) -> bool:
@@ -275,7 +309,8 @@ class GuardedDataset(_GuardedBase, Dataset):
 
     def _substitute(self, index: int, first: SampleError) -> Any:
         size = len(self.dataset)
-        for step in range(1, min(size, MAX_SUBSTITUTES + 1)):
+        tried = min(size, MAX_SUBSTITUTES + 1)
+        for step in range(1, tried):
             other = (index + step) % size
             sample = self.dataset[other]
             error = self._guard.check(sample, other, self.dataset, f"sample {other}")
@@ -283,12 +318,7 @@ class GuardedDataset(_GuardedBase, Dataset):
                 remember_sample(other, sample, self)
                 return sample
             self._guard.record(error, "skipped")
-        raise SampleError(
-            f"{first.message} (on_error='skip': the next {min(size - 1, MAX_SUBSTITUTES)} "
-            "samples are bad too, so no replacement was found; fix the data or the spec)",
-            code=first.code, index=first.index, source=first.source,
-            values=first.values, expected=first.expected,
-        )
+        raise_sample_error(no_replacement(first, tried))
 
     def source(self, index: int) -> str | None:
         """The file of sample ``index`` as the guard names it (None when unknown)."""
@@ -310,18 +340,25 @@ class GuardedIterableDataset(_GuardedBase, IterableDataset):
         return len(self.dataset)
 
     def __iter__(self) -> Iterator[Any]:
-        worker = get_worker_info()
-        stream = f" of worker {worker.id}'s stream" if worker is not None else ""
+        info = get_worker_info()
+        worker = None if info is None else info.id
+        stream = f" of worker {worker}'s stream" if worker is not None else ""
+        first_bad, bad_in_a_row = None, 0  # since the last good sample
         for position, sample in enumerate(self.dataset):
             error = self._guard.check(sample, position, None, f"sample {position}{stream}")
             if error is not None:
                 if self._guard.on_error == "raise":
-                    self._guard.fail(error)
+                    self._guard.fail(error, worker)
                 if self._guard.on_error == "skip":
-                    self._guard.record(error, "skipped")
+                    first_bad, bad_in_a_row = first_bad or error, bad_in_a_row + 1
+                    if bad_in_a_row > MAX_SUBSTITUTES:
+                        self._guard.record(error, "raised", worker)
+                        raise_sample_error(no_replacement(first_bad, bad_in_a_row))
+                    self._guard.record(error, "skipped", worker)
                     log.info("skipped %s", error.message)
                     continue
-                self._guard.warn(error)
+                self._guard.warn(error, worker)
+            first_bad, bad_in_a_row = None, 0
             yield sample
 
 
@@ -369,15 +406,21 @@ def guard(
 
     Checks: values outside the spec (LG201 in masks, LG102/LG103 in class ids), non-integer
     or non-finite targets (LG204), image/mask size mismatch (LG206), wrong dtype for the
-    declared loss (LG505), ignore values into one_hot (LG501).
+    declared loss (LG505), ignore values into one_hot (LG501). A sample with no target where
+    ``target`` points (a missing key, a None, a dict or annotation without a class) is an
+    LG505 error about that sample. Sparse targets are checked as the dense tensor they stand
+    for, quantized ones by their values, a list of annotation dicts (COCO) by each object's
+    class (``category_id``, ``label``...).
+
+    With ``on_error="skip"``, a sample that cannot be replaced (more than 32 bad samples in
+    a row, or a stream of nothing else) ends the run with a SampleError.
 
     Returns:
         A :class:`GuardedDataset` or :class:`GuardedIterableDataset`; ``.records`` lists the
         bad samples seen by every worker.
 
     Raises:
-        labelguard.UsageError: an unknown ``on_error``, a dataset that is already guarded,
-            or (at the first sample) no target found where ``target`` points.
+        labelguard.UsageError: an unknown ``on_error`` or a dataset that is already guarded.
         labelguard.SpecError: the spec is contradictory.
         labelguard.UnsupportedError: ``dataset`` is not a dataset, or ``loss`` is a loss
             labelguard does not know.

@@ -21,6 +21,7 @@ from labelguard.checks.masks import GEOMETRY, NON_INTEGER, VALUE_OUTSIDE_SPEC, v
 from labelguard.checks.runtime import LOSS_DOMAIN, TARGET_DTYPE
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import shorten
 from labelguard.core.values import histogram, violations
 from labelguard.errors import UsageError
 from labelguard.torch._tensors import all_finite
@@ -30,6 +31,13 @@ log = logging.getLogger("labelguard.torch")
 
 TARGET_KEYS = ("label", "labels", "mask", "target", "targets", "y", "segmentation")
 INPUT_KEYS = ("image", "images", "img", "input", "inputs", "x", "pixel_values", "input_ids")
+# The class of one object in a list of annotation dicts (torchvision's CocoDetection returns
+# COCO's own dicts, whose "segmentation" is a polygon, not a label).
+OBJECT_CLASS_KEYS = ("category_id", "label", "labels", "class_id", "class", "target", "y")
+# A sparse target is checked as the dense tensor it stands for up to this many elements
+# (128 MiB as int64); past it, densifying would cost memory the sample does not hold.
+SPARSE_DENSE_LIMIT = 1 << 24
+_SPARSE_LAYOUTS = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 
 TargetSelector = Callable[[Any], Any] | str | int | None
 
@@ -42,20 +50,39 @@ class LossMode(enum.Enum):
     BINARY = "binary"  # BCE losses: float targets in [0, 1]
 
 
+class TargetProblem(UsageError):
+    """No checkable target where the selector points (a missing key, a dict without labels, a
+    sparse target too large to densify or malformed). The guard reports it as an LG505
+    SampleError naming the sample; elsewhere (preflight) it is the UsageError it derives from."""
+
+
 def select_target(sample: Any, target: TargetSelector) -> Any:
     """The target of ``sample``: by ``target`` (a key, an index or a function) or by default.
 
     The default is the last element of a tuple/list, or the first of :data:`TARGET_KEYS` in a
-    dict; a target that is itself a dict (torchvision detection: boxes + labels) gives its
-    labels the same way.
+    dict. A target that is itself a dict (torchvision detection: boxes + labels) gives its
+    labels the same way, and a list of annotation dicts (COCO's, as torchvision's
+    CocoDetection returns them) the class of each object (:data:`OBJECT_CLASS_KEYS`).
+
+    Raises:
+        TargetProblem: no target where ``target`` points, or an object without a class.
     """
     if callable(target):
-        return target(sample)
-    if target is not None:
-        return sample[target]
-    found = _default_target(sample)
+        found = target(sample)
+    elif target is not None:
+        try:
+            found = sample[target]
+        except (KeyError, IndexError, TypeError):
+            raise TargetProblem(
+                f"no target at {target!r} in a sample of type {type(sample).__name__}"
+                + (f" with keys {shorten(sorted(map(str, sample)), 12)}" if isinstance(sample, Mapping) else "")
+            ) from None
+    else:
+        found = _default_target(sample)
     if isinstance(found, Mapping):
         found = _default_target(found)
+    elif isinstance(found, (list, tuple)) and found and all(isinstance(o, Mapping) for o in found):
+        found = _object_classes(found)
     return found
 
 
@@ -64,16 +91,33 @@ def _default_target(sample: Any) -> Any:
         for key in TARGET_KEYS:
             if key in sample:
                 return sample[key]
-        raise UsageError(
-            f"no target in a sample dict with keys {sorted(map(str, sample))[:12]}: "
+        raise TargetProblem(
+            f"no target in a sample dict with keys {shorten(sorted(map(str, sample)), 12)}: "
             f"expected one of {', '.join(TARGET_KEYS)}; pass target='<key>' or a function"
         )
     if isinstance(sample, (tuple, list)) and len(sample) >= 2:
         return sample[-1]
-    raise UsageError(
+    raise TargetProblem(
         f"cannot tell the target in a sample of type {type(sample).__name__}: "
         "pass target=<key, index or function>"
     )
+
+
+def _object_classes(objects: Sequence[Mapping]) -> torch.Tensor | list:
+    """The class of each annotation dict, in order (one tensor when they are tensors)."""
+    classes = []
+    for position, annotation in enumerate(objects):
+        key = next((k for k in OBJECT_CLASS_KEYS if k in annotation), None)
+        if key is None:
+            raise TargetProblem(
+                f"object {position} of {len(objects)} in the target has no class: a dict with keys "
+                f"{shorten(sorted(map(str, annotation)), 12)}, none of {', '.join(OBJECT_CLASS_KEYS)}; "
+                "pass target=<function> returning the class ids"
+            )
+        classes.append(annotation[key])
+    if all(isinstance(c, torch.Tensor) for c in classes):
+        return torch.cat([c.detach().reshape(-1).cpu() for c in classes])
+    return classes
 
 
 def select_input(sample: Any) -> Any:
@@ -93,7 +137,16 @@ _warned_unchecked: set[str] = set()
 
 def as_array(value: Any) -> np.ndarray | None:
     """A numpy view of a CPU target; None (logged once) when it cannot be read without a copy
-    from an accelerator or is not numeric."""
+    from an accelerator or is not numeric.
+
+    A sparse tensor gives its dense values (:data:`SPARSE_DENSE_LIMIT`), a quantized one its
+    real values, a half-precision one float32 (numpy has no bfloat16, and the value rules
+    compare with limits float16 cannot hold): :func:`dtype_name` names what the target held.
+
+    Raises:
+        TargetProblem: a sparse target past :data:`SPARSE_DENSE_LIMIT` elements, or one whose
+            indices do not fit its shape.
+    """
     if isinstance(value, torch.Tensor):
         if value.device.type != "cpu":
             _warn_once(
@@ -103,11 +156,20 @@ def as_array(value: Any) -> np.ndarray | None:
             )
             return None
         value = value.detach()
+        if value.layout in _SPARSE_LAYOUTS:
+            value = _densified(value)
+        if value.is_quantized:
+            value = value.dequantize()
         if value.dtype in (torch.float16, torch.bfloat16):
             value = value.float()
-        return value.numpy()
+        try:
+            return value.numpy()
+        except (TypeError, RuntimeError):  # a layout or dtype numpy cannot hold (nested, complex32...)
+            _warn_once(f"tensor-{value.dtype}-{value.layout}",
+                       f"targets of dtype {dtype_name(value)} and layout {value.layout} are not checked")
+            return None
     if isinstance(value, np.ndarray):
-        return value
+        return value.astype(np.float32) if value.dtype == np.float16 else value
     if isinstance(value, (bool, int, float, np.generic)):
         return np.asarray(value)
     if hasattr(value, "__array_interface__") or isinstance(value, (list, tuple)):
@@ -119,6 +181,52 @@ def as_array(value: Any) -> np.ndarray | None:
             return array
     _warn_once(type(value).__name__, f"targets of type {type(value).__name__} are not checked")
     return None
+
+
+def _densified(value: torch.Tensor) -> torch.Tensor:
+    """The dense tensor a sparse target stands for, when it is small enough to build and
+    well formed (torch does not check a sparse tensor's indices unless asked, and densifying
+    one whose indices lie outside its shape drops values or writes outside the result)."""
+    described = f"a sparse target ({value.layout}) of shape {tuple(value.shape)}"
+    if value.numel() > SPARSE_DENSE_LIMIT:
+        raise TargetProblem(
+            f"{described}: {value.numel()} elements, too many to check as dense (at most "
+            f"{SPARSE_DENSE_LIMIT}); losses take dense targets, so densify it in the dataset, or pass "
+            "target=<function> returning the part to check"
+        )
+    try:
+        _check_sparse_invariants(value)
+    except RuntimeError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TargetProblem(f"{described} is malformed: {reason}") from None
+    return value.to_dense()
+
+
+def _check_sparse_invariants(value: torch.Tensor) -> None:
+    """RuntimeError when the indices of a sparse tensor do not fit its shape."""
+    layout = value.layout
+    if layout == torch.sparse_coo:
+        torch.sparse_coo_tensor(value._indices(), value._values(), value.shape, check_invariants=True)
+        return
+    if layout in (torch.sparse_csr, torch.sparse_bsr):
+        compressed, plain = value.crow_indices(), value.col_indices()
+    else:
+        compressed, plain = value.ccol_indices(), value.row_indices()
+    torch.sparse_compressed_tensor(compressed, plain, value.values(), value.shape, layout=layout,
+                                   check_invariants=True)
+
+
+def dtype_name(value: Any) -> str | None:
+    """The dtype of a tensor or array as messages name it ("bfloat16", "quint8", "int64")."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return None
+    return str(dtype).removeprefix("torch.")
+
+
+def _quantized(dtype: str) -> bool:
+    """True for the name of a quantized dtype (qint8, quint8, qint32, quint4x2...)."""
+    return dtype.startswith(("qint", "quint"))
 
 
 def _warn_once(key: str, message: str) -> None:
@@ -168,20 +276,22 @@ class TargetRules:
             return False
         return array.dtype.kind != "f" or bool(np.array_equal(array, np.floor(array)))
 
-    def check(self, display: str | None, array: np.ndarray) -> list[Finding]:
-        """Every finding about one target array (errors first)."""
+    def check(self, display: str | None, array: np.ndarray, dtype: str | None = None) -> list[Finding]:
+        """Every finding about one target array (errors first); ``dtype`` names the target's
+        own dtype when the array had to take another (bfloat16, quantized: see as_array)."""
+        dtype = dtype or str(array.dtype)
         if array.dtype.kind not in "biuf":
             return [TARGET_DTYPE.finding(
-                display, f"target dtype {array.dtype} holds no numbers",
-                dtype=str(array.dtype),
+                display, f"target dtype {dtype} holds no numbers",
+                dtype=dtype,
             )]
         if self.mode is LossMode.BINARY:
-            return _binary_findings(display, array, self.loss_name or "BCE loss")
-        findings = self._dtype_findings(display, array)
+            return _binary_findings(display, array, self.loss_name or "BCE loss", dtype)
+        findings = self._dtype_findings(display, array, dtype)
         if array.ndim >= 2:
             found, values, _ = value_findings(display, array, self.spec)
         else:
-            found, values = _id_findings(display, array, self.spec)
+            found, values = _id_findings(display, array, self.spec, dtype)
         findings.extend(found)
         if self.mode is LossMode.ONE_HOT:
             present = [v for v in values.tolist() if self.spec.is_ignored(v)]
@@ -189,20 +299,22 @@ class TargetRules:
                 findings.insert(0, one_hot_finding(display, present, self.loss_name))
         return sorted(findings, key=lambda f: -f.severity)
 
-    def _dtype_findings(self, display: str | None, array: np.ndarray) -> list[Finding]:
-        if self.loss_name is None or array.dtype == np.int64:
+    def _dtype_findings(self, display: str | None, array: np.ndarray, dtype: str) -> list[Finding]:
+        if self.loss_name is None or dtype == "int64":
             return []
         loss = self.loss_name
-        if array.dtype.kind == "f":
+        if _quantized(dtype):
+            why = f"{loss} takes no quantized tensor"
+        elif array.dtype.kind == "f":
             why = f"{loss} reads float targets as class probabilities"
         else:
             why = f"{loss} needs int64 class indices"
         return [TARGET_DTYPE.finding(
             display,
-            f"target dtype {array.dtype} for {loss}: {why} "
+            f"target dtype {dtype} for {loss}: {why} "
             f"(\"expected target dtype to be Long\")",
             hint="Return class-index targets as int64: torch.as_tensor(mask, dtype=torch.long).",
-            dtype=str(array.dtype),
+            dtype=dtype,
         )]
 
 
@@ -244,8 +356,10 @@ def _ignore_tuple(ignore_index: int | Sequence[int] | None) -> tuple[int, ...]:
     return tuple(int(v) for v in ignore_index)
 
 
-def _id_findings(display: str | None, array: np.ndarray, spec: LabelSpec) -> tuple[list[Finding], np.ndarray]:
-    """LG204/LG102/LG103 on class ids (a scalar or a 1-D vector of targets)."""
+def _id_findings(
+    display: str | None, array: np.ndarray, spec: LabelSpec, dtype: str
+) -> tuple[list[Finding], np.ndarray]:
+    """LG204/LG102/LG103 on class ids (a scalar or a 1-D vector of targets) of dtype ``dtype``."""
     findings: list[Finding] = []
     flat = array.reshape(-1)
     if flat.dtype.kind == "f":
@@ -263,7 +377,7 @@ def _id_findings(display: str | None, array: np.ndarray, spec: LabelSpec) -> tup
                 parts.append(f"{non_finite} NaN/Inf")
             findings.append(NON_INTEGER.finding(
                 display,
-                f"{' and '.join(parts)} in a {flat.dtype} target; class ids must be whole numbers",
+                f"{' and '.join(parts)} in a {dtype} target; class ids must be whole numbers",
                 hint="Return integer class ids (int64); a NaN id usually comes from a failed "
                 "lookup or a division in the dataset code.",
                 non_integer=fractional, non_finite=non_finite, examples=examples,
@@ -323,14 +437,14 @@ def one_hot_finding(display: str | None, present: list[int], loss_name: str | No
     )
 
 
-def _binary_findings(display: str | None, array: np.ndarray, loss: str) -> list[Finding]:
-    if array.dtype.kind != "f":
+def _binary_findings(display: str | None, array: np.ndarray, loss: str, dtype: str) -> list[Finding]:
+    if array.dtype.kind != "f" or _quantized(dtype):
         return [TARGET_DTYPE.finding(
             display,
-            f"target dtype {array.dtype} for {loss}: BCE losses need float targets "
+            f"target dtype {dtype} for {loss}: BCE losses need float targets "
             "(\"Found dtype Long but expected Float\")",
             hint="Return the target as float: torch.as_tensor(mask, dtype=torch.float32).",
-            dtype=str(array.dtype),
+            dtype=dtype,
         )]
     findings = []
     finite = np.isfinite(array)

@@ -25,6 +25,8 @@ from labelguard.torch._targets import (
     LossMode,
     TargetRules,
     TargetSelector,
+    as_array,
+    dtype_name,
     errors_of,
     sample_error,
     select_target,
@@ -134,7 +136,10 @@ class LabelGuardCallback(pl.Callback):
         target = select_target(batch, self.target)
         if not isinstance(target, torch.Tensor) or tensor_target_ok(target, self._rules.spec):
             return
-        errors = errors_of(self._rules.check(None, target.detach().cpu().numpy()))
+        array = as_array(target.detach().cpu())
+        if array is None:
+            return
+        errors = errors_of(self._rules.check(None, array, dtype_name(target)))
         if errors:
             raise sample_error(errors[0], where=where, index=None, source=None,
                                expected=self._rules.expected())
