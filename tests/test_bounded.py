@@ -140,6 +140,9 @@ def test_an_image_saved_as_a_label_is_counted_with_a_bounded_summary(tmp_path):
     assert report.to_dict()["summary"]["values_capped"] == {"kept": 2048, "other_pixels": summary.capped_pixels}
     [outside] = [f for f in report.findings if f.code == "LG201"]
     assert "and 249989 more values are outside [0, 3)" in outside.message  # the file's own finding is exact
+    # Its data lists the first values and counts them all: a report stays small.
+    assert len(outside.data["values"]) == len(outside.data["counts"]) == 1000
+    assert outside.data["distinct"] == 249_997 and outside.data["pixels"] == 1_000_000 - 12
     assert peak < PEAK_LIMIT, f"peak {peak / 2**20:.0f} MiB"
 
 

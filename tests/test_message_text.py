@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from labelguard.core.text import noun, plural, shorten, show_name, verb
+from labelguard.core.text import did_you_mean, noun, plural, shorten, show_name, verb
 
 
 def test_plurals():
@@ -15,6 +15,14 @@ def test_plurals():
     assert plural(4, "class value") == "4 class values" and noun(1, "class value") == "class value"
     assert [verb(n, "is") for n in (1, 2)] == ["is", "are"]
     assert [verb(n, "occurs") for n in (1, 3)] == ["occurs", "occur"]
+    assert [verb(2, word) for word in ("applies", "matches", "fixes", "passes", "uses", "shares")] == [
+        "apply", "match", "fix", "pass", "use", "share"]
+
+
+def test_did_you_mean():
+    assert did_you_mean(["dog"]) == "; did you mean 'dog'?"
+    assert did_you_mean(["dog", "dog "]) == "; did you mean 'dog' or 'dog '?"
+    assert did_you_mean([]) == ""
 
 
 def test_shorten():

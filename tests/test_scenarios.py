@@ -33,7 +33,8 @@ def test_scenario_3_swin_unet_labels_0_1_2_with_nclass_2(tmp_path):
     assert len(lg201) == 6  # one per file
     for finding in lg201:
         with np.load(finding.path) as sample:
-            assert finding.data == {"values": [2], "counts": [int((sample["label"] == 2).sum())]}
+            twos = int((sample["label"] == 2).sum())
+            assert finding.data == {"values": [2], "counts": [twos], "distinct": 1, "pixels": twos}
         assert "num_classes must be 3" in finding.hint
     result = cli("audit", str(data), "--list", str(listing), "--num-classes", "2")
     assert result.exit_code == 1

@@ -17,7 +17,7 @@ from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, R
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
-from labelguard.core.text import plural
+from labelguard.core.text import plural, verb
 from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
 from labelguard.layouts.pairing import describe_contents
@@ -271,7 +271,7 @@ def _refuse_options_that_do_not_apply(options: AuditOptions, discoveries: list) 
         columns = [flag for flag, value in (("--path-column", options.path_column),
                                             ("--label-column", options.label_column)) if value]
         if columns and discovery.layout not in TABLE_LAYOUTS:
-            raise OptionError(f"{' and '.join(columns)} appl{'y' if len(columns) > 1 else 'ies'} to a CSV/TSV "
+            raise OptionError(f"{' and '.join(columns)} {verb(len(columns), 'applies')} to a CSV/TSV "
                               f"table, but {where}")
         if options.lists and discovery.layout not in LIST_LAYOUTS:
             raise OptionError(f"--list selects files of a mask, VOC or YOLO dataset, but {where}, which names its "

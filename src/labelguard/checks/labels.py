@@ -29,7 +29,7 @@ from typing import Iterable, Sequence
 from labelguard.checks.classes import ID_TOO_LARGE, NEGATIVE_ID, UNKNOWN_CLASS
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import LISTED, noun, plural, shorten, verb
+from labelguard.core.text import LISTED, did_you_mean, noun, plural, shorten, verb
 
 PLACES_KEPT = 50
 PLACES_SHOWN = 5
@@ -82,7 +82,7 @@ def name_findings(
     for name, indices in by_name.items():
         where = _places(indices, places)
         suggestions = spec.closest_classes(name)
-        guess = f"; did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        guess = did_you_mean(suggestions)
         findings.append(UNKNOWN_CLASS.finding(
             display,
             f"class {name!r} is not one of the {n} classes of the spec ({_where(unit, where)}){guess}",

@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from labelguard.core.text import noun
 from labelguard.errors import SpecError
 
 IGNORE_REDUCED = 255  # mmsegmentation's reduce_zero_label sends 0 here
@@ -508,7 +509,7 @@ class LabelSpec:
         if unknown:
             where = f" in {source}" if source else ""
             raise SpecError(
-                f"unknown label spec key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}{where}; "
+                f"unknown label spec {noun(len(unknown), 'key')} {', '.join(unknown)}{where}; "
                 f"known keys: {', '.join(sorted(known))}"
             )
         ignore = data.get("ignore_index", data.get("ignore"))

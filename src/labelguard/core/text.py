@@ -57,6 +57,10 @@ def verb(n: int, singular: str) -> str:
         return singular
     if singular in _IRREGULAR:
         return _IRREGULAR[singular]
+    if singular.endswith("ies"):
+        return singular[:-3] + "y"  # applies -> apply
+    if singular.endswith(("ches", "shes", "sses", "xes", "zes")):
+        return singular[:-2]  # matches -> match
     return singular[:-1] if singular.endswith("s") else singular
 
 
@@ -142,3 +146,9 @@ def spans(ids: list[int]) -> str:
         gaps = [v for before, after in zip(runs, runs[1:]) for v in range(before[1] + 1, after[0])]
         return f"{ids[0]}..{ids[-1]} except {', '.join(str(g) for g in gaps)}"
     return ", ".join(parts[:4]) + f", ... {ids[-1]}"
+
+
+def did_you_mean(suggestions: Iterable[str]) -> str:
+    """"; did you mean 'dog' or 'dogs'?" for the closest allowed names, "" when there are none."""
+    names = [repr(name) for name in suggestions]
+    return f"; did you mean {' or '.join(names)}?" if names else ""

@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import shorten
 from labelguard.fix.base import FixResult, load_report, parse_name_map, parse_value_map, report_paths
 from labelguard.fix.journal import FixError
 from labelguard.fix.masks import (
@@ -152,9 +153,8 @@ def colors(
 
     def transform(label_file: LabelFile):
         indices, per_color = colors_to_indices(label_file.array, table, unmapped)
-        shown = ", ".join(f"({c}) -> {i} ({n} px)" for c, (i, n) in list(per_color.items())[:8])
-        more = f" and {len(per_color) - 8} more" if len(per_color) > 8 else ""
-        return indices.astype(np.int64), f"{shown}{more}", {"colors": per_color}
+        shown = shorten(per_color.items(), 8, lambda item: f"({item[0]}) -> {item[1][0]} ({item[1][1]} px)")
+        return indices.astype(np.int64), shown, {"colors": per_color}
 
     return run_mask_fix("colors", dataset, opener, transform, apply=apply, out=out, command="fix colors",
                         audit_color_map=color_map if isinstance(color_map, ColorMap) else None, force=force)

@@ -34,6 +34,7 @@ from labelguard._audit import dataset_spec
 from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult
+from labelguard.core.text import plural, verb
 from labelguard.errors import MissingDependency
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, CannotFix, FileChange, FixResult
 from labelguard.fix.journal import FixError, Run, copy_file, fsync_file, resolves_inside
@@ -135,7 +136,7 @@ def in_place_refusal(path: str, root: str, force: bool = False) -> str | None:
         return "not a regular file (a named pipe, socket or device)"
     if status.st_nlink > 1 and not force:
         others = status.st_nlink - 1
-        return (f"{others} other hard link{'s' if others > 1 else ''} share this file; replacing it would leave "
+        return (f"{plural(others, 'other hard link')} {verb(others, 'shares')} this file; replacing it would leave "
                 "them with the old bytes: pass --force to replace this name only")
     if not status.st_mode & 0o222 and not force:
         return (f"read-only (mode {stat.filemode(status.st_mode)}); pass --force to replace it anyway "
@@ -307,8 +308,8 @@ def error_amounts(result: FileResult) -> dict[str, int]:
     found: dict[str, int] = {}
     for finding in result.findings:
         if finding.severity >= Severity.ERROR:
-            if finding.code == "LG201" and finding.data.get("counts"):
-                amount = sum(finding.data["counts"])
+            if finding.code == "LG201" and finding.data.get("pixels") is not None:
+                amount = int(finding.data["pixels"])
             else:
                 amount = int(finding.data.get("count") or 1)
             found[finding.code] = found.get(finding.code, 0) + amount

@@ -22,6 +22,7 @@ from typing import Sequence
 from labelguard import layouts
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
+from labelguard.core.text import plural, shorten, verb
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult
 from labelguard.fix.engine import Edit, apply_edits, data_root, dataset_specs, in_place_refusal, worse
 from labelguard.fix.journal import FixError, Run
@@ -141,9 +142,8 @@ def _plan_one(task: FileTask, target: str, root: str, claimed: dict[str, set[str
     held = claimed.setdefault(key, set(os.path.relpath(f, target) for f in _files_under(target)))
     clashes = [r for r in relative if r in held]
     if clashes:
-        listed = ", ".join(clashes[:5]) + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
-        return FileChange(shown, SKIPPED, f"cannot merge {name!r} into {new!r}: {len(clashes)} file name"
-                          f"{'s' if len(clashes) > 1 else ''} exist in both ({listed}); rename them first",
+        return FileChange(shown, SKIPPED, f"cannot merge {name!r} into {new!r}: {plural(len(clashes), 'file name')} "
+                          f"{verb(len(clashes), 'exists')} in both ({shorten(clashes)}); rename them first",
                           details={"clashes": clashes})
     if not files:
         return FileChange(shown, UNCHANGED, f"class folder {name!r} holds no files; nothing to merge")

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+from labelguard.core.text import noun, shorten
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report
 from labelguard.fix.engine import (
     FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
@@ -201,8 +202,7 @@ def _plan(path: str, root: str | None, drop_missing: bool) -> _ListPlan:
         problems = {name: lines for name, lines in problems.items() if lines}
     if missing:
         problems["missing"] = [e.line for e in missing]
-    parts = [f"{name} on line{'s' if len(lines) > 1 else ''} {', '.join(str(n) for n in lines[:5])}"
-             + (f" and {len(lines) - 5} more" if len(lines) > 5 else "") for name, lines in problems.items()]
+    parts = [f"{name} on {noun(len(lines), 'line')} {shorten(lines)}" for name, lines in problems.items()]
     parts += [f"line {n} starts with '#' but names a file; kept" for n in kept[:5]]
     summary = (f"{len(listing.entries) + len(listing.problems.get('duplicate', []))} -> {len(entries)} entries; "
                + "; ".join(parts or ["the last newline"]))
@@ -246,10 +246,9 @@ def _drops_existing(missing: list[ListEntry], root: str, list_dir: str, total: i
         index = _FileIndex(scope)
         existing = [(e, found) for e in missing if (found := _answering_entry(e, index, list_dir)) is not None]
         if existing:
-            shown = ", ".join(f"line {e.line} {e.text!r} ({display_path(found)})" for e, found in existing[:3])
-            more = f" and {len(existing) - 3} more" if len(existing) > 3 else ""
+            shown = shorten(existing, 3, lambda item: f"line {item[0].line} {item[0].text!r} ({display_path(item[1])})")
             return (f"{len(existing)} of the {len(missing)} entries it would drop have files outside the root "
-                    f"{display_path(root)}: {shown}{more}; pass the root those entries are relative to (--root), "
+                    f"{display_path(root)}: {shown}; pass the root those entries are relative to (--root), "
                     "or --keep-missing")
     if missing and len(missing) == total:
         return (f"every one of the {total} entries would be dropped (no file answers to any); pass the dataset "

@@ -51,7 +51,7 @@ from functools import partial
 from typing import Any, Callable, Container, Sequence, TypeVar
 
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
-from labelguard.core.text import SHOWN, plural, shorten
+from labelguard.core.text import SHOWN, plural, shorten, verb
 from labelguard.core.findings import Finding
 from labelguard.readers.base import ReadError, read_bytes, read_head
 from labelguard.readers.lists import ListFile, parse_list
@@ -242,7 +242,7 @@ class Pairing:
             return []
         label, images = next(iter(sorted(self.ambiguous.items())))
         count = len(self.ambiguous)
-        return [f"{count} {what}{'s' if count > 1 else ''} match{'' if count > 1 else 'es'} several "
+        return [f"{plural(count, what)} {verb(count, 'matches')} several "
                 f"images by name (e.g. {display_path(label)}: {', '.join(display_path(i) for i in images[:3])}); "
                 "their image sizes are not compared"]
 
@@ -1134,7 +1134,7 @@ def describe_contents(root: str) -> str:
                 entries = sum(1 for line in read_bytes(root, "list").splitlines() if line.strip())
             except ReadError:
                 return f"the file {display_path(root)}, which cannot be read"
-            return f"the list {display_path(root)} with {entries} entr{'y' if entries == 1 else 'ies'}"
+            return f"the list {display_path(root)} with {plural(entries, 'entry')}"
         return f"the file {display_path(root)}"
     if not os.path.isdir(root):
         return missing_reason(root)
@@ -1153,9 +1153,9 @@ def describe_contents(root: str) -> str:
     parts = []
     for ext, count in ranked[:_KINDS_SHOWN]:
         kind = "image" if ext in IMAGE_EXTENSIONS else "file"
-        parts.append(f"{count} {ext or 'extension-less'} {kind}{'s' if count > 1 else ''}")
+        parts.append(plural(count, f"{ext or 'extension-less'} {kind}"))
     rest = sum(count for _, count in ranked[_KINDS_SHOWN:])
     if rest:
-        parts.append(f"{rest} other file{'s' if rest > 1 else ''}")
+        parts.append(plural(rest, "other file"))
     text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return ("at least " if sum(counts.values()) >= _DESCRIBE_LIMIT else "") + text

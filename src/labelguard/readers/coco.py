@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from labelguard.core.records import NO_ID, Problem
-from labelguard.core.text import clipped
+from labelguard.core.text import clipped, plural
 from labelguard.readers.base import ReadError, open_regular, read_head
 
 CHUNK = 1 << 20
@@ -488,7 +488,7 @@ class _Builder:
                                  f"{place} has segmentation[{number}] with {len(polygon)} coordinates")
                 elif len(polygon) < 6:
                     self.record.small_polygons.add(place, f"{place} has segmentation[{number}] with "
-                                                          f"{len(polygon) // 2} point{'s' if len(polygon) != 2 else ''}")
+                                                          f"{plural(len(polygon) // 2, 'point')}")
             return
         if type(seg) is dict:
             size, counts = seg.get("size"), seg.get("counts")

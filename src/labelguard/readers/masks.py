@@ -21,6 +21,7 @@ from PIL import (BmpImagePlugin, GifImagePlugin, Image, ImageFile, JpegImagePlug
 
 from labelguard._optional import require
 from labelguard.core.records import MaskRecord
+from labelguard.core.text import plural
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
 from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds,
                                      open_regular, read_bytes, read_head, sniff)
@@ -298,7 +299,7 @@ def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
     finally:
         logger.removeHandler(problems)
     if problems.messages:
-        raise ReadError(f"truncated or damaged TIFF ({pages} page{'s' if pages != 1 else ''} readable): "
+        raise ReadError(f"truncated or damaged TIFF ({plural(pages, 'page')} readable): "
                         f"{problems.messages[0]}")
     return MaskRecord(array=np.asarray(array), container="tiff", declared=declared, mode=str(array.dtype))
 

@@ -23,7 +23,7 @@ from labelguard.checks.labels import PLACES_KEPT, name_findings
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import plural, spans
+from labelguard.core.text import did_you_mean, plural, spans
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
 from labelguard.rules._objects import sample
 
@@ -167,7 +167,7 @@ def names_missing_from_the_reference(record: AnnotationRecord, spec: LabelSpec):
         where = rows[labels[rows] == value]
         shown = [record.where(int(r)) for r in where[:PLACES_KEPT]]
         suggestions = reference_spec.closest_classes(name)
-        guess = f"; did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        guess = did_you_mean(suggestions)
         findings.append(UNKNOWN_CLASS.finding(
             record.display,
             f"category {name!r} (id {value}) is not among the {len(table.reference)} categories of "
@@ -189,7 +189,7 @@ def class_folder_not_in_the_spec(record: AnnotationRecord, spec: LabelSpec):
             or folder.name in spec.classes:
         return ()
     suggestions = spec.closest_classes(folder.name)
-    guess = f"; did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+    guess = did_you_mean(suggestions)
     where = f" in {folder.split}/" if folder.split else ""
     return (UNKNOWN_CLASS.finding(
         record.display,

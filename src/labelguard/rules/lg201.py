@@ -11,9 +11,13 @@ from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import noun
+from labelguard.core.text import noun, plural, shorten, verb
 from labelguard.core.values import violations
 from labelguard.rules._analysis import IMAGE_TOP_VALUES
+
+# Out-of-spec values a finding's data lists (an image saved as a label has millions); its
+# ``distinct`` and ``pixels`` count them all.
+VALUES_KEPT = 1000
 
 VALUE_OUTSIDE_SPEC = define(
     "LG201", "mask-value-outside-spec", "error",
@@ -73,9 +77,8 @@ def colors_not_in_map(sample: MaskSample, spec: LabelSpec):
     if os.path.exists(source):
         from labelguard.layouts.base import display_path  # here, not above: the layouts import the rules
         source = display_path(source)
-    listing = ", ".join(f"{c} in {n} pixels" for c, n in sorted(unmapped.items(), key=lambda i: -i[1])[:6])
-    more = f" and {len(unmapped) - 6} more" if len(unmapped) > 6 else ""
-    message = (f"colour{'s' if len(unmapped) > 1 else ''} {listing}{more} not in the colour map "
+    listing = shorten(sorted(unmapped.items(), key=lambda i: -i[1]), 6, lambda item: f"{item[0]} in {plural(item[1], 'pixel')}")
+    message = (f"{noun(len(unmapped), 'colour')} {listing} not in the colour map "
                f"({source}, {len(color_map.colors)} colours)")
     extra = {}
     if sample.looks_like_image:
@@ -115,11 +118,10 @@ def outside_spec(display: str, bad, spec: LabelSpec, value_name: str = "label va
     # bad.values are what the loss sees; the finding names the stored value as the summary
     # and the report do.
     stored = bad.stored
-    pairs = ", ".join(
-        f"{s}{f' ({v} after reduce_zero_label)' if s != v else ''} in {c} pixel{'s' if c != 1 else ''}"
-        for s, v, c in zip(stored[:8], bad.values[:8], bad.counts[:8]))
-    more = f" and {len(bad.values) - 8} more {noun(len(bad.values) - 8, 'value')}" if len(bad.values) > 8 else ""
-    plural = "s" if len(bad.values) > 1 else ""
+    pairs = shorten(zip(stored, bad.values, bad.counts), 8, lambda item: (
+        f"{item[0]}{f' ({item[1]} after reduce_zero_label)' if item[0] != item[1] else ''} in "
+        f"{plural(item[2], 'pixel')}"), total=len(bad.values), what="value")
+    distinct = len(bad.values)
     n = spec.effective_num_classes
     highest = max(bad.values)
     hints = []
@@ -132,11 +134,12 @@ def outside_spec(display: str, bad, spec: LabelSpec, value_name: str = "label va
                      f"--ignore-index {ignore_like[0]} and pass ignore_index={ignore_like[0]} to the loss")
     hints.append("or remap the values (`labelguard fix remap`)")
     message = (
-        f"{value_name}{plural} {pairs}{more} {'are' if plural else 'is'} outside {spec.describe()}. "
+        f"{noun(distinct, value_name)} {pairs} {verb(distinct, 'is')} outside {spec.describe()}. "
         "On a GPU this is the "
         "\"device-side assert triggered\" in cross_entropy"
     )
     return VALUE_OUTSIDE_SPEC.finding(
         display, message, hint="; ".join(hints).capitalize() + ".",
-        values=list(stored), counts=list(bad.counts),
+        values=list(stored[:VALUES_KEPT]), counts=list(bad.counts[:VALUES_KEPT]), distinct=distinct,
+        pixels=int(sum(bad.counts)),
     )

@@ -8,6 +8,7 @@ from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.summary import Summary
+from labelguard.core.text import plural, shorten
 from labelguard.rules.lg201 import LOOKS_LIKE_IMAGE
 
 COLOR_MASK = define(
@@ -46,10 +47,9 @@ def colors_without_map(sample: MaskSample, spec):
     if sample.colors is None:
         return ()
     colors = list(sample.colors.items())
-    shown = ", ".join(f"({c}) {n} px" for c, n in colors[:6])
-    more = f" and {sample.color_count - 6} more" if sample.color_count > 6 else ""
+    shown = shorten(colors, 6, lambda item: f"({item[0]}) {item[1]} px", total=sample.color_count)
     extra: dict = {}
-    message = (f"colour mask (mode {sample.record.mode}, {sample.color_count} colours: {shown}{more}) "
+    message = (f"colour mask (mode {sample.record.mode}, {plural(sample.color_count, 'colour')}: {shown}) "
                "where class-index masks are expected")
     hint = ("Declare the colour map (dataset_meta.json, labelmap.txt, --color-map FILE) or convert the masks "
             "(`labelguard fix colors`); the report proposes a colour -> index map.")
@@ -95,9 +95,9 @@ def rgb_among_palette_masks(summary: Summary, spec):
     examples = summary.palette_examples.get("voc", [])
     return [COLOR_MASK.finding(
         None,
-        f"{rgb} RGB mask{'s' if rgb != 1 else ''} ({', '.join(examples)}{'...' if rgb > len(examples) else ''}) "
-        f"among {palette} palette PNG{'s' if palette != 1 else ''} in a VOC layout: a VOC loader reads "
-        f"{'them' if rgb != 1 else 'it'} as (H, W, 3), not as class indices (labelguard decoded the colours "
+        f"{plural(rgb, 'RGB mask')} ({shorten(examples, len(examples), total=rgb)}) "
+        f"among {plural(palette, 'palette PNG')} in a VOC layout: a VOC loader reads "
+        "such a mask as (H, W, 3), not as class indices (labelguard decoded the colours "
         "through the VOC palette)",
         hint="Save them as palette (mode P) PNGs with the VOC palette (`labelguard fix colors`).",
         files=examples, rgb_masks=rgb, palette_masks=palette,

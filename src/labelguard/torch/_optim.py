@@ -9,6 +9,7 @@ from torch import nn
 
 from labelguard.checks.runtime import FROZEN_IN_OPTIMIZER
 from labelguard.core.findings import Finding
+from labelguard.core.text import shorten
 
 _LISTED = 8
 
@@ -82,10 +83,9 @@ def audit_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[
 
 def _listed(model: nn.Module, names: list[str]) -> str:
     """Parameter names with the type of the module holding them, the first few of them."""
-    parts = []
-    for name in names[:_LISTED]:
+    def named(name: str) -> str:
         owner = name.rpartition(".")[0]
         kind = type(model.get_submodule(owner)).__name__ if owner else type(model).__name__
-        parts.append(f"{name} ({kind})")
-    more = f" and {len(names) - _LISTED} more" if len(names) > _LISTED else ""
-    return ", ".join(parts) + more
+        return f"{name} ({kind})"
+
+    return shorten(names, _LISTED, named)

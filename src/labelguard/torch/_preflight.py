@@ -34,6 +34,7 @@ from labelguard.checks.runtime import HEAD_MISMATCH, INDEX_OUT_OF_TABLE
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.registry import get as get_check
 from labelguard.core.spec import IGNORE_REDUCED, LabelSpec
+from labelguard.core.text import plural
 from labelguard.errors import LabelError
 from labelguard.torch._targets import (
     TARGET_KEYS,
@@ -154,7 +155,7 @@ def preflight(
     if raise_on_error and report.errors:
         first = report.errors[0]
         raise PreflightError(
-            f"{first.code} preflight found {len(report.errors)} error(s):\n{report}",
+            f"{first.code} preflight found {plural(len(report.errors), 'error')}:\n{report}",
             code=first.code, report=report,
         )
     return report

@@ -21,7 +21,7 @@ from labelguard.checks.masks import GEOMETRY, NON_INTEGER, VALUE_OUTSIDE_SPEC, v
 from labelguard.checks.runtime import LOSS_DOMAIN, TARGET_DTYPE
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import shorten
+from labelguard.core.text import noun, plural, shorten, verb
 from labelguard.core.values import histogram, violations
 from labelguard.errors import UsageError
 from labelguard.torch._tensors import all_finite
@@ -371,7 +371,7 @@ def _id_findings(
             examples = np.unique(flat[finite & ~whole])[:5].tolist()
             parts = []
             if fractional:
-                parts.append(f"{fractional} class id{'s' if fractional > 1 else ''} not whole "
+                parts.append(f"{plural(fractional, 'class id')} not whole "
                              f"(e.g. {', '.join(f'{v:g}' for v in examples)})")
             if non_finite:
                 parts.append(f"{non_finite} NaN/Inf")
@@ -413,13 +413,11 @@ def _id_findings(
     return findings, values
 
 
-def _counted(noun: str, pairs: list[tuple[int, int]], total: int) -> str:
+def _counted(what: str, pairs: list[tuple[int, int]], total: int) -> str:
     if total == 1:
-        return f"{noun} {pairs[0][0]} is"
-    listed = ", ".join(f"{v} ({c} of {total})" for v, c in pairs[:8])
-    more = f" and {len(pairs) - 8} more" if len(pairs) > 8 else ""
-    verb = "are" if len(pairs) > 1 else "is"
-    return f"{noun}{'s' if len(pairs) > 1 else ''} {listed}{more} {verb}"
+        return f"{what} {pairs[0][0]} is"
+    listed = shorten(pairs, 8, lambda pair: f"{pair[0]} ({pair[1]} of {total})")
+    return f"{noun(len(pairs), what)} {listed} {verb(len(pairs), 'is')}"
 
 
 def one_hot_finding(display: str | None, present: list[int], loss_name: str | None) -> Finding:
