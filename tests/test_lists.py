@@ -201,3 +201,35 @@ def test_several_lists_are_unioned(tmp_path):
     write_list(listing, ["case0001_slice000", "case0001_slice001"])
     other = write_list(tmp_path / "lists" / "val.txt", ["case0001_slice001", "case0002_slice002"])
     assert run_list(data, listing, other).summary.samples == 3
+
+
+def image_mask_folders(root: Path) -> None:
+    """images/ + masks/ with one image that has no mask (c.png)."""
+    rng = np.random.default_rng(0)
+    for name in ("a", "b", "c"):
+        write_png(root / "images" / f"{name}.png", rng.integers(0, 255, (16, 16, 3), dtype=np.uint8))
+    for name in ("a", "b"):
+        write_png(root / "masks" / f"{name}.png", organic_mask((16, 16), (0, 1)))
+
+
+@pytest.mark.code("LG003", "fail")
+def test_a_list_naming_an_image_without_a_mask_never_audits_the_image_as_a_mask(tmp_path):
+    image_mask_folders(tmp_path)
+    write_list(tmp_path / "train.txt", ["images/a.png", "images/c.png"])
+    report = audit(tmp_path, LabelSpec(num_classes=2), options=AuditOptions(lists=(str(tmp_path / "train.txt"),)),
+                   workers=1)
+    assert [Path(f).name for f in report.files] == ["a.png"], report.files
+    assert all("images" not in Path(f).parts for f in report.files), report.files
+    [missing] = found(report, "LG003")
+    assert "images/c.png" in missing.message and "without a mask" in missing.message
+
+
+@pytest.mark.code("LG003", "pass")
+def test_a_list_naming_images_selects_their_masks(tmp_path):
+    image_mask_folders(tmp_path)
+    write_list(tmp_path / "train.txt", ["images/a.png", "images/b.png"])
+    report = audit(tmp_path, LabelSpec(num_classes=2), options=AuditOptions(lists=(str(tmp_path / "train.txt"),)),
+                   workers=1)
+    assert sorted(Path(f).name for f in report.files) == ["a.png", "b.png"]
+    assert all("masks" in Path(f).parts for f in report.files), report.files
+    assert not found(report, "LG003") and not found(report, "LG206")

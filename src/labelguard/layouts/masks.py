@@ -12,6 +12,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import replace
+from typing import Sequence
 
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.spec import LabelSpec, class_list_spec
@@ -121,10 +122,18 @@ def _spec_from_nnunet(labels: dict, path: str) -> LabelSpec:
 
 
 def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs: dict[str, str],
-            color_map: ColorMap | None, extra_dirs: list[str]) -> Discovery:
+            color_map: ColorMap | None, extra_dirs: list[str], images: Sequence[str] = ()) -> Discovery:
+    """The tasks of the masks (those ``--list`` selects), the dataset's spec and colour map.
+
+    ``images`` are the image files the layout found besides those ``pairs`` names: a list
+    entry naming an image selects its mask, never the image as a mask."""
     root = discovery.root
     if options.lists:
-        selection = select_from_lists(options.lists, root, masks, LIST_EXTENSIONS)
+        known_images = sorted(set(images) | set(pairs.values()))
+        masks_of = labels_by_image(pairs)
+        selection = select_from_lists(options.lists, root, [Role("mask", masks)], LIST_EXTENSIONS,
+                                      images=Role("image", known_images) if known_images else None,
+                                      label_of=lambda image: masks_of.get(image, ()))
         discovery.findings.extend(selection.findings)
         masks = selection.paths
         pairs = {**pairs, **selection.pairs}
@@ -185,7 +194,7 @@ def discover_paired(root: str, options: AuditOptions) -> Discovery:
     if image_root and not options.lists:
         discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
     color_map = _declared_color_map(options, _parents(mask_root, root), discovery)
-    return _finish(discovery, options, masks, pairs, color_map, [mask_root])
+    return _finish(discovery, options, masks, pairs, color_map, [mask_root], images)
 
 
 def flag_folder(root: str, folder: str | None) -> str | None:
@@ -222,7 +231,7 @@ register_layout("paired", 50, "image and mask folders paired by name")(discover_
 
 def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
     discovery = Discovery("nnunet", root)
-    masks, pairs = [], {}
+    masks, pairs, all_images = [], {}, []
     for split in ("Tr", "Ts"):
         label_dir = os.path.join(root, f"labels{split}")
         image_dir = os.path.join(root, f"images{split}")
@@ -234,9 +243,10 @@ def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
         if not options.lists and split == "Tr":
             discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
         masks.extend(split_masks)
+        all_images.extend(images)
         pairs.update(found)
     color_map = _declared_color_map(options, [root], discovery)
-    return _finish(discovery, options, masks, pairs, color_map, [])
+    return _finish(discovery, options, masks, pairs, color_map, [], all_images)
 
 
 discover_nnunet.detect = lambda root, options: os.path.isdir(os.path.join(root, "labelsTr"))
@@ -500,7 +510,7 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
     if camvid_split and color_map is not None and not os.path.exists(color_map.source):
         discovery.notes.append(f"{display_path(root)} is a CamVid label split: its colours are decoded "
                                "through the CamVid colours, as for the whole dataset")
-    return _finish(discovery, options, masks, pairs, color_map, [])
+    return _finish(discovery, options, masks, pairs, color_map, [], sorted(images))
 
 
 def _in_mask_dir(path: str, root: str) -> bool:

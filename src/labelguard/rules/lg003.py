@@ -4,7 +4,8 @@ COCO panoptic PNGs.
 
 The layout resolves the references (:class:`~labelguard.core.records.ImageReference`,
 :class:`~labelguard.core.records.ImageTable`, :class:`~labelguard.core.records.NamedFiles`);
-these rules judge them. Missing list entries are the pairing engine's (:func:`resolve_entry`).
+these rules judge them. Missing list entries are the pairing engine's
+(:func:`labelguard.layouts.pairing.entry_findings`).
 """
 
 from __future__ import annotations
