@@ -114,13 +114,16 @@ def summaries(draw):
         summary.unreadable += draw(st.integers(0, 1))
         summary.kinds[draw(st.sampled_from(["mask", "voc"]))] += 1
         summary.dtypes[draw(st.sampled_from(["L", "uint16"]))] += 1
+        for remark in draw(st.lists(st.sampled_from(["read through a link", "other"]), max_size=2)):
+            summary.add_remark(remark, path)
     return summary
 
 
 def state(summary: Summary) -> dict:
     return {**summary.to_dict(), "value_examples": summary.value_examples,
             "class_examples": summary.class_examples, "colors": dict(summary.colors),
-            "value_files": dict(summary.value_files), "value_pixels": dict(summary.value_pixels)}
+            "value_files": dict(summary.value_files), "value_pixels": dict(summary.value_pixels),
+            "remarks": dict(summary.remarks), "remark_examples": summary.remark_examples}
 
 
 @settings(max_examples=150, deadline=None)

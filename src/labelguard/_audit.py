@@ -17,7 +17,7 @@ from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, R
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
-from labelguard.core.text import plural, verb
+from labelguard.core.text import plural, shorten, verb
 from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
 from labelguard.layouts.pairing import describe_contents
@@ -208,6 +208,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
     notes = notes_head + [n for d in discoveries for n in d.notes]
+    notes.extend(_remark_notes(summary))
     notes.extend(_unused_option_notes(options, tasks, summary))
     distinct = any(other != effective or other.origins != effective.origins for other in specs[1:])
     for discovery, own_spec in zip(discoveries, specs):
@@ -276,6 +277,15 @@ def _refuse_options_that_do_not_apply(options: AuditOptions, discoveries: list) 
         if options.lists and discovery.layout not in LIST_LAYOUTS:
             raise OptionError(f"--list selects files of a mask, VOC or YOLO dataset, but {where}, which names its "
                               "files itself; audit the list's dataset, or drop --list")
+
+
+def _remark_notes(summary: Summary) -> list[str]:
+    """How files were read, where the report must say so (readers' remarks), with counts."""
+    notes = []
+    for remark, count in sorted(summary.remarks.items()):
+        examples = summary.remark_examples.get(remark, [])
+        notes.append(f"{plural(count, 'file')}: {remark} ({shorten(examples, len(examples), total=count)})")
+    return notes
 
 
 def _unused_option_notes(options: AuditOptions, tasks: list[FileTask], summary: Summary) -> list[str]:

@@ -166,7 +166,7 @@ def test_fix_refuses_hdf5_files_with_external_links_or_virtual_datasets_from_oth
     assert plain.exists()
 
 
-def test_the_audit_does_not_read_a_label_stored_in_another_file(tmp_path):
+def test_the_audit_does_not_read_a_label_stored_outside_the_files_folder(tmp_path):
     outside = tmp_path / "elsewhere" / "source.h5"
     linked, virtual = hdf5_with_links(tmp_path / "data", outside)
     os.unlink(outside)
@@ -177,6 +177,29 @@ def test_the_audit_does_not_read_a_label_stored_in_another_file(tmp_path):
     messages = [f["message"] for f in findings if f["code"] == "LG001"]
     assert any("external link" in m and "reads nothing outside" in m for m in messages)
     assert any("virtual dataset" in m for m in messages)
+
+
+@pytest.mark.code("LG001", "pass")
+def test_the_audit_reads_a_label_linked_from_a_file_beside_it_and_says_so(tmp_path):
+    import h5py
+
+    from labelguard._audit import audit
+
+    data = tmp_path / "data"
+    data.mkdir()
+    with h5py.File(data / "labels_store.h5", "w") as handle:
+        handle["label"] = binary_255_mask(1)
+    with h5py.File(data / "case.h5", "w") as handle:
+        handle["label"] = h5py.ExternalLink("labels_store.h5", "/label")
+    report = audit(str(data / "case.h5"), SPEC, workers=1, use_project_config=False)
+    assert "LG001" not in {f.code for f in report.findings}, [f.message for f in report.findings]
+    assert report.summary.value_pixels[255] > 0  # the label was read, through the link
+    assert any("HDF5 external link" in note and "case.h5" in note for note in report.notes), report.notes
+    # fix refuses the linking file all the same: it would write into the other file
+    result = remap(str(data / "case.h5"), "255:1", spec=SPEC, apply=True)
+    assert statuses(result)["case.h5"][0] == "refused"
+    with h5py.File(data / "labels_store.h5") as handle:
+        assert handle["label"][()].max() == 255
 
 
 def test_a_virtual_dataset_of_the_file_itself_is_fixed(tmp_path):

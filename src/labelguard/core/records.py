@@ -33,6 +33,8 @@ class MaskRecord:
         image_shape: the shape of the image stored in the same file (npz/HDF5 ``image``).
         key: the array key used in an NPZ/HDF5 file.
         image_key: the key of the image stored beside it, when there is one.
+        remark: how the label was read when the report should say so (through an HDF5
+            external link...): the report counts the files under each remark.
     """
 
     array: np.ndarray
@@ -43,6 +45,7 @@ class MaskRecord:
     image_shape: tuple[int, ...] | None = None
     key: str | None = None
     image_key: str | None = None
+    remark: str | None = None
 
     @property
     def lossy(self) -> bool:

@@ -50,6 +50,8 @@ class Summary:
             masks decoded through it, and a few of them.
         values_capped: more distinct mask values were found than are counted (twice
             :data:`VALUES_KEPT`); capped_pixels: the pixels of the values not counted.
+        remarks / remark_examples: how files were read when the report must say so (a
+            reader's remark) -> files, and a few of them.
     """
 
     samples: int = 0
@@ -68,6 +70,12 @@ class Summary:
     palette_examples: dict[str, list[str]] = field(default_factory=dict)
     values_capped: bool = False
     capped_pixels: int = 0
+    remarks: Counter = field(default_factory=Counter)
+    remark_examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add_remark(self, remark: str, path: str) -> None:
+        self.remarks[remark] += 1
+        self.remark_examples[remark] = _merge_examples(self.remark_examples.get(remark, []), [path])
 
     def add_palette_decoded(self, palette: str, path: str) -> None:
         self.palette_decoded[palette] += 1
@@ -134,6 +142,10 @@ class Summary:
             self.palette_decoded.update(other.palette_decoded)
             for palette, paths in other.palette_examples.items():
                 self.palette_examples[palette] = _merge_examples(self.palette_examples.get(palette, []), paths)
+        if other.remarks:
+            self.remarks.update(other.remarks)
+            for remark, paths in other.remark_examples.items():
+                self.remark_examples[remark] = _merge_examples(self.remark_examples.get(remark, []), paths)
         return self
 
     def merged(self, other: "Summary") -> "Summary":

@@ -347,17 +347,18 @@ def _read_npz(path: str, declared: str | None, key: str | None, image_key: str |
 
 def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str | None = None) -> MaskRecord:
     h5py = require("h5py", "read HDF5 masks")
+    remark = None
     try:
         with h5py.File(path, "r") as handle:
-            keys, broken = _hdf5_datasets(handle, h5py)
-            chosen = _pick_key(keys + list(broken), key, "HDF5 file")
+            keys, broken, external = _hdf5_datasets(handle, h5py, path)
+            chosen = _pick_key(keys + list(external) + list(broken), key, "HDF5 file")
             if chosen in broken:
                 raise ReadError(broken[chosen])
-            dataset = handle[chosen]
-            if dataset.shape is None:
-                raise ReadError(f"HDF5 dataset {chosen!r} has a null dataspace: it holds no array")
-            check_array(f"HDF5 dataset {chosen!r}", tuple(dataset.shape), dataset.dtype.itemsize, dataset.dtype)
-            array = np.asarray(dataset[()])
+            if chosen in external:
+                array = _read_external(h5py, chosen, *external[chosen])
+                remark = EXTERNAL_LABEL
+            else:
+                array = _read_dataset(handle[chosen], chosen)
             image_key = _image_key(keys, chosen, image_key, "HDF5 file")
             image_shape = tuple(handle[image_key].shape or ()) if image_key else None
     except ReadError:
@@ -365,15 +366,46 @@ def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str 
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as exc:
         raise ReadError(f"cannot read HDF5: {exc}") from None
     return MaskRecord(array=array, container="hdf5", declared=declared, mode=str(array.dtype),
-                      image_shape=image_shape, key=chosen, image_key=image_key)
+                      image_shape=image_shape, key=chosen, image_key=image_key, remark=remark)
+
+
+# Said of the files whose label an HDF5 external link holds (the audit reads it, fix refuses
+# to rewrite the file): the report counts them under this remark.
+EXTERNAL_LABEL = ("label read through an HDF5 external link to a file beside it (`labelguard fix` refuses "
+                  "to rewrite such files: fix the file the link names)")
+
+
+def _read_dataset(dataset, name: str) -> np.ndarray:
+    if dataset.shape is None:
+        raise ReadError(f"HDF5 dataset {name!r} has a null dataspace: it holds no array")
+    check_array(f"HDF5 dataset {name!r}", tuple(dataset.shape), dataset.dtype.itemsize, dataset.dtype)
+    return np.asarray(dataset[()])
+
+
+def _read_external(h5py, name: str, target: str, inner: str) -> np.ndarray:
+    """The dataset an external link ``name`` names: ``inner`` in ``target`` (a regular file
+    beside the linking one, checked before), every part of ``inner`` a plain member of that
+    file: a link that leads further is refused, not followed."""
+    with open_regular(target, "HDF5 file"):
+        pass  # a regular file, never a pipe or a device, before HDF5 opens it by name
+    with h5py.File(target, "r") as other:
+        node = other
+        parts = [part for part in inner.split("/") if part]
+        for depth, part in enumerate(parts):
+            link = node.get(part, getlink=True)
+            if not isinstance(link, h5py.HardLink):
+                raise ReadError(f"the HDF5 external link {name!r} leads to {'/'.join(parts[:depth + 1])!r} in "
+                                f"{os.path.basename(target)}, which is a link again: not followed")
+            node = node[part]
+        if not isinstance(node, h5py.Dataset) or node.is_virtual:
+            raise ReadError(f"the HDF5 external link {name!r} names {inner!r} in {os.path.basename(target)}, "
+                            "which is no plain dataset")
+        return _read_dataset(node, name)
 
 
 def _hdf5_elsewhere(handle, name: str, h5py) -> str | None:
-    """Where the data of ``name`` lives when not in this file (an external link, a virtual
-    dataset mapped from other files), or None."""
-    link = handle.get(name, getlink=True)
-    if isinstance(link, h5py.ExternalLink):
-        return f"{name!r} is an HDF5 external link to {link.filename}:{link.path}"
+    """The files a virtual dataset ``name`` is mapped from when they are not this file, or
+    None (external links are read or refused by :func:`_hdf5_datasets`)."""
     item = handle.get(name)
     if isinstance(item, h5py.Dataset) and item.is_virtual:
         files = sorted({source.file_name for source in item.virtual_sources() if source.file_name != "."})
@@ -382,15 +414,28 @@ def _hdf5_elsewhere(handle, name: str, h5py) -> str | None:
     return None
 
 
-def _hdf5_datasets(handle, h5py) -> tuple[list[str], dict[str, str]]:
+def _hdf5_datasets(handle, h5py, path: str) -> tuple[list[str], dict[str, str], dict[str, tuple[str, str]]]:
     """(names of the file's top-level datasets, name -> why for links that cannot be followed
-    or are not followed: external links and virtual datasets mapped from other files).
+    or are not followed, name -> (file, path) for external links that are read).
 
-    A soft link that loops (``label -> /label``, or ``a -> /b -> /a``) makes HDF5 give up
-    after its link limit; the link is named with its target, not read."""
-    datasets, broken = [], {}
+    An external link to a regular file in the linking file's folder (or below it) is read
+    by :func:`_read_external`; one that leaves that folder, and a virtual dataset mapped from
+    other files, is not: the audit reads nothing outside the files it was given. A soft link
+    that loops (``label -> /label``, or ``a -> /b -> /a``) makes HDF5 give up after its link
+    limit; the link is named with its target, not read."""
+    datasets, broken, external = [], {}, {}
     for name in handle.keys():
         try:
+            link = handle.get(name, getlink=True)
+            if isinstance(link, h5py.ExternalLink):
+                target = _external_target(path, link.filename)
+                if target is not None:
+                    external[name] = (target, link.path)
+                else:
+                    broken[name] = (f"{name!r} is an HDF5 external link to {link.filename}:{link.path}, outside "
+                                    "the folder of the file that links to it; labelguard reads nothing outside "
+                                    "the files it audits: audit that file")
+                continue
             elsewhere = _hdf5_elsewhere(handle, name, h5py)
             if elsewhere:
                 broken[name] = (f"{elsewhere}; labelguard reads nothing outside the file it audits: "
@@ -403,7 +448,19 @@ def _hdf5_datasets(handle, h5py) -> tuple[list[str], dict[str, str]]:
             loops = "too many links" in str(exc)
             broken[name] = (f"the HDF5 link {name!r}{target} cannot be followed: "
                             + ("it loops (soft links that lead back to themselves)" if loops else str(exc)))
-    return datasets, broken
+    return datasets, broken, external
+
+
+def _external_target(path: str, filename: str) -> str | None:
+    """The file an external link names, resolved against the linking file's folder with links
+    followed, when it is a regular file in that folder or below it; else None."""
+    folder = os.path.dirname(os.path.realpath(path))
+    if os.path.isabs(filename):
+        return None
+    target = os.path.realpath(os.path.join(folder, filename))
+    if not (target.startswith(folder + os.sep) and os.path.isfile(target)) or target == os.path.realpath(path):
+        return None
+    return target
 
 
 def _read_nifti(path: str, declared: str | None) -> MaskRecord:
@@ -511,7 +568,7 @@ def read_mask_image_array_shape(path: str, container: str) -> tuple[int, ...]:
     h5py = require("h5py", "read HDF5 images")
     try:
         with h5py.File(path, "r") as handle:
-            keys, broken = _hdf5_datasets(handle, h5py)
+            keys, broken, _ = _hdf5_datasets(handle, h5py, path)
             key = next((k for k in IMAGE_KEYS if k in keys), keys[0] if keys else None)
             if key is None:
                 raise ReadError(next(iter(broken.values()), "HDF5 file holds no datasets"))

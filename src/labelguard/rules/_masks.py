@@ -64,6 +64,8 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
         return
     summary.samples += 1
     summary.dtypes[sample.record.mode] += 1
+    if sample.record.remark:
+        summary.add_remark(sample.record.remark, task.display)
     start = len(findings)
     run_rules("mask", sample, spec, task.display, findings, errors)
     if sample.unusable:
