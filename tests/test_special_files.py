@@ -75,3 +75,17 @@ def test_a_device_given_as_path_is_refused_without_reading_it(tmp_path):
     assert "Traceback" not in done.stderr
     report = json.loads(done.stdout)
     assert any("not a regular file" in f["message"] for f in lg001(report))
+
+
+@pytest.mark.code("LG001", "fail")
+def test_a_pipe_in_an_imagefolder_tree_neither_blocks_detection_nor_the_audit(tmp_path):
+    from annotation_builders import imagefolder
+
+    imagefolder(tmp_path, {"cat": 3, "dog": 3}, ext=".png")
+    (tmp_path / "ant").mkdir()
+    os.mkfifo(tmp_path / "ant" / "a.png")  # the first class folder's only file: what detection samples
+    report = audit_json(str(tmp_path))
+    assert report["summary"]["samples"] >= 6
+    forced = audit_json(str(tmp_path), "--format", "imagefolder")
+    [pipe] = lg001(forced)
+    assert "a.png" in pipe["message"] and "not a regular file" in pipe["message"]

@@ -39,7 +39,7 @@ from labelguard.core.text import LISTED, noun, plural, shorten, verb
 from labelguard.errors import ColumnError
 from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
 from labelguard.layouts.references import resolve_names
-from labelguard.readers.base import ReadError, read_head, sniff
+from labelguard.readers.base import ReadError, open_regular, read_head, sniff
 from labelguard.readers.tabular import (
     TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table, read_text,
     sniff_layout,
@@ -325,7 +325,8 @@ def _looks_like_photo(path: str) -> bool:
         return True
     try:
         from PIL import Image
-        with Image.open(path) as image:
+        # Opened as a regular file: a named pipe among the class folders never blocks detection.
+        with open_regular(path, "image") as handle, Image.open(handle) as image:
             if image.mode in ("P", "1", "I", "I;16", "F"):
                 return False
             image.thumbnail((64, 64))
