@@ -196,3 +196,22 @@ def test_a_class_file_beside_a_table_is_marked_as_such(tmp_path):
     assert report.layouts == ["csv"] and [f.data["class"] for f in found(report, "LG101")] == ["bird"]
     assert report.spec.origin("classes").endswith("labels.txt beside the data")
     assert any("cannot vouch" in note for note in report.notes)
+
+
+@pytest.mark.code("LG203", "pass")
+def test_mask_datasets_side_by_side_are_each_decoded_through_their_own_colour_map(tmp_path):
+    from builders import write_dataset_meta
+
+    red, green = (200, 0, 0), (0, 200, 0)
+    mask = np.zeros((16, 16, 3), np.uint8)
+    mask[2:8, 2:8] = red
+    mask[9:14, 9:14] = green
+    write_dataset_meta(tmp_path / "a" / "dataset_meta.json", ["background", "car", "tree"], [(0, 0, 0), red, green])
+    write_dataset_meta(tmp_path / "b" / "dataset_meta.json", ["background", "tree"], [(0, 0, 0), green])
+    write_png(tmp_path / "a" / "masks" / "x.png", mask)
+    write_png(tmp_path / "b" / "masks" / "x.png", mask)
+    report = run(tmp_path)
+    assert "LG203" not in codes(report)
+    # b's map has no red: its mask's red pixels are a colour outside b's map, a's are not
+    outside = [f for f in report.findings if f.code == "LG201"]
+    assert [Path(f.path).parts[-3] for f in outside] == ["b"], [f.message for f in outside]

@@ -9,7 +9,7 @@ import numpy as np
 
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import shorten
-from labelguard.fix.base import FixResult, load_report, parse_name_map, parse_value_map, report_paths
+from labelguard.fix.base import CannotFix, FixResult, load_report, parse_name_map, parse_value_map, report_paths
 from labelguard.fix.journal import FixError
 from labelguard.fix.masks import (
     LabelFile, color_table, colors_to_indices, describe_counts, find_masks, open_color_file, open_label_file,
@@ -98,6 +98,16 @@ def remap(
                         command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
 
 
+def _load_map(color_map: "str | os.PathLike | dict | ColorMap") -> "dict | ColorMap":
+    """A colour map given as a file is read; a table or a ColorMap is used as it is."""
+    if isinstance(color_map, (str, os.PathLike)):
+        try:
+            return load_color_map(os.fspath(color_map))
+        except ReadError as exc:
+            raise FixError(f"colour map {color_map}: {exc}") from None
+    return color_map
+
+
 def colors(
     paths: PathsArg = None,
     color_map: "str | dict | ColorMap | None" = None,
@@ -130,34 +140,44 @@ def colors(
     report = load_report(from_report) if from_report else None
     paths = _paths(paths, report)
     dataset = find_masks(paths, spec, options)
-    if color_map is None and report is not None:
-        color_map = report["summary"].get("suggested_color_map")
-    if color_map is None:
-        color_map = dataset.color_map
-    if color_map is None:
-        from labelguard._audit import audit
+    given = _load_map(color_map) if color_map is not None else None
+    fallback = None
+    if given is None and any(own is None for own in dataset.color_maps.values()):
+        # Masks of a dataset that declares no colour map: the map the report or the audit
+        # proposes from their colours.
+        proposal = report["summary"].get("suggested_color_map") if report is not None else None
+        if proposal is None:
+            from labelguard._audit import audit
 
-        proposal = audit(paths, spec, options=options).suggested_color_map
-        if not proposal:
+            proposal = audit(paths, spec, options=options).suggested_color_map
+        if not proposal and all(own is None for own in dataset.color_maps.values()):
             raise FixError("no colour masks found to propose a map from; pass a colour map")
-        color_map = proposal
-    if isinstance(color_map, (str, os.PathLike)):
-        try:
-            color_map = load_color_map(os.fspath(color_map))
-        except ReadError as exc:
-            raise FixError(f"colour map {color_map}: {exc}") from None
-    table = color_table(color_map)
+        fallback = _load_map(proposal) if proposal else None
+    # A map the user gives applies to every mask; otherwise each dataset's own map, and the
+    # proposal for the masks of datasets that declare none.
+    maps = {path: next((m for m in (given, own, fallback) if m is not None), None)
+            for path, own in dataset.color_maps.items()}
+    tables: dict[int, object] = {}
+
+    def table_of(path: str):
+        chosen = maps.get(path)
+        if chosen is None:
+            raise CannotFix("no colour map for this file (its dataset declares none): pass a colour map")
+        if id(chosen) not in tables:
+            tables[id(chosen)] = color_table(chosen)
+        return tables[id(chosen)]
 
     def opener(path: str, key: str | None) -> LabelFile:
-        return open_color_file(path, table, mode)
+        return open_color_file(path, table_of(path), mode)
 
     def transform(label_file: LabelFile):
-        indices, per_color = colors_to_indices(label_file.array, table, unmapped)
+        indices, per_color = colors_to_indices(label_file.array, table_of(label_file.path), unmapped)
         shown = shorten(per_color.items(), 8, lambda item: f"({item[0]}) -> {item[1][0]} ({item[1][1]} px)")
         return indices.astype(np.int64), shown, {"colors": per_color}
 
     return run_mask_fix("colors", dataset, opener, transform, apply=apply, out=out, command="fix colors",
-                        audit_color_map=color_map if isinstance(color_map, ColorMap) else None, force=force)
+                        audit_color_maps={path: m if isinstance(m, ColorMap) else None for path, m in maps.items()},
+                        force=force)
 
 
 def rename(

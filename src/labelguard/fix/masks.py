@@ -549,13 +549,14 @@ class Dataset:
     against (its own dataset's: one dataset's spec never leaks onto another).
 
     Attributes:
+        color_maps: each file's dataset's colour map, when it declares one.
         unspecified: the dataset folders for which no spec is known.
     """
 
     files: list[str]
     root: str
     specs: dict[str, LabelSpec]
-    color_map: object | None
+    color_maps: dict[str, ColorMap | None]
     notes: list[str]
     unspecified: list[str] = field(default_factory=list)
 
@@ -569,17 +570,19 @@ def find_masks(paths: Sequence[str], spec: LabelSpec | None = None,
         if not os.path.exists(path):
             raise FixError(f"{path}: no such file or directory")
     options = options or AuditOptions()
-    dataset = Dataset([], data_root(paths), {}, None, [])
+    dataset = Dataset([], data_root(paths), {}, {}, [])
     for path in paths:
         for discovery, dataset_spec in dataset_specs(path, options, spec, use_project_config):
-            masks = [t.path for t in discovery.tasks if t.processor is process_mask and t.path not in dataset.specs]
-            for mask in masks:
-                dataset.files.append(mask)
-                dataset.specs[mask] = dataset_spec
+            tasks = [t for t in discovery.tasks if t.processor is process_mask and t.path not in dataset.specs]
+            masks = [t.path for t in tasks]
+            for task in tasks:
+                dataset.files.append(task.path)
+                dataset.specs[task.path] = dataset_spec
+                # The map the audit decodes this mask through (its dataset's own), if any.
+                dataset.color_maps[task.path] = task.option("color_map") or discovery.color_map
             if masks and not dataset_spec.is_known:
                 dataset.unspecified.append(display_path(discovery.root))
             dataset.notes.extend(discovery.notes)
-            dataset.color_map = dataset.color_map or discovery.color_map
     return dataset
 
 
@@ -609,16 +612,17 @@ def not_a_clean_label(audited: FileResult) -> str | None:
 
 def run_mask_fix(action: str, dataset: Dataset, opener: Opener, transform: Transform, *,
                  key: str | None = None, apply: bool = False, out: str | None = None, command: str = "",
-                 audit_color_map: ColorMap | None = None, force: bool = False) -> FixResult:
+                 audit_color_maps: dict[str, ColorMap | None] | None = None, force: bool = False) -> FixResult:
     """Plan ``transform`` on every mask of ``dataset`` and, with ``apply``, write through the engine:
-    each written file must read back as intended and its re-audit must not be worse. A dry run
+    each written file must read back as intended and its re-audit (through its colour map in
+    ``audit_color_maps``, when it has one) must not be worse. A dry run
     writes each new file into a scratch folder outside the data and checks it the same way."""
     check_out(dataset.root, out)
     result = FixResult(action, apply, notes=list(dataset.notes))
     if dataset.unspecified:
         result.notes.append(unknown_spec_note(dataset.unspecified))
     edits = [_plan_mask(path, output_target(path, dataset.root, out), dataset.root, out, dataset.specs[path], opener,
-                        transform, key, audit_color_map, force)
+                        transform, key, audit_color_maps.get(path) if audit_color_maps else None, force)
              for path in dataset.files]
     result.changes.extend(edit.change for edit in edits)
     if not dataset.files:

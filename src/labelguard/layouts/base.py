@@ -10,6 +10,7 @@ from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.errors import UsageError
+from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.masks import is_mask_candidate, mask_extension
 # The pairing engine's names, imported here for the layouts and fixers that take them from base.
 from labelguard.layouts.pairing import (  # noqa: F401
@@ -108,6 +109,10 @@ METADATA_FILES = frozenset({"dataset_meta.json", "dataset.json", "meta.json", "l
                             "label_colors.txt", "class_dict.csv", "label_map.txt"})
 
 
+# Files that declare the classes or colours of the dataset of their folder.
+DECLARING_FILES = tuple(sorted(METADATA_FILES | CLASS_NAME_FILES | set(COLOR_MAP_FILES)))
+
+
 def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
     """The datasets at ``root``, each discovered by its layout.
 
@@ -137,7 +142,9 @@ def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         return [layout.discover(root, options)]
     if os.path.isdir(root):
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
-        if any(layout.name != "masks" for _, layout in parts):
+        # Folders of masks are one dataset, unless a part is of another layout or declares
+        # its own classes or colours: then each part is checked against its own.
+        if any(layout.name != "masks" or _declares_metadata(folder) for folder, layout in parts):
             return [layout.discover(folder, options) for folder, layout in parts]
     return [LAYOUTS["masks"].discover(root, options)]
 
@@ -177,12 +184,30 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
         layout = detect_layout(child, options)
         if layout is not None:
             found.append((child, layout))
-        elif _holds_masks(child):
+        elif _holds_masks(child) or (_declares_metadata(child) and _holds_masks_below(child, depth)):
             # Masks beside other datasets: the catch-all layout audits them as one dataset.
             found.append((child, LAYOUTS["masks"]))
         elif depth > 1:
             found.extend(_sub_datasets(child, options, depth - 1, seen))
     return found
+
+
+def _declares_metadata(folder: str) -> bool:
+    """True when ``folder`` holds a file that declares its dataset's classes or colours."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in DECLARING_FILES)
+
+
+def _holds_masks_below(folder: str, depth: int) -> bool:
+    """True when ``folder`` or a folder below it, ``depth`` levels at most, holds masks."""
+    if _holds_masks(folder):
+        return True
+    if depth <= 1:
+        return False
+    try:
+        children = sorted(e.path for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        return False
+    return any(_holds_masks_below(child, depth - 1) for child in children[:SUBDATASET_FOLDERS])
 
 
 def _holds_masks(folder: str) -> bool:
