@@ -69,3 +69,18 @@ def test_clean_fit_and_a_bad_validation_batch(tmp_path):
         trainer(LabelGuardCallback(num_classes=9)).fit(module)
     assert caught.value.code == "LG201"
     assert str(caught.value).startswith("LG201 validation batch 0 of loader 0: label value 12 in 100 pixels")
+
+
+def test_a_bfloat16_target_is_checked_by_value(tmp_path):
+    from torch.utils.data import default_collate
+
+    def bfloat16_labels(samples):
+        batch = default_collate(samples)
+        return {**batch, "label": batch["label"].to(torch.bfloat16)}
+
+    data, listing = swin_unet_dataset(tmp_path, n=4, num_classes=9, bad={1: 12})
+    bad = DataLoader(SynapseDataset(data, listing.parent, transform=synapse_to_tensors), batch_size=2,
+                     collate_fn=bfloat16_labels)
+    with pytest.raises(LabelError) as caught:
+        trainer(LabelGuardCallback(num_classes=9)).fit(SegModule(9, bad))
+    assert caught.value.code == "LG201" and "label value 12" in str(caught.value)
