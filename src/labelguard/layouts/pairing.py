@@ -53,16 +53,13 @@ from typing import Any, Callable, Container, Sequence, TypeVar
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.text import SHOWN, plural, shorten, verb
 from labelguard.core.findings import Finding
-from labelguard.readers.base import ReadError, read_bytes, read_head
+from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, read_bytes, read_head
 from labelguard.readers.lists import ListFile, parse_list
 
 T = TypeVar("T")
 
 # ---- names --------------------------------------------------------------------------------
 
-# The image formats Ultralytics reads (a superset of VOC's and most tools').
-IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif",
-                              ".dng", ".mpo", ".pfm", ".heic"})
 
 LABEL_SUFFIXES = (
     "gtFine_labelTrainIds", "gtFine_labelIds", "gtFine_instanceIds", "gtFine_color",

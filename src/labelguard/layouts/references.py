@@ -2,8 +2,9 @@
 file's ``file_name``s, a table's path column), resolved before the rules judge them.
 
 :func:`resolve_names` is the one policy for such names: a plain relative name is looked up
-under the image folders with one directory listing per folder (:class:`FileLookup`: a COCO
-file names up to hundreds of thousands of images); a name that can leave its folder (an
+under the image folders with one directory listing per folder (the pairing engine's
+:class:`~labelguard.layouts.pairing.DirectoryListings`: a COCO file names up to hundreds of
+thousands of images); a name written without an extension is found with any image extension; a name that can leave its folder (an
 absolute path, a ``..`` part) is resolved against the first folder and must stay inside the
 dataset root, by the one inside-root test of :mod:`labelguard.layouts.pairing`.
 """
@@ -11,60 +12,10 @@ dataset root, by the one inside-root test of :mod:`labelguard.layouts.pairing`.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Sequence
 
-from labelguard.layouts.pairing import inside_root
-from labelguard.readers.tabular import IMAGE_EXTENSIONS
-
-CASE_FOLDING = sys.platform in ("darwin", "win32", "cygwin")
-
-
-class FileLookup:
-    """Answers "does this file exist under one of these folders?" from one directory listing
-    per folder instead of one stat per file. Where file systems usually fold case (macOS,
-    Windows), a name missing from a listing is confirmed with a real stat, since "A.JPG"
-    opens "a.jpg" there."""
-
-    def __init__(self, bases: tuple[str, ...]) -> None:
-        self.bases = bases
-        self.preferred = 0
-        self.listings: dict[str, frozenset[str]] = {}
-
-    def _listing(self, directory: str) -> frozenset[str]:
-        entries = self.listings.get(directory)
-        if entries is None:
-            try:
-                entries = frozenset(os.listdir(directory))
-            except OSError:
-                entries = frozenset()
-            self.listings[directory] = entries
-        return entries
-
-    def _in(self, base: str, name: str, any_extension: bool) -> bool:
-        head, tail = os.path.split(name)
-        entries = self._listing(os.path.join(base, head) if head else base)
-        if tail in entries:
-            return True
-        return any_extension and any(tail + ext in entries for ext in IMAGE_EXTENSIONS)
-
-    def exists(self, name: str) -> bool:
-        """True when ``name`` (relative) is a file under a base; without an extension, with
-        any image extension."""
-        any_extension = not os.path.splitext(name)[1]
-        if self._in(self.bases[self.preferred], name, any_extension):
-            return True
-        for k, base in enumerate(self.bases):
-            if k != self.preferred and self._in(base, name, any_extension):
-                self.preferred = k
-                return True
-        if not CASE_FOLDING:
-            return False
-        candidates = [os.path.join(b, name) for b in self.bases]
-        if any_extension:
-            candidates += [c + ext for c in candidates for ext in IMAGE_EXTENSIONS]
-        return any(os.path.isfile(c) for c in candidates)
-
+from labelguard.layouts.pairing import DirectoryListings, inside_root
+from labelguard.readers.base import IMAGE_EXTENSIONS
 
 def may_leave(name: str) -> bool:
     """An absolute path, or one with a '..' part: the only names that can lead out of a folder."""
@@ -77,7 +28,7 @@ def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str) -> tu
     image folder given elsewhere). Empty names are skipped."""
     missing: list[int] = []
     escaping: list[int] = []
-    lookup = FileLookup(bases)
+    listings = DirectoryListings()
     for index, name in enumerate(names):
         if not name:
             continue
@@ -87,6 +38,18 @@ def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str) -> tu
                 escaping.append(index)
             elif not os.path.isfile(target):
                 missing.append(index)
-        elif not lookup.exists(name):
+        elif not _found(name, bases, listings):
             missing.append(index)
     return missing, escaping
+
+
+# Tried after a name written without an extension: each image extension, as exported in
+# lower and upper case ("x.JPG" from cameras).
+NAMELESS_TRIES = tuple(sorted(IMAGE_EXTENSIONS)) + tuple(sorted(ext.upper() for ext in IMAGE_EXTENSIONS))
+
+
+def _found(name: str, bases: tuple[str, ...], listings: DirectoryListings) -> bool:
+    """True when the plain relative ``name`` is a file under one of ``bases`` (written without
+    an extension: with one of the image extensions)."""
+    extensions = () if os.path.splitext(name)[1] else NAMELESS_TRIES
+    return any(listings.holds(os.path.normpath(os.path.join(base, name)), extensions) is not None for base in bases)

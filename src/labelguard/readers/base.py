@@ -50,6 +50,11 @@ MAGIC = (
     (b"RIFF", "riff"),
 )
 
+# Extensions of image files, as the tools that read datasets accept them (Ultralytics' list,
+# a superset of VOC's and most tools', with the netpbm files torchvision reads), lower case.
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif", ".dng", ".mpo",
+                              ".pfm", ".heic", ".ppm", ".pgm"})
+
 EXTENSION_KINDS = {
     ".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".tif": "tiff", ".tiff": "tiff",
     ".bmp": "bmp", ".npy": "npy", ".npz": "zip", ".h5": "hdf5", ".hdf5": "hdf5",

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from labelguard.core.text import LISTED, clipped, plural, shorten
-from labelguard.readers.base import ReadError, decode_text, read_text_bytes
+from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, decode_text, read_text_bytes
 
 PATH_NAMES = ("path", "image_path", "filepath", "file_path", "img_path", "image", "image_name", "img_name",
               "filename", "file_name", "fname", "file", "img", "image_id", "img_id", "imageid", "id_code",
@@ -33,8 +33,6 @@ PATH_NAMES = ("path", "image_path", "filepath", "file_path", "img_path", "image"
 LABEL_NAMES = ("label", "labels", "label_name", "label_id", "class", "class_name", "classname", "class_id",
                "category", "category_name", "category_id", "target", "y", "species", "breed", "diagnosis",
                "level", "has_cactus")
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm",
-                    ".JPEG", ".JPG", ".PNG")
 TABLE_EXTENSIONS = (".csv", ".tsv", ".txt")
 # Rows past which the layout detection stops looking.
 SNIFF_ROWS = 20
@@ -92,7 +90,7 @@ class TableRows:
 
 def looks_like_path(cell: str) -> bool:
     """A cell that names an image file (by its extension)."""
-    return os.path.splitext(cell.strip())[1].lower() in {e.lower() for e in IMAGE_EXTENSIONS}
+    return os.path.splitext(cell.strip())[1].lower() in IMAGE_EXTENSIONS
 
 
 def is_int(cell: str) -> bool:
