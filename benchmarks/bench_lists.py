@@ -52,13 +52,10 @@ def labelguard(root: str, listing: str, masks: list[str]) -> int:
     return len(selection.paths)
 
 
-def best(function, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
 
 
 def main() -> None:
@@ -72,8 +69,8 @@ def main() -> None:
         assert baseline(folder, listing) == 1 and labelguard(folder, listing, masks) == 1
         base = ours = float("inf")
         for _ in range(args.repeat):  # interleaved, so that load on the machine hits both
-            base = min(base, best(lambda: baseline(folder, listing), 1))
-            ours = min(ours, best(lambda: labelguard(folder, listing, masks), 1))
+            base = min(base, timed(lambda: baseline(folder, listing)))
+            ours = min(ours, timed(lambda: labelguard(folder, listing, masks)))
         print(f"{args.n:,} entries, {args.n - 1:,} missing, {len(MASK_EXTENSIONS)} extensions tried")
         print(f"  baseline (one stat per line): {base:7.2f} s")
         print(f"  labelguard select_from_lists: {ours:7.2f} s   ratio {ours / base:.2f}x")

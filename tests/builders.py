@@ -266,3 +266,20 @@ def image_folder_dataset(root: Path, classes: Sequence[str] = ("cat", "dog"), pe
         for i in range(per_class):
             write_png(root / name / f"{i:03d}.png", rgb_image(size, seed=c * 100 + i))
     return root
+
+
+RED, GREEN = (200, 0, 0), (0, 200, 0)
+
+
+def datasets_numbering_colours_differently(root: Path) -> Path:
+    """Two mask datasets side by side, ``a`` and ``b``, each with a dataset_meta.json: the same
+    red/green mask ``masks/x.png`` in each, a's map numbering red 1 and green 2, b's map
+    numbering green 1 and red 2."""
+    mask = np.zeros((16, 16, 3), np.uint8)
+    mask[2:8, 2:8] = RED
+    mask[9:14, 9:14] = GREEN
+    write_dataset_meta(root / "a" / "dataset_meta.json", ["background", "car", "tree"], [(0, 0, 0), RED, GREEN])
+    write_dataset_meta(root / "b" / "dataset_meta.json", ["background", "tree", "car"], [(0, 0, 0), GREEN, RED])
+    for name in ("a", "b"):
+        write_png(root / name / "masks" / "x.png", mask)
+    return root

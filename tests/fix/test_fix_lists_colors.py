@@ -87,17 +87,9 @@ def test_colors_skips_masks_with_colours_outside_the_map(tmp_path):
 
 
 def test_colors_converts_each_dataset_through_its_own_colour_map(tmp_path):
-    from builders import write_dataset_meta
+    from builders import datasets_numbering_colours_differently
 
-    red, green = (200, 0, 0), (0, 200, 0)
-    mask = np.zeros((16, 16, 3), np.uint8)
-    mask[2:8, 2:8] = red
-    mask[9:14, 9:14] = green
-    # Two datasets side by side that number the same colours differently.
-    write_dataset_meta(tmp_path / "a" / "dataset_meta.json", ["background", "car", "tree"], [(0, 0, 0), red, green])
-    write_dataset_meta(tmp_path / "b" / "dataset_meta.json", ["background", "tree", "car"], [(0, 0, 0), green, red])
-    write_png(tmp_path / "a" / "masks" / "x.png", mask)
-    write_png(tmp_path / "b" / "masks" / "x.png", mask)
+    datasets_numbering_colours_differently(tmp_path)
     result = colors(str(tmp_path), mode="L", apply=True)
     assert result.count("written") == 2, result.changes
     a = read_mask(str(tmp_path / "a" / "masks" / "x.png")).array
