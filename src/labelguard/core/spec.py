@@ -20,6 +20,8 @@ IGNORE_REDUCED = 255  # mmsegmentation's reduce_zero_label sends 0 here
 # cannot be a class and a count cannot be met.
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
+# Up to this many values outside a set's interval are compared one by one, not by np.isin.
+_COMPARED_ONE_BY_ONE = 8
 
 # The parts of a spec whose origin the report names, in the order it names them.
 PARTS = ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label")
@@ -140,8 +142,14 @@ class ValueSet:
         found = np.zeros(array.shape, dtype=bool)
         if self.stop > self.start:
             found = (array >= self.start) & (array < self.stop)
-        if self._others_int64.size:
-            found |= np.isin(array, self._others_int64)
+        others = self._others_int64
+        if others.size > _COMPARED_ONE_BY_ONE:
+            found |= np.isin(array, others)
+        else:
+            # A few ignore values (255, -1): a comparison each costs far less than np.isin's
+            # set-up on the small arrays of distinct values this mostly sees.
+            for value in others.tolist():
+                found |= array == value
         return found
 
     @cached_property
