@@ -72,3 +72,26 @@ def test_escape_sequences_from_the_log_never_reach_the_output(sequence):
     text = rendered + repr(explanation.to_dict())
     assert "\x1b" not in rendered and "\x07" not in rendered and "\x9b" not in rendered
     assert "device-side assert" in text
+
+
+def test_long_runs_and_a_ten_megabyte_line_are_explained_within_the_hang_guard():
+    script = (
+        "from labelguard.explain import explain\n"
+        "for unit in (' ', 'a', '7', 'ab1 ', '[0,0,0]'):\n"
+        "    explain(unit * (1_000_000 // len(unit)))\n"
+        "result = explain('RuntimeError: CUDA error: device-side assert triggered ' + '9' * 10_000_000)\n"
+        "print(result.recognised)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_GUARD)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"  # the line's head still carries its message
+
+
+def test_a_dump_line_is_cut_in_the_middle_and_says_so():
+    from labelguard.explain._extract import LONG_LINE, normalise
+
+    line = "tensor([" + "1, " * 100_000 + "])"
+    cut = normalise(line)
+    assert len(cut) < LONG_LINE + 100 and cut.startswith("tensor([1, 1,") and cut.endswith("1, ])")
+    assert f"{len(line) - LONG_LINE:,} characters cut" in cut
+    assert normalise("x" * LONG_LINE) == "x" * LONG_LINE

@@ -205,7 +205,19 @@ def normalise(text: str) -> str:
         # A lone carriage return is a progress bar redrawing its line: keep the last drawing.
         text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
     text = _CONTROL.sub("", text)
-    return "\n".join(_LINE_PREFIX.sub("", line) for line in text.split("\n"))
+    return "\n".join(_LINE_PREFIX.sub("", _clip_line(line)) for line in text.split("\n"))
+
+
+# A log line longer than this is a dump (a printed tensor, a base64 blob), never an error
+# message: its middle is cut, so that the work of every pattern stays bounded per line.
+LONG_LINE = 20_000
+_LINE_END = 2_000
+
+
+def _clip_line(line: str) -> str:
+    if len(line) <= LONG_LINE:
+        return line
+    return f"{line[:LONG_LINE - _LINE_END]} [... {len(line) - LONG_LINE:,} characters cut ...] {line[-_LINE_END:]}"
 
 
 def digest(text: str) -> str:
