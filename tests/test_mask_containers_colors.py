@@ -342,3 +342,30 @@ def test_a_colour_label_folder_that_is_no_camvid_split_is_still_lg203(tmp_path):
     report = run(tmp_path / "trainannot")
     assert "LG203" not in codes(report)
     assert any("CamVid label split" in n for n in report.notes)
+
+
+@pytest.mark.code("LG001", "fail")
+@pytest.mark.parametrize("name, text", [
+    ("label_colors.txt", "0 0 0 background\n300 0 0 car\n"),
+    ("labelmap.txt", "# label:color_rgb:parts:actions\nbackground:0,0,0::\ncar:-1,0,0::\n"),
+    ("dataset_meta.json", '{"label_map": {"0": "background", "1": "car"}, "segmentation_colors": [[0, 0, 0], [0, 256, 0]]}'),
+    ("class_dict.csv", "name,r,g,b\nbackground,0,0,0\ncar,0,0,999\n"),
+])
+def test_a_colour_map_with_a_component_outside_0_255_is_lg001_naming_it(tmp_path, name, text):
+    write_png(tmp_path / "masks" / "a.png", np.zeros((8, 8, 3), np.uint8))
+    (tmp_path / name).write_text(text)
+    report = run(tmp_path)
+    messages = [f.message for f in report.findings if f.code == "LG001"]
+    assert any("outside 0..255" in m and name in m for m in messages), messages
+
+
+@pytest.mark.code("LG001", "pass")
+@pytest.mark.code("LG203", "pass")
+def test_a_class_dict_csv_beside_colour_masks_is_their_colour_map_not_a_table(tmp_path):
+    mask = np.zeros((8, 8, 3), np.uint8)
+    mask[2:5, 2:5] = (128, 0, 0)
+    write_png(tmp_path / "masks" / "a.png", mask)
+    (tmp_path / "class_dict.csv").write_text("name,r,g,b\nbackground,0,0,0\ncar,128,0,0\n")
+    report = run(tmp_path)
+    assert report.layouts == ["masks"] and not codes(report) & {"LG001", "LG203", "LG201"}
+    assert report.summary.value_pixels[1] == 9

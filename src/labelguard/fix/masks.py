@@ -29,6 +29,7 @@ from PIL import Image, PngImagePlugin
 from labelguard._optional import available, require
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.text import shorten
 from labelguard.errors import MissingDependency
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult, Refusal
 from labelguard.fix.engine import (
@@ -39,7 +40,7 @@ from labelguard.fix.journal import FixError
 from labelguard.layouts.base import AuditOptions, display_path
 from labelguard.layouts.masks import process_mask
 from labelguard.readers.base import ReadError, read_head, sniff
-from labelguard.readers.colormap import ColorMap, color_histogram, unpack
+from labelguard.readers.colormap import ColorMap, color_histogram, rgb_color, unpack
 from labelguard.readers.masks import IMAGE_FORMATS, LABEL_KEYS, read_mask
 
 
@@ -468,10 +469,12 @@ def color_table(color_map: "ColorMap | dict") -> dict[int, int]:
     table: dict[int, int] = {}
     for key, index in color_map.items():
         try:
-            r, g, b = (int(v) for v in str(key).split(","))
+            r, g, b = rgb_color([int(v) for v in str(key).split(",")], f"colour map key {key!r}")
             table[(r << 16) | (g << 8) | b] = int(index)
         except ValueError:
             raise FixError(f"colour map key {key!r} is not 'r,g,b'") from None
+        except ReadError as exc:
+            raise FixError(str(exc)) from None
     return table
 
 
@@ -483,7 +486,7 @@ def colors_to_indices(rgb: np.ndarray, table: dict[int, int], unmapped: int | No
     missing = {unpack(int(c)): int(n) for c, n, i in zip(codes, counts, index_of) if i < 0}
     if missing:
         if unmapped is None:
-            listed = ", ".join(f"{c} ({n} px)" for c, n in sorted(missing.items(), key=lambda i: -i[1])[:6])
+            listed = shorten(sorted(missing.items(), key=lambda i: -i[1]), 6, lambda item: f"{item[0]} ({item[1]} px)")
             raise CannotFix(f"colours not in the map: {listed}; add them to the map or pass --unmapped VALUE")
         index_of[index_of < 0] = unmapped
     indices = index_of[inverse].reshape(rgb.shape[:2])

@@ -37,9 +37,10 @@ from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import LISTED, noun, plural, shorten, verb
 from labelguard.errors import ColumnError
-from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
+from labelguard.layouts.base import METADATA_FILES, AuditOptions, Discovery, display_path, register_layout
 from labelguard.layouts.references import resolve_names
 from labelguard.readers.base import ReadError, open_regular, read_head, sniff
+from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.tabular import (
     TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table, read_text,
     sniff_layout,
@@ -65,6 +66,9 @@ SAMPLE_ENTRIES = 20
 SAMPLE_FOLDERS = 20
 # A non-JPEG image with more distinct values than this is a photo, not a label mask.
 PHOTO_VALUES = 32
+# Files that describe a dataset (class lists, colour maps such as CamVid's class_dict.csv),
+# never a table of samples.
+NOT_TABLES = NAME_FILES | METADATA_FILES | frozenset(COLOR_MAP_FILES)
 
 
 # ---- label tables ----------------------------------------------------------------------------
@@ -138,7 +142,7 @@ def _table_candidates(folder: str) -> list[str]:
         lower = name.lower()
         if name.startswith(".") or not lower.endswith(TABLE_EXTENSIONS) or not os.path.isfile(path):
             continue
-        if lower in NAME_FILES or lower.startswith("synsets") or lower.startswith("readme"):
+        if lower in NOT_TABLES or lower.startswith("synsets") or lower.startswith("readme"):
             continue
         found.append(path)
     return found

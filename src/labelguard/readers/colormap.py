@@ -82,6 +82,18 @@ class ColorMap:
                 "colors": {name: list(color) for name, color in zip(self.names, self.colors)}}
 
 
+def rgb_color(components, where: str) -> RGB:
+    """An (r, g, b) colour from three whole numbers 0..255; ReadError saying ``where`` the
+    colour was read and what is wrong (not three numbers, a component outside 0..255)."""
+    values = list(components)
+    if len(values) != 3 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise ReadError(f"{where}: {values!r} is not an r, g, b colour of three whole numbers")
+    outside = [v for v in values if not 0 <= v <= 255]
+    if outside:
+        raise ReadError(f"{where}: colour {tuple(values)} has a component outside 0..255 ({outside[0]})")
+    return (values[0], values[1], values[2])
+
+
 def voc_palette_colors(n: int = 256) -> tuple[RGB, ...]:
     """The standard Pascal VOC palette's first ``n`` colours."""
     colors = []
@@ -162,9 +174,9 @@ def _from_meta_json(text: str, path: str) -> ColorMap:
     names = []
     parsed = []
     for index, color in enumerate(colors):
-        if not (isinstance(color, list) and len(color) == 3 and all(isinstance(c, int) for c in color)):
+        if not isinstance(color, list):
             raise ReadError(f"segmentation_colors[{index}] is not an [r, g, b] triple: {color!r}")
-        parsed.append(tuple(color))
+        parsed.append(rgb_color(color, f"segmentation_colors[{index}]"))
         names.append(str(label_map.get(str(index), index)) if isinstance(label_map, dict) else str(index))
     return ColorMap(tuple(parsed), tuple(names), path)
 
@@ -177,12 +189,10 @@ def _from_label_colors(text: str, path: str) -> ColorMap:
             continue
         parts = line.split()
         try:
-            rgb = tuple(int(v) for v in parts[:3])
+            rgb = [int(v) for v in parts[:3]]
         except ValueError:
             raise ReadError(f"line {number} of {os.path.basename(path)} is not 'R G B name': {line!r}") from None
-        if len(rgb) != 3:
-            raise ReadError(f"line {number} of {os.path.basename(path)} is not 'R G B name': {line!r}")
-        colors.append(rgb)
+        colors.append(rgb_color(rgb, f"line {number} of {os.path.basename(path)}"))
         names.append(" ".join(parts[3:]) or str(len(names)))
     if not colors:
         raise ReadError(f"{os.path.basename(path)} holds no colours")
@@ -199,12 +209,10 @@ def _from_voc_labelmap(text: str, path: str) -> ColorMap:
         if len(fields) < 2 or not fields[1]:
             raise ReadError(f"line {number} of {os.path.basename(path)} is not 'name:r,g,b:...': {line!r}")
         try:
-            rgb = tuple(int(v) for v in fields[1].split(","))
+            rgb = [int(v) for v in fields[1].split(",")]
         except ValueError:
             raise ReadError(f"line {number} of {os.path.basename(path)} has a bad colour: {fields[1]!r}") from None
-        if len(rgb) != 3:
-            raise ReadError(f"line {number} of {os.path.basename(path)} has a bad colour: {fields[1]!r}")
-        colors.append(rgb)
+        colors.append(rgb_color(rgb, f"line {number} of {os.path.basename(path)}"))
         names.append(fields[0])
     if not colors:
         raise ReadError(f"{os.path.basename(path)} holds no colours")
@@ -221,9 +229,10 @@ def _from_csv(text: str, path: str) -> ColorMap:
     colors, names = [], []
     for number, row in enumerate(reader, 2):
         try:
-            colors.append(tuple(int(row[k]) for k in keys))
+            rgb = [int(row[k]) for k in keys]
         except (TypeError, ValueError):
             raise ReadError(f"row {number} of {os.path.basename(path)} has a bad colour") from None
+        colors.append(rgb_color(rgb, f"row {number} of {os.path.basename(path)}"))
         names.append(row.get(name_key, str(len(names))) if name_key else str(len(names)))
     if not colors:
         raise ReadError(f"{os.path.basename(path)} holds no colours")
