@@ -23,6 +23,7 @@ from detection_builders import write_image, write_voc, write_yolo
 from annotation_builders import coco_dataset, classification_csv
 from labelguard.output import write_report
 from labelguard.cli import main
+from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.pairing import describe_contents, inside_root, pair_files, pair_in_folder
 
@@ -458,3 +459,44 @@ def test_mapillary_labels_pair_with_the_split_images(tmp_path):
     write_jpeg(tmp_path / "training" / "images" / "x.jpg", np.full((5, 8, 3), 100, np.uint8))
     [mismatch] = found(run(tmp_path), "LG206")
     assert mismatch.path.endswith("x.png")
+
+
+def split_folders(root: Path, label_suffix: str, mask_name, colours: bool = False, sizes=None) -> Path:
+    """Image folders beside label folders named after them (train/ + train_labels/, Kaggle's
+    CamVid; train/ + trainannot/, SegNet's): the images are photographs of 32x48."""
+    palette = np.array([(128, 128, 128), (128, 0, 0), (192, 192, 128)], np.uint8)
+    for split in ("train", "val"):
+        for i in range(3):
+            stem = f"0001TP_{i:06d}"
+            write_png(root / split / f"{stem}.png", rgb_image((32, 48), seed=i))
+            shape = (sizes or {}).get((split, i), (32, 48))
+            mask = organic_mask(shape, (0, 1, 2), seed=i)
+            write_png(root / f"{split}{label_suffix}" / mask_name(stem), palette[mask] if colours else mask)
+    return root
+
+
+@pytest.mark.code("LG206", "pass")
+@pytest.mark.parametrize("suffix, mask_name, colours", [
+    ("_labels", lambda stem: f"{stem}_L.png", True),  # Kaggle's CamVid (colours, class_dict.csv)
+    ("annot", lambda stem: f"{stem}.png", False),  # SegNet's CamVid (indices)
+    ("_masks", lambda stem: f"{stem}_mask.png", False),  # Carvana-style
+])
+def test_image_folders_beside_their_label_folders_are_images_not_labels(tmp_path, suffix, mask_name, colours):
+    split_folders(tmp_path, suffix, mask_name, colours)
+    if colours:
+        (tmp_path / "class_dict.csv").write_text("name,r,g,b\nSky,128,128,128\nBuilding,128,0,0\nPole,192,192,128\n")
+    report = run(tmp_path, LabelSpec(num_classes=3))
+    assert len(report.files) == 6 and all(suffix in Path(f).parts[-2] for f in report.files), report.files
+    assert not codes(report) & {"LG201", "LG203", "LG206", "LG002"}, [f.message for f in report.findings]
+
+
+@pytest.mark.code("LG206", "fail")
+@pytest.mark.code("LG002", "fail")
+def test_split_folders_pair_by_name_for_geometry_and_orphans(tmp_path):
+    split_folders(tmp_path, "_labels", lambda stem: f"{stem}_L.png", sizes={("val", 1): (30, 48)})
+    (tmp_path / "train" / "0001TP_000009.png").write_bytes((tmp_path / "train" / "0001TP_000000.png").read_bytes())
+    report = run(tmp_path, LabelSpec(num_classes=3))
+    [geometry] = found(report, "LG206")
+    assert geometry.path.endswith("val_labels/0001TP_000001_L.png") and "val/0001TP_000001.png" in geometry.message
+    [orphan] = found(report, "LG002")
+    assert orphan.path.endswith("train/0001TP_000009.png")

@@ -493,14 +493,27 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
                                "its files are taken for images, not labels; give the dataset folder or its "
                                "label folder (or --format masks to audit these files as masks)")
         return discovery
+    siblings = [] if forced else sibling_folders(root)
+    image_folders = tuple(os.path.join(image_dir, "") for image_dir, _ in siblings)
     files = [p for p in walk_files(root, skip_dirs=IMAGE_DIRS) if is_mask_candidate(p)
+             and not p.startswith(image_folders)
              and (forced or mask_extension(p) not in JPEG_EXTENSIONS or _in_mask_dir(p, root))]
     pairing = pair_in_folder(files)
     discovery.notes.extend(pairing.notes("mask"))
     # A file that is some label's image is never audited as a label itself.
     images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
     masks = [p for p in files if p not in images]
-    pairs = pairing.pairs
+    pairs = dict(pairing.pairs)
+    for image_dir, label_dir in siblings:
+        # train/ beside train_labels/ (Kaggle's CamVid), train/ beside trainannot/ (SegNet's):
+        # the first folder holds the images of the second's labels.
+        folder_images = _mask_files(image_dir, include_jpeg=True)
+        folder_masks = [m for m in masks if m.startswith(os.path.join(label_dir, ""))]
+        found, orphan_images, orphan_masks = _pair(folder_images, folder_masks, image_dir, label_dir, discovery)
+        pairs.update(found)
+        images.update(folder_images)
+        if not options.lists:
+            discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
     # A label folder given as PATH: the colour map sits in the dataset folder above it.
     parent = os.path.dirname(os.path.abspath(root))
     camvid_split = os.path.abspath(root) in {m for _, m in _camvid_splits(parent)}
@@ -511,6 +524,30 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         discovery.notes.append(f"{display_path(root)} is a CamVid label split: its colours are decoded "
                                "through the CamVid colours, as for the whole dataset")
     return _finish(discovery, options, masks, pairs, color_map, [], sorted(images))
+
+
+# A label folder named after its image folder: train_labels/, trainannot/, train_masks/...
+FOLDER_LABEL_SUFFIXES = ("_labels", "_label", "labels", "_annot", "annot", "_annotations", "_masks", "_mask",
+                         "masks", "_gt", "_groundtruth", "_seg", "_segmentation")
+
+
+def sibling_folders(root: str, depth: int = 2) -> list[tuple[str, str]]:
+    """(image folder, label folder) for every folder of ``root`` (and of its subfolders,
+    ``depth`` levels down) beside which a folder of its name plus a label suffix lies."""
+    try:
+        children = sorted(e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        return []
+    by_name = {os.path.basename(child).lower(): child for child in children}
+    found = []
+    for child in children:
+        name = os.path.basename(child).lower()
+        label = next((by_name[name + suffix] for suffix in FOLDER_LABEL_SUFFIXES if name + suffix in by_name), None)
+        if label is not None:
+            found.append((child, label))
+        elif depth > 1:
+            found.extend(sibling_folders(child, depth - 1))
+    return found
 
 
 def _in_mask_dir(path: str, root: str) -> bool:
