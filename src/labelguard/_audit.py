@@ -204,6 +204,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         if group_summary is not summary:
             summary.update(group_summary)
     effective = specs[0] if specs else resolve_spec([], configs, spec)
+    findings = _unpaired_once(findings)
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
@@ -234,6 +235,21 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         audited_nothing=nothing,
         files=[t.display for t in tasks],
     )
+
+
+def _unpaired_once(findings: list[Finding]) -> list[Finding]:
+    """One LG002 per file and side: a mask that discovery found unpaired among paired
+    folders is also one that the spec's require_pairs names (discovery's, first, is kept)."""
+    seen: set = set()
+    kept = []
+    for finding in findings:
+        if finding.code == "LG002" and finding.path is not None:
+            key = (finding.path, finding.data.get("side"))
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(finding)
+    return kept
 
 
 def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery]) -> str:
