@@ -237,7 +237,12 @@ def _progress(enabled: bool):
 @layout_options
 @click.option("--image-key", help="Array key of the image in NPZ/HDF5 files (its shape is checked against the label's).")
 @click.option("-f", "--output-format", default="text", show_default=True,
-              help="Report format: text or json (see `labelguard formats`).")
+              help="Report format: text, json, sarif, junit, github, html or baseline (see `labelguard formats`).")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
+              help="Findings this file holds (`labelguard baseline write`, or a JSON report) are known: "
+                   "reported, never failing the run; new ones fail it.")
+@click.option("--html-thumbnails", type=click.IntRange(min=0), default=None,
+              help="Most pictures of flagged files per code in the HTML report (default 6).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default=None,
               help="Exit 1 when a finding is at or above this severity (default: error).")
@@ -253,8 +258,8 @@ def _progress(enabled: bool):
 @limit_options
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
-          image_key, output_format, output_file, fail_on, sample, seed, workers, write_classes, force,
-          severity_overrides, no_progress, max_pixels, max_file_bytes):
+          image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
+          write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -311,15 +316,54 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)
     if force and not write_classes:
         report.notes.append("--force was not used: it lets --write-classes replace a file that exists")
+    if baseline_file:
+        from labelguard.baseline import match_baseline, read_baseline
+
+        match_baseline(report, read_baseline(baseline_file))
+    fail_on = fail_on or report.settings.get("fail_on", "error")
+    format_options = {"fail_on": fail_on}
+    if html_thumbnails is not None:
+        format_options["thumbnails"] = html_thumbnails
+        if "thumbnails" not in get_formatter(output_format).options:
+            report.notes.append(f"--html-thumbnails {html_thumbnails} was not used: it sets the pictures of "
+                                "--output-format html")
     if output_file:
         with open(output_file, "w", encoding="utf-8") as handle:
-            write_report(report, output_format, handle)
+            write_report(report, output_format, handle, **format_options)
         click.echo(f"report written to {output_file}", err=True)
     else:
-        write_report(report, output_format, sys.stdout)
+        write_report(report, output_format, sys.stdout, **format_options)
     if report.audited_nothing:
         click.echo(f"labelguard: error: {report.audited_nothing}", err=True)
-    sys.exit(report.exit_code(fail_on or report.settings.get("fail_on", "error")))
+    sys.exit(report.exit_code(fail_on))
+
+
+@main.group()
+def baseline() -> None:
+    """Accept the findings a dataset has today; later audits fail only on new ones."""
+
+
+@baseline.command("write", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("-o", "--output-file", default="labelguard-baseline.json", show_default=True,
+              type=click.Path(dir_okay=False), help="The baseline file to write (commit it beside labelguard.toml).")
+@click.argument("audit_args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def baseline_write(ctx, output_file: str, audit_args: tuple[str, ...]) -> None:
+    """Audit PATHS (with any `labelguard audit` option) and write every finding's identity.
+
+    \b
+    Then gate new data on it:
+      labelguard baseline write data/ -o labelguard-baseline.json
+      labelguard audit data/ --baseline labelguard-baseline.json
+    """
+    taken = {"-f", "--output-format", "-o", "--output-file", "--baseline", "--fail-on"}
+    given = sorted(arg.split("=", 1)[0] for arg in audit_args if arg.split("=", 1)[0] in taken)
+    if given:
+        raise click.UsageError(f"{', '.join(given)}: baseline write chooses the format and file itself "
+                               "(give the file with its own -o)")
+    args = [*audit_args, "--output-format", "baseline", "--output-file", output_file, "--fail-on", "never"]
+    with audit.make_context("audit", args, parent=ctx) as audit_context:
+        audit.invoke(audit_context)
 
 
 def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -> tuple[str | None, str | None]:
