@@ -15,7 +15,7 @@ from labelguard.layouts import AuditOptions
 def test_demo_command_writes_and_audits_the_sets(tmp_path):
     result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo")])
     assert result.exit_code == 0, result.output
-    assert sorted(os.listdir(tmp_path / "demo")) == ["binary", "swin_unet", "voc_seg"]
+    assert sorted(os.listdir(tmp_path / "demo")) == ["binary", "report.html", "swin_unet", "voc_seg"]
     assert result.output.count("labelguard label audit report") == 3
     assert "label value 9 in 100 pixels is outside [0, 9)" in result.output
 

@@ -66,6 +66,6 @@ def write_report(report: Report, name: str, stream: IO[str], **options: Any) -> 
 
 
 # Register the built-in formats (each imports what it needs to draw only when it draws).
-from labelguard.output import baseline_format, github, json_format, junit, sarif, text  # noqa: E402,F401
+from labelguard.output import baseline_format, github, html, json_format, junit, sarif, text  # noqa: E402,F401
 
 __all__ = ["FORMATTERS", "Formatter", "get_formatter", "register", "write_report"]

@@ -171,7 +171,7 @@ class TextFormatter(Formatter):
             if overview:
                 out(f"  {overview}")
             hints = list(dict.fromkeys(f.hint for f in group if f.hint))
-            shown = _examples(group, self.examples)
+            shown = representatives(group, self.examples)
             for finding in shown:
                 place = f"{finding.path}: " if finding.path else ""
                 out(f"  - {place}{_capped(finding.message)}")
@@ -228,13 +228,13 @@ def _problems(finding) -> set:
     return keys
 
 
-def _examples(group: list, least: int) -> list:
+def representatives(group: list, least: int, most: int = LISTED) -> list:
     """The findings a group shows: one for every distinct class, value and hint (up to
-    :data:`LISTED`), then the first others up to ``least``, in report order."""
+    ``most``), then the first others up to ``least``, in report order."""
     chosen: list[int] = []
     covered: set = set()
     for index, finding in enumerate(group):
-        if len(chosen) >= LISTED:
+        if len(chosen) >= most:
             break
         new = _problems(finding) - covered
         if new:
