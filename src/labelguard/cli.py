@@ -366,6 +366,34 @@ def baseline_write(ctx, output_file: str, audit_args: tuple[str, ...]) -> None:
         audit.invoke(audit_context)
 
 
+@main.command("audit-touched", context_settings={"ignore_unknown_options": True})
+@click.argument("files", nargs=-1, type=click.UNPROCESSED)
+@click.option("-f", "--output-format", default="text", show_default=True,
+              help="Report format of each dataset's audit (see `labelguard formats`).")
+@click.pass_context
+def audit_touched(ctx, files: tuple[str, ...], output_format: str) -> None:
+    """Audit the datasets FILES belong to (the pre-commit hook's entry).
+
+    A dataset is the folder of the nearest labelguard.toml at or above a file, up to the
+    current folder; its labelguard-baseline.json is used when present. Exits with the
+    highest exit code of the audits (0 when no file belongs to a dataset).
+    """
+    from labelguard.precommit import touched_datasets
+
+    worst = 0
+    for root, baseline in touched_datasets(files):
+        args = [root, "--no-progress", "--output-format", output_format]
+        if baseline:
+            args += ["--baseline", baseline]
+        click.echo(f"labelguard audit {' '.join(args)}", err=True)
+        try:
+            with audit.make_context("audit", args, parent=ctx) as audit_context:
+                audit.invoke(audit_context)
+        except SystemExit as exit_:
+            worst = max(worst, exit_.code if isinstance(exit_.code, int) else 2)
+    sys.exit(worst)
+
+
 def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -> tuple[str | None, str | None]:
     """``--images``/``--masks`` checked against the PATH they pair in.
 
