@@ -248,16 +248,16 @@ def _flagged_tasks(tasks: list[FileTask], findings: list[Finding]) -> dict[str, 
 
 
 def _unpaired_once(findings: list[Finding]) -> list[Finding]:
-    """One LG002 per file and side: a mask that discovery found unpaired among paired
-    folders is also one that the spec's require_pairs names (discovery's, first, is kept)."""
-    seen: set = set()
+    """One LG002 per mask without its image: a mask that discovery found unpaired among
+    paired folders is also one that the spec's require_pairs names (discovery's, first, is
+    kept)."""
+    seen: set[str] = set()
     kept = []
     for finding in findings:
-        if finding.code == "LG002" and finding.path is not None:
-            key = (finding.path, finding.data.get("side"))
-            if key in seen:
+        if finding.code == "LG002" and finding.path is not None and finding.data.get("side") == "mask":
+            if finding.path in seen:
                 continue
-            seen.add(key)
+            seen.add(finding.path)
         kept.append(finding)
     return kept
 

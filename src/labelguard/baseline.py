@@ -28,7 +28,7 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from labelguard._version import __version__
 from labelguard.errors import UsageError
@@ -203,9 +203,3 @@ def match_baseline(report, baseline: Baseline) -> BaselineMatch:
             match.absent.append(entry)
     report.baseline = match
     return match
-
-
-def new_findings(report) -> Iterable:
-    """The findings of ``report`` that its baseline (if any) does not hold."""
-    match = report.baseline
-    return [f for f in report.findings if match is None or not match.is_known(f)]

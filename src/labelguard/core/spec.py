@@ -317,6 +317,12 @@ class LabelSpec:
         """The file or flag that gave ``part`` (one of :data:`PARTS`), when known."""
         return dict(self.origins).get(part)
 
+    def origin_note(self, part: str) -> str:
+        """`` (the file or flag)`` that gave ``part``, for a message that cites the spec; ""
+        when unknown."""
+        origin = self.origin(part)
+        return f" ({origin})" if origin else ""
+
     def describe_origins(self) -> str:
         """Which file or flag gave each part: ``from labels.txt`` when one gave all, else
         ``classes from labels.txt; num_classes from --num-classes 3``."""

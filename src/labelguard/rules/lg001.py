@@ -202,11 +202,10 @@ def unreadable_over_bound(summary: Summary, spec):
     bound = spec.max_files_unreadable
     if bound is None or summary.unreadable <= bound:
         return []
-    origin = spec.origin("max_files_unreadable")
     return [UNREADABLE.finding(
         None,
-        f"{plural(summary.unreadable, 'file')} cannot be read and the spec allows at most {bound} "
-        f"(max_files_unreadable = {bound}{f', {origin}' if origin else ''})",
+        f"{plural(summary.unreadable, 'file')} cannot be read and the spec{spec.origin_note('max_files_unreadable')} "
+        f"allows at most {bound} (max_files_unreadable)",
         hint="Re-export or remove the unreadable files (each is an LG001 finding of its own).",
         unreadable=summary.unreadable, bound=bound,
     )]

@@ -64,11 +64,10 @@ def mask_without_required_image(sample: MaskSample, spec):
     themselves; this names the masks of datasets that pair nothing."""
     if not spec.require_pairs or sample.paired_display is not None or sample.record.image_shape is not None:
         return ()
-    origin = spec.origin("require_pairs")
     return (UNPAIRED.finding(
         sample.display,
-        f"mask has no image (none paired by name, none stored in the file) and the spec requires pairs"
-        f"{f' ({origin})' if origin else ''}",
+        f"mask has no image (none paired by name, none stored in the file) and the spec"
+        f"{spec.origin_note('require_pairs')} requires pairs",
         hint="Add the image beside its mask (images/ + masks/, or the image in the same file), or remove the mask.",
         side="mask",
     ),)

@@ -59,11 +59,10 @@ def other_than_declared_dtype(sample: MaskSample, spec):
     stored = sample.record.array
     if spec.dtype is None or stored.dtype == np.dtype(spec.dtype):
         return ()
-    origin = spec.origin("dtype")
     return (LAYOUT.finding(
         sample.display,
-        f"mask stored as {stored.dtype} ({sample.record.mode}), the spec declares dtype = \"{spec.dtype}\""
-        f"{f' ({origin})' if origin else ''}",
+        f"mask stored as {stored.dtype} ({sample.record.mode}), the spec{spec.origin_note('dtype')} declares "
+        f"dtype = \"{spec.dtype}\"",
         hint=f"Save the mask as {spec.dtype}, or change dtype in the spec if the dataset's contract changed.",
         dtype=str(stored.dtype), declared=spec.dtype,
     ),)
