@@ -225,3 +225,25 @@ def test_without_the_html_extra_the_error_names_it(masks, tmp_path):
                 "'--no-progress'])", tmp_path, blocked="matplotlib")
     assert done.returncode == 2
     assert "pip install 'labelguard[html]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_markup_in_a_file_name_is_shown_as_text(tmp_path):
+    hostile = '<img src=x onerror=alert(1)>"\'&.png'
+    mask = np.zeros((8, 8), np.uint8)
+    mask[0, 0] = 9
+    write_png(tmp_path / "masks" / hostile, mask)
+    (tmp_path / "masks" / "labelguard.toml").write_text("[labels]\nnum_classes = 2\n")
+    text = _html(audit(str(tmp_path / "masks")))
+    page = Page(text)
+    assert not [attrs for tag, attrs in page.tags if "onerror" in attrs]
+    assert "&lt;img src=x onerror=alert(1)&gt;&quot;&#x27;&amp;.png" in text
+    assert "default-src 'none'" in text  # and a script would not run: the page's policy forbids it
+
+
+def test_a_flagged_file_replaced_by_a_pipe_is_said_without_hanging(masks):
+    report = audit(str(masks))
+    target = masks / "masks" / "m0.png"
+    os.remove(target)
+    os.mkfifo(target)
+    text = _html(report)
+    assert "could not read" in text and "not a regular file" in text
