@@ -225,6 +225,7 @@ def test_without_the_html_extra_the_error_names_it(masks, tmp_path):
                 "'--no-progress'])", tmp_path, blocked="matplotlib")
     assert done.returncode == 2
     assert "pip install 'labelguard[html]'" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "r.html").exists()  # asked before the audit: no half-written report
 
 
 def test_markup_in_a_file_name_is_shown_as_text(tmp_path):

@@ -272,7 +272,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     from labelguard.config import known_code
     from labelguard.output import get_formatter, write_report
 
-    get_formatter(output_format)
+    get_formatter(output_format).check_available()
     if not paths:
         if not masks:
             raise click.UsageError("give a dataset PATH (or --masks DIR)")

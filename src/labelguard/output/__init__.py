@@ -34,6 +34,11 @@ class Formatter:
         self.stream = stream
         self.settings = options
 
+    @classmethod
+    def check_available(cls) -> None:
+        """Raise MissingDependency when an extra this format draws with is not installed (the
+        CLI asks before auditing, so that no run ends in a half-written report)."""
+
     def start(self, report: Report) -> None:
         pass
 

@@ -54,6 +54,12 @@ class HtmlFormatter(Formatter):
     name = "html"
     options = ("thumbnails",)
 
+    @classmethod
+    def check_available(cls) -> None:
+        from labelguard._optional import require
+
+        require("matplotlib", "draw the charts of the HTML report")
+
     def start(self, report) -> None:
         self.groups: dict[str, list] = defaultdict(list)
 
