@@ -112,9 +112,11 @@ def audit(
         max_pixels=_limit("max_pixels", max_pixels, settings, DEFAULT_MAX_PIXELS),
         max_file_bytes=_limit("max_file_bytes", max_file_bytes, settings, DEFAULT_MAX_FILE_BYTES))
     with applied_limits(limits):
-        return _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
-                            seed=seed, progress=progress, config_file=config_file,
-                            use_project_config=use_project_config)
+        report = _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
+                              seed=seed, progress=progress, config_file=config_file,
+                              use_project_config=use_project_config)
+    report.read_limits = limits
+    return report
 
 
 def _limit(name: str, given: int | None, settings: dict, default: int) -> int:
@@ -204,6 +206,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         if group_summary is not summary:
             summary.update(group_summary)
     effective = specs[0] if specs else resolve_spec([], configs, spec)
+    findings = _unpaired_once(findings)
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
@@ -233,7 +236,30 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         if distinct else [],
         audited_nothing=nothing,
         files=[t.display for t in tasks],
+        flagged_tasks=_flagged_tasks(tasks, findings),
     )
+
+
+def _flagged_tasks(tasks: list[FileTask], findings: list[Finding]) -> dict[str, FileTask]:
+    """The tasks of the files findings name, by display path: a report keeps what it needs to
+    read them again (for pictures of their pixels), never a task per file of the dataset."""
+    flagged = {f.path for f in findings if f.path is not None}
+    return {t.display: t for t in tasks if t.display in flagged}
+
+
+def _unpaired_once(findings: list[Finding]) -> list[Finding]:
+    """One LG002 per mask without its image: a mask that discovery found unpaired among
+    paired folders is also one that the spec's require_pairs names (discovery's, first, is
+    kept)."""
+    seen: set[str] = set()
+    kept = []
+    for finding in findings:
+        if finding.code == "LG002" and finding.path is not None and finding.data.get("side") == "mask":
+            if finding.path in seen:
+                continue
+            seen.add(finding.path)
+        kept.append(finding)
+    return kept
 
 
 def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery]) -> str:

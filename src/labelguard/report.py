@@ -25,6 +25,10 @@ JSON schema, version 1::
       "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
     }
 
+With ``--baseline``, ``summary.baseline`` is ``{"file": str, "known": int, "new": int,
+"absent": [{"code", "path", "fingerprint", ...}]}`` and each finding has ``"baseline":
+"known" | "new"`` (see :mod:`labelguard.baseline`); without one neither key is there.
+
 ``path`` is relative to the current directory when the file is inside it. ``values`` counts
 every distinct mask value exactly up to 2,048 of them; past that (an image saved as a label)
 ``values_capped`` says so: the 1,024 values nearest 0 and the 1,024 farthest are kept and
@@ -70,6 +74,13 @@ class Report:
     # (path, spec) of each dataset when the datasets of one audit have different specs;
     # ``spec`` is then the first one's
     specs: list[tuple[str, LabelSpec]] = field(default_factory=list)
+    # How the findings compare with a baseline (labelguard.baseline.match_baseline), if given.
+    baseline: Any = None
+    # The tasks of the files that have findings, by display path: how to read them again
+    # (the HTML report draws their pixels). Never the tasks of every file.
+    flagged_tasks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # The read limits the audit applied, for reading flagged files again under the same bounds.
+    read_limits: Any = field(default=None, repr=False, compare=False)
 
     def dataset_specs(self) -> list[tuple[str, LabelSpec]]:
         """(path, spec) per dataset when they differ, else one ("", spec)."""
@@ -90,7 +101,8 @@ class Report:
         if fail_on == "never":
             return 0
         threshold = Severity.parse(fail_on)
-        return 1 if any(f.severity >= threshold for f in self.findings) else 0
+        known = self.baseline.is_known if self.baseline is not None else (lambda finding: False)
+        return 1 if any(f.severity >= threshold and not known(f) for f in self.findings) else 0
 
     def value_in_spec(self, value: int) -> bool | None:
         if self.specs:  # the values of datasets with different specs: each file's findings say
@@ -137,6 +149,20 @@ class Report:
                 "errors": self.errors,
                 "audited_nothing": self.audited_nothing,
                 "files": self.files,
+                **self._baseline_summary(),
             },
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [self._finding_dict(f) for f in self.findings],
         }
+
+    def _baseline_summary(self) -> dict[str, Any]:
+        if self.baseline is None:
+            return {}
+        known = len(self.baseline.known)
+        return {"baseline": {"file": self.baseline.source, "known": known, "new": len(self.findings) - known,
+                             "absent": self.baseline.absent}}
+
+    def _finding_dict(self, finding: Finding) -> dict[str, Any]:
+        data = finding.to_dict()
+        if self.baseline is not None:
+            data["baseline"] = "known" if self.baseline.is_known(finding) else "new"
+        return data

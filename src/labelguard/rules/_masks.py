@@ -67,11 +67,12 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
     if sample.record.remark:
         summary.add_remark(sample.record.remark, task.display)
     start = len(findings)
+    if task.image is not None:
+        sample.paired_display = task.image_display or task.image
     run_rules("mask", sample, spec, task.display, findings, errors)
     if sample.unusable:
         findings.append(UNREADABLE.finding(task.display, sample.unusable))
     if task.image is not None:
-        sample.paired_display = task.image_display or task.image
         try:
             sample.paired_shape = image_shape(task.image)
         except ReadError as exc:
