@@ -20,7 +20,8 @@ JSON schema, version 1::
         "suggested_remap": {"<from>": to} | null,
         "suggested_color_map": {"r,g,b": index} | null,
         "notes": [str], "errors": [str],
-        "audited_nothing": null | str, "files": [str]
+        "audited_nothing": null | str, "files": [str],
+        "from_cache": int
       },
       "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
     }
@@ -29,7 +30,9 @@ JSON schema, version 1::
 every distinct mask value exactly up to 2,048 of them; past that (an image saved as a label)
 ``values_capped`` says so: the 1,024 values nearest 0 and the 1,024 farthest are kept and
 counted exactly, the pixels of the others are ``other_pixels``, and ``outside_spec`` lists the
-kept values only.
+kept values only. ``from_cache`` counts the files whose findings and counts came from the
+result cache, unchanged since an earlier audit (:mod:`labelguard.core.cache`); the others
+were read and checked.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ class Report:
     # (path, spec) of each dataset when the datasets of one audit have different specs;
     # ``spec`` is then the first one's
     specs: list[tuple[str, LabelSpec]] = field(default_factory=list)
+    # how many of ``files`` had their result taken from the result cache
+    from_cache: int = 0
 
     def dataset_specs(self) -> list[tuple[str, LabelSpec]]:
         """(path, spec) per dataset when they differ, else one ("", spec)."""
@@ -137,6 +142,7 @@ class Report:
                 "errors": self.errors,
                 "audited_nothing": self.audited_nothing,
                 "files": self.files,
+                "from_cache": self.from_cache,
             },
             "findings": [f.to_dict() for f in self.findings],
         }

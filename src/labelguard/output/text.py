@@ -49,6 +49,9 @@ class TextFormatter(Formatter):
             samples += (f"  (a random sample of {report.sampled['size']} out of {report.sampled['of']}, "
                         f"seed {report.sampled['seed']}: rerun without --sample for the full audit)")
         out(f"audited:   {samples}")
+        if report.from_cache:
+            out(f"cache:     {report.from_cache:,} of {plural(len(report.files), 'file')} unchanged since an earlier "
+                "audit: their results came from the cache")
         counts = report.counts()
         out(f"result:    {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
             f"{counts['info']} info")
