@@ -53,12 +53,15 @@ import shutil
 import stat
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from labelguard.core.limits import current_limits
+from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult, FileTask
 
 log = logging.getLogger(__name__)
@@ -160,7 +163,10 @@ def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def _racy(st: os.stat_result, now_ns: int) -> bool:
-    return now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_SECONDS * 1e9
+    """Modified too recently to be told from its next version by its signature (as git's
+    "racily clean" files; ctime, which a file copied with its times kept moves, is not
+    asked: such a copy gets a new inode)."""
+    return now_ns - st.st_mtime_ns < RACY_SECONDS * 1e9
 
 
 def _hash_file(path: str) -> tuple[os.stat_result | None, bytes]:
@@ -185,6 +191,13 @@ def _hash_file(path: str) -> tuple[os.stat_result | None, bytes]:
                 break
             digest.update(view[:count])
         return st, digest.digest()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _path_kind(path: str) -> bytes:
@@ -228,21 +241,24 @@ def canonical(value: Any) -> bytes:
 
 
 def _encode(value: Any, write: Callable[[bytes], Any]) -> None:
-    if value is None:
+    kind = type(value)
+    if kind is str:  # the common case first: paths and names
+        data = value.encode("utf-8", "surrogatepass")
+        write(b"s%d:" % len(data) + data)
+    elif value is None:
         write(b"N")
-    elif isinstance(value, bool):
+    elif kind is bool:
         write(b"T" if value else b"F")
     elif isinstance(value, enum.Enum):
         write(b"E")
-        _encode(f"{type(value).__module__}.{type(value).__qualname__}", write)
+        _encode(f"{kind.__module__}.{kind.__qualname__}", write)
         _encode(value.value, write)
-    elif isinstance(value, int):
+    elif isinstance(value, int) and not isinstance(value, bool):
         write(b"i%d;" % value)
     elif isinstance(value, float):
         write(b"f" + value.hex().encode() + b";")
     elif isinstance(value, str):
-        data = value.encode("utf-8", "surrogatepass")
-        write(b"s%d:" % len(data) + data)
+        _encode(str(value), write)
     elif isinstance(value, bytes):
         write(b"b%d:" % len(value) + value)
     elif isinstance(value, (tuple, list)):
@@ -262,7 +278,7 @@ def _encode(value: Any, write: Callable[[bytes], Any]) -> None:
         write(b">")
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         write(b"D")
-        _encode(f"{type(value).__module__}.{type(value).__qualname__}", write)
+        _encode(f"{kind.__module__}.{kind.__qualname__}", write)
         for item in dataclasses.fields(value):
             _encode(item.name, write)
             _encode(getattr(value, item.name), write)
@@ -272,9 +288,10 @@ def _encode(value: Any, write: Callable[[bytes], Any]) -> None:
         _encode((value.dtype.str, value.shape), write)
         write(np.ascontiguousarray(value).tobytes())
     elif isinstance(value, np.generic) and value.dtype.kind in "biufc":
-        _encode(value.item(), write)
+        write(b"G")
+        _encode((value.dtype.str, value.item()), write)
     else:
-        raise TypeError(f"no canonical form for {type(value).__qualname__}")  # not a user mistake
+        raise TypeError(f"no canonical form for {kind.__qualname__}")  # not a user mistake
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -282,6 +299,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DECODING_LIBRARIES = ("numpy", "Pillow", "h5py", "nibabel", "tifffile", "defusedxml", "PyYAML")
 _ENVIRONMENT: bytes | None = None
 _MODULE_SOURCES: dict[str, bytes] = {}
+_RULES_DIGESTS: dict[tuple, tuple[tuple, bytes]] = {}
 
 
 def environment_digest() -> bytes:
@@ -345,13 +363,18 @@ def rules_digest() -> bytes:
     package: an audit that registered another rule (a plugin) gets entries of its own."""
     from labelguard.core.rules import RULES
 
-    digest = hashlib.sha256()
-    for scope, rules in RULES.items():
-        for rule in rules:
+    registered = tuple((scope, rule) for scope, rules in RULES.items() for rule in rules)
+    key = tuple((scope, id(rule)) for scope, rule in registered)
+    found = _RULES_DIGESTS.get(key)
+    if found is None:
+        digest = hashlib.sha256()
+        for scope, rule in registered:
             module = getattr(rule.apply, "__module__", "") or ""
             digest.update(canonical((scope, rule.code, module, getattr(rule.apply, "__qualname__", ""))))
             digest.update(_module_source(module))
-    return digest.digest()
+        # The rules are kept with their digest, so that their ids are never reused by others.
+        found = _RULES_DIGESTS[key] = (registered, digest.digest())
+    return found[1]
 
 
 # ---- entries ------------------------------------------------------------------------------------
@@ -361,8 +384,6 @@ class _ResultUnpickler(pickle.Unpickler):
     audit call an arbitrary function."""
 
     ALLOWED = frozenset({
-        ("labelguard.core.tasks", "FileResult"),
-        ("labelguard.core.summary", "Summary"),
         ("labelguard.core.findings", "Finding"),
         ("labelguard.core.findings", "Severity"),
         ("collections", "Counter"),
@@ -388,12 +409,55 @@ class _ResultUnpickler(pickle.Unpickler):
 class _Entry:
     identity: str
     dependencies: list[tuple[str, str, tuple | None, bytes]]  # (kind, path, file signature, digest)
-    result: FileResult
+    findings: list
+    summary: dict[str, Any]  # the summary's fields that are not empty, counters as plain dicts
+    files: int
 
 
 def _encode_entry(entry: _Entry) -> bytes:
-    body = pickle.dumps((entry.identity, entry.dependencies, entry.result), protocol=pickle.HIGHEST_PROTOCOL)
+    body = pickle.dumps((entry.identity, entry.dependencies, entry.findings, entry.summary, entry.files),
+                        protocol=pickle.HIGHEST_PROTOCOL)
     return MAGIC + hashlib.sha256(body).digest()[:CHECKSUM_BYTES] + body
+
+
+_SUMMARY_EMPTY = {item.name: item.default_factory() if item.default_factory is not dataclasses.MISSING
+                  else item.default for item in dataclasses.fields(Summary)}
+
+
+def _summary_parts(summary: Summary) -> dict[str, Any]:
+    """The fields of ``summary`` that are not empty (a file's summary has a few), counters as
+    plain dicts: a small entry, quick to load."""
+    parts = {}
+    for name, empty in _SUMMARY_EMPTY.items():
+        value = getattr(summary, name)
+        if value != empty:
+            parts[name] = dict(value) if isinstance(value, Counter) else value
+    return parts
+
+
+def _parts_view(parts: dict[str, Any]) -> SimpleNamespace:
+    """A summary given by its parts, as :meth:`Summary.update` reads one (it never writes the
+    summary it adds): building a Summary of empty counters per cached file would cost more
+    than reading its entry. Plain dicts add into counters as counters do."""
+    view = SimpleNamespace(**_SUMMARY_EMPTY)
+    view.__dict__.update(parts)
+    return view
+
+
+@dataclass
+class CachedResult:
+    """A task's result read from the cache: a :class:`FileResult` to merge (``summary`` is a
+    read-only view that :meth:`Summary.update` adds), never to change."""
+
+    path: str
+    findings: list
+    summary: SimpleNamespace
+    files: int
+    errors: tuple = ()
+
+    @property
+    def cached(self) -> int:
+        return self.files
 
 
 def _decode_entry(data: bytes) -> _Entry | None:
@@ -405,13 +469,14 @@ def _decode_entry(data: bytes) -> _Entry | None:
     if hashlib.sha256(body).digest()[:CHECKSUM_BYTES] != data[len(MAGIC):head]:
         return None
     try:
-        identity, dependencies, result = _ResultUnpickler(io.BytesIO(body)).load()
+        identity, dependencies, findings, summary, files = _ResultUnpickler(io.BytesIO(body)).load()
     except Exception:  # a well-formed checksum over a body of another version of the classes
         log.debug("cache entry could not be loaded", exc_info=True)
         return None
-    if not isinstance(result, FileResult) or not isinstance(dependencies, list):
+    if not (isinstance(dependencies, list) and isinstance(findings, list) and isinstance(summary, dict)
+            and set(summary) <= _SUMMARY_EMPTY.keys() and isinstance(files, int)):
         return None
-    return _Entry(identity, dependencies, result)
+    return _Entry(identity, dependencies, findings, summary, files)
 
 
 @dataclass
@@ -435,28 +500,36 @@ class ResultCache:
 
     # -- the per-file wrapper ---------------------------------------------------------------------
 
+    def context(self, spec: Any) -> bytes:
+        """What the identities of a batch's tasks share: the environment, the registered rules,
+        the spec, the read limits and the working folder (display paths are relative to it)."""
+        if self._spec is None or self._spec[0] is not spec:
+            self._spec = (spec, hashlib.sha256(canonical(spec)).digest())
+        digest = hashlib.sha256(environment_digest())
+        digest.update(rules_digest())
+        digest.update(self._spec[1])
+        digest.update(canonical((os.getcwd(), current_limits())))
+        return digest.digest()
+
     def run(self, task: FileTask, spec: Any, runner: Callable[[FileTask, Any], FileResult],
-            rules: bytes | None = None) -> FileResult:
-        """``runner(task, spec)``, or the result cached for the same inputs (its ``cached``
-        set to its ``files``). ``rules`` is :func:`rules_digest`, computed once per batch."""
+            context: bytes) -> FileResult | CachedResult:
+        """The result cached for ``task`` when its inputs are unchanged, else
+        ``runner(task, spec)``, stored. ``context`` is :meth:`context` of ``spec``."""
         if not getattr(task.processor, "cacheable", False):
             return runner(task, spec)
         try:
-            identity = self._identity(task, spec, rules if rules is not None else rules_digest())
+            identity = self._identity(task, context)
         except TypeError:
             log.debug("task of %s has an option without a canonical form: not cached", task.path, exc_info=True)
             return runner(task, spec)
         declared = [task.path] + ([task.image] if task.image else [])
         entry = self._read(identity)
-        if entry is not None:
-            result = self._reuse(entry, declared)
-            if result is not None:
-                result.cached = result.files
-                return result
-        before = [_hash_file(path) for path in declared]
+        if entry is not None and self._still_valid(entry, declared):
+            return CachedResult(task.display, entry.findings, _parts_view(entry.summary), entry.files)
         limit = current_limits().max_file_bytes
-        if any(st is not None and st.st_size > limit for st, _ in before):
-            return runner(task, spec)  # the reader refuses it unread: hashing it would read it all
+        if any(_size(path) > limit for path in declared):
+            return runner(task, spec)  # the reader refuses it unread: hashing would read it all
+        before = [_hash_file(path) for path in declared]
         token = _NOTED.set([])
         try:
             result = runner(task, spec)
@@ -467,17 +540,12 @@ class ResultCache:
             self._store(identity, declared, before, noted, result)
         return result
 
-    def _identity(self, task: FileTask, spec: Any, rules: bytes) -> str:
-        if self._spec is None or self._spec[0] is not spec:
-            self._spec = (spec, hashlib.sha256(canonical(spec)).digest())
+    def _identity(self, task: FileTask, context: bytes) -> str:
         processor = task.processor
-        digest = hashlib.sha256(environment_digest())
-        digest.update(rules)
+        digest = hashlib.sha256(context)
         digest.update(_module_source(processor.__module__))
-        digest.update(self._spec[1])
-        digest.update(canonical((
-            f"{processor.__module__}.{processor.__qualname__}", os.getcwd(), current_limits(),
-            task.path, task.display, task.image, task.image_display, task.options)))
+        digest.update(canonical((f"{processor.__module__}.{processor.__qualname__}", task.path, task.display,
+                                 task.image, task.image_display, task.options)))
         return digest.hexdigest()[:32]
 
     def _path(self, identity: str) -> str:
@@ -501,13 +569,13 @@ class ResultCache:
                 pass
         return entry
 
-    def _reuse(self, entry: _Entry, declared: list[str]) -> FileResult | None:
-        """The entry's result when every dependency is as it was; the entry is rewritten when
-        a file's signature changed but not its bytes (touched, copied back), so that the next
+    def _still_valid(self, entry: _Entry, declared: list[str]) -> bool:
+        """True when every dependency of the entry is as it was; the entry is rewritten when a
+        file's signature changed but not its bytes (touched, copied back), so that the next
         audit need not hash it again."""
         kinds = [(kind, path) for kind, path, _, _ in entry.dependencies[:len(declared)]]
         if kinds != [("file", path) for path in declared]:
-            return None
+            return False
         now = time.time_ns()
         refreshed = []
         changed = False
@@ -522,23 +590,24 @@ class ResultCache:
                     continue
                 st, current = _hash_file(path)
                 if current != digest:
-                    return None
+                    return False
                 changed = True
                 signature = _signature(st) if st is not None and not _racy(st, now) else None
                 refreshed.append((kind, path, signature, digest))
             elif kind == "folder":
                 if _listing_digest(path) != digest:
-                    return None
+                    return False
                 refreshed.append((kind, path, signature, digest))
             elif kind == "path":
                 if _path_kind(path) != digest:
-                    return None
+                    return False
                 refreshed.append((kind, path, signature, digest))
             else:
-                return None
+                return False
         if changed:
-            self._write(_Entry(entry.identity, refreshed, entry.result))
-        return entry.result
+            entry.dependencies = refreshed
+            self._write(entry)
+        return True
 
     def _store(self, identity: str, declared: list[str], before: list, noted: list,
                result: FileResult) -> None:
@@ -567,24 +636,29 @@ class ResultCache:
                 dependencies.append((kind, path, None, _listing_digest(path)))
             else:
                 dependencies.append((kind, path, None, _path_kind(path)))
-        self._write(_Entry(identity, dependencies, result))
+        self._write(_Entry(identity, dependencies, result.findings, _summary_parts(result.summary), result.files))
 
     def _write(self, entry: _Entry) -> None:
         try:
             data = _encode_entry(entry)
         except Exception:  # a result that cannot be pickled is computed again next time
-            log.debug("result of %s cannot be cached", entry.result.path, exc_info=True)
+            log.debug("result of entry %s cannot be cached", entry.identity, exc_info=True)
             return
         path = self._path(entry.identity)
         temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         try:
             try:
-                handle = open(temporary, "xb")
+                fd = os.open(temporary, flags, 0o644)
             except FileNotFoundError:
                 self._make_folders(os.path.dirname(path))
-                handle = open(temporary, "xb")
-            with handle:
-                handle.write(data)
+                fd = os.open(temporary, flags, 0o644)
+            try:
+                written = os.write(fd, data)
+                while written < len(data):
+                    written += os.write(fd, data[written:])
+            finally:
+                os.close(fd)
             os.replace(temporary, path)
         except OSError:
             log.debug("cannot write cache entry %s", path, exc_info=True)

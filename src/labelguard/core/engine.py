@@ -28,7 +28,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Sequence
 
-from labelguard.core.cache import CacheSettings, ResultCache, environment_digest, open_cache, rules_digest
+from labelguard.core.cache import CachedResult, CacheSettings, ResultCache, environment_digest, open_cache
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -95,14 +95,14 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings |
 def _run_cached(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings) -> FileResult:
     """:func:`run_batch` file by file, each through the cache (a result is stored per file)."""
     store = open_cache(cache)
-    rules = rules_digest()
-    return _merged(tasks, (_run_through(store, task, spec, rules) for task in tasks))
+    context = store.context(spec)
+    return _merged(tasks, (_run_through(store, task, spec, context) for task in tasks))
 
 
-def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, rules: bytes) -> FileResult:
+def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, context: bytes) -> FileResult | CachedResult:
     """One task through the cache; a failure of the cache itself only costs the lookup."""
     try:
-        return store.run(task, spec, run_one, rules)
+        return store.run(task, spec, run_one, context)
     except MissingDependency:
         raise
     except Exception:
@@ -110,7 +110,7 @@ def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, rules: byt
         return run_one(task, spec)
 
 
-def _merged(tasks: Sequence[FileTask], results: Iterable[FileResult]) -> FileResult:
+def _merged(tasks: Sequence[FileTask], results: Iterable[FileResult | CachedResult]) -> FileResult:
     batch = FileResult(tasks[0].display if tasks else "", files=0)
     for result in results:
         batch.findings.extend(result.findings)
