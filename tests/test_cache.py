@@ -206,6 +206,18 @@ def test_a_changed_colour_map_re_audits_the_colour_masks(tmp_path):
     assert after.from_cache == 0 and found(after, "LG201")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_pipe_among_masks_is_not_read_to_hash_it(tmp_path):
+    data = masks_dataset(tmp_path / "data", count=2)
+    os.mkfifo(data / "pipe.png")
+    age(data)
+    cache = tmp_path / "cache"
+    for _ in range(2):  # a blocking read would never return
+        report = cached_run(data, cache)
+        assert [Path(f.path).name for f in found(report, "LG001")] == ["pipe.png"]
+    assert report.from_cache == 3
+
+
 def test_a_changed_read_limit_re_audits(tmp_path):
     data = masks_dataset(tmp_path / "data", count=2)
     cache = tmp_path / "cache"
