@@ -412,13 +412,22 @@ def test_the_working_folder_is_part_of_the_key(tmp_path, monkeypatch):
 # ---- the store --------------------------------------------------------------------------------
 
 def entries(cache: Path) -> list[Path]:
-    return sorted(p for p in (cache / "v1").rglob("*") if p.is_file() and not p.name.startswith("last-"))
+    """The files' entries (not the batches')."""
+    return sorted(p for p in (cache / "v1").rglob("*") if p.is_file() and not p.name.startswith("last-")
+                  and p.suffix != ".batch")
+
+
+def drop_batch_entries(cache: Path) -> None:
+    """Remove the batches' entries, so that an audit looks each file up on its own."""
+    for path in (cache / "v1").rglob("*.batch"):
+        path.unlink()
 
 
 def test_truncated_and_damaged_entries_are_ignored_and_rebuilt(tmp_path):
     data = masks_dataset(tmp_path / "data", count=5, bad=1)
     cache = tmp_path / "cache"
     reference = cached_run(data, cache)
+    drop_batch_entries(cache)
     stored = entries(cache)
     assert len(stored) == 5
     stored[0].write_bytes(stored[0].read_bytes()[:40])  # truncated
@@ -430,6 +439,26 @@ def test_truncated_and_damaged_entries_are_ignored_and_rebuilt(tmp_path):
     assert after.from_cache == 2
     assert comparable(after) == comparable(reference)
     assert cached_run(data, cache).from_cache == 5  # rebuilt
+
+
+def test_a_batch_of_unchanged_files_is_read_from_one_entry(tmp_path):
+    data = masks_dataset(tmp_path / "data", count=64, bad=40)  # batches of 4 files
+    cache = tmp_path / "cache"
+    reference = cached_run(data, cache)
+    assert open_cache(CacheSettings(str(cache))).info().batches == 16
+    for path in entries(cache):
+        path.unlink()  # only the batches' entries are left
+    second = cached_run(data, cache)
+    assert second.from_cache == 64 and comparable(second) == comparable(reference)
+    drop_batch_entries(cache)
+    assert cached_run(data, cache).from_cache == 0  # every file's entry was deleted: all stored again
+    write_png(data / "m5.png", organic_mask((32, 32), classes=(0, 1, 2), seed=50))
+    after = cached_run(data, cache)  # m5's batch is looked up file by file: one file is new
+    assert after.from_cache == 63 and comparable(after)["summary"]["findings"] == reference.to_dict()["summary"][
+        "findings"]
+    [batch_entry] = [p for p in (cache / "v1").rglob("*.batch")][:1]
+    batch_entry.write_bytes(batch_entry.read_bytes()[:-3])
+    assert cached_run(data, cache).from_cache == 63  # m5 is still racy; the damaged batch rebuilt
 
 
 def test_an_entry_cannot_make_the_audit_call_a_function(tmp_path):
@@ -517,7 +546,7 @@ def test_cache_info_and_clear(tmp_path):
     mine.write_text("not labelguard's", encoding="utf-8")
     info = CliRunner().invoke(main, ["cache", "info", "--cache-dir", str(cache)])
     assert info.exit_code == 0
-    assert f"location: {cache}" in info.output and "entries:  3" in info.output
+    assert f"location: {cache}" in info.output and "entries:  3 files' results, 0 batches' results" in info.output
     assert "bound:    1,073,741,824 bytes" in info.output
     cleared = CliRunner().invoke(main, ["cache", "clear", "--cache-dir", str(cache)])
     assert cleared.exit_code == 0 and "deleted 3 cached results" in cleared.output

@@ -469,7 +469,7 @@ def cache_info(cache_dir: str | None) -> None:
     """Where the cache is, how many entries it holds, its size and its bound."""
     info = _cache_here(cache_dir).info()
     click.echo(f"location: {info.directory}")
-    click.echo(f"entries:  {info.entries:,}")
+    click.echo(f"entries:  {info.entries:,} files' results, {info.batches:,} batches' results")
     click.echo(f"size:     {info.size:,} bytes")
     click.echo(f"bound:    {info.max_bytes:,} bytes (least recently used entries are deleted past it; "
                "[audit] cache_max_bytes)")

@@ -56,7 +56,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -81,6 +81,8 @@ TOUCH_AFTER_SECONDS = 3600
 # A temporary file this old was left by a process that died while writing.
 STALE_TEMP_SECONDS = 3600
 SWEEP_MARKER = "last-sweep"
+# The name ending of a batch's entry (a file's entry has none).
+BATCH_SUFFIX = ".batch"
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                 "# This file is a cache directory tag created by labelguard.\n"
                 "# For information about cache directory tags see https://bford.info/cachedir/\n")
@@ -480,11 +482,39 @@ def _decode_entry(data: bytes) -> _Entry | None:
 
 
 @dataclass
+class Batch:
+    """A batch's lookup: each task's identity and, once known, its dependencies (None: not
+    cached); ``key`` names the entry of the whole batch, ``hit`` is it when still valid."""
+
+    identities: list[str | None]
+    dependencies: list[list | None]
+    key: str | None = None
+    hit: CachedResult | None = None
+
+
+def _unchanged(dependency: tuple) -> bool:
+    """A dependency as it was, without hashing anything: a file by its signature (a file
+    whose signature moved is checked by its own entry, which hashes it)."""
+    kind, path, signature, digest = dependency
+    if kind == "file":
+        if signature is None:
+            return False
+        try:
+            return _signature(os.stat(path)) == signature
+        except OSError:
+            return False
+    if kind == "folder":
+        return _listing_digest(path) == digest
+    return kind == "path" and _path_kind(path) == digest
+
+
+@dataclass
 class CacheInfo:
     """What ``labelguard cache info`` shows."""
 
     directory: str
-    entries: int
+    entries: int  # files' results
+    batches: int  # batches' merged results (each also stored file by file)
     size: int
     max_bytes: int
 
@@ -511,20 +541,48 @@ class ResultCache:
         digest.update(canonical((os.getcwd(), current_limits())))
         return digest.digest()
 
+    def batch(self, tasks: Sequence[FileTask], context: bytes) -> Batch:
+        """The lookup of a batch of tasks: the entry of the whole batch when every dependency
+        of every task is unchanged by its signature (one read and one merge for 32 files),
+        else what :meth:`run` of each task and :meth:`store_batch` need."""
+        batch = Batch([None] * len(tasks), [None] * len(tasks))
+        if len(tasks) < 2:
+            return batch  # its file's entry is the batch's
+        for index, task in enumerate(tasks):
+            if not getattr(task.processor, "cacheable", False):
+                return batch
+            try:
+                batch.identities[index] = self._identity(task, context)
+            except TypeError:
+                log.debug("task of %s has an option without a canonical form: not cached", task.path,
+                          exc_info=True)
+                return batch
+        batch.key = hashlib.sha256(":".join(batch.identities).encode()).hexdigest()[:32] + BATCH_SUFFIX
+        entry = self._read(batch.key)
+        if entry is not None and all(_unchanged(dependency) for dependency in entry.dependencies):
+            batch.hit = CachedResult(tasks[0].display, entry.findings, _parts_view(entry.summary), entry.files)
+        return batch
+
     def run(self, task: FileTask, spec: Any, runner: Callable[[FileTask, Any], FileResult],
-            context: bytes) -> FileResult | CachedResult:
+            context: bytes, batch: Batch | None = None, index: int = 0) -> FileResult | CachedResult:
         """The result cached for ``task`` when its inputs are unchanged, else
-        ``runner(task, spec)``, stored. ``context`` is :meth:`context` of ``spec``."""
+        ``runner(task, spec)``, stored. ``context`` is :meth:`context` of ``spec``; with the
+        task's ``batch``, its identity is taken from there and its dependencies kept there."""
         if not getattr(task.processor, "cacheable", False):
             return runner(task, spec)
-        try:
-            identity = self._identity(task, context)
-        except TypeError:
-            log.debug("task of %s has an option without a canonical form: not cached", task.path, exc_info=True)
-            return runner(task, spec)
+        identity = batch.identities[index] if batch is not None else None
+        if identity is None:
+            try:
+                identity = self._identity(task, context)
+            except TypeError:
+                log.debug("task of %s has an option without a canonical form: not cached", task.path,
+                          exc_info=True)
+                return runner(task, spec)
         declared = [task.path] + ([task.image] if task.image else [])
         entry = self._read(identity)
         if entry is not None and self._still_valid(entry, declared):
+            if batch is not None:
+                batch.dependencies[index] = entry.dependencies
             return CachedResult(task.display, entry.findings, _parts_view(entry.summary), entry.files)
         limit = current_limits().max_file_bytes
         if any(_size(path) > limit for path in declared):
@@ -537,8 +595,17 @@ class ResultCache:
         finally:
             _NOTED.reset(token)
         if not result.errors:
-            self._store(identity, declared, before, noted, result)
+            stored = self._store(identity, declared, before, noted, result)
+            if batch is not None:
+                batch.dependencies[index] = stored
         return result
+
+    def store_batch(self, batch: Batch, result: FileResult) -> None:
+        """Store the merged ``result`` of a batch whose every task was stored or reused."""
+        if batch.key is None or result.errors or any(found is None for found in batch.dependencies):
+            return
+        dependencies = [dependency for found in batch.dependencies for dependency in found]
+        self._write(_Entry(batch.key, dependencies, result.findings, _summary_parts(result.summary), result.files))
 
     def _identity(self, task: FileTask, context: bytes) -> str:
         processor = task.processor
@@ -610,11 +677,11 @@ class ResultCache:
         return True
 
     def _store(self, identity: str, declared: list[str], before: list, noted: list,
-               result: FileResult) -> None:
+               result: FileResult) -> list | None:
         """Store ``result`` unless an input changed while it was computed or was modified too
-        recently to be told apart from its next version."""
+        recently to be told apart from its next version; its dependencies, or None."""
         if any(kind == "uncacheable" for kind, _ in noted):
-            return
+            return None
         now = time.time_ns()
         dependencies = []
         for path, (st, digest) in zip(declared, before):
@@ -622,21 +689,22 @@ class ResultCache:
                 try:
                     after = os.stat(path)
                 except OSError:
-                    return
+                    return None
                 if _signature(after) != _signature(st) or _racy(after, now):
-                    return
+                    return None
             dependencies.append(("file", path, _signature(st) if st is not None else None, digest))
         for kind, path in dict.fromkeys(noted):
             if kind == "file":
                 st, digest = _hash_file(path)
                 if st is not None and _racy(st, now):
-                    return
+                    return None
                 dependencies.append((kind, path, _signature(st) if st is not None else None, digest))
             elif kind == "folder":
                 dependencies.append((kind, path, None, _listing_digest(path)))
             else:
                 dependencies.append((kind, path, None, _path_kind(path)))
         self._write(_Entry(identity, dependencies, result.findings, _summary_parts(result.summary), result.files))
+        return dependencies
 
     def _write(self, entry: _Entry) -> None:
         try:
@@ -711,12 +779,16 @@ class ResultCache:
                 continue
 
     def info(self) -> CacheInfo:
-        entries = size = 0
+        entries = batches = size = 0
         for path, st in self._entries():
-            if not path.endswith(".tmp"):
+            if path.endswith(".tmp"):
+                continue
+            if path.endswith(BATCH_SUFFIX):
+                batches += 1
+            else:
                 entries += 1
-                size += st.st_size
-        return CacheInfo(os.path.abspath(self.settings.directory), entries, size, self.settings.max_bytes)
+            size += st.st_size
+        return CacheInfo(os.path.abspath(self.settings.directory), entries, batches, size, self.settings.max_bytes)
 
     def clear(self) -> int:
         """Delete every entry (only what labelguard wrote: the entries' folder and its marker

@@ -28,7 +28,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Sequence
 
-from labelguard.core.cache import CachedResult, CacheSettings, ResultCache, environment_digest, open_cache
+from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, environment_digest, open_cache
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -76,7 +76,8 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings |
     If it raises, the batch runs file by file, so the failure is pinned to its file.
 
     With a ``cache``, each task of a cacheable processor is looked up there first and its
-    result stored after it ran (:mod:`labelguard.core.cache`), in the process that runs it.
+    result stored after it ran (:mod:`labelguard.core.cache`), in the process that runs it; a
+    batch of such tasks also has an entry of its own, read at once when nothing changed.
     """
     processor = tasks[0].processor if tasks else None
     if cache is not None and any(getattr(task.processor, "cacheable", False) for task in tasks):
@@ -96,17 +97,25 @@ def _run_cached(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings
     """:func:`run_batch` file by file, each through the cache (a result is stored per file)."""
     store = open_cache(cache)
     context = store.context(spec)
-    return _merged(tasks, (_run_through(store, task, spec, context) for task in tasks))
+    batch = store.batch(tasks, context)
+    if batch.hit is not None:
+        return _merged(tasks, [batch.hit])
+    merged = _merged(tasks, (_run_through(store, task, spec, context, batch, index)
+                             for index, task in enumerate(tasks)))
+    store.store_batch(batch, merged)
+    return merged
 
 
-def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, context: bytes) -> FileResult | CachedResult:
+def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, context: bytes, batch: Batch,
+                 index: int) -> FileResult | CachedResult:
     """One task through the cache; a failure of the cache itself only costs the lookup."""
     try:
-        return store.run(task, spec, run_one, context)
+        return store.run(task, spec, run_one, context, batch, index)
     except MissingDependency:
         raise
     except Exception:
         log.debug("the result cache failed on %s; checking it without", task.path, exc_info=True)
+        batch.dependencies[index] = None
         return run_one(task, spec)
 
 
