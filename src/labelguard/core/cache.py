@@ -414,6 +414,7 @@ class _Entry:
     findings: list
     summary: dict[str, Any]  # the summary's fields that are not empty, counters as plain dicts
     files: int
+    used: float = 0.0  # when it was last written or marked used (its mtime)
 
 
 def _encode_entry(entry: _Entry) -> bytes:
@@ -561,6 +562,10 @@ class ResultCache:
         entry = self._read(batch.key)
         if entry is not None and all(_unchanged(dependency) for dependency in entry.dependencies):
             batch.hit = CachedResult(tasks[0].display, entry.findings, _parts_view(entry.summary), entry.files)
+            if time.time() - entry.used > TOUCH_AFTER_SECONDS:
+                # The files' entries are used with it: after an edit they answer for the batch.
+                for identity in batch.identities:
+                    self._touch(identity)
         return batch
 
     def run(self, task: FileTask, spec: Any, runner: Callable[[FileTask, Any], FileResult],
@@ -629,12 +634,17 @@ class ResultCache:
         entry = _decode_entry(data)
         if entry is None or entry.identity != identity:
             return None
+        entry.used = used
         if time.time() - used > TOUCH_AFTER_SECONDS:
-            try:
-                os.utime(path)  # recently used: the sweep deletes the least recently used first
-            except OSError:
-                pass
+            self._touch(identity)
         return entry
+
+    def _touch(self, identity: str) -> None:
+        """Mark an entry used now: the sweep deletes the least recently used first."""
+        try:
+            os.utime(self._path(identity))
+        except OSError:
+            pass
 
     def _still_valid(self, entry: _Entry, declared: list[str]) -> bool:
         """True when every dependency of the entry is as it was; the entry is rewritten when a
