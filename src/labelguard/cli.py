@@ -256,10 +256,14 @@ def _progress(enabled: bool):
               help="Change a code's severity, e.g. LG205=warning. Repeatable.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @limit_options
+@click.option("--cache-dir", type=click.Path(file_okay=False),
+              help="Folder of the per-file result cache (default: [audit] cache_dir, else the user's cache folder; "
+                   "see `labelguard cache info`).")
+@click.option("--no-cache", is_flag=True, help="Read and check every file; use and store no cached result.")
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
           image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
-          write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes):
+          write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes, cache_dir, no_cache):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -280,6 +284,8 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     for path in paths:
         if not os.path.exists(path):
             raise click.UsageError(f"{path}: no such file or directory")
+    if cache_dir and no_cache:
+        raise click.UsageError("--cache-dir and --no-cache contradict each other: give one")
     if write_classes and os.path.lexists(write_classes) and not force:
         raise click.UsageError(f"--write-classes {write_classes}: the file exists; pass --force to replace it")
     images, masks = _folders_in(paths, images, masks)
@@ -299,6 +305,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             config_file=config_file, use_project_config=not no_config,
             workers=workers if workers is not None else "config", sample=sample, seed=seed,
             severity=overrides, progress=progress, max_pixels=max_pixels, max_file_bytes=max_file_bytes,
+            cache=False if no_cache else cache_dir,
         )
     seed_given = click.get_current_context().get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT
     if seed_given and report.sampled is None:
@@ -508,6 +515,45 @@ def formats() -> None:
     for layout in sorted(LAYOUTS.values(), key=lambda item: item.priority):
         click.echo(f"  {layout.name:<18} {layout.description}")
     click.echo("report formats (--output-format): " + ", ".join(sorted(FORMATTERS)))
+
+
+@main.group()
+def cache() -> None:
+    """Show or empty the per-file result cache of `labelguard audit`."""
+
+
+def _cache_here(cache_dir: str | None):
+    """The cache an audit from this folder would use: --cache-dir, else the config found
+    from here ([audit] cache_dir, cache_max_bytes), else the user's cache folder."""
+    from labelguard._audit import cache_settings, load_settings
+    from labelguard.core.cache import default_cache_dir, open_cache
+
+    settings: dict = {}
+    for config in load_settings(os.getcwd(), None, True):
+        settings.update(config.audit)
+    chosen = cache_settings(cache_dir or settings.get("cache_dir") or default_cache_dir(), settings)
+    return open_cache(chosen)
+
+
+@cache.command("info")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder (default: as `audit` uses).")
+def cache_info(cache_dir: str | None) -> None:
+    """Where the cache is, how many entries it holds, its size and its bound."""
+    info = _cache_here(cache_dir).info()
+    click.echo(f"location: {info.directory}")
+    click.echo(f"entries:  {info.entries:,} files' results, {info.batches:,} batches' results")
+    click.echo(f"size:     {info.size:,} bytes")
+    click.echo(f"bound:    {info.max_bytes:,} bytes (least recently used entries are deleted past it; "
+               "[audit] cache_max_bytes)")
+
+
+@cache.command("clear")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder (default: as `audit` uses).")
+def cache_clear(cache_dir: str | None) -> None:
+    """Delete every cached result (the next audit reads and checks every file)."""
+    store = _cache_here(cache_dir)
+    deleted = store.clear()
+    click.echo(f"deleted {deleted:,} cached results from {store.info().directory}")
 
 
 @main.command()

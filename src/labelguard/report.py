@@ -20,7 +20,8 @@ JSON schema, version 1::
         "suggested_remap": {"<from>": to} | null,
         "suggested_color_map": {"r,g,b": index} | null,
         "notes": [str], "errors": [str],
-        "audited_nothing": null | str, "files": [str]
+        "audited_nothing": null | str, "files": [str],
+        "from_cache": int
       },
       "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
     }
@@ -33,7 +34,9 @@ With ``--baseline``, ``summary.baseline`` is ``{"file": str, "known": int, "new"
 every distinct mask value exactly up to 2,048 of them; past that (an image saved as a label)
 ``values_capped`` says so: the 1,024 values nearest 0 and the 1,024 farthest are kept and
 counted exactly, the pixels of the others are ``other_pixels``, and ``outside_spec`` lists the
-kept values only.
+kept values only. ``from_cache`` counts the files whose findings and counts came from the
+result cache, unchanged since an earlier audit (:mod:`labelguard.core.cache`); the others
+were read and checked.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class Report:
     flagged_tasks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # The read limits the audit applied, for reading flagged files again under the same bounds.
     read_limits: Any = field(default=None, repr=False, compare=False)
+    # how many of ``files`` had their result taken from the result cache
+    from_cache: int = 0
 
     def dataset_specs(self) -> list[tuple[str, LabelSpec]]:
         """(path, spec) per dataset when they differ, else one ("", spec)."""
@@ -150,6 +155,7 @@ class Report:
                 "audited_nothing": self.audited_nothing,
                 "files": self.files,
                 **self._baseline_summary(),
+                "from_cache": self.from_cache,
             },
             "findings": [self._finding_dict(f) for f in self.findings],
         }

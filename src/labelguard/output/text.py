@@ -52,6 +52,9 @@ class TextFormatter(Formatter):
             samples += (f"  (a random sample of {report.sampled['size']} out of {report.sampled['of']}, "
                         f"seed {report.sampled['seed']}: rerun without --sample for the full audit)")
         out(f"audited:   {samples}")
+        if report.from_cache:
+            out(f"cache:     {report.from_cache:,} of {plural(len(report.files), 'file')} unchanged since an earlier "
+                "audit: their results came from the cache")
         counts = report.counts()
         if self.baseline is not None:
             counts = {level: sum(1 for group in self.groups.values() for f in group if str(f.severity) == level)

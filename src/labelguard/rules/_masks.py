@@ -49,6 +49,9 @@ def process_mask_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult
 
 
 process_mask.batch = process_mask_batch  # type: ignore[attr-defined]
+# Its result is a function of the task, the spec and the bytes of the mask and its paired
+# image; what a reader reads beyond them is noted or makes it uncacheable (labelguard.core.cache).
+process_mask.cacheable = True  # type: ignore[attr-defined]
 
 
 def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary: Summary,
