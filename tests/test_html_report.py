@@ -248,3 +248,24 @@ def test_a_flagged_file_replaced_by_a_pipe_is_said_without_hanging(masks):
     os.mkfifo(target)
     text = _html(report)
     assert "could not read" in text and "not a regular file" in text
+
+
+def test_the_value_chart_judges_each_value_against_every_dataset_spec(tmp_path):
+    """Two datasets with their own specs: values legal in both are green, a value an LG201
+    finding names is red, a value legal in one spec only (and named by no finding) is blue."""
+    from labelguard.output.charts import IN_SPEC, OUTSIDE, UNJUDGED, value_chart
+
+    for name, classes, values in (("binary", 2, (0, 1, 9)), ("three", 3, (0, 2))):
+        for index in range(2):
+            mask = np.zeros((32, 32), np.uint8)
+            mask[:16] = values[1]
+            if len(values) > 2 and index == 0:
+                mask[:2, :2] = values[2]
+            write_png(tmp_path / name / "masks" / f"m{index}.png", mask)
+        (tmp_path / name / "labelguard.toml").write_text(f"[labels]\nnum_classes = {classes}\n", encoding="utf-8")
+    report = audit(str(tmp_path))
+    assert report.specs, "the two datasets keep their own specs"
+    svg = _decoded(value_chart(report)).decode()
+    fills = [svg.count(f"fill: {colour}") + svg.count(f'fill="{colour}"') for colour in (IN_SPEC, OUTSIDE, UNJUDGED)]
+    assert fills == [2, 1, 1], fills  # 0 and 1 legal in both; 9 named by LG201; 2 outside the binary spec
+

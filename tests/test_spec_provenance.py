@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from audit_helpers import codes, found, run
 from builders import organic_mask, rgb_image, write_jpeg, write_list, write_npy, write_png
 from detection_builders import write_yolo
+from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 
@@ -90,8 +91,9 @@ def test_each_path_gets_the_spec_of_its_own_metadata(tmp_path):
     result = cli("audit", str(tmp_path / "two"), str(tmp_path / "three"), "-f", "json")
     summary = json.loads(result.output)["summary"]
     assert [s["spec"]["classes"] for s in summary["specs"]] == [["bg", "road"], ["bg", "road", "car"]]
-    # one value table for both: no verdict of one dataset's spec on the other's values
-    assert {entry["in_spec"] for entry in summary["values"].values()} == {None}
+    # one value table for both: 0 and 1 are legal in both specs; 2 is outside the spec of the
+    # dataset it was found in (an LG201 names it), though legal in the other's
+    assert {v: entry["in_spec"] for v, entry in summary["values"].items()} == {"0": True, "1": True, "2": False}
     text = cli("audit", str(tmp_path / "two"), str(tmp_path / "three")).output
     assert text.count("spec:      ") == 2 and "labels.txt beside the data" in text
     # a flag applies to all of them
@@ -209,3 +211,20 @@ def test_mask_datasets_side_by_side_are_each_decoded_through_their_own_colour_ma
     assert not codes(report) & {"LG203", "LG201"}, [f.message for f in report.findings]
     assert [spec.classes for _, spec in report.specs] == [("background", "car", "tree"),
                                                            ("background", "tree", "car")]
+
+
+def test_datasets_side_by_side_each_with_a_labelguard_toml_keep_their_specs(tmp_path):
+    """Mask folders side by side, each with its own labelguard.toml, audited from their parent:
+    each is checked against its own spec (before, they were merged and no spec was found)."""
+    for name, classes, stray in (("binary", 2, 9), ("three", 3, None)):
+        mask = np.zeros((16, 16), np.uint8)
+        mask[:8] = classes - 1
+        if stray is not None:
+            mask[0, 0] = stray
+        write_png(tmp_path / name / "masks" / "m.png", mask)
+        (tmp_path / name / "labelguard.toml").write_text(f"[labels]\nnum_classes = {classes}\n", encoding="utf-8")
+    report = audit(str(tmp_path))
+    assert sorted(str(spec.num_classes) for _, spec in report.specs) == ["2", "3"]
+    assert [(f.code, Path(f.path).parent.parent.name) for f in report.findings if f.code == "LG201"] == [
+        ("LG201", "binary")]
+    assert (report.value_in_spec(0), report.value_in_spec(2), report.value_in_spec(9)) == (True, None, False)

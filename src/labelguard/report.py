@@ -110,7 +110,13 @@ class Report:
         return 1 if any(f.severity >= threshold and not known(f) for f in self.findings) else 0
 
     def value_in_spec(self, value: int) -> bool | None:
-        if self.specs:  # the values of datasets with different specs: each file's findings say
+        """Whether ``value`` is legal where it was found; None when that cannot be told from
+        the merged counts (no spec, or datasets with different specs that disagree on it)."""
+        if self.specs:  # datasets with different specs: legal in all of them, or named by LG201
+            if any(f.code == "LG201" and value in f.data.get("values", ()) for f in self.findings):
+                return False
+            if all(spec.is_known and spec.is_legal(value) for _, spec in self.specs):
+                return True
             return None
         if not self.spec.is_known:
             return None

@@ -8,6 +8,7 @@ from typing import Callable
 
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
+from labelguard.config import CONFIG_NAME
 from labelguard.core.tasks import FileTask
 from labelguard.errors import UsageError
 from labelguard.readers.colormap import COLOR_MAP_FILES
@@ -193,8 +194,9 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
 
 
 def _declares_metadata(folder: str) -> bool:
-    """True when ``folder`` holds a file that declares its dataset's classes or colours."""
-    return any(os.path.isfile(os.path.join(folder, name)) for name in DECLARING_FILES)
+    """True when ``folder`` holds a file that declares its dataset's classes or colours, or a
+    labelguard.toml (the spec of the folder's tree)."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in (*DECLARING_FILES, CONFIG_NAME))
 
 
 def _holds_masks_below(folder: str, depth: int) -> bool:

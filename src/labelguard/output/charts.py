@@ -49,13 +49,9 @@ def value_chart(report) -> str | None:
     if not found:
         return None
     kept = sorted(sorted(found, key=lambda v: (-summary.value_pixels[v], v))[:LISTED])
-    # Datasets with different specs judge a value each against its own: the values their
-    # LG201 findings name are outside one of them.
-    named = {v for f in report.findings if f.code == "LG201" for v in f.data.get("values", [])} \
-        if report.specs else set()
     colours = []
     for value in kept:
-        verdict = False if value in named else report.value_in_spec(value)
+        verdict = report.value_in_spec(value)
         colours.append(IGNORED if report.spec.is_ignored(value) else
                        {True: IN_SPEC, False: OUTSIDE, None: UNJUDGED}[verdict])
     labels = []

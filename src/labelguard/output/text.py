@@ -127,7 +127,8 @@ class TextFormatter(Formatter):
             listing = shorten(ranked, LISTED, lambda item: f"{item[0]} in {plural(item[1][0], 'file')} "
                               f"({plural(item[1][1], 'pixel')})", sep="; ", what="value")
             counted = f" (of the {len(found):,} values counted)" if summary.values_capped else ""
-            out(f"  outside the spec{counted}: {listing}")
+            whose = "a dataset's" if report.specs else "the"
+            out(f"  outside {whose} spec{counted}: {listing}")
         if report.suggested_remap:
             mapping = ", ".join(f"{k}: {v}" for k, v in report.suggested_remap.items())
             out(f"  suggested remap: {{{mapping}}}")
