@@ -417,3 +417,12 @@ def test_the_command_line_takes_the_model_and_the_tokenizer(tmp_path):
     [no_spec] = [f for f in report["findings"] if f["code"] == "LG006"]
     assert no_spec["message"].startswith("no token spec was given: 6 rows of tokenized data")
     assert "--model-config" in no_spec["hint"]
+
+
+def test_a_token_spec_given_for_masks_says_it_checked_no_tokens(tmp_path):
+    from builders import write_png
+
+    write_png(tmp_path / "masks" / "a.png", np.zeros((4, 4), np.uint8))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 100}))
+    report = run(tmp_path / "masks", LabelSpec(num_classes=2, tokens=token_spec_from_files(str(tmp_path / "config.json"))))
+    assert any("no tokenized dataset was audited" in note for note in report.notes)

@@ -21,7 +21,7 @@ Like the rest of the core, nothing here reads a file or imports torch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Mapping
 
 import numpy as np
@@ -145,7 +145,7 @@ class TokenSpec:
     def class_labels(self, classes: int) -> LabelSpec:
         """The legal values of a label column of ``classes`` classes: the classes and the
         ignore values."""
-        return LabelSpec(num_classes=classes, ignore=self.label_ignore)
+        return class_label_spec(classes, self.label_ignore)
 
     def merged(self, other: "TokenSpec") -> "TokenSpec":
         """A copy where every part ``other`` (a higher-priority source) sets wins."""
@@ -212,6 +212,13 @@ class TokenSpec:
         return cls(**values, origins=origins)
 
 
+@lru_cache(maxsize=256)
+def class_label_spec(classes: int, ignore: tuple[int, ...]) -> LabelSpec:
+    """The legal labels of ``classes`` classes with ``ignore`` values: one spec per pair, built
+    once (a file's batches all ask for the same)."""
+    return LabelSpec(num_classes=classes, ignore=ignore)
+
+
 # The keys of a [tokens] config table that are numbers, and those that name files.
 CONFIG_KEYS = ("vocab_size", "max_position_embeddings", "position_offset", "type_vocab_size", "num_labels",
                "label_ignore_index", "labels_are_tokens")
@@ -250,6 +257,8 @@ class TokenColumn:
         missing: values that are no numbers (null, or text in a JSON line), filled with 0 in
             ``values``; None when there are none. missing_kinds: what they are (``null``,
             ``string``).
+        extremes: (lowest, highest) of integer ``values`` when the reader knows them (pyarrow
+            finds both in one pass); :meth:`bounds` computes them otherwise.
     """
 
     name: str
@@ -259,6 +268,14 @@ class TokenColumn:
     classes: int | None = None
     missing: np.ndarray | None = None
     missing_kinds: tuple[str, ...] = ()
+    extremes: tuple[int, int] | None = None
+
+    def bounds(self) -> tuple[int, int] | None:
+        """(lowest, highest) of integer values; None for none or for values that are not
+        integers (floats, Python ints past int64), which need an element-wise look."""
+        if self.extremes is None and len(self.values) and self.values.dtype.kind in "iu":
+            self.extremes = (int(self.values.min()), int(self.values.max()))
+        return self.extremes
 
     @property
     def sequences(self) -> int:

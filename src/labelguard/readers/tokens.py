@@ -302,7 +302,7 @@ def holds_token_ids(path: str) -> bool:
             with pa.memory_map(path) as source:
                 opened = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
                 names = opened.schema.names
-    except (pa.ArrowException, OSError):
+    except (pa.ArrowException, OSError, UnicodeDecodeError):
         return False
     return any(name in TOKEN_ID_COLUMNS for name in names)
 
@@ -324,7 +324,7 @@ def read_token_file(path: str, display: str) -> Iterator[TokenBatch]:
     pa = require("pyarrow", "read Arrow and Parquet datasets")
     try:
         yield from _arrow_batches(pa, path, display, kind)
-    except (pa.ArrowException, OSError) as exc:  # pyarrow's errors on damaged data
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # pyarrow's errors on damaged data
         raise ReadError(f"cannot read the {kind.replace('-', ' ')}: {clipped(str(exc), 200)}") from None
 
 
@@ -352,7 +352,7 @@ def _arrow_batches(pa, path: str, display: str, kind: str) -> Iterator[TokenBatc
     start = 0
     for batch in batches:
         for first in range(0, batch.num_rows, BATCH_ROWS):
-            part = batch.slice(first, BATCH_ROWS)
+            part = batch if batch.num_rows <= BATCH_ROWS else batch.slice(first, BATCH_ROWS)
             columns, problems = {}, []
             for name in names:
                 array = part.column(name)
@@ -409,20 +409,17 @@ def _class_count(feature: Any) -> int | None:
 
 
 def _arrow_column(pa, name: str, array, classes: int | None) -> TokenColumn | str:
-    """One column as flat values with sequence offsets, or what makes it no column of ids."""
+    """One column as flat values with sequence offsets, or what makes it no column of ids.
+    ``array`` has been validated in full: its offsets lie inside its values."""
     import pyarrow.compute as pc
 
     sequence_rows = None
     offsets = None
     if _is_list(pa, array.type):
-        lengths = pc.list_value_length(array).fill_null(0).to_numpy()
-        inner = array.flatten()
+        offsets, inner = _unnested(pa, array)
         if _is_list(pa, inner.type):  # a sequence per choice (multiple choice)
-            sequence_rows = np.repeat(np.arange(len(array), dtype=np.int64), lengths)
-            lengths = pc.list_value_length(inner).fill_null(0).to_numpy()
-            inner = inner.flatten()
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
+            sequence_rows = np.repeat(np.arange(len(array), dtype=np.int64), np.diff(offsets))
+            offsets, inner = _unnested(pa, inner)
         array = inner
     kind = array.type
     if pa.types.is_boolean(kind):
@@ -435,11 +432,31 @@ def _arrow_column(pa, name: str, array, classes: int | None) -> TokenColumn | st
         array = pc.fill_null(array, 0)
     values = array.to_numpy(zero_copy_only=False)
     kinds = ("null",) if missing is not None else ()
-    return TokenColumn(name, values, offsets, sequence_rows, classes, missing, kinds)
+    extremes = None
+    if len(array) and pa.types.is_integer(array.type):  # one SIMD pass, where numpy takes two
+        found = pc.min_max(array)
+        extremes = (found["min"].as_py(), found["max"].as_py())
+    return TokenColumn(name, values, offsets, sequence_rows, classes, missing, kinds, extremes)
+
+
+def _unnested(pa, array) -> tuple[np.ndarray, Any]:
+    """(offsets from 0 as int64, the values of the sequences) of a list array. Without nulls
+    its own offsets are viewed and its values sliced (no copy); a null sequence counts as
+    empty, whatever values its slot spans."""
+    import pyarrow.compute as pc
+
+    if not array.null_count and not isinstance(array.type, pa.FixedSizeListType):
+        stored = array.offsets.to_numpy()
+        first, last = int(stored[0]), int(stored[-1])
+        return stored.astype(np.int64) - first, array.values.slice(first, last - first)
+    lengths = pc.list_value_length(array).fill_null(0).to_numpy()
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets, array.flatten()
 
 
 def _is_list(pa, kind) -> bool:
-    return pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
+    return isinstance(kind, (pa.ListType, pa.LargeListType, pa.FixedSizeListType))
 
 
 def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
@@ -507,7 +524,10 @@ def json_column(name: str, cells: list) -> TokenColumn | str:
         if any(cell is not None and not isinstance(cell, list) for cell in cells):
             return "mixes lists and single values"
         lists = [[] if cell is None else cell for cell in cells]
-        if any(isinstance(item, list) for cell in lists for item in cell):
+        nested = [isinstance(item, list) for cell in lists for item in cell]
+        if any(nested):
+            if not all(nested):
+                return "mixes sequences and lists of sequences"
             lengths = [len(cell) for cell in lists]
             sequence_rows = np.repeat(np.arange(len(lists), dtype=np.int64), lengths)
             lists = [item if isinstance(item, list) else [] for cell in lists for item in cell]

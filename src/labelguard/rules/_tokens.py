@@ -82,7 +82,7 @@ def offending_values(check: Check, batch: TokenBatch, column: TokenColumn, legal
     """The finding of ``column``'s values that ``legal`` does not allow (none when all are
     legal): which rows hold them and which values they are."""
     values = column.values
-    if not len(values) or _within(values, legal):
+    if not len(values) or _within(column, legal):
         return []
     bad = ~legal.legal(values, reduce=False)
     if column.missing is not None:
@@ -107,13 +107,14 @@ def offending_sequences(check: Check, batch: TokenBatch, column: TokenColumn, se
                           expected=expected, hint=hint, **data)]
 
 
-def _within(values: np.ndarray, legal: LabelSpec) -> bool:
-    """True when every value lies inside the interval of legal values: two passes over an
-    integer array, no copy, and the common case of clean data ends here."""
+def _within(column: TokenColumn, legal: LabelSpec) -> bool:
+    """True when every value lies inside the interval of legal values: the column's lowest
+    and highest values compared, and the common case of clean data ends here."""
     allowed = legal.legal_values(reduce=False)
-    if allowed is None or allowed.stop <= allowed.start or values.dtype.kind not in "iu":
+    bounds = column.bounds()
+    if allowed is None or allowed.stop <= allowed.start or bounds is None:
         return False
-    return int(values.min()) >= allowed.start and int(values.max()) < allowed.stop
+    return bounds[0] >= allowed.start and bounds[1] < allowed.stop
 
 
 def tally_finding(check: Check, batch: TokenBatch, column: str, rows: np.ndarray, values: np.ndarray,

@@ -4,11 +4,14 @@ the model's labels, the dataset's own ClassLabel, or the label spec; -100 is ign
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tokens import HF_IGNORE_INDEX, LABEL_COLUMNS, TokenBatch, TokenColumn, TokenSpec
+from labelguard.core.tokens import (
+    HF_IGNORE_INDEX, LABEL_COLUMNS, TokenBatch, TokenColumn, TokenSpec, class_label_spec,
+)
 from labelguard.rules._examples import token_lines
 from labelguard.rules._tokens import offending_values
 
@@ -61,7 +64,7 @@ def _limits(column: TokenColumn, is_label: bool, tokens: TokenSpec | None, spec:
     the model's head and the user's label spec (the last two for label columns)."""
     limits = []
     if column.classes is not None:
-        limits.append((LabelSpec(num_classes=column.classes, ignore=ignore),
+        limits.append((class_label_spec(column.classes, ignore),
                        f"the dataset's {column.classes} classes (its ClassLabel feature; {ignored})"))
     if not is_label:
         return limits
@@ -71,8 +74,14 @@ def _limits(column: TokenColumn, is_label: bool, tokens: TokenSpec | None, spec:
                        f"the model's {tokens.num_labels} labels ({head}; {ignored})"))
     if spec.is_known:
         origins = spec.describe_origins()
-        limits.append((replace(spec, ignore=tuple(dict.fromkeys(spec.ignore + ignore)), reduce_zero_label=False,
-                               tokens=None),
+        limits.append((_labels_of(spec, ignore),
                        f"the label spec {spec.describe()}{' ' + origins if origins else ''} ({ignored})"))
     return limits
+
+
+@lru_cache(maxsize=64)
+def _labels_of(spec: LabelSpec, ignore: tuple[int, ...]) -> LabelSpec:
+    """The label spec as it judges a label column: the loss's ignore values added, no
+    reduce_zero_label (a segmentation option), built once per spec."""
+    return replace(spec, ignore=tuple(dict.fromkeys(spec.ignore + ignore)), reduce_zero_label=False, tokens=None)
 
