@@ -426,3 +426,40 @@ def test_a_token_spec_given_for_masks_says_it_checked_no_tokens(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 100}))
     report = run(tmp_path / "masks", LabelSpec(num_classes=2, tokens=token_spec_from_files(str(tmp_path / "config.json"))))
     assert any("no tokenized dataset was audited" in note for note in report.notes)
+
+
+# ---- hostile files -----------------------------------------------------------------------------
+
+def test_an_arrow_file_whose_offsets_point_past_its_values_is_lg001_before_numpy_views_them(tmp_path):
+    """A crafted stream: the second row's sequence claims to end a million ids past the five the
+    file holds. Viewed without a check, numpy would read memory outside the mapped file."""
+    pa = pytest.importorskip("pyarrow")
+    table = pa.table({"input_ids": pa.array([[1, 2, 3], [4, 5]], pa.list_(pa.int32()))})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    data = sink.getvalue().to_pybytes()
+    offsets = np.array([0, 3, 5], np.int32).tobytes()
+    assert data.count(offsets) == 1
+    (tmp_path / "train.arrow").write_bytes(data.replace(offsets, np.array([0, 3, 1_000_000], np.int32).tobytes()))
+    report = run(tmp_path / "train.arrow", LabelSpec(tokens=token_spec_from_files_values(vocab_size=100)))
+    assert report.errors == []
+    [unreadable] = found(report, "LG001")
+    assert "cannot read the arrow stream" in unreadable.message and "out of bounds" in unreadable.message
+
+
+def test_a_parquet_row_group_larger_than_max_file_bytes_is_lg001_before_it_is_decoded(tmp_path):
+    write_parquet(tmp_path / "train.parquet", bad_every(5000, set()))
+    report = run(tmp_path / "train.parquet", LabelSpec(tokens=token_spec_from_files_values(vocab_size=100)),
+                 max_file_bytes=4096)
+    [unreadable] = found(report, "LG001")
+    assert "row group 0" in unreadable.message and "max_file_bytes" in unreadable.hint + unreadable.message
+    assert report.summary.samples == 0
+
+
+def test_a_json_line_longer_than_max_file_bytes_is_lg001_without_reading_it_whole(tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"input_ids": [1, 2]}\n{"input_ids": [' + "7, " * 5000 + '7]}\n')
+    report = run(path, LabelSpec(tokens=token_spec_from_files_values(vocab_size=100)), max_file_bytes=4096)
+    [unreadable] = found(report, "LG001")
+    assert unreadable.message.startswith("line 2 holds more than")

@@ -115,7 +115,11 @@ class TokenSpec:
 
     def origin(self, part: str) -> str | None:
         """The file or module that gave ``part`` (one of :data:`TOKEN_PARTS`), when known."""
-        return dict(self.origins).get(part)
+        return self._origin_of.get(part)
+
+    @cached_property
+    def _origin_of(self) -> dict[str, str]:
+        return dict(self.origins)
 
     def described(self, part: str, text: str) -> str:
         """``text`` with where ``part`` came from: ``vocab_size 30522 from config.json``."""

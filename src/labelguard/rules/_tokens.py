@@ -9,14 +9,16 @@ in the memory of one batch and reports as few lines as a small one.
 
 The rules build their findings with :func:`offending_values` and
 :func:`offending_sequences`: a column's values (or its sequences' lengths) outside what is
-legal, asked of a :class:`~labelguard.core.spec.LabelSpec` like every other label value. The
+legal, asked of a :class:`~labelguard.core.spec.LabelSpec` like every other label value; what
+is legal in words (``expected``) may be given as a function, called only for a finding (a
+clean batch, the common case, costs no text). The
 finding's data holds what the message says (``column``, ``rows``, ``row_count``, ``count``,
 ``values``, ``lowest``, ``highest``, ``expected``), which is what lets batches merge.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Union
 
 import numpy as np
 
@@ -77,8 +79,11 @@ def _count_columns(summary, batch: TokenBatch) -> None:
             summary.token_highest[name] = max(highest, summary.token_highest.get(name, highest))
 
 
+Expected = Union[str, Callable[[], str]]
+
+
 def offending_values(check: Check, batch: TokenBatch, column: TokenColumn, legal: LabelSpec, *, phrase: str,
-                     noun: str, expected: str, hint: str = "", **data) -> list[Finding]:
+                     noun: str, expected: Expected, hint: str = "", **data) -> list[Finding]:
     """The finding of ``column``'s values that ``legal`` does not allow (none when all are
     legal): which rows hold them and which values they are."""
     values = column.values
@@ -96,7 +101,7 @@ def offending_values(check: Check, batch: TokenBatch, column: TokenColumn, legal
 
 
 def offending_sequences(check: Check, batch: TokenBatch, column: TokenColumn, sequences: np.ndarray,
-                        lengths: np.ndarray, *, phrase: str, noun: str, expected: str, hint: str = "",
+                        lengths: np.ndarray, *, phrase: str, noun: str, expected: Expected, hint: str = "",
                         **data) -> list[Finding]:
     """The finding of ``column``'s ``sequences`` (indices) that are too long, with their
     ``lengths``."""
@@ -118,9 +123,12 @@ def _within(column: TokenColumn, legal: LabelSpec) -> bool:
 
 
 def tally_finding(check: Check, batch: TokenBatch, column: str, rows: np.ndarray, values: np.ndarray,
-                  count: int, *, phrase: str, noun: str, expected: str, hint: str = "", **data) -> Finding:
+                  count: int, *, phrase: str, noun: str, expected: Expected, hint: str = "",
+                  **data) -> Finding:
     """A finding about ``rows`` (file rows, sorted) of ``column`` holding ``count`` offending
     ``values``; its data is what :func:`merge_findings` adds up across batches."""
+    if callable(expected):
+        expected = expected()
     distinct = np.unique(values)
     tally = {
         "column": column, "unit": batch.unit, "phrase": phrase, "noun": noun, "expected": expected,

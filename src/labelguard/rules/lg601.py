@@ -50,27 +50,28 @@ def token_ids_past_embedding(batch: TokenBatch, spec: LabelSpec):
     tokens = spec.tokens
     if tokens is None or tokens.id_limit is None:
         return []
-    limit = tokens.id_limit
-    if tokens.vocab_size is not None:
-        expected = f"the embedding's {plural(limit, 'row')} ({tokens.described('vocab_size', 'vocab_size')})"
-        hint = TOKEN_PAST_EMBEDDING.fix
-    else:
-        expected = (f"the {limit} ids of the tokenizer ({tokens.origin('tokenizer')}; no model config given): "
-                    "no such tokenizer made them")
-        hint = ("Tokenize with the model's own tokenizer; pass --model-config to compare the ids with the "
-                "embedding itself.")
+    hint = TOKEN_PAST_EMBEDDING.fix if tokens.vocab_size is not None else (
+        "Tokenize with the model's own tokenizer; pass --model-config to compare the ids with the embedding itself.")
     found = []
     for name in TOKEN_ID_COLUMNS:
         column = batch.column(name)
         if column is not None:
             found += offending_values(TOKEN_PAST_EMBEDDING, batch, column, tokens.token_ids,
-                                      phrase="holds token ids outside", noun="ids", expected=expected,
-                                      hint=hint, limit=limit)
-    for name in ("labels",) if tokens.labels_are_tokens else ():
-        column = batch.column(name)
-        if column is not None:
-            ignored = ", ".join(str(v) for v in tokens.label_ignore)
-            found += offending_values(TOKEN_PAST_EMBEDDING, batch, column, tokens.token_labels,
-                                      phrase="holds label token ids outside", noun="ids",
-                                      expected=f"{expected}, {ignored} ignored", hint=hint, limit=limit)
+                                      phrase="holds token ids outside", noun="ids",
+                                      expected=lambda: _table(tokens), hint=hint, limit=tokens.id_limit)
+    column = batch.column("labels") if tokens.labels_are_tokens else None
+    if column is not None:
+        ignored = ", ".join(str(v) for v in tokens.label_ignore)
+        found += offending_values(TOKEN_PAST_EMBEDDING, batch, column, tokens.token_labels,
+                                  phrase="holds label token ids outside", noun="ids",
+                                  expected=lambda: f"{_table(tokens)}, {ignored} ignored", hint=hint,
+                                  limit=tokens.id_limit)
     return found
+
+
+def _table(tokens: TokenSpec) -> str:
+    """The table token ids must fit, in words: the embedding, else the tokenizer."""
+    if tokens.vocab_size is not None:
+        return f"the embedding's {plural(tokens.vocab_size, 'row')} ({tokens.described('vocab_size', 'vocab_size')})"
+    return (f"the {tokens.tokenizer_size} ids of the tokenizer ({tokens.origin('tokenizer')}; no model config "
+            "given): no such tokenizer made them")

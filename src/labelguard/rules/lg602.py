@@ -46,14 +46,6 @@ def sequences_longer_than_positions(batch: TokenBatch, spec: LabelSpec):
     tokens = spec.tokens
     if tokens is None or tokens.longest is None:
         return []
-    table = tokens.described("max_position_embeddings",
-                             f"max_position_embeddings {tokens.max_position_embeddings}")
-    if tokens.position_offset:
-        family = tokens.model_type or "RoBERTa-style"
-        expected = (f"the model's {tokens.longest} usable positions ({table}, less {tokens.position_offset}: "
-                    f"{family} positions start at pad_token_id + 1)")
-    else:
-        expected = f"the model's {tokens.longest} positions ({table})"
     found = []
     for name in TOKEN_ID_COLUMNS:
         column = batch.column(name)
@@ -61,16 +53,32 @@ def sequences_longer_than_positions(batch: TokenBatch, spec: LabelSpec):
             continue
         sequences, lengths = _too_long(column, tokens)
         found += offending_sequences(SEQUENCE_TOO_LONG, batch, column, sequences, lengths,
-                                     phrase="is longer than", noun="lengths", expected=expected,
+                                     phrase="is longer than", noun="lengths", expected=lambda: _positions(tokens),
                                      hint=SEQUENCE_TOO_LONG.fix, limit=tokens.longest)
     positions = batch.column(POSITION_COLUMN)
     if positions is not None:
-        found += offending_values(SEQUENCE_TOO_LONG, batch, positions, tokens.positions,
-                                  phrase="holds position ids outside",
-                                  noun="ids", expected=f"the position table's {tokens.max_position_embeddings} rows "
-                                  f"({table})", hint="Compute position_ids below max_position_embeddings, or "
-                                  "leave them to the model.", limit=tokens.max_position_embeddings)
+        found += offending_values(
+            SEQUENCE_TOO_LONG, batch, positions, tokens.positions, phrase="holds position ids outside", noun="ids",
+            expected=lambda: f"the position table's {tokens.max_position_embeddings} rows ({_table(tokens)})",
+            hint="Compute position_ids below max_position_embeddings, or leave them to the model.",
+            limit=tokens.max_position_embeddings)
     return found
+
+
+def _table(tokens: TokenSpec) -> str:
+    return tokens.described("max_position_embeddings", f"max_position_embeddings {tokens.max_position_embeddings}")
+
+
+def _positions(tokens: TokenSpec) -> str:
+    """How many tokens a sequence may hold, in words, with the table and its offset."""
+    if not tokens.position_offset:
+        return f"the model's {tokens.longest} positions ({_table(tokens)})"
+    if tokens.pad_token_id is not None and tokens.position_offset == tokens.pad_token_id + 1:
+        why = f"{tokens.model_type or 'RoBERTa-style'} positions start at pad_token_id + 1"
+    else:
+        why = "rows the model reserves before the first position"
+    return (f"the model's {tokens.longest} usable positions ({_table(tokens)}, less {tokens.position_offset}: "
+            f"{why})")
 
 
 def _too_long(column: TokenColumn, tokens: TokenSpec) -> tuple[np.ndarray, np.ndarray]:

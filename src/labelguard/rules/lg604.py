@@ -9,9 +9,7 @@ from functools import lru_cache
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tokens import (
-    HF_IGNORE_INDEX, LABEL_COLUMNS, TokenBatch, TokenColumn, TokenSpec, class_label_spec,
-)
+from labelguard.core.tokens import HF_IGNORE_INDEX, LABEL_COLUMNS, TokenBatch, TokenSpec, class_label_spec
 from labelguard.rules._examples import token_lines
 from labelguard.rules._tokens import offending_values
 
@@ -46,42 +44,38 @@ EXAMPLES = (
 
 @rule(LABEL_OUTSIDE_HEAD, "tokens", EXAMPLES)
 def labels_outside_head(batch: TokenBatch, spec: LabelSpec):
-    tokens = spec.tokens
-    ignore = tokens.label_ignore if tokens is not None else (HF_IGNORE_INDEX,)
-    ignored = ", ".join(str(v) for v in ignore) + " ignored"
     found = []
     for name, column in batch.columns.items():
-        is_label = name in LABEL_COLUMNS
-        for legal, expected in _limits(column, is_label, tokens, spec, ignore, ignored):
+        for legal, expected in _limits(column.classes, name in LABEL_COLUMNS, spec, spec.origins):
             found += offending_values(LABEL_OUTSIDE_HEAD, batch, column, legal, phrase="holds labels outside",
                                       noun="labels", expected=expected, hint=LABEL_OUTSIDE_HEAD.fix)
     return found
 
 
-def _limits(column: TokenColumn, is_label: bool, tokens: TokenSpec | None, spec: LabelSpec,
-            ignore: tuple[int, ...], ignored: str) -> list[tuple[LabelSpec, str]]:
-    """(legal labels, what they are) of each source that constrains ``column``: its ClassLabel,
-    the model's head and the user's label spec (the last two for label columns)."""
+@lru_cache(maxsize=256)
+def _limits(classes: int | None, is_label: bool, spec: LabelSpec,
+            origins: tuple) -> tuple[tuple[LabelSpec, str], ...]:
+    """(legal labels, what they are) of each source that constrains a column: its ClassLabel's
+    ``classes``, and for a label column the model's head and the label spec. Worked out once
+    per spec (``origins`` in the key: equal specs from other files are worded apart), not per
+    batch."""
+    tokens = spec.tokens
+    ignore = tokens.label_ignore if tokens is not None else (HF_IGNORE_INDEX,)
+    ignored = ", ".join(str(v) for v in ignore) + " ignored"
     limits = []
-    if column.classes is not None:
-        limits.append((class_label_spec(column.classes, ignore),
-                       f"the dataset's {column.classes} classes (its ClassLabel feature; {ignored})"))
+    if classes is not None:
+        limits.append((class_label_spec(classes, ignore),
+                       f"the dataset's {classes} classes (its ClassLabel feature; {ignored})"))
     if not is_label:
-        return limits
+        return tuple(limits)
     if tokens is not None and tokens.num_labels is not None and tokens.num_labels > 1 and not tokens.labels_are_tokens:
         head = tokens.described("num_labels", f"num_labels {tokens.num_labels}")
         limits.append((tokens.class_labels(tokens.num_labels),
                        f"the model's {tokens.num_labels} labels ({head}; {ignored})"))
     if spec.is_known:
-        origins = spec.describe_origins()
-        limits.append((_labels_of(spec, ignore),
-                       f"the label spec {spec.describe()}{' ' + origins if origins else ''} ({ignored})"))
-    return limits
-
-
-@lru_cache(maxsize=64)
-def _labels_of(spec: LabelSpec, ignore: tuple[int, ...]) -> LabelSpec:
-    """The label spec as it judges a label column: the loss's ignore values added, no
-    reduce_zero_label (a segmentation option), built once per spec."""
-    return replace(spec, ignore=tuple(dict.fromkeys(spec.ignore + ignore)), reduce_zero_label=False, tokens=None)
-
+        described = spec.describe_origins()
+        label_spec = replace(spec, ignore=tuple(dict.fromkeys(spec.ignore + ignore)), reduce_zero_label=False,
+                             tokens=None)
+        limits.append((label_spec,
+                       f"the label spec {spec.describe()}{' ' + described if described else ''} ({ignored})"))
+    return tuple(limits)
