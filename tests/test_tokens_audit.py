@@ -91,7 +91,11 @@ def test_the_same_data_with_the_embedding_resized_is_clean(tmp_path):
 
     assert report.findings == [] and report.errors == []
     assert report.summary.samples == 6
-    assert any(note.startswith("token spec: vocab_size") for note in report.notes)
+    [note] = [note for note in report.notes if note.startswith("token spec: ")]
+    vocab = tokenizer.get_vocab_size(with_added_tokens=True)
+    assert note == (f"token spec: vocab_size {vocab}, max_position_embeddings 64, type_vocab_size 2, num_labels 2 "
+                    f"(from {tmp_path / 'model' / 'config.json'}); tokenizer of {vocab} ids "
+                    f"(from {tmp_path / 'tokenizer' / 'tokenizer.json'})")
 
 
 def sequences(lengths, padding: dict[int, int] = {}, pad: int = 1) -> list[list[int]]:
@@ -463,3 +467,13 @@ def test_a_json_line_longer_than_max_file_bytes_is_lg001_without_reading_it_whol
     report = run(path, LabelSpec(tokens=token_spec_from_files_values(vocab_size=100)), max_file_bytes=4096)
     [unreadable] = found(report, "LG001")
     assert unreadable.message.startswith("line 2 holds more than")
+
+
+def test_json_lines_are_told_by_their_first_record_and_pretty_printed_json_is_not_taken(tmp_path):
+    long_text = "word " * 3000
+    write_jsonl(tmp_path / "a" / "train.jsonl", {"text": [long_text, "short"], "input_ids": [[1, 2], [1, 130]]})
+    report = run(tmp_path / "a", LabelSpec(tokens=token_spec_from_files_values(vocab_size=100)))
+    assert report.layouts == ["tokens"] and found(report, "LG601")[0].data["rows"] == [1]
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "meta.json").write_text(json.dumps({"input_ids": [1, 2]}, indent=2))
+    assert run(tmp_path / "b").layouts != ["tokens"]

@@ -42,6 +42,8 @@ TOKEN_ID_COLUMNS = ("input_ids", "decoder_input_ids")
 TOKEN_TYPE_COLUMN = "token_type_ids"
 POSITION_COLUMN = "position_ids"
 LABEL_COLUMNS = ("labels", "label")
+# Every column the token rules read (a dataset's ClassLabel columns besides).
+READ_COLUMNS = (*TOKEN_ID_COLUMNS, TOKEN_TYPE_COLUMN, POSITION_COLUMN, *LABEL_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -166,23 +168,28 @@ class TokenSpec:
         return replace(self, **changes, origins=tuple(origins.items()), notes=notes)
 
     def describe(self) -> str:
-        """The spec in one line, each part with its origin."""
-        parts = []
+        """The spec in one line with where its parts came from: ``vocab_size 30522,
+        type_vocab_size 2 (from config.json); tokenizer of 30524 ids (from tokenizer.json)``."""
+        parts: list[tuple[str, str]] = []
         if self.vocab_size is not None:
-            parts.append(self.described("vocab_size", f"vocab_size {self.vocab_size}"))
+            parts.append(("vocab_size", f"vocab_size {self.vocab_size}"))
         if self.max_position_embeddings is not None:
             offset = f" less padding offset {self.position_offset}" if self.position_offset else ""
-            parts.append(self.described("max_position_embeddings", f"max_position_embeddings "
-                                        f"{self.max_position_embeddings}{offset}"))
+            parts.append(("max_position_embeddings",
+                          f"max_position_embeddings {self.max_position_embeddings}{offset}"))
         if self.type_vocab_size is not None:
-            parts.append(self.described("type_vocab_size", f"type_vocab_size {self.type_vocab_size}"))
+            parts.append(("type_vocab_size", f"type_vocab_size {self.type_vocab_size}"))
         if self.num_labels is not None:
-            parts.append(self.described("num_labels", f"num_labels {self.num_labels}"))
-        if self.labels_are_tokens:
-            parts.append("labels are token ids")
+            parts.append(("num_labels", f"num_labels {self.num_labels}"))
         if self.tokenizer_size is not None:
-            parts.append(self.described("tokenizer", f"tokenizer of {self.tokenizer_size} ids"))
-        return ", ".join(parts) if parts else "nothing known"
+            parts.append(("tokenizer", f"tokenizer of {self.tokenizer_size} ids"))
+        if not parts:
+            return "nothing known"
+        groups: dict[str | None, list[str]] = {}
+        for part, text in parts:
+            groups.setdefault(self.origin(part), []).append(text)
+        text = "; ".join(", ".join(texts) + (f" (from {origin})" if origin else "") for origin, texts in groups.items())
+        return text + ("; labels are token ids" if self.labels_are_tokens else "")
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("origins", "notes")}

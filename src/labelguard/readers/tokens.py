@@ -27,15 +27,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from labelguard._optional import available, require
-from labelguard.core.tokens import (
-    LABEL_COLUMNS,
-    POSITION_COLUMN,
-    TOKEN_ID_COLUMNS,
-    TOKEN_TYPE_COLUMN,
-    TokenBatch,
-    TokenColumn,
-    TokenSpec,
-)
+from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
 from labelguard.core.text import clipped, shorten
 from labelguard.errors import SpecError
 from labelguard.readers.base import ReadError, check_decoded, open_regular, parse_json, read_head, read_text
@@ -44,12 +36,12 @@ from labelguard.readers.base import ReadError, check_decoded, open_regular, pars
 # calls of the rules, small enough that a batch of 512-token rows stays a few MiB.
 BATCH_ROWS = 8192
 TOKEN_DATA_EXTENSIONS = (".arrow", ".parquet", ".jsonl", ".json")
-# The columns read from a tokenized dataset (besides the ClassLabel columns it declares).
-READ_COLUMNS = (*TOKEN_ID_COLUMNS, TOKEN_TYPE_COLUMN, POSITION_COLUMN, *LABEL_COLUMNS)
 PARQUET_MAGIC = b"PAR1"
 ARROW_FILE_MAGIC = b"ARROW1"
 ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"
-# How far into a JSON-lines file the first record is looked for when telling its kind.
+# What is read of a file to tell its kind, and how far into a JSON-lines file its first record
+# is looked for.
+FIRST_READ = 4096
 JSON_HEAD = 1 << 16
 
 # ---- the spec: a model's config.json and its tokenizer ---------------------------------------
@@ -264,9 +256,10 @@ def _spec_json(path: str, shown: str, what: str) -> Any:
 
 def token_file_kind(path: str) -> str | None:
     """``arrow-stream``, ``arrow-file``, ``parquet`` or ``jsonl`` for a file of tokenized data
-    (told by its bytes; JSON lines by a first record holding ``input_ids``), else None."""
+    (told by its bytes; JSON lines by a first record holding ``input_ids``), else None. Reads
+    4 KiB, and up to :data:`JSON_HEAD` only for a JSON file whose first line is longer."""
     try:
-        head = read_head(path, JSON_HEAD)
+        head = read_head(path, FIRST_READ)
     except ReadError:
         return None
     if head.startswith(PARQUET_MAGIC):
@@ -275,11 +268,18 @@ def token_file_kind(path: str) -> str | None:
         return "arrow-file"
     if head.startswith(ARROW_STREAM_MAGIC) and path.lower().endswith(".arrow"):
         return "arrow-stream"
-    if path.lower().endswith((".jsonl", ".json")):
-        first = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
-        if first.startswith(b"{") and b'"input_ids"' in first:
-            return "jsonl"
-    return None
+    if not path.lower().endswith((".jsonl", ".json")):
+        return None
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not text.startswith(b"{") or text.startswith(b"{\n") or text.startswith(b"{\r"):
+        return None  # not one object per line (a pretty-printed COCO or labelme file opens with "{" alone)
+    if b"\n" not in text and len(head) == FIRST_READ:  # a long first line: the rest of it
+        try:
+            text = read_head(path, JSON_HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
+        except ReadError:
+            return None
+    first = text.split(b"\n", 1)[0]
+    return "jsonl" if b'"input_ids"' in first else None
 
 
 def holds_token_ids(path: str) -> bool:

@@ -23,15 +23,7 @@ from labelguard.core.findings import Finding
 from labelguard.core.rules import run_rules
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import UnsupportedError
-from labelguard.core.tokens import (
-    LABEL_COLUMNS,
-    POSITION_COLUMN,
-    TOKEN_ID_COLUMNS,
-    TOKEN_TYPE_COLUMN,
-    TokenBatch,
-    TokenColumn,
-    TokenSpec,
-)
+from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
 from labelguard.readers.tokens import CLASS_LABEL_HEADS, PADDING_OFFSET_POSITIONS, TOKEN_LABEL_HEADS, json_column
 from labelguard.rules._tokens import merge_findings
 import labelguard.rules  # noqa: F401  (registers the token rules)
@@ -42,7 +34,6 @@ log = logging.getLogger("labelguard.torch")
 WORD_EMBEDDINGS = ("word_embeddings", "embed_tokens", "wte", "tok_embeddings", "shared")
 POSITION_EMBEDDINGS = ("position_embeddings", "embed_positions", "wpe")
 TOKEN_TYPE_EMBEDDINGS = ("token_type_embeddings",)
-READ_KEYS = (*TOKEN_ID_COLUMNS, TOKEN_TYPE_COLUMN, POSITION_COLUMN, *LABEL_COLUMNS)
 
 
 def token_spec_of(model: nn.Module) -> TokenSpec:
@@ -126,7 +117,7 @@ def token_batch_of(batch: Mapping, display: str, unit: str = "row", start: int =
     rows = 1 if one_sample else len(ids)
     columns: dict[str, TokenColumn] = {}
     problems = []
-    for key in READ_KEYS:
+    for key in READ_COLUMNS:
         value = batch.get(key)
         if value is None:
             continue
