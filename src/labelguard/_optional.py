@@ -14,6 +14,7 @@ _EXTRAS = {
     "tifffile": "tiff",
     "torch": "torch",
     "pyarrow": "nlp",
+    "matplotlib": "html",
 }
 
 
