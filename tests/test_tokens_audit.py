@@ -340,24 +340,50 @@ def test_data_files_state_json_names_outside_the_folder_or_missing_are_lg005_and
     assert report.summary.samples == 10
 
 
-def test_a_tokenized_dataset_uses_flat_memory(tmp_path):
-    """200,000 rows of 64 tokens (51 MB as int32): the audit holds a batch, not the file."""
-    from audit_helpers import peak_of
+PEAK_RSS = """
+import sys
+from labelguard._audit import audit
+from labelguard.core.spec import LabelSpec
+from labelguard.core.tokens import TokenSpec
+spec = LabelSpec(tokens=TokenSpec(vocab_size=30000, max_position_embeddings=128))
+report = audit(sys.argv[1], spec, use_project_config=False, workers=1, cache=False)
+assert report.findings == [] and report.errors == [], (report.findings, report.errors)
+# VmHWM: this process's own peak (ru_maxrss would count the test process it was forked from)
+peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(report.summary.samples, int(peak.split()[1]) * 1024)
+"""
 
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the peak resident memory is read from /proc")
+@pytest.mark.parametrize("kind", ["arrow", "parquet"])
+def test_a_tokenized_dataset_uses_flat_memory(tmp_path, kind):
+    """Rows of 64 random ids, 20,000 and 200,000 of them, each audited in a fresh process: the
+    larger file's peak resident memory (the page-cache pages a memory map would keep
+    included) is that of the smaller one, give or take a fifth of their difference in size."""
     pa = pytest.importorskip("pyarrow")
-    rows, length = 200_000, 64
-    values = pa.array(np.arange(rows * length, dtype=np.int32) % 90)
-    column = pa.ListArray.from_arrays(pa.array(np.arange(0, rows * length + 1, length, dtype=np.int32)), values)
-    table = pa.table({"input_ids": column})
-    path = tmp_path / "train.arrow"
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
-        for batch in table.to_batches(max_chunksize=1000):
-            writer.write_batch(batch)
-    del table, column, values
-    spec = LabelSpec(tokens=token_spec_from_files_values(vocab_size=100, max_position_embeddings=128))
-    report, peak = peak_of(lambda: run(path, spec))
-    assert report.findings == [] and report.summary.samples == rows
-    assert peak < path.stat().st_size / 10
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    peaks, sizes = [], []
+    for rows in (20_000, 200_000):
+        values = pa.array(rng.integers(0, 30000, rows * 64, dtype=np.int32))
+        table = pa.table({"input_ids": pa.ListArray.from_arrays(pa.array(np.arange(0, rows * 64 + 1, 64, np.int32)),
+                                                                values)})
+        path = tmp_path / f"{rows}.{kind}"
+        if kind == "parquet":
+            pq.write_table(table, str(path), row_group_size=10_000)
+        else:
+            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+                for batch in table.to_batches(max_chunksize=1000):
+                    writer.write_batch(batch)
+        del table, values
+        done = subprocess.run([sys.executable, "-c", PEAK_RSS, str(path)], capture_output=True, text=True, check=True)
+        samples, peak = map(int, done.stdout.split())
+        assert samples == rows
+        peaks.append(peak)
+        sizes.append(path.stat().st_size)
+    assert sizes[1] - sizes[0] > 20 * 2**20
+    assert peaks[1] - peaks[0] < (sizes[1] - sizes[0]) / 5, (peaks, sizes)
 
 
 # ---- the spec: files, config table, command line ---------------------------------------------
@@ -450,6 +476,28 @@ def test_an_arrow_file_whose_offsets_point_past_its_values_is_lg001_before_numpy
     assert report.errors == []
     [unreadable] = found(report, "LG001")
     assert "cannot read the arrow stream" in unreadable.message and "out of bounds" in unreadable.message
+
+
+def test_an_arrow_batch_claiming_a_terabyte_body_is_lg001_and_nothing_is_allocated_for_it(tmp_path):
+    """A crafted stream whose second batch's message says its body is 1 TiB: the file is read,
+    not memory-mapped, so the claim must not become an allocation (the process would die)."""
+    pa = pytest.importorskip("pyarrow")
+    table = pa.table({"input_ids": pa.array([[1, 2, 3], [4, 5]] * 50, pa.list_(pa.int32()))})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_batch(table.to_batches()[0].slice(0, 60))
+        writer.write_batch(table.to_batches()[0].slice(60, 40))
+    data = sink.getvalue().to_pybytes()
+    messages = list(pa.ipc.MessageReader.open_stream(pa.BufferReader(data)))
+    body = np.array([messages[2].body.size], np.int64).tobytes()
+    assert data.count(body) == 1  # the message's bodyLength, in its flatbuffer
+    (tmp_path / "train.arrow").write_bytes(data.replace(body, np.array([1 << 40], np.int64).tobytes()))
+    report = run(tmp_path / "train.arrow", LabelSpec(tokens=token_spec_from_files_values(vocab_size=4)))
+    assert report.errors == []
+    [ids, unreadable] = sorted(report.findings, key=lambda f: f.code, reverse=True)
+    assert ids.code == "LG601" and ids.data["rows"] == list(range(1, 60, 2))  # the first batch was checked
+    assert unreadable.code == "LG001" and "cannot read the arrow stream" in unreadable.message
+    assert "1099511627776 bytes" in unreadable.message and "(after row 59" in unreadable.message
 
 
 def test_a_parquet_row_group_larger_than_max_file_bytes_is_lg001_before_it_is_decoded(tmp_path):

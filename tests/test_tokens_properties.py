@@ -17,7 +17,6 @@ from audit_helpers import found, run
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tokens import TokenSpec
 from labelguard.layouts.base import AuditOptions
-from nlp_builders import write_jsonl
 
 VOCAB = 100
 LONGEST = 6
@@ -56,12 +55,24 @@ def check(report, rows):
 
 
 @settings(max_examples=60, deadline=None)
-@given(ROWS, st.integers(1, 7))
-def test_json_lines_in_batches_of_any_size_report_exactly_the_bad_rows(rows, batch_rows):
+@given(ROWS, st.integers(1, 7), st.lists(st.integers(0, 2), min_size=40, max_size=40))
+def test_json_lines_in_batches_of_any_size_report_exactly_the_bad_rows_and_their_lines(rows, batch_rows, blanks):
+    """Blank lines before some rows: each finding names the rows and, for each, the line of
+    the file that holds it."""
+    import json
+
+    text, line_of = "", []
+    for (ids, label), blank in zip(rows, blanks):
+        text += "\n" * blank
+        line_of.append(text.count("\n") + 1)
+        text += json.dumps({"input_ids": ids, "label": label}) + "\n"
     with tempfile.TemporaryDirectory() as folder, mock.patch.object(token_reader, "BATCH_ROWS", batch_rows):
         path = Path(folder) / "train.jsonl"
-        write_jsonl(path, {"input_ids": [ids for ids, _ in rows], "label": [label for _, label in rows]})
-        check(run(path, SPEC), rows)
+        path.write_text(text)
+        report = run(path, SPEC)
+        check(report, rows)
+        for finding in report.findings:
+            assert finding.data["lines"] == [line_of[row] for row in finding.data["rows"]]
 
 
 @settings(max_examples=40, deadline=None)

@@ -321,6 +321,8 @@ class TokenBatch:
         unit: what a row is called in messages (``row``; ``sample`` on the torch side).
         problems: (column, what is wrong) of columns that cannot be read as ids (text in a
             label column, a column of floats where ids belong).
+        lines: the line (1-based) of each row in a file of lines (JSON lines, where blank
+            lines are skipped), or None where rows are no lines (Arrow, Parquet, a batch).
     """
 
     display: str
@@ -329,6 +331,7 @@ class TokenBatch:
     columns: dict[str, TokenColumn] = field(default_factory=dict)
     unit: str = "row"
     problems: list[tuple[str, str]] = field(default_factory=list)
+    lines: np.ndarray | None = None
 
     def column(self, name: str) -> TokenColumn | None:
         return self.columns.get(name)

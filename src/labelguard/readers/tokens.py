@@ -10,8 +10,9 @@ Two kinds of files are read here:
 * tokenized data, streamed as :class:`~labelguard.core.tokens.TokenBatch` es of at most
   :data:`BATCH_ROWS` rows: Arrow files (the IPC stream ``datasets.save_to_disk`` writes, and
   the IPC file format), Parquet (row group by row group) and JSON lines with ``input_ids``.
-  Arrow files are memory-mapped and their integer columns viewed, not copied, so a 10 GB
-  dataset costs a batch of memory; a file that cannot be read is a :class:`ReadError`
+  Each record batch is read into memory of its own (not memory-mapped: a mapped file's pages
+  would stay in the process) and its integer columns viewed, not copied, so a 10 GB dataset
+  costs a batch of memory; a file that cannot be read is a :class:`ReadError`
   (LG001), raised where it happens so that the rows before it keep their findings.
 
 The dataset's own ``ClassLabel`` features (the ``huggingface`` metadata ``datasets`` stores in
@@ -43,6 +44,8 @@ ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"
 # is looked for.
 FIRST_READ = 4096
 JSON_HEAD = 1 << 16
+# The reads of a Parquet file: column chunks are read in pieces of this size.
+READ_BUFFER = 1 << 20
 
 # ---- the spec: a model's config.json and its tokenizer ---------------------------------------
 
@@ -329,26 +332,38 @@ def read_token_file(path: str, display: str) -> Iterator[TokenBatch]:
 
 
 def _arrow_batches(pa, path: str, display: str, kind: str) -> Iterator[TokenBatch]:
+    """The file's batches, each read into memory of its own and let go once judged: no
+    memory map, whose pages of a 10 GB file would all stay in the process (its peak RSS the
+    file's size), and no Parquet pre-buffering, which keeps every column chunk it read."""
     if kind == "parquet":
         import pyarrow.parquet as pq
 
-        parquet = pq.ParquetFile(path, memory_map=True)
-        schema = parquet.schema_arrow
-        names = _read_columns(schema.names, _class_labels(schema.metadata))
-        for group in range(parquet.num_row_groups):
-            check_decoded(f"row group {group}", parquet.metadata.row_group(group).total_byte_size)
-        if not names:  # no column to check: the rows are counted all the same
-            yield TokenBatch(display, 0, parquet.metadata.num_rows)
-            return
-        batches: Iterable = parquet.iter_batches(batch_size=BATCH_ROWS, columns=names)
-    else:
-        source = pa.memory_map(path)
+        with pq.ParquetFile(path, memory_map=False, pre_buffer=False, buffer_size=READ_BUFFER) as parquet:
+            yield from _parquet_batches(pa, parquet, display)
+        return
+    with pa.OSFile(path) as source:
         reader = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
-        schema = reader.schema
-        names = _read_columns(schema.names, _class_labels(schema.metadata))
         batches = (reader.get_batch(i) for i in range(reader.num_record_batches)) if kind == "arrow-file" \
             else reader
-    classes = _class_labels(schema.metadata)
+        yield from _judged_batches(pa, batches, reader.schema, display)
+
+
+def _parquet_batches(pa, parquet, display: str) -> Iterator[TokenBatch]:
+    for group in range(parquet.num_row_groups):
+        check_decoded(f"row group {group}", parquet.metadata.row_group(group).total_byte_size)
+    schema = parquet.schema_arrow
+    names, _ = _read_columns(schema)
+    if not names:  # no column to check: the rows are counted all the same
+        yield TokenBatch(display, 0, parquet.metadata.num_rows)
+        return
+    # One thread: an audit runs one file per worker process.
+    batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=names, use_threads=False)
+    yield from _judged_batches(pa, batches, schema, display)
+
+
+def _judged_batches(pa, batches: Iterable, schema, display: str) -> Iterator[TokenBatch]:
+    """The columns the rules read of each record batch, :data:`BATCH_ROWS` rows at most."""
+    names, classes = _read_columns(schema)
     start = 0
     for batch in batches:
         for first in range(0, batch.num_rows, BATCH_ROWS):
@@ -366,9 +381,10 @@ def _arrow_batches(pa, path: str, display: str, kind: str) -> Iterator[TokenBatc
             start += part.num_rows
 
 
-def _read_columns(names: Iterable[str], classes: dict[str, int]) -> list[str]:
-    present = list(names)
-    return [name for name in present if name in READ_COLUMNS or name in classes]
+def _read_columns(schema) -> tuple[list[str], dict[str, int]]:
+    """The columns of ``schema`` the rules read, and the ClassLabel columns' num_classes."""
+    classes = _class_labels(schema.metadata)
+    return [name for name in schema.names if name in READ_COLUMNS or name in classes], classes
 
 
 def _class_labels(metadata: dict | None) -> dict[str, int]:
@@ -465,6 +481,7 @@ def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
     start = 0
     number = 0
     records: list[dict] = []
+    lines: list[int] = []  # the line of each record (blank lines are skipped)
     with open_regular(path, "JSON-lines file") as handle:
         while True:
             line = handle.readline(limit + 1)
@@ -486,15 +503,16 @@ def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
                     f"line {number}: a JSON {type(record).__name__}, not an object of columns"
             if problem is not None:
                 if records:  # the rows before it are checked before the file is given up
-                    yield _json_batch(records, display, start)
+                    yield _json_batch(records, lines, display, start)
                 raise ReadError(problem)
             records.append(record)
+            lines.append(number)
             if len(records) == BATCH_ROWS:
-                yield _json_batch(records, display, start)
+                yield _json_batch(records, lines, display, start)
                 start += len(records)
-                records = []
+                records, lines = [], []
     if records:
-        yield _json_batch(records, display, start)
+        yield _json_batch(records, lines, display, start)
 
 
 def _line_limit() -> int:
@@ -503,7 +521,7 @@ def _line_limit() -> int:
     return current_limits().max_file_bytes
 
 
-def _json_batch(records: list[dict], display: str, start: int) -> TokenBatch:
+def _json_batch(records: list[dict], lines: list[int], display: str, start: int) -> TokenBatch:
     names = [name for name in READ_COLUMNS if any(name in record for record in records)]
     columns, problems = {}, []
     for name in names:
@@ -512,7 +530,8 @@ def _json_batch(records: list[dict], display: str, start: int) -> TokenBatch:
             problems.append((name, column))
         else:
             columns[name] = column
-    return TokenBatch(display, start, len(records), columns, problems=problems)
+    return TokenBatch(display, start, len(records), columns, problems=problems,
+                      lines=np.array(lines, dtype=np.int64))
 
 
 def json_column(name: str, cells: list) -> TokenColumn | str:

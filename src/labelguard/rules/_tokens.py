@@ -13,7 +13,9 @@ legal, asked of a :class:`~labelguard.core.spec.LabelSpec` like every other labe
 is legal in words (``expected``) may be given as a function, called only for a finding (a
 clean batch, the common case, costs no text). The
 finding's data holds what the message says (``column``, ``rows``, ``row_count``, ``count``,
-``values``, ``lowest``, ``highest``, ``expected``), which is what lets batches merge.
+``values``, ``lowest``, ``highest``, ``expected``), which is what lets batches merge; ``rows``
+count from 0 as ``dataset[i]`` does, and a JSON-lines file's tally adds the ``lines`` of the
+rows it names (the CI formats point at them).
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ def tally_finding(check: Check, batch: TokenBatch, column: str, rows: np.ndarray
         "lowest": _number(distinct[0]) if len(distinct) else None,
         "highest": _number(distinct[-1]) if len(distinct) else None,
     }
+    if batch.lines is not None:  # JSON lines: the line of each row named, for the formats that point at lines
+        tally["lines"] = [int(line) for line in batch.lines[rows[:ROWS_KEPT] - batch.start]]
     tally.update(data)
     return check.finding(batch.display, render(tally), hint=hint, **tally)
 
@@ -183,10 +187,10 @@ def _added(first: Finding, other: Finding) -> Finding:
     a, b = first.data, other.data
     values = sorted(set(a["values"]) | set(b["values"]))[:VALUES_KEPT]
     tally = {**a, "rows": (a["rows"] + b["rows"])[:ROWS_KEPT], "row_count": a["row_count"] + b["row_count"],
+             **({"lines": (a["lines"] + b["lines"])[:ROWS_KEPT]} if "lines" in a else {}),
              "count": a["count"] + b["count"], "values": values,
              "lowest": _extreme(min, a["lowest"], b["lowest"]), "highest": _extreme(max, a["highest"], b["highest"])}
     return Finding(first.code, first.severity, first.path, render(tally), first.hint, tally)
-
 
 
 def _extreme(pick, a, b):
