@@ -259,8 +259,9 @@ class TokenColumn:
         name: the column's name (``input_ids``).
         values: every value of the column's sequences, flat (an integer array; float for
             labels written as numbers with a fraction).
-        offsets: sequence ``s`` is ``values[offsets[s]:offsets[s + 1]]`` (int64, starting at
-            0); None when the column holds one value per row (a sequence label).
+        offsets: sequence ``s`` is ``values[offsets[s]:offsets[s + 1]]`` (integers starting
+            at 0, as the file stores them: int32 or int64); None when the column holds one
+            value per row (a sequence label).
         sequence_rows: the row of each sequence when a row holds several (multiple choice:
             one sequence per choice); None when sequence ``s`` is row ``s``.
         classes: the classes the dataset declares for the column (a ``ClassLabel``'s

@@ -334,7 +334,8 @@ def read_token_file(path: str, display: str) -> Iterator[TokenBatch]:
 def _arrow_batches(pa, path: str, display: str, kind: str) -> Iterator[TokenBatch]:
     """The file's batches, each read into memory of its own and let go once judged: no
     memory map, whose pages of a 10 GB file would all stay in the process (its peak RSS the
-    file's size), and no Parquet pre-buffering, which keeps every column chunk it read."""
+    file's size; and a file truncated while mapped kills the process with SIGBUS), and no
+    Parquet pre-buffering, which keeps every column chunk it read."""
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -456,15 +457,15 @@ def _arrow_column(pa, name: str, array, classes: int | None) -> TokenColumn | st
 
 
 def _unnested(pa, array) -> tuple[np.ndarray, Any]:
-    """(offsets from 0 as int64, the values of the sequences) of a list array. Without nulls
-    its own offsets are viewed and its values sliced (no copy); a null sequence counts as
-    empty, whatever values its slot spans."""
+    """(offsets from 0, the values of the sequences) of a list array. Without nulls its own
+    offsets are viewed (shifted only when a slice starts them past 0) and its values sliced:
+    no copy; a null sequence counts as empty, whatever values its slot spans."""
     import pyarrow.compute as pc
 
     if not array.null_count and not isinstance(array.type, pa.FixedSizeListType):
         stored = array.offsets.to_numpy()
         first, last = int(stored[0]), int(stored[-1])
-        return stored.astype(np.int64) - first, array.values.slice(first, last - first)
+        return (stored - first if first else stored), array.values.slice(first, last - first)
     lengths = pc.list_value_length(array).fill_null(0).to_numpy()
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
