@@ -15,6 +15,10 @@
 
 The targets: guard <= 3 % of step time, trace_nonfinite <= 5 %.
 
+The audit of tokenized datasets (the token rules that ``guard(model=...)`` and preflight also
+run) is measured on its own in ``benchmarks/bench_tokens.py``: rows/s against a plain pyarrow
+scan of the same columns.
+
 Usage::
 
     python benchmarks/bench_guard.py            # one to two minutes on 2 cores

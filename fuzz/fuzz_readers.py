@@ -1,7 +1,8 @@
 """Mutation fuzzing of labelguard's readers through the audit, as a user would meet them.
 
 For each format a few valid files are written (NPY, NPZ, HDF5, NIfTI, TIFF, PNG masks, a VOC
-XML, YOLO rows and data.yaml, a COCO JSON, a CSV table, a file list); each case takes one,
+XML, YOLO rows and data.yaml, a COCO JSON, a CSV table, a file list, tokenized data as an
+Arrow stream and file, Parquet and JSON lines); each case takes one,
 mutates its bytes (bit flips, interesting integers written over header fields, bytes
 inserted, deleted, repeated or cut off), lays it out as a one-file dataset and runs
 ``labelguard.audit`` on it with one worker. A case passes when the audit returns, whatever
@@ -184,6 +185,54 @@ COCO = json.dumps({
 }, indent=1).encode()
 CSV = b"image_name,label_name\na.jpg,cat\nb.jpg,dog\nc.jpg,7\n"
 LIST = b"a\nb\n"
+TOKEN_LINES = (b'{"input_ids": [101, 7, 8, 102], "token_type_ids": [0, 0, 0, 0], "label": 1}\n'
+               b'{"input_ids": [101, 9, 102, 5, 102], "token_type_ids": [0, 0, 0, 1, 1], "label": 0}\n'
+               b'{"input_ids": [101, 102], "token_type_ids": [0, 0], "label": 1}\n')
+# Multiple choice (SWAG): a sequence per choice, the label the right choice.
+CHOICE_LINES = (b'{"input_ids": [[101, 9, 102], [101, 5, 102]], "label": 1}\n'
+                b'{"input_ids": [[101, 7, 102], [101, 8, 8, 102]], "label": 0}\n')
+
+
+def _token_table():
+    """A small tokenized dataset as datasets writes it: list columns, a ClassLabel label and the
+    ``huggingface`` schema metadata."""
+    import pyarrow as pa
+
+    features = {"input_ids": {"feature": {"dtype": "int32", "_type": "Value"}, "_type": "List"},
+                "token_type_ids": {"feature": {"dtype": "int8", "_type": "Value"}, "_type": "List"},
+                "label": {"names": ["neg", "pos"], "_type": "ClassLabel"}}
+    table = pa.table({"input_ids": pa.array([[101, 7, 8, 102], [101, 9, 102], [101, 102]], pa.list_(pa.int32())),
+                      "token_type_ids": pa.array([[0, 0, 0, 0], [0, 0, 1], [0, 0]], pa.list_(pa.int8())),
+                      "label": pa.array([1, 0, 1], pa.int64())})
+    return table.replace_schema_metadata({"huggingface": json.dumps({"info": {"features": features}})})
+
+
+def _arrow_seeds() -> list[tuple[str, bytes]]:
+    import pyarrow as pa
+
+    table = _token_table()
+    seeds = []
+    for new in (pa.ipc.new_stream, pa.ipc.new_file):
+        sink = pa.BufferOutputStream()
+        with new(sink, table.schema) as writer:
+            for batch in table.to_batches(max_chunksize=2):
+                writer.write_batch(batch)
+        seeds.append((".arrow", sink.getvalue().to_pybytes()))
+    return seeds
+
+
+def _parquet_seeds() -> list[tuple[str, bytes]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(_token_table(), sink, row_group_size=2)
+    return [(".parquet", sink.getvalue().to_pybytes())]
+
+
+def _token_file(root: Path, data: bytes, suffix: str):
+    path = _put(root / f"train{suffix or '.jsonl'}", data)
+    return path, {"format": "tokens"}, path
 
 
 def _inside_zip(data: bytes, change: Callable[[bytes], bytes]) -> bytes:
@@ -239,6 +288,18 @@ class Format:
     text: bool = False
     inside: Callable[[bytes, Callable[[bytes], bytes]], bytes] | None = None
     loaded: list = field(default_factory=list)
+    tokens: bool = False  # audited with a token spec too, so that every token rule runs
+
+    def spec(self):
+        import labelguard
+
+        if not self.tokens:
+            return labelguard.LabelSpec(num_classes=3)
+        from labelguard.core.tokens import TokenSpec
+
+        return labelguard.LabelSpec(num_classes=3, tokens=TokenSpec(
+            vocab_size=200, max_position_embeddings=8, position_offset=2, pad_token_id=1, type_vocab_size=2,
+            num_labels=2))
 
     def seed_files(self) -> list[tuple[str, bytes]]:
         if not self.loaded:
@@ -320,6 +381,9 @@ FORMATS = {format.name: format for format in (
     Format("coco", lambda: [COCO], _coco, text=True),
     Format("csv", lambda: [CSV], _csv, text=True),
     Format("list", lambda: [LIST], _file_list, text=True),
+    Format("arrow", _arrow_seeds, _token_file, tokens=True),
+    Format("parquet", _parquet_seeds, _token_file, tokens=True),
+    Format("jsonl", lambda: [TOKEN_LINES, CHOICE_LINES], _token_file, text=True, tokens=True),
 )}
 
 
@@ -407,7 +471,7 @@ def run_case(format: Format, index: int, seed: int, workdir: Path, limits: dict)
     try:
         target, options, _ = format.lay_out(root, data, suffix)
         try:
-            report = labelguard.audit(str(target), labelguard.LabelSpec(num_classes=3),
+            report = labelguard.audit(str(target), format.spec(),
                                       options=AuditOptions(**options), use_project_config=False,
                                       workers=1, **limits)
         except labelguard.errors.LabelguardError as exc:
@@ -492,7 +556,7 @@ def _check_seeds(format: Format) -> None:
     for number, (suffix, data) in enumerate(format.seed_files()):
         with tempfile.TemporaryDirectory(prefix="lgfuzz-seed-") as folder:
             target, options, _ = format.lay_out(Path(folder) / "seed", data, suffix)
-            report = labelguard.audit(str(target), labelguard.LabelSpec(num_classes=3),
+            report = labelguard.audit(str(target), format.spec(),
                                       options=AuditOptions(**options), use_project_config=False, workers=1)
         unreadable = [f.message for f in report.findings if f.code == "LG001"]
         if report.errors or unreadable or not report.summary.samples:

@@ -21,6 +21,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("bench_spec.py", [], "ratio"),
     pytest.param("bench_record.py", ["--batches", "10", "--repeat", "1"], "target: < 200 us per batch",
                  marks=pytest.mark.skipif(not available("torch"), reason="torch not installed")),
+    pytest.param("bench_tokens.py", ["-n", "3000", "--repeat", "1"], "ratio audit / scan:",
+                 marks=pytest.mark.skipif(not available("pyarrow"), reason="pyarrow not installed")),
 ])
 def test_benchmark_runs_and_leaves_no_file_behind(tmp_path, script, args, result_line):
     folder, temporary = tmp_path / "cwd", tmp_path / "tmp"

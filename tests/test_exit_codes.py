@@ -75,9 +75,15 @@ def nifti_volumes(folder: Path) -> None:
         write_nifti(folder / f"case{i}.nii.gz", organic_mask((16, 16), (0, 1), seed=i)[..., None].repeat(3, axis=2))
 
 
+def saved_token_dataset(folder: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_dict({"input_ids": [[1, 5, 2]] * 6, "label": [0, 1] * 3}).save_to_disk(str(folder))
+
+
 @pytest.mark.parametrize("module, extra, writer", [
     ("h5py", "hdf5", h5_volumes),
     ("nibabel", "nifti", nifti_volumes),
+    ("pyarrow", "nlp", saved_token_dataset),
 ])
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_missing_extra_is_exit_2_naming_it(tmp_path, module, extra, writer, workers):

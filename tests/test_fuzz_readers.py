@@ -35,6 +35,8 @@ SHORT_RUN = 15
 
 @pytest.mark.parametrize("name", sorted(fuzz_readers.FORMATS))
 def test_a_short_fuzz_run_finds_no_internal_error(tmp_path, name):
+    if name in ("arrow", "parquet"):
+        pytest.importorskip("pyarrow")
     format = fuzz_readers.FORMATS[name]
     limits = {"max_file_bytes": 256 << 20, "max_pixels": 64 << 20}
     outcomes = [fuzz_readers.run_case(format, index, 0, tmp_path, limits) for index in range(SHORT_RUN)]
@@ -160,3 +162,16 @@ def test_valid_seed_files_are_read_without_findings_of_unreadability(tmp_path):
     with zipfile.ZipFile(tmp_path / "masks" / "a.npz") as archive:
         assert archive.namelist() == ["label.npy"]
     assert "LG001" not in codes(audit_masks(tmp_path))
+
+
+def test_a_parquet_file_whose_column_names_are_not_utf8_is_lg001(tmp_path):
+    """Found by the fuzzer: pyarrow raises UnicodeDecodeError (not an ArrowException) for a
+    schema whose names a flipped byte made invalid UTF-8."""
+    pytest.importorskip("pyarrow")
+    [(_, data)] = fuzz_readers._parquet_seeds()
+    at = data.index(b"token_type_ids")  # its name in the footer's schema
+    (tmp_path / "train.parquet").write_bytes(data[:at + 3] + b"\x80" + data[at + 4:])
+    report = run(tmp_path / "train.parquet", LabelSpec(), options=AuditOptions(format="tokens"))
+    assert report.errors == []
+    [unreadable] = found(report, "LG001")
+    assert "cannot read the parquet" in unreadable.message

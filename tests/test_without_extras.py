@@ -78,3 +78,13 @@ def test_without_tifffile_stardist_test_data_has_no_geometry_error(tmp_path):
     rc, report, err = audit_without("tifffile", [str(REALWORLD / "stardist" / "tests" / "data")], tmp_path)
     assert "Traceback" not in err, err
     assert "LG206" not in codes(report), [f["message"] for f in report["findings"]]
+
+
+@pytest.mark.code("LG601", "fail")
+def test_without_pyarrow_json_lines_of_token_ids_are_audited(tmp_path):
+    (tmp_path / "train.jsonl").write_text('{"input_ids": [1, 5, 2], "label": 0}\n{"input_ids": [1, 130, 2], "label": 1}\n')
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 100}))
+    status, report, err = audit_without("pyarrow", ["train.jsonl", "--model-config", "config.json"], tmp_path)
+    assert status == 1, err
+    [finding] = [f for f in report["findings"] if f["code"] == "LG601"]
+    assert finding["data"]["rows"] == [1] and finding["data"]["values"] == [130]

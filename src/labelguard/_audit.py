@@ -239,6 +239,9 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     notes = notes_head + [n for d in discoveries for n in d.notes]
     notes.extend(_remark_notes(summary))
     notes.extend(_unused_option_notes(options, tasks, summary))
+    if any(s.tokens is not None for s in specs) and not summary.kinds.get("tokens"):
+        notes.append("the token spec (--model-config, --tokenizer or [tokens]) was compared with itself only "
+                     "(LG605): no tokenized dataset was audited")
     distinct = any(other != effective or other.origins != effective.origins for other in specs[1:])
     for discovery, own_spec in zip(discoveries, specs):
         where = f"{display_path(discovery.root)}: " if distinct else ""

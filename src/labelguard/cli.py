@@ -260,10 +260,16 @@ def _progress(enabled: bool):
               help="Folder of the per-file result cache (default: [audit] cache_dir, else the user's cache folder; "
                    "see `labelguard cache info`).")
 @click.option("--no-cache", is_flag=True, help="Read and check every file; use and store no cached result.")
+@click.option("--model-config", type=click.Path(exists=True),
+              help="A model's config.json (or its folder): token ids, lengths, token types and labels are "
+                   "checked against its tables (tokenized datasets).")
+@click.option("--tokenizer", type=click.Path(exists=True),
+              help="A tokenizer.json or vocab.txt (or its folder): its size is compared with the model's embedding.")
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
           image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
-          write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes, cache_dir, no_cache):
+          write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes, cache_dir, no_cache,
+          model_config, tokenizer):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -271,6 +277,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
       labelguard audit data/Synapse --list lists/train.txt --num-classes 9
       labelguard audit VOCdevkit/VOC2012 --ignore-index 255
       labelguard audit --images data/imgs --masks data/masks --num-classes 2
+      labelguard audit tokenized/ --model-config model/ --tokenizer model/tokenizer.json
     """
     from labelguard._audit import audit as run_audit
     from labelguard.config import known_code
@@ -290,6 +297,12 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         raise click.UsageError(f"--write-classes {write_classes}: the file exists; pass --force to replace it")
     images, masks = _folders_in(paths, images, masks)
     spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background)
+    if model_config or tokenizer:
+        from dataclasses import replace
+
+        from labelguard.readers.tokens import token_spec_from_files
+
+        spec = replace(spec, tokens=token_spec_from_files(model_config, tokenizer))
     overrides = {}
     for item in severity_overrides:
         code, _, level = item.partition("=")

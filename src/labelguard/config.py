@@ -20,13 +20,18 @@ Example ``labelguard.toml``::
 
     [severity]
     LG205 = "warning"
+
+    [tokens]                          # tokenized text: what the model's tables take
+    model_config = "model/config.json"   # or the model folder; relative to this file
+    tokenizer = "model/tokenizer.json"
+    # max_position_embeddings = 512, num_labels = 3 ... override what the files say
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labelguard.core.findings import Severity
@@ -43,7 +48,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 CONFIG_NAME = "labelguard.toml"
 AUDIT_KEYS = {"fail_on", "workers", "format", "key", "sample", "color_map", "max_pixels", "max_file_bytes",
               "cache", "cache_dir", "cache_max_bytes"}
-TOP_KEYS = {"labels", "audit", "severity"}
+TOP_KEYS = {"labels", "audit", "severity", "tokens"}
 
 
 @dataclass
@@ -102,6 +107,11 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
     if not isinstance(labels, dict):
         raise SpecError(f"[labels] in {path} must be a table")
     config.spec = LabelSpec.from_mapping(labels, source=path) if labels else LabelSpec()
+    tokens = data.get("tokens", {})
+    if not isinstance(tokens, dict):
+        raise SpecError(f"[tokens] in {path} must be a table")
+    if tokens:
+        config.spec = replace(config.spec, tokens=_token_spec(tokens, path))
     audit = data.get("audit", {})
     unknown = sorted(set(audit) - AUDIT_KEYS)
     if unknown:
@@ -115,6 +125,22 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
         except ValueError as exc:
             raise SpecError(f"{exc} for {code} in {path}") from None
     return config
+
+
+def _token_spec(table: dict[str, Any], path: str):
+    """The token spec of a ``[tokens]`` table: the model config and tokenizer it names
+    (relative to the config file), with the numbers it gives over what they say."""
+    from labelguard.core.tokens import FILE_KEYS, TokenSpec
+    from labelguard.readers.tokens import token_spec_from_files
+
+    files = {key: table[key] for key in FILE_KEYS if key in table}
+    for key, value in files.items():
+        if not isinstance(value, str) or not value:
+            raise SpecError(f"tokens.{key} in {path} must be a path, got {value!r}")
+    numbers = TokenSpec.from_mapping({k: v for k, v in table.items() if k not in FILE_KEYS}, source=path)
+    found = token_spec_from_files(files.get("model_config"), files.get("tokenizer"),
+                                  relative_to=os.path.dirname(os.path.abspath(path)))
+    return numbers if found is None else found.merged(numbers)
 
 
 def _audit_value(key: str, value: Any, path: str) -> Any:

@@ -165,15 +165,16 @@ def token_loader(ids, token_types=None):
     return DataLoader(rows, batch_size=2)
 
 
-@pytest.mark.code("LG506", "fail")
+@pytest.mark.code("LG601", "fail")
 def test_token_ids_past_the_embedding_table():
-    """Scenario 16 (transformers #1848): the tokenizer grew, the embedding did not."""
+    """Scenario 16 (transformers #1848): the tokenizer grew, the embedding did not. Token ids are
+    LG601, named with their rows before the batch runs."""
     with pytest.raises(PreflightError) as caught:
         preflight(TinyBert(), nn.CrossEntropyLoss(), token_loader([[5, 101, 7], [100, 2, 3]]))
     (finding,) = caught.value.report.errors
-    assert finding.code == "LG506"
-    assert finding.message.startswith("ids 100, 101 (2 of 6) go into 'embeddings.word_embeddings' "
-                                      "(Embedding) whose table has num_embeddings=100 rows")
+    assert finding.code == "LG601"
+    assert finding.message.startswith("'input_ids': 2 rows hold token ids outside the embedding's 100 rows "
+                                      "(vocab_size from the model's 'embeddings.word_embeddings'): ids 100, 101")
     assert "resize_token_embeddings(len(tokenizer))" in finding.hint
 
 
@@ -185,14 +186,34 @@ def test_ids_inside_every_embedding_table():
     assert report.head == {"module": "classifier", "type": "Linear", "outputs": 2}
 
 
-@pytest.mark.code("LG506", "fail")
+@pytest.mark.code("LG603", "fail")
 def test_token_type_ids_past_type_vocab_size():
     """Scenario 16 (transformers #1538): token_type_ids=1 with type_vocab_size=1."""
     loader = token_loader([[5, 6, 7], [1, 2, 3]], token_types=[[0, 1, 1], [0, 0, 1]])
     report = preflight(TinyBert(), nn.CrossEntropyLoss(), loader, raise_on_error=False)
     (finding,) = report.errors
-    assert finding.data["module"] == "embeddings.token_type_embeddings"
-    assert "type_vocab_size (1)" in finding.hint
+    assert finding.code == "LG603" and finding.data["rows"] == [0, 1]
+    assert "type_vocab_size from the model's 'embeddings.token_type_embeddings'" in finding.message
+
+
+class CategoryModel(nn.Module):
+    """A model that embeds a category id (no token ids): its table is a generic index table."""
+
+    def __init__(self, categories=5):
+        super().__init__()
+        self.category = nn.Embedding(categories, 4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, category):
+        return self.head(self.category(category))
+
+
+@pytest.mark.code("LG506", "fail")
+def test_an_index_tensor_past_its_table_is_lg506():
+    loader = DataLoader([(torch.tensor(c), torch.tensor(c % 2)) for c in (1, 4, 7, 2)], batch_size=4)
+    report = preflight(CategoryModel(), nn.CrossEntropyLoss(), loader, raise_on_error=False)
+    (finding,) = report.errors
+    assert finding.code == "LG506" and finding.data["module"] == "category" and finding.data["values"] == [7]
 
 
 def test_a_guarded_loader_refusing_a_sample_becomes_a_finding(tmp_path):

@@ -10,6 +10,9 @@ severity, documentation), the scope it reads and its examples:
   image table, a CSV table, an ImageFolder class folder), as an
   :class:`~labelguard.core.records.AnnotationRecord`; its columns may be numpy arrays (a COCO
   file holds up to millions of annotations) and rules judge them vectorised;
+* ``"tokens"``: rows of a tokenized dataset (a record batch of a file, or a batch of tensors
+  on the torch side), as a :class:`~labelguard.core.tokens.TokenBatch`; a file's batches are
+  judged one by one and their findings merged per file;
 * ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of the whole audit.
 
 Every rule is ``rule(subject, spec) -> iterable of findings``. :func:`run_rules` calls each
@@ -31,7 +34,7 @@ from labelguard.core.registry import Check
 
 log = logging.getLogger(__name__)
 
-SCOPES = ("mask", "pair", "annotation", "dataset")
+SCOPES = ("mask", "pair", "annotation", "tokens", "dataset")
 
 
 @dataclass(frozen=True)

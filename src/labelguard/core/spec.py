@@ -8,12 +8,15 @@ import re
 from collections.abc import Iterator, Set
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
 from labelguard.core.text import noun
 from labelguard.errors import SpecError
+
+if TYPE_CHECKING:
+    from labelguard.core.tokens import TokenSpec
 
 IGNORE_REDUCED = 255  # mmsegmentation's reduce_zero_label sends 0 here
 # Every number of a spec is an int64, the widest type a label tensor has: past it a value
@@ -232,6 +235,9 @@ class LabelSpec:
         origins: ``(part, origin)`` pairs naming which file or flag gave each part (see
             :data:`PARTS`); filled from ``sources`` when not given.
         notes: what merging the spec's layers replaced, for the report.
+        tokens: what the model's embedding tables take, for token sequences
+            (:class:`~labelguard.core.tokens.TokenSpec`: ``--model-config``, ``--tokenizer``,
+            a ``[tokens]`` table, or a model's own modules); None when nothing was said.
         dtype: the integer dtype masks must be stored as (strict admission: a mask stored
             otherwise is LG207), or None.
         require_pairs: every mask must have its image, paired by name or stored in the
@@ -264,6 +270,7 @@ class LabelSpec:
     sources: tuple[str, ...] = field(default=(), compare=False)
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
+    tokens: TokenSpec | None = None
     dtype: str | None = None
     require_pairs: bool = False
     max_files_unreadable: int | None = None
@@ -339,6 +346,9 @@ class LabelSpec:
         count that disagree, a part one layer replaced in another, a spec that only a
         class-name file beside the data gives."""
         notes = list(self.notes)
+        if self.tokens is not None:
+            notes.append(f"token spec: {self.tokens.describe()}")
+            notes.extend(self.tokens.notes)
         if self.count_disagrees:
             names = len(self.classes)
             guess = ""
@@ -497,6 +507,8 @@ class LabelSpec:
             if f.name in ("sources", "origins", "notes"):
                 continue
             value = getattr(other, f.name)
+            if f.name == "tokens" and value is not None and self.tokens is not None:
+                value = self.tokens.merged(value)
             if value != f.default and value is not None:
                 changes[f.name] = value
         origins = dict(self.origins)
@@ -531,6 +543,8 @@ class LabelSpec:
         data["background"] = self.background
         if self.reduce_zero_label:
             data["reduce_zero_label"] = True
+        if self.tokens is not None:
+            data["tokens"] = self.tokens.to_dict()
         if self.dtype is not None:
             data["dtype"] = self.dtype
         if self.require_pairs:

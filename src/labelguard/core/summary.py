@@ -52,6 +52,8 @@ class Summary:
             :data:`VALUES_KEPT`); capped_pixels: the pixels of the values not counted.
         remarks / remark_examples: how files were read when the report must say so (a
             reader's remark) -> files, and a few of them.
+        token_rows / token_highest: tokenized data read without a token spec: column ->
+            rows holding it, and its highest value (what LG006 lists as not checked).
     """
 
     samples: int = 0
@@ -72,6 +74,8 @@ class Summary:
     capped_pixels: int = 0
     remarks: Counter = field(default_factory=Counter)
     remark_examples: dict[str, list[str]] = field(default_factory=dict)
+    token_rows: Counter = field(default_factory=Counter)
+    token_highest: dict[str, int] = field(default_factory=dict)
 
     def add_remark(self, remark: str, path: str) -> None:
         self.remarks[remark] += 1
@@ -146,6 +150,10 @@ class Summary:
             self.remarks.update(other.remarks)
             for remark, paths in other.remark_examples.items():
                 self.remark_examples[remark] = _merge_examples(self.remark_examples.get(remark, []), paths)
+        if other.token_rows:
+            self.token_rows.update(other.token_rows)
+            for column, highest in other.token_highest.items():
+                self.token_highest[column] = max(highest, self.token_highest.get(column, highest))
         return self
 
     def merged(self, other: "Summary") -> "Summary":

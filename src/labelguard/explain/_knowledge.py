@@ -30,6 +30,8 @@ GUARD = "labelguard.torch.guard(dataset, num_classes=N)"
 PREFLIGHT = "labelguard.torch.preflight(model, loss_fn, loader, num_classes=N)"
 CHECKED = "labelguard.torch.checked(loss_fn, num_classes=N)"
 RECORD = "labelguard.torch.record(loader, PATH), then labelguard replay PATH"
+AUDIT_TOKENS = "labelguard audit TOKENIZED_DATA --model-config MODEL_DIR --tokenizer tokenizer.json"
+PREFLIGHT_TOKENS = "labelguard.torch.preflight(model, loss_fn, loader)"
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,19 @@ _HEAD_TOO_SMALL = Cause(
     codes=("LG503",),
     fix="Build the head with out_features/out_channels equal to the number of classes "
     "(background included); when loading a checkpoint with another head size, replace the head.",
+)
+
+_SEQUENCE_LABELS_PAST_HEAD = Cause(
+    title="sequence or token labels of a tokenized dataset past the classification head's "
+    "num_labels (or -1, the datasets library's 'no label')",
+    why="A transformers head has num_labels outputs; a label column with more classes than the "
+    "head (num_labels left at its default 2), or an unlabelled test split's -1, indexes past the "
+    "logits in the model's own cross-entropy.",
+    confirm=f"{AUDIT_TOKENS} (LG604 names the rows; the dataset's ClassLabel counts too), or "
+    f"{PREFLIGHT_TOKENS}, which reads num_labels from the model",
+    codes=("LG604",),
+    fix="Build the model with num_labels equal to the label column's classes (and id2label), and "
+    "mark what has no label with -100.",
 )
 
 _IGNORE_VALUE_NOT_IGNORED = Cause(
@@ -222,6 +237,7 @@ ENTRIES: tuple[Entry, ...] = (
             _MASK_STORAGE,
             _HEAD_TOO_SMALL,
             _ONE_BASED,
+            _SEQUENCE_LABELS_PAST_HEAD,
         ),
     ),
     Entry(
@@ -342,10 +358,10 @@ ENTRIES: tuple[Entry, ...] = (
                 "swapped, embeddings not resized)",
                 why="Adding special tokens or using another checkpoint's tokenizer produces ids "
                 "past the last row of the embedding matrix.",
-                confirm=f"{PREFLIGHT} (LG506 compares the token ids with every nn.Embedding's "
-                "num_embeddings), or compare len(tokenizer) with "
-                "model.get_input_embeddings().num_embeddings",
-                codes=("LG506",),
+                confirm=f"{AUDIT_TOKENS} on the tokenized data (LG601 names the rows and ids past "
+                f"the embedding, LG605 compares the tokenizer with it), or {PREFLIGHT_TOKENS} "
+                "(LG601 from the model's own embedding, no GPU needed)",
+                codes=("LG601", "LG605"),
                 fix="model.resize_token_embeddings(len(tokenizer)) after changing the "
                 "tokenizer, or use the tokenizer that matches the checkpoint.",
             ),
@@ -354,10 +370,10 @@ ENTRIES: tuple[Entry, ...] = (
                 "ids beyond their table (type_vocab_size=1 given type id 1)",
                 why="Position and segment embeddings are small tables; a long input or a "
                 "second segment id indexes past them.",
-                confirm=f"{PREFLIGHT}, or print input_ids.shape[1] against "
-                "config.max_position_embeddings and token_type_ids.max() against "
-                "config.type_vocab_size",
-                codes=("LG506",),
+                confirm=f"{AUDIT_TOKENS} (LG602 counts RoBERTa's padding offset: 514 positions "
+                f"take 512 tokens; LG603 compares token_type_ids with type_vocab_size), or "
+                f"{PREFLIGHT_TOKENS}",
+                codes=("LG602", "LG603"),
                 fix="Truncate inputs to max_length, or drop token_type_ids for models with "
                 "type_vocab_size=1.",
             ),
@@ -366,8 +382,9 @@ ENTRIES: tuple[Entry, ...] = (
                 "to look up a class embedding that is too small",
                 why="Negative ids wrap into huge unsigned offsets in the kernel; class ids "
                 "above the class table size fail the same check.",
-                confirm=AUDIT,
-                codes=("LG102", "LG103", "LG506"),
+                confirm=f"{AUDIT_TOKENS} (a -100 in input_ids is an id outside the embedding: "
+                f"LG601), or {AUDIT} for class ids",
+                codes=("LG601", "LG102", "LG103", "LG506"),
                 fix="Replace ignore values by the padding id before the lookup, and size class "
                 "embeddings with num_classes.",
             ),
@@ -838,8 +855,9 @@ ENTRIES: tuple[Entry, ...] = (
             Cause(
                 title="ids beyond an embedding or index table (tokenizer vs embedding size)",
                 why="Embedding and index_select assert that every id is below the table size.",
-                confirm=PREFLIGHT,
-                codes=("LG506",),
+                confirm=f"{AUDIT_TOKENS} for token ids (LG601, LG605), or {PREFLIGHT} for any "
+                "other index table (LG506)",
+                codes=("LG601", "LG605", "LG506"),
                 fix="Resize the embedding to the tokenizer, or fix the ids.",
             ),
             _HEAD_TOO_SMALL,

@@ -7,6 +7,7 @@ Each layout module registers itself in :data:`labelguard.layouts.base.LAYOUTS` w
 from labelguard.layouts import masks  # noqa: F401  (registers the mask layouts)
 from labelguard.layouts import classification, coco  # noqa: F401
 from labelguard.layouts import voc, yolo  # noqa: F401
+from labelguard.layouts import tokens  # noqa: F401
 from labelguard.layouts.base import LAYOUTS, AuditOptions, Discovery, discover
 
 __all__ = ["LAYOUTS", "AuditOptions", "Discovery", "discover"]

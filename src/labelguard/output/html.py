@@ -134,9 +134,11 @@ class HtmlFormatter(Formatter):
                     parts.append(f"<tr><td>{_e(part)}</td><td><code>{_e(value)}</code></td>"
                                  f"<td>{_e(spec.origin(part) or '')}</td></tr>")
                 parts.append("</table>")
-            else:
+            elif spec.tokens is None:
                 parts.append('<p class="note">No label spec was given: values and classes were listed, not '
                              "checked.</p>")
+            if spec.tokens is not None:  # token columns are checked against it, label spec or not
+                parts.append(f"<p>{head}token spec: <code>{_e(spec.tokens.describe())}</code></p>")
         return parts
 
     def _findings(self, report) -> list[str]:

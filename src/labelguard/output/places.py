@@ -3,6 +3,9 @@
 A finding's data says it in the words of its format: ``line`` (a list entry), ``lines`` (an
 unclean list), ``rows`` or line ``places`` (YOLO rows and table lines are line numbers), or an
 element that is no line (``object 3`` of a VOC file, ``annotations[3] (id 4)`` of a COCO file).
+A tokenized dataset's tally (``rows`` beside ``row_count``) counts its rows from 0, as
+``dataset[i]`` does, in a file that may have no lines (Arrow, Parquet): its place is the
+element ``row 2``, with the line its JSON-lines reader kept (``lines``) when there is one.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def _first_int(value: Any) -> int | None:
 def finding_place(data: Mapping[str, Any]) -> Place:
     """The place a finding's data names (see the module docstring)."""
     unit = data.get("unit")
+    if "row_count" in data:
+        return _dataset_row(data)
     line = _first_int(data.get("line")) or _first_int(data.get("lines")) or _first_int(data.get("rows"))
     places = data.get("places")
     if line is None and unit in LINE_UNITS:
@@ -55,3 +60,10 @@ def finding_place(data: Mapping[str, Any]) -> Place:
             if isinstance(box.get(key), int):
                 return Place(line=box[key]) if key in LINE_UNITS else Place(element=f"{key} {box[key]}")
     return Place()
+
+
+def _dataset_row(data: Mapping[str, Any]) -> Place:
+    """The first row a tokenized dataset's tally names (0 is a row too), and its line."""
+    rows, lines = data.get("rows"), data.get("lines")
+    row = rows[0] if isinstance(rows, (list, tuple)) and rows and isinstance(rows[0], int) else None
+    return Place(line=_first_int(lines), element=None if row is None else f"{data.get('unit') or 'row'} {row}")

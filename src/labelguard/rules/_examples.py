@@ -54,3 +54,9 @@ def image():
     import numpy as np
 
     return np.random.default_rng(0).integers(0, 256, (8, 10, 3), dtype=np.uint8)
+
+
+def token_lines(rows: Iterable[dict]) -> str:
+    """A tokenized dataset as JSON lines (``Dataset.to_json`` writes them so): one object of
+    columns (``input_ids``, ``token_type_ids``, ``labels``...) per row."""
+    return "".join(json.dumps(row) + "\n" for row in rows)

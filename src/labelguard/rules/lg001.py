@@ -1,6 +1,7 @@
 """LG001 on records: a mask whose bytes are of another format than its name says, the
 objects or rows of an annotation that a loader cannot read, elements of wrong JSON types
-(COCO), and image ids that more than one image uses (COCO).
+(COCO), image ids that more than one image uses (COCO), and columns of a tokenized dataset
+that hold no ids (text, missing values).
 
 The code itself (``file-unreadable``) is defined with the other file codes in
 :mod:`labelguard.checks.files`; these rules are the mask and annotation sides of it (a file that cannot be read at all is
@@ -18,8 +19,10 @@ from labelguard.core.rules import Example, rule
 from labelguard.core.summary import Summary
 from labelguard.core.text import SHOWN, noun, plural, shorten, verb
 from labelguard.readers.masks import IMAGE_FORMATS, mask_extension
-from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
+from labelguard.core.tokens import TokenBatch
+from labelguard.rules._examples import coco_box, coco_json, csv_table, image, token_lines, voc_xml
 from labelguard.rules._objects import sample
+from labelguard.rules._tokens import tally_finding
 
 # Unreadable objects or rows listed one by one; the rest in one finding.
 OBJECT_PROBLEMS_SHOWN = 20
@@ -184,6 +187,38 @@ def undecodable_images(record: AnnotationRecord, spec):
         hint="Re-copy these images or delete them; the DataLoader worker that opens one raises mid-epoch.",
         files=[u.split(" ", 1)[0] for u in unreadable[:PLACES_KEPT]], count=len(unreadable),
     ),)
+
+
+TOKEN_EXAMPLES = (
+    Example(True, "a JSON-lines label of text",
+            lambda: {"train.jsonl": token_lines([{"input_ids": [1, 5, 2], "label": "positive"}])}),
+    Example(True, "input_ids with a null inside",
+            lambda: {"train.jsonl": token_lines([{"input_ids": [1, None, 2], "label": 0}])}),
+    Example(False, "ids and a label that are numbers",
+            lambda: {"train.jsonl": token_lines([{"input_ids": [1, 5, 2], "label": 0}])}),
+)
+
+
+@rule(UNREADABLE, "tokens", TOKEN_EXAMPLES)
+def columns_without_ids(batch: TokenBatch, spec):
+    """LG001 for a column of a tokenized dataset that holds no ids (text labels, nested
+    objects), and for missing values inside one: a collator or the model fails on them."""
+    findings = [UNREADABLE.finding(
+        batch.display, f"column {name!r} {problem}: the model takes integer ids there",
+        hint="Encode the column as ids before training (a ClassLabel, label2id, the tokenizer), or drop it.",
+        column=name,
+    ) for name, problem in batch.problems]
+    for column in batch.columns.values():
+        if column.missing is None:
+            continue
+        positions = np.flatnonzero(column.missing)
+        rows = np.unique(column.rows_of_values(positions)) + batch.start
+        kinds = " or ".join(column.missing_kinds)
+        findings.append(tally_finding(
+            UNREADABLE, batch, column.name, rows, np.zeros(0), len(positions),
+            phrase=f"holds {kinds} values where ids belong", noun="values", expected="",
+            hint="Fill, encode or drop these values before training: a tensor of ids cannot hold them."))
+    return findings
 
 
 BOUND_EXAMPLES = (

@@ -1,5 +1,6 @@
 """LG006 no-label-spec: the audit had no label spec, so values and classes were listed, not
-checked."""
+checked; or tokenized data was read without a token spec (no model config, no tokenizer), so
+its ids were counted, not checked."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.text import plural, shorten
+from labelguard.core.tokens import TokenSpec
+from labelguard.rules._examples import token_lines
 
 NO_SPEC = define(
     "LG006", "no-label-spec", "warning",
@@ -35,6 +38,33 @@ EXAMPLES = (
     Example(False, "the same masks with num_classes",
             lambda: {"masks/a.png": np.array([[0, 1], [2, 3]], np.uint8)}, spec={"num_classes": 4}),
 )
+
+
+TOKEN_EXAMPLES = (
+    Example(True, "token ids audited without a model config or tokenizer",
+            lambda: {"train.jsonl": token_lines([{"input_ids": [1, 5, 2], "label": 0}])}),
+    Example(False, "the same token ids with the model's vocab_size",
+            lambda: {"train.jsonl": token_lines([{"input_ids": [1, 5, 2], "label": 0}])},
+            spec={"tokens": TokenSpec(vocab_size=100)}),
+)
+
+
+@rule(NO_SPEC, "dataset", TOKEN_EXAMPLES)
+def no_token_spec(summary: Summary, spec: LabelSpec):
+    if not summary.token_rows or (spec.tokens is not None and spec.tokens.is_known):
+        return []
+    columns = sorted(summary.token_rows)
+    listed = shorten(columns, SHOWN, lambda name: f"{name!r}" + (
+        f" (highest {summary.token_highest[name]})" if name in summary.token_highest else ""))
+    rows = max(summary.token_rows.values())
+    return [NO_SPEC.finding(
+        None,
+        f"no token spec was given: {plural(rows, 'row')} of tokenized data ({listed}) were read, not checked "
+        "against the model's embedding, positions, token types and labels",
+        hint="Give the model and its tokenizer: --model-config config.json (or the model folder) and "
+        "--tokenizer tokenizer.json, or model_config/tokenizer under [tokens] in labelguard.toml.",
+        columns=columns, rows=rows,
+    )]
 
 
 @rule(NO_SPEC, "dataset", EXAMPLES)

@@ -5,8 +5,9 @@ labelguard never imports torch.
 
 Public API::
 
-    guard(dataset, spec=None, *, num_classes=..., ignore_index=..., on_error=..., quarantine=...)
-                        check each sample's target where it is produced (DataLoader workers)
+    guard(dataset, spec=None, *, num_classes=..., ignore_index=..., on_error=..., quarantine=...,
+          model=...)    check each sample's target where it is produced (DataLoader workers);
+                        with model=, tokenized samples against the model's tables (LG601-LG604)
     collate, guard_collate
                         name the two samples whose shapes torch.stack cannot join (LG206)
     checked(loss_fn)    a loss that raises a LabelError instead of a device-side assert
@@ -15,7 +16,8 @@ Public API::
     audit_optimizer(model, optimizer)
                         frozen parameters optimised, trainable ones missing (LG504)
     preflight(model, loss_fn, loader)
-                        a few CPU batches cross-checking head, loss and data
+                        a few CPU batches cross-checking head, loss and data (token batches
+                        against the model's embedding, positions, token types and head)
     labelguard.torch.lightning.LabelGuardCallback
                         preflight and batch checks in PyTorch Lightning (imported on its own)
 

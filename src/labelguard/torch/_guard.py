@@ -49,6 +49,7 @@ from labelguard.torch._targets import (
     select_target,
 )
 from labelguard.torch._collate import remember_sample
+from labelguard.torch._tokens import holds_tokens, token_findings, token_spec_of
 from labelguard.torch._errors import SampleError, raise_sample_error
 
 try:
@@ -164,14 +165,18 @@ class _SampleGuard:
         source: Callable[[int], Any] | None,
         on_error: str,
         store: RecordStore,
+        tokens: Any = None,
     ) -> None:
         self.rules = rules
         self.target = target
         self.source = source
         self.on_error = on_error
         self.store = store
+        self.tokens = tokens  # the TokenSpec of guard(model=...), or None
 
     def check(self, sample: Any, index: int | None, dataset: Any, where: str) -> SampleError | None:
+        if self.tokens is not None and holds_tokens(sample):
+            return self._token_error(sample, index, dataset, where)
         try:
             target = select_target(sample, self.target)
             if target is None:
@@ -192,6 +197,15 @@ class _SampleGuard:
         if not errors:
             return None
         return self._error(errors[0], sample, index, dataset, where)
+
+    def _token_error(self, sample: Any, index: int | None, dataset: Any, where: str) -> SampleError | None:
+        """A tokenized sample's ids, length, segment ids and labels against the model's
+        tables (LG601-LG604); its target is its labels, judged there."""
+        errors = errors_of(token_findings(self.tokens, sample, where, self.rules.spec, start=index or 0))
+        if not errors:
+            return None
+        return sample_error(errors[0], where=where, index=index, source=self._source(sample, index, dataset),
+                            expected=errors[0].data.get("expected", self.rules.expected()))
 
     def _error(self, finding: Any, sample: Any, index: int | None, dataset: Any, where: str) -> SampleError:
         return sample_error(
@@ -379,6 +393,7 @@ def guard(
     on_error: str = "raise",
     quarantine: str | os.PathLike | None = None,
     loss: Any = None,
+    model: Any = None,
 ) -> GuardedDataset | GuardedIterableDataset:
     """Wrap ``dataset`` so that each sample's target is checked when it is produced.
 
@@ -403,6 +418,12 @@ def guard(
             ``"bce_with_logits"``). Declaring it adds the dtype check (LG505), makes
             ignore values illegal for one-hot/Dice losses (LG501) and checks BCE targets
             as floats in [0, 1].
+        model: the model the samples feed (a transformers model, or any module with an
+            ``nn.Embedding``): a tokenized sample (a dict with ``input_ids``) is checked
+            against the model's own tables instead of a label spec: token ids past the word
+            embedding (LG601), a sequence longer than the positions (LG602), segment ids past
+            the token types (LG603), labels outside the classification head, -100 ignored
+            (LG604).
 
     Checks: values outside the spec (LG201 in masks, LG102/LG103 in class ids), non-integer
     or non-finite targets (LG204), image/mask size mismatch (LG206), wrong dtype for the
@@ -437,8 +458,15 @@ def guard(
         raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
     if isinstance(dataset, _GuardedBase):
         raise UsageError("this dataset is already guarded")
-    rules = rules_for(spec, num_classes, ignore_index, loss)
-    sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine))
+    tokens = token_spec_of(model) if model is not None else None
+    if tokens is not None and not tokens.is_known:
+        raise UnsupportedError(f"guard(model=...): {type(model).__name__} has no nn.Embedding of token ids nor a "
+                               "classification head to check tokenized samples against")
+    if tokens is not None and spec is None and num_classes is None and ignore_index is None and loss is None:
+        rules = TargetRules(LabelSpec())  # the model's head is the spec of tokenized samples
+    else:
+        rules = rules_for(spec, num_classes, ignore_index, loss)
+    sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine), tokens)
     if isinstance(dataset, IterableDataset):
         return GuardedIterableDataset(dataset, sample_guard)
     if not hasattr(dataset, "__getitem__"):

@@ -11,7 +11,11 @@ accelerator) and the loss, and compares:
 * the loss's ``ignore_index`` with the values in the data (LG201), ``reduce_zero_label``
   with the classes left (LG104), and a one-hot/Dice loss with ignore values (LG501);
 * a class-weight vector's length with the head (LG503);
-* token ids with every ``nn.Embedding``'s ``num_embeddings`` (LG506);
+* a batch of token ids (``input_ids``, ``token_type_ids``, ``position_ids``, ``labels``) with
+  the model's own tables, before it runs: ids past the word embedding (LG601), sequences
+  longer than the positions (LG602), segment ids past the token types (LG603), labels past
+  the classification head (LG604), each with the rows that hold them;
+* any other ids with every ``nn.Embedding``'s ``num_embeddings`` while the model runs (LG506);
 * the target dtype and shape for the loss (LG505) and their values (LG201/LG102/LG204).
 """
 
@@ -50,6 +54,7 @@ from labelguard.torch._targets import (
 from labelguard.torch._tensors import all_finite
 from labelguard.torch._errors import PreflightError
 from labelguard.torch._losses import LossInfo, class_axis_size, loss_findings
+from labelguard.torch._tokens import token_findings, token_spec_of
 
 _ONE_HOT_ERRORS = ("Class values must be smaller than num_classes", "one_hot")
 
@@ -177,6 +182,7 @@ class _Preflight:
         self.classes = 0
         self.counts: Counter = Counter()
         self.loss_failed = False
+        self.tokens = token_spec_of(self.model)
 
     @property
     def binary(self) -> bool:
@@ -211,6 +217,11 @@ class _Preflight:
         return self.report
 
     def _batch(self, batch: Any, where: str) -> None:
+        if self.tokens.is_known:
+            found = token_findings(self.tokens, batch, where, self.spec)
+            self.report.findings.extend(found)
+            if errors_of(found):  # the forward would fail on the same ids, without naming the rows
+                return
         target = select_target(batch, self.target)
         try:
             output = self.forward(self.model, batch) if self.forward else _call(self.model, batch)

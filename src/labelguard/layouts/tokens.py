@@ -1,0 +1,179 @@
+"""Tokenized datasets: the folders ``datasets.save_to_disk`` writes, and Arrow, Parquet and
+JSON-lines files of token ids.
+
+Layouts found:
+
+* a ``save_to_disk`` folder (``state.json`` beside ``data-00000-of-0000N.arrow``): the data
+  files ``state.json`` names (``cache-*.arrow`` files that ``map`` leaves beside them are
+  derived, possibly stale, and not audited); a name that leads outside the folder is LG005,
+  one that names no file LG003;
+* a ``DatasetDict`` folder (``dataset_dict.json`` naming its split folders), each split as
+  above;
+* a folder of ``.arrow``/``.parquet`` files with an ``input_ids`` column and JSON lines with
+  ``input_ids`` (the Hugging Face Hub's ``data/train-00000-of-00001.parquet``), in it or in
+  the folders right below it, or one such file given as the path. Telling an Arrow or
+  Parquet file's columns needs pyarrow: without it, only ``save_to_disk`` folders and files
+  given as the path are taken for tokenized data, and their audit names the extra.
+
+One file is one task, streamed by :mod:`labelguard.readers.tokens` in record batches: ``datasets``
+shards what it saves (500 MB a shard), so the files of a large dataset spread over the
+workers. The token rules need the token spec (``--model-config``, ``--tokenizer`` or a
+``[tokens]`` table); without it the rows are counted and LG006 says nothing was checked.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from labelguard.core.spec import LabelSpec
+from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.tokens import TokenBatch
+from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
+from labelguard.layouts.pairing import (
+    EntryProblem, ListRule, entry_findings, metadata_findings, read_metadata, resolve_entry, walk_files,
+)
+from labelguard.readers.base import parse_json, read_text
+from labelguard.readers.tokens import TOKEN_DATA_EXTENSIONS, holds_token_ids, read_token_file, token_file_kind
+from labelguard.rules._tokens import process_token_file
+
+STATE_FILE = "state.json"
+DATASET_DICT_FILE = "dataset_dict.json"
+INFO_FILE = "dataset_info.json"
+# Detection looks at the PATH and the folders right below it, at this many entries in all.
+DETECT_ENTRIES = 400
+# state.json names its data files by plain name, in its own folder.
+DATA_FILE_NAME = ListRule(stems=False)
+STATE_HINT = "Save the dataset again (save_to_disk), or restore the data files state.json names."
+
+
+def token_batches(task: FileTask) -> Iterator[TokenBatch]:
+    """The reader of the layout: one data file's rows, batch by batch."""
+    return read_token_file(task.path, task.display)
+
+
+def process_tokens(task: FileTask, spec: LabelSpec) -> FileResult:
+    """Stream one tokenized data file through the token rules.
+
+    Not cached (no ``cacheable`` attribute, :mod:`labelguard.core.cache`): an entry needs the
+    SHA-256 of the file's bytes, and hashing an Arrow file costs more than auditing it (about
+    1.5 s against 0.5 s for 1 GB), so every audit reads the data again.
+    """
+    return process_token_file(task, spec, token_batches)
+
+
+def discover_tokens(root: str, options: AuditOptions) -> Discovery:
+    discovery = Discovery("tokens", root)
+    if os.path.isfile(root):
+        _add(discovery, [root])
+    elif os.path.isfile(os.path.join(root, DATASET_DICT_FILE)):
+        _dataset_dict(discovery, root)
+    elif os.path.isfile(os.path.join(root, STATE_FILE)):
+        _saved_dataset(discovery, root)
+    else:
+        _add(discovery, [path for path in walk_files(root) if _data_file(path)])
+    return discovery
+
+
+def _add(discovery: Discovery, paths: list[str]) -> None:
+    discovery.tasks.extend(FileTask(process_tokens, path, display_path(path)) for path in paths)
+
+
+def _data_file(path: str) -> bool:
+    name = os.path.basename(path)
+    if not name.lower().endswith(TOKEN_DATA_EXTENSIONS) or name.startswith("cache-"):
+        return False
+    return holds_token_ids(path)
+
+
+def _dataset_dict(discovery: Discovery, root: str) -> None:
+    """A DatasetDict: the split folders its dataset_dict.json names, each a saved dataset."""
+    path = os.path.join(root, DATASET_DICT_FILE)
+    data, findings = read_metadata(path, _json)
+    discovery.findings.extend(findings)
+    splits = data.get("splits") if isinstance(data, dict) else None
+    if data is not None and not (isinstance(splits, list) and all(isinstance(s, str) for s in splits)):
+        discovery.findings.extend(metadata_findings(path, ["'splits' is not a list of split names"]))
+        splits = None
+    if splits is None:  # the folders that look like splits
+        splits = sorted(entry.name for entry in os.scandir(root)
+                        if entry.is_dir() and os.path.isfile(os.path.join(entry.path, STATE_FILE)))
+    missing, escaping = [], []
+    for split in splits:
+        folder, escapes = resolve_entry(split, root, root, ListRule(stems=False, folders=True))
+        if folder is None or escapes:
+            (escaping if escapes else missing).append(EntryProblem(f"split {split!r}", split))
+            continue
+        _saved_dataset(discovery, folder)
+    discovery.findings.extend(entry_findings(display_path(path), missing, escaping, root, hint=STATE_HINT))
+
+
+def _saved_dataset(discovery: Discovery, folder: str) -> None:
+    """A save_to_disk folder: the data files its state.json names."""
+    path = os.path.join(folder, STATE_FILE)
+    state, findings = read_metadata(path, _json)
+    discovery.findings.extend(findings)
+    files = state.get("_data_files") if isinstance(state, dict) else None
+    names = [entry.get("filename") for entry in files if isinstance(entry, dict)] if isinstance(files, list) else None
+    if names is None or not all(isinstance(name, str) for name in names):
+        if state is not None:
+            discovery.findings.extend(metadata_findings(path, ["'_data_files' is not a list of {'filename': ...} "
+                                                               "entries; the folder's data-*.arrow files were "
+                                                               "audited instead"]))
+        _add(discovery, sorted(os.path.join(folder, name) for name in os.listdir(folder)
+                               if name.startswith("data-") and name.endswith(".arrow")))
+        return
+    found, missing, escaping = [], [], []
+    for index, name in enumerate(names):
+        resolved, escapes = resolve_entry(name, folder, folder, DATA_FILE_NAME)
+        if escapes:
+            escaping.append(EntryProblem(f"_data_files[{index}]", name))
+        elif resolved is None:
+            missing.append(EntryProblem(f"_data_files[{index}]", name))
+        else:
+            found.append(resolved)
+    discovery.findings.extend(entry_findings(display_path(path), missing, escaping, folder, hint=STATE_HINT))
+    _add(discovery, found)
+
+
+def _json(path: str):
+    return parse_json(read_text(path), os.path.basename(path))
+
+
+def _detect_tokens(root: str, options: AuditOptions) -> bool:
+    if os.path.isfile(root):
+        return token_file_kind(root) is not None
+    if not os.path.isdir(root):
+        return False
+    if os.path.isfile(os.path.join(root, DATASET_DICT_FILE)) or (
+            os.path.isfile(os.path.join(root, STATE_FILE)) and os.path.isfile(os.path.join(root, INFO_FILE))):
+        return True
+    budget = [DETECT_ENTRIES]
+    folders = _data_in(root, budget)
+    return folders is True or any(_data_in(folder, budget) is True for folder in folders or ())
+
+
+def _data_in(folder: str, budget: list[int]) -> bool | list[str]:
+    """True when ``folder`` holds a data file of token ids, else its sub-folders; entries
+    looked at are taken from ``budget``."""
+    folders = []
+    try:
+        with os.scandir(folder) as scan:
+            for entry in scan:
+                if budget[0] <= 0:
+                    break
+                budget[0] -= 1
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir():
+                    folders.append(entry.path)
+                elif entry.is_file() and _data_file(entry.path):
+                    return True
+    except OSError:
+        pass
+    return sorted(folders)
+
+
+discover_tokens.detect = _detect_tokens
+register_layout("tokens", 5, "tokenized text: datasets.save_to_disk folders, Arrow/Parquet files, JSON lines with "
+                "input_ids")(discover_tokens)

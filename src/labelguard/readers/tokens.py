@@ -1,0 +1,583 @@
+"""Tokenized datasets and the files that say what their model takes.
+
+Two kinds of files are read here:
+
+* the spec of token checks (:class:`~labelguard.core.tokens.TokenSpec`): a model's
+  ``config.json`` (as ``save_pretrained`` writes it) and a tokenizer (``tokenizer.json`` of
+  the ``tokenizers`` library, or a ``vocab.txt`` with its ``added_tokens.json``), each given
+  as the file or the folder holding it. They are the user's spec: a file that cannot be read
+  is a :class:`SpecError`, as an invalid ``labelguard.toml`` is.
+* tokenized data, streamed as :class:`~labelguard.core.tokens.TokenBatch` es of at most
+  :data:`BATCH_ROWS` rows: Arrow files (the IPC stream ``datasets.save_to_disk`` writes, and
+  the IPC file format), Parquet (row group by row group) and JSON lines with ``input_ids``.
+  Each record batch is read into memory of its own (not memory-mapped: a mapped file's pages
+  would stay in the process) and its integer columns viewed, not copied, so a 10 GB dataset
+  costs a batch of memory; a file that cannot be read is a :class:`ReadError`
+  (LG001), raised where it happens so that the rows before it keep their findings.
+
+The dataset's own ``ClassLabel`` features (the ``huggingface`` metadata ``datasets`` stores in
+every Arrow and Parquet schema) give a label column its number of classes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from labelguard._optional import available, require
+from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
+from labelguard.core.text import clipped, shorten
+from labelguard.errors import SpecError
+from labelguard.readers.base import ReadError, check_decoded, open_regular, parse_json, read_head, read_text
+
+# Rows per batch the rules judge at once: large enough that a batch costs far more than the
+# calls of the rules, small enough that a batch of 512-token rows stays a few MiB.
+BATCH_ROWS = 8192
+TOKEN_DATA_EXTENSIONS = (".arrow", ".parquet", ".jsonl", ".json")
+PARQUET_MAGIC = b"PAR1"
+ARROW_FILE_MAGIC = b"ARROW1"
+ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"
+# What is read of a file to tell its kind, and how far into a JSON-lines file its first record
+# is looked for.
+FIRST_READ = 4096
+JSON_HEAD = 1 << 16
+# The reads of a Parquet file: column chunks are read in pieces of this size.
+READ_BUFFER = 1 << 20
+
+# ---- the spec: a model's config.json and its tokenizer ---------------------------------------
+
+MODEL_CONFIG = "config.json"
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+# Model families whose positions are a learned table of max_position_embeddings rows (GPT-2
+# calls it n_positions). Others (rotary, ALiBi, relative, sinusoidal) take any length.
+LEARNED_POSITIONS = frozenset({
+    "albert", "bart", "bert", "biogpt", "camembert", "data2vec-text", "distilbert", "electra", "ernie",
+    "esm", "flaubert", "gpt2", "gpt_neo", "ibert", "layoutlm", "longformer", "luke", "markuplm", "mbart",
+    "megatron-bert", "mobilebert", "mpnet", "opt", "roberta", "roberta-prelayernorm", "squeezebert", "xlm",
+    "xlm-roberta", "xlm-roberta-xl", "xmod",
+})
+# Families that number positions from pad_token_id + 1 (RoBERTa's create_position_ids_from_input_ids).
+PADDING_OFFSET_POSITIONS = frozenset({
+    "camembert", "data2vec-text", "esm", "ibert", "longformer", "luke", "markuplm", "mpnet", "roberta",
+    "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "xmod",
+})
+# Heads whose labels are token ids (language modelling), and heads whose labels are classes.
+TOKEN_LABEL_HEADS = ("ForMaskedLM", "ForCausalLM", "LMHeadModel", "ForConditionalGeneration", "ForPreTraining",
+                     "WithLMHead")
+CLASS_LABEL_HEADS = ("ForSequenceClassification", "ForTokenClassification")
+# transformers' num_labels when a classification head's config lists no id2label.
+DEFAULT_NUM_LABELS = 2
+
+
+def token_spec_from_files(model_config: str | None = None, tokenizer: str | None = None,
+                          relative_to: str | None = None) -> TokenSpec | None:
+    """The token spec a model config and a tokenizer give together; None for neither.
+
+    ``relative_to``: the folder relative paths are taken from (a config file's); the
+    origins name the paths as given."""
+    spec = None
+    if model_config:
+        spec = model_config_spec(_located(model_config, relative_to), model_config)
+    if tokenizer:
+        found = tokenizer_spec(_located(tokenizer, relative_to), tokenizer)
+        spec = found if spec is None else spec.merged(found)
+    return spec
+
+
+def _located(path: str, relative_to: str | None) -> str:
+    return os.path.join(relative_to, path) if relative_to and not os.path.isabs(path) else path
+
+
+def model_config_spec(path: str, shown: str | None = None) -> TokenSpec:
+    """The token spec of a model's ``config.json`` (the file, or the model folder holding it)."""
+    shown = shown or path
+    if os.path.isdir(path):
+        path = os.path.join(path, MODEL_CONFIG)
+        shown = os.path.join(shown, MODEL_CONFIG)
+    config = _spec_json(path, shown, "model config")
+    if not isinstance(config, dict):
+        raise SpecError(f"model config {shown} is not a JSON object (a config.json as save_pretrained writes it)")
+    text = config.get("text_config")
+    if "vocab_size" not in config and isinstance(text, dict):
+        config = {**config, **text}  # a multimodal model: its language model's tables
+        shown = f"{shown} text_config"
+    model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
+
+    def number(key: str) -> int | None:
+        value = config.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SpecError(f"model config {shown}: {key} must be a whole number, got {clipped(repr(value))}")
+        return value
+
+    vocab_size = number("vocab_size") or None
+    type_vocab_size = number("type_vocab_size") or None
+    pad_token_id = number("pad_token_id")
+    origins = [(part, shown) for part, value in (("vocab_size", vocab_size), ("type_vocab_size", type_vocab_size))
+               if value is not None]
+    notes: list[str] = []
+    positions, offset = _positions(config, model_type, pad_token_id, number, shown, notes)
+    if positions is not None:
+        origins.append(("max_position_embeddings", shown))
+    num_labels, labels_are_tokens = _labels(config, shown, notes)
+    if num_labels is not None:
+        origins.append(("num_labels", shown))
+    try:
+        return TokenSpec(vocab_size=vocab_size, max_position_embeddings=positions, position_offset=offset,
+                         type_vocab_size=type_vocab_size, num_labels=num_labels,
+                         labels_are_tokens=labels_are_tokens, pad_token_id=pad_token_id, model_type=model_type,
+                         origins=tuple(origins), notes=tuple(notes))
+    except SpecError as exc:
+        raise SpecError(f"model config {shown}: {exc}") from None
+
+
+def _positions(config: dict, model_type: str | None, pad_token_id: int | None, number, shown: str,
+               notes: list[str]) -> tuple[int | None, int]:
+    """(max_position_embeddings, padding offset) of a learned position table; (None, 0) when
+    the model has none, with a note saying why its length was not checked."""
+    key = "n_positions" if "max_position_embeddings" not in config and "n_positions" in config \
+        else "max_position_embeddings"
+    positions = number(key) or None
+    if positions is None:
+        return None, 0
+    kind = config.get("position_embedding_type")
+    family = model_type or "this"
+    if isinstance(kind, str):
+        learned = kind == "absolute"
+        why = f"its position_embedding_type is {kind!r}"
+    elif config.get("sinusoidal_embeddings") is True:
+        learned, why = False, "its positions are sinusoidal"
+    else:
+        learned = model_type in LEARNED_POSITIONS
+        why = (f"labelguard does not know {family} models to have a learned position table (rotary, ALiBi "
+               "and relative positions take any length); set max_position_embeddings under [tokens] in "
+               "labelguard.toml to check lengths against it")
+    if not learned:
+        notes.append(f"sequence lengths not checked against {key} {positions} of {shown}: {why}")
+        return None, 0
+    offset = 0
+    if model_type in PADDING_OFFSET_POSITIONS:
+        offset = (1 if pad_token_id is None else pad_token_id) + 1
+    return positions, offset
+
+
+def _labels(config: dict, shown: str, notes: list[str]) -> tuple[int | None, bool]:
+    """(num_labels of a classification head, whether labels are token ids)."""
+    architectures = [a for a in config.get("architectures") or () if isinstance(a, str)]
+    labels_are_tokens = any(a.endswith(TOKEN_LABEL_HEADS) for a in architectures)
+    id2label = config.get("id2label")
+    count = config.get("num_labels", config.get("_num_labels"))
+    if isinstance(id2label, dict) and id2label:
+        return len(id2label), labels_are_tokens
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return count, labels_are_tokens
+    if any(a.endswith(CLASS_LABEL_HEADS) for a in architectures):
+        notes.append(f"num_labels {DEFAULT_NUM_LABELS} for {architectures[0]}: transformers' default, as "
+                     f"{shown} lists no id2label")
+        return DEFAULT_NUM_LABELS, labels_are_tokens
+    return None, labels_are_tokens
+
+
+def tokenizer_spec(path: str, shown: str | None = None) -> TokenSpec:
+    """The ids a tokenizer produces: a ``tokenizer.json``, a ``vocab.txt`` (with the
+    ``added_tokens.json`` beside it), or the folder holding one."""
+    shown = shown or path
+    if os.path.isdir(path):
+        for name in TOKENIZER_FILES:
+            if os.path.isfile(os.path.join(path, name)):
+                path, shown = os.path.join(path, name), os.path.join(shown, name)
+                break
+        else:
+            raise SpecError(f"tokenizer {shown}: the folder holds none of {', '.join(TOKENIZER_FILES)}")
+    if os.path.basename(path) == "vocab.txt" or path.endswith(".txt"):
+        ids, special = _vocab_txt(path, shown)
+    else:
+        ids, special = _tokenizer_json(path, shown)
+    if not ids:
+        raise SpecError(f"tokenizer {shown} holds no token")
+    return TokenSpec(tokenizer_size=max(ids) + 1, special_ids=tuple(special), origins=(("tokenizer", shown),))
+
+
+def _tokenizer_json(path: str, shown: str) -> tuple[list[int], list[tuple[str, int]]]:
+    data = _spec_json(path, shown, "tokenizer")
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, dict):
+        raise SpecError(f"tokenizer {shown} has no 'model' object: not a tokenizer.json of the tokenizers library")
+    vocab = model.get("vocab")
+    if isinstance(vocab, dict):
+        ids = list(vocab.values())
+    elif isinstance(vocab, list):  # Unigram: [token, score] pairs, ids by position
+        ids = [len(vocab) - 1] if vocab else []
+    else:
+        raise SpecError(f"tokenizer {shown}: model.vocab is neither an object nor a list")
+    special = []
+    for entry in data.get("added_tokens") or ():
+        if not isinstance(entry, dict):
+            continue
+        ids.append(entry.get("id"))
+        if entry.get("special"):
+            special.append((str(entry.get("content")), entry.get("id")))
+    bad = [value for value in ids if isinstance(value, bool) or not isinstance(value, int) or value < 0]
+    if bad:
+        raise SpecError(f"tokenizer {shown}: token ids must be whole numbers >= 0, found "
+                        f"{shorten(bad, 5, lambda v: clipped(repr(v)))}")
+    return ids, special
+
+
+def _vocab_txt(path: str, shown: str) -> tuple[list[int], list[tuple[str, int]]]:
+    try:
+        tokens = read_text(path).split("\n")
+    except ReadError as exc:
+        raise SpecError(f"cannot read tokenizer {shown}: {exc}") from None
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    ids = [len(tokens) - 1] if tokens else []
+    special = [(token, index) for index, token in enumerate(tokens)
+               if token.startswith("[") and token.endswith("]") and token[1:-1].isupper()]
+    added = os.path.join(os.path.dirname(path), "added_tokens.json")
+    if os.path.isfile(added):
+        extra = _spec_json(added, os.path.join(os.path.dirname(shown), "added_tokens.json"), "tokenizer")
+        if isinstance(extra, dict):
+            numbers = [v for v in extra.values() if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+            ids.extend(numbers)
+            special.extend((str(token), v) for token, v in extra.items() if v in numbers)
+    return ids, special
+
+
+def _spec_json(path: str, shown: str, what: str) -> Any:
+    try:
+        return parse_json(read_text(path), what)
+    except ReadError as exc:
+        raise SpecError(f"cannot read {what} {shown}: {exc}") from None
+
+
+# ---- tokenized data ------------------------------------------------------------------------
+
+def token_file_kind(path: str) -> str | None:
+    """``arrow-stream``, ``arrow-file``, ``parquet`` or ``jsonl`` for a file of tokenized data
+    (told by its bytes; JSON lines by a first record holding ``input_ids``), else None. Reads
+    4 KiB, and up to :data:`JSON_HEAD` only for a JSON file whose first line is longer."""
+    try:
+        head = read_head(path, FIRST_READ)
+    except ReadError:
+        return None
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    if head.startswith(ARROW_FILE_MAGIC):
+        return "arrow-file"
+    if head.startswith(ARROW_STREAM_MAGIC) and path.lower().endswith(".arrow"):
+        return "arrow-stream"
+    if not path.lower().endswith((".jsonl", ".json")):
+        return None
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not text.startswith(b"{") or text.startswith(b"{\n") or text.startswith(b"{\r"):
+        return None  # not one object per line (a pretty-printed COCO or labelme file opens with "{" alone)
+    if b"\n" not in text and len(head) == FIRST_READ:  # a long first line: the rest of it
+        try:
+            text = read_head(path, JSON_HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
+        except ReadError:
+            return None
+    first = text.split(b"\n", 1)[0]
+    return "jsonl" if b'"input_ids"' in first else None
+
+
+def holds_token_ids(path: str) -> bool:
+    """True when ``path`` is a data file with a column of token ids: JSON lines whose first
+    record holds ``input_ids``, or (with pyarrow installed) an Arrow or Parquet file whose
+    schema has ``input_ids`` or ``decoder_input_ids``. Only the head or the schema is read."""
+    kind = token_file_kind(path)
+    if kind is None or kind == "jsonl":
+        return kind is not None
+    if not available("pyarrow"):
+        return False
+    import pyarrow as pa
+
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(path, memory_map=True).names
+        else:
+            with pa.memory_map(path) as source:
+                opened = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
+                names = opened.schema.names
+    except (pa.ArrowException, OSError, UnicodeDecodeError):
+        return False
+    return any(name in TOKEN_ID_COLUMNS for name in names)
+
+
+def read_token_file(path: str, display: str) -> Iterator[TokenBatch]:
+    """The rows of a tokenized data file, :data:`BATCH_ROWS` at most per batch.
+
+    Raises:
+        ReadError: the file cannot be read (at the start, or at the batch where it breaks).
+        MissingDependency: an Arrow or Parquet file and no pyarrow.
+    """
+    kind = token_file_kind(path)
+    if kind is None:
+        raise ReadError("neither an Arrow, Parquet nor JSON-lines file of token ids (a JSON-lines file's "
+                        "first record must hold input_ids)")
+    if kind == "jsonl":
+        yield from _json_lines(path, display)
+        return
+    pa = require("pyarrow", "read Arrow and Parquet datasets")
+    try:
+        yield from _arrow_batches(pa, path, display, kind)
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # pyarrow's errors on damaged data
+        raise ReadError(f"cannot read the {kind.replace('-', ' ')}: {clipped(str(exc), 200)}") from None
+
+
+def _arrow_batches(pa, path: str, display: str, kind: str) -> Iterator[TokenBatch]:
+    """The file's batches, each read into memory of its own and let go once judged: no
+    memory map, whose pages of a 10 GB file would all stay in the process (its peak RSS the
+    file's size; and a file truncated while mapped kills the process with SIGBUS), and no
+    Parquet pre-buffering, which keeps every column chunk it read."""
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        with pq.ParquetFile(path, memory_map=False, pre_buffer=False, buffer_size=READ_BUFFER) as parquet:
+            yield from _parquet_batches(pa, parquet, display)
+        return
+    with pa.OSFile(path) as source:
+        reader = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
+        batches = (reader.get_batch(i) for i in range(reader.num_record_batches)) if kind == "arrow-file" \
+            else reader
+        yield from _judged_batches(pa, batches, reader.schema, display)
+
+
+def _parquet_batches(pa, parquet, display: str) -> Iterator[TokenBatch]:
+    for group in range(parquet.num_row_groups):
+        check_decoded(f"row group {group}", parquet.metadata.row_group(group).total_byte_size)
+    schema = parquet.schema_arrow
+    names, _ = _read_columns(schema)
+    if not names:  # no column to check: the rows are counted all the same
+        yield TokenBatch(display, 0, parquet.metadata.num_rows)
+        return
+    # One thread: an audit runs one file per worker process.
+    batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=names, use_threads=False)
+    yield from _judged_batches(pa, batches, schema, display)
+
+
+def _judged_batches(pa, batches: Iterable, schema, display: str) -> Iterator[TokenBatch]:
+    """The columns the rules read of each record batch, :data:`BATCH_ROWS` rows at most."""
+    names, classes = _read_columns(schema)
+    start = 0
+    for batch in batches:
+        for first in range(0, batch.num_rows, BATCH_ROWS):
+            part = batch if batch.num_rows <= BATCH_ROWS else batch.slice(first, BATCH_ROWS)
+            columns, problems = {}, []
+            for name in names:
+                array = part.column(name)
+                array.validate(full=True)  # offsets inside their buffers before numpy views them
+                column = _arrow_column(pa, name, array, classes.get(name))
+                if isinstance(column, str):
+                    problems.append((name, column))
+                else:
+                    columns[name] = column
+            yield TokenBatch(display, start, part.num_rows, columns, problems=problems)
+            start += part.num_rows
+
+
+def _read_columns(schema) -> tuple[list[str], dict[str, int]]:
+    """The columns of ``schema`` the rules read, and the ClassLabel columns' num_classes."""
+    classes = _class_labels(schema.metadata)
+    return [name for name in schema.names if name in READ_COLUMNS or name in classes], classes
+
+
+def _class_labels(metadata: dict | None) -> dict[str, int]:
+    """column -> num_classes of the ClassLabel features ``datasets`` stored in a schema."""
+    raw = (metadata or {}).get(b"huggingface")
+    if not raw:
+        return {}
+    try:
+        info = parse_json(raw.decode("utf-8", "replace"), "datasets metadata")
+    except ReadError:
+        return {}
+    features = info.get("info", {}).get("features") if isinstance(info, dict) else None
+    if not isinstance(features, dict):
+        return {}
+    found = {}
+    for name, feature in features.items():
+        classes = _class_count(feature)
+        if classes is not None:
+            found[name] = classes
+    return found
+
+
+def _class_count(feature: Any) -> int | None:
+    """num_classes of a ClassLabel feature, or of one held by a Sequence/List feature."""
+    for _ in range(3):
+        if isinstance(feature, list) and len(feature) == 1:
+            feature = feature[0]
+        if not isinstance(feature, dict):
+            return None
+        if feature.get("_type") == "ClassLabel":
+            names = feature.get("names")
+            if isinstance(names, list) and names:
+                return len(names)
+            count = feature.get("num_classes")
+            return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
+        feature = feature.get("feature")
+    return None
+
+
+def _arrow_column(pa, name: str, array, classes: int | None) -> TokenColumn | str:
+    """One column as flat values with sequence offsets, or what makes it no column of ids.
+    ``array`` has been validated in full: its offsets lie inside its values."""
+    import pyarrow.compute as pc
+
+    sequence_rows = None
+    offsets = None
+    if _is_list(pa, array.type):
+        offsets, inner = _unnested(pa, array)
+        if _is_list(pa, inner.type):  # a sequence per choice (multiple choice)
+            sequence_rows = np.repeat(np.arange(len(array), dtype=np.int64), np.diff(offsets))
+            offsets, inner = _unnested(pa, inner)
+        array = inner
+    kind = array.type
+    if pa.types.is_boolean(kind):
+        array = array.cast(pa.int8())
+    elif not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        return f"holds {kind} values, not ids"
+    missing = None
+    if array.null_count:
+        missing = array.is_null().to_numpy(zero_copy_only=False)
+        array = pc.fill_null(array, 0)
+    values = array.to_numpy(zero_copy_only=False)
+    kinds = ("null",) if missing is not None else ()
+    extremes = None
+    if len(array) and pa.types.is_integer(array.type):  # one SIMD pass, where numpy takes two
+        found = pc.min_max(array)
+        extremes = (found["min"].as_py(), found["max"].as_py())
+    return TokenColumn(name, values, offsets, sequence_rows, classes, missing, kinds, extremes)
+
+
+def _unnested(pa, array) -> tuple[np.ndarray, Any]:
+    """(offsets from 0, the values of the sequences) of a list array. Without nulls its own
+    offsets are viewed (shifted only when a slice starts them past 0) and its values sliced:
+    no copy; a null sequence counts as empty, whatever values its slot spans."""
+    import pyarrow.compute as pc
+
+    if not array.null_count and not isinstance(array.type, pa.FixedSizeListType):
+        stored = array.offsets.to_numpy()
+        first, last = int(stored[0]), int(stored[-1])
+        return (stored - first if first else stored), array.values.slice(first, last - first)
+    lengths = pc.list_value_length(array).fill_null(0).to_numpy()
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets, array.flatten()
+
+
+def _is_list(pa, kind) -> bool:
+    return isinstance(kind, (pa.ListType, pa.LargeListType, pa.FixedSizeListType))
+
+
+def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
+    """JSON lines, one record an object, read with the standard library (no extra needed)."""
+    limit = _line_limit()
+    start = 0
+    number = 0
+    records: list[dict] = []
+    lines: list[int] = []  # the line of each record (blank lines are skipped)
+    with open_regular(path, "JSON-lines file") as handle:
+        while True:
+            line = handle.readline(limit + 1)
+            if not line:
+                break
+            number += 1
+            if len(line) > limit:
+                check_decoded(f"line {number}", len(line), "holds more than")
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problem = f"line {number}: invalid JSON ({exc.msg} at column {exc.colno})"
+            except (ValueError, RecursionError):  # digits past Python's limit, nesting past the stack
+                problem = f"line {number}: JSON that Python cannot read (a number too long or nesting too deep)"
+            else:
+                problem = None if isinstance(record, dict) else \
+                    f"line {number}: a JSON {type(record).__name__}, not an object of columns"
+            if problem is not None:
+                if records:  # the rows before it are checked before the file is given up
+                    yield _json_batch(records, lines, display, start)
+                raise ReadError(problem)
+            records.append(record)
+            lines.append(number)
+            if len(records) == BATCH_ROWS:
+                yield _json_batch(records, lines, display, start)
+                start += len(records)
+                records, lines = [], []
+    if records:
+        yield _json_batch(records, lines, display, start)
+
+
+def _line_limit() -> int:
+    from labelguard.core.limits import current_limits
+
+    return current_limits().max_file_bytes
+
+
+def _json_batch(records: list[dict], lines: list[int], display: str, start: int) -> TokenBatch:
+    names = [name for name in READ_COLUMNS if any(name in record for record in records)]
+    columns, problems = {}, []
+    for name in names:
+        column = json_column(name, [record.get(name) for record in records])
+        if isinstance(column, str):
+            problems.append((name, column))
+        else:
+            columns[name] = column
+    return TokenBatch(display, start, len(records), columns, problems=problems,
+                      lines=np.array(lines, dtype=np.int64))
+
+
+def json_column(name: str, cells: list) -> TokenColumn | str:
+    """A column of JSON values (or Python lists, as a dataset without a tensor format gives
+    them): one number per row, or a list (of lists) of numbers per row."""
+    sequence_rows = None
+    offsets = None
+    if any(isinstance(cell, list) for cell in cells):
+        if any(cell is not None and not isinstance(cell, list) for cell in cells):
+            return "mixes lists and single values"
+        lists = [[] if cell is None else cell for cell in cells]
+        nested = [isinstance(item, list) for cell in lists for item in cell]
+        if any(nested):
+            if not all(nested):
+                return "mixes sequences and lists of sequences"
+            lengths = [len(cell) for cell in lists]
+            sequence_rows = np.repeat(np.arange(len(lists), dtype=np.int64), lengths)
+            lists = [item if isinstance(item, list) else [] for cell in lists for item in cell]
+        offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+        np.cumsum([len(cell) for cell in lists], out=offsets[1:])
+        flat = [item for cell in lists for item in cell]
+    else:
+        flat = cells
+    values, missing, kinds = _json_numbers(flat)
+    return TokenColumn(name, values, offsets, sequence_rows, None, missing, kinds)
+
+
+def _json_numbers(items: list) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
+    """(values, mask of the items that are no numbers or None, what those are), those filled
+    with 0."""
+    kinds = set(map(type, items))
+    others = kinds - {int, float}
+    missing = None
+    if others:
+        missing = np.fromiter((type(item) in others for item in items), dtype=bool, count=len(items))
+        items = [0 if type(item) in others else item for item in items]
+    names = tuple(sorted(_json_type(kind) for kind in others))
+    if float in kinds:
+        return np.array(items, dtype=np.float64), missing, names
+    try:
+        return np.array(items, dtype=np.int64), missing, names
+    except OverflowError:  # integers past int64: compared exactly as Python ints
+        return np.array(items, dtype=object), missing, names
+
+
+def _json_type(kind: type) -> str:
+    return {bool: "boolean", str: "string", dict: "object", list: "array", type(None): "null"}.get(kind, kind.__name__)
+
