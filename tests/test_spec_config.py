@@ -227,3 +227,17 @@ def test_init_keeps_the_given_class_names(tmp_path):
     out = tmp_path / "spec.toml"
     assert cli("init", str(data), "--classes", "bg,road,car", "-o", str(out)).exit_code == 0
     assert load_config(str(out)).spec.classes == ("bg", "road", "car")
+
+
+def test_init_on_data_with_no_values_or_classes_writes_nothing_and_says_why(tmp_path):
+    """A COCO file with no categories and no annotations implies no spec: init refuses to write
+    one that would hold nothing (and the audit does not suggest init for it)."""
+    data = tmp_path / "data"
+    write_png(data / "images" / "a.png", np.zeros((8, 8), np.uint8))
+    write_json(data / "annotations.json", {"images": [{"id": 1, "file_name": "images/a.png", "width": 8,
+                                                      "height": 8}], "annotations": [], "categories": []})
+    result = CliRunner().invoke(main, ["init", str(data)])
+    assert result.exit_code == 2
+    assert "found no label values or class names" in result.output and "nothing written" in result.output
+    assert not (data / "labelguard.toml").exists()
+    assert "labelguard init" not in cli("audit", str(data), "--no-progress", "--no-cache").output

@@ -115,6 +115,15 @@ def test_the_html_report_shows_the_token_spec_and_never_says_nothing_was_checked
     assert "&#x27;input_ids&#x27;: 2 rows hold token ids outside" in page
 
 
+def test_the_text_report_states_the_token_spec_as_the_spec_and_suggests_no_init(tokenized, monkeypatch):
+    root, vocab = tokenized
+    monkeypatch.chdir(root)
+    output = _cli(root)
+    [line] = [line for line in output.splitlines() if line.startswith("spec:")]
+    assert line.startswith(f"spec:      tokens: vocab_size {vocab}, max_position_embeddings 64")
+    assert "no label spec given" not in output and "labelguard init" not in output
+
+
 def test_token_files_are_read_on_every_audit_and_masks_beside_them_come_from_the_cache(tokenized):
     """Tokenized data files are not cached (hashing one costs about what auditing it does);
     a token spec in the label spec leaves the masks of the same audit cacheable."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from labelguard._audit import audit
 from labelguard.config import format_config
 from labelguard.core.spec import LabelSpec
+from labelguard.errors import UsageError
 from labelguard.layouts.base import AuditOptions
 
 # A value this high next to small class values is taken for an ignore/border value.
@@ -43,6 +44,13 @@ def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None
     report = audit(path, LabelSpec(), options=options, workers=workers, config_file=config_file,
                    use_project_config=False, max_pixels=max_pixels, max_file_bytes=max_file_bytes)
     spec = infer_spec(report, given)
+    if not spec.is_known:
+        what = ("tokenized data is checked against its model, not a label spec: give --model-config and/or "
+                "--tokenizer to `labelguard audit`, or a [tokens] table in labelguard.toml"
+                if "tokens" in report.layouts else "give the spec with --num-classes, --values or --classes")
+        raise UsageError(f"found no label values or class names under {report.paths[0]} "
+                         f"(layout: {', '.join(report.layouts) or 'none'}, {report.summary.samples} samples) "
+                         f"to infer a label spec from; nothing written: {what}")
     comments = [f"inferred from {report.summary.samples} samples under {report.paths[0]} "
                 f"(layout: {', '.join(report.layouts)})"]
     for value in report.summary.found_values():

@@ -45,7 +45,11 @@ class TextFormatter(Formatter):
         out(f"data:      {', '.join(report.paths)}  (layout: {layouts})")
         for where, spec in report.dataset_specs():
             origins = spec.describe_origins()
-            out(f"spec:      {where + ': ' if where else ''}{spec.describe()}{'  ' + origins if origins else ''}")
+            head = f"spec:      {where + ': ' if where else ''}"
+            if spec.is_known or spec.tokens is None:
+                out(f"{head}{spec.describe()}{'  ' + origins if origins else ''}")
+            if spec.tokens is not None:  # token columns are checked against it, label spec or not
+                out(f"{head}tokens: {spec.tokens.describe()}")
         unit = "file" if set(report.summary.kinds) <= {"mask"} else "sample"
         samples = plural(report.summary.samples, unit)
         if report.sampled:
@@ -195,7 +199,7 @@ class TextFormatter(Formatter):
         if report.suggested_remap:
             mapping = ",".join(f"{k}:{v}" for k, v in report.suggested_remap.items())
             steps.append(f"labelguard fix remap --map {mapping} {' '.join(report.paths)}   (dry run first)")
-        if not report.spec.is_known:
+        if not report.spec.is_known and (report.summary.value_files or report.summary.class_objects):
             steps.append(f"labelguard init {report.paths[0]}   writes a label spec from the values found; "
                          "later audits check new data against it")
         if report.sampled:
