@@ -273,7 +273,9 @@ def test_torch_mistakes_are_usage_or_unsupported_errors(tmp_path):
         guard(guard(dataset, num_classes=2), num_classes=2)
     with pytest.raises(UnsupportedError, match="unknown loss name 'dice_focal'"):
         guard(dataset, num_classes=2, loss="dice_focal")
-    with pytest.raises(UnsupportedError, match="checked\\(\\) does not know the loss MSELoss"):
+    with pytest.raises(UnsupportedError, match="labelguard does not know the loss MSELoss"):
         checked(torch.nn.MSELoss())
+    with pytest.raises(UsageError, match="input_range must be \\(low, high\\)"):
+        guard(dataset, num_classes=2, input_range=(1.0,))
     with pytest.raises(UsageError, match="keep must be at least 1, got 0"):
         record(DataLoader(dataset), tmp_path / "flight.json", keep=0)

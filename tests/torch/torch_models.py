@@ -29,3 +29,25 @@ class RCANWithAttributeFreeze(nn.Module):
     def forward(self, x):
         return self.add_mean(self.body(self.sub_mean(x)))
 
+
+
+class SwinUnetDiceLoss(nn.Module):
+    """A Dice loss shaped like Swin-Unet's ``DiceLoss(n_classes)``: it one-hot encodes the
+    target by comparing it with each class in turn (a bad label gives an all-zero row, no
+    error) and takes ``(inputs, target, weight=None, softmax=False)``."""
+
+    def __init__(self, n_classes):
+        super().__init__()
+        self.n_classes = n_classes
+
+    def forward(self, inputs, target, weight=None, softmax=False):
+        if softmax:
+            inputs = torch.softmax(inputs, dim=1)
+        one_hot = torch.stack([(target == c).float() for c in range(self.n_classes)], dim=1)
+        weight = weight or [1.0] * self.n_classes
+        total = 0.0
+        for c in range(self.n_classes):
+            overlap = (inputs[:, c] * one_hot[:, c]).sum()
+            union = inputs[:, c].square().sum() + one_hot[:, c].square().sum()
+            total = total + (1 - (2 * overlap + 1e-5) / (union + 1e-5)) * weight[c]
+        return total / self.n_classes
