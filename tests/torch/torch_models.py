@@ -51,3 +51,21 @@ class SwinUnetDiceLoss(nn.Module):
             union = inputs[:, c].square().sum() + one_hot[:, c].square().sum()
             total = total + (1 - (2 * overlap + 1e-5) / (union + 1e-5)) * weight[c]
         return total / self.n_classes
+
+
+class RCANLikeGenerator(nn.Module):
+    """RCAN's outline: MeanShift (frozen the published way: an attribute), a head conv, a body
+    of convs with a long skip, a tail conv, MeanShift back; images in 0..255."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        self.sub_mean = RCANMeanShift(sign=-1)
+        self.head = nn.Conv2d(3, channels, 3, padding=1)
+        self.body = nn.Sequential(nn.Conv2d(channels, channels, 3, padding=1),
+                                  nn.Conv2d(channels, channels, 3, padding=1))
+        self.tail = nn.Conv2d(channels, 3, 3, padding=1)
+        self.add_mean = RCANMeanShift(sign=1)
+
+    def forward(self, x):
+        features = self.head(self.sub_mean(x))
+        return self.add_mean(self.tail(self.body(features) + features))

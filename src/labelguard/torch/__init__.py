@@ -10,10 +10,15 @@ Public API::
     collate, guard_collate
                         name the two samples whose shapes torch.stack cannot join (LG206)
     checked(loss_fn)    a loss that raises a LabelError instead of a device-side assert
-    trace_nonfinite(model)
-                        name the first module that produced a NaN/Inf (LG502)
-    audit_optimizer(model, optimizer)
-                        frozen parameters optimised, trainable ones missing (LG504)
+    trace_nonfinite(model, optimizer=None)
+                        name the first module that produced a NaN/Inf (LG502) and the first
+                        whose output magnitude had exploded before it
+    watch(model, optimizer) -> DivergenceWatch
+                        loss, gradient norm and activations growing by orders of magnitude
+                        before any NaN (LG508); kept on the device, read once per window
+    audit_optimizer(model, optimizer, frozen=None)
+                        frozen parameters optimised, trainable ones missing (LG504); freezes
+                        that freeze nothing (LG507)
     preflight(model, loss_fn, loader)
                         a few CPU batches cross-checking head, loss and data
     labelguard.torch.lightning.LabelGuardCallback
@@ -42,9 +47,11 @@ from labelguard.torch._nonfinite import NonFiniteTracer, trace_nonfinite  # noqa
 from labelguard.torch._optim import audit_optimizer  # noqa: E402
 from labelguard.torch._preflight import PreflightReport, preflight  # noqa: E402
 from labelguard.torch._record import record  # noqa: E402
+from labelguard.torch._watch import DivergenceWatch, watch  # noqa: E402
 
 __all__ = [
     "CheckedLoss",
+    "DivergenceWatch",
     "GuardedDataset",
     "GuardedIterableDataset",
     "NonFiniteError",
@@ -61,6 +68,7 @@ __all__ = [
     "preflight",
     "record",
     "trace_nonfinite",
+    "watch",
 ]
 
 # Tracebacks and reprs name the public path (labelguard.torch.SampleError), not the module
