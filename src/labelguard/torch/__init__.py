@@ -9,7 +9,13 @@ Public API::
                         check each sample's target where it is produced (DataLoader workers)
     collate, guard_collate
                         name the two samples whose shapes torch.stack cannot join (LG206)
-    checked(loss_fn)    a loss that raises a LabelError instead of a device-side assert
+    checked(loss_fn, num_classes=None, on_device="check")
+                        a loss that raises a LabelError instead of a device-side assert;
+                        any loss when told num_classes; on_device="mask": no sync
+    safe_targets(target, num_classes, ignore_index=-100) -> the target, bad values masked
+                        replaces invalid class indices with ignore_index on the device, reads
+                        nothing back; reports them a step later (safe_targets.report());
+                        TargetMonitor(...) for a monitor of one's own
     trace_nonfinite(model, optimizer=None)
                         name the first module that produced a NaN/Inf (LG502) and the first
                         whose output magnitude had exploded before it
@@ -47,6 +53,7 @@ from labelguard.torch._nonfinite import NonFiniteTracer, trace_nonfinite  # noqa
 from labelguard.torch._optim import audit_optimizer  # noqa: E402
 from labelguard.torch._preflight import PreflightReport, preflight  # noqa: E402
 from labelguard.torch._record import record  # noqa: E402
+from labelguard.torch._safe import TargetMonitor, safe_targets  # noqa: E402
 from labelguard.torch._watch import DivergenceWatch, watch  # noqa: E402
 
 __all__ = [
@@ -60,6 +67,7 @@ __all__ = [
     "PreflightReport",
     "QuarantineRecord",
     "SampleError",
+    "TargetMonitor",
     "audit_optimizer",
     "checked",
     "collate",
@@ -67,6 +75,7 @@ __all__ = [
     "guard_collate",
     "preflight",
     "record",
+    "safe_targets",
     "trace_nonfinite",
     "watch",
 ]

@@ -6,6 +6,10 @@ ONE device-to-host sync. Only when that single flag says something is wrong does
 wrapper copy the tensors to the CPU to name the values. Shape and dtype checks read
 metadata only. Switch it off with ``checked(..., enabled=False)`` or by setting
 ``.enabled = False`` on the wrapper (e.g. after the first epoch went through).
+
+``checked(..., on_device="mask")`` reads nothing back in the call: class-index targets go
+through :class:`labelguard.torch.TargetMonitor`, which replaces invalid values with the
+loss's ignore_index on the device and reports them one call later (or at ``.report()``).
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from labelguard.checks.runtime import HEAD_MISMATCH, LOSS_DOMAIN, NON_FINITE, TA
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import plural
-from labelguard.errors import SpecError, UnsupportedError
+from labelguard.errors import SpecError, UnsupportedError, UsageError
+from labelguard.torch._batch import BatchSamples, batch_item
 from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
 from labelguard.torch._tensors import all_finite, finite_mask, tensor_stats
 
 _CE_DEFAULT_IGNORE = -100
+ON_DEVICE = ("check", "mask")
 
 _MODULES: dict[type, tuple[LossMode, bool]] = {
     nn.CrossEntropyLoss: (LossMode.INDEX, False),
@@ -218,17 +224,7 @@ def _told_call_findings(info, input, target, num_classes, ignore, where) -> list
     """A loss labelguard does not know (a Dice loss...), told num_classes: its target as class
     indices, and the input's class axis where the shapes show it ((N, C, ...) for a target
     (N, ...)). A float target of the input's shape is soft labels: only its finiteness counts."""
-    findings = []
-    shapes_show_classes = (input.dim() == target.dim() + 1 and input.shape[:1] == target.shape[:1]
-                           and input.shape[2:] == target.shape[1:])
-    if shapes_show_classes and input.shape[1] != num_classes:
-        findings.append(HEAD_MISMATCH.finding(
-            where,
-            f"{info.name} input has {input.shape[1]} classes (shape {tuple(input.shape)}, target "
-            f"{tuple(target.shape)}) but num_classes={num_classes}",
-            hint=f"Make the head's out_features/out_channels {num_classes}, or fix num_classes.",
-            outputs=int(input.shape[1]), num_classes=num_classes,
-        ))
+    findings = _told_head_findings(info, input, target, num_classes, where)
     if target.is_floating_point() and target.shape == input.shape:
         if not all_finite(target):
             stats = tensor_stats(target)
@@ -239,6 +235,22 @@ def _told_call_findings(info, input, target, num_classes, ignore, where) -> list
         return findings
     findings.extend(_target_value_findings(target, num_classes, ignore, where))
     return sorted(findings, key=lambda f: -f.severity)
+
+
+def _told_head_findings(info, input, target, num_classes, where) -> list[Finding]:
+    """LG503 for a loss labelguard does not know, where the shapes show the class axis:
+    input (N, C, ...) for a target (N, ...)."""
+    shapes_show_classes = (input.dim() == target.dim() + 1 and input.shape[:1] == target.shape[:1]
+                           and input.shape[2:] == target.shape[1:])
+    if not shapes_show_classes or input.shape[1] == num_classes:
+        return []
+    return [HEAD_MISMATCH.finding(
+        where,
+        f"{info.name} input has {input.shape[1]} classes (shape {tuple(input.shape)}, target "
+        f"{tuple(target.shape)}) but num_classes={num_classes}",
+        hint=f"Make the head's out_features/out_channels {num_classes}, or fix num_classes.",
+        outputs=int(input.shape[1]), num_classes=num_classes,
+    )]
 
 
 def _binary_call_findings(info, input, target, where, clean_calls=None) -> list[Finding]:
@@ -347,6 +359,8 @@ class CheckedLoss(nn.Module):
         num_classes: int | None = None,
         ignore_index: int | None = None,
         enabled: bool = True,
+        on_device: str = "check",
+        on_error: str = "raise",
     ) -> None:
         super().__init__()
         info = LossInfo.of(loss_fn, strict=num_classes is None)
@@ -366,9 +380,37 @@ class CheckedLoss(nn.Module):
         self.enabled = enabled
         self.calls = 0
         self.clean_calls = 0  # calls checked and found clean: the evidence hints rest on
+        self.monitor = self._monitor(on_device, on_error)
+
+    def _monitor(self, on_device: str, on_error: str):
+        """The TargetMonitor of on_device="mask", None for "check"."""
+        from labelguard.torch._safe import TargetMonitor
+
+        if on_device not in ON_DEVICE:
+            raise UsageError(f"on_device must be one of {', '.join(ON_DEVICE)}, got {on_device!r}")
+        if on_device == "check":
+            if on_error != "raise":
+                raise UsageError(f"on_error={on_error!r} is for on_device='mask', whose report comes a call "
+                                 "later; on_device='check' raises before the loss runs")
+            return None
+        if self.info.mode not in (LossMode.INDEX, None) or self.info.ignore_index is None:
+            raise UsageError(
+                f"on_device='mask' replaces bad class indices with the loss's ignore_index; "
+                f"{self.info.name} " + ("takes no class indices" if self.info.mode is not None
+                                        else "was given no ignore_index: pass ignore_index=...")
+            )
+        return TargetMonitor(self.num_classes, self.info.ignore_index, on_error=on_error)
+
+    def report(self) -> list:
+        """With on_device="mask": read the targets still on their way and return every
+        SampleError found (raising the first new one when on_error="raise")."""
+        return self.monitor.report() if self.monitor is not None else []
 
     def forward(self, input: torch.Tensor, target: torch.Tensor, *args: Any, **kwargs: Any):
         self.calls += 1
+        samples = kwargs.pop("samples", None)  # who the batch's items are, named in an error
+        if self.enabled and self.monitor is not None:
+            return self._masked(input, target, samples, *args, **kwargs)
         if self.enabled:
             ignore = kwargs.get("ignore_index") if not isinstance(self.loss_fn, nn.Module) else None
             where = f"{self.info.name} call {self.calls}"
@@ -377,10 +419,46 @@ class CheckedLoss(nn.Module):
                 ignore_index=ignore, where=None, clean_calls=self.clean_calls,
             ))
             if errors:
-                raise sample_error(errors[0], where=where, index=None, source=None,
+                index, source = None, None
+                batch = BatchSamples.of(samples)
+                if batch is not None:
+                    item = self._first_bad_item(input, target, ignore)
+                    index, source = batch.sample(item)
+                    where += f", sample {index}" if index is not None else f", batch of samples {batch.describe()}"
+                raise sample_error(errors[0], where=where, index=index, source=source,
                                    expected=self._expected(input))
             self.clean_calls += 1
         return self.loss_fn(input, target, *args, **kwargs)
+
+    def _first_bad_item(self, input: torch.Tensor, target: torch.Tensor, ignore: int | None) -> int | None:
+        """The batch item of the first invalid class index (None when the error is about
+        something else: the input, a binary target, a dtype)."""
+        if self.info.mode not in (LossMode.INDEX, None) or target.dtype == torch.bool \
+                or (target.is_floating_point() and target.shape == input.shape):
+            return None
+        classes = self.num_classes if self.num_classes is not None else class_axis_size(input)
+        ignore = self.info.ignore_index if ignore is None else ignore
+        bad = invalid_targets(target, classes, ignore).reshape(-1).nonzero()
+        return batch_item(int(bad[0]), tuple(target.shape)) if len(bad) else None
+
+    def _masked(self, input: torch.Tensor, target: torch.Tensor, samples: Any, *args: Any, **kwargs: Any):
+        """The call without a sync: the checks that read metadata only (head size, dtype,
+        shape), then the target masked on its device."""
+        if target.is_floating_point() and target.shape == input.shape:
+            return self.loss_fn(input, target, *args, **kwargs)  # class probabilities
+        if self.info.mode is LossMode.INDEX:
+            classes = class_axis_size(input)
+            findings = _index_call_findings(self.info, input, target, self.num_classes,
+                                            self.info.ignore_index, None, check_values=False)
+        else:
+            classes = self.num_classes
+            findings = _told_head_findings(self.info, input, target, classes, None)
+        errors = errors_of(findings)
+        if errors:
+            raise sample_error(errors[0], where=f"{self.info.name} call {self.calls}", index=None,
+                               source=None, expected=self._expected(input))
+        masked = self.monitor(target, classes, self.info.ignore_index, samples=samples)
+        return self.loss_fn(input, masked, *args, **kwargs)
 
     def _expected(self, input: torch.Tensor) -> str:
         if self.info.mode is LossMode.BINARY:
@@ -391,7 +469,7 @@ class CheckedLoss(nn.Module):
         return LabelSpec(num_classes=class_axis_size(input), ignore=(self.info.ignore_index,)).describe()
 
     def extra_repr(self) -> str:
-        return f"enabled={self.enabled}"
+        return f"enabled={self.enabled}" + (", on_device='mask'" if self.monitor is not None else "")
 
 
 def checked(
@@ -400,6 +478,8 @@ def checked(
     ignore_index: int | None = None,
     *,
     enabled: bool = True,
+    on_device: str = "check",
+    on_error: str = "raise",
 ) -> CheckedLoss:
     """Wrap a loss so that bad inputs raise a LabelError naming the values, not an assert.
 
@@ -414,6 +494,12 @@ def checked(
         ignore_index: the ignored target value; read from the loss object when it has one
             (a different value here is a SpecError: the loss would not ignore it).
         enabled: False to call the loss unchecked; ``.enabled`` switches it later.
+        on_device: ``"check"`` (one reduction and one sync per call, an error before the
+            kernel) or ``"mask"`` (no sync: invalid class indices become the loss's
+            ignore_index on the device, reported one call later or at ``.report()``). In
+            both modes, ``loss(input, target, samples=...)`` (the loader returned by
+            ``record``, or the batch's dataset indices) has the error name the sample.
+        on_error: with ``on_device="mask"``: ``"raise"`` the report or ``"warn"`` (log it).
 
     Checks: cross_entropy/nll_loss targets in ``[0, C)`` or ``ignore_index`` (LG201 for
     masks, LG102/LG103 for class ids), their dtype and shape (LG505), C against
@@ -421,12 +507,15 @@ def checked(
     (LG502), BCE targets in [0, 1]. A target that held NaN before ``.long()`` shows
     -9223372036854775808 and is named as a cast NaN (LG204).
 
-    Cost: one reduction and one device-to-host sync per call (see the module docs).
+    Cost: one reduction and one device-to-host sync per call, none with
+    ``on_device="mask"`` (see the module docs).
 
     Raises:
         labelguard.UnsupportedError: ``loss_fn`` is a loss labelguard does not know and
             ``num_classes`` is not given.
         labelguard.SpecError: ``ignore_index`` differs from the one the loss object ignores.
+        labelguard.UsageError: an unknown ``on_device``, or ``"mask"`` for a loss that takes
+            no class indices or has no ignore_index.
 
     Example::
 
@@ -437,4 +526,5 @@ def checked(
         ...
         labelguard.torch.SampleError: LG102 CrossEntropyLoss call 1: class id 3 (1 of 2) is ...
     """
-    return CheckedLoss(loss_fn, num_classes=num_classes, ignore_index=ignore_index, enabled=enabled)
+    return CheckedLoss(loss_fn, num_classes=num_classes, ignore_index=ignore_index, enabled=enabled,
+                       on_device=on_device, on_error=on_error)
