@@ -10,7 +10,7 @@ from torch import nn  # noqa: E402
 
 from labelguard import Severity  # noqa: E402
 from labelguard.torch import audit_optimizer  # noqa: E402
-from torch_models import RCANWithAttributeFreeze  # noqa: E402
+from torch_models import RCANLike  # noqa: E402
 
 
 class MeanShift(nn.Conv2d):
@@ -24,20 +24,9 @@ class MeanShift(nn.Conv2d):
             p.requires_grad = False
 
 
-class RCANLike(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.sub_mean = MeanShift(sign=-1)
-        self.body = nn.Conv2d(3, 3, 3, padding=1)
-        self.add_mean = MeanShift(sign=1)
-
-    def forward(self, x):
-        return self.add_mean(self.body(self.sub_mean(x)))
-
-
 @pytest.mark.code("LG504", "fail")
 def test_adam_over_model_parameters_with_frozen_mean_shift():
-    model = RCANLike()
+    model = RCANLike(MeanShift)
     findings = audit_optimizer(model, torch.optim.Adam(model.parameters()))
     assert [f.code for f in findings] == ["LG504"]
     finding = findings[0]
@@ -50,7 +39,7 @@ def test_adam_over_model_parameters_with_frozen_mean_shift():
 
 @pytest.mark.code("LG504", "pass")
 def test_trainable_parameters_only_is_clean():
-    model = RCANLike()
+    model = RCANLike(MeanShift)
     optimizer = torch.optim.Adam(p for p in model.parameters() if p.requires_grad)
     assert audit_optimizer(model, optimizer) == []
 
@@ -80,7 +69,7 @@ def test_parameter_in_two_groups_and_optimizer_over_another_copy():
 
 @pytest.mark.code("LG507", "fail")
 def test_rcan_mean_shift_attribute_freeze_is_found_and_its_weights_do_move():
-    model = RCANWithAttributeFreeze()
+    model = RCANLike()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     before = model.sub_mean.weight.detach().clone()
     model(torch.rand(2, 3, 8, 8) * 255).square().mean().backward()
@@ -101,7 +90,7 @@ def test_rcan_mean_shift_attribute_freeze_is_found_and_its_weights_do_move():
 
 @pytest.mark.code("LG507", "pass")
 def test_mean_shift_frozen_through_its_parameters_is_no_lg507():
-    model = RCANWithAttributeFreeze()
+    model = RCANLike()
     model.sub_mean.requires_grad_(False)
     model.add_mean.requires_grad_(False)
     optimizer = torch.optim.Adam(p for p in model.parameters() if p.requires_grad)
@@ -109,7 +98,7 @@ def test_mean_shift_frozen_through_its_parameters_is_no_lg507():
 
 
 def test_attribute_freeze_of_parameters_no_optimizer_holds_is_not_reported():
-    model = RCANWithAttributeFreeze()
+    model = RCANLike()
     optimizer = torch.optim.Adam(model.body.parameters())
     # Trainable but in no param group: never changed (LG504 says so), so the freeze is not broken.
     assert [f.data["kind"] for f in audit_optimizer(model, optimizer)] == ["trainable-missing"]
@@ -123,7 +112,7 @@ def test_attribute_freeze_of_parameters_no_optimizer_holds_is_not_reported():
                             if k.startswith("body.")], id="on-state_dict-tensors"),
 ])
 def test_declared_freeze_that_reached_a_copy_is_found(freeze):
-    model = RCANWithAttributeFreeze()
+    model = RCANLike()
     model.sub_mean.requires_grad_(False)
     model.add_mean.requires_grad_(False)
     freeze(model)
@@ -137,7 +126,7 @@ def test_declared_freeze_that_reached_a_copy_is_found(freeze):
 def test_frozen_names_an_unknown_module():
     from labelguard import UsageError
 
-    model = RCANWithAttributeFreeze()
+    model = RCANLike()
     with pytest.raises(UsageError, match="'sub_means', which is neither a module nor a parameter.*did you mean 'sub_mean'"):
         audit_optimizer(model, torch.optim.SGD(model.parameters(), lr=0.1), frozen=["sub_means"])
     with pytest.raises(UsageError, match="not a parameter of the model"):

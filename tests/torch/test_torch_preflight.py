@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 from builders import swin_unet_dataset, voc_segmentation_dataset  # noqa: E402
 from labelguard import LabelError, LabelSpec, Severity  # noqa: E402
 from labelguard.torch import PreflightError, guard, preflight  # noqa: E402
-from torch_models import RCANWithAttributeFreeze  # noqa: E402
+from torch_models import RCANLike  # noqa: E402
 from torch_datasets import (  # noqa: E402
     SynapseDataset,
     VOCStyleSegmentation,
@@ -209,7 +209,7 @@ def test_a_guarded_loader_refusing_a_sample_becomes_a_finding(tmp_path):
 
 @pytest.mark.code("LG507", "fail")
 def test_preflight_reports_an_attribute_freeze_of_rcan_mean_shift():
-    model = RCANWithAttributeFreeze()
+    model = RCANLike()
     images = torch.rand(4, 3, 8, 8)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images, images.clone()), batch_size=2)
     with pytest.raises(PreflightError) as caught:

@@ -19,12 +19,15 @@ class RCANMeanShift(nn.Conv2d):
         self.requires_grad = False
 
 
-class RCANWithAttributeFreeze(nn.Module):
-    def __init__(self):
+class RCANLike(nn.Module):
+    """RCAN's mean shifts around a body; ``mean_shift`` is the class of the shifts (RCAN's
+    own, which freezes nothing, by default)."""
+
+    def __init__(self, mean_shift=RCANMeanShift):
         super().__init__()
-        self.sub_mean = RCANMeanShift(sign=-1)
+        self.sub_mean = mean_shift(sign=-1)
         self.body = nn.Conv2d(3, 3, 3, padding=1)
-        self.add_mean = RCANMeanShift(sign=1)
+        self.add_mean = mean_shift(sign=1)
 
     def forward(self, x):
         return self.add_mean(self.body(self.sub_mean(x)))
