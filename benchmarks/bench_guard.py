@@ -12,8 +12,11 @@
 3. ``trace_nonfinite`` against ``torch.autograd.detect_anomaly`` and against a naive
    ``isfinite`` forward hook on every module, on in-memory batches. Every variant runs on
    each batch in turn; the figure is the median of the per-batch ratios to the plain step.
+4. ``watch(model, optimizer)`` (LG508: loss, gradient norm and activation magnitudes kept on
+   the device, read back once per window), in the same rotation as 2. and 3.; its hooks stay
+   attached across steps, as in training.
 
-The targets: guard <= 3 % of step time, trace_nonfinite <= 5 %.
+The targets: guard <= 3 % of step time, trace_nonfinite <= 5 %, watch <= 3 %.
 
 The audit of tokenized datasets (the token rules that ``guard(model=...)`` and preflight also
 run) is measured on its own in ``benchmarks/bench_tokens.py``: rows/s against a plain pyarrow
@@ -40,7 +43,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from labelguard.torch import checked, guard, trace_nonfinite
+from labelguard.torch import checked, guard, trace_nonfinite, watch
 
 NUM_CLASSES = 9
 
@@ -194,6 +197,7 @@ def bench_step_tools(batches, rounds: int) -> dict[str, float]:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     plain_loss, checked_loss = nn.CrossEntropyLoss(), checked(nn.CrossEntropyLoss())
     tracer = trace_nonfinite(model)
+    watcher = watch(model, optimizer)
     variants = {
         "plain": dict(loss_fn=plain_loss),
         "plain again (noise floor)": dict(loss_fn=plain_loss),
@@ -201,6 +205,7 @@ def bench_step_tools(batches, rounds: int) -> dict[str, float]:
         "trace_nonfinite": dict(loss_fn=plain_loss, context=lambda: tracer, check_loss=tracer.check),
         "isfinite hook on every module": dict(loss_fn=plain_loss, context=lambda: NaiveHooks(model)),
         "detect_anomaly": dict(loss_fn=plain_loss, context=torch.autograd.detect_anomaly),
+        "watch": dict(loss_fn=plain_loss, check_loss=watcher.observe, attach=watcher),
     }
     for batch in batches[:2]:  # warm-up
         one_step(batch, model, optimizer, plain_loss)
@@ -211,7 +216,14 @@ def bench_step_tools(batches, rounds: int) -> dict[str, float]:
             for batch in batches:  # every variant on every batch, in turn
                 order.append(order.pop(0))
                 for name in order:
-                    times[name].append(one_step(batch, model, optimizer, **variants[name]))
+                    variant = dict(variants[name])
+                    attached = variant.pop("attach", None)
+                    if attached is not None:
+                        attached.attach()  # hooks on, as in training: attaching is not timed
+                    times[name].append(one_step(batch, model, optimizer, **variant))
+                    if attached is not None:
+                        attached.detach()
+    watcher.report()
     # Steps of one batch ran back to back: their ratio to the plain step is what noise spares.
     return {name: (statistics.median(values),
                    statistics.median(v / p for v, p in zip(values, times["plain"])))
@@ -262,13 +274,16 @@ def main() -> None:
 
         batches = memory_batches(root, names, args.batch_size, count=4 if args.quick else 10)
         steps = bench_step_tools(batches, rounds=1 if args.quick else 4)
-        print("\n2./3. per-step tools on in-memory batches, every variant on each batch in turn "
+        print("\n2./3./4. per-step tools on in-memory batches, every variant on each batch in turn "
               "(median step time; median of the per-batch ratios to the plain step)")
         for name, (value, ratio) in steps.items():
             print(f"   {name:30s} {value * 1e3:8.2f} ms/step   {ratio:5.2f}x")
         trace, anomaly = steps["trace_nonfinite"][1] - 1, steps["detect_anomaly"][1] - 1
         print(f"\n   trace_nonfinite overhead {trace * 100:+.1f} % (target <= 5 %); "
               f"detect_anomaly {anomaly * 100:+.1f} %")
+        watched = steps["watch"][1] - 1
+        floor = steps["plain again (noise floor)"][1] - 1
+        print(f"   watch overhead {watched * 100:+.1f} % (target <= 3 %; noise floor {floor * 100:+.1f} %)")
 
 
 if __name__ == "__main__":

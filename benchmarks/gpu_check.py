@@ -10,7 +10,14 @@ c. ``checked(CrossEntropyLoss)`` on CUDA tensors: a LabelError before the kernel
    context still usable afterwards;
 d. costs on the GPU, each in one run with the plain variant alternating: the guard in a
    training loop (DataLoader with 8 workers), ``checked`` per step (one reduction and one
-   sync), ``trace_nonfinite`` against ``torch.autograd.detect_anomaly``.
+   sync), ``trace_nonfinite`` against ``torch.autograd.detect_anomaly``;
+e. ``safe_targets`` on CUDA (in a subprocess, so that a failure cannot take this run's
+   context down): the planted bad label is masked, the CUDA context survives the epoch, the
+   sample is named one step later from the flight record, and neither ``safe_targets`` nor
+   ``watch`` synchronises (``torch.cuda.set_sync_debug_mode("error")`` around their steps);
+f. costs of steps that never sync, measured as throughput (50 steps, one synchronize at the
+   end, variants alternating): an unchecked step, ``safe_targets``, a check that reads a flag
+   back with ``.item()`` every step, ``checked`` (one sync per call) and ``watch``.
 
 Without a CUDA device it says so and exits 0.
 
@@ -36,7 +43,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from labelguard import LabelError
-from labelguard.torch import checked, guard, trace_nonfinite
+from labelguard.torch import TargetMonitor, checked, guard, record, trace_nonfinite, watch
 
 NUM_CLASSES = 9
 BAD_INDEX = 37
@@ -240,9 +247,112 @@ def overhead_per_step(batches, rounds: int = 5) -> dict[str, float]:
 
 
 
+def masked_child(data_dir: str) -> None:
+    """Runs in a subprocess: train on the bad data through safe_targets; prints what it saw."""
+    names = sorted(p.stem for p in Path(data_dir).glob("*.npz"))
+    loader = record(DataLoader(SynapseSlices(data_dir, names), batch_size=8, num_workers=2),
+                    Path(data_dir) / "flight.json")
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    monitor = TargetMonitor(num_classes=NUM_CLASSES, ignore_index=255, on_error="warn")
+    watcher = watch(model, optimizer, every=4).attach()
+    loss_fn = nn.CrossEntropyLoss(ignore_index=255)
+    synced = None
+    for step, batch in enumerate(loader):
+        image = batch["image"].cuda(non_blocking=True)
+        label = batch["label"].cuda(non_blocking=True).long()
+        debug = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("error")  # any synchronising call in the step raises
+        try:
+            loss = loss_fn(model(image), monitor(label, samples=loader))
+            watcher.observe(loss)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        except RuntimeError as exc:
+            synced = synced or f"step {step}: {exc}"
+        finally:
+            torch.cuda.set_sync_debug_mode(debug)
+    torch.cuda.synchronize()  # raises when a kernel asserted: the context would be dead
+    errors = monitor.report()
+    watcher.report()
+    alive = float((torch.ones(3, device="cuda") * 2).sum()) == 6.0
+    named = [e for e in errors if e.index == BAD_INDEX and BAD_NAME in (e.source or "")]
+    print(f"context alive after the epoch: {alive}")
+    print(f"reported: {len(errors)} error(s); names the sample and file: {bool(named)}")
+    for error in errors[:1]:
+        print(f"  {error}")
+    print(f"no synchronising call in safe_targets/watch steps: {synced is None}" + (f" ({synced})" if synced else ""))
+
+
+def check_e(data_dir: Path) -> bool:
+    print("\ne. safe_targets on CUDA (subprocess): the bad label masked, reported a step later")
+    try:
+        result = subprocess.run([sys.executable, __file__, "--masked", str(data_dir)],
+                                capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        print("   the subprocess ran past 120 s: FAILED")
+        return False
+    text = result.stdout + result.stderr
+    for line in text.splitlines()[-6:]:
+        print(f"   {line[:300]}")
+    return (result.returncode == 0 and "context alive after the epoch: True" in text
+            and "names the sample and file: True" in text and "no synchronising call in safe_targets/watch steps: True" in text)
+
+
+def throughput_per_step(batches, steps: int = 50, rounds: int = 3) -> dict[str, float]:
+    """Median over rounds of (time of ``steps`` steps with one synchronize at the end) / steps,
+    for steps that read nothing back unless the variant does."""
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    plain = nn.CrossEntropyLoss(ignore_index=255)
+    monitor = TargetMonitor(num_classes=NUM_CLASSES, ignore_index=255, on_error="warn")
+    checked_loss = checked(nn.CrossEntropyLoss(ignore_index=255))
+    watcher = watch(model, optimizer)
+
+    def item_check(label):
+        if bool(((label < 0) | (label >= NUM_CLASSES)).any().item()):  # the sync every step
+            raise ValueError("bad label")
+        return label
+
+    variants = {
+        "unchecked": (plain, lambda y: y, None),
+        "safe_targets (no sync)": (plain, monitor, None),
+        ".item() flag every step": (plain, item_check, None),
+        "checked (one sync)": (checked_loss, lambda y: y, None),
+        "watch (no sync)": (plain, lambda y: y, watcher),
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for round_number in range(rounds + 1):
+        for name, (loss_fn, prepare, attached) in variants.items():
+            if attached is not None:
+                attached.attach()
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            for step in range(steps):
+                image, label = batches[step % len(batches)]
+                loss = loss_fn(model(image), prepare(label))
+                if attached is not None:
+                    attached.observe(loss)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            torch.cuda.synchronize()
+            if attached is not None:
+                attached.detach()
+            if round_number:  # the first round warms every variant up
+                times[name].append((time.perf_counter() - started) / steps)
+    monitor.report()
+    watcher.report()
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--unguarded":
         unguarded_child(sys.argv[2])
+        return 0
+    if len(sys.argv) == 3 and sys.argv[1] == "--masked":
+        masked_child(sys.argv[2])
         return 0
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to check here (labelguard.torch itself needs no GPU)")
@@ -270,9 +380,17 @@ def main() -> int:
         for name, value in steps.items():
             print(f"   {name:16s} {value * 1e3:7.2f} ms/step  {value / steps['plain']:5.2f}x")
 
+        e = check_e(data_dir)
+        print("\nf. steps that never sync: 50 steps back to back, one synchronize at the end "
+              "(median of 3 rounds, variants alternating)")
+        flows = throughput_per_step(batches)
+        for name, value in flows.items():
+            print(f"   {name:26s} {value * 1e3:7.3f} ms/step  {(value / flows['unchecked'] - 1) * 100:+6.1f} %")
+
     print(f"\nsummary: assert reproduced without guard: {a}; guard named the file: {b}; "
-          f"checked() stopped before the kernel: {c}")
-    return 0 if (a and b and c) else 1
+          f"checked() stopped before the kernel: {c}; safe_targets masked it, kept the context "
+          f"and named the sample without a sync: {e}")
+    return 0 if (a and b and c and e) else 1
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ PUBLIC = {
     ],
     "labelguard.torch": [
         "CheckedLoss",
+        "DivergenceWatch",
         "GuardedDataset",
         "GuardedIterableDataset",
         "NonFiniteError",
@@ -84,6 +85,7 @@ PUBLIC = {
         "PreflightReport",
         "QuarantineRecord",
         "SampleError",
+        "TargetMonitor",
         "audit_optimizer",
         "checked",
         "collate",
@@ -91,7 +93,9 @@ PUBLIC = {
         "guard_collate",
         "preflight",
         "record",
+        "safe_targets",
         "trace_nonfinite",
+        "watch",
     ],
 }
 # labelguard.torch needs the torch extra; the other namespaces are always there.
@@ -262,7 +266,7 @@ def test_torch_mistakes_are_usage_or_unsupported_errors(tmp_path):
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
-    from labelguard.torch import checked, guard, record
+    from labelguard.torch import checked, guard, record, watch
 
     dataset = TensorDataset(torch.zeros(4, 2), torch.zeros(4, dtype=torch.long))
     with pytest.raises(UnsupportedError, match="needs a dataset with __getitem__ or __iter__, got object"):
@@ -273,7 +277,11 @@ def test_torch_mistakes_are_usage_or_unsupported_errors(tmp_path):
         guard(guard(dataset, num_classes=2), num_classes=2)
     with pytest.raises(UnsupportedError, match="unknown loss name 'dice_focal'"):
         guard(dataset, num_classes=2, loss="dice_focal")
-    with pytest.raises(UnsupportedError, match="checked\\(\\) does not know the loss MSELoss"):
+    with pytest.raises(UnsupportedError, match="labelguard does not know the loss MSELoss"):
         checked(torch.nn.MSELoss())
+    with pytest.raises(UsageError, match="input_range must be \\(low, high\\)"):
+        guard(dataset, num_classes=2, input_range=(1.0,))
+    with pytest.raises(UsageError, match="growth must be above 1"):
+        watch(torch.nn.Linear(2, 2), growth=0.5)
     with pytest.raises(UsageError, match="keep must be at least 1, got 0"):
         record(DataLoader(dataset), tmp_path / "flight.json", keep=0)

@@ -7,7 +7,10 @@ name, backslash paths), Chinese text around them, ``[rank0]:`` and ``grep -n`` p
 Markdown page that ate the backticks. ``cuda_bernoulli_from_source`` and
 ``cuda_multi_margin_from_source`` are built from the kernels' assertion text (no public log
 of them was found). The ``cpu_*`` logs were printed by torch 2.13 on the CPU, paths
-neutralised.
+neutralised. ``cuda_bce_gan_nan_after_epochs``, ``cpu_file_not_found_list_space``,
+``cpu_unable_to_load_npz`` and ``train_swin_unet_loss_nan_from_start`` rebuild the logs of the
+seed write-ups 002 (a GAN's losses growing, then NaN, then BCE's assert) and 003 (a list line
+with a trailing space; Swin-Unet's trainer printing ``loss : nan`` from the first iteration).
 """
 
 from __future__ import annotations
@@ -167,6 +170,19 @@ CASES = {
         "values": {"cuda_error": "unspecified launch failure"},
         "user": ("/home/user/decode/generate.py", 212), "torch_call": "replay",
     }),
+    "cuda_bce_gan_nan_after_epochs.log": ("bce-input-out-of-range", {
+        "file": "Loss.cu", "line": 102, "condition": "input_val >= zero && input_val <= one",
+        "count": 4, "user": ("/home/user/sr/train.py", 211), "torch_call": "binary_cross_entropy",
+    }),
+    "cpu_file_not_found_list_space.log": ("data-file-not-loaded", {
+        "error_type": "FileNotFoundError",
+        "values": {"missing_path": "'../data/Synapse/train_npz/case0005_slice012 .npz'"},
+        "user": ("/home/user/Swin-Unet/datasets/dataset_synapse.py", 79),
+    }),
+    "cpu_unable_to_load_npz.log": ("data-file-not-loaded", {
+        "error_type": "RuntimeError", "user": ("/home/user/medseg/data.py", 30),
+    }),
+    "train_swin_unet_loss_nan_from_start.log": ("loss-nonfinite", {}),
     "cuda_generic_notebook_accelerator.log": ("device-side-assert", {
         "error_type": "AcceleratorError", "user": ("Cell In[8]", 2),
         "user_code": "correct = torch.eq(y_true, y_pred).sum().item()",

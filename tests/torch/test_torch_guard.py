@@ -406,3 +406,126 @@ def test_detection_target_dict_gives_its_labels():
         guard(samples, num_classes=3)[0]
     assert caught.value.code == "LG102"
     assert "class id 5 (1 of 2) is outside [0, 3)" in str(caught.value)
+
+
+class NanImageSynapse(SynapseDataset):
+    """Swin-Unet's dataset with a per-slice normalisation that divides by the slice's std: a
+    constant slice (all air) gives 0 / 0 = NaN in every pixel of its image."""
+
+    def __getitem__(self, idx):
+        sample = super().__getitem__(idx)
+        image = sample["image"]
+        sample["image"] = (image - image.mean()) / image.std()
+        return sample
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+@pytest.mark.code("LG509", "fail")
+def test_nan_image_from_a_normalisation_is_lg509_naming_the_file(tmp_path, workers):
+    data, listing = swin_unet_dataset(tmp_path, n=8, num_classes=9)
+    constant = data / "case0002_slice002.npz"  # index 5
+    with np.load(constant) as arrays:
+        write_npz(constant, image=np.full((32, 32), 0.25, np.float32), label=arrays["label"])
+    dataset = guard(NanImageSynapse(data, listing.parent, transform=synapse_to_tensors), num_classes=9)
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, workers)
+    error = caught.value
+    assert (error.code, error.index) == ("LG509", 5)
+    assert error.source.endswith("case0002_slice002.npz")
+    assert "the input ('image', float32 (1, 32, 32)) holds 1024 NaN and 0 Inf of 1024 values" in str(error)
+
+
+@pytest.mark.code("LG509", "pass")
+def test_finite_images_in_their_declared_range_pass_and_a_range_is_checked(tmp_path):
+    dataset = guard(synapse(tmp_path, n=6), num_classes=9, input_range=(0.0, 1.0))
+    assert len(drain(dataset, 0)) == 2
+    scaled = guard(synapse(tmp_path / "scaled", n=6), num_classes=9, input_range=(0.0, 0.5))
+    with pytest.raises(LabelError, match=r"outside the declared input_range \[0, 0.5\]") as caught:
+        scaled[0]
+    assert caught.value.code == "LG509"
+    unchecked = guard(NanImageSynapse(*swin_unet_dataset(tmp_path / "off", n=2)[0:1],
+                                      tmp_path / "off" / "lists", transform=synapse_to_tensors),
+                      num_classes=9, check_inputs=False)
+    assert unchecked[0]["image"].isfinite().all()
+    with pytest.raises(UsageError, match="input_range must be"):
+        guard(synapse(tmp_path / "bad-range", n=2), num_classes=9, input_range=(1, 0))
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+@pytest.mark.code("LG003", "fail")
+def test_file_not_found_from_a_list_line_with_a_trailing_space_is_skipped_and_recorded(tmp_path, workers):
+    data, listing = swin_unet_dataset(tmp_path, n=8, num_classes=9)
+    lines = listing.read_text().splitlines()
+    lines[3] += " "  # seed 003: "case_001.npz " saved by a Windows editor
+    listing.write_text("\n".join(lines) + "\n")
+    dataset = guard(SynapseDataset(data, listing.parent, transform=synapse_to_tensors),
+                    num_classes=9, on_error="skip")
+    batches = drain(dataset, workers)
+    assert sum(len(b["label"]) for b in batches) == 8  # the missing sample was replaced
+    (record,) = dataset.records
+    assert (record.index, record.code, record.action) == (3, "LG003", "skipped")
+    assert record.source == str(data / "case0002_slice000 .npz")
+    assert record.error.startswith("FileNotFoundError: ")
+    assert "has whitespace at the end of a name or before its extension" in record.message
+    assert "labelguard fix list LIST --apply" in record.message
+
+
+def test_a_dataset_error_in_raise_mode_is_the_original_error_with_a_note(tmp_path):
+    data, listing = swin_unet_dataset(tmp_path, n=4, num_classes=9)
+    (data / "case0001_slice001.npz").unlink()
+    dataset = guard(SynapseDataset(data, listing.parent, transform=synapse_to_tensors), num_classes=9)
+    with pytest.raises(FileNotFoundError) as caught:
+        dataset[1]
+    assert any("LG003 sample 1" in note and "case0001_slice001.npz" in note for note in caught.value.__notes__)
+    assert [(r.index, r.action) for r in dataset.records] == [(1, "raised")]
+
+
+def test_an_unreadable_file_in_warn_mode_is_skipped_with_a_warning(tmp_path, caplog):
+    data, listing = swin_unet_dataset(tmp_path, n=4, num_classes=9)
+    (data / "case0001_slice002.npz").write_bytes(b"PK\x03\x04 truncated")
+    dataset = guard(SynapseDataset(data, listing.parent, transform=synapse_to_tensors),
+                    num_classes=9, on_error="warn")
+    with caplog.at_level(logging.WARNING, logger="labelguard.torch"):
+        sample = dataset[2]
+    assert sample["case_name"] == "case0002_slice000"
+    (record,) = dataset.records
+    assert (record.index, record.code) == (2, "LG001")
+    assert "skipped LG001 sample 2" in caplog.text
+
+
+def test_ssd_style_voc_detection_names_the_annotation_of_a_sample_that_raised(tmp_path):
+    from detection_builders import write_voc
+
+    from torch_datasets import SSDVOCDetection
+
+    classes = ["cat", "dog"]
+    root = write_voc(tmp_path / "VOC2007", {
+        "000001": [("cat", (1, 1, 8, 8))], "000002": [("dgo", (2, 2, 9, 9))], "000003": [("dog", (0, 0, 5, 5))],
+    }, splits={"trainval": ["000001", "000002", "000003"]})
+    dataset = guard(SSDVOCDetection(root, classes), num_classes=2, target=lambda s: s[1][:, 4].long(),
+                    on_error="skip")
+    assert [int(dataset[i][1][0, 4]) for i in range(3)] == [0, 1, 1]
+    (record,) = dataset.records
+    assert (record.index, record.code) == (1, "LG001")
+    assert record.source == str(root / "Annotations" / "000002.xml")
+    assert record.error == "KeyError: 'dgo'"
+    assert dataset.source(2) == str(root / "Annotations" / "000003.xml")
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+@pytest.mark.code("LG204", "fail")
+def test_nan_label_cast_to_long_in_the_dataset_is_named_a_cast_nan(tmp_path, workers):
+    def to_long(sample):
+        tensors = synapse_to_tensors(sample)
+        label = tensors["label"]
+        if sample["label"].max() == 3:  # a lookup that misses: NaN, then .long()
+            label[0, :5] = float("nan")
+        return {"image": tensors["image"], "label": label.long()}
+
+    data, listing = swin_unet_dataset(tmp_path, n=6, num_classes=9)
+    dataset = guard(SynapseDataset(data, listing.parent, transform=to_long), num_classes=9)
+    with pytest.raises(LabelError) as caught:
+        drain(dataset, workers, batch_size=2)
+    assert caught.value.code == "LG204"
+    assert "5 target values are -9223372036854775808, what NaN and +-Inf become when cast to int64" in str(caught.value)
+    assert "remap" not in str(caught.value)

@@ -84,3 +84,53 @@ def test_a_bfloat16_target_is_checked_by_value(tmp_path):
     with pytest.raises(LabelError) as caught:
         trainer(LabelGuardCallback(num_classes=9)).fit(SegModule(9, bad))
     assert caught.value.code == "LG201" and "label value 12" in str(caught.value)
+
+
+class RegressionModule(pl.LightningModule):
+    """A trainable first layer before two fixed ones (as tests/torch/test_torch_watch.py): SGD
+    past the stable learning rate makes the error grow by a fixed factor per step."""
+
+    def __init__(self, lr_factor):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(8, 4, bias=False), nn.Linear(4, 4), nn.Linear(4, 1))
+        self.net[1].requires_grad_(False)
+        self.net[2].requires_grad_(False)
+        generator = torch.Generator().manual_seed(1)
+        self.x = torch.randn(64, 8, generator=generator)
+        self.y = self.x.sum(1, keepdim=True)
+        head = self.net[2].weight @ self.net[1].weight
+        curvature = float(2 / 64 * torch.linalg.eigvalsh(self.x.T @ self.x).max() * head.square().sum())
+        self.lr = lr_factor / curvature
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return (self.net(x) - y).square().mean()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+    def train_dataloader(self):
+        return DataLoader(torch.utils.data.TensorDataset(self.x, self.y), batch_size=64)
+
+
+def regression_trainer(callback, epochs):
+    return pl.Trainer(max_epochs=epochs, accelerator="cpu", logger=False, enable_checkpointing=False,
+                      enable_progress_bar=False, enable_model_summary=False, callbacks=[callback])
+
+
+@pytest.mark.code("LG508", "fail")
+def test_the_callback_watches_a_diverging_fit():
+    callback = LabelGuardCallback(preflight=False, check_batches=False, watch=True, watch_every=8)
+    regression_trainer(callback, epochs=40).fit(RegressionModule(lr_factor=2.3))
+    (finding,) = callback.findings
+    assert finding.code == "LG508" and finding.data["module"] == "net.0"
+    assert "Optimizer SGD: lr=" in finding.message
+    assert callback.watcher.step == 40
+
+
+@pytest.mark.code("LG508", "pass")
+def test_the_callback_watches_a_stable_fit_quietly():
+    callback = LabelGuardCallback(preflight=False, check_batches=False, watch=True, watch_every=8)
+    regression_trainer(callback, epochs=40).fit(RegressionModule(lr_factor=0.5))
+    assert callback.findings == [] and callback.watcher.step == 40

@@ -12,6 +12,7 @@ from torch import nn  # noqa: E402
 from labelguard import LabelError  # noqa: E402
 from labelguard.errors import SpecError  # noqa: E402
 from labelguard.torch import CheckedLoss, checked  # noqa: E402
+from torch_models import SwinUnetDiceLoss  # noqa: E402
 
 
 def logits(n=2, classes=3, size=4):
@@ -138,5 +139,53 @@ def test_checked_loss_is_a_module_holding_the_loss():
 
 
 def test_unknown_loss_is_a_type_error():
-    with pytest.raises(TypeError, match="CrossEntropyLoss, NLLLoss, BCELoss"):
+    with pytest.raises(TypeError, match="CrossEntropyLoss, NLLLoss, BCELoss.*checked\\(loss, num_classes=N\\)"):
         checked(nn.MSELoss())
+
+
+@pytest.mark.code("LG201", "fail")
+def test_swin_unet_dice_loss_is_checked_when_told_num_classes():
+    dice = checked(SwinUnetDiceLoss(9), num_classes=9)
+    label = torch.zeros(2, 8, 8)  # Swin-Unet hands the dice loss the float label batch
+    label[1, :2, :2] = 9
+    with pytest.raises(LabelError) as caught:
+        dice(torch.randn(2, 9, 8, 8), label, softmax=True)
+    assert caught.value.code == "LG201"
+    assert caught.value.values == [9]
+    assert str(caught.value).startswith("LG201 SwinUnetDiceLoss call 1: label value 9 in 4 pixels is outside")
+    clean = torch.randint(0, 9, (2, 8, 8)).float()
+    assert dice(torch.randn(2, 9, 8, 8), clean, softmax=True).isfinite()
+
+
+@pytest.mark.code("LG503", "fail")
+def test_told_loss_checks_the_class_axis_the_shapes_show():
+    with pytest.raises(LabelError, match="SwinUnetDiceLoss input has 2 classes") as caught:
+        checked(SwinUnetDiceLoss(2), num_classes=3)(torch.randn(2, 2, 8, 8), torch.zeros(2, 8, 8))
+    assert caught.value.code == "LG503"
+
+
+def test_told_function_loss_with_its_ignore_value_and_soft_targets():
+    def weighted_mean(inputs, target):
+        return inputs.mean() * target.float().mean()
+
+    loss = checked(weighted_mean, num_classes=3, ignore_index=255)
+    target = torch.full((2, 4, 4), 255, dtype=torch.long)
+    target[0] = 2
+    assert loss(torch.randn(2, 3, 4, 4), target).isfinite()  # 255 is the told ignore value
+    assert loss(torch.randn(2, 3, 4, 4), torch.rand(2, 3, 4, 4)).isfinite()  # soft labels
+    with pytest.raises(LabelError) as caught:
+        loss(torch.randn(2, 3, 4, 4), torch.full((2, 3, 4, 4), float("nan")))
+    assert caught.value.code == "LG502"
+
+
+@pytest.mark.code("LG204", "fail")
+def test_nan_label_cast_to_long_is_named_as_a_cast_nan():
+    label = torch.zeros(2, 8, 8)
+    label[0, 3, 3] = float("nan")  # a failed lookup in the dataset
+    with pytest.raises(LabelError) as caught:
+        checked(nn.CrossEntropyLoss())(torch.randn(2, 3, 8, 8), label.long())
+    error = caught.value
+    assert error.code == "LG204"
+    assert "1 target value is -9223372036854775808, what NaN and +-Inf become when cast to int64" in str(error)
+    assert "the target was NaN before the cast" in str(error)
+    assert "remap" not in str(error)

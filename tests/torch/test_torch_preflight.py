@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 from builders import swin_unet_dataset, voc_segmentation_dataset  # noqa: E402
 from labelguard import LabelError, LabelSpec, Severity  # noqa: E402
 from labelguard.torch import PreflightError, guard, preflight  # noqa: E402
+from torch_models import RCANLike  # noqa: E402
 from torch_datasets import (  # noqa: E402
     SynapseDataset,
     VOCStyleSegmentation,
@@ -225,3 +226,18 @@ def test_a_guarded_loader_refusing_a_sample_becomes_a_finding(tmp_path):
     assert finding.code == "LG201"
     assert finding.path.endswith("case0001_slice001.npz")
     assert report.batches == 0
+
+
+@pytest.mark.code("LG507", "fail")
+def test_preflight_reports_an_attribute_freeze_of_rcan_mean_shift():
+    model = RCANLike()
+    images = torch.rand(4, 3, 8, 8)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images, images.clone()), batch_size=2)
+    with pytest.raises(PreflightError) as caught:
+        preflight(model, nn.MSELoss(), loader, optimizer=torch.optim.Adam(model.parameters()))
+    assert [f.code for f in caught.value.report.errors] == ["LG507"]
+    assert "'sub_mean' (RCANMeanShift)" in str(caught.value)
+    model.sub_mean.requires_grad_(False)
+    model.add_mean.requires_grad_(False)
+    report = preflight(model, nn.MSELoss(), loader, frozen=["sub_mean", "add_mean"])
+    assert report.findings == []

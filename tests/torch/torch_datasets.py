@@ -164,3 +164,34 @@ def synapse_reduce_zero_label(sample):
     reduced = label - 1
     reduced[label == 0] = 255
     return {"image": tensors["image"], "label": reduced}
+
+
+class SSDVOCDetection(Dataset):
+    """SSD.pytorch's VOCDetection: ``ids`` of (VOC root, image id) tuples read from
+    ``ImageSets/Main/<split>.txt``, files found through the path templates ``_annopath`` and
+    ``_imgpath``; each XML object's name is looked up in the class list (an unknown name
+    raises KeyError, as its VOCAnnotationTransform does). Returns (image, target) with the
+    target one row (xmin, ymin, xmax, ymax, class index) per object."""
+
+    def __init__(self, root, classes, split="trainval"):
+        import xml.etree.ElementTree as ET
+
+        self._parse = ET.parse
+        self.class_to_ind = {name: i for i, name in enumerate(classes)}
+        self._annopath = os.path.join("%s", "Annotations", "%s.xml")
+        self._imgpath = os.path.join("%s", "JPEGImages", "%s.jpg")
+        self.ids = [(str(root), line.strip())
+                    for line in open(os.path.join(root, "ImageSets", "Main", split + ".txt"))]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, index):
+        img_id = self.ids[index]
+        tree = self._parse(self._annopath % img_id).getroot()
+        rows = []
+        for obj in tree.iter("object"):
+            box = [float(obj.find("bndbox").find(k).text) for k in ("xmin", "ymin", "xmax", "ymax")]
+            rows.append(box + [self.class_to_ind[obj.find("name").text.strip()]])
+        image = np.asarray(Image.open(self._imgpath % img_id), dtype=np.float32) / 255
+        return torch.from_numpy(image).permute(2, 0, 1), torch.tensor(rows)

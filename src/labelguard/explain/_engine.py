@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from labelguard.explain._evidence import Evidence, gather
 from labelguard.explain._extract import Facts, digest, extract, normalise
 from labelguard.explain._flight import (
     ORDER_EXACT,
@@ -26,6 +27,8 @@ from labelguard.explain._knowledge import ENTRIES, GENERIC_STEPS, Cause, Entry
 # Evidence weights. One piece of evidence per kind counts once per entry.
 WEIGHTS = {"condition": 10, "message": 8, "kernel": 4, "frame": 2}
 STRONG = ("condition", "message", "kernel")
+# A cause's likelihood, strongest first; causes are listed in this order.
+LIKELIHOODS = ("likely", "possible", "less likely")
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,14 @@ class RankedCause:
 
     Attributes:
         rank: 1 for the first cause to check.
-        likelihood: ``likely`` when the log shows the fault this cause produces (matched by
-            its assertion condition or message), ``possible`` otherwise. Never more.
+        likelihood: what the log says about this cause (:data:`LIKELIHOODS`): ``likely``
+            when the log shows the fault (its assertion condition or message) and either
+            evidence for this cause or, with no evidence for any of the fault's causes, this
+            is its most common one; ``less likely`` when the log shows evidence against it;
+            ``possible`` otherwise. Never more than ``likely``.
         entry: the knowledge-base entry the cause belongs to.
+        support: the evidence the log shows for this cause, as sentences.
+        against: the evidence the log shows against it.
     """
 
     rank: int
@@ -78,6 +86,8 @@ class RankedCause:
     confirm: str
     codes: tuple[str, ...]
     fix: str
+    support: tuple[str, ...] = ()
+    against: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +99,8 @@ class RankedCause:
             "confirm": self.confirm,
             "codes": list(self.codes),
             "fix": self.fix,
+            "support": list(self.support),
+            "against": list(self.against),
         }
 
 
@@ -128,6 +140,8 @@ class Explanation:
         steps: the generic steps, always given.
         cpu_message: what the same fault prints on the CPU (for the best match).
         record: the batch in flight from a flight record, when one was given.
+        evidence: what the whole log shows besides the error (losses over the steps, the
+            paths of missing files, what labelguard reported), which ranks the causes.
     """
 
     recognised: bool
@@ -139,6 +153,7 @@ class Explanation:
     steps: tuple[str, ...]
     cpu_message: str | None = None
     record: RecordSummary | None = None
+    evidence: tuple[Evidence, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -151,6 +166,7 @@ class Explanation:
             "steps": list(self.steps),
             "cpu_message": self.cpu_message,
             "record": self.record.to_dict() if self.record else None,
+            "evidence": [item.to_dict() for item in self.evidence],
         }
 
 
@@ -204,7 +220,8 @@ def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -
     if values:
         facts = replace(facts, values=values)
 
-    causes = _rank_causes(found, signatures)
+    evidence = gather(clean)
+    causes = _rank_causes(found, signatures, evidence)
     summary_record = _summarise_record(record) if record is not None else None
     recognised = bool(found)
     return Explanation(
@@ -217,6 +234,7 @@ def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -
         steps=GENERIC_STEPS,
         cpu_message=(found[0][1].cpu_message or None) if found else None,
         record=summary_record,
+        evidence=evidence,
     )
 
 
@@ -253,36 +271,41 @@ def _match(entry: Entry, text: str, frame_text: str) -> tuple[Match, dict[str, s
     return Match(entry.id, entry.title, score, tuple(evidence), tuple(kinds)), groups
 
 
-def _rank_causes(found: list[tuple[Match, Entry, dict]], text: str) -> tuple[RankedCause, ...]:
+def _rank_causes(
+    found: list[tuple[Match, Entry, dict]], text: str, evidence: tuple[Evidence, ...]
+) -> tuple[RankedCause, ...]:
+    """The causes of the matched entries, each labelled by what the log shows about it, in
+    the order likely, possible, less likely (the knowledge base's order within each)."""
+    shown = {item.key: item.text for item in evidence}
     ranked: list[RankedCause] = []
     seen: set[Cause] = set()
     for position, (match, entry, _) in enumerate(found):
-        likely = (
-            position == 0
-            and not entry.generic
-            and any(kind in ("condition", "message") for kind in match.kinds)
-        )
-        preferred = sorted(
-            entry.causes,
-            key=lambda cause: not any(_compiled(p).search(text) for p in cause.prefer_when),
-        )
-        for cause in preferred:
-            if cause in seen:
+        fault_shown = not entry.generic and any(kind in ("condition", "message") for kind in match.kinds)
+        preferred = {cause for cause in entry.causes if any(_compiled(p).search(text) for p in cause.prefer_when)}
+        support = {cause: tuple(shown[key] for key in cause.supported_by if key in shown)
+                   for cause in entry.causes}
+        # With nothing in the log for any cause, the fault's most common cause is the likely one.
+        prior = fault_shown and position == 0 and not preferred and not any(support.values())
+        causes = sorted(entry.causes, key=lambda cause: cause not in preferred and not support[cause])
+        for cause in causes:
+            if cause in seen or (cause.needs_evidence and not support[cause]):
                 continue
             seen.add(cause)
-            ranked.append(
-                RankedCause(
-                    rank=len(ranked) + 1,
-                    likelihood="likely" if likely else "possible",
-                    entry=entry.id,
-                    title=cause.title,
-                    why=cause.why,
-                    confirm=cause.confirm,
-                    codes=cause.codes,
-                    fix=cause.fix,
-                )
-            )
-    return tuple(ranked)
+            against = () if support[cause] else tuple(shown[key] for key in cause.weakened_by if key in shown)
+            if against:
+                likelihood = "less likely"
+            elif fault_shown and (support[cause] or cause in preferred or prior):
+                likelihood = "likely"
+                prior = False
+            else:
+                likelihood = "possible"
+            ranked.append(RankedCause(
+                rank=0, likelihood=likelihood, entry=entry.id, title=cause.title, why=cause.why,
+                confirm=cause.confirm, codes=cause.codes, fix=cause.fix,
+                support=support[cause], against=against,
+            ))
+    ranked.sort(key=lambda cause: LIKELIHOODS.index(cause.likelihood))
+    return tuple(replace(cause, rank=rank) for rank, cause in enumerate(ranked, 1))
 
 
 def _unknowns(

@@ -22,6 +22,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from labelguard.explain._evidence import (
+    BAD_INPUT_REPORTED,
+    CAST_NAN,
+    DIVERGENCE_REPORTED,
+    FROZEN_REPORTED,
+    LOSS_GREW,
+    LOSS_NAN_FROM_START,
+    LOSS_NONFINITE,
+    PATH_WHITESPACE,
+    TRAINED,
+)
+
 # The commands the causes refer to, kept in one place so the wording follows the CLI.
 AUDIT = "labelguard audit DATA --num-classes N"
 AUDIT_IGNORE = "labelguard audit DATA --num-classes N --ignore-index 255"
@@ -47,6 +59,11 @@ class Cause:
         fix: what to change.
         prefer_when: regular expressions on the log; when one matches, this cause is ranked
             before the causes of its entry that have no matching preference.
+        supported_by: keys of evidence (:mod:`labelguard.explain._evidence`) that make this
+            cause likely when the log shows them.
+        weakened_by: keys of evidence that make it less likely than the others.
+        needs_evidence: True for a cause offered only when the log shows one of its
+            ``supported_by`` (a cause nothing in a bare error points at).
     """
 
     title: str
@@ -55,6 +72,9 @@ class Cause:
     codes: tuple[str, ...]
     fix: str
     prefer_when: tuple[str, ...] = ()
+    supported_by: tuple[str, ...] = ()
+    weakened_by: tuple[str, ...] = ()
+    needs_evidence: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,16 +187,61 @@ _ONE_BASED = Cause(
     "0..79) in the dataset, not in the loss.",
 )
 
-_NAN_IN_MODEL = Cause(
-    title="the model produced NaN/Inf (diverging training, frozen layers handed to the "
-    "optimizer, fp16 overflow)",
-    why="NaN fails every comparison, so `0 <= x <= 1` is false for it. Training that ran for "
-    "epochs before crashing points this way: the data did not change, the weights did.",
-    confirm="labelguard.torch.trace_nonfinite names the first module that outputs NaN/Inf "
-    "(LG502); labelguard.torch.audit_optimizer lists frozen parameters in the optimizer (LG504)",
-    codes=("LG502", "LG504"),
-    fix="Lower the learning rate, clip gradients, build the optimizer over trainable parameters "
-    "only, and keep the loss in fp32.",
+_DIVERGING = Cause(
+    title="training diverged: weights and activations grew until they overflowed to Inf/NaN "
+    "(learning rate or optimizer settings too aggressive, no gradient clipping, fp16 overflow)",
+    why="NaN fails every comparison, so a kernel's `0 <= x <= 1` check fails on it, and every "
+    "loss computed from it is NaN. A run that trained for a while first points this way: the "
+    "data did not change, the weights did.",
+    confirm="labelguard.torch.watch(model, optimizer) warns when the loss, the gradient norm or "
+    "a module's outputs grow by orders of magnitude, naming the module and the optimizer's "
+    "settings (LG508); labelguard.torch.trace_nonfinite names the first module whose outputs "
+    "exploded and the one that made the NaN (LG502)",
+    codes=("LG508", "LG502"),
+    fix="Lower the learning rate (and check Adam's betas and eps against their defaults), clip "
+    "gradients (torch.nn.utils.clip_grad_norm_), keep the loss in fp32.",
+    supported_by=(LOSS_GREW, DIVERGENCE_REPORTED),
+    weakened_by=(LOSS_NAN_FROM_START,),
+)
+
+_NAN_IN_DATA = Cause(
+    title="a sample holds NaN/Inf: a corrupt image, a division by zero in normalisation, a label "
+    "that held NaN (after .long() it reads -9223372036854775808)",
+    why="One NaN in an input or a target makes the loss NaN for its batch, at the step that "
+    "draws it: from the first step, or suddenly after steady training.",
+    confirm=f"{GUARD.rstrip(')')}, check_inputs=True) names the sample and its file (LG509 for "
+    "an input, LG204 for a NaN label)",
+    codes=("LG509", "LG204"),
+    fix="Fix or drop the samples the guard names (on_error='skip' trains on without them and "
+    "lists them); guard the normalisation against a zero standard deviation.",
+    supported_by=(LOSS_NAN_FROM_START, BAD_INPUT_REPORTED, CAST_NAN),
+)
+
+_NAN_IN_LOSS = Cause(
+    title="the loss computes log(0) or divides by zero (a hand-written loss without an epsilon, "
+    "probabilities of exactly 0 or 1 in fp16)",
+    why="A finite model output can still give an infinite loss: log of a probability that "
+    "rounded to 0, a Dice loss over an empty mask without a smoothing term.",
+    confirm="labelguard.torch.trace_nonfinite replays a non-finite loss and tells log(0) from an "
+    "overflow and from exploded outputs (LG502)",
+    codes=("LG502",),
+    fix="Add an epsilon or clamp before log and division; compute BCE from logits "
+    "(BCEWithLogitsLoss).",
+)
+
+_FREEZE = Cause(
+    title="a freeze that does nothing (LG507) or frozen parameters handed to the optimizer "
+    "(LG504), as labelguard reported in this log",
+    why="A freeze that does nothing (requires_grad = False set on the module, as RCAN's "
+    "MeanShift does) leaves layers training that the model relies on staying fixed. Frozen "
+    "parameters in the optimizer get no gradient and do not move by themselves, so they alone "
+    "make no NaN: look at the learning rate too.",
+    confirm="labelguard.torch.audit_optimizer(model, optimizer) lists them (LG504, LG507)",
+    codes=("LG507", "LG504"),
+    fix="Freeze with module.requires_grad_(False) (it reaches the parameters) and build the "
+    "optimizer over the trainable parameters only.",
+    supported_by=(FROZEN_REPORTED,),
+    needs_evidence=True,
 )
 
 _INDEX_FROM_LABELS = Cause(
@@ -269,8 +334,9 @@ ENTRIES: tuple[Entry, ...] = (
                 codes=("LG501",),
                 fix="Use nn.BCEWithLogitsLoss on the raw scores (it applies the sigmoid in a "
                 "numerically stable way), or add torch.sigmoid before BCELoss.",
+                weakened_by=(LOSS_NONFINITE, TRAINED),
             ),
-            _NAN_IN_MODEL,
+            _DIVERGING,
             Cause(
                 title="a hand-made probability leaves [0, 1] (softmax of a subset, a product or "
                 "sum of probabilities, label smoothing applied to the prediction)",
@@ -280,7 +346,10 @@ ENTRIES: tuple[Entry, ...] = (
                 codes=("LG501",),
                 fix="Clamp to [eps, 1 - eps] only when the excess is rounding; otherwise compute "
                 "the loss from logits with BCEWithLogitsLoss.",
+                weakened_by=(LOSS_NONFINITE,),
             ),
+            _NAN_IN_DATA,
+            _FREEZE,
         ),
     ),
     Entry(
@@ -554,7 +623,7 @@ ENTRIES: tuple[Entry, ...] = (
         cpu_message="RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
         cannot_know=("which row of the probability tensor was invalid",),
         causes=(
-            _NAN_IN_MODEL,
+            _DIVERGING,
             Cause(
                 title="logits or log-probabilities passed where probabilities are expected",
                 why="multinomial needs non-negative weights; raw scores and log-probabilities "
@@ -605,8 +674,9 @@ ENTRIES: tuple[Entry, ...] = (
                 codes=(),
                 fix="Apply torch.sigmoid, or sample with "
                 "torch.distributions.Bernoulli(logits=...).",
+                weakened_by=(LOSS_NONFINITE, TRAINED),
             ),
-            _NAN_IN_MODEL,
+            _DIVERGING,
         ),
     ),
     Entry(
@@ -732,6 +802,75 @@ ENTRIES: tuple[Entry, ...] = (
                 confirm=AUDIT,
                 codes=("LG207", "LG203"),
                 fix="Convert every mask to a single-channel class-index map before training.",
+            ),
+        ),
+    ),
+    Entry(
+        id="loss-nonfinite",
+        title="the loss became NaN/Inf during training",
+        operation="the loss and every operation of the step before it",
+        messages=(
+            r"(?i)\bloss(?:es)?\b['\"\]]?[ \t]{0,3}[:=][ \t]{0,3}(?:tensor\()?['\"]?[-+]?(?:nan|inf)\b",
+            r"(?i)\bloss (?:is|became|becomes) (?:infinite or )?(?:nan|inf)",
+            r"(?i)\b(?:nan|non-finite) loss\b",
+        ),
+        cpu_message="the same NaN: a NaN is no device fault, the CPU computes it too",
+        cannot_know=(
+            "which module produced the first NaN, and whether it came from the weights or from "
+            "a sample: the log prints the loss only (labelguard.torch.trace_nonfinite names the "
+            "module; guard(..., check_inputs=True) the sample)",
+        ),
+        causes=(_DIVERGING, _NAN_IN_DATA, _NAN_IN_LOSS, _FREEZE),
+    ),
+    Entry(
+        id="data-file-not-loaded",
+        title="a file the data pipeline names could not be found or loaded",
+        operation="the dataset's __getitem__ (np.load, Image.open, cv2.imread, h5py.File) or a "
+        "list of files read at start-up",
+        messages=(
+            r"No such file or directory:?[ \t]{0,3}(?P<missing_path>'[^'\n]{1,1000}'|\"[^\"\n]{1,1000}\")",
+            r"(?i)\b(?:unable to|failed to|cannot|can't|could not) (?:load|open|read)\b[^:\n]{0,80}\.?"
+            r"(?:npz|npy|h5|nii|png|jpe?g|tiff?|bmp|mat|pkl|pt|pth)\b[^:\n]{0,40}:",
+        ),
+        frames=(r"\b__getitem__\b",),
+        cpu_message="the same error: a missing or unreadable file fails on every device",
+        cannot_know=(
+            "whether the file exists under another name: the message shows only the path that "
+            "was tried (labelguard audit DATA --list LIST resolves every line)",
+        ),
+        causes=(
+            Cause(
+                title="the path keeps whitespace from the file list it came from (a trailing "
+                "space, a Windows line end)",
+                why="A list read with readlines() or split('\\n') keeps a trailing space or a "
+                "'\\r' in each name; the path built from it names no file.",
+                confirm="labelguard audit DATA --list LIST (LG004 names each unclean line and "
+                "still resolves it; LG003 each entry without a file)",
+                codes=("LG004", "LG003"),
+                fix="Strip each line when reading the list (line.strip()); `labelguard fix list "
+                "LIST --apply` rewrites it, reversibly.",
+                supported_by=(PATH_WHITESPACE,),
+            ),
+            Cause(
+                title="the file is not where the path points: a wrong root or split folder, an "
+                "extension the list leaves out, a name the list and the folder spell differently",
+                why="Lists written on another machine or for another split name files relative "
+                "to another root.",
+                confirm="labelguard audit DATA --list LIST (LG003 lists every entry without a "
+                "file); guard(dataset, on_error='skip', quarantine=PATH) trains on and lists "
+                "them",
+                codes=("LG003",),
+                fix="Point the dataset at the root the list is relative to, or regenerate the "
+                "list from the files (`labelguard fix list LIST --apply` drops missing entries).",
+            ),
+            Cause(
+                title="the file is there but cannot be read: truncated, or not the format its "
+                "extension says",
+                why="An interrupted download or copy leaves a file that the loader rejects.",
+                confirm="labelguard audit DATA (LG001 names each unreadable file and why)",
+                codes=("LG001",),
+                fix="Re-copy or regenerate the files the audit names.",
+                weakened_by=(PATH_WHITESPACE,),
             ),
         ),
     ),

@@ -33,6 +33,10 @@ def render_explanation(result: Explanation) -> str:
         out.append("Causes to check, most likely first")
         for cause in result.causes:
             out.append(_wrap(f"{cause.rank}. [{cause.likelihood}] {cause.title}", "  ", "     "))
+            for seen in cause.support:
+                out.append(_wrap(f"seen:    {seen}", "     ", "              "))
+            for seen in cause.against:
+                out.append(_wrap(f"against: {seen}", "     ", "              "))
             out.append(_wrap(f"why:     {cause.why}", "     ", "              "))
             codes = f"  [{', '.join(cause.codes)}]" if cause.codes else ""
             out.append(_wrap(f"confirm: {cause.confirm}{codes}", "     ", "              "))
@@ -90,6 +94,7 @@ def _facts(result: Explanation) -> list[str]:
         rows.append(("values", ", ".join(f"{k}={v}" for k, v in facts.values.items())))
     if result.cpu_message:
         rows.append(("on the CPU", f"e.g. {result.cpu_message}"))
+    rows.extend(("evidence", item.text) for item in result.evidence)
     return [
         _wrap(f"{label + ':' if label else '':<13}{value}", "  ", " " * 15) for label, value in rows
     ]

@@ -10,11 +10,22 @@ Public API::
                         with model=, tokenized samples against the model's tables (LG601-LG604)
     collate, guard_collate
                         name the two samples whose shapes torch.stack cannot join (LG206)
-    checked(loss_fn)    a loss that raises a LabelError instead of a device-side assert
-    trace_nonfinite(model)
-                        name the first module that produced a NaN/Inf (LG502)
-    audit_optimizer(model, optimizer)
-                        frozen parameters optimised, trainable ones missing (LG504)
+    checked(loss_fn, num_classes=None, on_device="check")
+                        a loss that raises a LabelError instead of a device-side assert;
+                        any loss when told num_classes; on_device="mask": no sync
+    safe_targets(target, num_classes, ignore_index=-100) -> the target, bad values masked
+                        replaces invalid class indices with ignore_index on the device, reads
+                        nothing back; reports them a step later (safe_targets.report());
+                        TargetMonitor(...) for a monitor of one's own
+    trace_nonfinite(model, optimizer=None)
+                        name the first module that produced a NaN/Inf (LG502) and the first
+                        whose output magnitude had exploded before it
+    watch(model, optimizer) -> DivergenceWatch
+                        loss, gradient norm and activations growing by orders of magnitude
+                        before any NaN (LG508); kept on the device, read once per window
+    audit_optimizer(model, optimizer, frozen=None)
+                        frozen parameters optimised, trainable ones missing (LG504); freezes
+                        that freeze nothing (LG507)
     preflight(model, loss_fn, loader)
                         a few CPU batches cross-checking head, loss and data (token batches
                         against the model's embedding, positions, token types and head)
@@ -44,9 +55,12 @@ from labelguard.torch._nonfinite import NonFiniteTracer, trace_nonfinite  # noqa
 from labelguard.torch._optim import audit_optimizer  # noqa: E402
 from labelguard.torch._preflight import PreflightReport, preflight  # noqa: E402
 from labelguard.torch._record import record  # noqa: E402
+from labelguard.torch._safe import TargetMonitor, safe_targets  # noqa: E402
+from labelguard.torch._watch import DivergenceWatch, watch  # noqa: E402
 
 __all__ = [
     "CheckedLoss",
+    "DivergenceWatch",
     "GuardedDataset",
     "GuardedIterableDataset",
     "NonFiniteError",
@@ -55,6 +69,7 @@ __all__ = [
     "PreflightReport",
     "QuarantineRecord",
     "SampleError",
+    "TargetMonitor",
     "audit_optimizer",
     "checked",
     "collate",
@@ -62,7 +77,9 @@ __all__ = [
     "guard_collate",
     "preflight",
     "record",
+    "safe_targets",
     "trace_nonfinite",
+    "watch",
 ]
 
 # Tracebacks and reprs name the public path (labelguard.torch.SampleError), not the module

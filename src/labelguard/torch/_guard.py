@@ -12,6 +12,11 @@ is known by its position in its worker's stream, so its record names the worker 
 With ``on_error="skip"`` at most :data:`MAX_SUBSTITUTES` bad samples in a row are skipped;
 one more ends the run with a SampleError, so a stream of nothing but bad samples stops
 instead of spinning (an endless stream) or training on nothing (a finite one).
+
+A sample the wrapped dataset cannot produce (its ``__getitem__`` raises: a missing file, a
+corrupt one) is a bad sample too: skipped and recorded with the original error under
+``on_error="skip"`` or ``"warn"``, re-raised unchanged (with a note naming the sample) under
+``"raise"``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import weakref
 from collections.abc import Mapping
@@ -30,9 +36,10 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from labelguard.checks.files import MISSING, UNCLEAN_LIST, UNREADABLE
 from labelguard.checks.runtime import TARGET_DTYPE
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import plural
+from labelguard.core.text import clipped, plural
 from labelguard.errors import UnsupportedError, UsageError
 from labelguard.torch._sources import source_in_sample, source_of
 from labelguard.torch._targets import (
@@ -43,6 +50,8 @@ from labelguard.torch._targets import (
     dtype_name,
     errors_of,
     geometry_finding,
+    input_finding,
+    input_name,
     rules_for,
     sample_error,
     select_input,
@@ -70,6 +79,8 @@ class QuarantineRecord:
 
     ``worker`` is the DataLoader worker whose stream ``index`` counts in, for a sample of an
     IterableDataset read by a worker; None for a map-style dataset, whose index is global.
+    ``error`` is the exception the dataset raised for the sample (type and message), when
+    it raised one.
     """
 
     index: int | None
@@ -79,6 +90,7 @@ class QuarantineRecord:
     message: str
     action: str  # skipped | warned | raised
     worker: int | None = None
+    error: str | None = None
 
     @property
     def key(self) -> tuple:
@@ -166,6 +178,8 @@ class _SampleGuard:
         on_error: str,
         store: RecordStore,
         tokens: Any = None,
+        check_inputs: bool = True,
+        input_range: tuple[float, float] | None = None,
     ) -> None:
         self.rules = rules
         self.target = target
@@ -173,6 +187,39 @@ class _SampleGuard:
         self.on_error = on_error
         self.store = store
         self.tokens = tokens  # the TokenSpec of guard(model=...), or None
+        self.check_inputs = check_inputs
+        self.input_range = input_range
+
+    def load(self, dataset: Any, index: Any) -> tuple[Any, BaseException | None]:
+        """``dataset[index]``, or the exception its ``__getitem__`` raised."""
+        try:
+            return dataset[index], None
+        except Exception as exc:  # the dataset's own code: any error is about this sample
+            return None, exc
+
+    def raised_error(self, exc: BaseException, index: int | None, dataset: Any, where: str) -> SampleError:
+        """The SampleError for a sample whose loading raised ``exc``: LG003 for a missing file
+        (named by the error itself when it carries the path), LG001 for any other error."""
+        named = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+        source = os.fspath(named) if isinstance(named, (str, os.PathLike)) else None
+        if source is None:
+            source = self._source(None, index, dataset)
+        text = clipped(f"{type(exc).__name__}: {exc}", 500)
+        if isinstance(exc, FileNotFoundError):
+            check, hint = MISSING, "Restore the file or drop its entry from the list the dataset reads."
+            if source is not None and _stray_whitespace(source):
+                hint = (f"The path {source!r} has whitespace at the end of a name or before its "
+                        f"extension: a list line with a trailing space, tab or CR "
+                        f"({UNCLEAN_LIST.code}). Strip each line where the dataset reads its list "
+                        "(line.strip()), or clean the list: labelguard fix list LIST --apply.")
+        else:
+            check, hint = UNREADABLE, ("Fix or remove the file (labelguard audit lists every file it "
+                                       "cannot read as LG001), or fix the dataset code that raised.")
+        finding = check.finding(None, f"the dataset raised {text}", hint=hint, error=text)
+        error = sample_error(finding, where=where, index=index, source=source,
+                             expected="a sample the dataset can load")
+        error.raised = text
+        return error
 
     def check(self, sample: Any, index: int | None, dataset: Any, where: str) -> SampleError | None:
         if self.tokens is not None and holds_tokens(sample):
@@ -188,6 +235,10 @@ class _SampleGuard:
             return self._error(TARGET_DTYPE.finding(None, str(problem)), sample, index, dataset, where)
         findings = []
         image = select_input(sample)
+        if self.check_inputs and image is not None:
+            bad_input = input_finding(None, image, input_name(sample), self.input_range)
+            if bad_input is not None:
+                findings.append(bad_input)
         geometry = geometry_finding(None, image, target) if _spatial(image, target) else None
         if geometry is not None:
             findings.append(geometry)
@@ -225,7 +276,16 @@ class _SampleGuard:
         self.store.add(QuarantineRecord(
             index=error.index, source=error.source, code=error.code,
             values=error.values, message=error.message, action=action, worker=worker,
+            error=getattr(error, "raised", None),
         ))
+
+    def reraise(self, exc: BaseException, error: SampleError, worker: int | None = None) -> None:
+        """Re-raise what the dataset raised, unchanged but for a note naming the sample."""
+        self.record(error, "raised", worker)
+        if hasattr(exc, "add_note"):  # Python 3.11+
+            exc.add_note(f"labelguard.torch.guard: {error.message} (on_error='skip' skips and "
+                         "records such samples)")
+        raise exc
 
     def fail(self, error: SampleError, worker: int | None = None) -> None:
         self.record(error, "raised", worker)
@@ -306,30 +366,42 @@ class GuardedDataset(_GuardedBase, Dataset):
         return len(self.dataset)
 
     def __getitem__(self, index: Any) -> Any:
-        sample = self.dataset[index]
-        error = self._guard.check(sample, _as_index(index), self.dataset, f"sample {index}")
+        sample, error = self._sample(index)
         if error is None:
-            remember_sample(index, sample, self)
-            return sample
-        if self._guard.on_error == "warn":
-            self._guard.warn(error)
-            remember_sample(index, sample, self)
             return sample
         if self._guard.on_error == "raise" or _as_index(index) is None:
+            if isinstance(sample, BaseException):
+                self._guard.reraise(sample, error)
             self._guard.fail(error)
         self._guard.record(error, "skipped")
-        log.info("skipped %s", error.message)
+        # "warn" passes a bad sample through, but a sample that could not be loaded has
+        # nothing to pass: it is skipped, and said as loudly as a warning.
+        log.log(logging.WARNING if self._guard.on_error == "warn" else logging.INFO,
+                "skipped %s", error.message)
         return self._substitute(int(index), error)
+
+    def _sample(self, index: Any) -> tuple[Any, SampleError | None]:
+        """(sample, None) for a sample to hand out (good, or bad under "warn", which is then
+        logged and recorded); (sample or the dataset's exception, its error) otherwise."""
+        where = f"sample {index}"
+        sample, raised = self._guard.load(self.dataset, index)
+        if raised is not None:
+            return raised, self._guard.raised_error(raised, _as_index(index), self.dataset, where)
+        error = self._guard.check(sample, _as_index(index), self.dataset, where)
+        if error is not None and self._guard.on_error != "warn":
+            return sample, error
+        if error is not None:
+            self._guard.warn(error)
+        remember_sample(index, sample, self)
+        return sample, None
 
     def _substitute(self, index: int, first: SampleError) -> Any:
         size = len(self.dataset)
         tried = min(size, MAX_SUBSTITUTES + 1)
         for step in range(1, tried):
             other = (index + step) % size
-            sample = self.dataset[other]
-            error = self._guard.check(sample, other, self.dataset, f"sample {other}")
+            sample, error = self._sample(other)
             if error is None:
-                remember_sample(other, sample, self)
                 return sample
             self._guard.record(error, "skipped")
         raise_sample_error(no_replacement(first, tried))
@@ -358,7 +430,7 @@ class GuardedIterableDataset(_GuardedBase, IterableDataset):
         worker = None if info is None else info.id
         stream = f" of worker {worker}'s stream" if worker is not None else ""
         first_bad, bad_in_a_row = None, 0  # since the last good sample
-        for position, sample in enumerate(self.dataset):
+        for position, sample in enumerate(self._stream(worker, stream)):
             error = self._guard.check(sample, position, None, f"sample {position}{stream}")
             if error is not None:
                 if self._guard.on_error == "raise":
@@ -374,6 +446,39 @@ class GuardedIterableDataset(_GuardedBase, IterableDataset):
                 self._guard.warn(error, worker)
             first_bad, bad_in_a_row = None, 0
             yield sample
+
+    def _stream(self, worker: int | None, stream: str) -> Iterator[Any]:
+        """The wrapped stream; an exception it raises ends it (a generator cannot go on after
+        raising), so it is recorded and re-raised with a note naming the position."""
+        iterator = iter(self.dataset)
+        position = 0
+        while True:
+            try:
+                sample = next(iterator)
+            except StopIteration:
+                return
+            except Exception as exc:  # the dataset's own code
+                error = self._guard.raised_error(exc, position, None, f"sample {position}{stream}")
+                self._guard.reraise(exc, error, worker)
+            yield sample
+            position += 1
+
+
+_STRAY_WHITESPACE = re.compile(r"^\s|\s$|\s[\\/]|[\\/]\s|\s\.[^.\\/]*$")
+
+
+def _stray_whitespace(path: str) -> bool:
+    """True when a name in ``path`` starts or ends with whitespace, or whitespace comes right
+    before the extension ("case_001 .npz"): what an unstripped list line leaves."""
+    return _STRAY_WHITESPACE.search(path) is not None
+
+
+def _is_range(value: Any) -> bool:
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        return False
+    return low <= high
 
 
 def _as_index(index: Any) -> int | None:
@@ -394,6 +499,8 @@ def guard(
     quarantine: str | os.PathLike | None = None,
     loss: Any = None,
     model: Any = None,
+    check_inputs: bool = True,
+    input_range: tuple[float, float] | None = None,
 ) -> GuardedDataset | GuardedIterableDataset:
     """Wrap ``dataset`` so that each sample's target is checked when it is produced.
 
@@ -407,11 +514,15 @@ def guard(
             the last element of a tuple/list, or the first of label/labels/mask/target/
             targets/y/segmentation in a dict (a detection target dict gives its labels).
         source: ``index -> file path``. Default: found on the dataset (ImageFolder
-            ``samples``/``imgs``, VOC ``masks``/``images``, COCO ``ids``, Swin-Unet
+            ``samples``/``imgs``, VOC ``masks``/``images``, COCO ``ids``/``img_ids``,
+            SSD-style ``ids`` of (root, name) with an ``_annopath`` template, Swin-Unet
             ``sample_list``, ``files``/``paths``) or the index alone.
         on_error: ``"raise"`` a :class:`labelguard.LabelError` (also out of DataLoader
             workers); ``"skip"`` the sample (replaced by the next good one, recorded);
-            ``"warn"``: log and pass it through (recorded).
+            ``"warn"``: log and pass it through (recorded). A sample whose loading raises
+            (a missing or corrupt file) is re-raised unchanged with a note under ``"raise"``
+            and skipped and recorded with its error (LG003 missing file, LG001 any other)
+            under ``"skip"`` and ``"warn"``.
         quarantine: a JSON-lines path the records are written to as they are found.
         loss: what the target feeds (a loss module, an ``F.*`` function or a name:
             ``"cross_entropy"``, ``"nll"``, ``"dice"``/``"one_hot"``, ``"bce"``,
@@ -424,10 +535,16 @@ def guard(
             embedding (LG601), a sequence longer than the positions (LG602), segment ids past
             the token types (LG603), labels outside the classification head, -100 ignored
             (LG604).
+        check_inputs: also check each sample's input (its first element, or the dict's
+            ``image``/``input``... key): NaN/Inf there is LG509. One sum per sample.
+        input_range: ``(low, high)``: input values outside it are LG509 too (0..255 images
+            fed to a model that expects 0..1).
 
     Checks: values outside the spec (LG201 in masks, LG102/LG103 in class ids), non-integer
-    or non-finite targets (LG204), image/mask size mismatch (LG206), wrong dtype for the
-    declared loss (LG505), ignore values into one_hot (LG501). A sample with no target where
+    or non-finite targets (LG204; a target cast to an integer type after it held NaN shows
+    -9223372036854775808 and is named as a cast NaN), image/mask size mismatch (LG206),
+    wrong dtype for the declared loss (LG505), ignore values into one_hot (LG501), NaN/Inf
+    or out-of-range inputs (LG509). A sample with no target where
     ``target`` points (a missing key, a None, a dict or annotation without a class) is an
     LG505 error about that sample. Sparse targets are checked as the dense tensor they stand
     for, quantized ones by their values, a list of annotation dicts (COCO) by each object's
@@ -441,7 +558,8 @@ def guard(
         bad samples seen by every worker.
 
     Raises:
-        labelguard.UsageError: an unknown ``on_error`` or a dataset that is already guarded.
+        labelguard.UsageError: an unknown ``on_error``, an ``input_range`` that is not
+            ``(low, high)``, or a dataset that is already guarded.
         labelguard.SpecError: the spec is contradictory.
         labelguard.UnsupportedError: ``dataset`` is not a dataset, or ``loss`` is a loss
             labelguard does not know.
@@ -458,6 +576,8 @@ def guard(
         raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
     if isinstance(dataset, _GuardedBase):
         raise UsageError("this dataset is already guarded")
+    if input_range is not None and not _is_range(input_range):
+        raise UsageError(f"input_range must be (low, high) with low <= high, got {input_range!r}")
     tokens = token_spec_of(model) if model is not None else None
     if tokens is not None and not tokens.is_known:
         raise UnsupportedError(f"guard(model=...): {type(model).__name__} has no nn.Embedding of token ids nor a "
@@ -466,7 +586,9 @@ def guard(
         rules = TargetRules(LabelSpec())  # the model's head is the spec of tokenized samples
     else:
         rules = rules_for(spec, num_classes, ignore_index, loss)
-    sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine), tokens)
+    sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine), tokens=tokens,
+                                check_inputs=check_inputs,
+                                input_range=None if input_range is None else tuple(map(float, input_range)))
     if isinstance(dataset, IterableDataset):
         return GuardedIterableDataset(dataset, sample_guard)
     if not hasattr(dataset, "__getitem__"):

@@ -6,6 +6,10 @@ ONE device-to-host sync. Only when that single flag says something is wrong does
 wrapper copy the tensors to the CPU to name the values. Shape and dtype checks read
 metadata only. Switch it off with ``checked(..., enabled=False)`` or by setting
 ``.enabled = False`` on the wrapper (e.g. after the first epoch went through).
+
+``checked(..., on_device="mask")`` reads nothing back in the call: class-index targets go
+through :class:`labelguard.torch.TargetMonitor`, which replaces invalid values with the
+loss's ignore_index on the device and reports them one call later (or at ``.report()``).
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from torch import nn
 from labelguard.checks.runtime import HEAD_MISMATCH, LOSS_DOMAIN, NON_FINITE, TARGET_DTYPE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
-from labelguard.errors import SpecError, UnsupportedError
+from labelguard.core.text import plural
+from labelguard.errors import SpecError, UnsupportedError, UsageError
+from labelguard.torch._batch import BatchSamples, batch_item
 from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
-from labelguard.torch._tensors import finite_mask, tensor_stats
+from labelguard.torch._tensors import all_finite, finite_mask, tensor_stats
 
 _CE_DEFAULT_IGNORE = -100
+ON_DEVICE = ("check", "mask")
 
 _MODULES: dict[type, tuple[LossMode, bool]] = {
     nn.CrossEntropyLoss: (LossMode.INDEX, False),
@@ -93,8 +100,10 @@ class LossInfo:
             return cls(f"F.{func.__name__}", mode, logits, ignore, keywords.get("weight"))
         if strict:
             raise UnsupportedError(
-                f"checked() does not know the loss {type(loss).__name__}: it wraps "
-                "CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss and their F.* functions"
+                f"labelguard does not know the loss {type(loss).__name__}: it knows "
+                "CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss and their F.* functions; "
+                "checked(loss, num_classes=N) checks the targets of any other loss (a Dice "
+                "loss) as class indices"
             )
         ignore = getattr(loss, "ignore_index", None)
         name = type(loss).__name__ if isinstance(loss, nn.Module) else getattr(func, "__name__", repr(loss))
@@ -116,17 +125,23 @@ def loss_findings(
     ignore_index: int | None = None,
     where: str | None = None,
     check_values: bool = True,
+    clean_calls: int | None = None,
 ) -> list[Finding]:
     """Every finding about one loss call, errors first; one reduction and one sync when clean.
 
     ``check_values=False`` leaves out the target value checks of cross_entropy/nll_loss
-    (preflight names those against the model's head instead).
+    (preflight names those against the model's head instead). ``clean_calls``: how many
+    earlier calls of this loss passed the checks, when known: the evidence a hint about a
+    non-finite input may rest on. A loss labelguard does not know (``info.mode`` None) is
+    checked only when ``num_classes`` is given: its target as class indices.
     """
+    ignore = info.ignore_index if ignore_index is None else ignore_index
     if info.mode is LossMode.BINARY:
-        return _binary_call_findings(info, input, target, where)
+        return _binary_call_findings(info, input, target, where, clean_calls)
     if info.mode is LossMode.INDEX:
-        ignore = info.ignore_index if ignore_index is None else ignore_index
         return _index_call_findings(info, input, target, num_classes, ignore, where, check_values)
+    if info.mode is None and num_classes is not None:
+        return _told_call_findings(info, input, target, num_classes, ignore, where)
     return []
 
 
@@ -173,15 +188,72 @@ def _index_call_findings(info, input, target, num_classes, ignore, where, check_
         ))
     if not check_values:
         return sorted(findings, key=lambda f: -f.severity)
-    wide = target.long() if target.dtype == torch.bool else target
-    bad = ((wide < 0) | (wide >= classes)) & (wide != ignore)
-    if bool(bad.any()):  # the one reduction and the one sync of a clean call
-        rules = TargetRules(LabelSpec(num_classes=classes, ignore=(ignore,)), LossMode.INDEX)
-        findings.extend(rules.check(where, wide.detach().cpu().numpy()))
+    findings.extend(_target_value_findings(target, classes, ignore, where))
     return sorted(findings, key=lambda f: -f.severity)
 
 
-def _binary_call_findings(info, input, target, where) -> list[Finding]:
+def invalid_targets(target: torch.Tensor, classes: int, ignore: int | None) -> torch.Tensor:
+    """A boolean tensor, True where ``target`` is no class index of ``[0, classes)`` and not
+    ``ignore``: elementwise operations on the target's device, no sync. Fractional and NaN
+    values of a float target are invalid."""
+    wide = target.long() if target.dtype == torch.bool else target
+    bad = (wide < 0) | (wide >= classes)
+    if wide.is_floating_point():
+        bad |= wide != wide.floor()  # NaN compares unequal to anything: caught too
+    if ignore is not None:
+        bad &= wide != ignore
+    return bad
+
+
+def _target_value_findings(target: torch.Tensor, classes: int, ignore: int | None,
+                           where: str | None) -> list[Finding]:
+    """The value findings of a class-index target; one reduction and one sync when clean."""
+    if not bool(invalid_targets(target, classes, ignore).any()):
+        return []
+    wide = target.long() if target.dtype == torch.bool else target
+    spec = LabelSpec(num_classes=classes, ignore=() if ignore is None else (ignore,))
+    return TargetRules(spec, LossMode.INDEX).check(where, _cpu_array(wide))
+
+
+def _cpu_array(tensor: torch.Tensor):
+    tensor = tensor.detach().cpu()
+    return (tensor.float() if tensor.dtype in (torch.float16, torch.bfloat16) else tensor).numpy()
+
+
+def _told_call_findings(info, input, target, num_classes, ignore, where) -> list[Finding]:
+    """A loss labelguard does not know (a Dice loss...), told num_classes: its target as class
+    indices, and the input's class axis where the shapes show it ((N, C, ...) for a target
+    (N, ...)). A float target of the input's shape is soft labels: only its finiteness counts."""
+    findings = _told_head_findings(info, input, target, num_classes, where)
+    if target.is_floating_point() and target.shape == input.shape:
+        if not all_finite(target):
+            stats = tensor_stats(target)
+            findings.append(NON_FINITE.finding(
+                where, f"{info.name} target holds {stats['nan']} NaN and "
+                f"{stats['posinf'] + stats['neginf']} Inf", **stats,
+                hint="Find where the dataset produces NaN targets (normalisation, failed lookups)."))
+        return findings
+    findings.extend(_target_value_findings(target, num_classes, ignore, where))
+    return sorted(findings, key=lambda f: -f.severity)
+
+
+def _told_head_findings(info, input, target, num_classes, where) -> list[Finding]:
+    """LG503 for a loss labelguard does not know, where the shapes show the class axis:
+    input (N, C, ...) for a target (N, ...)."""
+    shapes_show_classes = (input.dim() == target.dim() + 1 and input.shape[:1] == target.shape[:1]
+                           and input.shape[2:] == target.shape[1:])
+    if not shapes_show_classes or input.shape[1] == num_classes:
+        return []
+    return [HEAD_MISMATCH.finding(
+        where,
+        f"{info.name} input has {input.shape[1]} classes (shape {tuple(input.shape)}, target "
+        f"{tuple(target.shape)}) but num_classes={num_classes}",
+        hint=f"Make the head's out_features/out_channels {num_classes}, or fix num_classes.",
+        outputs=int(input.shape[1]), num_classes=num_classes,
+    )]
+
+
+def _binary_call_findings(info, input, target, where, clean_calls=None) -> list[Finding]:
     findings = []
     if not target.is_floating_point():
         findings.append(TARGET_DTYPE.finding(
@@ -203,18 +275,36 @@ def _binary_call_findings(info, input, target, where) -> list[Finding]:
     input_ok = finite_mask(input) if info.logits else (input >= 0) & (input <= 1)
     if bool((input_ok & (target >= 0) & (target <= 1)).all()):  # one reduction, one sync
         return findings
-    findings.extend(_binary_details(info, input.detach().float().cpu(), target.detach().float().cpu(), where))
+    findings.extend(_binary_details(info, input.detach().float().cpu(), target.detach().float().cpu(),
+                                    where, clean_calls))
     return sorted(findings, key=lambda f: -f.severity)
 
 
-def _binary_details(info, input, target, where) -> list[Finding]:
+def non_finite_output_hint(clean_calls: int | None) -> str:
+    """What a non-finite model output (a loss input) tells, by what was seen before it: the
+    causes it makes likely and the checks that tell them apart, never one it did not see."""
+    if clean_calls == 0:
+        return ("The output is non-finite at the first checked call: the batch or the initial "
+                "weights hold NaN/Inf, or a module's forward makes it. guard(dataset, ...) checks "
+                "every input for NaN (LG509); labelguard.torch.trace_nonfinite(model) names the "
+                "first module that produced it")
+    seen = (f"{plural(clean_calls, 'earlier call')} had finite input, so the output became "
+            "non-finite during training" if clean_calls else "Where it came from")
+    return (f"{seen}: the common cause is divergence (a learning rate too high for the optimizer, "
+            "no gradient clipping), which labelguard.torch.watch(model, optimizer) shows as loss, "
+            "gradient norm and activations growing before the NaN (LG508); "
+            "labelguard.torch.trace_nonfinite(model) names the first module whose output exploded; "
+            "audit_optimizer(model, optimizer) checks for frozen parameters in the optimizer and "
+            "freezes that do nothing (LG504/LG507)")
+
+
+def _binary_details(info, input, target, where, clean_calls=None) -> list[Finding]:
     findings = []
     logits_hint = ("Use BCEWithLogitsLoss on the logits (numerically stable), or add "
                    "torch.sigmoid before BCELoss.")
     stats = tensor_stats(input)
     if stats["nan"] or stats["posinf"] or stats["neginf"]:
-        hint = ("Find the module that produced it with labelguard.torch.trace_nonfinite(model); "
-                "check the optimizer with audit_optimizer (frozen layers optimised)")
+        hint = non_finite_output_hint(clean_calls)
         hint += "." if info.logits else "; BCEWithLogitsLoss on logits is numerically safer than sigmoid + BCELoss."
         findings.append(NON_FINITE.finding(
             where,
@@ -269,9 +359,13 @@ class CheckedLoss(nn.Module):
         num_classes: int | None = None,
         ignore_index: int | None = None,
         enabled: bool = True,
+        on_device: str = "check",
+        on_error: str = "raise",
     ) -> None:
         super().__init__()
-        info = LossInfo.of(loss_fn)
+        info = LossInfo.of(loss_fn, strict=num_classes is None)
+        if info.mode is None and ignore_index is not None:
+            info = LossInfo(info.name, None, False, ignore_index, info.weight)
         if ignore_index is not None and info.mode is LossMode.INDEX and info.ignore_index != ignore_index:
             if isinstance(loss_fn, nn.Module):
                 raise SpecError(
@@ -285,28 +379,97 @@ class CheckedLoss(nn.Module):
         self.num_classes = num_classes
         self.enabled = enabled
         self.calls = 0
+        self.clean_calls = 0  # calls checked and found clean: the evidence hints rest on
+        self.monitor = self._monitor(on_device, on_error)
+
+    def _monitor(self, on_device: str, on_error: str):
+        """The TargetMonitor of on_device="mask", None for "check"."""
+        from labelguard.torch._safe import TargetMonitor
+
+        if on_device not in ON_DEVICE:
+            raise UsageError(f"on_device must be one of {', '.join(ON_DEVICE)}, got {on_device!r}")
+        if on_device == "check":
+            if on_error != "raise":
+                raise UsageError(f"on_error={on_error!r} is for on_device='mask', whose report comes a call "
+                                 "later; on_device='check' raises before the loss runs")
+            return None
+        if self.info.mode not in (LossMode.INDEX, None) or self.info.ignore_index is None:
+            raise UsageError(
+                f"on_device='mask' replaces bad class indices with the loss's ignore_index; "
+                f"{self.info.name} " + ("takes no class indices" if self.info.mode is not None
+                                        else "was given no ignore_index: pass ignore_index=...")
+            )
+        return TargetMonitor(self.num_classes, self.info.ignore_index, on_error=on_error)
+
+    def report(self) -> list:
+        """With on_device="mask": read the targets still on their way and return every
+        SampleError found (raising the first new one when on_error="raise")."""
+        return self.monitor.report() if self.monitor is not None else []
 
     def forward(self, input: torch.Tensor, target: torch.Tensor, *args: Any, **kwargs: Any):
         self.calls += 1
+        samples = kwargs.pop("samples", None)  # who the batch's items are, named in an error
+        if self.enabled and self.monitor is not None:
+            return self._masked(input, target, samples, *args, **kwargs)
         if self.enabled:
             ignore = kwargs.get("ignore_index") if not isinstance(self.loss_fn, nn.Module) else None
             where = f"{self.info.name} call {self.calls}"
             errors = errors_of(loss_findings(
                 self.info, input, target, num_classes=self.num_classes,
-                ignore_index=ignore, where=None,
+                ignore_index=ignore, where=None, clean_calls=self.clean_calls,
             ))
             if errors:
-                raise sample_error(errors[0], where=where, index=None, source=None,
+                index, source = None, None
+                batch = BatchSamples.of(samples)
+                if batch is not None:
+                    item = self._first_bad_item(input, target, ignore)
+                    index, source = batch.sample(item)
+                    where += f", sample {index}" if index is not None else f", batch of samples {batch.describe()}"
+                raise sample_error(errors[0], where=where, index=index, source=source,
                                    expected=self._expected(input))
+            self.clean_calls += 1
         return self.loss_fn(input, target, *args, **kwargs)
+
+    def _first_bad_item(self, input: torch.Tensor, target: torch.Tensor, ignore: int | None) -> int | None:
+        """The batch item of the first invalid class index (None when the error is about
+        something else: the input, a binary target, a dtype)."""
+        if self.info.mode not in (LossMode.INDEX, None) or target.dtype == torch.bool \
+                or (target.is_floating_point() and target.shape == input.shape):
+            return None
+        classes = self.num_classes if self.num_classes is not None else class_axis_size(input)
+        ignore = self.info.ignore_index if ignore is None else ignore
+        bad = invalid_targets(target, classes, ignore).reshape(-1).nonzero()
+        return batch_item(int(bad[0]), tuple(target.shape)) if len(bad) else None
+
+    def _masked(self, input: torch.Tensor, target: torch.Tensor, samples: Any, *args: Any, **kwargs: Any):
+        """The call without a sync: the checks that read metadata only (head size, dtype,
+        shape), then the target masked on its device."""
+        if target.is_floating_point() and target.shape == input.shape:
+            return self.loss_fn(input, target, *args, **kwargs)  # class probabilities
+        if self.info.mode is LossMode.INDEX:
+            classes = class_axis_size(input)
+            findings = _index_call_findings(self.info, input, target, self.num_classes,
+                                            self.info.ignore_index, None, check_values=False)
+        else:
+            classes = self.num_classes
+            findings = _told_head_findings(self.info, input, target, classes, None)
+        errors = errors_of(findings)
+        if errors:
+            raise sample_error(errors[0], where=f"{self.info.name} call {self.calls}", index=None,
+                               source=None, expected=self._expected(input))
+        masked = self.monitor(target, classes, self.info.ignore_index, samples=samples)
+        return self.loss_fn(input, masked, *args, **kwargs)
 
     def _expected(self, input: torch.Tensor) -> str:
         if self.info.mode is LossMode.BINARY:
             return "input and target in [0, 1]" if not self.info.logits else "finite input, target in [0, 1]"
+        if self.info.mode is None:
+            ignore = () if self.info.ignore_index is None else (self.info.ignore_index,)
+            return LabelSpec(num_classes=self.num_classes, ignore=ignore).describe()
         return LabelSpec(num_classes=class_axis_size(input), ignore=(self.info.ignore_index,)).describe()
 
     def extra_repr(self) -> str:
-        return f"enabled={self.enabled}"
+        return f"enabled={self.enabled}" + (", on_device='mask'" if self.monitor is not None else "")
 
 
 def checked(
@@ -315,27 +478,44 @@ def checked(
     ignore_index: int | None = None,
     *,
     enabled: bool = True,
+    on_device: str = "check",
+    on_error: str = "raise",
 ) -> CheckedLoss:
     """Wrap a loss so that bad inputs raise a LabelError naming the values, not an assert.
 
     Args:
         loss_fn: ``nn.CrossEntropyLoss``, ``nn.NLLLoss``, ``nn.BCELoss``,
-            ``nn.BCEWithLogitsLoss``, or the ``F.*`` functions (also as ``functools.partial``).
-        num_classes: when given, the input's class axis must have this size (LG503).
+            ``nn.BCEWithLogitsLoss``, or the ``F.*`` functions (also as ``functools.partial``);
+            any other loss module or function (a Dice loss) when ``num_classes`` is given.
+        num_classes: when given, the input's class axis must have this size (LG503). For a
+            loss labelguard does not know, its targets are checked as class indices in
+            ``[0, num_classes)`` (or ``ignore_index``), and the input's class axis where the
+            shapes show it: input (N, C, ...) for a target (N, ...).
         ignore_index: the ignored target value; read from the loss object when it has one
             (a different value here is a SpecError: the loss would not ignore it).
         enabled: False to call the loss unchecked; ``.enabled`` switches it later.
+        on_device: ``"check"`` (one reduction and one sync per call, an error before the
+            kernel) or ``"mask"`` (no sync: invalid class indices become the loss's
+            ignore_index on the device, reported one call later or at ``.report()``). In
+            both modes, ``loss(input, target, samples=...)`` (the loader returned by
+            ``record``, or the batch's dataset indices) has the error name the sample.
+        on_error: with ``on_device="mask"``: ``"raise"`` the report or ``"warn"`` (log it).
 
     Checks: cross_entropy/nll_loss targets in ``[0, C)`` or ``ignore_index`` (LG201 for
     masks, LG102/LG103 for class ids), their dtype and shape (LG505), C against
     num_classes (LG503); BCE inputs in [0, 1] (LG501, hint: BCEWithLogitsLoss) and finite
-    (LG502), BCE targets in [0, 1].
+    (LG502), BCE targets in [0, 1]. A target that held NaN before ``.long()`` shows
+    -9223372036854775808 and is named as a cast NaN (LG204).
 
-    Cost: one reduction and one device-to-host sync per call (see the module docs).
+    Cost: one reduction and one device-to-host sync per call, none with
+    ``on_device="mask"`` (see the module docs).
 
     Raises:
-        labelguard.UnsupportedError: ``loss_fn`` is not one of the losses above.
+        labelguard.UnsupportedError: ``loss_fn`` is a loss labelguard does not know and
+            ``num_classes`` is not given.
         labelguard.SpecError: ``ignore_index`` differs from the one the loss object ignores.
+        labelguard.UsageError: an unknown ``on_device``, or ``"mask"`` for a loss that takes
+            no class indices or has no ignore_index.
 
     Example::
 
@@ -346,4 +526,5 @@ def checked(
         ...
         labelguard.torch.SampleError: LG102 CrossEntropyLoss call 1: class id 3 (1 of 2) is ...
     """
-    return CheckedLoss(loss_fn, num_classes=num_classes, ignore_index=ignore_index, enabled=enabled)
+    return CheckedLoss(loss_fn, num_classes=num_classes, ignore_index=ignore_index, enabled=enabled,
+                       on_device=on_device, on_error=on_error)

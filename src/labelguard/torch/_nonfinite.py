@@ -11,6 +11,14 @@ output turned non-finite while its inputs were finite. Buffers (BatchNorm statis
 RNG state are restored after the replay. Inputs modified in place by the forward itself
 are not restored, so the replay of such a model can differ from the original step.
 
+The replay also measures each module's largest finite output magnitude, in the order the
+forward runs them: the module where values become non-finite is often only where they
+finally overflow (+-5e36 in, NaN out), and the first module whose output is already
+:data:`EXPLODED` times the model input's scale is where the growth shows first. The hint then
+says what was seen (exploded activations: training diverged; no explosion: an unsafe
+operation), and names a frozen-layer cause only with its evidence (LG507 on the model,
+LG504 when the tracer was given the optimizer).
+
 With ``backward=True`` it also checks, once per backward pass, the total gradient norm of
 the trainable parameters, and names the parameter nearest to the output whose gradient is
 non-finite (or the loss, when the gradient reaching the model output already is).
@@ -26,9 +34,13 @@ import torch
 from torch import nn
 
 from labelguard.torch._errors import NonFiniteError
-from labelguard.torch._tensors import all_finite, tensor_stats
+from labelguard.torch._tensors import all_finite, finite_mask, tensor_stats
 
 log = logging.getLogger("labelguard.torch")
+
+# A module output this many times the model input's largest magnitude (at least 1) has
+# exploded: healthy activations stay within a few orders of magnitude of their input.
+EXPLODED = 1e6
 
 
 def _float_tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -73,9 +85,11 @@ class NonFiniteTracer:
     :meth:`detach`. ``step`` counts the traced model's forward calls.
     """
 
-    def __init__(self, model: nn.Module, *, backward: bool = False) -> None:
+    def __init__(self, model: nn.Module, *, backward: bool = False,
+                 optimizer: torch.optim.Optimizer | None = None) -> None:
         self.model = model
         self.backward = backward
+        self.optimizer = optimizer
         self.step = 0
         self._handles: list[Any] = []
         self._call: tuple[tuple, dict, dict] | None = None
@@ -113,11 +127,21 @@ class NonFiniteTracer:
         tensors = list(_float_tensors(value))
         if tensors and not _all_finite(tensors):
             stats = tensor_stats(tensors[0])
+            replayed = self._replay(self._call) if self._call is not None else {}
+            largest = replayed.get("output_magnitude")
+            if largest is not None and (replayed.get("exploded") or largest >= _overflowing(tensors[0])):
+                seen = (f"the model output was finite but as large as {largest:.3g}: the {what} "
+                        f"overflowed from exploded outputs{self._explosion_text(replayed)}")
+                hint = self._diverged_hint(replayed)
+            else:
+                seen = f"the model output was finite: the {what} computation produced it"
+                hint = ("look for log(0), division by a zero count (Dice on an empty mask) or "
+                        "float16 overflow in it.")
             raise NonFiniteError(
-                f"LG502 step {self.step}: the {what} {_describe_stats(stats)} while the model "
-                f"output was finite: the {what} computation produced it. Hint: look for log(0), "
-                "division by a zero count (Dice on an empty mask) or float16 overflow in it.",
-                module=None, module_type=None, step=self.step, stats={what: stats},
+                f"LG502 step {self.step}: the {what} {_describe_stats(stats)} while {seen}. "
+                f"Hint: {hint}",
+                module=None, module_type=None, step=self.step,
+                stats={what: stats, "output_magnitude": largest, "exploded": _exploded_stats(replayed)},
             )
 
     # steady state -------------------------------------------------------------------------
@@ -135,7 +159,8 @@ class NonFiniteTracer:
         if tensors and not _all_finite(tensors):
             call, self._call = self._call, None
             raise self._locate_forward(call, output)
-        self._call = None
+        # The call stays until the next forward, so that a non-finite loss can be replayed
+        # (it holds the batch the loop holds anyway, never the output).
         if self.backward and torch.is_grad_enabled():
             self._grad_output = []
             for tensor in tensors:
@@ -152,8 +177,8 @@ class NonFiniteTracer:
 
     def _locate_forward(self, call: tuple | None, output: Any) -> NonFiniteError:
         root_stats = tensor_stats(next(_float_tensors(output)))
-        found = self._replay(call) if call is not None else None
-        if found is None:
+        found = self._replay(call) if call is not None else {}
+        if "kind" not in found:
             return NonFiniteError(
                 f"LG502 step {self.step}: the model output {_describe_stats(root_stats)}; a "
                 "replay of the batch without gradients did not reproduce it (a forward that "
@@ -164,11 +189,15 @@ class NonFiniteTracer:
             )
         return self._forward_error(found)
 
-    def _replay(self, call: tuple) -> dict[str, Any] | None:
+    def _replay(self, call: tuple) -> dict[str, Any]:
+        """Run the call again without gradients, hooks on every module: where the first
+        non-finite value came from ("kind", "module"... when one did), the first exploded
+        output ("exploded") and the model output's largest finite magnitude."""
         args, kwargs, rng = call
         names = {id(m): n for n, m in self.model.named_modules()}
         stack: list[nn.Module] = []
         found: dict[str, Any] = {}
+        magnitudes: list[tuple[nn.Module, float]] = []  # finite max |output|, forward order
 
         def before(module, inputs, kw):
             if not found:
@@ -181,6 +210,10 @@ class NonFiniteTracer:
 
         def after(module, inputs, kw, out):
             stack.pop()
+            if not found:
+                largest = _finite_magnitude(out)
+                if largest is not None:
+                    magnitudes.append((module, largest))
             bad = None if found else _first_nonfinite(out)
             if bad is not None:
                 clean = next(_float_tensors((inputs, kw)), None)
@@ -206,15 +239,22 @@ class NonFiniteTracer:
                 for name, buffer in self.model.named_buffers():
                     if name in buffers:
                         buffer.copy_(buffers[name])
-        if not found:
-            return None
-        found["name"] = names.get(id(found["module"]), "?")
-        if found.get("parent") is not None:
-            found["parent_name"] = names.get(id(found["parent"]), "?")
+        if found:
+            found["name"] = names.get(id(found["module"]), "?")
+            if found.get("parent") is not None:
+                found["parent_name"] = names.get(id(found["parent"]), "?")
+        elif magnitudes and magnitudes[-1][0] is self.model:
+            found["output_magnitude"] = magnitudes[-1][1]
+        scale = max(1.0, _finite_magnitude((args, kwargs)) or 0.0)
+        exploded = next(((m, v) for m, v in magnitudes if v >= EXPLODED * scale), None)
+        if exploded is not None:
+            found["exploded"] = {"name": names.get(id(exploded[0]), "?"), "module": exploded[0],
+                                 "magnitude": exploded[1], "input_scale": scale}
         return found
 
     def _forward_error(self, found: dict[str, Any]) -> NonFiniteError:
         step = f"LG502 step {self.step}"
+        exploded = self._explosion_text(found)
         if found["kind"] == "input" and found["parent"] is None:
             stats = {"input": found["input"]}
             return NonFiniteError(
@@ -226,13 +266,15 @@ class NonFiniteTracer:
         if found["kind"] == "input":
             parent, child = found["parent"], found["module"]
             name = found["parent_name"]
+            hint = (self._diverged_hint(found) if exploded else
+                    "look at the tensor operations in that forward (log/sqrt/division near 0, "
+                    "exp overflow).")
             return NonFiniteError(
                 f"{step}: the first non-finite value was produced inside the forward of "
                 f"{_label(name, parent)} before it called {_label(found['name'], child)}: "
-                f"the value passed to it {_describe_stats(found['input'])}. Hint: look at the "
-                "tensor operations in that forward (log/sqrt/division near 0, exp overflow).",
+                f"the value passed to it {_describe_stats(found['input'])}{exploded}. Hint: {hint}",
                 module=name, module_type=type(parent).__name__, step=self.step,
-                stats={"input": found["input"]},
+                stats={"input": found["input"], "exploded": _exploded_stats(found)},
             )
         module, name = found["module"], found["name"]
         params = {
@@ -249,19 +291,54 @@ class NonFiniteTracer:
             held = ", ".join(
                 f"{p} holds {s['nan']} NaN and {s['posinf'] + s['neginf']} Inf" for p, s in params.items())
             parts.append(f"its parameter {held}")
-            hint = (f"The parameters of '{name}' are already non-finite: an earlier optimizer step "
-                    "diverged, or a layer meant to stay fixed was optimised. Check "
-                    "labelguard.torch.audit_optimizer(model, optimizer), lower the learning rate, "
-                    "clip gradients (torch.nn.utils.clip_grad_norm_).")
+            hint = (f"The parameters of '{name}' are already non-finite, so the cause lies in the "
+                    "steps before this one (usually optimizer steps that diverged). "
+                    + self._diverged_hint(found))
+        elif exploded:
+            hint = self._diverged_hint(found)
         else:
-            hint = ("Finite inputs and parameters gave a non-finite output: an overflow or an unsafe "
-                    "operation (log/sqrt/division near 0, exp, float16 range); clamp the input, add "
-                    "an epsilon, or compute that module in float32.")
-        stats = {"output": found["output"], "input": found["input"], "parameters": params}
+            hint = ("Finite inputs and parameters of ordinary size gave a non-finite output: an "
+                    "unsafe operation (log/sqrt/division near 0, exp, float16 range); clamp the "
+                    "input, add an epsilon, or compute that module in float32.")
+        stats = {"output": found["output"], "input": found["input"], "parameters": params,
+                 "exploded": _exploded_stats(found)}
         return NonFiniteError(
-            "; ".join(parts) + f". Hint: {hint}",
+            "; ".join(parts) + f"{exploded}. Hint: {hint}",
             module=name, module_type=type(module).__name__, step=self.step, stats=stats,
         )
+
+    def _explosion_text(self, found: dict[str, Any]) -> str:
+        """"; magnitudes exploded before it: ..." when the replay saw an exploded output at
+        or before the module that made the first non-finite value ("" otherwise)."""
+        exploded = found.get("exploded")
+        if exploded is None:
+            return ""
+        if exploded["module"] is found.get("module"):
+            where = "its own finite outputs were already"
+        else:
+            where = f"the output of {_label(exploded['name'], exploded['module'])} was already"
+        return (f"; magnitudes had exploded: {where} {exploded['magnitude']:.3g}, over "
+                f"{EXPLODED:.0e} times the model input's largest magnitude ({exploded['input_scale']:.3g}), "
+                "the first module in the forward that large")
+
+    def _diverged_hint(self, found: dict[str, Any]) -> str:
+        """What values that large (or non-finite weights) say, and the setup evidence for a
+        frozen-layer cause when there is some: never that cause without it."""
+        from labelguard.torch._optim import audit_optimizer, freeze_findings
+
+        hint = ("Weights grow until activations overflow when training diverges over many "
+                "steps: lower the learning rate, clip gradients (torch.nn.utils.clip_grad_norm_), "
+                "and run labelguard.torch.watch(model, optimizer) to see loss, gradient norm and "
+                "activations grow before the NaN (LG508).")
+        setup = (audit_optimizer(self.model, self.optimizer) if self.optimizer is not None
+                 else freeze_findings(self.model))
+        evidence = [f for f in setup if f.code == "LG507" or f.data.get("kind") == "frozen-in-optimizer"]
+        if evidence:
+            hint += " The setup also shows: " + "; ".join(f"{f.code} {f.message}" for f in evidence) + "."
+        elif self.optimizer is None:
+            hint += (" Whether frozen parameters are in the optimizer, audit_optimizer(model, "
+                     "optimizer) tells (LG504).")
+        return hint
 
     def _locate_backward(self, grads: Sequence[torch.Tensor | None]) -> NonFiniteError:
         step = f"LG502 step {self.step} (backward)"
@@ -296,6 +373,33 @@ class NonFiniteTracer:
         )
 
 
+def _finite_magnitude(value: Any) -> float | None:
+    """The largest finite |x| over the float tensors in ``value``, None when it holds none."""
+    largest = None
+    for tensor in _float_tensors(value):
+        data = tensor.detach().abs()
+        data = data[finite_mask(data)]
+        if data.numel():
+            value_max = float(data.max())
+            largest = value_max if largest is None else max(largest, value_max)
+    return largest
+
+
+def _overflowing(tensor: torch.Tensor) -> float:
+    """A magnitude whose square is within a factor 1e6 of the dtype's largest value: outputs
+    this large make any quadratic loss overflow."""
+    dtype = tensor.dtype if tensor.is_floating_point() else torch.float32
+    return float(torch.finfo(dtype).max) ** 0.5 / 1e3
+
+
+def _exploded_stats(found: dict[str, Any]) -> dict[str, Any] | None:
+    exploded = found.get("exploded")
+    if exploded is None:
+        return None
+    return {"module": exploded["name"], "module_type": type(exploded["module"]).__name__,
+            "magnitude": exploded["magnitude"], "input_scale": exploded["input_scale"]}
+
+
 def _label(name: str, module: nn.Module) -> str:
     return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
 
@@ -325,13 +429,17 @@ def _replay_rng(states: dict[str, Any]) -> Iterator[None]:
         yield
 
 
-def trace_nonfinite(model: nn.Module, *, backward: bool = False) -> NonFiniteTracer:
+def trace_nonfinite(model: nn.Module, *, backward: bool = False,
+                    optimizer: torch.optim.Optimizer | None = None) -> NonFiniteTracer:
     """Raise LG502 naming the first module that produced a NaN/Inf in ``model``.
 
     Args:
         model: the model to trace; only its output is checked at each step.
         backward: also check the gradients once per backward pass (one more reduction
             and sync per step).
+        optimizer: the model's optimizer, audited (LG504/LG507) only when a non-finite
+            value turns up, so that the message can say whether frozen parameters were
+            optimised instead of guessing.
 
     Returns:
         A :class:`NonFiniteTracer`: a context manager; ``tracer.check(loss)`` also checks
@@ -340,7 +448,8 @@ def trace_nonfinite(model: nn.Module, *, backward: bool = False) -> NonFiniteTra
     Raises:
         NonFiniteError: from the forward (or backward) call that produced the first
             non-finite value, naming the module's qualified name and type, its input/output
-            statistics, its non-finite parameters and the step.
+            statistics, its non-finite parameters, the step, and the first module whose
+            output magnitude had exploded before it (``stats["exploded"]``).
 
     Example::
 
@@ -350,4 +459,4 @@ def trace_nonfinite(model: nn.Module, *, backward: bool = False) -> NonFiniteTra
         ...         tracer.check(loss)
         ...         loss.backward(); optimizer.step(); optimizer.zero_grad()
     """
-    return NonFiniteTracer(model, backward=backward)
+    return NonFiniteTracer(model, backward=backward, optimizer=optimizer)

@@ -16,7 +16,8 @@ accelerator) and the loss, and compares:
   longer than the positions (LG602), segment ids past the token types (LG603), labels past
   the classification head (LG604), each with the rows that hold them;
 * any other ids with every ``nn.Embedding``'s ``num_embeddings`` while the model runs (LG506);
-* the target dtype and shape for the loss (LG505) and their values (LG201/LG102/LG204).
+* the target dtype and shape for the loss (LG505) and their values (LG201/LG102/LG204);
+* freezes that freeze nothing (LG507) and, given the optimizer, its param groups (LG504).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from labelguard.torch._targets import (
 from labelguard.torch._tensors import all_finite
 from labelguard.torch._errors import PreflightError
 from labelguard.torch._losses import LossInfo, class_axis_size, loss_findings
+from labelguard.torch._optim import Frozen, audit_optimizer, freeze_findings
 from labelguard.torch._tokens import token_findings, token_spec_of
 
 _ONE_HOT_ERRORS = ("Class values must be smaller than num_classes", "one_hot")
@@ -125,6 +127,8 @@ def preflight(
     target: TargetSelector = None,
     forward: Callable[[nn.Module, Any], Any] | None = None,
     raise_on_error: bool = True,
+    optimizer: torch.optim.Optimizer | None = None,
+    frozen: Frozen | None = None,
 ) -> PreflightReport:
     """Run ``batches`` batches on the CPU and cross-check model, loss and data.
 
@@ -141,6 +145,11 @@ def preflight(
         forward: ``(model, batch) -> output`` when the model is not called as
             ``model(batch[0])`` or ``model(**inputs)``.
         raise_on_error: raise :class:`PreflightError` when there are errors.
+        optimizer: the optimizer; its param groups are audited against the model
+            (:func:`audit_optimizer`: LG504, LG507).
+        frozen: modules or parameters meant to stay fixed (names or objects); each one
+            still trainable is LG507. Without it, modules that set ``requires_grad = False``
+            as a plain attribute are found all the same.
 
     Targets are converted the way training loops do before the loss (``.long()`` for
     cross_entropy, ``.float()`` for BCE), so a float mask is not an error here.
@@ -157,6 +166,9 @@ def preflight(
     ))
     run = _Preflight(model, loss_fn, spec, target, forward)
     report = run.run(loader, batches)
+    setup = (audit_optimizer(model, optimizer, frozen=frozen) if optimizer is not None
+             else freeze_findings(model, frozen=frozen))
+    report.findings = _dedupe([*report.findings, *setup])
     if raise_on_error and report.errors:
         first = report.errors[0]
         raise PreflightError(

@@ -69,7 +69,12 @@ def record(
 
 
 class RecordedLoader:
-    """The iterable returned by :func:`record`."""
+    """The iterable returned by :func:`record`.
+
+    Attributes:
+        batch_indices: the dataset indices of the batch the loop holds now (None before the
+            first batch, or when the loader's sampler cannot tell them).
+    """
 
     def __init__(
         self,
@@ -95,6 +100,8 @@ class RecordedLoader:
                 "indices can belong to a neighbouring batch"
             )
         self._epoch = 0
+        self._lookup = _source_lookup(dataset, source)
+        self.batch_indices: list[int] | None = None
         self.path = os.fspath(path).replace("{rank}", os.environ.get("RANK", "0"))
         self._writer = FlightRecordWriter(
             self.path,
@@ -108,7 +115,7 @@ class RecordedLoader:
                 "drop_last": getattr(loader, "drop_last", None),
             },
             index_order=order,
-            source=_source_lookup(dataset, source),
+            source=self._lookup,
             sync=sync,
         )
 
@@ -119,7 +126,8 @@ class RecordedLoader:
         epoch = self._epoch
         self._epoch += 1
         for step_in_epoch, batch in enumerate(self.loader):
-            self._writer.handed(epoch, step_in_epoch, drawn.popleft() if drawn else None)
+            self.batch_indices = drawn.popleft() if drawn else None
+            self._writer.handed(epoch, step_in_epoch, self.batch_indices)
             yield batch
         self._writer.epoch_complete()
 
@@ -129,6 +137,10 @@ class RecordedLoader:
     def flush(self) -> None:
         """Write the record now (the background writer otherwise follows within a write)."""
         self._writer.flush()
+
+    def source(self, index: int) -> str | None:
+        """The file of dataset index ``index``, as the record names it (None when unknown)."""
+        return self._lookup(index)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes RecordedLoader lacks: dataset, batch_size, sampler...

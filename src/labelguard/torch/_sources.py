@@ -2,9 +2,10 @@
 
 torchvision is not needed: ImageFolder/DatasetFolder keep ``samples``/``imgs`` as
 (path, class) pairs, VOCSegmentation ``images``/``masks``, VOCDetection and Cityscapes
-``targets``, CocoDetection ``ids`` with a ``coco`` index and a ``root``; Swin-Unet's
-Synapse_dataset keeps ``sample_list`` names under ``data_dir``. Looked up only when a
-sample is bad, so it costs nothing on clean data.
+``targets``, CocoDetection ``ids`` (mmdetection ``img_ids``) with a ``coco`` index and a
+``root``; SSD.pytorch's VOCDetection keeps ``ids`` of (root, name) with ``_annopath``
+``'%s/Annotations/%s.xml'``; Swin-Unet's Synapse_dataset keeps ``sample_list`` names under
+``data_dir``. Looked up only when a sample is bad, so it costs nothing on clean data.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from typing import Any
 
 # Attributes holding one path per sample, the label-side ones first.
 _PATH_LISTS = ("masks", "targets", "samples", "imgs", "images", "files", "paths")
+# Attributes holding one id per sample: a COCO image id, a name, or a (root, name) tuple that
+# a path template of the dataset ("%s/Annotations/%s.xml") turns into the file.
+_ID_LISTS = ("ids", "img_ids", "image_ids")
+# Words in a template attribute's name, the label side first.
+_TEMPLATE_WORDS = ("anno", "label", "mask", "target", "")
 # Keys of dict samples that name their file (webdataset's __key__, common dataset dicts).
 _SAMPLE_KEYS = ("label_path", "mask_path", "path", "file", "filename", "file_name", "__key__")
 # Extensions Swin-Unet style datasets add to the names of their list files.
@@ -50,11 +56,43 @@ def _source_of(dataset: Any, index: int) -> str | None:
     names = getattr(dataset, "sample_list", None)
     if isinstance(names, (list, tuple)) and len(names) > index:
         return _listed_file(dataset, str(names[index]).strip())
-    ids = getattr(dataset, "ids", None)
+    for name in _ID_LISTS:
+        ids = getattr(dataset, name, None)
+        if isinstance(ids, (list, tuple)) and len(ids) > index:
+            found = _identified_file(dataset, ids[index])
+            if found is not None:
+                return found
+    return None
+
+
+def _identified_file(dataset: Any, entry: Any) -> str | None:
+    """The file of one entry of an id list: through the dataset's COCO index, its path
+    template, as a path itself, or as a name under its root."""
     coco = getattr(dataset, "coco", None)
-    if isinstance(ids, (list, tuple)) and coco is not None and hasattr(coco, "loadImgs"):
-        image = coco.loadImgs(ids[index])[0]
+    if coco is not None and hasattr(coco, "loadImgs") and isinstance(entry, (int, str)):
+        image = coco.loadImgs(entry)[0]
         return os.path.join(str(getattr(dataset, "root", "")), image["file_name"])
+    parts = tuple(entry) if isinstance(entry, (list, tuple)) else (entry,)
+    if not parts or not all(isinstance(p, (str, os.PathLike)) for p in parts):
+        return None
+    parts = tuple(os.fspath(p) for p in parts)
+    template = _template(dataset, len(parts))
+    if template is not None:
+        return template % parts
+    if len(parts) > 1:
+        return os.path.join(*parts)
+    return _as_path(parts[0]) or _listed_file(dataset, parts[0].strip())
+
+
+def _template(dataset: Any, fields: int) -> str | None:
+    """A path template attribute of the dataset with ``fields`` "%s" fields (SSD.pytorch's
+    ``_annopath``), preferring the label side."""
+    templates = [(name, value) for name, value in vars(dataset).items()
+                 if isinstance(value, str) and value.count("%s") == fields and "%" not in value.replace("%s", "")]
+    for word in _TEMPLATE_WORDS:
+        for name, value in templates:
+            if word in name.lower():
+                return value
     return None
 
 

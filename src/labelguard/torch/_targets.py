@@ -18,10 +18,10 @@ import torch
 
 from labelguard.checks.classes import ID_TOO_LARGE, NEGATIVE_ID
 from labelguard.checks.masks import GEOMETRY, NON_INTEGER, VALUE_OUTSIDE_SPEC, value_findings
-from labelguard.checks.runtime import LOSS_DOMAIN, TARGET_DTYPE
+from labelguard.checks.runtime import INPUT_INVALID, LOSS_DOMAIN, TARGET_DTYPE
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import noun, plural, shorten, verb
+from labelguard.core.text import noun, plural, shorten, show_name, verb
 from labelguard.core.values import histogram, violations
 from labelguard.errors import UsageError
 from labelguard.torch._tensors import all_finite
@@ -118,6 +118,13 @@ def _object_classes(objects: Sequence[Mapping]) -> torch.Tensor | list:
     if all(isinstance(c, torch.Tensor) for c in classes):
         return torch.cat([c.detach().reshape(-1).cpu() for c in classes])
     return classes
+
+
+def input_name(sample: Any) -> str:
+    """How messages name the input :func:`select_input` takes from ``sample``."""
+    if isinstance(sample, Mapping):
+        return next((f"{key!r}" for key in INPUT_KEYS if key in sample), "input")
+    return "element 0"
 
 
 def select_input(sample: Any) -> Any:
@@ -288,6 +295,8 @@ class TargetRules:
         if self.mode is LossMode.BINARY:
             return _binary_findings(display, array, self.loss_name or "BCE loss", dtype)
         findings = self._dtype_findings(display, array, dtype)
+        cast, array = self._cast_non_finite(display, array, dtype)
+        findings.extend(cast)
         if array.ndim >= 2:
             found, values, _ = value_findings(display, array, self.spec)
         else:
@@ -297,7 +306,33 @@ class TargetRules:
             present = [v for v in values.tolist() if self.spec.is_ignored(v)]
             if present:
                 findings.insert(0, one_hot_finding(display, present, self.loss_name))
-        return sorted(findings, key=lambda f: -f.severity)
+        # A NaN says more than the dtype it arrived in: it is named first among the errors.
+        return sorted(findings, key=lambda f: (-f.severity, not _names_non_finite(f)))
+
+    def _cast_non_finite(self, display: str | None, array: np.ndarray,
+                         dtype: str) -> tuple[list[Finding], np.ndarray]:
+        """LG204 for the values NaN and +-Inf become when cast to a signed integer (.long():
+        -9223372036854775808), and the array with them set to a legal value, so that the
+        value rules do not also call them a class to remap."""
+        if array.dtype.kind != "i" or array.dtype.itemsize < 4 or array.size == 0:
+            return [], array
+        lowest = np.iinfo(array.dtype).min
+        if array.min() != lowest:
+            return [], array
+        cast = array == lowest
+        count = int(np.count_nonzero(cast))
+        legal = self.spec.legal_values()
+        stand_in = next(iter(legal), 0) if legal is not None else 0
+        finding = NON_INTEGER.finding(
+            display,
+            f"{plural(count, 'target value')} {verb(count, 'is')} {lowest}, what NaN and +-Inf become "
+            f"when cast to {dtype} (.long()/.int()): the target was NaN before the cast",
+            hint="Find where the dataset produces NaN in the label (a failed lookup, a division, "
+            "an interpolated float mask) and keep float targets checked before the cast: "
+            "guard() the dataset that returns them.",
+            non_finite=count, cast_from_nan=True, examples=[],
+        )
+        return [finding], np.where(cast, stand_in, array)
 
     def _dtype_findings(self, display: str | None, array: np.ndarray, dtype: str) -> list[Finding]:
         if self.loss_name is None or dtype == "int64":
@@ -346,6 +381,11 @@ def rules_for(
             "are checked; pass num_classes=... to check the values"
         )
     return TargetRules(spec=spec, mode=mode, loss_name=info.name if info else None)
+
+
+def _names_non_finite(finding: Finding) -> bool:
+    data = finding.data
+    return bool(data.get("non_finite") or data.get("non_finite_pixels"))
 
 
 def _ignore_tuple(ignore_index: int | Sequence[int] | None) -> tuple[int, ...]:
@@ -489,6 +529,59 @@ def geometry_finding(display: str | None, image: Any, target: Any) -> Finding | 
     )
 
 
+def input_finding(display: str | None, value: Any, name: str,
+                  input_range: tuple[float, float] | None = None) -> Finding | None:
+    """LG509 when a sample's input holds NaN/Inf, or values outside ``input_range``.
+
+    Costs one sum on a clean float input (NaN and Inf poison it) and a min and a max when a
+    range is declared; a tensor off the CPU is not read (that would need a device sync)."""
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu" or value.layout != torch.strided or value.is_quantized:
+            return None
+        value = value.detach()
+        if value.dtype in (torch.float16, torch.bfloat16):
+            value = value.float()
+        array = value.numpy() if value.dtype != torch.bool else None
+    elif isinstance(value, np.ndarray) or hasattr(value, "__array_interface__"):
+        array = np.asarray(value)
+    else:
+        return None
+    if array is None or array.size == 0 or array.dtype.kind not in "iuf":
+        return None
+    described = f"the input ({name}, {array.dtype} {tuple(array.shape)})"
+    total = array.sum(dtype=np.float64 if array.itemsize < 4 else None)  # float16 sums overflow
+    if array.dtype.kind == "f" and not np.isfinite(total):
+        finite = np.isfinite(array)
+        bad = int(array.size - np.count_nonzero(finite))
+        if bad:
+            nan = int(np.count_nonzero(np.isnan(array)))
+            return INPUT_INVALID.finding(
+                display,
+                f"{described} holds {nan} NaN and {bad - nan} Inf of {array.size} values; the "
+                "model turns them into NaN activations, then a NaN loss and NaN weights",
+                hint="Find where the sample gets NaN/Inf: a corrupt file, or a normalisation "
+                "that divides by zero (std of a constant image); re-export the file or add an "
+                "epsilon to the divisor.",
+                non_finite=bad, nan=nan, inf=bad - nan, numel=int(array.size),
+            )
+    if input_range is None:
+        return None
+    low, high = input_range
+    smallest, largest = array.min(), array.max()
+    if smallest >= low and largest <= high:
+        return None
+    outside = int(np.count_nonzero((array < low) | (array > high)))
+    return INPUT_INVALID.finding(
+        display,
+        f"{described} ranges over [{float(smallest):g}, {float(largest):g}]; {outside} of "
+        f"{array.size} values are outside the declared input_range [{low:g}, {high:g}]",
+        hint="Scale the input as the model expects (images read as 0..255 where 0..1 is "
+        "expected: divide by 255), or declare the range the data really has.",
+        min=float(smallest), max=float(largest), outside=outside, numel=int(array.size),
+        expected=[low, high],
+    )
+
+
 def errors_of(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity >= Severity.ERROR]
 
@@ -502,7 +595,7 @@ def sample_error(
     expected: str,
 ) -> SampleError:
     """The SampleError for an error finding, with the message format of the docs."""
-    place = f" ({source})" if source else ""
+    place = f" ({show_name(source)})" if source else ""
     message = f"{finding.code} {where}{place}: {finding.message.rstrip('.')}."
     if finding.hint:
         message += f" Hint: {finding.hint}"

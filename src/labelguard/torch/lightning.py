@@ -5,7 +5,9 @@ labelguard.torch never needs Lightning.
 
 At fit start it runs :func:`labelguard.torch.preflight` on the model, its loss and two
 training batches. During training and validation it checks each batch's target before the
-step: one reduction and one sync per batch, on the device the batch is on. Batches do not
+step: one reduction and one sync per batch, on the device the batch is on. With
+``watch=True`` it runs :func:`labelguard.torch.watch` over the training (LG508: the loss,
+gradient norm and activations growing by orders of magnitude before any NaN; no sync). Batches do not
 know their files; wrap the datasets with :func:`labelguard.torch.guard` in the DataModule
 to have errors name the file (the callback logs whether they are).
 """
@@ -19,6 +21,7 @@ from typing import Any, Callable
 
 import torch
 
+from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import MissingDependency
 from labelguard.torch._targets import (
@@ -35,6 +38,7 @@ from labelguard.torch._targets import (
 from labelguard.torch._guard import GuardedDataset, GuardedIterableDataset
 from labelguard.torch._losses import LossInfo
 from labelguard.torch._preflight import PreflightReport, preflight
+from labelguard.torch._watch import DivergenceWatch, watch
 
 try:
     import lightning.pytorch as pl
@@ -65,9 +69,15 @@ class LabelGuardCallback(pl.Callback):
         check_batches: check each batch's target before the step.
         target: where the target is in a batch (default: last element / label key).
         forward: ``(model, batch) -> output`` for preflight, when not ``model(batch[0])``.
+        watch: watch the training for divergence (:func:`labelguard.torch.watch`, warnings
+            logged as they are found); the loss is the one Lightning backpropagates. With
+            several optimizers, each forward of the module counts as a step.
+        watch_every: the watch's window of steps.
 
     Attributes:
         report: the preflight report, after fit start.
+        watcher: the :class:`labelguard.torch.DivergenceWatch`, from train start.
+        findings: the watch's findings, at train end.
     """
 
     def __init__(
@@ -82,6 +92,8 @@ class LabelGuardCallback(pl.Callback):
         check_batches: bool = True,
         target: TargetSelector = None,
         forward: Callable | None = None,
+        watch: bool = False,
+        watch_every: int = 16,
     ) -> None:
         super().__init__()
         if isinstance(spec, Mapping):
@@ -97,6 +109,10 @@ class LabelGuardCallback(pl.Callback):
         self.forward = forward
         self.report: PreflightReport | None = None
         self._rules: TargetRules | None = None
+        self.watch_training = watch
+        self.watch_every = watch_every
+        self.watcher: DivergenceWatch | None = None
+        self.findings: list[Finding] = []
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         loss_fn = self.loss_fn or _module_loss(pl_module)
@@ -122,6 +138,21 @@ class LabelGuardCallback(pl.Callback):
         spec = self.spec.merged(LabelSpec(
             num_classes=num_classes, ignore=(ignore,) if ignore is not None else ()))
         self._rules = TargetRules(spec) if spec.is_known else None
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        if self.watch_training:
+            optimizers = list(getattr(trainer, "optimizers", None) or [])
+            self.watcher = watch(pl_module, optimizers[0] if len(optimizers) == 1 else None,
+                                 every=self.watch_every).attach()
+
+    def on_before_backward(self, trainer: Any, pl_module: Any, loss: torch.Tensor) -> None:
+        if self.watcher is not None:
+            self.watcher.observe(loss)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if self.watcher is not None:
+            self.watcher.detach()
+            self.findings = self.watcher.report()
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
         self._check(batch, f"training batch {batch_idx}")

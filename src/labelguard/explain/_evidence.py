@@ -1,0 +1,231 @@
+"""What the whole log shows besides the error: the evidence that ranks the causes.
+
+The error line says what failed; the lines before it often say why. A training log prints
+its losses: a loss that grew by orders of magnitude before it became NaN points at a
+diverging run, a loss that was NaN from its first value at the data or the setup, a run of
+finite losses before a BCE assert away from a head without a sigmoid (that fails at the
+first step). A path in a FileNotFoundError that ends with a space is a list line nobody
+stripped. Lines labelguard printed itself (LG504/LG507 frozen parameters, LG508
+divergence, LG509 a bad input) are evidence of what it checked.
+
+Each piece of evidence has a key the knowledge base's causes name (``supported_by``,
+``weakened_by``) and a sentence, with the line it was read from, that the explanation
+shows. The reading is one pass over the lines; only lines that contain "loss", a path
+message or a labelguard code are parsed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from labelguard.core.text import plural
+
+# Keys of evidence, named by the causes of the knowledge base.
+LOSS_NONFINITE = "loss-nonfinite"
+LOSS_GREW = "loss-grew"
+LOSS_NAN_FROM_START = "loss-nan-from-start"
+LOSS_STEADY = "loss-steady"
+TRAINED = "trained"
+FROZEN_REPORTED = "frozen-reported"
+DIVERGENCE_REPORTED = "divergence-reported"
+BAD_INPUT_REPORTED = "bad-input-reported"
+CAST_NAN = "cast-nan"
+PATH_WHITESPACE = "path-whitespace"
+MISSING_FILE = "missing-file"
+UNREADABLE_FILE = "unreadable-file"
+
+KEYS = (
+    LOSS_NONFINITE, LOSS_GREW, LOSS_NAN_FROM_START, LOSS_STEADY, TRAINED, FROZEN_REPORTED,
+    DIVERGENCE_REPORTED, BAD_INPUT_REPORTED, CAST_NAN, PATH_WHITESPACE, MISSING_FILE, UNREADABLE_FILE,
+)
+
+# A loss that grew by this factor between two printed values has diverged.
+GROWTH = 100.0
+# Finite values a loss must print before its NaN for "steady" to mean anything.
+STEADY_VALUES = 3
+
+# "loss: 0.31", "[G loss: nan]", "train_loss=1.2e3", "'loss': nan", "Loss = tensor(nan"; the
+# word before "loss" names the series ("G", "train"), read from the text before the match.
+_LOSS = re.compile(
+    r"(?i)loss(?:es)?\b['\"\]]?[ \t]{0,3}[:=][ \t]{0,3}"
+    r"(?:tensor\()?['\"]?(?P<value>[-+]?(?:nan|inf(?:inity)?|(?:\d{1,30}\.?\d{0,30}|\.\d{1,30})"
+    r"(?:e[-+]?\d{1,4})?))(?![\w.])"
+)
+_LOSS_NAME = re.compile(r"(?i)(?:^|[^a-z0-9])(?P<name>[a-z][a-z0-9]{0,15})[ _]$")
+_LOAD_WORDS = (" load", " Load", " open", " Open", " read", " Read")
+_NO_SUCH_FILE = re.compile(
+    r"No such file or directory:?[ \t]{0,3}(?P<quote>['\"])(?P<path>[^'\"\n]{1,1000})(?P=quote)"
+)
+_UNABLE_TO_LOAD = re.compile(
+    r"(?i)\b(?:unable to|failed to|cannot|can't|could not) (?:load|open|read)\b(?P<what>[^:\n]{0,80}):"
+    r"[ \t]?(?P<path>[^\n]{1,1000})"
+)
+_CODE = re.compile(r"\b(?P<code>LG50[4789]|LG204)\b")
+_CAST_NAN = re.compile(r"(?<![\d.])-9223372036854775808\b")
+# Whitespace a path keeps from its list line (a real blank, or the escape repr() prints): at
+# its start, its end, or before the extension a loader appended ("case0005 .npz").
+_BLANK = r"(?:\s|\\[rnt])"
+_EDGE_WHITESPACE = (
+    (re.compile(rf"^{_BLANK}"), "starts with whitespace"),
+    (re.compile(rf"{_BLANK}$"), "ends with whitespace"),
+    (re.compile(rf"{_BLANK}\.\w{{1,6}}$"), "has whitespace before its extension"),
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One thing the log shows that speaks for or against a cause.
+
+    Attributes:
+        key: what kind of evidence (one of :data:`KEYS`).
+        text: the evidence in one sentence, with the values and the line it was read from.
+        line: the log line (1-based) it was read from.
+    """
+
+    key: str
+    text: str
+    line: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "text": self.text, "line": self.line}
+
+
+@dataclass
+class _Series:
+    """The values one named loss printed, up to its first non-finite one."""
+
+    name: str
+    finite: list[tuple[int, float]]
+    nonfinite: tuple[int, str] | None = None
+
+
+def gather(text: str) -> tuple[Evidence, ...]:
+    """The evidence of an already normalised log, in the order of :data:`KEYS`."""
+    series: dict[str, _Series] = {}
+    found: dict[str, Evidence] = {}
+    missing: set[str] = set()
+    for number, line in enumerate(text.split("\n"), 1):
+        if "oss" in line or "OSS" in line:
+            _read_losses(line, number, series)
+        if "No such file" in line:
+            hit = _NO_SUCH_FILE.search(line)
+            if hit:
+                missing.add(hit.group("path"))
+                _path_evidence(found, hit.group("path"), number, MISSING_FILE,
+                               f"line {number}: {hit.group('path')!r} was not found")
+        if any(word in line for word in _LOAD_WORDS):
+            hit = _UNABLE_TO_LOAD.search(line)
+            if hit:
+                _path_evidence(found, hit.group("path"), number, UNREADABLE_FILE,
+                               f"line {number}: could not load{hit.group('what').rstrip()} "
+                               f"{hit.group('path')!r}")
+        if "LG" in line:
+            _code_evidence(found, line, number)
+        if "9223372036854775808" in line and CAST_NAN not in found and _CAST_NAN.search(line):
+            found[CAST_NAN] = Evidence(
+                CAST_NAN, f"line {number} shows -9223372036854775808, what NaN becomes when cast "
+                "to a 64-bit integer (a label or index that held NaN before .long())", number)
+    if len(missing) > 1:
+        last = found[MISSING_FILE]
+        found[MISSING_FILE] = Evidence(MISSING_FILE, f"{last.text} (and {plural(len(missing) - 1, 'other path')})",
+                                       last.line)
+    for item in _loss_evidence(series):
+        found.setdefault(item.key, item)
+    return tuple(found[key] for key in KEYS if key in found)
+
+
+def _read_losses(line: str, number: int, series: dict[str, _Series]) -> None:
+    for hit in _LOSS.finditer(line):
+        before = _LOSS_NAME.search(line, max(0, hit.start() - 18), hit.start())
+        name = f"{before.group('name')} loss" if before else "loss"
+        value = float(hit.group("value"))
+        entry = series.setdefault(name.lower(), _Series(name, []))
+        if entry.nonfinite is not None:
+            continue
+        if math.isfinite(value):
+            entry.finite.append((number, value))
+        else:
+            entry.nonfinite = (number, hit.group("value"))
+
+
+def _loss_evidence(series: dict[str, _Series]) -> list[Evidence]:
+    """NaN from the start, growth before the NaN (the series that grew most), a steady run
+    before it, and a run of finite values (training ran before the error)."""
+    evidence: list[Evidence] = []
+    nonfinite = sorted((s for s in series.values() if s.nonfinite), key=lambda s: s.nonfinite[0])
+    if nonfinite:
+        first = nonfinite[0]
+        line, raw = first.nonfinite
+        after = f"after {plural(len(first.finite), 'finite value')}" if first.finite else "its first printed value"
+        evidence.append(Evidence(
+            LOSS_NONFINITE, f"line {line}: {first.name}: {raw}, the first non-finite loss, {after}", line))
+        from_start = next((s for s in nonfinite if not s.finite), None)
+        if from_start is not None:
+            line, raw = from_start.nonfinite
+            evidence.append(Evidence(
+                LOSS_NAN_FROM_START, f"line {line}: {from_start.name} was {raw} from its first "
+                "printed value: the first steps already failed", line))
+    grown = [(growth, s) for s in series.values() if (growth := _growth(s.finite)) is not None]
+    if grown:
+        (ratio, (low_line, low), (high_line, high)), grew = max(grown, key=lambda item: item[0][0])
+        evidence.append(Evidence(
+            LOSS_GREW, f"{grew.name} grew from {low:g} (line {low_line}) to {high:g} (line {high_line}), "
+            f"{ratio:,.0f}x" + (" before it became non-finite" if grew.nonfinite else ""), high_line))
+    elif nonfinite and len(nonfinite[0].finite) >= STEADY_VALUES:
+        steady = nonfinite[0]
+        values = [abs(v) for _, v in steady.finite]
+        evidence.append(Evidence(
+            LOSS_STEADY, f"{steady.name} stayed between {min(values):g} and {max(values):g} over "
+            f"{plural(len(values), 'printed value')} (lines {steady.finite[0][0]}-{steady.finite[-1][0]}) "
+            "before it became non-finite: no growth the log shows (values printed between them "
+            "are not in the log)", steady.nonfinite[0]))
+    trained = max(series.values(), key=lambda s: len(s.finite), default=None)
+    if trained is not None and len(trained.finite) >= 2:
+        evidence.append(Evidence(
+            TRAINED, f"{trained.name} printed {plural(len(trained.finite), 'finite value')} "
+            f"(lines {trained.finite[0][0]}-{trained.finite[-1][0]}): training ran before the error",
+            trained.finite[0][0]))
+    return evidence
+
+
+def _growth(values: list[tuple[int, float]]) -> tuple[float, tuple[int, float], tuple[int, float]] | None:
+    """(factor, lowest point, later peak) of the largest growth by :data:`GROWTH` or more."""
+    best = None
+    low: tuple[int, float] | None = None
+    for line, value in values:
+        magnitude = abs(value)
+        if magnitude > 0 and (low is None or magnitude < low[1]):
+            low = (line, magnitude)
+        elif low is not None and magnitude / low[1] >= GROWTH and (best is None or magnitude / low[1] > best[0]):
+            best = (magnitude / low[1], low, (line, magnitude))
+    return best
+
+
+def _path_evidence(found: dict[str, Evidence], path: str, number: int, key: str, text: str) -> None:
+    """The last such line names the path (the error message comes after the code that
+    raised it in a traceback); any of them can show whitespace."""
+    found[key] = Evidence(key, text, number)
+    if PATH_WHITESPACE in found:
+        return
+    for pattern, what in _EDGE_WHITESPACE:
+        if pattern.search(path):
+            found[PATH_WHITESPACE] = Evidence(
+                PATH_WHITESPACE, f"line {number}: the path {path!r} {what}, which a file list's line "
+                "keeps when its reader does not strip it", number)
+            return
+
+
+_CODE_KEYS = {"LG504": FROZEN_REPORTED, "LG507": FROZEN_REPORTED, "LG508": DIVERGENCE_REPORTED,
+              "LG509": BAD_INPUT_REPORTED, "LG204": CAST_NAN}
+
+
+def _code_evidence(found: dict[str, Evidence], line: str, number: int) -> None:
+    for hit in _CODE.finditer(line):
+        key = _CODE_KEYS[hit.group("code")]
+        if key not in found:
+            shown = " ".join(line.split())
+            shown = shown if len(shown) <= 160 else shown[:157] + "..."
+            found[key] = Evidence(key, f"line {number}: labelguard reported {hit.group('code')}: {shown}", number)

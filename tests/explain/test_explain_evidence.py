@@ -1,0 +1,147 @@
+"""explain reads the whole log for evidence, and its labels differ with it.
+
+The seed write-ups' logs (002: a GAN whose losses grew before the NaN that BCE asserted on;
+003: a list line with a trailing space, a Swin-Unet loss that was NaN from the first
+iteration) ranked the same with or without the lines that point at the cause."""
+
+from __future__ import annotations
+
+import json
+
+from explain_fixtures import read_log
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labelguard.explain import explain
+from labelguard.explain._evidence import KEYS, gather
+from labelguard.explain._render import render_explanation
+
+BCE_ASSERT = (
+    "/pytorch/aten/src/ATen/native/cuda/Loss.cu:102: operator(): block: [0,0,0], thread: [0,0,0] "
+    "Assertion `input_val >= zero && input_val <= one` failed.\n"
+    "RuntimeError: CUDA error: device-side assert triggered\n"
+)
+
+
+def by_title(result, words):
+    return next(c for c in result.causes if c.title.startswith(words))
+
+
+def test_seed_002_losses_that_grew_before_the_nan_rank_divergence_first_and_logits_last():
+    result = explain(read_log("cuda_bce_gan_nan_after_epochs.log"))
+    first = result.causes[0]
+    assert (first.likelihood, first.title.split(":")[0]) == ("likely", "training diverged")
+    assert first.support == ("G loss grew from 1.21 (line 1) to 2213.7 (line 6), 1,830x before it became "
+                             "non-finite",)
+    logits = by_title(result, "BCELoss is fed logits")
+    assert logits.likelihood == "less likely" and logits.rank == len(result.causes) - 1
+    assert logits.against == ("line 7: D loss: nan, the first non-finite loss, after 6 finite values",
+                              "D loss printed 6 finite values (lines 1-6): training ran before the error")
+    assert not any("LG507" in c.codes for c in result.causes)  # no freeze offered without evidence
+
+
+def test_the_same_assertion_alone_labels_its_causes_by_frequency_not_all_likely():
+    result = explain(BCE_ASSERT)
+    assert [c.likelihood for c in result.causes] == ["likely", "possible", "possible", "possible"]
+    assert result.causes[0].title == "BCELoss is fed logits: the last layer has no sigmoid"
+    assert result.evidence == ()
+    assert not any("frozen" in c.title for c in result.causes)
+
+
+def test_a_freeze_is_offered_only_when_labelguard_reported_one_in_the_log():
+    log = ("labelguard: LG507 module 'sub_mean' (MeanShift) sets requires_grad = False as an attribute; "
+           "its parameters weight, bias stay trainable\n" + "[G loss: 3.1]\n[G loss: nan]\n" + BCE_ASSERT)
+    freeze = by_title(explain(log), "a freeze that does nothing")
+    assert freeze.likelihood == "likely" and freeze.codes == ("LG507", "LG504")
+    assert freeze.support[0].startswith("line 1: labelguard reported LG507: labelguard: LG507 module 'sub_mean'")
+    assert "they alone make no NaN" in freeze.why
+
+
+def test_seed_003_a_path_with_a_space_before_its_extension_points_at_the_list():
+    result = explain(read_log("cpu_file_not_found_list_space.log"))
+    assert result.summary == "a file the data pipeline names could not be found or loaded"
+    first = result.causes[0]
+    assert first.likelihood == "likely" and first.codes == ("LG004", "LG003")
+    assert first.support == ("line 26: the path '../data/Synapse/train_npz/case0005_slice012 .npz' has "
+                             "whitespace before its extension, which a file list's line keeps when its "
+                             "reader does not strip it",)
+    assert [c.likelihood for c in result.causes] == ["likely", "possible", "less likely"]
+
+
+def test_seed_003_unable_to_load_with_a_trailing_space():
+    result = explain(read_log("cpu_unable_to_load_npz.log"))
+    assert result.causes[0].support[0].endswith("'data/train/labels/case_001.npz ' ends with whitespace, "
+                                                "which a file list's line keeps when its reader does not "
+                                                "strip it")
+    (unreadable,) = [e for e in result.evidence if e.key == "unreadable-file"]
+    assert unreadable.text == "line 13: could not load .npz file 'data/train/labels/case_001.npz '"
+
+
+def test_a_missing_file_without_whitespace_names_no_list_line():
+    result = explain("FileNotFoundError: [Errno 2] No such file or directory: 'data/train/case_001.npz'\n")
+    assert [e.key for e in result.evidence] == ["missing-file"]
+    assert [c.likelihood for c in result.causes] == ["likely", "possible", "possible"]
+    assert not result.causes[0].support
+
+
+def test_seed_003_a_loss_nan_from_the_first_iteration_points_at_the_data():
+    result = explain(read_log("train_swin_unet_loss_nan_from_start.log"))
+    assert result.summary == "the loss became NaN/Inf during training"
+    assert result.causes[0].title.startswith("a sample holds NaN/Inf")
+    assert result.causes[0].likelihood == "likely"
+    diverging = by_title(result, "training diverged")
+    assert diverging.likelihood == "less likely"
+    assert diverging.against == ("line 3: loss was nan from its first printed value: the first steps "
+                                 "already failed",)
+
+
+def test_a_label_cast_from_nan_in_the_log_is_evidence_for_the_data():
+    log = "step 1 loss: 0.9\nstep 2 loss: 0.8\nstep 3 loss: 0.85\nstep 4 loss: nan\ntarget max -9223372036854775808\n"
+    result = explain(log)
+    data = result.causes[0]
+    assert data.title.startswith("a sample holds NaN/Inf") and data.likelihood == "likely"
+    assert data.support == ("line 5 shows -9223372036854775808, what NaN becomes when cast to a 64-bit integer "
+                            "(a label or index that held NaN before .long())",)
+    (steady,) = [e for e in result.evidence if e.key == "loss-steady"]
+    assert steady.text.startswith("loss stayed between 0.8 and 0.9 over 3 printed values (lines 1-3)")
+
+
+def test_loss_formats_and_lines_that_are_no_loss():
+    text = "\n".join([
+        "epoch 1 train_loss=1.5e-1 val loss: 2",
+        "{'loss': 0.25, 'lr': 0.001}",
+        "    loss = criterion(out, y)",
+        "/pytorch/aten/src/ATen/native/cuda/Loss.cu:102: operator()",
+        "epoch 2 train_loss=40.0 val loss: 2.5",
+        "Loss = tensor(nan, device='cuda:0')",
+    ])
+    evidence = {e.key: e.text for e in gather(text)}
+    assert evidence["loss-grew"] == "train loss grew from 0.15 (line 1) to 40 (line 5), 267x"
+    assert evidence["loss-nonfinite"] == "line 6: loss: nan, the first non-finite loss, after 1 finite value"
+    assert "loss-nan-from-start" not in evidence
+
+
+def test_a_loss_that_wanders_within_two_orders_of_magnitude_did_not_grow():
+    text = "\n".join(f"loss: {value}" for value in (2.0, 0.5, 3.1, 0.04, 3.9))
+    assert [e.key for e in gather(text)] == ["trained"]
+
+
+def test_the_text_and_json_show_the_evidence_and_what_each_cause_rests_on():
+    result = explain(read_log("cuda_bce_gan_nan_after_epochs.log"))
+    text = render_explanation(result)
+    assert "  evidence:    G loss grew from 1.21 (line 1) to 2213.7 (line 6)" in text
+    assert "1. [likely] training diverged" in text and "     seen:    G loss grew" in text
+    assert "[less likely] BCELoss is fed logits" in text and "     against: line 7: D loss: nan" in text
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["evidence"][1] == {"key": "loss-grew", "line": 6, "text": result.evidence[1].text}
+    assert data["causes"][0]["support"] and data["causes"][-1]["against"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("loss LOSS: =nan inf 0.5e3 '\"[]\nNo such file or directory"
+                                             " Unable to load LG507 LG204 -9223372036854775808 .npz\\r_")),
+               max_size=400))
+def test_evidence_reading_takes_any_text(text):
+    lines = text.count("\n") + 1
+    for item in gather(text):
+        assert item.key in KEYS and 1 <= item.line <= lines and item.text
