@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import traceback
 
 import pytest
@@ -97,11 +96,9 @@ def test_unsigned_byte_targets_print_a_shorter_condition():
     assert result.matches[0].entry == "nll-target-out-of-range"
 
 
-def test_thousands_of_assertion_lines_collapse_into_one_site_quickly():
+def test_thousands_of_assertion_lines_collapse_into_one_site():
     lines = [NLL_LINE.format(line=245, thread=t) for t in range(20000)]
-    started = time.perf_counter()
     result = explain("\n".join(lines) + "\nRuntimeError: CUDA error: device-side assert\n")
-    assert time.perf_counter() - started < 5
     site, = result.facts.assertions
     assert (site.count, site.blocks, site.first_thread) == (20000, 1, "[0,0,0]")
     assert result.facts.assertion_lines == 20000
