@@ -21,7 +21,8 @@ import pytest
 from hostile_builders import hostile_dataset
 
 resource = pytest.importorskip("resource", reason="resource limits need a POSIX system")
-pytestmark = pytest.mark.skipif(not hasattr(os, "wait4"), reason="os.wait4 reports a child's peak memory")
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"),
+                                reason="the audit's peak memory is read from /proc/self/status (VmHWM)")
 
 ADDRESS_SPACE = 3 << 30  # what the audit process may map at all (libraries included)
 CPU_SECONDS = 120
@@ -41,19 +42,36 @@ def snapshot(folder: Path) -> dict[str, str]:
     return entries
 
 
+# Runs labelguard and records the peak resident memory of its own address space (VmHWM) at exit.
+# The child's ru_maxrss would not do: Linux carries the forking process's high-water mark across
+# exec, so a large test process (torch, transformers imported by earlier tests) would count.
+PEAK_WRAPPER = """
+import atexit, runpy, sys
+peak_file = sys.argv[1]
+def record_peak():
+    with open("/proc/self/status") as status:
+        peak = next(line for line in status if line.startswith("VmHWM:")).split()[1]
+    with open(peak_file, "w") as handle:
+        handle.write(peak)
+atexit.register(record_peak)
+sys.argv = ["labelguard", *sys.argv[2:]]
+runpy.run_module("labelguard", run_name="__main__")
+"""
+
+
 def audit_limited(args: list[str], cwd: Path) -> tuple[int, str, str, int]:
     """(exit code, stdout, stderr, peak resident bytes) of ``labelguard`` run under the limits."""
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
         resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
 
-    out, err = cwd / "stdout.json", cwd / "stderr.txt"
+    out, err, peak_file = cwd / "stdout.json", cwd / "stderr.txt", cwd.parent / f"{cwd.name}.peak"
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "labelguard", "audit", *args], stdout=stdout, stderr=stderr,
-                                   stdin=subprocess.DEVNULL, cwd=cwd, preexec_fn=limit)
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-    peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        process = subprocess.Popen([sys.executable, "-c", PEAK_WRAPPER, str(peak_file), "audit", *args],
+                                   stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, cwd=cwd, preexec_fn=limit)
+        process.wait()
+    assert peak_file.exists(), f"labelguard ended without exiting (status {process.returncode}): {err.read_text()}"
+    peak = int(peak_file.read_text()) * 1024
     return process.returncode, out.read_text(), err.read_text(), peak
 
 
