@@ -11,13 +11,15 @@ import logging
 import os
 import sys
 import traceback
+from typing import TYPE_CHECKING
 
 import click
 
 from labelguard._version import __version__
-from labelguard.core.findings import Severity
-from labelguard.core.spec import LabelSpec
 from labelguard.errors import LabelguardError, SpecError
+
+if TYPE_CHECKING:  # imported where used: numpy comes with it, which --version and rules do without
+    from labelguard.core.spec import LabelSpec
 
 FAIL_ON = ("error", "warning", "info", "never")
 
@@ -93,6 +95,8 @@ def _int_list(values: tuple[str, ...] | str | None) -> tuple[int, ...]:
 
 
 def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background) -> LabelSpec:
+    from labelguard.core.spec import LabelSpec
+
     names = None
     if classes_file:
         try:
@@ -265,6 +269,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     """
     from labelguard._audit import audit as run_audit
     from labelguard.config import known_code
+    from labelguard.core.findings import Severity
     from labelguard.output import get_formatter, write_report
 
     get_formatter(output_format)
@@ -389,14 +394,15 @@ def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_
 @click.option("--markdown", is_flag=True, help="Print the full reference as Markdown (docs/rules.md).")
 def rules(markdown: bool) -> None:
     """List every check code."""
-    from labelguard.core.registry import REGISTRY, rules_markdown
-    import labelguard.checks  # noqa: F401
+    from labelguard._catalog import shipped_catalog
+    from labelguard.core.registry import rules_markdown
 
+    checks = shipped_catalog().checks
     if markdown:
-        click.echo(rules_markdown(), nl=False)
+        click.echo(rules_markdown(checks), nl=False)
         return
-    for code in sorted(REGISTRY):
-        check = REGISTRY[code]
+    for code in sorted(checks):
+        check = checks[code]
         click.echo(f"{code}  {str(check.severity):<7}  {check.name:<34} {check.summary}")
 
 
@@ -404,10 +410,9 @@ def rules(markdown: bool) -> None:
 @click.argument("code")
 def rule(code: str) -> None:
     """Explain one check code: what, why it breaks training, example, fix."""
-    from labelguard.core.registry import REGISTRY
-    import labelguard.checks  # noqa: F401
+    from labelguard._catalog import shipped_catalog
 
-    check = REGISTRY.get(code.strip().upper())
+    check = shipped_catalog().checks.get(code.strip().upper())
     if check is None:
         raise click.UsageError(f"unknown code {code!r}; `labelguard rules` lists them")
     click.echo(f"{check.code} {check.name} (default severity: {check.severity}, {check.scope}-level)")
@@ -429,11 +434,11 @@ def _indent(text: str) -> str:
 @main.command()
 def formats() -> None:
     """List the dataset layouts and report formats."""
-    from labelguard.layouts import LAYOUTS
+    from labelguard._catalog import shipped_catalog
     from labelguard.output import FORMATTERS
 
     click.echo("dataset layouts (--format):")
-    for layout in sorted(LAYOUTS.values(), key=lambda item: item.priority):
+    for layout in shipped_catalog().layouts:
         click.echo(f"  {layout.name:<18} {layout.description}")
     click.echo("report formats (--output-format): " + ", ".join(sorted(FORMATTERS)))
 

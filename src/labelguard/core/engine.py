@@ -24,15 +24,17 @@ import sys
 import threading
 import traceback
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import shorten
 from labelguard.errors import MissingDependency
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +203,11 @@ def _run_until_a_worker_dies(
     """Run the batches of ``waiting`` (taken from its left, at most ``in_flight`` handed out at
     a time) on a new pool of ``workers`` until they are done or a worker dies; then the
     batches handed out and not finished are added to ``struck``."""
+    # Imported here: the process pool brings multiprocessing and sockets, some 5 ms of the
+    # start-up of every audit, which a one-worker audit does without.
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = ProcessPoolExecutor(workers, mp_context=_context(modules), initializer=_init_worker,
                                initargs=(spec, current_limits()))
     running: dict[Future, Sequence[FileTask]] = {}

@@ -11,10 +11,12 @@ A formatter has a start / handle / stop life cycle over one report::
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from labelguard.errors import UsageError
-from labelguard.report import Report
+
+if TYPE_CHECKING:  # `labelguard formats` lists the formats without numpy, which the report imports
+    from labelguard.report import Report
 
 FORMATTERS: dict[str, type["Formatter"]] = {}
 
