@@ -22,6 +22,12 @@ Hypothesis keeps its caches under a temporary folder removed at the end of the r
 keeps no example database (``.hypothesis/`` would otherwise appear in the current folder).
 A run that leaves a new untracked or ignored file in the checkout fails, naming the file:
 write to ``tmp_path`` (or run a script with ``cwd=tmp_path``) instead.
+
+Each test's audits cache their results in a folder of its own (``LABELGUARD_CACHE_DIR`` and
+``XDG_CACHE_HOME``, which the commands a test starts inherit), beside its ``tmp_path`` rather
+than in it, so that a test comparing the files under ``tmp_path`` sees only its own; a
+cached result never leaks from one test into another. A run that writes into the user's
+real cache folder fails.
 """
 
 import os
@@ -59,6 +65,18 @@ def pytest_configure(config):
     config.hypothesis_home = tempfile.mkdtemp(prefix="labelguard-hypothesis-")
     set_hypothesis_home_dir(config.hypothesis_home)
     config.checkout_before = _checkout_junk()
+    from labelguard.core.cache import default_cache_dir
+
+    config.user_cache = default_cache_dir()
+    config.user_cache_before = _tree_state(config.user_cache)
+
+
+@pytest.fixture(autouse=True)
+def _own_result_cache(tmp_path_factory, monkeypatch):
+    """Every test's audits cache in a fresh folder outside its tmp_path (see the docstring)."""
+    folder = tmp_path_factory.mktemp("result-cache")
+    monkeypatch.setenv("LABELGUARD_CACHE_DIR", str(folder / "labelguard"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
 
 
 def pytest_unconfigure(config):
@@ -66,21 +84,44 @@ def pytest_unconfigure(config):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    before = session.config.checkout_before
+    config = session.config
+    if _tree_state(config.user_cache) != config.user_cache_before:
+        _fail_session(session, f"the test run wrote into the user's cache folder {config.user_cache} "
+                               "(tests cache their audits in the folder conftest.py gives each)")
+    before = config.checkout_before
     if before is None:
         return
     left = sorted(_checkout_junk() - before)
     if left:
-        message = ("the test run left files in the checkout (tests write only to tmp_path): "
-                   + ", ".join(left))
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.ensure_newline()
-            reporter.write_line(message, red=True)
-        else:
-            print(message, file=sys.stderr)
-        if session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        _fail_session(session, "the test run left files in the checkout (tests write only to tmp_path): "
+                      + ", ".join(left))
+
+
+def _fail_session(session, message: str) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(message, red=True)
+    else:
+        print(message, file=sys.stderr)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _tree_state(folder: str) -> set[tuple[str, int, int]] | None:
+    """(path, size, mtime) of every file under ``folder``; None when it does not exist."""
+    if not os.path.isdir(folder):
+        return None
+    state = set()
+    for directory, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(directory, name)
+            try:
+                st = os.stat(path)
+            except OSError:  # deleted while walking (another run's sweep)
+                continue
+            state.add((path, st.st_size, st.st_mtime_ns))
+    return state
 
 
 def _checkout_junk() -> set[str] | None:

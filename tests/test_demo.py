@@ -6,6 +6,7 @@ from click.testing import CliRunner
 
 from audit_helpers import found
 from labelguard._audit import audit
+from labelguard._optional import available
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.demo import write_demo
@@ -15,7 +16,8 @@ from labelguard.layouts import AuditOptions
 def test_demo_command_writes_and_audits_the_sets(tmp_path):
     result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo")])
     assert result.exit_code == 0, result.output
-    assert sorted(os.listdir(tmp_path / "demo")) == ["binary", "swin_unet", "voc_seg"]
+    html = ["report.html"] if available("matplotlib") else []  # the HTML report needs labelguard[html]
+    assert sorted(os.listdir(tmp_path / "demo")) == ["binary", *html, "swin_unet", "voc_seg"]
     assert result.output.count("labelguard label audit report") == 3
     assert "label value 9 in 100 pixels is outside [0, 9)" in result.output
 

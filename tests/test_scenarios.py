@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +22,7 @@ from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from audit_helpers import found
+from detection_builders import write_yolo
 
 
 def cli(*args: str):
@@ -83,6 +87,60 @@ def test_scenario_6_binary_masks_0_255_and_interpolated_resizes(tmp_path):
     assert Path(fringe.path).name == "a.png" and fringe.data["stray_pixels"] > 0
     [fractional] = found(report, "LG204")
     assert Path(fractional.path).name == "b.npy" and fractional.data["examples"] == [0.5]
+
+
+def _fix_in_place(path: Path, text_or_bytes) -> None:
+    """Rewrite ``path`` with new content of the same size and give it back its old mtime, as
+    the reporter's fix did: a cache keyed by path, size or mtime would not see it."""
+    before = path.stat()
+    data = text_or_bytes.encode() if isinstance(text_or_bytes, str) else text_or_bytes
+    assert len(data) == before.st_size
+    path.write_bytes(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _aged(root: Path) -> None:
+    then = time.time() - 3600
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, (then, then))
+
+
+@pytest.mark.code("LG201", "fail")
+@pytest.mark.code("LG201", "pass")
+@pytest.mark.code("LG102", "fail")
+@pytest.mark.code("LG102", "pass")
+def test_scenario_10_a_cache_never_hides_a_fix(tmp_path):
+    """Ultralytics' labels cache keyed files by path and size, so a label fixed in place kept its
+    old verdict (ultralytics PR #26207, yolov5#306). The result cache is keyed by content and spec:
+    a fix of the same size and mtime is seen, and so is a changed spec."""
+    cache = str(tmp_path / "cache")
+    masks = tmp_path / "masks"
+    for index in range(4):
+        write_npy(masks / f"case{index}.npy", organic_mask((16, 16), (0, 1, 2), seed=index))
+    broken = organic_mask((16, 16), (0, 1, 2), seed=9)
+    broken[3, 3] = 5
+    write_npy(masks / "case9.npy", broken)
+    _aged(masks)
+    spec = LabelSpec(num_classes=3)
+    assert [Path(f.path).name for f in found(audit(masks, spec, use_project_config=False, cache=cache),
+                                              "LG201")] == ["case9.npy"]
+    fixed = broken.copy()
+    fixed[3, 3] = 2
+    buffer = io.BytesIO()
+    np.save(buffer, fixed)
+    _fix_in_place(masks / "case9.npy", buffer.getvalue())
+    after = audit(masks, spec, use_project_config=False, cache=cache)
+    assert not found(after, "LG201") and after.from_cache == 4
+    narrower = audit(masks, LabelSpec(num_classes=2), use_project_config=False, cache=cache)
+    assert narrower.from_cache == 0 and len(found(narrower, "LG201")) == 5  # every mask holds a 2
+
+    yolo = write_yolo(tmp_path / "yolo", {"train": {"a": [(0, 0.5, 0.5, 0.2, 0.2)], "b": [(3, 0.5, 0.5, 0.2, 0.2)]}},
+                      names=["cat", "dog"])
+    _aged(yolo)
+    assert found(audit(yolo, use_project_config=False, cache=cache), "LG102")
+    label = yolo / "labels" / "train" / "b.txt"
+    _fix_in_place(label, "1" + label.read_text(encoding="utf-8")[1:])  # class 3 -> 1
+    assert not found(audit(yolo, use_project_config=False, cache=cache), "LG102")
 
 
 def test_scenario_12_all_77_size_mismatches_in_one_run(tmp_path):

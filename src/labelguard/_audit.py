@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Sequence
 from labelguard import layouts
 from labelguard.checks.dataset import DATASET_CHECKS, suggested_remap
 from labelguard.config import find_project_config, load_config
+from labelguard.core.cache import DEFAULT_MAX_BYTES, CacheSettings, default_cache_dir, open_cache
 from labelguard.core.engine import default_workers, run_tasks
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, ReadLimits, applied_limits
@@ -72,6 +73,7 @@ def audit(
     progress: Callable[[int, int], None] | None = None,
     max_pixels: int | None = None,
     max_file_bytes: int | None = None,
+    cache: bool | str | os.PathLike | None = None,
 ) -> Report:
     """Audit the datasets at ``paths`` against ``spec`` and return a :class:`Report`.
 
@@ -91,6 +93,10 @@ def audit(
             config's [audit] max_pixels, else 2**31); a file over it is LG001.
         max_file_bytes: the most bytes one file may be read or decoded into (default: the
             config's [audit] max_file_bytes, else 4 GiB); a file over it is LG001.
+        cache: where per-file results are cached by content (:mod:`labelguard.core.cache`):
+            a folder, True for the config's [audit] cache_dir or the user's cache folder,
+            False for no cache; None (the default) as the config says ([audit] cache,
+            cache_dir), else the user's cache folder.
 
     Raises:
         OptionError: an option the dataset found cannot use (a table column on a mask
@@ -112,9 +118,11 @@ def audit(
         max_pixels=_limit("max_pixels", max_pixels, settings, DEFAULT_MAX_PIXELS),
         max_file_bytes=_limit("max_file_bytes", max_file_bytes, settings, DEFAULT_MAX_FILE_BYTES))
     with applied_limits(limits):
-        return _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
-                            seed=seed, progress=progress, config_file=config_file,
-                            use_project_config=use_project_config)
+        report = _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
+                              seed=seed, progress=progress, config_file=config_file,
+                              use_project_config=use_project_config, cache=cache_settings(cache, settings))
+    report.read_limits = limits
+    return report
 
 
 def _limit(name: str, given: int | None, settings: dict, default: int) -> int:
@@ -125,10 +133,22 @@ def _limit(name: str, given: int | None, settings: dict, default: int) -> int:
     return value
 
 
+def cache_settings(cache: bool | str | os.PathLike | None, settings: dict) -> CacheSettings | None:
+    """The result cache an audit uses: the argument, else the config's [audit] ``cache`` and
+    ``cache_dir``, else the user's cache folder; None for no cache."""
+    if cache is False or (cache is None and settings.get("cache") is False):
+        return None
+    if isinstance(cache, (str, os.PathLike)):
+        directory = os.fspath(cache)
+    else:
+        directory = settings.get("cache_dir") or default_cache_dir()
+    return CacheSettings(os.path.abspath(directory), settings.get("cache_max_bytes", DEFAULT_MAX_BYTES))
+
+
 def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
                  overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
                  progress: Callable[[int, int], None] | None, config_file: str | None,
-                 use_project_config: bool) -> Report:
+                 use_project_config: bool, cache: CacheSettings | None) -> Report:
     """:func:`audit` once the settings and read limits are known."""
     if workers == "config":
         workers = settings.get("workers")
@@ -185,14 +205,20 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     findings: list[Finding] = [f for d in discoveries for f in d.findings]
     summary = Summary()
     errors: list[str] = []
-    done = 0
+    done = from_cache = 0
+    if cache is not None and tasks:
+        unwritable = open_cache(cache).writable()
+        if unwritable:
+            notes_head.append(f"the result cache {display_path(cache.directory)} cannot be written ({unwritable}): "
+                              "results found in it were used, none were stored")
     for group_spec, group_tasks in groups:
         group_summary = Summary() if len(groups) > 1 else summary
-        for result in run_tasks(group_tasks, group_spec, workers):
+        for result in run_tasks(group_tasks, group_spec, workers, cache=cache):
             findings.extend(result.findings)
             group_summary.update(result.summary)
             errors.extend(result.errors)
             done += result.files
+            from_cache += result.cached
             if progress:
                 progress(done, len(tasks))
         for check in DATASET_CHECKS:
@@ -203,7 +229,10 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
                 errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
         if group_summary is not summary:
             summary.update(group_summary)
+    if cache is not None and done > from_cache:
+        open_cache(cache).sweep()
     effective = specs[0] if specs else resolve_spec([], configs, spec)
+    findings = _unpaired_once(findings)
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
@@ -233,7 +262,31 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         if distinct else [],
         audited_nothing=nothing,
         files=[t.display for t in tasks],
+        flagged_tasks=_flagged_tasks(tasks, findings),
+        from_cache=from_cache,
     )
+
+
+def _flagged_tasks(tasks: list[FileTask], findings: list[Finding]) -> dict[str, FileTask]:
+    """The tasks of the files findings name, by display path: a report keeps what it needs to
+    read them again (for pictures of their pixels), never a task per file of the dataset."""
+    flagged = {f.path for f in findings if f.path is not None}
+    return {t.display: t for t in tasks if t.display in flagged}
+
+
+def _unpaired_once(findings: list[Finding]) -> list[Finding]:
+    """One LG002 per mask without its image: a mask that discovery found unpaired among
+    paired folders is also one that the spec's require_pairs names (discovery's, first, is
+    kept)."""
+    seen: set[str] = set()
+    kept = []
+    for finding in findings:
+        if finding.code == "LG002" and finding.path is not None and finding.data.get("side") == "mask":
+            if finding.path in seen:
+                continue
+            seen.add(finding.path)
+        kept.append(finding)
+    return kept
 
 
 def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery]) -> str:

@@ -13,6 +13,7 @@ _EXTRAS = {
     "nibabel": "nifti",
     "tifffile": "tiff",
     "torch": "torch",
+    "matplotlib": "html",
 }
 
 

@@ -241,7 +241,12 @@ def _progress(enabled: bool):
 @layout_options
 @click.option("--image-key", help="Array key of the image in NPZ/HDF5 files (its shape is checked against the label's).")
 @click.option("-f", "--output-format", default="text", show_default=True,
-              help="Report format: text or json (see `labelguard formats`).")
+              help="Report format: text, json, sarif, junit, github, html or baseline (see `labelguard formats`).")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
+              help="Findings this file holds (`labelguard baseline write`, or a JSON report) are known: "
+                   "reported, never failing the run; new ones fail it.")
+@click.option("--html-thumbnails", type=click.IntRange(min=0), default=None,
+              help="Most pictures of flagged files per code in the HTML report (default 6).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default=None,
               help="Exit 1 when a finding is at or above this severity (default: error).")
@@ -255,10 +260,14 @@ def _progress(enabled: bool):
               help="Change a code's severity, e.g. LG205=warning. Repeatable.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @limit_options
+@click.option("--cache-dir", type=click.Path(file_okay=False),
+              help="Folder of the per-file result cache (default: [audit] cache_dir, else the user's cache folder; "
+                   "see `labelguard cache info`).")
+@click.option("--no-cache", is_flag=True, help="Read and check every file; use and store no cached result.")
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
-          image_key, output_format, output_file, fail_on, sample, seed, workers, write_classes, force,
-          severity_overrides, no_progress, max_pixels, max_file_bytes):
+          image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
+          write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes, cache_dir, no_cache):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -272,7 +281,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     from labelguard.core.findings import Severity
     from labelguard.output import get_formatter, write_report
 
-    get_formatter(output_format)
+    get_formatter(output_format).check_available()
     if not paths:
         if not masks:
             raise click.UsageError("give a dataset PATH (or --masks DIR)")
@@ -280,6 +289,8 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     for path in paths:
         if not os.path.exists(path):
             raise click.UsageError(f"{path}: no such file or directory")
+    if cache_dir and no_cache:
+        raise click.UsageError("--cache-dir and --no-cache contradict each other: give one")
     if write_classes and os.path.lexists(write_classes) and not force:
         raise click.UsageError(f"--write-classes {write_classes}: the file exists; pass --force to replace it")
     images, masks = _folders_in(paths, images, masks)
@@ -299,6 +310,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             config_file=config_file, use_project_config=not no_config,
             workers=workers if workers is not None else "config", sample=sample, seed=seed,
             severity=overrides, progress=progress, max_pixels=max_pixels, max_file_bytes=max_file_bytes,
+            cache=False if no_cache else cache_dir,
         )
     seed_given = click.get_current_context().get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT
     if seed_given and report.sampled is None:
@@ -316,15 +328,82 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)
     if force and not write_classes:
         report.notes.append("--force was not used: it lets --write-classes replace a file that exists")
+    if baseline_file:
+        from labelguard.baseline import match_baseline, read_baseline
+
+        match_baseline(report, read_baseline(baseline_file))
+    fail_on = fail_on or report.settings.get("fail_on", "error")
+    format_options = {"fail_on": fail_on}
+    if html_thumbnails is not None:
+        format_options["thumbnails"] = html_thumbnails
+        if "thumbnails" not in get_formatter(output_format).options:
+            report.notes.append(f"--html-thumbnails {html_thumbnails} was not used: it sets the pictures of "
+                                "--output-format html")
     if output_file:
         with open(output_file, "w", encoding="utf-8") as handle:
-            write_report(report, output_format, handle)
+            write_report(report, output_format, handle, **format_options)
         click.echo(f"report written to {output_file}", err=True)
     else:
-        write_report(report, output_format, sys.stdout)
+        write_report(report, output_format, sys.stdout, **format_options)
     if report.audited_nothing:
         click.echo(f"labelguard: error: {report.audited_nothing}", err=True)
-    sys.exit(report.exit_code(fail_on or report.settings.get("fail_on", "error")))
+    sys.exit(report.exit_code(fail_on))
+
+
+@main.group()
+def baseline() -> None:
+    """Accept the findings a dataset has today; later audits fail only on new ones."""
+
+
+@baseline.command("write", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("-o", "--output-file", default="labelguard-baseline.json", show_default=True,
+              type=click.Path(dir_okay=False), help="The baseline file to write (commit it beside labelguard.toml).")
+@click.argument("audit_args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def baseline_write(ctx, output_file: str, audit_args: tuple[str, ...]) -> None:
+    """Audit PATHS (with any `labelguard audit` option) and write every finding's identity.
+
+    \b
+    Then gate new data on it:
+      labelguard baseline write data/ -o labelguard-baseline.json
+      labelguard audit data/ --baseline labelguard-baseline.json
+    """
+    taken = {"-f", "--output-format", "-o", "--output-file", "--baseline", "--fail-on"}
+    given = sorted(arg.split("=", 1)[0] for arg in audit_args if arg.split("=", 1)[0] in taken)
+    if given:
+        raise click.UsageError(f"{', '.join(given)}: baseline write chooses the format and file itself "
+                               "(give the file with its own -o)")
+    args = [*audit_args, "--output-format", "baseline", "--output-file", output_file, "--fail-on", "never"]
+    with audit.make_context("audit", args, parent=ctx) as audit_context:
+        audit.invoke(audit_context)
+
+
+@main.command("audit-touched", context_settings={"ignore_unknown_options": True})
+@click.argument("files", nargs=-1, type=click.UNPROCESSED)
+@click.option("-f", "--output-format", default="text", show_default=True,
+              help="Report format of each dataset's audit (see `labelguard formats`).")
+@click.pass_context
+def audit_touched(ctx, files: tuple[str, ...], output_format: str) -> None:
+    """Audit the datasets FILES belong to (the pre-commit hook's entry).
+
+    A dataset is the folder of the nearest labelguard.toml at or above a file, up to the
+    current folder; its labelguard-baseline.json is used when present. Exits with the
+    highest exit code of the audits (0 when no file belongs to a dataset).
+    """
+    from labelguard.precommit import touched_datasets
+
+    worst = 0
+    for root, baseline in touched_datasets(files):
+        args = [root, "--no-progress", "--output-format", output_format]
+        if baseline:
+            args += ["--baseline", baseline]
+        click.echo(f"labelguard audit {' '.join(args)}", err=True)
+        try:
+            with audit.make_context("audit", args, parent=ctx) as audit_context:
+                audit.invoke(audit_context)
+        except SystemExit as exit_:
+            worst = max(worst, exit_.code if isinstance(exit_.code, int) else 2)
+    sys.exit(worst)
 
 
 def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -> tuple[str | None, str | None]:
@@ -441,6 +520,45 @@ def formats() -> None:
     for layout in shipped_catalog().layouts:
         click.echo(f"  {layout.name:<18} {layout.description}")
     click.echo("report formats (--output-format): " + ", ".join(sorted(FORMATTERS)))
+
+
+@main.group()
+def cache() -> None:
+    """Show or empty the per-file result cache of `labelguard audit`."""
+
+
+def _cache_here(cache_dir: str | None):
+    """The cache an audit from this folder would use: --cache-dir, else the config found
+    from here ([audit] cache_dir, cache_max_bytes), else the user's cache folder."""
+    from labelguard._audit import cache_settings, load_settings
+    from labelguard.core.cache import default_cache_dir, open_cache
+
+    settings: dict = {}
+    for config in load_settings(os.getcwd(), None, True):
+        settings.update(config.audit)
+    chosen = cache_settings(cache_dir or settings.get("cache_dir") or default_cache_dir(), settings)
+    return open_cache(chosen)
+
+
+@cache.command("info")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder (default: as `audit` uses).")
+def cache_info(cache_dir: str | None) -> None:
+    """Where the cache is, how many entries it holds, its size and its bound."""
+    info = _cache_here(cache_dir).info()
+    click.echo(f"location: {info.directory}")
+    click.echo(f"entries:  {info.entries:,} files' results, {info.batches:,} batches' results")
+    click.echo(f"size:     {info.size:,} bytes")
+    click.echo(f"bound:    {info.max_bytes:,} bytes (least recently used entries are deleted past it; "
+               "[audit] cache_max_bytes)")
+
+
+@cache.command("clear")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder (default: as `audit` uses).")
+def cache_clear(cache_dir: str | None) -> None:
+    """Delete every cached result (the next audit reads and checks every file)."""
+    store = _cache_here(cache_dir)
+    deleted = store.clear()
+    click.echo(f"deleted {deleted:,} cached results from {store.info().directory}")
 
 
 @main.command()

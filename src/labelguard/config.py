@@ -15,6 +15,8 @@ Example ``labelguard.toml``::
     fail_on = "error"
     max_pixels = 2_147_483_648       # elements of one array a file may declare
     max_file_bytes = 4_294_967_296   # bytes one file may be read or decoded into
+    cache_dir = ".labelguard-cache"  # per-file results cached by content (default: the user's cache)
+    cache_max_bytes = 1_073_741_824  # the cache is swept back under this size
 
     [severity]
     LG205 = "warning"
@@ -39,7 +41,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 CONFIG_NAME = "labelguard.toml"
-AUDIT_KEYS = {"fail_on", "workers", "format", "key", "sample", "color_map", "max_pixels", "max_file_bytes"}
+AUDIT_KEYS = {"fail_on", "workers", "format", "key", "sample", "color_map", "max_pixels", "max_file_bytes",
+              "cache", "cache_dir", "cache_max_bytes"}
 TOP_KEYS = {"labels", "audit", "severity"}
 
 
@@ -117,7 +120,14 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
 def _audit_value(key: str, value: Any, path: str) -> Any:
     """An ``[audit]`` value checked for its type; SpecError naming the key and the file."""
     where = f"audit.{key} in {path}"
-    if key in ("workers", "sample", "max_pixels", "max_file_bytes"):
+    if key == "cache":
+        if not isinstance(value, bool):
+            raise SpecError(f"{where} must be true or false, got {value!r}")
+        return value
+    if key == "cache_dir" and isinstance(value, str) and value:
+        # Relative to the config file, whichever folder the audit runs from.
+        return os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(value))
+    if key in ("workers", "sample", "max_pixels", "max_file_bytes", "cache_max_bytes"):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SpecError(f"{where} must be a whole number >= 1, got {value!r}")
         return value

@@ -153,4 +153,22 @@ def run_demo(directory: str | None, stream: IO[str]) -> int:
         f"labelguard found {total} findings in the demo data. Try `labelguard rule LG201`, or "
         f"`labelguard audit {display_path(sets['voc_seg'])} --ignore-index 255` to see the 255 borders accepted.\n"
     )
+    stream.write(_html_report(root) + "\n")
     return 0
+
+
+def _html_report(root: str) -> str:
+    """Write the HTML report of the three sets (audited together, each against its own spec)
+    beside them, and say where; without the html extra, say how to get it."""
+    from labelguard._audit import audit
+    from labelguard._optional import available
+    from labelguard.layouts.base import display_path
+    from labelguard.output import write_report
+
+    if not available("matplotlib"):
+        return "The HTML report needs matplotlib: pip install 'labelguard[html]', then run the demo again."
+    target = os.path.join(root, "report.html")
+    with open(target, "w", encoding="utf-8") as handle:
+        write_report(audit(root, workers=1), "html", handle)
+    return (f"HTML report of the three sets, with pictures of the flagged masks: {display_path(target)} "
+            "(open it in a browser)")

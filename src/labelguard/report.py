@@ -20,16 +20,23 @@ JSON schema, version 1::
         "suggested_remap": {"<from>": to} | null,
         "suggested_color_map": {"r,g,b": index} | null,
         "notes": [str], "errors": [str],
-        "audited_nothing": null | str, "files": [str]
+        "audited_nothing": null | str, "files": [str],
+        "from_cache": int
       },
       "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
     }
+
+With ``--baseline``, ``summary.baseline`` is ``{"file": str, "known": int, "new": int,
+"absent": [{"code", "path", "fingerprint", ...}]}`` and each finding has ``"baseline":
+"known" | "new"`` (see :mod:`labelguard.baseline`); without one neither key is there.
 
 ``path`` is relative to the current directory when the file is inside it. ``values`` counts
 every distinct mask value exactly up to 2,048 of them; past that (an image saved as a label)
 ``values_capped`` says so: the 1,024 values nearest 0 and the 1,024 farthest are kept and
 counted exactly, the pixels of the others are ``other_pixels``, and ``outside_spec`` lists the
-kept values only.
+kept values only. ``from_cache`` counts the files whose findings and counts came from the
+result cache, unchanged since an earlier audit (:mod:`labelguard.core.cache`); the others
+were read and checked.
 """
 
 from __future__ import annotations
@@ -70,6 +77,15 @@ class Report:
     # (path, spec) of each dataset when the datasets of one audit have different specs;
     # ``spec`` is then the first one's
     specs: list[tuple[str, LabelSpec]] = field(default_factory=list)
+    # How the findings compare with a baseline (labelguard.baseline.match_baseline), if given.
+    baseline: Any = None
+    # The tasks of the files that have findings, by display path: how to read them again
+    # (the HTML report draws their pixels). Never the tasks of every file.
+    flagged_tasks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # The read limits the audit applied, for reading flagged files again under the same bounds.
+    read_limits: Any = field(default=None, repr=False, compare=False)
+    # how many of ``files`` had their result taken from the result cache
+    from_cache: int = 0
 
     def dataset_specs(self) -> list[tuple[str, LabelSpec]]:
         """(path, spec) per dataset when they differ, else one ("", spec)."""
@@ -90,7 +106,8 @@ class Report:
         if fail_on == "never":
             return 0
         threshold = Severity.parse(fail_on)
-        return 1 if any(f.severity >= threshold for f in self.findings) else 0
+        known = self.baseline.is_known if self.baseline is not None else (lambda finding: False)
+        return 1 if any(f.severity >= threshold and not known(f) for f in self.findings) else 0
 
     def value_in_spec(self, value: int) -> bool | None:
         if self.specs:  # the values of datasets with different specs: each file's findings say
@@ -137,6 +154,21 @@ class Report:
                 "errors": self.errors,
                 "audited_nothing": self.audited_nothing,
                 "files": self.files,
+                **self._baseline_summary(),
+                "from_cache": self.from_cache,
             },
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [self._finding_dict(f) for f in self.findings],
         }
+
+    def _baseline_summary(self) -> dict[str, Any]:
+        if self.baseline is None:
+            return {}
+        known = len(self.baseline.known)
+        return {"baseline": {"file": self.baseline.source, "known": known, "new": len(self.findings) - known,
+                             "absent": self.baseline.absent}}
+
+    def _finding_dict(self, finding: Finding) -> dict[str, Any]:
+        data = finding.to_dict()
+        if self.baseline is not None:
+            data["baseline"] = "known" if self.baseline.is_known(finding) else "new"
+        return data

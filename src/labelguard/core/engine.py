@@ -25,8 +25,9 @@ import threading
 import traceback
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
+from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, environment_digest, open_cache
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _WORKER_SPEC: LabelSpec | None = None
+_WORKER_CACHE: CacheSettings | None = None
 
 # Files per batch at most: large enough that a batch costs far more than its trip through a
 # pipe, small enough that the progress bar moves and the workers finish together.
@@ -68,14 +70,20 @@ def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
         return FileResult(task.display, errors=[f"{task.display}: check crashed: {detail}"])
 
 
-def run_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
+def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings | None = None) -> FileResult:
     """Run ``tasks`` in order and merge their results into one covering ``len(tasks)`` files.
 
     A processor may offer ``processor.batch(tasks, spec)``, equal to its per-file results
     merged but without a summary per file; it is used when every task shares that processor.
     If it raises, the batch runs file by file, so the failure is pinned to its file.
+
+    With a ``cache``, each task of a cacheable processor is looked up there first and its
+    result stored after it ran (:mod:`labelguard.core.cache`), in the process that runs it; a
+    batch of such tasks also has an entry of its own, read at once when nothing changed.
     """
     processor = tasks[0].processor if tasks else None
+    if cache is not None and any(getattr(task.processor, "cacheable", False) for task in tasks):
+        return _run_cached(tasks, spec, cache)
     batched = getattr(processor, "batch", None)
     if batched is not None and all(task.processor is processor for task in tasks):
         try:
@@ -84,19 +92,50 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
             raise
         except Exception:
             log.debug("batch processor failed; running the batch file by file", exc_info=True)
+    return _merged(tasks, (run_one(task, spec) for task in tasks))
+
+
+def _run_cached(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings) -> FileResult:
+    """:func:`run_batch` file by file, each through the cache (a result is stored per file)."""
+    store = open_cache(cache)
+    context = store.context(spec)
+    batch = store.batch(tasks, context)
+    if batch.hit is not None:
+        return _merged(tasks, [batch.hit])
+    merged = _merged(tasks, (_run_through(store, task, spec, context, batch, index)
+                             for index, task in enumerate(tasks)))
+    store.store_batch(batch, merged)
+    return merged
+
+
+def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, context: bytes, batch: Batch,
+                 index: int) -> FileResult | CachedResult:
+    """One task through the cache; a failure of the cache itself only costs the lookup."""
+    try:
+        return store.run(task, spec, run_one, context, batch, index)
+    except MissingDependency:
+        raise
+    except Exception:
+        log.debug("the result cache failed on %s; checking it without", task.path, exc_info=True)
+        batch.dependencies[index] = None
+        return run_one(task, spec)
+
+
+def _merged(tasks: Sequence[FileTask], results: Iterable[FileResult | CachedResult]) -> FileResult:
     batch = FileResult(tasks[0].display if tasks else "", files=0)
-    for task in tasks:
-        result = run_one(task, spec)
+    for result in results:
         batch.findings.extend(result.findings)
         batch.errors.extend(result.errors)
         batch.summary.update(result.summary)
         batch.files += result.files
+        batch.cached += result.cached
     return batch
 
 
-def _init_worker(spec: LabelSpec, limits: ReadLimits) -> None:
-    global _WORKER_SPEC
+def _init_worker(spec: LabelSpec, limits: ReadLimits, cache: CacheSettings | None) -> None:
+    global _WORKER_SPEC, _WORKER_CACHE
     _WORKER_SPEC = spec
+    _WORKER_CACHE = cache
     # The caller's read limits: a worker started by a fork server or spawn would have the defaults.
     set_limits(limits)
     # Ctrl-C reaches the whole process group: the caller stops the pool, and a worker
@@ -106,7 +145,7 @@ def _init_worker(spec: LabelSpec, limits: ReadLimits) -> None:
 
 def _run_batch_in_worker(tasks: Sequence[FileTask]) -> FileResult:
     assert _WORKER_SPEC is not None
-    return run_batch(tasks, _WORKER_SPEC)
+    return run_batch(tasks, _WORKER_SPEC, _WORKER_CACHE)
 
 
 def default_workers() -> int:
@@ -147,22 +186,26 @@ def run_tasks(
     spec: LabelSpec,
     workers: int | None = None,
     on_result: Callable[[FileResult], None] | None = None,
+    cache: CacheSettings | None = None,
 ) -> Iterator[FileResult]:
     """Yield merged results that together cover every task, in any order, using ``workers`` processes.
 
     Each result covers ``result.files`` tasks (a batch); its summary is the batch's merged
-    summary and its findings and errors are the batch's. A file whose worker process died
-    twice on it (see the module's docstring) is a result with an error and no findings.
+    summary and its findings and errors are the batch's, ``result.cached`` of its files came
+    from the ``cache``. A file whose worker process died twice on it (see the module's
+    docstring) is a result with an error and no findings.
     """
     workers = default_workers() if workers is None else max(1, workers)
     workers = min(workers, max(1, len(tasks)))
     size = batch_size(len(tasks), workers)
     batches = [tasks[start:start + size] for start in range(0, len(tasks), size)]
+    if cache is not None:
+        environment_digest()  # once here, not in every forked worker
     if workers == 1 or len(tasks) < 4:
-        results = (run_batch(batch, spec) for batch in batches)
+        results = (run_batch(batch, spec, cache) for batch in batches)
     else:
         modules = sorted({task.processor.__module__ for task in tasks})
-        results = _run_pooled(batches, spec, workers, modules)
+        results = _run_pooled(batches, spec, workers, modules, cache)
     for result in results:
         if on_result:
             on_result(result)
@@ -170,7 +213,8 @@ def run_tasks(
 
 
 def _run_pooled(
-    batches: Sequence[Sequence[FileTask]], spec: LabelSpec, workers: int, modules: Sequence[str]
+    batches: Sequence[Sequence[FileTask]], spec: LabelSpec, workers: int, modules: Sequence[str],
+    cache: CacheSettings | None = None,
 ) -> Iterator[FileResult]:
     """Results of ``batches`` from a pool of ``workers``; the batches a dead worker left
     unfinished run again file by file, and a file that kills its worker again is an error."""
@@ -179,7 +223,7 @@ def _run_pooled(
     while waiting or struck:
         if not struck:
             yield from _run_until_a_worker_dies(waiting, spec, workers, workers * IN_FLIGHT_PER_WORKER,
-                                                modules, struck)
+                                                modules, struck, cache)
             continue
         # One file at a time in a one-worker pool (a file handed out while another runs would
         # fail with it): a death now names its file.
@@ -187,7 +231,7 @@ def _run_pooled(
         struck.clear()
         while alone:
             died: deque[Sequence[FileTask]] = deque()
-            yield from _run_until_a_worker_dies(alone, spec, 1, 1, modules, died)
+            yield from _run_until_a_worker_dies(alone, spec, 1, 1, modules, died, cache)
             for (task,) in died:
                 yield _worker_died(task)
 
@@ -199,6 +243,7 @@ def _run_until_a_worker_dies(
     in_flight: int,
     modules: Sequence[str],
     struck: deque[Sequence[FileTask]],
+    cache: CacheSettings | None = None,
 ) -> Iterator[FileResult]:
     """Run the batches of ``waiting`` (taken from its left, at most ``in_flight`` handed out at
     a time) on a new pool of ``workers`` until they are done or a worker dies; then the
@@ -209,7 +254,7 @@ def _run_until_a_worker_dies(
     from concurrent.futures.process import BrokenProcessPool
 
     pool = ProcessPoolExecutor(workers, mp_context=_context(modules), initializer=_init_worker,
-                               initargs=(spec, current_limits()))
+                               initargs=(spec, current_limits(), cache))
     running: dict[Future, Sequence[FileTask]] = {}
     finished = False
     try:

@@ -35,6 +35,17 @@ class Check:
     def finding(self, path: str | None, message: str, hint: str = "", **data: Any) -> Finding:
         return Finding(self.code, self.severity, path, message, hint or self.fix, data)
 
+    def help_text(self) -> str:
+        """The code's documentation as plain text: why it breaks training, an example, the fix."""
+        return (f"{self.summary}.\n\nWhy it breaks training: {' '.join(self.why.split())}\n\nBad: {self.bad}\n"
+                f"Good: {self.good}\n\nFix: {self.fix}")
+
+    def help_markdown(self) -> list[str]:
+        """The code's documentation as Markdown lines (a section of docs/rules.md)."""
+        return [f"**{self.name}** (default severity: {self.severity}, {self.scope}-level): {self.summary}.", "",
+                "### Why it breaks training", "", self.why, "", "### Example", "", "Bad:", "", "```", self.bad,
+                "```", "", "Good:", "", "```", self.good, "```", "", "### Fix", "", self.fix]
+
 
 REGISTRY: dict[str, Check] = {}
 
@@ -88,8 +99,5 @@ def rules_markdown(checks: Mapping[str, Check] | None = None) -> str:
         lines.append(f"| [{code}](#{code.lower()}) | {check.name} | {check.severity} | {check.summary} |")
     for code in sorted(checks):
         check = checks[code]
-        lines += ["", f"## {code}", "", f"**{check.name}** (default severity: {check.severity}, "
-                  f"{check.scope}-level): {check.summary}.", "", "### Why it breaks training", "",
-                  check.why, "", "### Example", "", "Bad:", "", "```", check.bad, "```", "", "Good:", "",
-                  "```", check.good, "```", "", "### Fix", "", check.fix]
+        lines += ["", f"## {code}", "", *check.help_markdown()]
     return "\n".join(lines) + "\n"

@@ -24,7 +24,10 @@ INT64_MAX = (1 << 63) - 1
 _COMPARED_ONE_BY_ONE = 8
 
 # The parts of a spec whose origin the report names, in the order it names them.
-PARTS = ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label")
+PARTS = ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label", "dtype",
+         "require_pairs", "max_files_unreadable")
+# The dtypes a spec may declare for its masks (``dtype = "uint8"``): integer types only.
+MASK_DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64")
 # Said of a class-name file found next to the data it describes: such a file is often
 # written from that very data (a converter's output), so it cannot vouch for it.
 BESIDE_DATA = "beside the data"
@@ -229,6 +232,12 @@ class LabelSpec:
         origins: ``(part, origin)`` pairs naming which file or flag gave each part (see
             :data:`PARTS`); filled from ``sources`` when not given.
         notes: what merging the spec's layers replaced, for the report.
+        dtype: the integer dtype masks must be stored as (strict admission: a mask stored
+            otherwise is LG207), or None.
+        require_pairs: every mask must have its image, paired by name or stored in the
+            same file (strict admission: a mask without one is LG002).
+        max_files_unreadable: the most files of a dataset that may be unreadable (strict
+            admission: more is a dataset-level LG001), or None for no bound.
 
     What is legal is said here and nowhere else; ask, never recompute:
 
@@ -255,8 +264,15 @@ class LabelSpec:
     sources: tuple[str, ...] = field(default=(), compare=False)
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
+    dtype: str | None = None
+    require_pairs: bool = False
+    max_files_unreadable: int | None = None
 
     def __post_init__(self) -> None:
+        if self.dtype is not None and self.dtype not in MASK_DTYPES:
+            raise SpecError(f"dtype {self.dtype!r} is not a mask dtype; known: {', '.join(MASK_DTYPES)}")
+        if self.max_files_unreadable is not None and self.max_files_unreadable < 0:
+            raise SpecError(f"max_files_unreadable must be 0 or more, got {self.max_files_unreadable}")
         if self.num_classes is not None and self.num_classes < 1:
             raise SpecError(f"num_classes must be at least 1, got {self.num_classes}")
         _check_int64("num_classes", () if self.num_classes is None else (self.num_classes,))
@@ -285,6 +301,9 @@ class LabelSpec:
             "ignore_index": bool(self.ignore),
             "background": self.background != 0,
             "reduce_zero_label": self.reduce_zero_label,
+            "dtype": self.dtype is not None,
+            "require_pairs": self.require_pairs,
+            "max_files_unreadable": self.max_files_unreadable is not None,
         }
         return tuple(part for part in PARTS if present[part])
 
@@ -297,6 +316,12 @@ class LabelSpec:
     def origin(self, part: str) -> str | None:
         """The file or flag that gave ``part`` (one of :data:`PARTS`), when known."""
         return dict(self.origins).get(part)
+
+    def origin_note(self, part: str) -> str:
+        """`` (the file or flag)`` that gave ``part``, for a message that cites the spec; ""
+        when unknown."""
+        origin = self.origin(part)
+        return f" ({origin})" if origin else ""
 
     def describe_origins(self) -> str:
         """Which file or flag gave each part: ``from labels.txt`` when one gave all, else
@@ -506,13 +531,19 @@ class LabelSpec:
         data["background"] = self.background
         if self.reduce_zero_label:
             data["reduce_zero_label"] = True
+        if self.dtype is not None:
+            data["dtype"] = self.dtype
+        if self.require_pairs:
+            data["require_pairs"] = True
+        if self.max_files_unreadable is not None:
+            data["max_files_unreadable"] = self.max_files_unreadable
         return data
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], source: str = "") -> "LabelSpec":
         """Build a spec from a config table; unknown keys are an error that names them."""
         known = {"classes", "values", "num_classes", "ignore_index", "ignore", "background",
-                 "reduce_zero_label"}
+                 "reduce_zero_label", "dtype", "require_pairs", "max_files_unreadable"}
         unknown = sorted(set(data) - known)
         if unknown:
             where = f" in {source}" if source else ""
@@ -529,6 +560,10 @@ class LabelSpec:
             background=_int(data["background"], "background") if data.get("background") is not None else 0,
             reduce_zero_label=_bool(data.get("reduce_zero_label", False), "reduce_zero_label"),
             sources=(source,) if source else (),
+            dtype=_dtype(data["dtype"]) if data.get("dtype") is not None else None,
+            require_pairs=_bool(data.get("require_pairs", False), "require_pairs"),
+            max_files_unreadable=_int(data["max_files_unreadable"], "max_files_unreadable")
+            if data.get("max_files_unreadable") is not None else None,
         )
 
 
@@ -595,6 +630,13 @@ def _int(value: Any, key: str) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise SpecError(f"{key} must be an integer, got {value!r}") from None
+
+
+def _dtype(value: Any) -> str:
+    """A mask dtype named in a config: one of :data:`MASK_DTYPES`."""
+    if not isinstance(value, str) or value.strip().lower() not in MASK_DTYPES:
+        raise SpecError(f"dtype must be one of {', '.join(MASK_DTYPES)}, got {value!r}")
+    return value.strip().lower()
 
 
 def _bool(value: Any, key: str) -> bool:

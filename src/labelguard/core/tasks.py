@@ -48,6 +48,7 @@ class FileResult:
     Attributes:
         path: the task's display path (a batch's first).
         files: how many tasks this result covers.
+        cached: how many of them came from the result cache (:mod:`labelguard.core.cache`).
     """
 
     path: str
@@ -55,3 +56,4 @@ class FileResult:
     summary: Summary = field(default_factory=Summary)
     errors: list[str] = field(default_factory=list)  # labelguard's own failures, not the data's
     files: int = 1
+    cached: int = 0

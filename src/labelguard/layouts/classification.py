@@ -106,6 +106,11 @@ def process_table(task: FileTask, spec: LabelSpec) -> FileResult:
     return process_annotation(task, spec, table_record, "csv")
 
 
+# Its result is a function of the task, the spec, the table's bytes and the image folders'
+# listings and paths it notes (labelguard.core.cache).
+process_table.cacheable = True  # type: ignore[attr-defined]
+
+
 def _path_table(task: FileTask, table: TableRows) -> tuple[ImageTable, list[int]]:
     """The distinct files a table names (each at the first line naming it), looked up under
     the task's image folders, and each row's file."""

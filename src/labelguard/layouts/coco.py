@@ -30,6 +30,7 @@ import re
 import numpy as np
 
 from labelguard.checks.files import UNREADABLE
+from labelguard.core.cache import note_path
 from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, NamedFiles
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -81,6 +82,11 @@ def process_coco(task: FileTask, spec: LabelSpec) -> FileResult:
     return process_annotation(task, spec, coco_record, "coco")
 
 
+# Its result is a function of the task, the spec, the file's bytes and the image folders'
+# listings and paths it notes (labelguard.core.cache).
+process_coco.cacheable = True  # type: ignore[attr-defined]
+
+
 def _image_table(task: FileTask, coco: CocoRecord) -> ImageTable:
     """``images`` with their files looked up in the image folders of the task (when it has
     any), ``file_name``s that lead outside the dataset root told apart."""
@@ -128,8 +134,12 @@ def _panoptic_files(task: FileTask, coco: CocoRecord) -> NamedFiles | None:
     folder = task.option("panoptic_dir")
     if not folder:
         return None
-    missing = [f"annotations[{index}] {name!r}" for index, name in coco.panoptic_files
-               if not os.path.isfile(os.path.join(folder, name))]
+    missing = []
+    for index, name in coco.panoptic_files:
+        png = os.path.join(folder, name)
+        note_path(png)
+        if not os.path.isfile(png):
+            missing.append(f"annotations[{index}] {name!r}")
     return NamedFiles("panoptic PNG", display_path(folder), len(coco.panoptic_files), missing)
 
 

@@ -51,6 +51,7 @@ from functools import partial
 from typing import Any, Callable, Container, Sequence, TypeVar
 
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
+from labelguard.core.cache import note_folder
 from labelguard.core.text import SHOWN, plural, shorten, verb
 from labelguard.core.findings import Finding
 from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, read_bytes, read_head
@@ -958,6 +959,7 @@ class _Listing:
     def __init__(self, folder: str) -> None:
         files: set[str] = set()
         entries: set[str] = set()
+        note_folder(folder)  # a cached result that looked names up here depends on the listing
         try:
             with os.scandir(folder) as scan:
                 for entry in scan:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
+from labelguard.core.cache import note_path
 from labelguard.layouts.pairing import DirectoryListings, inside_root
 from labelguard.readers.base import IMAGE_EXTENSIONS
 
@@ -36,8 +37,10 @@ def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str) -> tu
             target = os.path.normpath(name if os.path.isabs(name) else os.path.join(bases[0], name))
             if not (inside_root(target, root) or inside_root(target, bases[0])):
                 escaping.append(index)
-            elif not os.path.isfile(target):
-                missing.append(index)
+            else:
+                note_path(target)
+                if not os.path.isfile(target):
+                    missing.append(index)
         elif not _found(name, bases, listings):
             missing.append(index)
     return missing, escaping

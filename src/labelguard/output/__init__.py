@@ -7,11 +7,15 @@ A formatter has a start / handle / stop life cycle over one report::
     for finding in report.findings:
         formatter.handle(finding)
     formatter.stop(report)
+
+Options a format takes (``fail_on``, ``thumbnails``) come as keyword arguments; each format
+reads those it knows (:attr:`Formatter.options` lists them, so the CLI can say when one was
+given for a format that does not use it).
 """
 
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from labelguard.errors import UsageError
 
@@ -25,9 +29,17 @@ class Formatter:
     """Base class: writes one report to a text stream."""
 
     name = ""
+    # The options this format reads; the others passed to it are not used.
+    options: tuple[str, ...] = ()
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], **options: Any) -> None:
         self.stream = stream
+        self.settings = options
+
+    @classmethod
+    def check_available(cls) -> None:
+        """Raise MissingDependency when an extra this format draws with is not installed (the
+        CLI asks before auditing, so that no run ends in a half-written report)."""
 
     def start(self, report: Report) -> None:
         pass
@@ -51,15 +63,16 @@ def get_formatter(name: str) -> type[Formatter]:
         raise UsageError(f"unknown output format {name!r}; known: {', '.join(sorted(FORMATTERS))}") from None
 
 
-def write_report(report: Report, name: str, stream: IO[str]) -> None:
-    """Render ``report`` in format ``name`` to ``stream``."""
-    formatter = get_formatter(name)(stream)
+def write_report(report: Report, name: str, stream: IO[str], **options: Any) -> None:
+    """Render ``report`` in format ``name`` to ``stream`` (``options``: see the module docstring)."""
+    formatter = get_formatter(name)(stream, **options)
     formatter.start(report)
     for finding in report.findings:
         formatter.handle(finding)
     formatter.stop(report)
 
 
-from labelguard.output import json_format, text  # noqa: E402,F401  (register the built-in formats)
+# Register the built-in formats (each imports what it needs to draw only when it draws).
+from labelguard.output import baseline_format, github, html, json_format, junit, sarif, text  # noqa: E402,F401
 
 __all__ = ["FORMATTERS", "Formatter", "get_formatter", "register", "write_report"]

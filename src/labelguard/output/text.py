@@ -29,9 +29,12 @@ class TextFormatter(Formatter):
 
     def start(self, report) -> None:
         self.groups = defaultdict(list)
+        self.baseline = report.baseline
 
     def handle(self, finding) -> None:
-        self.groups[finding.code].append(finding)
+        # Findings a baseline holds are counted in its line, not listed again.
+        if self.baseline is None or not self.baseline.is_known(finding):
+            self.groups[finding.code].append(finding)
 
     def stop(self, report) -> None:
         lines: list[str] = []
@@ -49,9 +52,19 @@ class TextFormatter(Formatter):
             samples += (f"  (a random sample of {report.sampled['size']} out of {report.sampled['of']}, "
                         f"seed {report.sampled['seed']}: rerun without --sample for the full audit)")
         out(f"audited:   {samples}")
+        if report.from_cache:
+            out(f"cache:     {report.from_cache:,} of {plural(len(report.files), 'file')} unchanged since an earlier "
+                "audit: their results came from the cache")
         counts = report.counts()
+        if self.baseline is not None:
+            counts = {level: sum(1 for group in self.groups.values() for f in group if str(f.severity) == level)
+                      for level in counts}
         out(f"result:    {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
-            f"{counts['info']} info")
+            f"{counts['info']} info{' (new)' if self.baseline is not None else ''}")
+        if self.baseline is not None:
+            absent = len(self.baseline.absent)
+            out(f"baseline:  {plural(len(self.baseline.known), 'known finding')} of {self.baseline.source} "
+                f"not listed; {absent} of its findings no longer found")
         if report.summary.empty:
             out(f"empty:     {plural(report.summary.empty, 'mask')} {verb(report.summary.empty, 'holds')} only "
                 "background/ignore values")
@@ -161,7 +174,7 @@ class TextFormatter(Formatter):
             if overview:
                 out(f"  {overview}")
             hints = list(dict.fromkeys(f.hint for f in group if f.hint))
-            shown = _examples(group, self.examples)
+            shown = representatives(group, self.examples)
             for finding in shown:
                 place = f"{finding.path}: " if finding.path else ""
                 out(f"  - {place}{_capped(finding.message)}")
@@ -218,13 +231,13 @@ def _problems(finding) -> set:
     return keys
 
 
-def _examples(group: list, least: int) -> list:
+def representatives(group: list, least: int, most: int = LISTED) -> list:
     """The findings a group shows: one for every distinct class, value and hint (up to
-    :data:`LISTED`), then the first others up to ``least``, in report order."""
+    ``most``), then the first others up to ``least``, in report order."""
     chosen: list[int] = []
     covered: set = set()
     for index, finding in enumerate(group):
-        if len(chosen) >= LISTED:
+        if len(chosen) >= most:
             break
         new = _problems(finding) - covered
         if new:

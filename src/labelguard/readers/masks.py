@@ -11,6 +11,7 @@ import importlib
 import io
 import logging
 import os
+import re
 import struct
 import warnings
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import numpy as np
 from PIL import Image, ImageFile, PngImagePlugin, UnidentifiedImageError
 
 from labelguard._optional import require
+from labelguard.core.cache import note_uncacheable
 from labelguard.core.records import MaskRecord
 from labelguard.core.text import plural
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
@@ -308,6 +310,7 @@ def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
         with open_regular(path, "TIFF file") as handle, \
                 tifffile.TiffFile(handle, name=os.path.basename(path)) as tiff:
             pages = len(tiff.pages)
+            _note_ome_files(tiff)
             series = tiff.series
             if len(series) > 1:
                 shapes = ", ".join(str(tuple(s.shape)) for s in series[:4])
@@ -452,6 +455,8 @@ def _hdf5_datasets(handle, h5py, path: str) -> tuple[list[str], dict[str, str], 
         try:
             link = handle.get(name, getlink=True)
             if isinstance(link, h5py.ExternalLink):
+                # What it reads depends on another file and on links resolved on the way.
+                note_uncacheable("an HDF5 external link")
                 target = _external_target(path, link.filename)
                 if target is not None:
                     external[name] = (target, link.path)
@@ -489,6 +494,8 @@ def _external_target(path: str, filename: str) -> str | None:
 
 def _read_nifti(path: str, declared: str | None) -> MaskRecord:
     nib = require("nibabel", "read NIfTI masks")
+    if NIFTI_PAIR.search(path.lower()):
+        note_uncacheable("a NIfTI or Analyze header whose voxels nibabel reads from the .img beside it")
     try:
         image = nib.load(path)
         _check_nifti_size(path, image.header)
@@ -498,6 +505,10 @@ def _read_nifti(path: str, declared: str | None) -> MaskRecord:
     except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
         raise ReadError(f"cannot read NIfTI: {exc or type(exc).__name__}") from None
     return MaskRecord(array=np.asarray(array), container="nifti", declared=declared, mode=str(array.dtype))
+
+
+# The names nibabel reads as a header and image pair (x.hdr with x.img), not as one file.
+NIFTI_PAIR = re.compile(r"\.(hdr|img)(\.gz|\.bz2)?$")
 
 
 def _check_nifti_size(path: str, header) -> None:
@@ -563,6 +574,16 @@ def _image_header_shape(path: str, container: str) -> tuple[int, ...]:
     return (pages, *plane) if pages > 1 else plane
 
 
+def _note_ome_files(tiff) -> None:
+    """An OME-TIFF whose metadata names other files: tifffile may read planes from them."""
+    try:
+        names_files = tiff.is_ome and "FileName=" in (tiff.pages[0].description or "")
+    except Exception:  # a damaged first page: the read that follows reports it
+        return
+    if names_files:
+        note_uncacheable("an OME-TIFF whose planes may lie in the other files it names")
+
+
 def _tiff_shape(path: str) -> tuple[int, ...] | None:
     """The shape of a TIFF's one image (a stack's whole volume) from tifffile, when installed."""
     try:
@@ -571,6 +592,7 @@ def _tiff_shape(path: str) -> tuple[int, ...] | None:
         return None
     try:
         with open_regular(path, "TIFF file") as handle, tifffile.TiffFile(handle, name=os.path.basename(path)) as tiff:
+            _note_ome_files(tiff)
             if not tiff.series:
                 raise ReadError("the TIFF holds no image")
             return tuple(tiff.series[0].shape)

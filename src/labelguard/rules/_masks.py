@@ -49,6 +49,9 @@ def process_mask_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult
 
 
 process_mask.batch = process_mask_batch  # type: ignore[attr-defined]
+# Its result is a function of the task, the spec and the bytes of the mask and its paired
+# image; what a reader reads beyond them is noted or makes it uncacheable (labelguard.core.cache).
+process_mask.cacheable = True  # type: ignore[attr-defined]
 
 
 def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary: Summary,
@@ -67,11 +70,12 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
     if sample.record.remark:
         summary.add_remark(sample.record.remark, task.display)
     start = len(findings)
+    if task.image is not None:
+        sample.paired_display = task.image_display or task.image
     run_rules("mask", sample, spec, task.display, findings, errors)
     if sample.unusable:
         findings.append(UNREADABLE.finding(task.display, sample.unusable))
     if task.image is not None:
-        sample.paired_display = task.image_display or task.image
         try:
             sample.paired_shape = image_shape(task.image)
         except ReadError as exc:

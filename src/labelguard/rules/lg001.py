@@ -15,6 +15,7 @@ from labelguard.checks.files import UNREADABLE
 from labelguard.checks.labels import PLACES_KEPT
 from labelguard.core.records import NO_ID, AnnotationRecord, MaskSample
 from labelguard.core.rules import Example, rule
+from labelguard.core.summary import Summary
 from labelguard.core.text import SHOWN, noun, plural, shorten, verb
 from labelguard.readers.masks import IMAGE_FORMATS, mask_extension
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
@@ -183,3 +184,28 @@ def undecodable_images(record: AnnotationRecord, spec):
         hint="Re-copy these images or delete them; the DataLoader worker that opens one raises mid-epoch.",
         files=[u.split(" ", 1)[0] for u in unreadable[:PLACES_KEPT]], count=len(unreadable),
     ),)
+
+
+BOUND_EXAMPLES = (
+    Example(True, "one empty mask file where the spec allows no unreadable file",
+            lambda: {"masks/a.png": np.eye(4, dtype=np.uint8), "masks/b.png": b""},
+            spec={"num_classes": 2, "max_files_unreadable": 0}),
+    Example(False, "every mask decodes where the spec allows no unreadable file",
+            lambda: {"masks/a.png": np.eye(4, dtype=np.uint8)}, spec={"num_classes": 2, "max_files_unreadable": 0}),
+)
+
+
+@rule(UNREADABLE, "dataset", BOUND_EXAMPLES)
+def unreadable_over_bound(summary: Summary, spec):
+    """Strict admission: more unreadable files than the spec's ``max_files_unreadable``
+    allows. Each file is its own LG001 finding; this one says the dataset broke its bound."""
+    bound = spec.max_files_unreadable
+    if bound is None or summary.unreadable <= bound:
+        return []
+    return [UNREADABLE.finding(
+        None,
+        f"{plural(summary.unreadable, 'file')} cannot be read and the spec{spec.origin_note('max_files_unreadable')} "
+        f"allows at most {bound} (max_files_unreadable)",
+        hint="Re-export or remove the unreadable files (each is an LG001 finding of its own).",
+        unreadable=summary.unreadable, bound=bound,
+    )]

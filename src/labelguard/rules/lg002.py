@@ -13,7 +13,7 @@ import numpy as np
 
 from labelguard.checks.files import UNPAIRED
 from labelguard.checks.labels import PLACES_KEPT
-from labelguard.core.records import AnnotationRecord
+from labelguard.core.records import AnnotationRecord, MaskSample
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import SHOWN, plural, verb
 from labelguard.rules._examples import coco_box, coco_json, image, voc_xml
@@ -43,6 +43,34 @@ FOLDER_EXAMPLES = (
     Example(False, "every ImageFolder class folder holds images",
             lambda: {"train/cat/a.jpg": image(), "train/dog/a.jpg": image()}, options={"format": "imagefolder"}),
 )
+
+
+PAIRS_EXAMPLES = (
+    Example(True, "a mask without an image where the spec sets require_pairs",
+            lambda: {"masks/a.png": np.eye(4, dtype=np.uint8)}, spec={"num_classes": 2, "require_pairs": True}),
+    Example(False, "a mask and its image where the spec sets require_pairs",
+            lambda: {"images/a.png": np.zeros((4, 4, 3), np.uint8), "masks/a.png": np.eye(4, dtype=np.uint8)},
+            spec={"num_classes": 2, "require_pairs": True}),
+    Example(False, "an NPZ holding its image beside the label where the spec sets require_pairs",
+            lambda: {"data/a.npz": {"image": np.zeros((4, 4), np.float32), "label": np.eye(4, dtype=np.uint8)}},
+            spec={"num_classes": 2, "require_pairs": True}),
+)
+
+
+@rule(UNPAIRED, "mask", PAIRS_EXAMPLES)
+def mask_without_required_image(sample: MaskSample, spec):
+    """Strict admission (``require_pairs = true``): a mask with no image paired by name and
+    none stored in its own file. The layouts report orphans among paired folders
+    themselves; this names the masks of datasets that pair nothing."""
+    if not spec.require_pairs or sample.paired_display is not None or sample.record.image_shape is not None:
+        return ()
+    return (UNPAIRED.finding(
+        sample.display,
+        f"mask has no image (none paired by name, none stored in the file) and the spec"
+        f"{spec.origin_note('require_pairs')} requires pairs",
+        hint="Add the image beside its mask (images/ + masks/, or the image in the same file), or remove the mask.",
+        side="mask",
+    ),)
 
 
 @rule(UNPAIRED, "annotation", EXAMPLES)

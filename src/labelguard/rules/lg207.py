@@ -45,9 +45,34 @@ def extra_channels(sample: MaskSample, spec):
     return ()
 
 
+DTYPE_EXAMPLES = (
+    Example(True, "a 16-bit PNG where the spec declares dtype uint8",
+            lambda: {"masks/a.png": ("I;16", np.eye(4, dtype=np.uint16))}, spec={"num_classes": 2, "dtype": "uint8"}),
+    Example(False, "an 8-bit PNG where the spec declares dtype uint8",
+            lambda: {"masks/a.png": np.eye(4, dtype=np.uint8)}, spec={"num_classes": 2, "dtype": "uint8"}),
+)
+
+
+@rule(LAYOUT, "mask", DTYPE_EXAMPLES)
+def other_than_declared_dtype(sample: MaskSample, spec):
+    """Strict admission: the spec's ``dtype`` is the one type every mask is stored as."""
+    stored = sample.record.array
+    if spec.dtype is None or stored.dtype == np.dtype(spec.dtype):
+        return ()
+    return (LAYOUT.finding(
+        sample.display,
+        f"mask stored as {stored.dtype} ({sample.record.mode}), the spec{spec.origin_note('dtype')} declares "
+        f"dtype = \"{spec.dtype}\"",
+        hint=f"Save the mask as {spec.dtype}, or change dtype in the spec if the dataset's contract changed.",
+        dtype=str(stored.dtype), declared=spec.dtype,
+    ),)
+
+
 @rule(LAYOUT, "mask")
 def wider_dtype(sample: MaskSample, spec):
     stored = sample.record.array
+    if spec.dtype is not None:  # a declared dtype is judged by other_than_declared_dtype alone
+        return ()
     if sample.record.container not in ("png", "tiff") or stored.ndim != 2 or stored.dtype.itemsize == 1 \
             or stored.dtype.kind not in "iu" or not stored.size or sample.looks_like_image:
         return ()

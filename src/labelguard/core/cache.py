@@ -1,0 +1,869 @@
+"""A cache of per-file results keyed by content, which concurrent audits may share.
+
+An entry holds one task's :class:`~labelguard.core.tasks.FileResult` (its findings and its
+partial summary) and the dependencies it was computed from. It is reused only when every one
+of them is what it was:
+
+* the entry's place is a hash of the task's *identity*: the processor, the task's fields
+  (paths, display names, options by value), the spec by value, the read limits, the working
+  folder (display paths are relative to it) and the *environment*: labelguard's version, a
+  hash of every source file of the package (so an edited rule invalidates the cache without
+  a version bump), the source of a processor or rule registered from outside the package,
+  the list of registered rules, the versions of the libraries that decode files, Python's;
+* the entry lists the task's *dependencies* with a digest of each: the bytes of the task's
+  file and of its paired image (SHA-256), and what the processor looked at while it ran,
+  which it tells through :func:`note_file` (a file's bytes: an HDF5 external link's target),
+  :func:`note_folder` (a folder's listing: the names that a COCO file or a table names,
+  looked up) and :func:`note_path` (whether a path is a file, a folder or nothing), or that
+  its result must not be stored (:func:`note_uncacheable`: a NIfTI header whose voxels are in
+  a file nibabel names, an OME-TIFF whose planes are in other files). A lookup
+  recomputes every digest and compares; a file's size, mtime, ctime and inode only decide
+  whether its bytes are hashed again, never whether a result is reused.
+
+A processor is cached only when it says that this is all it reads (``processor.cacheable =
+True``); a result with an internal error, a task whose inputs changed while it ran, and a
+file modified in the last :data:`RACY_SECONDS` (a timestamp that coarse file systems may
+not move on a second write) are not stored. Discovery is never cached.
+
+Store: a folder of one file per entry, ``<dir>/v1/<2 hex>/<30 hex>``, written to a temporary
+name beside it and renamed into place, so that two audits (or the workers of a cluster on a
+shared file system, where SQLite's locks are unreliable) can share it with no lock: a reader
+sees a whole entry or none. An entry starts with a checksum of its body; one that is
+truncated, damaged or unreadable is a miss, and is rewritten. Entries are unpickled with only
+the classes of a result allowed. The folder is bounded: at the end of an audit that stored
+entries (at most every :data:`SWEEP_EVERY_SECONDS`), the least recently used ones are deleted
+until it holds less than :attr:`CacheSettings.max_bytes`.
+
+Only the core's own modules are imported: readers and layouts call the ``note_*`` functions,
+and the engine wraps each per-file call in :meth:`ResultCache.run`, in whichever process
+(or cluster worker) runs it; :class:`CacheSettings` travels to it by value.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import enum
+import hashlib
+import io
+import logging
+import os
+import pickle
+import shutil
+import stat
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from labelguard.core.limits import current_limits
+from labelguard.core.summary import Summary
+from labelguard.core.tasks import FileResult, FileTask
+
+log = logging.getLogger(__name__)
+
+# The layout of entries; a change of it starts a new folder beside the old one.
+STORE_VERSION = "v1"
+MAGIC = b"LGCACHE1"
+CHECKSUM_BYTES = 16
+# A file modified this recently may change again without its mtime moving (FAT keeps 2 s,
+# HFS+ and S3 1 s): its digest and any result read from it are not stored.
+RACY_SECONDS = 2.0
+DEFAULT_MAX_BYTES = 1 << 30
+# The size bound is enforced at the end of an audit that stored entries, at most this often.
+SWEEP_EVERY_SECONDS = 600
+# An entry read this long after it was last written or used is marked used again.
+TOUCH_AFTER_SECONDS = 3600
+# A temporary file this old was left by a process that died while writing.
+STALE_TEMP_SECONDS = 3600
+SWEEP_MARKER = "last-sweep"
+# The name ending of a batch's entry (a file's entry has none).
+BATCH_SUFFIX = ".batch"
+CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                "# This file is a cache directory tag created by labelguard.\n"
+                "# For information about cache directory tags see https://bford.info/cachedir/\n")
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """Where the cache lives and how large it may grow; sent by value to every worker.
+
+    Attributes:
+        directory: the cache folder (created when first written).
+        max_bytes: the size the entries are swept back under.
+    """
+
+    directory: str
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+
+def default_cache_dir() -> str:
+    """``$LABELGUARD_CACHE_DIR`` when set, else the user's cache folder for labelguard as the
+    platform's convention places it: ``$XDG_CACHE_HOME/labelguard`` (else
+    ``~/.cache/labelguard``) on Linux and other Unixes, ``~/Library/Caches/labelguard`` on
+    macOS, ``%LOCALAPPDATA%\\labelguard\\Cache`` on Windows."""
+    chosen = os.environ.get("LABELGUARD_CACHE_DIR")
+    if chosen:
+        return os.path.abspath(os.path.expanduser(chosen))
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+        return os.path.join(base, "labelguard", "Cache")
+    if sys.platform == "darwin":
+        return os.path.join(os.path.expanduser("~"), "Library", "Caches", "labelguard")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative value is invalid and ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "labelguard")
+
+
+# ---- what a running processor reads beyond its task's files ----------------------------------
+
+_NOTED: contextvars.ContextVar[list | None] = contextvars.ContextVar("labelguard_cache_noted", default=None)
+
+
+def note_file(path: str) -> None:
+    """The running task's result depends on the bytes of ``path``."""
+    noted = _NOTED.get()
+    if noted is not None:
+        noted.append(("file", os.path.abspath(path)))
+
+
+def note_folder(path: str) -> None:
+    """The running task's result depends on the listing of the folder ``path``: the names in
+    it and whether each is a file (links followed)."""
+    noted = _NOTED.get()
+    if noted is not None:
+        noted.append(("folder", os.path.abspath(path)))
+
+
+def note_path(path: str) -> None:
+    """The running task's result depends on whether ``path`` is a file, a folder or nothing."""
+    noted = _NOTED.get()
+    if noted is not None:
+        noted.append(("path", os.path.abspath(path)))
+
+
+def note_uncacheable(reason: str) -> None:
+    """The running task's result depends on more than can be checked cheaply (files that a
+    library opens by names it computes): it is not stored."""
+    noted = _NOTED.get()
+    if noted is not None:
+        noted.append(("uncacheable", reason))
+
+
+# ---- digests ------------------------------------------------------------------------------------
+
+def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells that a file may have changed: size, mtime, ctime (which no one can set) and
+    inode (a file replaced by a rename). Not the device number, which differs between the
+    machines that mount one shared file system."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _racy(st: os.stat_result, now_ns: int) -> bool:
+    """Modified too recently to be told from its next version by its signature (as git's
+    "racily clean" files; ctime, which a file copied with its times kept moves, is not
+    asked: such a copy gets a new inode)."""
+    return now_ns - st.st_mtime_ns < RACY_SECONDS * 1e9
+
+
+def _hash_file(path: str) -> tuple[os.stat_result | None, bytes]:
+    """(stat, digest) of a path's bytes; a path that is no regular file (missing, a folder,
+    a pipe that would block) gets a digest that says what it is, without reading it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return None, b"missing"
+    except OSError as exc:
+        return None, f"unopenable:{exc.errno}".encode()
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return st, f"not-regular:{stat.S_IFMT(st.st_mode)}".encode()
+        digest = hashlib.sha256()
+        buffer = bytearray(1 << 20)
+        view = memoryview(buffer)
+        while True:
+            count = handle.readinto(buffer)
+            if not count:
+                break
+            digest.update(view[:count])
+        return st, digest.digest()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _path_kind(path: str) -> bytes:
+    """A path as ``os.path.isfile``/``isdir`` see it (links followed)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return b"none"
+    if stat.S_ISREG(st.st_mode):
+        return b"file"
+    return b"dir" if stat.S_ISDIR(st.st_mode) else b"other"
+
+
+def _listing_digest(folder: str) -> bytes:
+    """A digest of a folder's entries: each name with whether it is a file, a folder or
+    something else (links followed, a broken link counted as one)."""
+    try:
+        with os.scandir(folder) as scan:
+            entries = []
+            for entry in scan:
+                try:
+                    kind = "f" if entry.is_file() else "d" if entry.is_dir() else "o"
+                except OSError:
+                    kind = "o"
+                entries.append(f"{kind}{entry.name}")
+    except OSError as exc:
+        return f"unlistable:{exc.errno}".encode()
+    entries.sort()
+    return hashlib.sha256("\0".join(entries).encode("utf-8", "surrogateescape")).digest()
+
+
+# ---- the identity of a task ---------------------------------------------------------------------
+
+def canonical(value: Any) -> bytes:
+    """``value`` as bytes that two processes give alike for equal values (sets sorted, dict
+    items sorted, floats exact, dataclasses field by field); TypeError for a value of a kind
+    that has no such form (the task is then not cached)."""
+    out = io.BytesIO()
+    _encode(value, out.write)
+    return out.getvalue()
+
+
+def _encode(value: Any, write: Callable[[bytes], Any]) -> None:
+    kind = type(value)
+    if kind is str:  # the common case first: paths and names
+        data = value.encode("utf-8", "surrogatepass")
+        write(b"s%d:" % len(data) + data)
+    elif value is None:
+        write(b"N")
+    elif kind is bool:
+        write(b"T" if value else b"F")
+    elif isinstance(value, enum.Enum):
+        write(b"E")
+        _encode(f"{kind.__module__}.{kind.__qualname__}", write)
+        _encode(value.value, write)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        write(b"i%d;" % value)
+    elif isinstance(value, float):
+        write(b"f" + value.hex().encode() + b";")
+    elif isinstance(value, str):
+        _encode(str(value), write)
+    elif isinstance(value, bytes):
+        write(b"b%d:" % len(value) + value)
+    elif isinstance(value, (tuple, list)):
+        write(b"(" if isinstance(value, tuple) else b"[")
+        for item in value:
+            _encode(item, write)
+        write(b")")
+    elif isinstance(value, (set, frozenset)):
+        write(b"{")
+        for item in sorted(canonical(item) for item in value):
+            write(item)
+        write(b"}")
+    elif isinstance(value, dict):
+        write(b"<")
+        for key, item in sorted((canonical(key), canonical(item)) for key, item in value.items()):
+            write(key + item)
+        write(b">")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        write(b"D")
+        _encode(f"{kind.__module__}.{kind.__qualname__}", write)
+        for item in dataclasses.fields(value):
+            _encode(item.name, write)
+            _encode(getattr(value, item.name), write)
+        write(b";")
+    elif isinstance(value, np.ndarray) and value.dtype.kind in "biufcSU":
+        write(b"A")
+        _encode((value.dtype.str, value.shape), write)
+        write(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        write(b"G")
+        _encode((value.dtype.str, value.item()), write)
+    else:
+        raise TypeError(f"no canonical form for {kind.__qualname__}")  # not a user mistake
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Libraries whose upgrade can change what a file decodes to.
+DECODING_LIBRARIES = ("numpy", "Pillow", "h5py", "nibabel", "tifffile", "defusedxml", "PyYAML")
+_ENVIRONMENT: bytes | None = None
+_MODULE_SOURCES: dict[str, bytes] = {}
+_RULES_DIGESTS: dict[tuple, tuple[tuple, bytes]] = {}
+
+
+def environment_digest() -> bytes:
+    """What every entry of this process depends on besides its task: labelguard's version and
+    the bytes of every source file of the package (any edit of a rule, reader or processor
+    changes it; no version number to remember to bump), the decoding libraries' versions,
+    Python's version and the platform. Computed once per process (some 5 ms)."""
+    global _ENVIRONMENT
+    if _ENVIRONMENT is None:
+        from importlib import metadata
+
+        from labelguard._version import __version__
+
+        digest = hashlib.sha256()
+        for part in (STORE_VERSION, __version__, sys.implementation.name, sys.version, sys.platform):
+            digest.update(canonical(part))
+        for library in DECODING_LIBRARIES:
+            try:
+                version = metadata.version(library)
+            except metadata.PackageNotFoundError:
+                version = None
+            digest.update(canonical((library, version)))
+        digest.update(_source_digest(_PACKAGE))
+        _ENVIRONMENT = digest.digest()
+    return _ENVIRONMENT
+
+
+def _source_digest(package: str) -> bytes:
+    """A digest of every ``.py`` file under ``package``: its path inside and its bytes."""
+    digest = hashlib.sha256()
+    for directory, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                digest.update(canonical(os.path.relpath(path, package)))
+                with open(path, "rb") as handle:
+                    digest.update(hashlib.sha256(handle.read()).digest())
+    return digest.digest()
+
+
+def _module_source(module_name: str) -> bytes:
+    """The digest of a module's source file when it lies outside the package (a processor or
+    rule registered by a plugin or a test), else nothing: the package's digest covers it."""
+    found = _MODULE_SOURCES.get(module_name)
+    if found is None:
+        module = sys.modules.get(module_name)
+        path = getattr(module, "__file__", None)
+        if path is None:
+            found = canonical(("no source", module_name))
+        elif os.path.abspath(path).startswith(_PACKAGE + os.sep):
+            found = b""
+        else:
+            found = _hash_file(path)[1]
+        _MODULE_SOURCES[module_name] = found
+    return found
+
+
+def rules_digest() -> bytes:
+    """The rules registered now, in their order, with the source of those from outside the
+    package: an audit that registered another rule (a plugin) gets entries of its own."""
+    from labelguard.core.rules import RULES
+
+    registered = tuple((scope, rule) for scope, rules in RULES.items() for rule in rules)
+    key = tuple((scope, id(rule)) for scope, rule in registered)
+    found = _RULES_DIGESTS.get(key)
+    if found is None:
+        digest = hashlib.sha256()
+        for scope, rule in registered:
+            module = getattr(rule.apply, "__module__", "") or ""
+            digest.update(canonical((scope, rule.code, module, getattr(rule.apply, "__qualname__", ""))))
+            digest.update(_module_source(module))
+        # The rules are kept with their digest, so that their ids are never reused by others.
+        found = _RULES_DIGESTS[key] = (registered, digest.digest())
+    return found[1]
+
+
+# ---- entries ------------------------------------------------------------------------------------
+
+class _ResultUnpickler(pickle.Unpickler):
+    """Loads what a result holds and nothing else: a damaged or planted entry cannot make the
+    audit call an arbitrary function."""
+
+    ALLOWED = frozenset({
+        ("labelguard.core.findings", "Finding"),
+        ("labelguard.core.findings", "Severity"),
+        ("collections", "Counter"),
+        ("collections", "OrderedDict"),
+        ("builtins", "set"),
+        ("builtins", "frozenset"),
+        ("builtins", "complex"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "scalar"),
+    })
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a cached result")
+        return super().find_class(module, name)
+
+
+@dataclass
+class _Entry:
+    identity: str
+    dependencies: list[tuple[str, str, tuple | None, bytes]]  # (kind, path, file signature, digest)
+    findings: list
+    summary: dict[str, Any]  # the summary's fields that are not empty, counters as plain dicts
+    files: int
+    used: float = 0.0  # when it was last written or marked used (its mtime)
+
+
+def _encode_entry(entry: _Entry) -> bytes:
+    body = pickle.dumps((entry.identity, entry.dependencies, entry.findings, entry.summary, entry.files),
+                        protocol=pickle.HIGHEST_PROTOCOL)
+    return MAGIC + hashlib.sha256(body).digest()[:CHECKSUM_BYTES] + body
+
+
+_SUMMARY_EMPTY = {item.name: item.default_factory() if item.default_factory is not dataclasses.MISSING
+                  else item.default for item in dataclasses.fields(Summary)}
+
+
+def _summary_parts(summary: Summary) -> dict[str, Any]:
+    """The fields of ``summary`` that are not empty (a file's summary has a few), counters as
+    plain dicts: a small entry, quick to load."""
+    parts = {}
+    for name, empty in _SUMMARY_EMPTY.items():
+        value = getattr(summary, name)
+        if value != empty:
+            parts[name] = dict(value) if isinstance(value, Counter) else value
+    return parts
+
+
+def _parts_view(parts: dict[str, Any]) -> SimpleNamespace:
+    """A summary given by its parts, as :meth:`Summary.update` reads one (it never writes the
+    summary it adds): building a Summary of empty counters per cached file would cost more
+    than reading its entry. Plain dicts add into counters as counters do."""
+    view = SimpleNamespace(**_SUMMARY_EMPTY)
+    view.__dict__.update(parts)
+    return view
+
+
+@dataclass
+class CachedResult:
+    """A task's result read from the cache: a :class:`FileResult` to merge (``summary`` is a
+    read-only view that :meth:`Summary.update` adds), never to change."""
+
+    path: str
+    findings: list
+    summary: SimpleNamespace
+    files: int
+    errors: tuple = ()
+
+    @property
+    def cached(self) -> int:
+        return self.files
+
+
+def _decode_entry(data: bytes) -> _Entry | None:
+    """The entry in ``data``, or None when it is truncated, damaged or of another format."""
+    head = len(MAGIC) + CHECKSUM_BYTES
+    if len(data) <= head or not data.startswith(MAGIC):
+        return None
+    body = data[head:]
+    if hashlib.sha256(body).digest()[:CHECKSUM_BYTES] != data[len(MAGIC):head]:
+        return None
+    try:
+        identity, dependencies, findings, summary, files = _ResultUnpickler(io.BytesIO(body)).load()
+    except Exception:  # a well-formed checksum over a body of another version of the classes
+        log.debug("cache entry could not be loaded", exc_info=True)
+        return None
+    if not (isinstance(dependencies, list) and isinstance(findings, list) and isinstance(summary, dict)
+            and set(summary) <= _SUMMARY_EMPTY.keys() and isinstance(files, int)):
+        return None
+    return _Entry(identity, dependencies, findings, summary, files)
+
+
+@dataclass
+class Batch:
+    """A batch's lookup: each task's identity and, once known, its dependencies (None: not
+    cached); ``key`` names the entry of the whole batch, ``hit`` is it when still valid."""
+
+    identities: list[str | None]
+    dependencies: list[list | None]
+    key: str | None = None
+    hit: CachedResult | None = None
+
+
+def _unchanged(dependency: tuple) -> bool:
+    """A dependency as it was, without hashing anything: a file by its signature (a file
+    whose signature moved is checked by its own entry, which hashes it)."""
+    kind, path, signature, digest = dependency
+    if kind == "file":
+        if signature is None:
+            return False
+        try:
+            return _signature(os.stat(path)) == signature
+        except OSError:
+            return False
+    if kind == "folder":
+        return _listing_digest(path) == digest
+    return kind == "path" and _path_kind(path) == digest
+
+
+@dataclass
+class CacheInfo:
+    """What ``labelguard cache info`` shows."""
+
+    directory: str
+    entries: int  # files' results
+    batches: int  # batches' merged results (each also stored file by file)
+    size: int
+    max_bytes: int
+
+
+class ResultCache:
+    """The cache at one folder, as one process uses it."""
+
+    def __init__(self, settings: CacheSettings):
+        self.settings = settings
+        self.root = os.path.join(os.path.abspath(settings.directory), STORE_VERSION)
+        self._spec: tuple[Any, bytes] | None = None
+        self._tagged = False
+
+    # -- the per-file wrapper ---------------------------------------------------------------------
+
+    def context(self, spec: Any) -> bytes:
+        """What the identities of a batch's tasks share: the environment, the registered rules,
+        the spec, the read limits and the working folder (display paths are relative to it)."""
+        if self._spec is None or self._spec[0] is not spec:
+            self._spec = (spec, hashlib.sha256(canonical(spec)).digest())
+        digest = hashlib.sha256(environment_digest())
+        digest.update(rules_digest())
+        digest.update(self._spec[1])
+        digest.update(canonical((os.getcwd(), current_limits())))
+        return digest.digest()
+
+    def batch(self, tasks: Sequence[FileTask], context: bytes) -> Batch:
+        """The lookup of a batch of tasks: the entry of the whole batch when every dependency
+        of every task is unchanged by its signature (one read and one merge for 32 files),
+        else what :meth:`run` of each task and :meth:`store_batch` need."""
+        batch = Batch([None] * len(tasks), [None] * len(tasks))
+        if len(tasks) < 2:
+            return batch  # its file's entry is the batch's
+        for index, task in enumerate(tasks):
+            if not getattr(task.processor, "cacheable", False):
+                return batch
+            try:
+                batch.identities[index] = self._identity(task, context)
+            except TypeError:
+                log.debug("task of %s has an option without a canonical form: not cached", task.path,
+                          exc_info=True)
+                return batch
+        batch.key = hashlib.sha256(":".join(batch.identities).encode()).hexdigest()[:32] + BATCH_SUFFIX
+        entry = self._read(batch.key)
+        if entry is not None and all(_unchanged(dependency) for dependency in entry.dependencies):
+            batch.hit = CachedResult(tasks[0].display, entry.findings, _parts_view(entry.summary), entry.files)
+            if time.time() - entry.used > TOUCH_AFTER_SECONDS:
+                # The files' entries are used with it: after an edit they answer for the batch.
+                for identity in batch.identities:
+                    self._touch(identity)
+        return batch
+
+    def run(self, task: FileTask, spec: Any, runner: Callable[[FileTask, Any], FileResult],
+            context: bytes, batch: Batch | None = None, index: int = 0) -> FileResult | CachedResult:
+        """The result cached for ``task`` when its inputs are unchanged, else
+        ``runner(task, spec)``, stored. ``context`` is :meth:`context` of ``spec``; with the
+        task's ``batch``, its identity is taken from there and its dependencies kept there."""
+        if not getattr(task.processor, "cacheable", False):
+            return runner(task, spec)
+        identity = batch.identities[index] if batch is not None else None
+        if identity is None:
+            try:
+                identity = self._identity(task, context)
+            except TypeError:
+                log.debug("task of %s has an option without a canonical form: not cached", task.path,
+                          exc_info=True)
+                return runner(task, spec)
+        declared = [task.path] + ([task.image] if task.image else [])
+        entry = self._read(identity)
+        if entry is not None and self._still_valid(entry, declared):
+            if batch is not None:
+                batch.dependencies[index] = entry.dependencies
+            return CachedResult(task.display, entry.findings, _parts_view(entry.summary), entry.files)
+        limit = current_limits().max_file_bytes
+        if any(_size(path) > limit for path in declared):
+            return runner(task, spec)  # the reader refuses it unread: hashing would read it all
+        before = [_hash_file(path) for path in declared]
+        token = _NOTED.set([])
+        try:
+            result = runner(task, spec)
+            noted = _NOTED.get()
+        finally:
+            _NOTED.reset(token)
+        if not result.errors:
+            stored = self._store(identity, declared, before, noted, result)
+            if batch is not None:
+                batch.dependencies[index] = stored
+        return result
+
+    def store_batch(self, batch: Batch, result: FileResult) -> None:
+        """Store the merged ``result`` of a batch whose every task was stored or reused."""
+        if batch.key is None or result.errors or any(found is None for found in batch.dependencies):
+            return
+        dependencies = [dependency for found in batch.dependencies for dependency in found]
+        self._write(_Entry(batch.key, dependencies, result.findings, _summary_parts(result.summary), result.files))
+
+    def _identity(self, task: FileTask, context: bytes) -> str:
+        processor = task.processor
+        digest = hashlib.sha256(context)
+        digest.update(_module_source(processor.__module__))
+        digest.update(canonical((f"{processor.__module__}.{processor.__qualname__}", task.path, task.display,
+                                 task.image, task.image_display, task.options)))
+        return digest.hexdigest()[:32]
+
+    def _path(self, identity: str) -> str:
+        return os.path.join(self.root, identity[:2], identity[2:])
+
+    def _read(self, identity: str) -> _Entry | None:
+        path = self._path(identity)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+                used = os.fstat(handle.fileno()).st_mtime
+        except OSError:
+            return None
+        entry = _decode_entry(data)
+        if entry is None or entry.identity != identity:
+            return None
+        entry.used = used
+        if time.time() - used > TOUCH_AFTER_SECONDS:
+            self._touch(identity)
+        return entry
+
+    def _touch(self, identity: str) -> None:
+        """Mark an entry used now: the sweep deletes the least recently used first."""
+        try:
+            os.utime(self._path(identity))
+        except OSError:
+            pass
+
+    def _still_valid(self, entry: _Entry, declared: list[str]) -> bool:
+        """True when every dependency of the entry is as it was; the entry is rewritten when a
+        file's signature changed but not its bytes (touched, copied back), so that the next
+        audit need not hash it again."""
+        kinds = [(kind, path) for kind, path, _, _ in entry.dependencies[:len(declared)]]
+        if kinds != [("file", path) for path in declared]:
+            return False
+        now = time.time_ns()
+        refreshed = []
+        changed = False
+        for kind, path, signature, digest in entry.dependencies:
+            if kind == "file":
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    st = None
+                if st is not None and _signature(st) == signature:
+                    refreshed.append((kind, path, signature, digest))
+                    continue
+                st, current = _hash_file(path)
+                if current != digest:
+                    return False
+                changed = True
+                signature = _signature(st) if st is not None and not _racy(st, now) else None
+                refreshed.append((kind, path, signature, digest))
+            elif kind == "folder":
+                if _listing_digest(path) != digest:
+                    return False
+                refreshed.append((kind, path, signature, digest))
+            elif kind == "path":
+                if _path_kind(path) != digest:
+                    return False
+                refreshed.append((kind, path, signature, digest))
+            else:
+                return False
+        if changed:
+            entry.dependencies = refreshed
+            self._write(entry)
+        return True
+
+    def _store(self, identity: str, declared: list[str], before: list, noted: list,
+               result: FileResult) -> list | None:
+        """Store ``result`` unless an input changed while it was computed or was modified too
+        recently to be told apart from its next version; its dependencies, or None."""
+        if any(kind == "uncacheable" for kind, _ in noted):
+            return None
+        now = time.time_ns()
+        dependencies = []
+        for path, (st, digest) in zip(declared, before):
+            if st is not None:
+                try:
+                    after = os.stat(path)
+                except OSError:
+                    return None
+                if _signature(after) != _signature(st) or _racy(after, now):
+                    return None
+            dependencies.append(("file", path, _signature(st) if st is not None else None, digest))
+        for kind, path in dict.fromkeys(noted):
+            if kind == "file":
+                st, digest = _hash_file(path)
+                if st is not None and _racy(st, now):
+                    return None
+                dependencies.append((kind, path, _signature(st) if st is not None else None, digest))
+            elif kind == "folder":
+                dependencies.append((kind, path, None, _listing_digest(path)))
+            else:
+                dependencies.append((kind, path, None, _path_kind(path)))
+        self._write(_Entry(identity, dependencies, result.findings, _summary_parts(result.summary), result.files))
+        return dependencies
+
+    def _write(self, entry: _Entry) -> None:
+        try:
+            data = _encode_entry(entry)
+        except Exception:  # a result that cannot be pickled is computed again next time
+            log.debug("result of entry %s cannot be cached", entry.identity, exc_info=True)
+            return
+        path = self._path(entry.identity)
+        temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        try:
+            try:
+                fd = os.open(temporary, flags, 0o644)
+            except FileNotFoundError:
+                self._make_folders(os.path.dirname(path))
+                fd = os.open(temporary, flags, 0o644)
+            try:
+                written = os.write(fd, data)
+                while written < len(data):
+                    written += os.write(fd, data[written:])
+            finally:
+                os.close(fd)
+            os.replace(temporary, path)
+        except OSError:
+            log.debug("cannot write cache entry %s", path, exc_info=True)
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+    def _make_folders(self, folder: str) -> None:
+        os.makedirs(folder, exist_ok=True)
+        if not self._tagged:
+            self._tagged = True
+            tag = os.path.join(self.settings.directory, "CACHEDIR.TAG")
+            if not os.path.exists(tag):
+                try:
+                    with open(tag, "x", encoding="ascii") as handle:
+                        handle.write(CACHEDIR_TAG)
+                except OSError:
+                    pass
+
+    # -- the folder as a whole --------------------------------------------------------------------
+
+    def writable(self) -> str | None:
+        """None when entries can be written here, else why not."""
+        try:
+            self._make_folders(self.root)
+            probe = os.path.join(self.root, f".probe.{os.getpid()}.{time.monotonic_ns()}.tmp")
+            with open(probe, "xb"):
+                pass
+            os.unlink(probe)
+        except OSError as exc:
+            return exc.strerror or type(exc).__name__
+        return None
+
+    def _entries(self) -> Iterable[tuple[str, os.stat_result]]:
+        """(path, stat) of every entry and temporary file."""
+        try:
+            shards = [e.path for e in os.scandir(self.root) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            return
+        for shard in shards:
+            try:
+                with os.scandir(shard) as scan:
+                    for entry in scan:
+                        try:
+                            yield entry.path, entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+            except OSError:
+                continue
+
+    def info(self) -> CacheInfo:
+        entries = batches = size = 0
+        for path, st in self._entries():
+            if path.endswith(".tmp"):
+                continue
+            if path.endswith(BATCH_SUFFIX):
+                batches += 1
+            else:
+                entries += 1
+            size += st.st_size
+        return CacheInfo(os.path.abspath(self.settings.directory), entries, batches, size, self.settings.max_bytes)
+
+    def clear(self) -> int:
+        """Delete every entry (only what labelguard wrote: the entries' folder and its marker
+        files, never other files in a folder given as the cache); the number deleted."""
+        count = self.info().entries
+        shutil.rmtree(self.root, ignore_errors=True)
+        _unlink(os.path.join(self.settings.directory, "CACHEDIR.TAG"))
+        try:
+            os.rmdir(self.settings.directory)  # only when nothing else is in it
+        except OSError:
+            pass
+        return count
+
+    def sweep(self, force: bool = False) -> int:
+        """Delete the least recently used entries until the folder is under its bound, and
+        temporary files left by dead writers; at most every :data:`SWEEP_EVERY_SECONDS`
+        unless ``force``. The number of entries deleted."""
+        marker = os.path.join(self.root, SWEEP_MARKER)
+        now = time.time()
+        if not force:
+            try:
+                if now - os.stat(marker).st_mtime < SWEEP_EVERY_SECONDS:
+                    return 0
+            except OSError:
+                pass
+        try:
+            with open(marker, "w", encoding="ascii"):
+                pass
+        except OSError:
+            return 0
+        entries, total = [], 0
+        for path, st in self._entries():
+            if path.endswith(".tmp"):
+                if now - st.st_mtime > STALE_TEMP_SECONDS:
+                    _unlink(path)
+                continue
+            entries.append((st.st_mtime, st.st_size, path))
+            total += st.st_size
+        deleted = 0
+        if total > self.settings.max_bytes:
+            # Down to 90 %, so that the next audits do not sweep again at once.
+            target = self.settings.max_bytes * 0.9
+            for _, size, path in sorted(entries):
+                if total <= target:
+                    break
+                if _unlink(path):
+                    total -= size
+                    deleted += 1
+        return deleted
+
+
+def _unlink(path: str) -> bool:
+    try:
+        os.unlink(path)
+    except OSError:  # another audit's sweep took it first
+        return False
+    return True
+
+
+_OPEN: dict[CacheSettings, ResultCache] = {}
+
+
+def open_cache(settings: CacheSettings) -> ResultCache:
+    """This process's :class:`ResultCache` for ``settings``."""
+    cache = _OPEN.get(settings)
+    if cache is None:
+        cache = _OPEN[settings] = ResultCache(settings)
+    return cache

@@ -1,0 +1,57 @@
+"""Where in its file a finding is, for the formats that point at places (SARIF, GitHub, JUnit).
+
+A finding's data says it in the words of its format: ``line`` (a list entry), ``lines`` (an
+unclean list), ``rows`` or line ``places`` (YOLO rows and table lines are line numbers), or an
+element that is no line (``object 3`` of a VOC file, ``annotations[3] (id 4)`` of a COCO file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+# Units whose places are line numbers of the file.
+LINE_UNITS = ("line", "row")
+
+
+@dataclass(frozen=True)
+class Place:
+    """A line (1-based) and/or an element of a file; both None when the finding is about the
+    whole file."""
+
+    line: int | None = None
+    element: str | None = None
+
+    def describe(self) -> str:
+        return ", ".join(part for part in (f"line {self.line}" if self.line else "", self.element or "") if part)
+
+
+def _first_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 1 else None
+    if isinstance(value, (list, tuple)) and value:
+        return _first_int(value[0])
+    return None
+
+
+def finding_place(data: Mapping[str, Any]) -> Place:
+    """The place a finding's data names (see the module docstring)."""
+    unit = data.get("unit")
+    line = _first_int(data.get("line")) or _first_int(data.get("lines")) or _first_int(data.get("rows"))
+    places = data.get("places")
+    if line is None and unit in LINE_UNITS:
+        line = _first_int(places)
+    if line is not None:
+        return Place(line=line)
+    if isinstance(places, (list, tuple)) and places:
+        first = places[0]
+        return Place(element=str(first) if isinstance(first, str) else f"{unit or 'object'} {first}")
+    boxes = data.get("boxes")
+    if isinstance(boxes, list) and boxes and isinstance(boxes[0], Mapping):
+        box = boxes[0]
+        for key in ("object", "annotation", "row", "line"):
+            if isinstance(box.get(key), int):
+                return Place(line=box[key]) if key in LINE_UNITS else Place(element=f"{key} {box[key]}")
+    return Place()

@@ -1,0 +1,124 @@
+"""The pre-commit hook and the GitHub Actions workflow of ``examples/ci``, run as written.
+
+The hook's ``entry`` (from ``.pre-commit-hooks.yaml``) and every ``labelguard`` step of the
+workflow run in a throwaway repository holding a dataset with its contract and baseline; the
+``labelguard`` console script is run as ``python -m labelguard`` (the same entry point),
+so the test runs this checkout's labelguard.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from builders import organic_mask, rgb_image, write_png
+
+REPO = Path(__file__).resolve().parent.parent
+CONTRACT = '[labels]\nvalues = [0, 1]\ndtype = "uint8"\nrequire_pairs = true\nmax_files_unreadable = 0\n'
+
+
+def _command(line: str) -> list[str]:
+    words = shlex.split(line)
+    assert words[0] == "labelguard", line  # the console script of pyproject.toml
+    return [sys.executable, "-m", "labelguard", *words[1:]]
+
+
+def _run(line: str, cwd: Path, *files: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*_command(line), *files], cwd=cwd, capture_output=True, text=True, timeout=180)
+
+
+def _pair(root: Path, name: str, bad: int | None = None) -> None:
+    mask = organic_mask((32, 32), (0, 1), seed=len(name))
+    if bad is not None:
+        mask[0, :3] = bad
+    write_png(root / "masks" / f"{name}.png", mask)
+    write_png(root / "images" / f"{name}.png", rgb_image((32, 32)))
+
+
+@pytest.fixture
+def repository(tmp_path):
+    """A repository with data/ (a contract, a baseline accepting one known finding) and docs/."""
+    data = tmp_path / "data"
+    _pair(data, "a")
+    _pair(data, "b", bad=255)  # known: in the baseline
+    (data / "labelguard.toml").write_text(CONTRACT, encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").write_text("notes\n")
+    written = _run("labelguard baseline write data -o data/labelguard-baseline.json", tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert len(json.loads((data / "labelguard-baseline.json").read_text())["findings"]) == 1
+    return tmp_path
+
+
+def _hook() -> dict:
+    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    return hook
+
+
+def test_the_hook_audits_the_touched_dataset_with_its_baseline(repository):
+    hook = _hook()
+    assert hook["pass_filenames"] is True and hook["language"] == "python"
+    known = _run(hook["entry"], repository, "data/masks/a.png", "docs/notes.md")
+    assert known.returncode == 0, known.stdout + known.stderr
+    assert "labelguard audit data --no-progress --output-format text --baseline data/labelguard-baseline.json" \
+        in known.stderr
+    assert "1 known finding of data/labelguard-baseline.json not listed" in known.stdout
+
+    _pair(repository / "data", "c", bad=7)
+    new = _run(hook["entry"], repository, "data/masks/c.png", "data/images/c.png")
+    assert new.returncode == 1
+    assert "data/masks/c.png: label value 7" in new.stdout and "masks/b.png" not in new.stdout
+
+
+def test_the_hook_leaves_files_outside_every_dataset_alone(repository):
+    _pair(repository / "data", "c", bad=7)  # a breach the hook must not see: no data file is touched
+    done = _run(_hook()["entry"], repository, "docs/notes.md")
+    assert done.returncode == 0 and done.stdout == ""
+
+
+def test_the_example_pre_commit_config_runs_the_declared_hook():
+    config = yaml.safe_load((REPO / "examples" / "ci" / "pre-commit-config.yaml").read_text(encoding="utf-8"))
+    [local] = config["repos"][0]["hooks"]
+    declared = _hook()
+    for key in ("id", "entry", "language", "pass_filenames", "require_serial", "types"):
+        assert local[key] == declared[key], key
+
+
+def _workflow_steps() -> list[str]:
+    workflow = yaml.safe_load((REPO / "examples" / "ci" / "labelguard.yml").read_text(encoding="utf-8"))
+    steps = workflow["jobs"]["audit"]["steps"]
+    return [step["run"] for step in steps if str(step.get("run", "")).startswith("labelguard ")]
+
+
+def test_the_workflow_passes_on_known_findings_and_writes_its_reports(repository):
+    pytest.importorskip("matplotlib", reason="the workflow installs labelguard[html] for its HTML report")
+    steps = _workflow_steps()
+    assert len(steps) == 4
+    for line in steps:
+        done = _run(line, repository)
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+    sarif = json.loads((repository / "labelguard.sarif").read_text())
+    assert [r["baselineState"] for r in sarif["runs"][0]["results"]] == ["unchanged"]
+    assert (repository / "labelguard-junit.xml").read_text().count("<failure") == 0
+    assert "labelguard label audit report" in (repository / "labelguard-report.html").read_text()
+
+
+def test_the_workflow_fails_a_pull_request_that_adds_a_finding(repository):
+    data = repository / "data"
+    _pair(data, "c", bad=7)
+    write_png(data / "masks" / "wide.png", np.eye(32, dtype=np.uint16), mode="I;16")  # no image, 16-bit
+    first, *_ = _workflow_steps()
+    done = _run(first, repository)
+    assert done.returncode == 1
+    errors = [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert any("file=data/masks/c.png" in line and "LG201" in line for line in errors)
+    assert any("file=data/masks/wide.png" in line and "LG002" in line for line in errors)
+    assert any("file=data/masks/wide.png" in line for line in done.stdout.splitlines() if "LG207" in line)
+    assert not any("masks/b.png" in line for line in errors)
