@@ -78,3 +78,29 @@ def test_without_tifffile_stardist_test_data_has_no_geometry_error(tmp_path):
     rc, report, err = audit_without("tifffile", [str(REALWORLD / "stardist" / "tests" / "data")], tmp_path)
     assert "Traceback" not in err, err
     assert "LG206" not in codes(report), [f["message"] for f in report["findings"]]
+
+
+@pytest.mark.code("LG201", "fail")
+def test_without_deflate_png_masks_give_the_same_findings(tmp_path):
+    from builders import voc_palette
+
+    data = tmp_path / "masks"
+    data.mkdir()
+    for index in range(4):
+        mask = organic_mask((24, 20), (0, 1, 2), seed=index)
+        if index == 1:
+            mask[3, 4] = 7  # outside the spec
+        image = Image.fromarray(mask, "P" if index % 2 else "L")
+        if index % 2:
+            image.putpalette(voc_palette())
+        image.save(data / f"m{index}.png")
+    (data / "m4.png").write_bytes((data / "m3.png").read_bytes()[:-30])  # cut short: LG001
+    args = ["masks", "--num-classes", "3"]
+    without = audit_without("deflate", args, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "labelguard", "audit", *args, "--output-format", "json",
+                           "--no-progress", "--no-config"], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=SRC),
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in without[2] + done.stderr
+    assert without[0] == done.returncode == 1
+    assert without[1]["findings"] == json.loads(done.stdout)["findings"]
+    assert {"LG001", "LG201"} <= codes(without[1])

@@ -14,6 +14,7 @@ _EXTRAS = {
     "tifffile": "tiff",
     "torch": "torch",
     "matplotlib": "html",
+    "deflate": "png",
 }
 
 

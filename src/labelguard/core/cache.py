@@ -299,7 +299,7 @@ def _encode(value: Any, write: Callable[[bytes], Any]) -> None:
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Libraries whose upgrade can change what a file decodes to.
-DECODING_LIBRARIES = ("numpy", "Pillow", "h5py", "nibabel", "tifffile", "defusedxml", "PyYAML")
+DECODING_LIBRARIES = ("numpy", "Pillow", "deflate", "h5py", "nibabel", "tifffile", "defusedxml", "PyYAML")
 _ENVIRONMENT: bytes | None = None
 _MODULE_SOURCES: dict[str, bytes] = {}
 _RULES_DIGESTS: dict[tuple, tuple[tuple, bytes]] = {}

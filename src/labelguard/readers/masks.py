@@ -27,6 +27,7 @@ from labelguard.core.text import plural
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
 from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds,
                                      open_regular, read_bytes, read_head, sniff)
+from labelguard.readers.png import decode_png
 
 # Array keys as the common tools write them: pytorch-3dunet ``raw``/``label``, ``image``/
 # ``label``, ``data``/``seg`` (BraTS-style exports), NumPy's ``arr_0``.
@@ -142,6 +143,11 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
     try:
         if data is None:
             data = read_bytes(path, "image")
+        if container == "png":
+            decoded_fast = decode_png(data)
+            if decoded_fast is not None:
+                plane, mode, palette = decoded_fast
+                return MaskRecord(array=plane, container=container, declared=declared, mode=mode, palette=palette)
         image = _open_image(data, container)
         frames = getattr(image, "n_frames", 1) if container == "tiff" else 1
         _check_image_size(image, frames)
