@@ -226,6 +226,14 @@ def test_an_unknown_output_format_is_a_usage_error():
         get_formatter("xml")
 
 
+def test_every_built_in_format_is_found_by_its_name():
+    from labelguard.output import BUILTIN_FORMATS, format_names, get_formatter
+
+    assert set(BUILTIN_FORMATS) <= set(format_names())
+    for name in BUILTIN_FORMATS:
+        assert get_formatter(name).name == name
+
+
 def test_a_contradictory_spec_and_a_missing_config_are_spec_errors(tmp_path):
     with pytest.raises(SpecError, match="num_classes=2"):
         LabelSpec(num_classes=2, values=(0, 1, 5))

@@ -398,6 +398,28 @@ def test_the_version_and_the_decoding_libraries_are_in_the_environment(monkeypat
     assert cache_module.environment_digest() != before
 
 
+def test_installed_versions_read_what_importlib_metadata_reads(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    (tmp_path / "Py_Yaml_Fork-2.1.dist-info").mkdir()  # a wheel's folder, its name spelled otherwise
+    (tmp_path / "Py_Yaml_Fork-2.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: py-yaml.fork\nVersion: 2.1\n\nVersion: 9 in the description\n")
+    (tmp_path / "legacy_lib.egg-info").mkdir()  # a development install: no version in the name
+    (tmp_path / "legacy_lib.egg-info" / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: legacy-lib\nVersion: 0.3\n")
+    (tmp_path / "flat-1.0-py3.11.egg-info").write_text("Metadata-Version: 1.0\nName: flat\nVersion: 1.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = (*cache_module.DECODING_LIBRARIES, "py-yaml.fork", "legacy-lib", "flat", "no-such-library")
+    versions = cache_module.installed_versions(names)
+    for name in names:
+        try:
+            expected = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            expected = None
+        assert versions.get(name) == expected, name
+    assert versions["py-yaml.fork"] == "2.1" and versions["legacy-lib"] == "0.3" and versions["flat"] == "1.0"
+    assert "no-such-library" not in versions
+
+
 def test_the_working_folder_is_part_of_the_key(tmp_path, monkeypatch):
     data = masks_dataset(tmp_path / "data", count=2, bad=0)
     cache = tmp_path / "cache"

@@ -1,10 +1,12 @@
-"""The generated rule reference in docs/ must match the registry (the tests docs/security.md
-names are checked by test_security_doc.py)."""
+"""The generated files must match the registries: the rule reference in docs/ and the catalog
+the package ships for `labelguard rules`/`rule`/`formats` (the tests docs/security.md names
+are checked by test_security_doc.py)."""
 
-import re
 from pathlib import Path
 
-from labelguard.core.registry import rules_markdown
+from labelguard._catalog import CATALOG, catalog_text, shipped_catalog
+from labelguard.core.registry import REGISTRY, rules_markdown
+from labelguard.layouts import LAYOUTS
 import labelguard.checks  # noqa: F401
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
@@ -12,6 +14,22 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
 
 def test_rules_reference_is_current():
     assert DOCS.read_text(encoding="utf-8") == rules_markdown(), (
-        "docs/rules.md is stale: regenerate it with `labelguard rules --markdown > docs/rules.md`"
+        "docs/rules.md is stale: regenerate it with `labelguard rules --markdown > docs/rules.md` "
+        "once src/labelguard/data/catalog.json is current (it prints the catalog)"
     )
 
+
+def test_shipped_catalog_is_current():
+    assert Path(CATALOG).read_text(encoding="utf-8") == catalog_text(), (
+        "src/labelguard/data/catalog.json is stale: regenerate it with "
+        "`PYTHONPATH=src python -m labelguard._catalog > src/labelguard/data/catalog.json`"
+    )
+
+
+def test_shipped_catalog_reads_back_as_the_registries():
+    catalog = shipped_catalog()
+    assert catalog.checks == REGISTRY
+    assert [(entry.name, entry.priority, entry.description) for entry in catalog.layouts] == sorted(
+        ((layout.name, layout.priority, layout.description) for layout in LAYOUTS.values()),
+        key=lambda entry: (entry[1], entry[0]))
+    assert [entry.priority for entry in catalog.layouts] == sorted(entry.priority for entry in catalog.layouts)

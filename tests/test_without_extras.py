@@ -88,3 +88,29 @@ def test_without_pyarrow_json_lines_of_token_ids_are_audited(tmp_path):
     assert status == 1, err
     [finding] = [f for f in report["findings"] if f["code"] == "LG601"]
     assert finding["data"]["rows"] == [1] and finding["data"]["values"] == [130]
+
+
+@pytest.mark.code("LG201", "fail")
+def test_without_deflate_png_masks_give_the_same_findings(tmp_path):
+    from builders import voc_palette
+
+    data = tmp_path / "masks"
+    data.mkdir()
+    for index in range(4):
+        mask = organic_mask((24, 20), (0, 1, 2), seed=index)
+        if index == 1:
+            mask[3, 4] = 7  # outside the spec
+        image = Image.fromarray(mask, "P" if index % 2 else "L")
+        if index % 2:
+            image.putpalette(voc_palette())
+        image.save(data / f"m{index}.png")
+    (data / "m4.png").write_bytes((data / "m3.png").read_bytes()[:-30])  # cut short: LG001
+    args = ["masks", "--num-classes", "3"]
+    without = audit_without("deflate", args, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "labelguard", "audit", *args, "--output-format", "json",
+                           "--no-progress", "--no-config"], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=SRC),
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in without[2] + done.stderr
+    assert without[0] == done.returncode == 1
+    assert without[1]["findings"] == json.loads(done.stdout)["findings"]
+    assert {"LG001", "LG201"} <= codes(without[1])

@@ -16,9 +16,6 @@ Subpackages, each imported on its own::
 """
 
 from labelguard._version import __version__
-from labelguard._audit import audit
-from labelguard.core.findings import Finding, Severity
-from labelguard.core.spec import LabelSpec
 from labelguard.errors import (
     LabelError,
     LabelguardError,
@@ -27,7 +24,16 @@ from labelguard.errors import (
     UnsupportedError,
     UsageError,
 )
-from labelguard.report import Report
+
+# The names that need numpy and the readers, imported on first use (PEP 562), so that
+# ``labelguard --version``, ``rules`` or ``explain`` start without them.
+_LAZY = {
+    "Finding": "labelguard.core.findings",
+    "LabelSpec": "labelguard.core.spec",
+    "Report": "labelguard.report",
+    "Severity": "labelguard.core.findings",
+    "audit": "labelguard._audit",
+}
 
 __all__ = [
     "Finding",
@@ -43,3 +49,18 @@ __all__ = [
     "__version__",
     "audit",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'labelguard' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

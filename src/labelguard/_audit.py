@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 from dataclasses import replace
 from typing import Callable, Iterable, Sequence
 
@@ -195,6 +194,8 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     total = sum(len(group_tasks) for _, group_tasks in groups)
     sampled = None
     if sample is not None and 0 < sample < total:
+        import random  # only --sample needs it
+
         chosen = set(random.Random(seed).sample(range(total), sample))
         sampled = {"size": sample, "of": total, "seed": seed}
         start = 0

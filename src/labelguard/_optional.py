@@ -15,6 +15,7 @@ _EXTRAS = {
     "torch": "torch",
     "pyarrow": "nlp",
     "matplotlib": "html",
+    "deflate": "png",
 }
 
 

@@ -24,9 +24,8 @@ import sys
 import threading
 import traceback
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, environment_digest, open_cache
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
@@ -34,6 +33,9 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import shorten
 from labelguard.errors import MissingDependency
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +248,11 @@ def _run_until_a_worker_dies(
     """Run the batches of ``waiting`` (taken from its left, at most ``in_flight`` handed out at
     a time) on a new pool of ``workers`` until they are done or a worker dies; then the
     batches handed out and not finished are added to ``struck``."""
+    # Imported here: the process pool brings multiprocessing and sockets, some 5 ms of the
+    # start-up of every audit, which a one-worker audit does without.
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = ProcessPoolExecutor(workers, mp_context=_context(modules), initializer=_init_worker,
                                initargs=(spec, current_limits(), cache))
     running: dict[Future, Sequence[FileTask]] = {}

@@ -20,8 +20,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import numpy as np
-
 EXAMPLES_KEPT = 5
 # Distinct mask values counted exactly at each end of the order by distance from 0.
 VALUES_KEPT = 1024
@@ -194,6 +192,8 @@ def _kept_values(values, counts, summary: Summary):
     go to ``summary``."""
     if len(values) <= 2 * VALUES_KEPT:
         return values, counts
+    import numpy as np  # here only: `labelguard formats` reads this module's limits without numpy
+
     values, counts = np.asarray(values), np.asarray(counts, dtype=np.int64)
     # Sorted by (distance from 0, sign) without overflow: -2**63 has no int64 absolute value.
     negative = values < 0

@@ -16,13 +16,15 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from labelguard._optional import require
-from labelguard.core.spec import LabelSpec
 from labelguard.core.text import plural, shorten, verb
 from labelguard.errors import LabelError, UsageError
 from labelguard.explain._flight import BatchRecord, FlightRecord, read_record
+
+if TYPE_CHECKING:  # `labelguard explain` imports this package, and runs without numpy
+    from labelguard.core.spec import LabelSpec
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,7 @@ def flag_folder(root: str, folder: str | None) -> str | None:
 def _child(root: str, names) -> str | None:
     if not os.path.isdir(root):
         return None
-    entries = {e.lower(): e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e))}
+    entries = {e.name.lower(): e.name for e in os.scandir(root) if e.is_dir()}
     for name in names:
         if name.lower() in entries:
             return os.path.join(root, entries[name.lower()])

@@ -422,7 +422,9 @@ def display_path(path: str) -> str:
     if absolute == cwd:
         return "."
     if _below(absolute, cwd):
-        return os.path.relpath(absolute, cwd)
+        # What os.path.relpath gives for a normalised path below cwd, without its two more
+        # abspath calls: a 20,000-file folder spends a tenth of its discovery here.
+        return absolute[len(cwd.rstrip(os.sep)) + 1:]
     return absolute
 
 

@@ -24,7 +24,6 @@ from labelguard.layouts.pairing import (
     pair_files, read_metadata, select_from_lists, strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_head
-from labelguard.readers.voc import read_voc_file
 from labelguard.rules._annotations import process_annotation, process_annotation_batch
 
 ANNOTATION_DIRS = ("Annotations", "annotations", "Annotation", "annotation", "xml", "xmls")
@@ -41,6 +40,9 @@ OBJECT_HINT = ("Fix or remove the object: a VOC loader reads <name> and the four
 def voc_record(task: FileTask) -> AnnotationRecord:
     """One VOC XML as an annotation record: its named objects, their boxes inside ``<size>``,
     and its ``<filename>`` resolved in the image folder."""
+    # Imported here: the XML parsers are some 3 ms of the start-up of audits that read no VOC file.
+    from labelguard.readers.voc import read_voc_file
+
     annotation = read_voc_file(task.path)
     names, boxes = annotation.names, annotation.boxes
     places = None

@@ -461,8 +461,8 @@ def _detect_yolo(root: str, options: AuditOptions) -> bool:
         return True
     if _label_dir(root) is not None or _is_label_folder(root):
         return True
-    folders = [root] + [os.path.join(root, d) for d in sorted(os.listdir(root))
-                        if os.path.isdir(os.path.join(root, d)) and not d.startswith(".")]
+    folders = [root] + sorted(entry.path for entry in os.scandir(root)
+                              if entry.is_dir() and not entry.name.startswith("."))
     return any(_paired_txt(folder) for folder in folders)
 
 

@@ -7,6 +7,7 @@ stay (H, W, 3)); decoding colours and judging values is the checks' work.
 
 from __future__ import annotations
 
+import importlib
 import io
 import logging
 import os
@@ -17,8 +18,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 import numpy as np
-from PIL import (BmpImagePlugin, GifImagePlugin, Image, ImageFile, JpegImagePlugin, PngImagePlugin,
-                 TiffImagePlugin, UnidentifiedImageError, WebPImagePlugin)
+from PIL import Image, ImageFile, PngImagePlugin, UnidentifiedImageError
 
 from labelguard._optional import require
 from labelguard.core.cache import note_uncacheable
@@ -27,6 +27,7 @@ from labelguard.core.text import plural
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
 from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds,
                                      open_regular, read_bytes, read_head, sniff)
+from labelguard.readers.png import decode_png
 
 # Array keys as the common tools write them: pytorch-3dunet ``raw``/``label``, ``image``/
 # ``label``, ``data``/``seg`` (BraTS-style exports), NumPy's ``arr_0``.
@@ -142,6 +143,11 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
     try:
         if data is None:
             data = read_bytes(path, "image")
+        if container == "png":
+            decoded_fast = decode_png(data)
+            if decoded_fast is not None:
+                plane, mode, palette = decoded_fast
+                return MaskRecord(array=plane, container=container, declared=declared, mode=mode, palette=palette)
         image = _open_image(data, container)
         frames = getattr(image, "n_frames", 1) if container == "tiff" else 1
         _check_image_size(image, frames)
@@ -176,31 +182,55 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
     return MaskRecord(array=array, container=container, declared=declared, mode=mode, palette=palette)
 
 
-# The Pillow class of each sniffed image container, for images over Pillow's own pixel limit.
-_PILLOW_CLASSES = {
-    "png": PngImagePlugin.PngImageFile, "jpeg": JpegImagePlugin.JpegImageFile,
-    "tiff": TiffImagePlugin.TiffImageFile, "bmp": BmpImagePlugin.BmpImageFile,
-    "gif": GifImagePlugin.GifImageFile, "riff": WebPImagePlugin.WebPImageFile,
+# The Pillow plugin of each sniffed image container and the format it registers.
+_PILLOW_FORMATS = {
+    "png": ("PngImagePlugin", "PNG"), "jpeg": ("JpegImagePlugin", "JPEG"), "tiff": ("TiffImagePlugin", "TIFF"),
+    "bmp": ("BmpImagePlugin", "BMP"), "gif": ("GifImagePlugin", "GIF"), "riff": ("WebPImagePlugin", "WEBP"),
 }
+_OPENERS: dict[str, tuple[Callable, Callable | None]] = {}
 # Bytes per band of Pillow's modes (the rest store one byte per band).
 _MODE_BYTES = {"I": 4, "F": 4, "I;16": 2, "I;16B": 2, "I;16L": 2, "I;16N": 2}
+
+
+def _opener(container: str) -> tuple[Callable, Callable | None]:
+    """(factory, accept) of the Pillow plugin of ``container``, its module imported on first use."""
+    opener = _OPENERS.get(container)
+    if opener is None:
+        module, name = _PILLOW_FORMATS[container]
+        importlib.import_module(f"PIL.{module}")
+        opener = _OPENERS[container] = Image.OPEN[name]
+    return opener
 
 
 def _open_image(data: bytes | BinaryIO, container: str) -> Image.Image:
     """The image in ``data`` (its bytes, or the open file), opened (not decoded).
 
+    The bytes name the format, so the image is opened as ``Image.open`` opens that format,
+    through its plugin alone: ``Image.open`` of a stream imports five plugins first (some
+    10 ms of start-up) and tries formats in turn. What that plugin cannot open goes to
+    ``Image.open``, which tries every format and fails as it fails.
+
     Pillow refuses images over twice ``Image.MAX_IMAGE_PIXELS`` (179 million pixels) as
     decompression bombs; labelguard's own ``max_pixels`` limit decides instead (checked by
-    the caller before anything is decoded), so such an image is opened through its format's
-    class directly, which runs no bomb check, rather than by changing Pillow's global limit."""
+    the caller before anything is decoded), so the plugin runs no bomb check, and Pillow's
+    global limit is left as it is."""
+    stream = io.BytesIO(data) if isinstance(data, bytes) else data
+    factory, accept = _opener(container)
+    prefix = stream.read(16)
+    stream.seek(0)
+    accepted = not accept or accept(prefix)
+    if accepted and not isinstance(accepted, str):
+        try:
+            return factory(stream, "")
+        except (SyntaxError, IndexError, TypeError, struct.error):  # Image.open's "not this format"
+            stream.seek(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        stream = io.BytesIO(data) if isinstance(data, bytes) else data
         try:
             return Image.open(stream)
         except Image.DecompressionBombError:
             stream.seek(0)
-    return _PILLOW_CLASSES[container](stream)
+    return factory(stream, "")
 
 
 def _check_image_size(image: Image.Image, frames: int) -> None:

@@ -1,0 +1,73 @@
+"""What ``labelguard`` lists about itself, shipped as a file generated from its registries.
+
+``labelguard rules``, ``rule`` and ``formats`` print every check code with its documentation
+and every dataset layout. Both registries are filled by importing the modules that define
+them (every rule module, every layout module), and those import numpy, Pillow and the
+readers: a quarter of a second before one line is printed. So the listings are read from
+:data:`CATALOG`, a JSON file generated from the registries and shipped in the package::
+
+    python -m labelguard._catalog > src/labelguard/data/catalog.json
+
+``tests/test_docs.py`` keeps the file equal to the registries: a new rule or layout that
+leaves it stale fails there with the command above. Nothing reads the catalog to run a
+check; the audit always uses the registries themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, fields
+from typing import Any
+
+from labelguard.core.findings import Severity
+from labelguard.core.registry import Check
+
+CATALOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "catalog.json")
+
+
+@dataclass(frozen=True)
+class LayoutEntry:
+    """A dataset layout as ``labelguard formats`` lists it."""
+
+    name: str
+    priority: int  # lower is asked first
+    description: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every check code (code -> :class:`Check`) and every layout, by priority."""
+
+    checks: dict[str, Check]
+    layouts: list[LayoutEntry]
+
+
+def catalog_text() -> str:
+    """The catalog of the live registries as the JSON text :data:`CATALOG` holds (imports
+    every rule and layout)."""
+    import labelguard.checks  # noqa: F401  (registers every code)
+    from labelguard.core.registry import REGISTRY
+    from labelguard.layouts import LAYOUTS
+
+    document: dict[str, Any] = {
+        "checks": {code: {f.name: str(getattr(check, f.name)) for f in fields(Check) if f.name != "code"}
+                   for code, check in sorted(REGISTRY.items())},
+        "layouts": [{"name": layout.name, "priority": layout.priority, "description": layout.description}
+                    for layout in sorted(LAYOUTS.values(), key=lambda item: (item.priority, item.name))],
+    }
+    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+
+
+def shipped_catalog() -> Catalog:
+    """The catalog as the package ships it, read without importing a rule or a layout."""
+    with open(CATALOG, encoding="utf-8") as handle:
+        document = json.load(handle)
+    checks = {code: Check(code=code, **dict(entry, severity=Severity.parse(entry["severity"])))
+              for code, entry in document["checks"].items()}
+    return Catalog(checks, [LayoutEntry(**entry) for entry in document["layouts"]])
+
+
+if __name__ == "__main__":
+    sys.stdout.write(catalog_text())

@@ -1,0 +1,149 @@
+"""PNG masks whose rows need no unfiltering, inflated by libdeflate (the ``png`` extra).
+
+Most of a PNG mask's decoding is inflating its image data, and Pillow inflates through
+zlib; libdeflate (the ``deflate`` package) inflates a whole stream of known size several
+times faster. The other part of PNG decoding, undoing each row's filter, has no fast
+library of its own, so this path takes only the files where that is trivial: every row
+stored as it is (filter type 0; what Pillow and libpng write for palette images, VOC's
+masks among them) or as differences from its left neighbour (type 1: a running sum along
+the row, as OpenCV writes greyscale PNGs). A row that refers to the row above it (types 2
+to 4) sends the file to Pillow.
+
+The path serves only 8-bit greyscale and 8-bit palette images (palette indices, as Pillow
+reads them), not interlaced, with no chunk but :data:`NEUTRAL_CHUNKS` beside the header,
+palette, image data and end. Every other PNG, and any file this path has a doubt about, is
+read by Pillow as before, so that what an audit reports never depends on the extra:
+
+* every chunk is checked before anything is inflated: whole, its checksum matching, up to
+  IEND; a file that fails any of this goes to Pillow, which names what is wrong (LG001);
+* the declared size is checked against the read limits before anything is inflated, with
+  the message the Pillow path gives;
+* a stream that does not inflate to exactly the rows the header declares goes to Pillow.
+
+Finding a row filter this path cannot undo costs an inflation for nothing; a process that
+meets only such files stops trying all but a few of them (:data:`DECLINED_STREAK`).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Callable
+
+import numpy as np
+from PIL import ImageFile
+
+from labelguard._optional import require
+from labelguard.readers.base import check_array
+
+SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# Chunks that change nothing Pillow makes of an 8-bit grey or palette image's values: text,
+# time, physical size and the colour-space hints it does not apply.
+NEUTRAL_CHUNKS = frozenset({b"tEXt", b"zTXt", b"iTXt", b"tIME", b"pHYs", b"gAMA", b"cHRM", b"sRGB", b"iCCP",
+                            b"sBIT", b"bKGD"})
+# Colour type -> Pillow's mode, at bit depth 8.
+_MODES = {0: "L", 3: "P"}
+# Row filter types this path undoes: none, and differences from the left neighbour.
+_NONE, _SUB = 0, 1
+
+# After this many PNGs in a row whose rows refer to the row above (inflated for nothing, then
+# decoded by Pillow), the files come from a writer this path does not serve: from then on
+# only every PROBE_EVERY-th PNG is tried, until one is served again.
+DECLINED_STREAK = 8
+PROBE_EVERY = 16
+
+_inflate: list[Callable[[bytes, int], bytes] | None] = []
+_declined = [0]  # PNGs declined for their row filters since the last one served
+
+
+def _libdeflate() -> Callable[[bytes, int], bytes] | None:
+    """libdeflate's zlib decompressor, or None when the extra is not installed (looked up once)."""
+    if not _inflate:
+        try:
+            _inflate.append(require("deflate").zlib_decompress)
+        except ImportError:
+            _inflate.append(None)
+    return _inflate[0]
+
+
+class _Layout:
+    """What the chunks of a PNG say: size, mode, palette and the image data's pieces."""
+
+    def __init__(self, width: int, height: int, mode: str) -> None:
+        self.width, self.height, self.mode = width, height, mode
+        self.palette: tuple[int, ...] | None = None
+        self.data: list[memoryview] = []
+
+
+def _layout(data: bytes) -> _Layout | None:
+    """The layout of ``data`` when it is a whole PNG this path decodes: every chunk complete
+    and its checksum matching, up to IEND; 8-bit grey or palette, not interlaced; no chunk
+    outside :data:`NEUTRAL_CHUNKS` but the critical ones. None for any other file."""
+    if len(data) < 45 or not data.startswith(SIGNATURE) or data[8:16] != b"\0\0\0\rIHDR":
+        return None
+    depth, colour, compression, filtering, interlace = data[24:29]
+    mode = _MODES.get(colour)
+    if depth != 8 or mode is None or compression or filtering or interlace:
+        return None
+    layout = _Layout(int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"), mode)
+    view = memoryview(data)
+    position, end = 8, len(data)
+    while True:
+        if position + 12 > end:
+            return None
+        length = int.from_bytes(view[position:position + 4], "big")
+        kind = data[position + 4:position + 8]
+        stop = position + 8 + length
+        if stop + 4 > end or zlib.crc32(view[position + 4:stop]) != int.from_bytes(view[stop:stop + 4], "big"):
+            return None
+        if kind == b"IDAT":
+            layout.data.append(view[position + 8:stop])
+        elif kind == b"PLTE" and mode == "P" and layout.palette is None and not layout.data \
+                and length % 3 == 0 and 0 < length <= 768:
+            layout.palette = tuple(data[position + 8:stop])
+        elif kind == b"IEND":
+            break
+        elif position > 8 and kind not in NEUTRAL_CHUNKS:
+            return None
+        position = stop + 4
+    if not layout.data or (mode == "P" and layout.palette is None):
+        return None
+    return layout
+
+
+def decode_png(data: bytes) -> tuple[np.ndarray, str, tuple[int, ...] | None] | None:
+    """(label plane, Pillow's mode, palette) of a PNG whose rows need no unfiltering, the
+    plane read-only; None when the extra is missing or the file is one Pillow must read
+    (see the module docstring).
+
+    Raises ReadError when the declared size is over the read limits, as the Pillow path does."""
+    inflate = _libdeflate()
+    if inflate is None or ImageFile.LOAD_TRUNCATED_IMAGES:
+        return None
+    declined = _declined[0]
+    if declined >= DECLINED_STREAK and declined % PROBE_EVERY:
+        _declined[0] += 1
+        return None
+    layout = _layout(data)
+    if layout is None:
+        return None
+    height, width = layout.height, layout.width
+    check_array("the PNG header", (height, width), 1, f"{layout.mode}-mode")
+    stride = width + 1  # each row starts with its filter type
+    try:
+        raw = inflate(b"".join(layout.data), height * stride)
+    except Exception:  # deflate.DeflateError and what libdeflate reports: Pillow says what is wrong
+        return None
+    if len(raw) != height * stride or not height or not width:
+        return None
+    rows = np.frombuffer(raw, dtype=np.uint8).reshape(height, stride)
+    filters = rows[:, 0]
+    if filters.max() > _SUB:
+        _declined[0] += 1
+        return None
+    _declined[0] = 0
+    plane = np.array(rows[:, 1:])
+    differenced = np.flatnonzero(filters == _SUB)
+    if differenced.size:
+        plane[differenced] = np.cumsum(plane[differenced], axis=1, dtype=np.uint8)
+    plane.flags.writeable = False
+    return plane, layout.mode, layout.palette

@@ -1,0 +1,208 @@
+"""The fast PNG path (labelguard.readers.png, the ``png`` extra): where it serves a file, the
+record is the one Pillow gives; every other file, and every damaged one, goes to Pillow.
+
+PNGs are written byte by byte here, so that each row filter, chunk and checksum is chosen.
+Each read is done twice, once with libdeflate and once with the path switched off."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from audit_helpers import found, run
+from builders import organic_mask, voc_palette, write_png
+from labelguard._optional import available
+from labelguard.core.limits import ReadLimits, applied_limits
+from labelguard.core.spec import LabelSpec
+from labelguard.readers import png
+from labelguard.readers.base import ReadError
+from labelguard.readers.masks import read_mask
+
+pytestmark = pytest.mark.skipif(not available("deflate"), reason="the png extra (deflate) is not installed")
+
+MASK = organic_mask((24, 32), (0, 1, 2, 5), seed=4)
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _paeth(left: np.ndarray, up: np.ndarray, up_left: np.ndarray) -> np.ndarray:
+    guess = left + up - up_left
+    to_left, to_up, to_up_left = abs(guess - left), abs(guess - up), abs(guess - up_left)
+    return np.where((to_left <= to_up) & (to_left <= to_up_left), left, np.where(to_up <= to_up_left, up, up_left))
+
+
+def png_bytes(plane: np.ndarray, palette: list[int] | None = None, filters=(0,), extra=()) -> bytes:
+    """An 8-bit PNG of ``plane`` (grey, or palette indices with ``palette``) whose row r is
+    stored with filter ``filters[r % len(filters)]``; ``extra`` chunks go before the data."""
+    height, width = plane.shape
+    previous = np.zeros(width, dtype=np.int64)
+    rows = []
+    for index in range(height):
+        row = plane[index].astype(np.int64)
+        left = np.concatenate([[0], row[:-1]])
+        up_left = np.concatenate([[0], previous[:-1]])
+        kind = filters[index % len(filters)]
+        predicted = [0, left, previous, (left + previous) // 2, _paeth(left, previous, up_left)][kind]
+        rows.append(bytes([kind]) + ((row - predicted) % 256).astype(np.uint8).tobytes())
+        previous = row
+    header = struct.pack(">IIBBBBB", width, height, 8, 0 if palette is None else 3, 0, 0, 0)
+    chunks = [_chunk(b"IHDR", header), *extra]
+    if palette is not None:
+        chunks.append(_chunk(b"PLTE", bytes(palette)))
+    chunks += [_chunk(b"IDAT", zlib.compress(b"".join(rows))), _chunk(b"IEND", b"")]
+    return png.SIGNATURE + b"".join(chunks)
+
+
+def write(path: Path, data: bytes) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return str(path)
+
+
+def read_both(path: str, monkeypatch):
+    """(record with the fast path, record through Pillow alone, whether the fast path served it)."""
+    monkeypatch.setattr(png, "_declined", [0])
+    served = png.decode_png(Path(path).read_bytes()) is not None
+    fast = read_mask(path)
+    with monkeypatch.context() as switched_off:
+        switched_off.setattr(png, "_inflate", [None])
+        pillow = read_mask(path)
+    return fast, pillow, served
+
+
+def assert_same(fast, pillow) -> None:
+    assert (fast.mode, fast.palette, fast.container) == (pillow.mode, pillow.palette, pillow.container)
+    assert fast.array.dtype == pillow.array.dtype
+    np.testing.assert_array_equal(fast.array, pillow.array)
+
+
+@pytest.mark.parametrize("filters", [(0,), (1,), (0, 1, 1, 0)])
+@pytest.mark.parametrize("palette", [None, voc_palette(), voc_palette()[:3 * 6]])
+def test_rows_stored_as_they_are_or_as_differences_are_served_with_pillows_values(tmp_path, monkeypatch,
+                                                                                   filters, palette):
+    path = write(tmp_path / "m.png", png_bytes(MASK, palette, filters))
+    fast, pillow, served = read_both(path, monkeypatch)
+    assert served
+    assert_same(fast, pillow)
+    np.testing.assert_array_equal(fast.array, MASK)
+    assert fast.mode == ("L" if palette is None else "P")
+
+
+@pytest.mark.parametrize("filters", [(2,), (3,), (4,), (0, 1, 2, 3, 4)])
+def test_rows_that_refer_to_the_row_above_go_to_pillow(tmp_path, monkeypatch, filters):
+    path = write(tmp_path / "m.png", png_bytes(MASK, None, filters))
+    fast, pillow, served = read_both(path, monkeypatch)
+    assert not served
+    assert_same(fast, pillow)
+
+
+@pytest.mark.parametrize("name, array, mode", [
+    ("16-bit", MASK.astype(np.uint16) * 300, "I;16"),
+    ("grey and alpha", np.stack([MASK, np.full_like(MASK, 255)], axis=-1), "LA"),
+    ("rgb", np.stack([MASK] * 3, axis=-1), "RGB"),
+])
+def test_other_kinds_of_png_go_to_pillow(tmp_path, monkeypatch, name, array, mode):
+    path = tmp_path / "m.png"
+    Image.fromarray(array, mode).save(path) if mode != "I;16" else write_png(path, array, mode="I;16")
+    fast, pillow, served = read_both(str(path), monkeypatch)
+    assert not served, name
+    assert_same(fast, pillow)
+
+
+def test_an_interlaced_png_goes_to_pillow(tmp_path, monkeypatch):
+    path = tmp_path / "m.png"
+    Image.fromarray(MASK, "L").save(path, interlace=1)
+    fast, pillow, served = read_both(str(path), monkeypatch)
+    assert not served
+    assert_same(fast, pillow)
+    np.testing.assert_array_equal(fast.array, MASK)
+
+
+def test_a_palette_with_transparency_and_a_text_chunk(tmp_path, monkeypatch):
+    text = _chunk(b"tEXt", b"Software\0test")
+    served_text = write(tmp_path / "text.png", png_bytes(MASK, voc_palette(), extra=[text]))
+    assert read_both(served_text, monkeypatch)[2]  # a chunk that changes no value
+    data = png_bytes(MASK, voc_palette())
+    end = data.index(b"IDAT") - 4
+    transparent = write(tmp_path / "trns.png", data[:end] + _chunk(b"tRNS", b"\0") + data[end:])
+    fast, pillow, served = read_both(transparent, monkeypatch)
+    assert not served
+    assert_same(fast, pillow)
+
+
+@pytest.mark.code("LG001", "fail")
+@pytest.mark.parametrize("damage", ["data checksum", "cut short", "no end chunk"])
+def test_a_damaged_png_is_lg001_with_the_extra(tmp_path, monkeypatch, damage):
+    data = png_bytes(MASK, voc_palette())
+    if damage == "data checksum":
+        start = data.index(b"IDAT") + 8
+        data = data[:start] + bytes([data[start] ^ 0x40]) + data[start + 1:]
+    elif damage == "cut short":
+        data = data[:len(data) // 2]
+    else:
+        data = data[:data.index(b"IEND") - 4]
+    write(tmp_path / "masks" / "bad.png", data)
+    assert png.decode_png(data) is None
+    report = run(tmp_path / "masks", LabelSpec(num_classes=6))
+    assert [f.path.endswith("bad.png") for f in found(report, "LG001")] == [True]
+
+
+@pytest.mark.code("LG001", "pass")
+def test_a_whole_png_through_the_fast_path_is_no_lg001(tmp_path):
+    write(tmp_path / "masks" / "good.png", png_bytes(MASK, voc_palette()))
+    report = run(tmp_path / "masks", LabelSpec(num_classes=6))
+    assert found(report, "LG001") == []
+    assert report.summary.samples == 1
+
+
+def test_the_read_limits_apply_before_inflating_with_pillows_message(tmp_path, monkeypatch):
+    path = write(tmp_path / "m.png", png_bytes(MASK, voc_palette()))
+    messages = []
+    for fast in (True, False):
+        with monkeypatch.context() as patch, applied_limits(ReadLimits(max_pixels=MASK.size - 1)):
+            if not fast:
+                patch.setattr(png, "_inflate", [None])
+            with pytest.raises(ReadError) as caught:
+                read_mask(path)
+            messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    assert "max_pixels" in messages[0]
+
+
+def test_a_run_of_files_it_does_not_serve_makes_it_probe_until_one_is_served(tmp_path, monkeypatch):
+    monkeypatch.setattr(png, "_declined", [0])
+    refers_up = png_bytes(MASK, None, (2,))
+    for _ in range(png.DECLINED_STREAK + png.PROBE_EVERY):
+        assert png.decode_png(refers_up) is None
+    served = png_bytes(MASK, voc_palette())
+    outcomes = [png.decode_png(served) is not None for _ in range(png.PROBE_EVERY)]
+    assert outcomes.count(True) >= 1  # a probe found a file it serves
+    assert outcomes[-1]  # and from then on every file is tried again
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 20), st.integers(1, 20)),
+    colours=st.integers(1, 256),
+    palette_image=st.booleans(),
+    filters=st.lists(st.integers(0, 4), min_size=1, max_size=6),
+    seed=st.integers(0, 2**16),
+)
+def test_any_8_bit_png_reads_as_pillow_reads_it(tmp_path_factory, shape, colours, palette_image, filters, seed):
+    plane = np.random.default_rng(seed).integers(0, colours, size=shape).astype(np.uint8)
+    palette = voc_palette()[:3 * colours] if palette_image else None
+    path = write(tmp_path_factory.mktemp("png") / "m.png", png_bytes(plane, palette, tuple(filters)))
+    with pytest.MonkeyPatch.context() as patch:
+        fast, pillow, served = read_both(path, patch)
+    assert served == (max(filters[:shape[0]]) <= 1)
+    assert_same(fast, pillow)
+    np.testing.assert_array_equal(fast.array, plane)
