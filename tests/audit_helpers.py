@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from labelguard._audit import audit
 from labelguard.core.spec import LabelSpec
+from labelguard.core.tasks import FileResult
 
 
 def run(path, spec: LabelSpec | None = None, **kwargs):
@@ -26,6 +28,19 @@ def peak_of(call):
     finally:
         tracemalloc.stop()
     return result, peak
+
+
+def merged_results(results) -> FileResult:
+    """An engine's batch results merged into one, findings in a fixed order (engines yield
+    batches as they finish)."""
+    merged = FileResult("", files=0)
+    for result in results:
+        merged.findings.extend(result.findings)
+        merged.errors.extend(result.errors)
+        merged.summary.update(result.summary)
+        merged.files += result.files
+    merged.findings.sort(key=lambda f: json.dumps(f.to_dict(), sort_keys=True))
+    return merged
 
 
 def found(report, code: str, name: str | None = None) -> list:

@@ -20,6 +20,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("bench_pairing.py", ["-n", "200", "--repeat", "1"], "ratio labelguard / baseline"),
     ("bench_lists.py", ["-n", "300", "--repeat", "1"], "labelguard select_from_lists:"),
     ("bench_spec.py", [], "ratio"),
+    ("bench_scale.py", ["-n", "10", "--repeat", "1"], "core-hours of the per-file work"),
     pytest.param("bench_record.py", ["--batches", "10", "--repeat", "1"], "target: < 200 us per batch",
                  marks=pytest.mark.skipif(not available("torch"), reason="torch not installed")),
     pytest.param("bench_tokens.py", ["-n", "3000", "--repeat", "1"], "ratio audit / scan:",

@@ -363,6 +363,22 @@ def test_a_registered_rule_changes_every_key(tmp_path):
     assert cached_run(data, cache).from_cache == 3  # the entries of the rules as they were
 
 
+def test_entries_do_not_depend_on_which_rule_modules_a_process_imported():
+    """A process that imported only the rules of the files it checks (a Dask worker handed a
+    batch of masks) and one that imported every rule (the audit's own process) key entries
+    alike: the package's rules are keyed by its sources, not by what is loaded, nor in which
+    order it was."""
+    script = ("import sys, importlib\n"
+              "for name in sys.argv[1:]: importlib.import_module(name)\n"
+              "from labelguard.core.cache import rules_digest\n"
+              "print(rules_digest().hex())")
+    digests = {subprocess.run([sys.executable, "-c", script, *modules], capture_output=True, text=True,
+                              check=True).stdout.strip()
+               for modules in (["labelguard.rules._masks"], ["labelguard.checks"],
+                               ["labelguard.rules.lg301", "labelguard.checks", "labelguard.torch"])}
+    assert len(digests) == 1, digests
+
+
 def test_editing_a_rule_source_file_invalidates_without_a_version_bump(tmp_path):
     """A developer edits a rule (an editable install): the package's sources are hashed, so
     every entry computed by the old rule is out of reach."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import organic_mask, write_jpeg, write_npy, write_png
+from audit_helpers import merged_results
 from fragile_processors import fragile, fragile_cli
 
 from labelguard._audit import audit
@@ -92,6 +94,36 @@ def test_adding_files_one_by_one_equals_merging_their_summaries(files):
     assert added.value_files == merged.value_files and added.value_pixels == merged.value_pixels
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["car", "Car", "car ", "bus", "Bus", "tree"]), st.integers(1, 3)),
+                min_size=2, max_size=10),
+       st.lists(st.tuples(st.integers(0, 4), st.integers(1, 3)), max_size=6),
+       st.randoms(use_true_random=False))
+def test_the_dataset_checks_do_not_depend_on_the_order_summaries_are_merged_in(objects, pixels, rng):
+    """A pool or a cluster merges batches as they finish: equal counts (ties) must not let that
+    order show in a finding (LG105's spellings, LG401's listing)."""
+    from labelguard.checks.dataset import DATASET_CHECKS
+
+    parts = []
+    for name, count in objects:
+        part = Summary()
+        part.add_classes(f"{name}.xml", Counter({name: count}))
+        parts.append(part)
+    for value, count in pixels:
+        part = Summary()
+        part.add_values(f"{value}.png", [value], [count * 1000])
+        parts.append(part)
+    shuffled = parts[:]
+    rng.shuffle(shuffled)
+    reports = []
+    for order in (parts, shuffled):
+        summary = Summary()
+        for part in order:
+            summary.update(part)
+        reports.append([f.to_dict() for check in DATASET_CHECKS for f in check(summary, LabelSpec())])
+    assert reports[0] == reports[1]
+
+
 def test_the_mask_batch_equals_its_files_merged(tmp_path):
     folder = _masks(tmp_path, count=12)
     colour = organic_mask((32, 32), (0, 128, 64), seed=3)
@@ -113,24 +145,13 @@ def test_the_mask_batch_equals_its_files_merged(tmp_path):
     assert batch.summary.colors == merged.summary.colors and batch.summary.colors
 
 
-def _merged(results) -> FileResult:
-    merged = FileResult("", files=0)
-    for result in results:
-        merged.findings.extend(result.findings)
-        merged.errors.extend(result.errors)
-        merged.summary.update(result.summary)
-        merged.files += result.files
-    merged.findings.sort(key=lambda f: json.dumps(f.to_dict(), sort_keys=True))
-    return merged
-
-
 def test_a_worker_killed_once_is_replaced_and_nothing_is_lost(tmp_path):
     folder = _masks(tmp_path)
     write_png(folder / "flaky.png", organic_mask((48, 40), classes=(0, 1, 7), seed=99))
     tasks = discover(str(folder), AuditOptions(format="masks")).tasks
-    serial = _merged(run_tasks(tasks, SPEC, 1))
+    serial = merged_results(run_tasks(tasks, SPEC, 1))
 
-    pooled = _merged(run_tasks(fragile(tasks), SPEC, 2))
+    pooled = merged_results(run_tasks(fragile(tasks), SPEC, 2))
 
     assert (folder / "flaky.died").exists()  # its first worker really was killed
     assert pooled.errors == []
@@ -145,7 +166,7 @@ def test_a_result_that_cannot_leave_its_worker_is_an_error_naming_its_batch(tmp_
     write_png(folder / "unpicklable.png", organic_mask((48, 40), classes=(0, 1, 2), seed=99))
     tasks = discover(str(folder), AuditOptions(format="masks")).tasks
 
-    pooled = _merged(run_tasks(fragile(tasks), SPEC, 2))
+    pooled = merged_results(run_tasks(fragile(tasks), SPEC, 2))
 
     assert pooled.files == len(tasks)
     (error,) = pooled.errors  # batches of one file here (10 files, 2 workers)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from dataclasses import replace
-from typing import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from labelguard import layouts
 from labelguard.checks.dataset import DATASET_CHECKS, suggested_remap
 from labelguard.config import find_project_config, load_config
 from labelguard.core.cache import DEFAULT_MAX_BYTES, CacheSettings, default_cache_dir, open_cache
-from labelguard.core.engine import default_workers, run_tasks
+from labelguard.core.engine import LocalEngine, default_workers
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, ReadLimits, applied_limits
 from labelguard.core.spec import LabelSpec
@@ -73,6 +74,9 @@ def audit(
     max_pixels: int | None = None,
     max_file_bytes: int | None = None,
     cache: bool | str | os.PathLike | None = None,
+    engine: str | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
 ) -> Report:
     """Audit the datasets at ``paths`` against ``spec`` and return a :class:`Report`.
 
@@ -95,12 +99,25 @@ def audit(
         cache: where per-file results are cached by content (:mod:`labelguard.core.cache`):
             a folder, True for the config's [audit] cache_dir or the user's cache folder,
             False for no cache; None (the default) as the config says ([audit] cache,
-            cache_dir), else the user's cache folder.
+            cache_dir), else the user's cache folder. On a cluster it must be a folder every
+            worker sees at the same path (a shared file system).
+        engine: where the per-file work runs: "local" (this machine: in-process or a pool of
+            ``workers`` processes) or "dask" (a Dask cluster: ``client``'s, else the one at
+            ``scheduler``, else a LocalCluster of ``workers`` processes); None for the
+            config's [audit] engine, else "dask" when a ``client`` is given, else "local".
+            Needs the dask extra.
+        scheduler: the address of a Dask scheduler (``tcp://host:8786``) for engine "dask";
+            None for the config's [audit] scheduler.
+        client: a ``dask.distributed.Client`` connected to the cluster to use (the caller
+            keeps it open; ``workers`` is then not used).
 
     Raises:
         OptionError: an option the dataset found cannot use (a table column on a mask
             folder, a file list for a layout that reads none).
-        MissingDependency: a file needs an optional extra that is not installed.
+        MissingDependency: a file needs an optional extra that is not installed (or
+            engine "dask" the dask extra).
+        ClusterError: the Dask cluster cannot be reached, has no worker, or its workers
+            cannot import this labelguard.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -113,13 +130,19 @@ def audit(
         overrides.update(config.severity)
     overrides.update(severity or {})
     options = _with_settings(options or AuditOptions(), settings)
+    choice = engine_choice(engine, scheduler, client, settings)
+    if choice.name == "dask":
+        # The workers may run on other machines, from other folders: they get absolute paths.
+        paths = [absolute_path(p) for p in paths]
+        options = _absolute_options(options)
     limits = ReadLimits(
         max_pixels=_limit("max_pixels", max_pixels, settings, DEFAULT_MAX_PIXELS),
         max_file_bytes=_limit("max_file_bytes", max_file_bytes, settings, DEFAULT_MAX_FILE_BYTES))
     with applied_limits(limits):
         report = _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
                               seed=seed, progress=progress, config_file=config_file,
-                              use_project_config=use_project_config, cache=cache_settings(cache, settings))
+                              use_project_config=use_project_config, cache=cache_settings(cache, settings),
+                              engine=choice)
     report.read_limits = limits
     return report
 
@@ -144,16 +167,95 @@ def cache_settings(cache: bool | str | os.PathLike | None, settings: dict) -> Ca
     return CacheSettings(os.path.abspath(directory), settings.get("cache_max_bytes", DEFAULT_MAX_BYTES))
 
 
+@dataclass(frozen=True)
+class EngineChoice:
+    """Where an audit's per-file work runs.
+
+    Attributes:
+        name: "local" or "dask".
+        scheduler: a Dask scheduler's address, for "dask" without a client.
+        client: the caller's ``dask.distributed.Client``, for "dask".
+        unused: why a setting of the config does not apply, for the report's notes.
+    """
+
+    name: str = "local"
+    scheduler: str | None = None
+    client: Any = None
+    unused: str | None = None
+
+
+ENGINES = ("local", "dask")
+
+
+def engine_choice(engine: str | None, scheduler: str | None, client: Any, settings: dict) -> EngineChoice:
+    """The engine asked for by the arguments, else by the config's [audit] ``engine`` and
+    ``scheduler``; a scheduler or client given to the local engine is an error, never ignored."""
+    if engine is not None and engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    if client is not None and scheduler:
+        raise UsageError(f"a Dask client and a scheduler address ({scheduler}) were both given: the client is "
+                         "already connected to its scheduler; give one")
+    name = engine or ("dask" if client is not None else settings.get("engine", "local"))
+    configured = settings.get("scheduler")
+    if name == "local":
+        if client is not None:
+            raise UsageError("a Dask client was given with engine 'local', which runs on this machine: pass "
+                             "engine='dask' to run on the client's cluster")
+        if scheduler:
+            raise UsageError(f"--scheduler {scheduler} is the address of a Dask cluster, and the engine is local "
+                             "(it runs on this machine): add --engine dask (engine='dask')")
+        if configured and engine is None:
+            raise UsageError(f"[audit] scheduler = {configured!r} in the config needs engine = \"dask\" under "
+                             "[audit] (or --engine dask); the engine is local")
+        unused = f"[audit] scheduler {configured} of the config was not used: the engine is local" \
+            if configured else None
+        return EngineChoice(unused=unused)
+    return EngineChoice("dask", None if client is not None else scheduler or configured, client)
+
+
+def absolute_path(path: str) -> str:
+    """``path`` as a worker on another machine opens it: absolute, against this process's
+    working folder. A URL (``s3://...``) is left as it is."""
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _absolute_options(options: AuditOptions) -> AuditOptions:
+    """The paths of ``options`` (--images, --masks, --list, --color-map), absolute."""
+    def one(path: str | None) -> str | None:
+        return absolute_path(path) if path else path
+
+    return replace(options, images=one(options.images), masks=one(options.masks), color_map=one(options.color_map),
+                   lists=tuple(absolute_path(p) for p in options.lists))
+
+
+@contextlib.contextmanager
+def opened_engine(choice: EngineChoice, workers: int | None) -> Iterator[Any]:
+    """The engine ``choice`` names, open for the block: one with ``run(tasks, spec, cache)``
+    yielding merged results and ``describe()`` saying where the work ran (or None)."""
+    if choice.name == "local":
+        yield LocalEngine(workers)
+        return
+    from labelguard.core.dask_engine import dask_engine
+
+    with dask_engine(choice.client, choice.scheduler, workers or default_workers()) as engine:
+        yield engine
+
+
 def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
                  overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
                  progress: Callable[[int, int], None] | None, config_file: str | None,
-                 use_project_config: bool, cache: CacheSettings | None) -> Report:
+                 use_project_config: bool, cache: CacheSettings | None, engine: EngineChoice) -> Report:
     """:func:`audit` once the settings and read limits are known."""
     if workers == "config":
         workers = settings.get("workers")
     if sample is None and settings.get("sample"):
         sample = int(settings["sample"])
-    notes_head: list[str] = []
+    notes_head: list[str] = [engine.unused] if engine.unused else []
+    if engine.name == "dask" and (engine.client is not None or engine.scheduler) and isinstance(workers, int) \
+            and workers > 1:
+        notes_head.append(f"{plural(workers, 'worker')} asked for were not used: the Dask cluster's own workers "
+                          "ran the audit")
+        workers = None
     if isinstance(workers, int) and workers > default_workers():
         # More processes than cores only add start-up time and memory.
         notes_head.append(f"{plural(workers, 'worker')} asked for, {default_workers()} used: the cores "
@@ -212,24 +314,28 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         if unwritable:
             notes_head.append(f"the result cache {display_path(cache.directory)} cannot be written ({unwritable}): "
                               "results found in it were used, none were stored")
-    for group_spec, group_tasks in groups:
-        group_summary = Summary() if len(groups) > 1 else summary
-        for result in run_tasks(group_tasks, group_spec, workers, cache=cache):
-            findings.extend(result.findings)
-            group_summary.update(result.summary)
-            errors.extend(result.errors)
-            done += result.files
-            from_cache += result.cached
-            if progress:
-                progress(done, len(tasks))
-        for check in DATASET_CHECKS:
-            try:
-                findings.extend(check(group_summary, group_spec))
-            except Exception as exc:  # one crashing check must not lose the others
-                log.debug("dataset check %s failed", check.__name__, exc_info=True)
-                errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
-        if group_summary is not summary:
-            summary.update(group_summary)
+    with opened_engine(engine, workers) if tasks else contextlib.nullcontext(None) as runner:
+        for group_spec, group_tasks in groups:
+            group_summary = Summary() if len(groups) > 1 else summary
+            for result in runner.run(group_tasks, group_spec, cache) if group_tasks else ():
+                findings.extend(result.findings)
+                group_summary.update(result.summary)
+                errors.extend(result.errors)
+                done += result.files
+                from_cache += result.cached
+                if progress:
+                    progress(done, len(tasks))
+            for check in DATASET_CHECKS:
+                try:
+                    findings.extend(check(group_summary, group_spec))
+                except Exception as exc:  # one crashing check must not lose the others
+                    log.debug("dataset check %s failed", check.__name__, exc_info=True)
+                    errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+            if group_summary is not summary:
+                summary.update(group_summary)
+        where = runner.describe() if runner is not None else None
+    if where:
+        notes_head.append(where)
     if cache is not None and done > from_cache:
         open_cache(cache).sweep()
     effective = specs[0] if specs else resolve_spec([], configs, spec)

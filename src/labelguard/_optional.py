@@ -16,6 +16,7 @@ _EXTRAS = {
     "pyarrow": "nlp",
     "matplotlib": "html",
     "deflate": "png",
+    "dask": "dask",
 }
 
 

@@ -76,6 +76,24 @@ def main(verbose: int) -> None:
     """Find the labels that trigger "CUDA error: device-side assert triggered"."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="labelguard: %(levelname)s: %(message)s")
+    cluster_logs = _ClusterLogs((logging.CRITICAL, logging.WARNING, logging.NOTSET)[min(verbose, 2)])
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(cluster_logs)
+
+
+class _ClusterLogs(logging.Filter):
+    """A Dask cluster's own log (its start, connections, restarts) only when asked for: -v
+    for its warnings, -vv for all of it. A filter on the handlers, since Dask sets its loggers'
+    levels when it is imported, after this."""
+
+    LOGGERS = ("distributed", "tornado", "bokeh")
+
+    def __init__(self, level: int):
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.level or not record.name.startswith(self.LOGGERS)
 
 
 def _int_list(values: tuple[str, ...] | str | None) -> tuple[int, ...]:
@@ -270,11 +288,16 @@ def _progress(enabled: bool):
                    "checked against its tables (tokenized datasets).")
 @click.option("--tokenizer", type=click.Path(exists=True),
               help="A tokenizer.json or vocab.txt (or its folder): its size is compared with the model's embedding.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
+              help="Where the per-file work runs: this machine (local, the default) or a Dask cluster "
+                   "(dask: needs labelguard[dask]; --scheduler, else a local cluster of --workers processes).")
+@click.option("--scheduler", metavar="tcp://HOST:PORT",
+              help="The Dask scheduler of an existing cluster, for --engine dask (default: [audit] scheduler).")
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
           image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
           write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes, cache_dir, no_cache,
-          model_config, tokenizer):
+          model_config, tokenizer, engine, scheduler):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -307,6 +330,9 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             raise click.UsageError(f"{path}: no such file or directory")
     if cache_dir and no_cache:
         raise click.UsageError("--cache-dir and --no-cache contradict each other: give one")
+    if scheduler and workers is not None:
+        raise click.UsageError("--workers sizes the local cluster that --engine dask starts; with --scheduler the "
+                               "cluster's own workers run the audit: drop --workers")
     if write_classes and os.path.lexists(write_classes) and not force:
         raise click.UsageError(f"--write-classes {write_classes}: the file exists; pass --force to replace it")
     images, masks = _folders_in(paths, images, masks)
@@ -332,7 +358,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             config_file=config_file, use_project_config=not no_config,
             workers=workers if workers is not None else "config", sample=sample, seed=seed,
             severity=overrides, progress=progress, max_pixels=max_pixels, max_file_bytes=max_file_bytes,
-            cache=False if no_cache else cache_dir,
+            cache=False if no_cache else cache_dir, engine=engine, scheduler=scheduler,
         )
     seed_given = click.get_current_context().get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT
     if seed_given and report.sampled is None:

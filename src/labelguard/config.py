@@ -17,6 +17,8 @@ Example ``labelguard.toml``::
     max_file_bytes = 4_294_967_296   # bytes one file may be read or decoded into
     cache_dir = ".labelguard-cache"  # per-file results cached by content (default: the user's cache)
     cache_max_bytes = 1_073_741_824  # the cache is swept back under this size
+    engine = "dask"                  # per-file work on a Dask cluster (default: "local")
+    scheduler = "tcp://head:8786"    # that cluster's scheduler (default: a LocalCluster)
 
     [severity]
     LG205 = "warning"
@@ -42,7 +44,7 @@ from labelguard.readers.base import ReadError, read_text
 
 CONFIG_NAME = "labelguard.toml"
 AUDIT_KEYS = {"fail_on", "workers", "format", "key", "sample", "color_map", "max_pixels", "max_file_bytes",
-              "cache", "cache_dir", "cache_max_bytes"}
+              "cache", "cache_dir", "cache_max_bytes", "engine", "scheduler"}
 TOP_KEYS = {"labels", "audit", "severity", "tokens"}
 
 
@@ -163,6 +165,10 @@ def _audit_value(key: str, value: Any, path: str) -> Any:
     if key in ("workers", "sample", "max_pixels", "max_file_bytes", "cache_max_bytes"):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SpecError(f"{where} must be a whole number >= 1, got {value!r}")
+        return value
+    if key == "engine":
+        if value not in ("local", "dask"):
+            raise SpecError(f"{where} must be \"local\" or \"dask\", got {value!r}")
         return value
     if key == "fail_on":
         if not isinstance(value, str) or value.strip().lower() not in ("error", "warning", "info", "never"):

@@ -12,8 +12,11 @@ so ``except ValueError`` keeps working. The tree::
     │   │                                unknown keys
     │   ├── ColumnError                  --path-column/--label-column name no column of the
     │   │                                tables found
-    │   └── OptionError                  an audit option that does not apply to the dataset
-    │                                    found
+    │   ├── OptionError                  an audit option that does not apply to the dataset
+    │   │                                found
+    │   └── ClusterError                 the Dask cluster asked for cannot run the audit:
+    │                                    unreachable, without workers, or its workers
+    │                                    cannot import this labelguard
     ├── UnsupportedError (TypeError)     an object labelguard cannot work with: guard() on
     │                                    something that is not a dataset, checked() on a loss
     │                                    it does not know
@@ -111,3 +114,9 @@ def _rebuild_label_error(message, code, index, source, values, expected) -> Labe
 class ColumnError(UsageError):
     """A ``--path-column``/``--label-column`` names no column of the tables found; the message
     lists the columns each table has."""
+
+
+class ClusterError(UsageError):
+    """The Dask cluster an audit was sent to cannot run it: its scheduler cannot be reached,
+    it has no worker, or its workers cannot import the labelguard of the audit (another
+    version, or none); the message names the address and what to do."""

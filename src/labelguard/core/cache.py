@@ -64,6 +64,7 @@ import numpy as np
 from labelguard.core.limits import current_limits
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.workdir import working_folder
 
 log = logging.getLogger(__name__)
 
@@ -388,6 +389,12 @@ def _source_digest(package: str) -> bytes:
     return digest.digest()
 
 
+def _in_package(module_name: str) -> bool:
+    """True when the module's source file lies inside labelguard's package."""
+    path = getattr(sys.modules.get(module_name), "__file__", None)
+    return path is not None and os.path.abspath(path).startswith(_PACKAGE + os.sep)
+
+
 def _module_source(module_name: str) -> bytes:
     """The digest of a module's source file when it lies outside the package (a processor or
     rule registered by a plugin or a test), else nothing: the package's digest covers it."""
@@ -397,7 +404,7 @@ def _module_source(module_name: str) -> bytes:
         path = getattr(module, "__file__", None)
         if path is None:
             found = canonical(("no source", module_name))
-        elif os.path.abspath(path).startswith(_PACKAGE + os.sep):
+        elif _in_package(module_name):
             found = b""
         else:
             found = _hash_file(path)[1]
@@ -406,11 +413,15 @@ def _module_source(module_name: str) -> bytes:
 
 
 def rules_digest() -> bytes:
-    """The rules registered now, in their order, with the source of those from outside the
-    package: an audit that registered another rule (a plugin) gets entries of its own."""
+    """The rules registered now from outside the package (plugins), in their order, with their
+    source: an audit that registered another rule gets entries of its own. The package's own
+    rules are left out: their sources are in :func:`environment_digest`, and which of their
+    modules a process has imported so far (an audit imports those its files need) must not
+    make its entries differ from another process's."""
     from labelguard.core.rules import RULES
 
-    registered = tuple((scope, rule) for scope, rules in RULES.items() for rule in rules)
+    registered = tuple((scope, rule) for scope, rules in RULES.items() for rule in rules
+                       if not _in_package(getattr(rule.apply, "__module__", "") or ""))
     key = tuple((scope, id(rule)) for scope, rule in registered)
     found = _RULES_DIGESTS.get(key)
     if found is None:
@@ -578,13 +589,16 @@ class ResultCache:
 
     def context(self, spec: Any) -> bytes:
         """What the identities of a batch's tasks share: the environment, the registered rules,
-        the spec, the read limits and the working folder (display paths are relative to it)."""
-        if self._spec is None or self._spec[0] is not spec:
-            self._spec = (spec, hashlib.sha256(canonical(spec)).digest())
+        the spec, the read limits and the audit's working folder (display paths are relative
+        to it; :mod:`labelguard.core.workdir`)."""
+        # Read once: the threads of a cluster worker may share this object for other specs.
+        memo = self._spec
+        if memo is None or memo[0] is not spec:
+            memo = self._spec = (spec, hashlib.sha256(canonical(spec)).digest())
         digest = hashlib.sha256(environment_digest())
         digest.update(rules_digest())
-        digest.update(self._spec[1])
-        digest.update(canonical((os.getcwd(), current_limits())))
+        digest.update(memo[1])
+        digest.update(canonical((working_folder(), current_limits())))
         return digest.digest()
 
     def batch(self, tasks: Sequence[FileTask], context: bytes) -> Batch:

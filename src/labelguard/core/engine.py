@@ -1,4 +1,5 @@
-"""Engines that run per-file tasks: in-process or on a local process pool.
+"""Engines that run per-file tasks: in-process or on a local process pool (a Dask cluster's
+is :mod:`labelguard.core.dask_engine`).
 
 Every engine calls the same pure ``task.processor(task, spec)``; a processor that raises is
 turned into a :class:`FileResult` carrying the error, so one crashing check never ends an
@@ -156,8 +157,10 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def batch_size(files: int, workers: int) -> int:
-    return max(1, min(BATCH_FILES, files // (workers * BATCHES_PER_WORKER)))
+def batch_size(files: int, workers: int, most: int = BATCH_FILES) -> int:
+    """Files per batch: at most ``most``, and at least :data:`BATCHES_PER_WORKER` batches for
+    each of ``workers`` (processes, or a cluster's worker threads)."""
+    return max(1, min(most, files // (workers * BATCHES_PER_WORKER)))
 
 
 def _context(modules: Sequence[str]):
@@ -212,6 +215,22 @@ def run_tasks(
         yield result
 
 
+class LocalEngine:
+    """The engine of this machine: :func:`run_tasks` with ``workers`` processes (None: all
+    cores); the audit's other engine is :class:`labelguard.core.dask_engine.DaskEngine`."""
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers
+
+    def run(self, tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings | None = None
+            ) -> Iterator[FileResult]:
+        return run_tasks(tasks, spec, self.workers, cache=cache)
+
+    def describe(self) -> None:
+        """Nothing to say: the local engine is the default."""
+        return None
+
+
 def _run_pooled(
     batches: Sequence[Sequence[FileTask]], spec: LabelSpec, workers: int, modules: Sequence[str],
     cache: CacheSettings | None = None,
@@ -233,7 +252,7 @@ def _run_pooled(
             died: deque[Sequence[FileTask]] = deque()
             yield from _run_until_a_worker_dies(alone, spec, 1, 1, modules, died, cache)
             for (task,) in died:
-                yield _worker_died(task)
+                yield worker_died(task)
 
 
 def _run_until_a_worker_dies(
@@ -279,7 +298,7 @@ def _run_until_a_worker_dies(
                 except MissingDependency:
                     raise
                 except Exception as exc:  # outside any check: a result that cannot be pickled, say
-                    result = _batch_failed(batch, exc)
+                    result = batch_failed(batch, exc)
                 yield result
         finished = True
     finally:
@@ -306,7 +325,7 @@ def _stop_now(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _worker_died(task: FileTask) -> FileResult:
+def worker_died(task: FileTask) -> FileResult:
     return FileResult(task.display, errors=[
         f"{task.display}: the worker process checking this file died, in its batch and again "
         "when the file ran alone, so the file was not audited (a process is killed like this by "
@@ -314,7 +333,7 @@ def _worker_died(task: FileTask) -> FileResult:
         "findings are complete"])
 
 
-def _batch_failed(batch: Sequence[FileTask], exc: Exception) -> FileResult:
+def batch_failed(batch: Sequence[FileTask], exc: Exception) -> FileResult:
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     names = shorten((task.display for task in batch), limit=BATCH_FILES)
     return FileResult(batch[0].display, files=len(batch), errors=[

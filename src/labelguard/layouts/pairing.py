@@ -53,6 +53,7 @@ from typing import Any, Callable, Container, Sequence, TypeVar
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.cache import note_folder
 from labelguard.core.text import SHOWN, plural, shorten, verb
+from labelguard.core.workdir import working_folder
 from labelguard.core.findings import Finding
 from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, read_bytes, read_head
 from labelguard.readers.lists import ListFile, parse_list
@@ -416,9 +417,10 @@ def _below(path: str, root: str) -> bool:
 
 
 def display_path(path: str) -> str:
-    """``path`` relative to the current directory when inside it, else absolute."""
-    absolute = os.path.abspath(path)
-    cwd = os.getcwd()
+    """``path`` relative to the working folder (:mod:`labelguard.core.workdir`) when inside
+    it, else absolute."""
+    cwd = working_folder()
+    absolute = os.path.normpath(os.path.join(cwd, path))
     if absolute == cwd:
         return "."
     if _below(absolute, cwd):

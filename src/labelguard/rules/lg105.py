@@ -17,13 +17,14 @@ from labelguard.core.text import plural, show_name
 @rule(CLASS_VARIANTS, "dataset")
 def class_name_variants(summary: Summary, spec: LabelSpec):
     groups: dict[str, list[str]] = {}
-    for name in summary.class_objects:
+    for name in sorted(summary.class_objects):
         groups.setdefault(normalise_name(name), []).append(name)
     findings = []
     for key, names in groups.items():
         if len(names) < 2:
             continue
-        names.sort(key=lambda n: -summary.class_objects[n])
+        # Commonest first, ties by name: never the order the files' summaries were merged in.
+        names.sort(key=lambda n: (-summary.class_objects[n], n))
         listing = ", ".join(f"{n!r} ({plural(summary.class_objects[n], 'object')})" for n in names)
         canonical = _spelling(key, names, spec)
         findings.append(CLASS_VARIANTS.finding(

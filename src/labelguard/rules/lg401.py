@@ -44,10 +44,11 @@ EXAMPLES = (
 
 @rule(IMBALANCE, "dataset", EXAMPLES)
 def class_imbalance(summary: Summary, spec: LabelSpec):
-    counts = {v: c for v, c in summary.value_pixels.items() if not spec.is_ignored(v)}
+    # In the order of the values or names, never the order the files' summaries were merged in.
+    counts = {v: c for v, c in sorted(summary.value_pixels.items()) if not spec.is_ignored(v)}
     kind = "pixels"
     if not counts:
-        counts = dict(summary.class_objects)
+        counts = dict(sorted(summary.class_objects.items()))
         kind = "objects"
     if len(counts) < 2:
         return []
