@@ -14,6 +14,8 @@ _EXTRAS = {
     "tifffile": "tiff",
     "torch": "torch",
     "matplotlib": "html",
+    "fsspec": "s3",
+    "s3fs": "s3",
 }
 
 

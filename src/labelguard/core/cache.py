@@ -60,6 +60,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from labelguard.core import storage
 from labelguard.core.limits import current_limits
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult, FileTask
@@ -129,7 +130,7 @@ def note_file(path: str) -> None:
     """The running task's result depends on the bytes of ``path``."""
     noted = _NOTED.get()
     if noted is not None:
-        noted.append(("file", os.path.abspath(path)))
+        noted.append(("file", storage.abspath(path)))
 
 
 def note_folder(path: str) -> None:
@@ -137,14 +138,14 @@ def note_folder(path: str) -> None:
     it and whether each is a file (links followed)."""
     noted = _NOTED.get()
     if noted is not None:
-        noted.append(("folder", os.path.abspath(path)))
+        noted.append(("folder", storage.abspath(path)))
 
 
 def note_path(path: str) -> None:
     """The running task's result depends on whether ``path`` is a file, a folder or nothing."""
     noted = _NOTED.get()
     if noted is not None:
-        noted.append(("path", os.path.abspath(path)))
+        noted.append(("path", storage.abspath(path)))
 
 
 def note_uncacheable(reason: str) -> None:
@@ -173,7 +174,11 @@ def _racy(st: os.stat_result, now_ns: int) -> bool:
 
 def _hash_file(path: str) -> tuple[os.stat_result | None, bytes]:
     """(stat, digest) of a path's bytes; a path that is no regular file (missing, a folder,
-    a pipe that would block) gets a digest that says what it is, without reading it."""
+    a pipe that would block) gets a digest that says what it is, without reading it. An
+    object of object storage has no stat: its digest is its validator, else its bytes'
+    hash (:func:`labelguard.core.storage.content_digest`)."""
+    if storage.url_scheme(path):
+        return None, storage.content_digest(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
@@ -197,13 +202,15 @@ def _hash_file(path: str) -> tuple[os.stat_result | None, bytes]:
 
 def _size(path: str) -> int:
     try:
-        return os.stat(path).st_size
+        return storage.getsize(path) if storage.url_scheme(path) else os.stat(path).st_size
     except OSError:
         return 0
 
 
 def _path_kind(path: str) -> bytes:
     """A path as ``os.path.isfile``/``isdir`` see it (links followed)."""
+    if storage.url_scheme(path):
+        return storage.path_kind(path)
     try:
         st = os.stat(path)
     except OSError:
@@ -216,6 +223,8 @@ def _path_kind(path: str) -> bytes:
 def _listing_digest(folder: str) -> bytes:
     """A digest of a folder's entries: each name with whether it is a file, a folder or
     something else (links followed, a broken link counted as one)."""
+    if storage.url_scheme(folder):
+        return storage.listing_digest(folder)
     try:
         with os.scandir(folder) as scan:
             entries = []
@@ -499,7 +508,9 @@ def _unchanged(dependency: tuple) -> bool:
     kind, path, signature, digest = dependency
     if kind == "file":
         if signature is None:
-            return False
+            # An object's validator is one cheap look; a hash of its bytes is left to its entry.
+            return (bool(storage.url_scheme(path)) and digest.startswith(b"v:")
+                    and storage.content_digest(path) == digest)
         try:
             return _signature(os.stat(path)) == signature
         except OSError:
@@ -695,6 +706,8 @@ class ResultCache:
         now = time.time_ns()
         dependencies = []
         for path, (st, digest) in zip(declared, before):
+            if st is None and storage.url_scheme(path) and storage.content_digest(path) != digest:
+                return None  # the object was replaced while it was read
             if st is not None:
                 try:
                     after = os.stat(path)
