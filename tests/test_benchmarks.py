@@ -19,6 +19,11 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("bench_pairing.py", ["-n", "200", "--repeat", "1"], "ratio labelguard / baseline"),
     ("bench_lists.py", ["-n", "300", "--repeat", "1"], "labelguard select_from_lists:"),
     ("bench_spec.py", [], "ratio"),
+    pytest.param("bench_memory.py", ["--small", "20", "--large", "40", "--workers", "1"], "large / small peak",
+                 marks=pytest.mark.skipif(not available("psutil"), reason="psutil not installed")),
+    pytest.param("bench_s3.py", ["-n", "12"], "takes",
+                 marks=pytest.mark.skipif(not (available("s3fs") and available("moto.server")),
+                                          reason="the s3 extra or moto[server] not installed")),
     pytest.param("bench_record.py", ["--batches", "10", "--repeat", "1"], "target: < 200 us per batch",
                  marks=pytest.mark.skipif(not available("torch"), reason="torch not installed")),
 ])

@@ -340,3 +340,25 @@ def test_without_the_s3_extra_a_url_asks_for_it(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "pip install 'labelguard[s3]'" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_storage_options_are_never_shown():
+    access = storage.access_for(["s3://data/ds"], {"key": "AKIA-SECRET-ID", "secret": "very-secret"})
+    from labelguard.core.tasks import FileTask
+    from labelguard.layouts.masks import process_mask
+
+    task = FileTask(process_mask, "s3://data/ds/a.png", "s3://data/ds/a.png", options=(("storage", access),))
+    assert "secret" not in repr(access) and "AKIA" not in repr(task)
+    assert json.loads(access.options)["secret"] == "very-secret"  # kept, for the workers
+
+
+def test_images_and_masks_flags_may_be_urls(s3_server, uploaded):
+    from labelguard.layouts import AuditOptions
+
+    local, bucket = uploaded
+    local_root, remote_root = str(local / "masks_ds"), f"{bucket}/masks_ds"
+    reports = [audit(root, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options,
+                     options=AuditOptions(images=f"{root}/images", masks=f"{root}/masks"))
+               for root in (local_root, remote_root)]
+    assert reports[1].layouts == ["paired"]
+    assert normalized(reports[1], remote_root) == normalized(reports[0], local_root)

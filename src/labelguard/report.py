@@ -30,7 +30,10 @@ With ``--baseline``, ``summary.baseline`` is ``{"file": str, "known": int, "new"
 "absent": [{"code", "path", "fingerprint", ...}]}`` and each finding has ``"baseline":
 "known" | "new"`` (see :mod:`labelguard.baseline`); without one neither key is there.
 
-``path`` is relative to the current directory when the file is inside it. ``values`` counts
+``path`` is relative to the current directory when the file is inside it (a URL for an
+object of object storage). ``files`` lists every file audited, in the order discovery found
+them; :attr:`Report.files` is a :class:`FileList` that keeps them on disk past its first
+10,000, and the JSON output streams them from there. ``values`` counts
 every distinct mask value exactly up to 2,048 of them; past that (an image saved as a label)
 ``values_capped`` says so: the 1,024 values nearest 0 and the 1,024 farthest are kept and
 counted exactly, the pixels of the others are ``other_pixels``, and ``outside_spec`` lists the

@@ -18,7 +18,12 @@ of them is what it was:
   its result must not be stored (:func:`note_uncacheable`: a NIfTI header whose voxels are in
   a file nibabel names, an OME-TIFF whose planes are in other files). A lookup
   recomputes every digest and compares; a file's size, mtime, ctime and inode only decide
-  whether its bytes are hashed again, never whether a result is reused.
+  whether its bytes are hashed again, never whether a result is reused. An object of object
+  storage (a URL, :mod:`labelguard.core.storage`) has no such signature: its digest is its
+  validator, the store's content tag (S3's ETag: the MD5 of the bytes, or of the parts' MD5s,
+  which changes whenever a byte does; GCS's MD5 and generation), looked at again at every
+  lookup (one HEAD request, no download), else a SHA-256 of its bytes; it is looked at again
+  after the task ran, and a result read from an object that changed meanwhile is not stored.
 
 A processor is cached only when it says that this is all it reads (``processor.cacheable =
 True``); a result with an internal error, a task whose inputs changed while it ran, and a
@@ -172,13 +177,13 @@ def _racy(st: os.stat_result, now_ns: int) -> bool:
     return now_ns - st.st_mtime_ns < RACY_SECONDS * 1e9
 
 
-def _hash_file(path: str) -> tuple[os.stat_result | None, bytes]:
+def _hash_file(path: str, limit: int | None = None) -> tuple[os.stat_result | None, bytes | None]:
     """(stat, digest) of a path's bytes; a path that is no regular file (missing, a folder,
     a pipe that would block) gets a digest that says what it is, without reading it. An
     object of object storage has no stat: its digest is its validator, else its bytes'
-    hash (:func:`labelguard.core.storage.content_digest`)."""
+    hash (:func:`labelguard.core.storage.content_digest`; None past ``limit`` bytes)."""
     if storage.url_scheme(path):
-        return None, storage.content_digest(path)
+        return None, storage.content_digest(path, limit)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
@@ -202,7 +207,7 @@ def _hash_file(path: str) -> tuple[os.stat_result | None, bytes]:
 
 def _size(path: str) -> int:
     try:
-        return storage.getsize(path) if storage.url_scheme(path) else os.stat(path).st_size
+        return os.stat(path).st_size
     except OSError:
         return 0
 
@@ -601,9 +606,13 @@ class ResultCache:
                 batch.dependencies[index] = entry.dependencies
             return CachedResult(task.display, entry.findings, _parts_view(entry.summary), entry.files)
         limit = current_limits().max_file_bytes
-        if any(_size(path) > limit for path in declared):
-            return runner(task, spec)  # the reader refuses it unread: hashing would read it all
-        before = [_hash_file(path) for path in declared]
+        # A file over the limit is refused unread by the reader: hashing would read it all.
+        # (An object's size comes with its validator: one look at it.)
+        if any(not storage.url_scheme(path) and _size(path) > limit for path in declared):
+            return runner(task, spec)
+        before = [_hash_file(path, limit) for path in declared]
+        if any(digest is None for _, digest in before):
+            return runner(task, spec)
         token = _NOTED.set([])
         try:
             result = runner(task, spec)

@@ -594,10 +594,11 @@ class ObjectTooLarge(Exception):
         self.size = size
 
 
-def content_digest(url: str) -> bytes:
+def content_digest(url: str, limit: int | None = None) -> bytes | None:
     """What the result cache keys a remote file on: its :func:`validator` when the store
-    gives one (no byte is fetched), else a SHA-256 of its bytes; a digest that says what is
-    there instead for a missing object or a folder."""
+    gives one (one look at the object, no byte fetched), else a SHA-256 of its bytes (None,
+    unhashed, when there are more than ``limit``); a digest that says what is there instead
+    for a missing object or a folder."""
     entry = _info(url)
     if entry is None:
         return b"missing"
@@ -606,6 +607,8 @@ def content_digest(url: str) -> bytes:
     tag = validator(entry)
     if tag is not None:
         return b"v:" + tag
+    if limit is not None and int(entry.get("size") or 0) > limit:
+        return None
     found = filesystem(url)
     assert found is not None
     fs, path = found
