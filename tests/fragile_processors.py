@@ -21,6 +21,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterable
 
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -62,7 +63,7 @@ def _allocate_until_the_limit() -> None:
         hoard.append(bytearray(64 << 20))
 
 
-def fragile(tasks: list[FileTask]) -> list[FileTask]:
+def fragile(tasks: Iterable[FileTask]) -> list[FileTask]:
     return [replace(task, processor=process_fragile) for task in tasks]
 
 
@@ -100,7 +101,7 @@ def register_fragile_layout() -> None:
 
     def discover(root, options):
         found = masks.discover(root, options)
-        found.tasks[:] = fragile(found.tasks)
+        found.tasks = fragile(found.tasks)  # a layout may give its tasks as an iterator
         return found
 
     discover.detect = lambda root, options: False

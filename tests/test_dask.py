@@ -150,7 +150,7 @@ def test_a_worker_killed_mid_audit_loses_and_duplicates_nothing(client, tmp_path
     tasks = discover(str(folder), AuditOptions(format="masks")).tasks
     serial = merged_results(run_tasks(tasks, SPEC, 1))
 
-    on_dask = merged_results(DaskEngine(client, "a test cluster").run(fragile(tasks), SPEC))
+    on_dask = merged_results(result for _, result in DaskEngine(client, "a test cluster").run(fragile(tasks), SPEC))
 
     assert (folder / "flaky.died").exists()  # the worker checking it really was killed
     assert on_dask.errors == []
@@ -170,7 +170,7 @@ def test_a_file_that_kills_every_worker_is_an_error_naming_it_and_the_rest_is_ke
     scheduler = client.cluster.scheduler
     retries, scheduler.allowed_failures = scheduler.allowed_failures, 0  # no retry: two deaths, not eight
     try:
-        on_dask = merged_results(DaskEngine(client, "a test cluster").run(fragile(tasks), SPEC))
+        on_dask = merged_results(result for _, result in DaskEngine(client, "a test cluster").run(fragile(tasks), SPEC))
     finally:
         scheduler.allowed_failures = retries
     client.wait_for_workers(2, timeout=60)

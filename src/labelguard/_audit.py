@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from labelguard import layouts
+from labelguard.core import storage
 from labelguard.checks.dataset import DATASET_CHECKS, suggested_remap
 from labelguard.config import find_project_config, load_config
 from labelguard.core.cache import DEFAULT_MAX_BYTES, CacheSettings, default_cache_dir, open_cache
@@ -23,7 +25,7 @@ from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
 from labelguard.layouts.pairing import describe_contents
 from labelguard.layouts.masks import color_proposal
-from labelguard.report import Report
+from labelguard.report import FileList, Report
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,7 @@ def audit(
     engine: str | None = None,
     scheduler: str | None = None,
     client: Any = None,
+    storage_options: dict | None = None,
 ) -> Report:
     """Audit the datasets at ``paths`` against ``spec`` and return a :class:`Report`.
 
@@ -91,7 +94,8 @@ def audit(
         sample: audit a seeded random subset of this many files.
         seed: the sampling seed.
         severity: code -> severity overrides (above the config's).
-        progress: called with (done, total) as files finish.
+        progress: called with (done, total) as files finish; ``total`` is None while
+            discovery is still walking the dataset (the first files are audited meanwhile).
         max_pixels: the most elements one array a file declares may have (default: the
             config's [audit] max_pixels, else 2**31); a file over it is LG001.
         max_file_bytes: the most bytes one file may be read or decoded into (default: the
@@ -110,6 +114,11 @@ def audit(
             None for the config's [audit] scheduler.
         client: a ``dask.distributed.Client`` connected to the cluster to use (the caller
             keeps it open; ``workers`` is then not used).
+        storage_options: fsspec storage options (``{"endpoint_url": ...}``, credentials)
+            for the paths that are URLs of object storage (``s3://bucket/prefix``, ``gs://``):
+            any of ``paths``, ``options.images``, ``options.masks``, ``options.lists`` may
+            be one. Without them, the backend's own configuration applies (for S3: the
+            ``AWS_*`` environment variables, ``~/.aws``). A ``file://`` URL is a local path.
 
     Raises:
         OptionError: an option the dataset found cannot use (a table column on a mask
@@ -121,7 +130,13 @@ def audit(
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    paths = [os.fspath(p) for p in paths]
+    paths = [storage.local_path(os.fspath(p)) for p in paths]
+    options = _local_paths(options or AuditOptions())
+    # What object storage this audit may read: the buckets of the URLs it was given, and no
+    # other (a URL spelled by the data is a path that does not exist).
+    access = storage.access_for([*paths, *_option_paths(options)], storage_options)
+    if access is not None:
+        storage.grant(access)
     configs = load_settings(paths[0], config_file, use_project_config)
     settings: dict = {}
     overrides: dict[str, Severity] = {}
@@ -129,7 +144,7 @@ def audit(
         settings.update(config.audit)
         overrides.update(config.severity)
     overrides.update(severity or {})
-    options = _with_settings(options or AuditOptions(), settings)
+    options = _with_settings(options, settings)
     choice = engine_choice(engine, scheduler, client, settings)
     if choice.name == "dask":
         # The workers may run on other machines, from other folders: they get absolute paths.
@@ -142,9 +157,23 @@ def audit(
         report = _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
                               seed=seed, progress=progress, config_file=config_file,
                               use_project_config=use_project_config, cache=cache_settings(cache, settings),
-                              engine=choice)
+                              engine=choice, access=access)
     report.read_limits = limits
     return report
+
+
+def _option_paths(options: AuditOptions) -> list[str]:
+    """The paths the options name: --images, --masks, --list, --color-map."""
+    return [p for p in (options.images, options.masks, *options.lists, options.color_map) if p]
+
+
+def _local_paths(options: AuditOptions) -> AuditOptions:
+    """``options`` with its ``file://`` URLs as the local paths they name."""
+    def local(path: str | None) -> str | None:
+        return storage.local_path(path) if path else path
+
+    return replace(options, images=local(options.images), masks=local(options.masks),
+                   lists=tuple(storage.local_path(p) for p in options.lists), color_map=local(options.color_map))
 
 
 def _limit(name: str, given: int | None, settings: dict, default: int) -> int:
@@ -244,7 +273,8 @@ def opened_engine(choice: EngineChoice, workers: int | None) -> Iterator[Any]:
 def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
                  overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
                  progress: Callable[[int, int], None] | None, config_file: str | None,
-                 use_project_config: bool, cache: CacheSettings | None, engine: EngineChoice) -> Report:
+                 use_project_config: bool, cache: CacheSettings | None, engine: EngineChoice,
+                 access: storage.RemoteAccess | None = None) -> Report:
     """:func:`audit` once the settings and read limits are known."""
     if workers == "config":
         workers = settings.get("workers")
@@ -263,68 +293,77 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         workers = default_workers()
     discoveries: list[layouts.Discovery] = []
     layout_names: list[str] = []
+    named_parts: list[tuple[layouts.Discovery, str]] = []
     for path in paths:
-        found = discover_datasets(path, options)
+        found = discover_datasets(path, options, stream=True)
         discoveries.extend(found)
         if len(found) > 1:
-            base = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-            named = [f"{d.layout} in {os.path.relpath(d.root, base)}" for d in found]
+            base = path if storage.isdir(path) else os.path.dirname(storage.abspath(path))
+            named = [f"{d.layout} in {storage.relpath(d.root, base)}" for d in found]
             layout_names.extend(named)
             notes_head.append(f"{display_path(path)} holds {len(found)} datasets, each audited with its own "
                               "layout: " + ", ".join(named))
-            # Each dataset's notes name it; one that gave nothing to audit is said, never
-            # hidden behind the files of the others.
-            for discovery, name in zip(found, named):
-                discovery.notes[:] = [f"{name}: {note}" for note in discovery.notes]
-                if not discovery.tasks:
-                    discovery.notes.append(f"{name}: nothing was audited in this dataset "
-                                           f"({describe_contents(discovery.root)})")
+            named_parts.extend(zip(found, named))
         else:
             layout_names.extend(d.layout for d in found)
     _refuse_options_that_do_not_apply(options, discoveries)
     # Each dataset is checked against its own metadata and the config above it; --config and
     # the flags apply to all of them.
     specs = [dataset_spec(d, config_file, use_project_config, spec) for d in discoveries]
-    groups: list[tuple[LabelSpec, list[FileTask]]] = []
+    groups: list[tuple[LabelSpec, list[layouts.Discovery]]] = []
     for discovery, own_spec in zip(discoveries, specs):
-        for group_spec, group_tasks in groups:
+        for group_spec, members in groups:
             if group_spec == own_spec:
-                group_tasks.extend(discovery.tasks)
+                members.append(discovery)
                 break
         else:
-            groups.append((own_spec, list(discovery.tasks)))
-    total = sum(len(group_tasks) for _, group_tasks in groups)
+            groups.append((own_spec, [discovery]))
+    stream = _TaskStream(access)
     sampled = None
-    if sample is not None and 0 < sample < total:
-        import random  # only --sample needs it
+    chosen: list[list[FileTask]] | None = None
+    if sample is not None:
+        # A sample is drawn from the whole set: the tasks are listed first.
+        chosen = [list(stream.each(members)) for _, members in groups]
+        total = sum(len(group_tasks) for group_tasks in chosen)
+        if 0 < sample < total:
+            import random  # only --sample needs it
 
-        chosen = set(random.Random(seed).sample(range(total), sample))
-        sampled = {"size": sample, "of": total, "seed": seed}
-        start = 0
-        for index, (group_spec, group_tasks) in enumerate(groups):
-            groups[index] = (group_spec, [t for i, t in enumerate(group_tasks, start) if i in chosen])
-            start += len(group_tasks)
-    tasks: list[FileTask] = [t for _, group_tasks in groups for t in group_tasks]
-    findings: list[Finding] = [f for d in discoveries for f in d.findings]
+            picked = set(random.Random(seed).sample(range(total), sample))
+            sampled = {"size": sample, "of": total, "seed": seed}
+            start = 0
+            for index, group_tasks in enumerate(chosen):
+                chosen[index] = [t for i, t in enumerate(group_tasks, start) if i in picked]
+                start += len(group_tasks)
+        stream.files = FileList(t.display for group_tasks in chosen for t in group_tasks)
+    findings: list[Finding] = []
     summary = Summary()
     errors: list[str] = []
+    flagged: dict[str, FileTask] = {}
     done = from_cache = 0
-    if cache is not None and tasks:
+    if cache is not None:
         unwritable = open_cache(cache).writable()
         if unwritable:
             notes_head.append(f"the result cache {display_path(cache.directory)} cannot be written ({unwritable}): "
                               "results found in it were used, none were stored")
-    with opened_engine(engine, workers) if tasks else contextlib.nullcontext(None) as runner:
-        for group_spec, group_tasks in groups:
+    # Each group's tasks as an iterator, and its first task: the engine opens (a Dask
+    # cluster starts) only when there is a file to audit.
+    streams = [iter(chosen[index] if chosen is not None else stream.each(members))
+               for index, (_, members) in enumerate(groups)]
+    first = [next(group_tasks, None) for group_tasks in streams]
+    with opened_engine(engine, workers) if any(t is not None for t in first) else contextlib.nullcontext(None) \
+            as runner:
+        for (group_spec, _), head, group_tasks in zip(groups, first, streams):
             group_summary = Summary() if len(groups) > 1 else summary
-            for result in runner.run(group_tasks, group_spec, cache) if group_tasks else ():
-                findings.extend(result.findings)
-                group_summary.update(result.summary)
-                errors.extend(result.errors)
-                done += result.files
-                from_cache += result.cached
-                if progress:
-                    progress(done, len(tasks))
+            if head is not None:
+                for batch, result in runner.run(itertools.chain([head], group_tasks), group_spec, cache):
+                    findings.extend(result.findings)
+                    group_summary.update(result.summary)
+                    errors.extend(result.errors)
+                    done += result.files
+                    from_cache += result.cached
+                    _keep_flagged(flagged, batch, result)
+                    if progress:
+                        progress(done, stream.total)
             for check in DATASET_CHECKS:
                 try:
                     findings.extend(check(group_summary, group_spec))
@@ -336,8 +375,19 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         where = runner.describe() if runner is not None else None
     if where:
         notes_head.append(where)
+    if progress and done and stream.total is None:
+        progress(done, done)
     if cache is not None and done > from_cache:
         open_cache(cache).sweep()
+    # Discovery's own findings and notes, complete once its tasks were all taken.
+    findings.extend(f for d in discoveries for f in d.findings)
+    for discovery, name in named_parts:
+        # Each dataset's notes name it; one that gave nothing to audit is said, never
+        # hidden behind the files of the others.
+        discovery.notes[:] = [f"{name}: {note}" for note in discovery.notes]
+        if not stream.counts.get(id(discovery)):
+            discovery.notes.append(f"{name}: nothing was audited in this dataset "
+                                   f"({describe_contents(discovery.root)})")
     effective = specs[0] if specs else resolve_spec([], configs, spec)
     findings = _unpaired_once(findings)
     if overrides:
@@ -345,7 +395,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     findings.sort(key=Finding.sort_key)
     notes = notes_head + [n for d in discoveries for n in d.notes]
     notes.extend(_remark_notes(summary))
-    notes.extend(_unused_option_notes(options, tasks, summary))
+    notes.extend(_unused_option_notes(options, stream.keyed, summary))
     if any(s.tokens is not None for s in specs) and not summary.kinds.get("tokens"):
         notes.append("the token spec (--model-config, --tokenizer or [tokens]) was compared with itself only "
                      "(LG605): no tokenized dataset was audited")
@@ -353,7 +403,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     for discovery, own_spec in zip(discoveries, specs):
         where = f"{display_path(discovery.root)}: " if distinct else ""
         notes.extend(where + note for note in own_spec.provenance_notes() if where + note not in notes)
-    nothing = None if tasks else nothing_audited(paths, discoveries)
+    nothing = None if len(stream.files) else nothing_audited(paths, discoveries)
     if nothing:
         notes.append(nothing)
     return Report(
@@ -371,17 +421,56 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         specs=[(display_path(d.root), own_spec) for d, own_spec in zip(discoveries, specs)]
         if distinct else [],
         audited_nothing=nothing,
-        files=[t.display for t in tasks],
-        flagged_tasks=_flagged_tasks(tasks, findings),
+        files=stream.files,
+        flagged_tasks={path: task for path, task in sorted(flagged.items()) if path in {f.path for f in findings}},
         from_cache=from_cache,
     )
 
 
-def _flagged_tasks(tasks: list[FileTask], findings: list[Finding]) -> dict[str, FileTask]:
-    """The tasks of the files findings name, by display path: a report keeps what it needs to
-    read them again (for pictures of their pixels), never a task per file of the dataset."""
-    flagged = {f.path for f in findings if f.path is not None}
-    return {t.display: t for t in tasks if t.display in flagged}
+class _TaskStream:
+    """The tasks of the datasets as discovery yields them, on their way to the engine: the
+    report's list of files grows with them (on disk past a few thousand), each dataset's
+    count is kept, a task that reads object storage takes the audit's access to it along
+    (:mod:`labelguard.core.storage`), and ``total`` is known once discovery is done."""
+
+    def __init__(self, access: storage.RemoteAccess | None) -> None:
+        self.access = access
+        self.files = FileList()
+        self.counts: dict[int, int] = {}
+        self.keyed = False  # an NPZ or HDF5 file was audited (--key applies)
+        self.total: int | None = None
+        self._open = 0
+
+    def each(self, discoveries: list[layouts.Discovery]) -> Iterator[FileTask]:
+        self._open += 1
+        try:
+            for discovery in discoveries:
+                count = 0
+                for task in discovery.tasks:
+                    if self.access is not None and storage.url_scheme(task.path):
+                        task = replace(task, options=(*task.options, ("storage", self.access)))
+                    if not self.keyed and task.path.lower().endswith(KEYED_EXTENSIONS):
+                        self.keyed = True
+                    self.files.append(task.display)
+                    count += 1
+                    yield task
+                self.counts[id(discovery)] = self.counts.get(id(discovery), 0) + count
+        finally:
+            self._open -= 1
+        if not self._open:
+            self.total = len(self.files)
+
+
+def _keep_flagged(flagged: dict[str, FileTask], batch: Sequence[FileTask], result) -> None:
+    """Keep the tasks of the files of ``batch`` that its result has findings about: a report
+    keeps what it needs to read them again (for pictures of their pixels), never a task per
+    file of the dataset."""
+    if not result.findings:
+        return
+    named = {f.path for f in result.findings}
+    for task in batch:
+        if task.display in named:
+            flagged.setdefault(task.display, task)
 
 
 def _unpaired_once(findings: list[Finding]) -> list[Finding]:
@@ -451,13 +540,14 @@ def _remark_notes(summary: Summary) -> list[str]:
     return notes
 
 
-def _unused_option_notes(options: AuditOptions, tasks: list[FileTask], summary: Summary) -> list[str]:
-    """Options that apply to kinds of files the audit did not read: said, not silently dropped."""
+def _unused_option_notes(options: AuditOptions, keyed: bool, summary: Summary) -> list[str]:
+    """Options that apply to kinds of files the audit did not read (``keyed``: an NPZ or HDF5
+    file was read): said, not silently dropped."""
     notes = []
-    if options.key and not any(t.path.lower().endswith(KEYED_EXTENSIONS) for t in tasks):
+    if options.key and not keyed:
         notes.append(f"--key {options.key} was not used: no NPZ or HDF5 file was audited (it picks an array "
                      "in those)")
-    if options.image_key and not any(t.path.lower().endswith(KEYED_EXTENSIONS) for t in tasks):
+    if options.image_key and not keyed:
         notes.append(f"--image-key {options.image_key} was not used: no NPZ or HDF5 file was audited (it "
                      "picks the image array stored beside the labels in those)")
     if options.color_map and not summary.kinds.get("mask"):

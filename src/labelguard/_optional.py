@@ -17,6 +17,8 @@ _EXTRAS = {
     "matplotlib": "html",
     "deflate": "png",
     "dask": "dask",
+    "fsspec": "s3",
+    "s3fs": "s3",
 }
 
 

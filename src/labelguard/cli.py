@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from labelguard._version import __version__
+from labelguard.core import storage
 from labelguard.errors import LabelguardError, SpecError
 
 if TYPE_CHECKING:  # imported where used: numpy comes with it, which --version and rules do without
@@ -196,17 +197,43 @@ def limit_options(func):
     return func
 
 
+class PathOrUrl(click.Path):
+    """A local path, checked as :class:`click.Path` checks it (a ``file://`` URL is one), or
+    a URL of object storage (``s3://bucket/prefix``), checked when the audit grants it."""
+
+    def convert(self, value, param, ctx):
+        if storage.url_scheme(value) not in (None, "file"):
+            return value
+        return super().convert(storage.local_path(value), param, ctx)
+
+
+def _storage_options(text: str | None) -> dict | None:
+    """The --storage-options JSON object (fsspec storage options, e.g. endpoint_url)."""
+    if not text:
+        return None
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--storage-options") from None
+    if not isinstance(value, dict):
+        raise click.BadParameter(f"a JSON object is needed, like '{{\"endpoint_url\": \"http://...\"}}', "
+                                 f"got {type(value).__name__}", param_hint="--storage-options")
+    return value
+
+
 def layout_options(func):
     options = [
         click.option("--format", "layout", help="Force a layout (see `labelguard formats`)."),
-        click.option("--images", type=click.Path(file_okay=False),
+        click.option("--images", type=PathOrUrl(file_okay=False),
                      help="Folder of images to pair (with a PATH: a folder inside it, relative to it)."),
-        click.option("--masks", type=click.Path(file_okay=False),
+        click.option("--masks", type=PathOrUrl(file_okay=False),
                      help="Folder of masks to pair (with a PATH: a folder inside it, relative to it)."),
-        click.option("--list", "lists", multiple=True, type=click.Path(exists=True, dir_okay=False),
+        click.option("--list", "lists", multiple=True, type=PathOrUrl(exists=True, dir_okay=False),
                      help="A file list (train.txt); only listed files are audited. Repeatable."),
         click.option("--key", help="Array key of the label in NPZ/HDF5 files."),
-        click.option("--color-map", type=click.Path(exists=True, dir_okay=False),
+        click.option("--color-map", type=PathOrUrl(exists=True, dir_okay=False),
                      help="Colour map file (dataset_meta.json, label_colors.txt, labelmap.txt, CSV)."),
         click.option("--path-column", help="CSV column holding the file path."),
         click.option("--label-column", help="CSV column holding the label."),
@@ -293,11 +320,15 @@ def _progress(enabled: bool):
                    "(dask: needs labelguard[dask]; --scheduler, else a local cluster of --workers processes).")
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="The Dask scheduler of an existing cluster, for --engine dask (default: [audit] scheduler).")
+@click.option("--storage-options", "storage_options_json", metavar="JSON",
+              help="fsspec storage options for PATHs that are URLs (s3://bucket/prefix, gs://...), e.g. "
+                   "'{\"endpoint_url\": \"http://localhost:9000\"}'; by default the backend's own configuration "
+                   "(for S3: the AWS_* environment variables, ~/.aws).")
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
           image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
           write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes, cache_dir, no_cache,
-          model_config, tokenizer, engine, scheduler):
+          model_config, tokenizer, engine, scheduler, storage_options_json):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -306,6 +337,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
       labelguard audit VOCdevkit/VOC2012 --ignore-index 255
       labelguard audit --images data/imgs --masks data/masks --num-classes 2
       labelguard audit tokenized/ --model-config model/ --tokenizer model/tokenizer.json
+      labelguard audit s3://bucket/dataset --num-classes 21
     """
     # The cyclic collector would run dozens of times while the audit's modules load (numpy's
     # among them), finding nothing to free: it waits until they are loaded, which then stay
@@ -325,8 +357,17 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         if not masks:
             raise click.UsageError("give a dataset PATH (or --masks DIR)")
         paths = (masks,)
-    for path in paths:
-        if not os.path.exists(path):
+    storage_options = _storage_options(storage_options_json)
+    paths = tuple(storage.local_path(path) for path in paths)
+    access = storage.access_for([p for p in (*paths, images, masks, *lists, color_map) if p], storage_options)
+    if access is not None:
+        storage.grant(access)
+    for path in (*paths, *lists, color_map):
+        if path and storage.url_scheme(path):
+            why = storage.missing_reason(path)
+            if why:
+                raise click.UsageError(f"{path}: {why}")
+        elif path and not os.path.exists(path):
             raise click.UsageError(f"{path}: no such file or directory")
     if cache_dir and no_cache:
         raise click.UsageError("--cache-dir and --no-cache contradict each other: give one")
@@ -359,6 +400,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             workers=workers if workers is not None else "config", sample=sample, seed=seed,
             severity=overrides, progress=progress, max_pixels=max_pixels, max_file_bytes=max_file_bytes,
             cache=False if no_cache else cache_dir, engine=engine, scheduler=scheduler,
+            storage_options=storage_options,
         )
     seed_given = click.get_current_context().get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT
     if seed_given and report.sampled is None:
@@ -468,16 +510,16 @@ def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -
     if not given:
         return images, masks
     root = paths[0]
-    alone = masks is not None and len(paths) == 1 and os.path.abspath(root) == os.path.abspath(masks)
+    alone = masks is not None and len(paths) == 1 and storage.abspath(root) == storage.abspath(masks)
     if len(paths) > 1:
         raise click.UsageError(f"{' and '.join(f for f, _ in given)} pair the folders of one dataset; "
                                f"give one PATH with them, not {len(paths)}")
     resolved = {}
     for flag, value in given:
-        folder = flag_folder(root, value) if os.path.isdir(root) else value
-        if not os.path.isdir(folder):
+        folder = flag_folder(root, value) if storage.isdir(root) else value
+        if not storage.isdir(folder):
             raise click.UsageError(f"{flag} {value}: no such folder (looked in {root} and in the current directory)")
-        if masks and not alone and not inside_root(folder, root) and not os.path.isfile(root):
+        if masks and not alone and not inside_root(folder, root) and not storage.isfile(root):
             raise click.UsageError(f"{flag} {value} is not inside the dataset PATH {root}: give a folder inside "
                                    f"PATH, or leave PATH out to pair --images and --masks alone")
         resolved[flag] = folder

@@ -36,6 +36,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from labelguard.core import storage
 from labelguard.core.findings import Severity
 from labelguard.core.registry import REGISTRY
 from labelguard.core.spec import LabelSpec
@@ -59,7 +60,10 @@ class Config:
 
 
 def find_project_config(start: str) -> str | None:
-    """The nearest labelguard.toml, or pyproject.toml with [tool.labelguard], at or above ``start``."""
+    """The nearest labelguard.toml, or pyproject.toml with [tool.labelguard], at or above ``start``
+    (for data in object storage, a URL: at or above the current folder, the project that audits it)."""
+    if storage.url_scheme(start):
+        start = os.getcwd()
     current = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(os.path.abspath(start)))
     while True:
         candidate = os.path.join(current, CONFIG_NAME)

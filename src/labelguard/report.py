@@ -30,7 +30,10 @@ With ``--baseline``, ``summary.baseline`` is ``{"file": str, "known": int, "new"
 "absent": [{"code", "path", "fingerprint", ...}]}`` and each finding has ``"baseline":
 "known" | "new"`` (see :mod:`labelguard.baseline`); without one neither key is there.
 
-``path`` is relative to the current directory when the file is inside it. ``values`` counts
+``path`` is relative to the current directory when the file is inside it (a URL for an
+object of object storage). ``files`` lists every file audited, in the order discovery found
+them; :attr:`Report.files` is a :class:`FileList` that keeps them on disk past its first
+10,000, and the JSON output streams them from there. ``values`` counts
 every distinct mask value exactly up to 2,048 of them; past that (an image saved as a label)
 ``values_capped`` says so: the 1,024 values nearest 0 and the 1,024 farthest are kept and
 counted exactly, the pixels of the others are ``other_pixels``, and ``outside_spec`` lists the
@@ -41,9 +44,11 @@ were read and checked.
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from labelguard._version import __version__
 from labelguard.core.findings import Finding, Severity
@@ -52,6 +57,59 @@ from labelguard.core.summary import Summary
 
 
 SCHEMA_VERSION = 1
+
+
+class FileList:
+    """The files an audit read (display paths), in the order discovery gave them.
+
+    The first :attr:`IN_MEMORY` are held in memory and the rest written to a temporary file
+    (deleted with the list), so that the report of an audit of millions of files costs the
+    memory of one of thousands. It iterates, has a length and ``in``, and equals a list of
+    the same paths; ``list(report.files)`` reads it whole."""
+
+    IN_MEMORY = 10_000
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self._head: list[str] = []
+        self._rest: Any = None  # the temporary file, one JSON string a line
+        self._count = 0
+        for path in paths:
+            self.append(path)
+
+    def append(self, path: str) -> None:
+        if self._count < self.IN_MEMORY:
+            self._head.append(path)
+        else:
+            if self._rest is None:
+                self._rest = tempfile.TemporaryFile("w+", encoding="utf-8", prefix="labelguard-files-")
+            self._rest.write(json.dumps(path) + "\n")
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._head
+        if self._rest is not None:
+            self._rest.flush()
+            self._rest.seek(0)
+            for line in self._rest:
+                yield json.loads(line)
+            self._rest.seek(0, 2)
+
+    def __contains__(self, path: object) -> bool:
+        return any(path == kept for kept in self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (FileList, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FileList({self._count} files)"
+
+    def __reduce__(self):
+        return FileList, (list(self),)
 
 
 @dataclass
@@ -72,8 +130,9 @@ class Report:
     # Why no label file was audited (what was looked for, where, what was there): the audit
     # verified nothing, which is never an all-clear.
     audited_nothing: str | None = None
-    # the label files (or file pairs, by their label file) the audit read, as displayed
-    files: list[str] = field(default_factory=list)
+    # the label files (or file pairs, by their label file) the audit read, as displayed (a
+    # FileList: past its first 10,000 paths, kept on disk)
+    files: Any = field(default_factory=FileList)
     # (path, spec) of each dataset when the datasets of one audit have different specs;
     # ``spec`` is then the first one's
     specs: list[tuple[str, LabelSpec]] = field(default_factory=list)
@@ -129,7 +188,9 @@ class Report:
             for v in self.summary.found_values() if self.value_in_spec(v) is False
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, files: bool = True) -> dict[str, Any]:
+        """The report as the JSON schema above; without ``files``, ``summary.files`` is left
+        for the caller to write (the JSON output streams it)."""
         summary = self.summary.to_dict()
         for value, entry in summary["values"].items():
             entry["in_spec"] = self.value_in_spec(int(value))
@@ -159,7 +220,7 @@ class Report:
                 "notes": self.notes,
                 "errors": self.errors,
                 "audited_nothing": self.audited_nothing,
-                "files": self.files,
+                "files": list(self.files) if files else None,
                 **self._baseline_summary(),
                 "from_cache": self.from_cache,
             },

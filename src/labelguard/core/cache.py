@@ -18,7 +18,12 @@ of them is what it was:
   its result must not be stored (:func:`note_uncacheable`: a NIfTI header whose voxels are in
   a file nibabel names, an OME-TIFF whose planes are in other files). A lookup
   recomputes every digest and compares; a file's size, mtime, ctime and inode only decide
-  whether its bytes are hashed again, never whether a result is reused.
+  whether its bytes are hashed again, never whether a result is reused. An object of object
+  storage (a URL, :mod:`labelguard.core.storage`) has no such signature: its digest is its
+  validator, the store's content tag (S3's ETag: the MD5 of the bytes, or of the parts' MD5s,
+  which changes whenever a byte does; GCS's MD5 and generation), looked at again at every
+  lookup (one HEAD request, no download), else a SHA-256 of its bytes; it is looked at again
+  after the task ran, and a result read from an object that changed meanwhile is not stored.
 
 A processor is cached only when it says that this is all it reads (``processor.cacheable =
 True``); a result with an internal error, a task whose inputs changed while it ran, and a
@@ -61,6 +66,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from labelguard.core import storage
 from labelguard.core.limits import current_limits
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult, FileTask
@@ -131,7 +137,7 @@ def note_file(path: str) -> None:
     """The running task's result depends on the bytes of ``path``."""
     noted = _NOTED.get()
     if noted is not None:
-        noted.append(("file", os.path.abspath(path)))
+        noted.append(("file", storage.abspath(path)))
 
 
 def note_folder(path: str) -> None:
@@ -139,14 +145,14 @@ def note_folder(path: str) -> None:
     it and whether each is a file (links followed)."""
     noted = _NOTED.get()
     if noted is not None:
-        noted.append(("folder", os.path.abspath(path)))
+        noted.append(("folder", storage.abspath(path)))
 
 
 def note_path(path: str) -> None:
     """The running task's result depends on whether ``path`` is a file, a folder or nothing."""
     noted = _NOTED.get()
     if noted is not None:
-        noted.append(("path", os.path.abspath(path)))
+        noted.append(("path", storage.abspath(path)))
 
 
 def note_uncacheable(reason: str) -> None:
@@ -173,9 +179,13 @@ def _racy(st: os.stat_result, now_ns: int) -> bool:
     return now_ns - st.st_mtime_ns < RACY_SECONDS * 1e9
 
 
-def _hash_file(path: str) -> tuple[os.stat_result | None, bytes]:
+def _hash_file(path: str, limit: int | None = None) -> tuple[os.stat_result | None, bytes | None]:
     """(stat, digest) of a path's bytes; a path that is no regular file (missing, a folder,
-    a pipe that would block) gets a digest that says what it is, without reading it."""
+    a pipe that would block) gets a digest that says what it is, without reading it. An
+    object of object storage has no stat: its digest is its validator, else its bytes'
+    hash (:func:`labelguard.core.storage.content_digest`; None past ``limit`` bytes)."""
+    if storage.url_scheme(path):
+        return None, storage.content_digest(path, limit)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
@@ -206,6 +216,8 @@ def _size(path: str) -> int:
 
 def _path_kind(path: str) -> bytes:
     """A path as ``os.path.isfile``/``isdir`` see it (links followed)."""
+    if storage.url_scheme(path):
+        return storage.path_kind(path)
     try:
         st = os.stat(path)
     except OSError:
@@ -218,6 +230,8 @@ def _path_kind(path: str) -> bytes:
 def _listing_digest(folder: str) -> bytes:
     """A digest of a folder's entries: each name with whether it is a file, a folder or
     something else (links followed, a broken link counted as one)."""
+    if storage.url_scheme(folder):
+        return storage.listing_digest(folder)
     try:
         with os.scandir(folder) as scan:
             entries = []
@@ -555,7 +569,9 @@ def _unchanged(dependency: tuple) -> bool:
     kind, path, signature, digest = dependency
     if kind == "file":
         if signature is None:
-            return False
+            # An object's validator is one cheap look; a hash of its bytes is left to its entry.
+            return (bool(storage.url_scheme(path)) and digest.startswith(b"v:")
+                    and storage.content_digest(path) == digest)
         try:
             return _signature(os.stat(path)) == signature
         except OSError:
@@ -649,9 +665,13 @@ class ResultCache:
                 batch.dependencies[index] = entry.dependencies
             return CachedResult(task.display, entry.findings, _parts_view(entry.summary), entry.files)
         limit = current_limits().max_file_bytes
-        if any(_size(path) > limit for path in declared):
-            return runner(task, spec)  # the reader refuses it unread: hashing would read it all
-        before = [_hash_file(path) for path in declared]
+        # A file over the limit is refused unread by the reader: hashing would read it all.
+        # (An object's size comes with its validator: one look at it.)
+        if any(not storage.url_scheme(path) and _size(path) > limit for path in declared):
+            return runner(task, spec)
+        before = [_hash_file(path, limit) for path in declared]
+        if any(digest is None for _, digest in before):
+            return runner(task, spec)
         token = _NOTED.set([])
         try:
             result = runner(task, spec)
@@ -754,6 +774,8 @@ class ResultCache:
         now = time.time_ns()
         dependencies = []
         for path, (st, digest) in zip(declared, before):
+            if st is None and storage.url_scheme(path) and storage.content_digest(path) != digest:
+                return None  # the object was replaced while it was read
             if st is not None:
                 try:
                     after = os.stat(path)

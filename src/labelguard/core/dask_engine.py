@@ -135,8 +135,8 @@ class DaskEngine:
                 f"{plural(sum(workers.values()), 'thread')}")
 
     def run(self, tasks: Iterable[FileTask], spec: LabelSpec, cache: CacheSettings | None = None
-            ) -> Iterator[FileResult]:
-        """Yield merged results that together cover every task once, in any order.
+            ) -> Iterator[tuple[Sequence[FileTask], FileResult]]:
+        """Yield (batch, merged result) pairs that together cover every task once, in any order.
 
         ``tasks`` may be an iterator: batches are taken from it as the window frees, so that
         only the batches in flight are held here (of unknown length, batches are full size).
@@ -170,7 +170,7 @@ class DaskEngine:
                 future.release()
                 if result is not None and batch_id not in finished:  # a batch's result counts once
                     finished.add(batch_id)
-                    yield result
+                    yield batch, result
                 submit()
         finally:
             if running:  # an exception, Ctrl-C or a consumer that stopped early

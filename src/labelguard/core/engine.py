@@ -6,6 +6,10 @@ turned into a :class:`FileResult` carrying the error, so one crashing check neve
 audit. Tasks run in batches whose results are merged where they ran (summaries merge
 associatively), so the consumer handles one small result per batch, not one per file.
 
+Tasks come from any iterable (discovery yields them as it walks the dataset) and are taken
+from it only as the engine needs them: the first batches run while the tree is still being
+listed, and the engine holds the batches in flight, never the whole list.
+
 A worker process that dies (the kernel's out-of-memory killer, a SIGKILL, a crash inside a
 C library) never hangs the audit. The pool is a ``concurrent.futures.ProcessPoolExecutor``,
 which notices a dead worker and fails the batches it had not finished (a
@@ -18,6 +22,7 @@ engine has no such net: a process killed there is the audit itself.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import signal
@@ -185,7 +190,7 @@ def _context(modules: Sequence[str]):
 
 
 def run_tasks(
-    tasks: Sequence[FileTask],
+    tasks: Iterable[FileTask],
     spec: LabelSpec,
     workers: int | None = None,
     on_result: Callable[[FileResult], None] | None = None,
@@ -196,48 +201,101 @@ def run_tasks(
     Each result covers ``result.files`` tasks (a batch); its summary is the batch's merged
     summary and its findings and errors are the batch's, ``result.cached`` of its files came
     from the ``cache``. A file whose worker process died twice on it (see the module's
-    docstring) is a result with an error and no findings.
+    docstring) is a result with an error and no findings. ``tasks`` may be any iterable,
+    a generator included: it is read once, as batches are needed (see :func:`run_batches`).
     """
-    workers = default_workers() if workers is None else max(1, workers)
-    workers = min(workers, max(1, len(tasks)))
-    size = batch_size(len(tasks), workers)
-    batches = [tasks[start:start + size] for start in range(0, len(tasks), size)]
-    if cache is not None:
-        environment_digest()  # once here, not in every forked worker
-    if workers == 1 or len(tasks) < 4:
-        results = (run_batch(batch, spec, cache) for batch in batches)
-    else:
-        modules = sorted({task.processor.__module__ for task in tasks})
-        results = _run_pooled(batches, spec, workers, modules, cache)
-    for result in results:
+    for _, result in run_batches(tasks, spec, workers, cache):
         if on_result:
             on_result(result)
         yield result
 
 
 class LocalEngine:
-    """The engine of this machine: :func:`run_tasks` with ``workers`` processes (None: all
+    """The engine of this machine: :func:`run_batches` with ``workers`` processes (None: all
     cores); the audit's other engine is :class:`labelguard.core.dask_engine.DaskEngine`."""
 
     def __init__(self, workers: int | None = None):
         self.workers = workers
 
-    def run(self, tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings | None = None
-            ) -> Iterator[FileResult]:
-        return run_tasks(tasks, spec, self.workers, cache=cache)
+    def run(self, tasks: Iterable[FileTask], spec: LabelSpec, cache: CacheSettings | None = None
+            ) -> Iterator[tuple[Sequence[FileTask], FileResult]]:
+        return run_batches(tasks, spec, self.workers, cache=cache)
 
     def describe(self) -> None:
         """Nothing to say: the local engine is the default."""
         return None
 
 
-def _run_pooled(
-    batches: Sequence[Sequence[FileTask]], spec: LabelSpec, workers: int, modules: Sequence[str],
+def run_batches(
+    tasks: Iterable[FileTask],
+    spec: LabelSpec,
+    workers: int | None = None,
     cache: CacheSettings | None = None,
-) -> Iterator[FileResult]:
-    """Results of ``batches`` from a pool of ``workers``; the batches a dead worker left
-    unfinished run again file by file, and a file that kills its worker again is an error."""
-    waiting = deque(batches)
+) -> Iterator[tuple[Sequence[FileTask], FileResult]]:
+    """:func:`run_tasks`, each result with the tasks it covers: (tasks, their merged result).
+
+    ``tasks`` is never measured with ``len``: the first ``workers`` x
+    :data:`BATCHES_PER_WORKER` x :data:`BATCH_FILES` of them are read to size the batches
+    (a smaller set gets smaller batches, so that every worker has some), the rest as the
+    workers take batches, at most ``workers`` x :data:`IN_FLIGHT_PER_WORKER` batches ahead."""
+    workers = default_workers() if workers is None else max(1, workers)
+    source = iter(tasks)
+    head = list(itertools.islice(source, workers * BATCHES_PER_WORKER * BATCH_FILES))
+    complete = len(head) < workers * BATCHES_PER_WORKER * BATCH_FILES
+    if complete:
+        workers = min(workers, max(1, len(head)))
+    size = batch_size(len(head), workers)
+    batches = _batches(itertools.chain(head, source), size)
+    if cache is not None:
+        environment_digest()  # once here, not in every forked worker
+    if workers == 1 or (complete and len(head) < 4):
+        return ((batch, run_batch(batch, spec, cache)) for batch in batches)
+    # The processors the first tasks use, imported once by a fork server (see _context).
+    modules = sorted({task.processor.__module__ for task in head})
+    del head
+    return _run_pooled(batches, spec, workers, modules, cache)
+
+
+def _batches(tasks: Iterator[FileTask], size: int) -> Iterator[list[FileTask]]:
+    while True:
+        batch = list(itertools.islice(tasks, size))
+        if not batch:
+            return
+        yield batch
+
+
+class _Waiting:
+    """Batches waiting for a worker: those handed back (a dead worker's), then the rest of
+    the source, taken from it one at a time as a worker is free."""
+
+    def __init__(self, source: Iterator[Sequence[FileTask]]) -> None:
+        self.front: deque[Sequence[FileTask]] = deque()
+        self.source = source
+
+    def __bool__(self) -> bool:
+        if not self.front:
+            batch = next(self.source, None)
+            if batch is None:
+                return False
+            self.front.append(batch)
+        return True
+
+    def popleft(self) -> Sequence[FileTask]:
+        if not self:
+            raise IndexError("no batch is waiting")  # not a user mistake
+        return self.front.popleft()
+
+    def appendleft(self, batch: Sequence[FileTask]) -> None:
+        self.front.appendleft(batch)
+
+
+def _run_pooled(
+    batches: Iterator[Sequence[FileTask]], spec: LabelSpec, workers: int, modules: Sequence[str],
+    cache: CacheSettings | None = None,
+) -> Iterator[tuple[Sequence[FileTask], FileResult]]:
+    """(batch, result) of ``batches`` from a pool of ``workers``; the batches a dead worker
+    left unfinished run again file by file, and a file that kills its worker again is an error."""
+    waiting = _Waiting(batches)
     struck: deque[Sequence[FileTask]] = deque()
     while waiting or struck:
         if not struck:
@@ -251,19 +309,19 @@ def _run_pooled(
         while alone:
             died: deque[Sequence[FileTask]] = deque()
             yield from _run_until_a_worker_dies(alone, spec, 1, 1, modules, died, cache)
-            for (task,) in died:
-                yield worker_died(task)
+            for batch in died:
+                yield batch, worker_died(batch[0])
 
 
 def _run_until_a_worker_dies(
-    waiting: deque[Sequence[FileTask]],
+    waiting: "_Waiting | deque[Sequence[FileTask]]",
     spec: LabelSpec,
     workers: int,
     in_flight: int,
     modules: Sequence[str],
     struck: deque[Sequence[FileTask]],
     cache: CacheSettings | None = None,
-) -> Iterator[FileResult]:
+) -> Iterator[tuple[Sequence[FileTask], FileResult]]:
     """Run the batches of ``waiting`` (taken from its left, at most ``in_flight`` handed out at
     a time) on a new pool of ``workers`` until they are done or a worker dies; then the
     batches handed out and not finished are added to ``struck``."""
@@ -299,7 +357,7 @@ def _run_until_a_worker_dies(
                     raise
                 except Exception as exc:  # outside any check: a result that cannot be pickled, say
                     result = batch_failed(batch, exc)
-                yield result
+                yield batch, result
         finished = True
     finally:
         if finished:

@@ -7,10 +7,11 @@ from typing import Sequence
 
 import numpy as np
 
+from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import shorten
 from labelguard.fix.base import CannotFix, FixResult, load_report, parse_name_map, parse_value_map, report_paths
-from labelguard.fix.journal import FixError
+from labelguard.fix.journal import FixError, refuse_object_storage
 from labelguard.fix.masks import (
     LabelFile, color_table, colors_to_indices, describe_counts, find_masks, open_color_file, open_label_file,
     remap_array, run_mask_fix, values_of,
@@ -28,8 +29,9 @@ def _paths(paths, report: dict | None) -> list[str]:
             raise FixError("no paths given")
         return report_paths(report)
     if isinstance(paths, (str, os.PathLike)):
-        return [os.fspath(paths)]
-    return [os.fspath(p) for p in paths]
+        paths = [paths]
+    refuse_object_storage(paths)
+    return [storage.local_path(os.fspath(p)) for p in paths]
 
 
 def remap(

@@ -11,10 +11,21 @@ import os
 
 import click
 
+from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import SpecError
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FixResult, read_json_file
-from labelguard.fix.journal import FixError
+from labelguard.fix.journal import OBJECT_STORAGE_REFUSAL, FixError
+
+class LocalPath(click.Path):
+    """A path a fix writes: on this machine (a ``file://`` URL is its path); a URL of object
+    storage is refused with the reason and what to do instead."""
+
+    def convert(self, value, param, ctx):
+        if storage.url_scheme(value) not in (None, "file"):
+            self.fail(OBJECT_STORAGE_REFUSAL.format(path=value), param, ctx)
+        return super().convert(storage.local_path(value), param, ctx)
+
 
 _MARK = {PLANNED: "would fix", WRITTEN: "fixed", UNCHANGED: "unchanged", SKIPPED: "skipped", REFUSED: "refused"}
 
@@ -44,7 +55,7 @@ def common_options(func):
     """Options every writing fix shares."""
     options = [
         click.option("--apply", is_flag=True, help="Write the changes (default: a dry run that only shows them)."),
-        click.option("--out", type=click.Path(file_okay=False),
+        click.option("--out", type=LocalPath(file_okay=False),
                      help="Write fixed files under this folder (same relative paths), which must lie outside the "
                           "data; the input stays untouched."),
         click.option("--from-report", type=click.Path(exists=True, dir_okay=False),
@@ -113,7 +124,7 @@ def fix() -> None:
 
 
 @fix.command("remap")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, type=LocalPath(exists=True))
 @click.option("--map", "mapping", help="FROM:TO pairs, e.g. 255:1,3:2 (default: the report's suggested remap).")
 @click.option("--ids", is_flag=True,
               help="Remap class ids in YOLO label rows, COCO JSON and CSV/TSV label tables instead of mask values.")
@@ -147,7 +158,7 @@ def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classe
 
 
 @fix.command("rename")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, type=LocalPath(exists=True))
 @click.option("--map", "mapping",
               help="OLD=NEW pairs, e.g. \"Dog=dog,dgo=dog\"; quote a name to keep its spaces: \"'dog '=dog\".")
 @click.option("--map-file", type=click.Path(exists=True, dir_okay=False),
@@ -211,7 +222,7 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
 
 
 @fix.command("colors")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, type=LocalPath(exists=True))
 @click.option("--color-map", type=click.Path(exists=True, dir_okay=False),
               help="Colour map file (default: the report's proposal, the dataset's map, or a fresh proposal).")
 @click.option("--unmapped", type=int, help="Index for colours not in the map (default: skip such files).")
@@ -233,7 +244,7 @@ def colors_command(paths, color_map, unmapped, mode, num_classes, values, classe
 
 
 @fix.command("list")
-@click.argument("lists", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.argument("lists", nargs=-1, type=LocalPath(exists=True, dir_okay=False))
 @click.option("--root", type=click.Path(exists=True, file_okay=False),
               help="The dataset root the entries are relative to (default: found above the list).")
 @click.option("--keep-missing", is_flag=True, help="Keep entries whose file does not exist.")
@@ -250,7 +261,7 @@ def list_command(lists, root, keep_missing, apply, out, from_report, as_json, fo
 
 
 @fix.command("undo")
-@click.argument("path", default=".", type=click.Path(exists=True))
+@click.argument("path", default=".", type=LocalPath(exists=True))
 @click.option("--run", "run_id", help="The run to undo (id or prefix; default: the latest not undone).")
 @click.option("--force", is_flag=True, help="Also restore files changed after the run.")
 @click.option("--list", "show_runs", is_flag=True, help="List the recorded runs instead.")
@@ -281,7 +292,7 @@ def undo_command(path, run_id, force, show_runs):
 
 
 @click.command("harmonize")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=LocalPath(exists=True))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the mapping file here (JSON).")
 @click.option("--classes", help="The common class names, comma separated (default: proposed from the data).")
 @click.option("--num-classes", type=click.IntRange(min=1), help="The common number of classes (mask values).")

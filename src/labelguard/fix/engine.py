@@ -37,7 +37,7 @@ from labelguard.core.tasks import FileResult
 from labelguard.core.text import plural, verb
 from labelguard.errors import MissingDependency
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, CannotFix, FileChange, FixResult
-from labelguard.fix.journal import FixError, Run, copy_file, fsync_file, resolves_inside
+from labelguard.fix.journal import FixError, Run, copy_file, fsync_file, refuse_object_storage, resolves_inside
 from labelguard.layouts.base import AuditOptions, discover_datasets
 from labelguard.layouts.pairing import inside_root
 
@@ -103,6 +103,7 @@ def check_out(root: str, out: str | None) -> None:
     the fixed copies would mix with the input, or be read as part of it."""
     if out is None:
         return
+    refuse_object_storage([out])
     real_root, real_out = os.path.realpath(root), os.path.realpath(out)
     if real_out == real_root:
         raise FixError(f"--out {out} is the data folder itself; omit --out to fix in place (with backups)")
@@ -165,6 +166,7 @@ def dataset_specs(path: str, options: AuditOptions, spec: LabelSpec | None,
     """The datasets at ``path`` as the audit finds them, each with its own effective spec (its
     metadata < the config above it < ``spec``), as the audit checks them: one dataset's spec
     never leaks onto another."""
+    refuse_object_storage([path])
     return [(discovery, dataset_spec(discovery, None, use_project_config, spec))
             for discovery in discover_datasets(os.fspath(path), options)]
 

@@ -50,9 +50,10 @@ import secrets
 import stat
 import time
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Sequence
 
 from labelguard._version import __version__
+from labelguard.core import storage
 from labelguard.errors import LabelguardError
 from labelguard.layouts.pairing import inside_root
 
@@ -619,6 +620,23 @@ class UndoResult:
     conflicts: list[tuple[str, str]] = field(default_factory=list)
 
 
+# Why a fix never writes object storage, said for a PATH that is a URL.
+OBJECT_STORAGE_REFUSAL = (
+    "labelguard fix writes only local files, and {path} is in object storage, which has no atomic rename: a fix "
+    "replaces each file atomically, keeps its original and journals the change so that `labelguard fix undo` "
+    "restores it, and none of that can be done there. Writing repaired copies of a remote dataset to a local --out "
+    "folder is not supported either (the fix plans from the files' local state: links, permissions, the data's "
+    "lock). Copy the dataset to a local folder (for S3: aws s3 sync {path} ./copy), audit and fix the copy, then "
+    "upload it")
+
+
+def refuse_object_storage(paths: Sequence[str | os.PathLike]) -> None:
+    """FixError when one of ``paths`` is a URL of object storage (a ``file://`` URL is a path)."""
+    for path in paths:
+        if storage.url_scheme(os.fspath(path)) not in (None, "file"):
+            raise FixError(OBJECT_STORAGE_REFUSAL.format(path=os.fspath(path)))
+
+
 def undo(path: str = ".", run: str | None = None, *, force: bool = False) -> UndoResult:
     """Restore the bytes every file had before a fix run.
 
@@ -632,6 +650,7 @@ def undo(path: str = ".", run: str | None = None, *, force: bool = False) -> Und
     Raises:
         FixError: no run found, the run id is unknown, or another fix holds the data's lock.
     """
+    refuse_object_storage([path])
     runs = find_runs(path)
     if not runs:
         raise FixError(f"no fix runs recorded under {path} (looked for {STATE_DIR}/{BACKUPS}/)")

@@ -20,7 +20,7 @@ from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange
 from labelguard.fix.engine import (
     FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
 )
-from labelguard.fix.journal import FixError
+from labelguard.fix.journal import FixError, refuse_object_storage
 from labelguard.layouts.pairing import inside_root
 from labelguard.layouts.base import display_path, pair_key, strip_extension, walk_files
 from labelguard.readers.base import ReadError, read_bytes
@@ -71,6 +71,7 @@ def clean_list(
             raise FixError(f"{from_report} names no unclean file list (LG004/LG003)")
     if isinstance(lists, (str, os.PathLike)):
         lists = [lists]
+    refuse_object_storage(lists)
     lists = [os.fspath(p) for p in lists]
     for path in lists:
         if not os.path.isfile(path):

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from labelguard.core import storage
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.config import CONFIG_NAME
@@ -114,8 +115,12 @@ METADATA_FILES = frozenset({"dataset_meta.json", "dataset.json", "meta.json", "l
 DECLARING_FILES = tuple(sorted(METADATA_FILES | CLASS_NAME_FILES | set(COLOR_MAP_FILES)))
 
 
-def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
+def discover_datasets(root: str, options: AuditOptions, stream: bool = False) -> list[Discovery]:
     """The datasets at ``root``, each discovered by its layout.
+
+    With ``stream``, a dataset's ``tasks`` may be a one-pass iterator that yields each task as
+    the walk finds it (the audit hands them to the engine as they come); its findings and
+    notes are complete once it is exhausted. Without, ``tasks`` is a list.
 
     ``root`` is a dataset (its layout detected, or forced by ``--format``; ``--masks`` means
     the paired layout); a folder holding several datasets (VOCdevkit with VOC2007 and
@@ -123,6 +128,14 @@ def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
     that describes a dataset: a file list, a class-name file, nnU-Net's dataset.json (the
     dataset around it), a YOLO label file, or a file any layout reads (COCO JSON, VOC XML,
     data.yaml, CSV, a mask)."""
+    found = _discover_datasets(root, options)
+    if not stream:
+        for discovery in found:
+            discovery.tasks = list(discovery.tasks)
+    return found
+
+
+def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
     if options.format:
         try:
             layout = LAYOUTS[options.format]
@@ -133,15 +146,15 @@ def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         return [layout.discover(root, options)]
     if options.masks:
         return [LAYOUTS["paired"].discover(root, options)]
-    if os.path.isfile(root):
+    if storage.isfile(root):
         return _discover_file(root, options)
     voc = _voc_root_of_image_sets(root)
     if voc is not None:
-        return discover_datasets(voc, options)
+        return _discover_datasets(voc, options)
     layout = detect_layout(root, options)
     if layout is not None:
         return [layout.discover(root, options)]
-    if os.path.isdir(root):
+    if storage.isdir(root):
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
         # Folders of masks are one dataset, unless a part is of another layout or declares
         # its own classes or colours: then each part is checked against its own.
@@ -153,11 +166,11 @@ def discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
 def _voc_root_of_image_sets(folder: str) -> str | None:
     """The VOC folder of an ``ImageSets`` folder (or of one of its split folders), whose
     lists name image ids, not files: the lists are audited with their dataset."""
-    folder = os.path.abspath(folder)
+    folder = storage.abspath(folder)
     for candidate in (folder, os.path.dirname(folder)):
         if os.path.basename(candidate) == "ImageSets":
             parent = os.path.dirname(candidate)
-            if os.path.isdir(os.path.join(parent, "Annotations")) or os.path.isdir(
+            if storage.isdir(os.path.join(parent, "Annotations")) or storage.isdir(
                     os.path.join(parent, "SegmentationClass")):
                 return parent
     return None
@@ -174,7 +187,7 @@ def detect_layout(root: str, options: AuditOptions) -> Layout | None:
 
 def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int]) -> list[tuple[str, Layout]]:
     try:
-        children = sorted(e.path for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+        children = sorted(e.path for e in storage.scandir(folder) if e.is_dir() and not e.name.startswith("."))
     except OSError:
         return []
     found: list[tuple[str, Layout]] = []
@@ -196,7 +209,7 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
 def _declares_metadata(folder: str) -> bool:
     """True when ``folder`` holds a file that declares its dataset's classes or colours, or a
     labelguard.toml (the spec of the folder's tree)."""
-    return any(os.path.isfile(os.path.join(folder, name)) for name in (*DECLARING_FILES, CONFIG_NAME))
+    return any(storage.isfile(os.path.join(folder, name)) for name in (*DECLARING_FILES, CONFIG_NAME))
 
 
 def _holds_masks_below(folder: str, depth: int) -> bool:
@@ -206,7 +219,7 @@ def _holds_masks_below(folder: str, depth: int) -> bool:
     if depth <= 1:
         return False
     try:
-        children = sorted(e.path for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+        children = sorted(e.path for e in storage.scandir(folder) if e.is_dir() and not e.name.startswith("."))
     except OSError:
         return False
     return any(_holds_masks_below(child, depth - 1) for child in children[:SUBDATASET_FOLDERS])
@@ -215,7 +228,7 @@ def _holds_masks_below(folder: str, depth: int) -> bool:
 def _holds_masks(folder: str) -> bool:
     """True when ``folder`` itself holds lossless mask files (JPEGs are taken for photos)."""
     try:
-        with os.scandir(folder) as entries:
+        with storage.scandir(folder) as entries:
             return any(e.is_file() and not e.name.startswith(".") and is_mask_candidate(e.name)
                        and mask_extension(e.name) not in (".jpg", ".jpeg") for e in entries)
     except OSError:
@@ -224,11 +237,11 @@ def _holds_masks(folder: str) -> bool:
 
 def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
     name = os.path.basename(path).lower()
-    folder = os.path.dirname(os.path.abspath(path))
-    if name == "dataset.json" and os.path.isdir(os.path.join(folder, "labelsTr")):
+    folder = os.path.dirname(storage.abspath(path))
+    if name == "dataset.json" and storage.isdir(os.path.join(folder, "labelsTr")):
         return [LAYOUTS["nnunet"].discover(folder, options)]
     if name in CLASS_NAME_FILES or name in METADATA_FILES:
-        return discover_datasets(folder, options)
+        return _discover_datasets(folder, options)
     if name.endswith(".txt"):
         if os.path.basename(folder).lower() in LIST_DIRS:
             return [_discover_list(path, options)]
@@ -241,7 +254,7 @@ def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
     if layout is None and name.endswith(DESCRIPTOR_EXTENSIONS):
         # A file no layout reads that sits in a dataset (a config, a per-image JSON of
         # another tool): the dataset of its folder is what it describes.
-        found = discover_datasets(folder, options)
+        found = _discover_datasets(folder, options)
         found[0].notes.append(f"{display_path(path)} is no label file labelguard reads; the dataset of "
                               f"its folder {display_path(folder)} was audited")
         return found
@@ -251,7 +264,7 @@ def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
 def _discover_list(path: str, options: AuditOptions) -> Discovery:
     """A file list as PATH: the dataset above it, audited through the list."""
     listed = replace(options, lists=(*options.lists, path))
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(storage.abspath(path))
     voc = _voc_root_of_image_sets(folder)
     for candidate in [voc] if voc else _ancestors(folder, 3):
         layout = detect_layout(candidate, listed)

@@ -31,6 +31,7 @@ import os
 
 import numpy as np
 
+from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.records import AnnotationRecord, ClassFolder, ImageTable
 from labelguard.core.spec import LabelSpec, class_list_spec
@@ -125,10 +126,10 @@ def _path_table(task: FileTask, table: TableRows) -> tuple[ImageTable, list[int]
             names.append(path)
             places.append(line)
         image_of.append(row)
-    folder = os.path.dirname(os.path.abspath(task.path))
+    folder = os.path.dirname(storage.abspath(task.path))
     bases = task.option("image_dirs") or (folder,)
     root = task.option("root") or folder
-    missing, escaping = resolve_names(names, bases, os.path.abspath(root))
+    missing, escaping = resolve_names(names, bases, storage.abspath(root))
     images = ImageTable("path", "file", "line", "line {}", names, places=places,
                         folders=tuple(display_path(b) for b in bases), root=display_path(root),
                         looked_for=sum(1 for name in names if name), missing=missing, escaping=escaping)
@@ -138,14 +139,14 @@ def _path_table(task: FileTask, table: TableRows) -> tuple[ImageTable, list[int]
 def _table_candidates(folder: str) -> list[str]:
     """The files of a folder that may be label tables, by name."""
     try:
-        names = sorted(os.listdir(folder))
+        names = storage.names_where(folder, lambda e: e.name.lower().endswith(TABLE_EXTENSIONS))
     except OSError:
         return []
     found = []
     for name in names:
         path = os.path.join(folder, name)
         lower = name.lower()
-        if name.startswith(".") or not lower.endswith(TABLE_EXTENSIONS) or not os.path.isfile(path):
+        if name.startswith(".") or not lower.endswith(TABLE_EXTENSIONS) or not storage.isfile(path):
             continue
         if lower in NOT_TABLES or lower.startswith("synsets") or lower.startswith("readme"):
             continue
@@ -159,12 +160,12 @@ def _table_files(folder: str, options: AuditOptions) -> list[str]:
 
 def _sniff_table(path: str, options: AuditOptions):
     """The table layout of a file, or None; OSError or ReadError when it cannot be read."""
-    if os.path.getsize(path) > 0:
+    if storage.getsize(path) > 0:
         with open(path, "rb") as handle:
             head = handle.read(1 << 16)
         if b"\x00" in head:
             return None
-    text = read_text(path) if os.path.getsize(path) < (1 << 16) else \
+    text = read_text(path) if storage.getsize(path) < (1 << 16) else \
         head.decode("utf-8", errors="replace").rsplit("\n", 1)[0]
     return sniff_layout(path, text, options.path_column, options.label_column)
 
@@ -181,7 +182,7 @@ def check_columns(root: str, options: AuditOptions) -> None:
     ``root`` has: auditing nothing and reporting no findings would read as a clean dataset."""
     if not (options.path_column or options.label_column):
         return
-    candidates = [root] if os.path.isfile(root) else _table_candidates(root)
+    candidates = [root] if storage.isfile(root) else _table_candidates(root)
     headers = []
     for path in candidates:
         try:
@@ -194,7 +195,7 @@ def check_columns(root: str, options: AuditOptions) -> None:
     if not headers:
         return
     listing = shorten(headers, LISTED, lambda item: f"{display_path(item[0])}: {item[1]}", sep="; ", what="table")
-    if os.path.isfile(root):
+    if storage.isfile(root):
         raise ColumnError(listing)
     given = [f"--{what}-column {wanted!r}" for what, wanted in
              (("path", options.path_column), ("label", options.label_column)) if wanted]
@@ -205,21 +206,21 @@ def check_columns(root: str, options: AuditOptions) -> None:
 def table_image_dirs(path: str, options: AuditOptions) -> tuple[str, ...]:
     """Where the files a table names are looked for: ``--images``, else the image folders
     beside it, then its own folder."""
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(storage.abspath(path))
     if options.images:
-        return (os.path.abspath(options.images),)
+        return (storage.abspath(options.images),)
     stem = os.path.splitext(os.path.basename(path))[0]
     names = ["images", "imgs", "img", "data", stem, f"{stem}_images", f"{stem}_imgs", f"{stem}_img"]
-    found = [os.path.join(folder, n) for n in names if os.path.isdir(os.path.join(folder, n))]
+    found = [os.path.join(folder, n) for n in names if storage.isdir(os.path.join(folder, n))]
     return tuple(dict.fromkeys(found + [folder]))
 
 
 def discover_tables(root: str, options: AuditOptions) -> Discovery:
     discovery = Discovery("csv", root)
     check_columns(root, options)
-    if os.path.isfile(root):
-        tables = [os.path.abspath(root)]
-        folder = os.path.dirname(os.path.abspath(root))
+    if storage.isfile(root):
+        tables = [storage.abspath(root)]
+        folder = os.path.dirname(storage.abspath(root))
     else:
         folder = root
         tables = _table_files(root, options)
@@ -250,9 +251,9 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
 
 def _detect_tables(root: str, options: AuditOptions) -> bool:
     check_columns(root, options)
-    if os.path.isfile(root):
+    if storage.isfile(root):
         return root.lower().endswith(TABLE_EXTENSIONS) and _is_table(root, options)
-    return os.path.isdir(root) and bool(_table_files(root, options))
+    return storage.isdir(root) and bool(_table_files(root, options))
 
 
 discover_tables.detect = _detect_tables
@@ -268,7 +269,7 @@ def class_folder_record(task: FileTask) -> AnnotationRecord:
     the index ImageFolder gives it."""
     images = 0
     unreadable = []
-    for directory, dirs, files in os.walk(task.path, followlinks=True):
+    for directory, dirs, files in storage.walk(task.path, followlinks=True):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for file in sorted(files):
             if file.startswith(".") or not file.lower().endswith(TORCHVISION_EXTENSIONS):
@@ -303,7 +304,7 @@ def _image_problem(path: str) -> str | None:
 
 def _subdirs(folder: str) -> list[str]:
     try:
-        return sorted(e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+        return sorted(e.name for e in storage.scandir(folder) if e.is_dir() and not e.name.startswith("."))
     except OSError:
         return []
 
@@ -316,7 +317,7 @@ def _entries(folder: str, limit: int) -> tuple[list[str], list[str]]:
     """Up to ``limit`` (files, subfolders) of a folder, hidden entries skipped."""
     files, dirs = [], []
     try:
-        with os.scandir(folder) as scan:
+        with storage.scandir(folder) as scan:
             for entry in scan:
                 if entry.name.startswith("."):
                     continue
@@ -366,7 +367,7 @@ def _class_folders_ok(split_dir: str, minimum: int) -> bool:
 
 
 def _detect_imagefolder(root: str, options: AuditOptions) -> bool:
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         return False
     splits = _splits(root)
     if splits:
@@ -376,7 +377,7 @@ def _detect_imagefolder(root: str, options: AuditOptions) -> bool:
 
 def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
     discovery = Discovery("imagefolder", root)
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         discovery.findings.append(UNREADABLE.finding(display_path(root), "no such directory"))
         return discovery
     splits = _splits(root)

@@ -29,6 +29,7 @@ import re
 
 import numpy as np
 
+from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.cache import note_path
 from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, NamedFiles
@@ -98,7 +99,7 @@ def _image_table(task: FileTask, coco: CocoRecord) -> ImageTable:
     )
     if bases:
         root = task.option("root") or bases[0]
-        table.missing, table.escaping = resolve_names(coco.file_names, bases, os.path.abspath(root))
+        table.missing, table.escaping = resolve_names(coco.file_names, bases, storage.abspath(root))
         table.folders = tuple(display_path(b) for b in bases)
         table.root = display_path(root)
     return table
@@ -138,7 +139,7 @@ def _panoptic_files(task: FileTask, coco: CocoRecord) -> NamedFiles | None:
     for index, name in coco.panoptic_files:
         png = os.path.join(folder, name)
         note_path(png)
-        if not os.path.isfile(png):
+        if not storage.isfile(png):
             missing.append(f"annotations[{index}] {name!r}")
     return NamedFiles("panoptic PNG", display_path(folder), len(coco.panoptic_files), missing)
 
@@ -147,33 +148,32 @@ def _panoptic_files(task: FileTask, coco: CocoRecord) -> NamedFiles | None:
 
 def _json_files(folder: str) -> list[str]:
     try:
-        names = sorted(os.listdir(folder))
+        names = storage.names_where(folder, lambda e: e.name.lower().endswith(".json") and not e.name.startswith(".")
+                                    and storage.is_regular(e))
     except OSError:
         return []
-    return [os.path.join(folder, n) for n in names
-            if n.lower().endswith(".json") and not n.startswith(".") and os.path.isfile(os.path.join(folder, n))]
+    return [os.path.join(folder, n) for n in names]
 
 
 def coco_files(root: str) -> list[str]:
     """The COCO files of a dataset: the root itself, ``annotations/*.json``, ``*.json`` in the
     root, and Roboflow's ``<split>/_annotations.coco.json``."""
-    if os.path.isfile(root):
-        return [os.path.abspath(root)] if looks_like_coco(root) else []
-    if not os.path.isdir(root):
+    if storage.isfile(root):
+        return [storage.abspath(root)] if looks_like_coco(root) else []
+    if not storage.isdir(root):
         return []
     found: list[str] = []
     for name in ANNOTATION_DIRS:
         folder = os.path.join(root, name)
-        if os.path.isdir(folder):
+        if storage.isdir(folder):
             found.extend(_json_files(folder))
             break
     found.extend(_json_files(root))
-    # Only a folder can hold one: a folder of 20,000 masks costs no stat per mask.
-    for folder in sorted(entry.path for entry in os.scandir(root) if entry.is_dir()):
-        candidate = os.path.join(folder, "_annotations.coco.json")
-        if os.path.isfile(candidate):
+    for entry in storage.names_where(root, storage.is_folder):  # only a folder holds a file
+        candidate = os.path.join(root, entry, "_annotations.coco.json")
+        if storage.isfile(candidate):
             found.append(candidate)
-    unique = list(dict.fromkeys(os.path.abspath(p) for p in found))
+    unique = list(dict.fromkeys(storage.abspath(p) for p in found))
     # A file named as COCO files are is kept even when broken: the audit reports why.
     return [p for p in unique if looks_like_coco(p) or COCO_NAME.match(os.path.basename(p))]
 
@@ -190,7 +190,7 @@ def flavour_and_split(path: str) -> tuple[str, str]:
 
 
 def dataset_root(path: str) -> str:
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(storage.abspath(path))
     if os.path.basename(folder).lower() in {d.lower() for d in ANNOTATION_DIRS}:
         return os.path.dirname(folder)
     if os.path.basename(path) == "_annotations.coco.json":
@@ -203,9 +203,9 @@ def image_dirs(path: str, options: AuditOptions) -> tuple[str, ...]:
     layout puts them in (only those that exist)."""
     root = dataset_root(path)
     if options.images:
-        return (os.path.abspath(options.images), root)
+        return (storage.abspath(options.images), root)
     _, split = flavour_and_split(path)
-    here = os.path.dirname(os.path.abspath(path))
+    here = os.path.dirname(storage.abspath(path))
     candidates = []
     if split:
         candidates += [os.path.join(root, "images", split), os.path.join(root, split),
@@ -213,7 +213,7 @@ def image_dirs(path: str, options: AuditOptions) -> tuple[str, ...]:
     candidates += [os.path.join(root, "images"), here]
     if os.path.basename(here).lower() in {d.lower() for d in ANNOTATION_DIRS}:
         candidates.remove(here)
-    found = [c for c in dict.fromkeys(candidates) if os.path.isdir(c) and _holds_files(c)]
+    found = [c for c in dict.fromkeys(candidates) if storage.isdir(c) and _holds_files(c)]
     if found and root not in found:
         found.append(root)
     return tuple(found)
@@ -223,7 +223,7 @@ def _holds_files(folder: str) -> bool:
     """True when ``folder`` can hold the images: a file other than JSON, or a subfolder
     (labelme2coco writes ``file_name`` as ``JPEGImages/x.jpg`` beside annotations.json)."""
     try:
-        with os.scandir(folder) as entries:
+        with storage.scandir(folder) as entries:
             return any((e.is_file() and not e.name.lower().endswith(".json"))
                        or (e.is_dir() and not e.name.startswith(".")) for e in entries)
     except OSError:
@@ -232,7 +232,7 @@ def _holds_files(folder: str) -> bool:
 
 def discover_coco(root: str, options: AuditOptions) -> Discovery:
     discovery = Discovery("coco", root)
-    files = [os.path.abspath(root)] if os.path.isfile(root) else coco_files(root)
+    files = [storage.abspath(root)] if storage.isfile(root) else coco_files(root)
     if not files:
         shown = display_path(root)
         message = "no COCO JSON file found (annotations/*.json, *.json, <split>/_annotations.coco.json)"
@@ -268,7 +268,7 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
             ("image_dirs", dirs), ("root", dataset_root(path)),
             ("reference", references.get(flavour)), ("discovered_classes", discovered),
         ]
-        if flavour.startswith("panoptic") and os.path.isdir(panoptic):
+        if flavour.startswith("panoptic") and storage.isdir(panoptic):
             extra.append(("panoptic_dir", panoptic))
         discovery.tasks.append(FileTask(
             processor=process_coco, path=path, display=display_path(path), options=tuple(extra)))

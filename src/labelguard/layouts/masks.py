@@ -12,8 +12,9 @@ import os
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
+from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileTask
@@ -21,7 +22,8 @@ from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
 )
 from labelguard.layouts.pairing import (
-    Role, image_sets_rule, inside_root, labels_by_image, missing_reason, pair_files, pair_in_folder,
+    Pairing, PairingStream, Role, image_sets_rule, inside_root, labels_by_image, may_pair, missing_reason,
+    pair_files, pair_in_folder,
 )
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
 from labelguard.readers.colormap import (
@@ -59,8 +61,54 @@ def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: s
 
 
 def _mask_files(folder: str, include_jpeg: bool) -> list[str]:
-    return [p for p in walk_files(folder) if is_mask_candidate(p)
-            and (include_jpeg or mask_extension(p) not in JPEG_EXTENSIONS)]
+    return list(_iter_mask_files(folder, include_jpeg))
+
+
+def _iter_mask_files(folder: str, include_jpeg: bool) -> Iterator[str]:
+    return (p for p in storage.iter_files(folder) if is_mask_candidate(p)
+            and (include_jpeg or mask_extension(p) not in JPEG_EXTENSIONS))
+
+
+def _paired_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorMap | None, masks: Iterable[str],
+                  pairing: PairingStream | None, orphans: bool) -> Iterator[FileTask]:
+    """The task of each of ``masks`` as the walk finds it, with the image it pairs with; once
+    they are all paired, the note on ambiguous names and (with ``orphans``) LG002 for the
+    images and masks left alone. Only the images' keys are kept, never the masks."""
+    alone: list[str] = []
+    for mask in masks:
+        image = pairing.image_of(mask) if pairing is not None else None
+        if pairing is None and orphans:
+            alone.append(mask)
+        yield _task(mask, options, color_map, image)
+    result = pairing.finish() if pairing is not None else Pairing(orphan_labels=alone)
+    discovery.notes.extend(result.notes("mask"))
+    if orphans:
+        discovery.findings.extend(unpaired_findings(result.orphan_images, result.orphan_labels))
+
+
+def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorMap | None, root: str,
+                  keep) -> Iterator[FileTask]:
+    """The task of each mask under ``root`` (the files ``keep`` takes), folder by folder as
+    the walk finds them, its image found beside it by a role word (:func:`pair_in_folder`
+    pairs within one folder); files that are some mask's image are no masks. One folder's
+    names are held at a time."""
+    ambiguous = Pairing()
+    for prefix, names in storage.iter_folders(root, skip_dirs=IMAGE_DIRS):
+        names = names if storage.url_scheme(prefix) is None else list(names)  # a listing is read once
+        if not may_pair(path for path in (prefix + name for name in names) if keep(path)):
+            # Most folders: masks named without a role word (or all labels by theirs).
+            for name in names:
+                if keep(prefix + name):
+                    yield _task(prefix + name, options, color_map)
+            continue
+        files = [prefix + name for name in names if keep(prefix + name)]
+        pairing = pair_in_folder(files)
+        ambiguous.ambiguous.update(pairing.ambiguous)
+        images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
+        for path in files:
+            if path not in images:
+                yield _task(path, options, color_map, pairing.pairs.get(path))
+    discovery.notes.extend(ambiguous.notes("mask"))
 
 
 def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str,
@@ -83,7 +131,7 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
     problems = []
     for directory in directories:
         path = os.path.join(directory, "dataset.json")
-        if os.path.isfile(path):
+        if storage.isfile(path):
             try:
                 meta = parse_json(read_text(path), "dataset.json")
                 labels = meta.get("labels") if isinstance(meta, dict) else None
@@ -93,7 +141,7 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
                 problems.append(f"{display_path(path)}: {exc}")
         for name in CLASS_NAME_FILES:
             path = os.path.join(directory, name)
-            if os.path.isfile(path):
+            if storage.isfile(path):
                 try:
                     names = read_class_names(path)
                 except ReadError as exc:
@@ -138,11 +186,17 @@ def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs
         masks = selection.paths
         pairs = {**pairs, **selection.pairs}
     discovery.tasks = [_task(m, options, color_map, pairs.get(m)) for m in masks]
-    spec, problems = _metadata_spec([root, *extra_dirs, os.path.dirname(os.path.abspath(root))])
+    return _declare(discovery, color_map, extra_dirs)
+
+
+def _declare(discovery: Discovery, color_map: ColorMap | None, extra_dirs: list[str]) -> Discovery:
+    """The dataset's spec (its metadata beside it, else its declared colour map) and colour map."""
+    root = discovery.root
+    spec, problems = _metadata_spec([root, *extra_dirs, os.path.dirname(storage.abspath(root))])
     discovery.notes.extend(f"dataset metadata ignored: {p}" for p in problems)
     if spec.is_known:
         discovery.spec = spec
-    elif color_map is not None and os.path.exists(color_map.source):
+    elif color_map is not None and storage.exists(color_map.source):
         # A map the dataset declares is its spec; a built-in palette only decodes colours.
         discovery.spec = LabelSpec(classes=color_map.names, sources=(_source_name(color_map),))
     discovery.color_map = color_map
@@ -150,7 +204,7 @@ def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs
 
 
 def _source_name(color_map: ColorMap) -> str:
-    return display_path(color_map.source) if os.path.exists(color_map.source) else color_map.source
+    return display_path(color_map.source) if storage.exists(color_map.source) else color_map.source
 
 
 def _declared_color_map(options: AuditOptions, directories: list[str], discovery: Discovery,
@@ -170,8 +224,8 @@ def _declared_color_map(options: AuditOptions, directories: list[str], discovery
 def _parents(path: str, root: str) -> list[str]:
     """``path``'s folder and its parents up to ``root`` (nearest first)."""
     folders = []
-    current = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path))
-    root = os.path.abspath(root)
+    current = storage.abspath(path if storage.isdir(path) else os.path.dirname(path))
+    root = storage.abspath(root)
     while True:
         folders.append(current)
         if current == root or len(current) <= len(root):
@@ -188,12 +242,16 @@ def discover_paired(root: str, options: AuditOptions) -> Discovery:
     image_root = flag_folder(root, options.images) or _child(root, IMAGE_DIRS)
     mask_root = flag_folder(root, options.masks) or _child(root, MASK_DIRS)
     assert mask_root is not None
-    masks = _mask_files(mask_root, include_jpeg=True)
     images = [p for p in walk_files(image_root) if is_mask_candidate(p)] if image_root else []
-    pairs, orphan_images, orphan_masks = _pair(images, masks, image_root or root, mask_root, discovery)
-    if image_root and not options.lists:
-        discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
     color_map = _declared_color_map(options, _parents(mask_root, root), discovery)
+    if not options.lists:
+        # The masks are paired as the walk finds them, each task handed on at once.
+        pairing = PairingStream(images, image_root or root, mask_root) if images else None
+        discovery.tasks = _paired_tasks(discovery, options, color_map, _iter_mask_files(mask_root, True), pairing,
+                                        orphans=bool(image_root))
+        return _declare(discovery, color_map, [mask_root])
+    masks = _mask_files(mask_root, include_jpeg=True)
+    pairs, _, _ = _pair(images, masks, image_root or root, mask_root, discovery)
     return _finish(discovery, options, masks, pairs, color_map, [mask_root], images)
 
 
@@ -202,17 +260,17 @@ def flag_folder(root: str, folder: str | None) -> str | None:
     ``root`` when there is one of that name, else a folder from the current directory."""
     if not folder:
         return None
-    if not os.path.isabs(folder) and os.path.isdir(root):
+    if not storage.isabs(folder) and storage.isdir(root):
         inside = os.path.join(root, folder)
-        if os.path.isdir(inside) and inside_root(inside, root):
+        if storage.isdir(inside) and inside_root(inside, root):
             return inside
     return folder
 
 
 def _child(root: str, names) -> str | None:
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         return None
-    entries = {e.name.lower(): e.name for e in os.scandir(root) if e.is_dir()}
+    entries = {e.lower(): e for e in storage.names_where(root, storage.is_folder)}
     for name in names:
         if name.lower() in entries:
             return os.path.join(root, entries[name.lower()])
@@ -222,7 +280,7 @@ def _child(root: str, names) -> str | None:
 def _detect_paired(root: str, options: AuditOptions) -> bool:
     if options.masks:
         return True
-    return os.path.isdir(root) and _child(root, MASK_DIRS) is not None and _child(root, IMAGE_DIRS) is not None
+    return storage.isdir(root) and _child(root, MASK_DIRS) is not None and _child(root, IMAGE_DIRS) is not None
 
 
 discover_paired.detect = _detect_paired
@@ -235,10 +293,10 @@ def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
     for split in ("Tr", "Ts"):
         label_dir = os.path.join(root, f"labels{split}")
         image_dir = os.path.join(root, f"images{split}")
-        if not os.path.isdir(label_dir):
+        if not storage.isdir(label_dir):
             continue
         split_masks = _mask_files(label_dir, include_jpeg=True)
-        images = _mask_files(image_dir, include_jpeg=True) if os.path.isdir(image_dir) else []
+        images = _mask_files(image_dir, include_jpeg=True) if storage.isdir(image_dir) else []
         found, orphan_images, orphan_masks = _pair(images, split_masks, image_dir, label_dir, discovery)
         if not options.lists and split == "Tr":
             discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
@@ -249,14 +307,14 @@ def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
     return _finish(discovery, options, masks, pairs, color_map, [], all_images)
 
 
-discover_nnunet.detect = lambda root, options: os.path.isdir(os.path.join(root, "labelsTr"))
+discover_nnunet.detect = lambda root, options: storage.isdir(os.path.join(root, "labelsTr"))
 register_layout("nnunet", 20, "nnU-Net raw dataset (imagesTr/labelsTr, dataset.json)")(discover_nnunet)
 
 
 def voc_segmentation_files(root: str) -> tuple[list[str], list[str]]:
     """The masks (``SegmentationClass``) and images (``JPEGImages``) of a VOC folder."""
     image_dir = os.path.join(root, "JPEGImages")
-    images = _mask_files(image_dir, include_jpeg=True) if os.path.isdir(image_dir) else []
+    images = _mask_files(image_dir, include_jpeg=True) if storage.isdir(image_dir) else []
     return _mask_files(os.path.join(root, "SegmentationClass"), include_jpeg=True), images
 
 
@@ -288,17 +346,17 @@ def discover_voc_segmentation(root: str, options: AuditOptions, selected: list[s
     return _finish(discovery, replace(options, lists=()), masks, pairs, color_map, [])
 
 
-discover_voc_segmentation.detect = lambda root, options: os.path.isdir(os.path.join(root, "SegmentationClass"))
+discover_voc_segmentation.detect = lambda root, options: storage.isdir(os.path.join(root, "SegmentationClass"))
 register_layout("voc-segmentation", 30, "Pascal VOC segmentation (SegmentationClass, JPEGImages)")(
     discover_voc_segmentation)
 
 
 def _camvid_splits(root: str) -> list[tuple[str, str]]:
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         return []
-    names = set(os.listdir(root))
-    return [(os.path.join(root, n[:-5]), os.path.join(root, n)) for n in sorted(names)
-            if n.endswith("annot") and n[:-5] in names and os.path.isdir(os.path.join(root, n))]
+    annotated = storage.names_where(root, lambda e: e.name.endswith("annot") and storage.is_folder(e))
+    return [(os.path.join(root, n[:-5]), os.path.join(root, n)) for n in annotated
+            if storage.lexists(os.path.join(root, n[:-5]))]
 
 
 def discover_camvid(root: str, options: AuditOptions) -> Discovery:
@@ -350,7 +408,7 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
     return discovery
 
 
-discover_cityscapes.detect = lambda root, options: os.path.isdir(os.path.join(root, "gtFine"))
+discover_cityscapes.detect = lambda root, options: storage.isdir(os.path.join(root, "gtFine"))
 register_layout("cityscapes", 35, "Cityscapes (gtFine/*_labelIds.png, leftImg8bit)")(discover_cityscapes)
 
 
@@ -370,15 +428,15 @@ def _ade20k_stem(path: str) -> str | None:
 
 def _detect_ade20k(root: str, options: AuditOptions) -> bool:
     """True when a folder under ``root`` holds an ``x_seg.png`` beside its ``x.json``."""
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         return False
-    for count, (directory, dirs, files) in enumerate(os.walk(root)):
-        names = set(files)
-        if any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] + ".json" in names for n in names):
+    for count, (_, names) in enumerate(storage.iter_folders(root)):
+        names = names if storage.url_scheme(root) is None else list(names)  # a listing is read once
+        described = {n[:-len(".json")] for n in names if n.endswith(".json")}
+        if any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described for n in names):
             return True
         if count >= ADE20K_PROBE_DIRS:
             return False
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
     return False
 
 
@@ -421,10 +479,10 @@ MAPILLARY_OTHER = {"instances": "instance masks (class * 256 + instance)",
 
 def _detect_mapillary(root: str, options: AuditOptions) -> bool:
     """A Mapillary Vistas version folder: ``<split>/v1.2/labels`` beside ``<split>/images``."""
-    root = os.path.abspath(root)
+    root = storage.abspath(root)
     return (bool(MAPILLARY_VERSION.match(os.path.basename(root)))
-            and os.path.isdir(os.path.join(root, "labels"))
-            and os.path.isdir(os.path.join(os.path.dirname(root), "images")))
+            and storage.isdir(os.path.join(root, "labels"))
+            and storage.isdir(os.path.join(os.path.dirname(root), "images")))
 
 
 def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
@@ -432,7 +490,7 @@ def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
     ``labels/*.png`` (the index of a class in the version's ``config_<version>.json``), paired
     with ``../images/*.jpg``; the other encodings of the same labels are left out with a note."""
     discovery = Discovery("mapillary", root)
-    root = os.path.abspath(root)
+    root = storage.abspath(root)
     label_dir = os.path.join(root, "labels")
     image_dir = os.path.join(os.path.dirname(root), "images")
     masks = _mask_files(label_dir, include_jpeg=False)
@@ -441,13 +499,13 @@ def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
     if not options.lists:
         discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
     others = [f"{folder}/ ({what})" for folder, what in MAPILLARY_OTHER.items()
-              if os.path.isdir(os.path.join(root, folder))]
+              if storage.isdir(os.path.join(root, folder))]
     if others:
         discovery.notes.append(f"labels/ holds the class masks; left out as other encodings of them: "
                                f"{', '.join(others)}")
     _finish(discovery, options, masks, pairs, None, [])
     config = os.path.join(os.path.dirname(os.path.dirname(root)), f"config_{os.path.basename(root)}.json")
-    if not discovery.spec.is_known and os.path.isfile(config):
+    if not discovery.spec.is_known and storage.isfile(config):
         discovery.spec = _mapillary_spec(config, discovery)
     return discovery
 
@@ -474,30 +532,37 @@ register_layout("mapillary", 41, "Mapillary Vistas (<split>/images, <split>/<ver
 def discover_masks(root: str, options: AuditOptions) -> Discovery:
     """Any file or folder of masks; in a folder, JPEGs are taken for images unless forced."""
     discovery = Discovery("masks", root)
-    if os.path.isfile(root):
-        color_map = _declared_color_map(options, [os.path.dirname(os.path.abspath(root))], discovery)
+    if storage.isfile(root):
+        color_map = _declared_color_map(options, [os.path.dirname(storage.abspath(root))], discovery)
         discovery.tasks = [_task(root, options, color_map)]
-        folder = os.path.dirname(os.path.abspath(root))
+        folder = os.path.dirname(storage.abspath(root))
         spec, problems = _metadata_spec([folder, os.path.dirname(folder)])
         discovery.notes.extend(f"dataset metadata ignored: {p}" for p in problems)
         if spec.is_known:
             discovery.spec = spec
         discovery.color_map = color_map
         return discovery
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         discovery.findings.append(UNREADABLE.finding(display_path(root), missing_reason(root)))
         return discovery
     forced = options.format == "masks"
-    if not forced and not options.lists and os.path.basename(os.path.abspath(root)) in IMAGE_DIRS:
-        discovery.notes.append(f"{display_path(root)} is an image folder ({os.path.basename(os.path.abspath(root))}/): "
+    if not forced and not options.lists and os.path.basename(storage.abspath(root)) in IMAGE_DIRS:
+        discovery.notes.append(f"{display_path(root)} is an image folder ({os.path.basename(storage.abspath(root))}/): "
                                "its files are taken for images, not labels; give the dataset folder or its "
                                "label folder (or --format masks to audit these files as masks)")
         return discovery
     siblings = [] if forced else sibling_folders(root)
     image_folders = tuple(os.path.join(image_dir, "") for image_dir, _ in siblings)
-    files = [p for p in walk_files(root, skip_dirs=IMAGE_DIRS) if is_mask_candidate(p)
-             and not p.startswith(image_folders)
-             and (forced or mask_extension(p) not in JPEG_EXTENSIONS or _in_mask_dir(p, root))]
+    def keep(path: str) -> bool:
+        return (is_mask_candidate(path) and not path.startswith(image_folders)
+                and (forced or mask_extension(path) not in JPEG_EXTENSIONS or _in_mask_dir(path, root)))
+
+    color_map = _masks_color_map(root, options, discovery)
+    if not siblings and not options.lists:
+        # Each folder's masks are handed on as the walk leaves the folder.
+        discovery.tasks = _folder_tasks(discovery, options, color_map, root, keep)
+        return _declare(discovery, color_map, [])
+    files = [path for path in walk_files(root, skip_dirs=IMAGE_DIRS) if keep(path)]
     pairing = pair_in_folder(files)
     discovery.notes.extend(pairing.notes("mask"))
     # A file that is some label's image is never audited as a label itself.
@@ -514,16 +579,21 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         images.update(folder_images)
         if not options.lists:
             discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
-    # A label folder given as PATH: the colour map sits in the dataset folder above it.
-    parent = os.path.dirname(os.path.abspath(root))
-    camvid_split = os.path.abspath(root) in {m for _, m in _camvid_splits(parent)}
+    return _finish(discovery, options, masks, pairs, color_map, [], sorted(images))
+
+
+def _masks_color_map(root: str, options: AuditOptions, discovery: Discovery) -> ColorMap | None:
+    """The colour map of a folder of masks; a label folder given as PATH has it in the
+    dataset folder above it."""
+    parent = os.path.dirname(storage.abspath(root))
+    camvid_split = storage.abspath(root) in {m for _, m in _camvid_splits(parent)}
     map_dirs = [root, parent] if camvid_split or _in_mask_dir(root, root) else [root]
     color_map = _declared_color_map(options, map_dirs, discovery,
                                     default=camvid_color_map() if camvid_split else None)
-    if camvid_split and color_map is not None and not os.path.exists(color_map.source):
+    if camvid_split and color_map is not None and not storage.exists(color_map.source):
         discovery.notes.append(f"{display_path(root)} is a CamVid label split: its colours are decoded "
                                "through the CamVid colours, as for the whole dataset")
-    return _finish(discovery, options, masks, pairs, color_map, [], sorted(images))
+    return color_map
 
 
 # A label folder named after its image folder: train_labels/, trainannot/, train_masks/...
@@ -535,7 +605,7 @@ def sibling_folders(root: str, depth: int = 2) -> list[tuple[str, str]]:
     """(image folder, label folder) for every folder of ``root`` (and of its subfolders,
     ``depth`` levels down) beside which a folder of its name plus a label suffix lies."""
     try:
-        children = sorted(e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+        children = sorted(e.path for e in storage.scandir(root) if e.is_dir() and not e.name.startswith("."))
     except OSError:
         return []
     by_name = {os.path.basename(child).lower(): child for child in children}
@@ -552,7 +622,7 @@ def sibling_folders(root: str, depth: int = 2) -> list[tuple[str, str]]:
 
 def _in_mask_dir(path: str, root: str) -> bool:
     """True when a folder between ``root`` (itself included) and ``path`` is a label folder."""
-    parts = [os.path.basename(os.path.abspath(root)), *os.path.relpath(path, root).split(os.sep)[:-1]]
+    parts = [os.path.basename(storage.abspath(root)), *storage.relpath(path, root).split(os.sep)[:-1]]
     names = {n.lower() for n in MASK_DIRS}
     return any(p.lower() in names for p in parts)
 

@@ -48,8 +48,9 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Container, Sequence, TypeVar
+from typing import Any, Callable, Container, Iterable, Sequence, TypeVar
 
+from labelguard.core import storage
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.cache import note_folder
 from labelguard.core.text import SHOWN, plural, shorten, verb
@@ -187,7 +188,7 @@ def pair_key(relative: str, channel: bool = False) -> str:
 
 
 def _folder_of(path: str, root: str) -> str:
-    relative = os.path.relpath(os.path.dirname(path), root)
+    relative = storage.relpath(os.path.dirname(path), root)
     return "" if relative == "." else relative
 
 
@@ -210,7 +211,7 @@ def _relative_stems(root: str, paths: Sequence[str]) -> list[str]:
         stem = name[:dot] if dot > 0 and name[0] != "." and name[-3:].lower() not in _DOUBLE_TAILS \
             else strip_extension(name)
         if prefix is None or not path.startswith(prefix) or path.find(_UNNORMAL, start - 1) >= 0 \
-                or path.find(double) >= 0:
+                or path.find(double, start - 1) >= 0:
             folder = _folder_of(path, root)
             found.append(os.path.join(folder, stem) if folder else stem)
         else:
@@ -261,52 +262,67 @@ def _channels_of_one_case(candidates: list[str]) -> bool:
 
 def pair_files(images: list[str], labels: list[str], image_root: str, label_root: str) -> Pairing:
     """Pair ``labels`` under ``label_root`` with ``images`` under ``image_root`` (see the
-    module docstring for the keys, in order).
-
-    Most datasets pair by the exact folder and stem (VOC, Ultralytics, most masks): those
-    labels are paired first, and the keys of the naming conventions are built only when
-    some label is left over."""
+    module docstring for the keys, in order)."""
     if not images:
         return Pairing(orphan_labels=list(labels))
-    images = sorted(images)
-    keys = _relative_stems(image_root, images)
-    exact: dict[str, list[str]] = {}
-    for path, key in zip(images, keys):
-        exact.setdefault(key.lower(), []).append(path)
-    result = Pairing()
-    used: set[str] = set()
-    left: list[tuple[str, str, str]] = []
-    for label, key in zip(labels, _relative_stems(label_root, labels)):
-        candidates = exact.get(key.lower())
-        if candidates:
-            _take(result, used, label, candidates)
-        else:
-            folder, _, stem = key.rpartition(os.sep)
-            left.append((label, folder.lower(), stem))
-    if left:
-        named = []
-        for path, key in zip(images, keys):
-            folder, _, stem = key.rpartition(os.sep)
-            named.append((path, folder.lower(), stem))
-        _pair_by_conventions(named, left, result, used)
-    result.orphan_images = [p for p in images if p not in used]
+    stream = PairingStream(images, image_root, label_root)
+    pairs = {}
+    for label in labels:
+        image = stream.image_of(label)
+        if image is not None:
+            pairs[label] = image
+    result = stream.finish()
+    result.pairs = pairs
     return result
 
 
-def _pair_by_conventions(named: list[tuple[str, str, str]], labels: list[tuple[str, str, str]],
-                         result: Pairing, used: set[str]) -> None:
-    """The keys after the exact stem, for the ``labels`` it left: the stem without tool
-    conventions, without the channel suffix, its longest leading part, the stem anywhere."""
-    keyed: dict[tuple[str, str], list[str]] = {}
-    channel: dict[tuple[str, str], list[str]] = {}
-    anywhere: dict[str, list[str]] = {}
-    for path, folder, stem in named:
-        key = name_key(stem)[0]
-        keyed.setdefault((folder, key), []).append(path)
-        channel_key = name_key(stem, channel=True)[0] if _CHANNEL.search(stem) else key
-        channel.setdefault((folder, channel_key), []).append(path)
-        anywhere.setdefault(channel_key, []).append(path)
-    for label, folder, stem in labels:
+class PairingStream:
+    """:func:`pair_files` for labels that come one at a time, as discovery walks their
+    folder: it keeps the images' keys (and, for the orphans, which images were used), never
+    the labels it paired.
+
+    Most datasets pair by the exact folder and stem (VOC, Ultralytics, most masks); the keys
+    of the naming conventions are built only when some label is left over. A label's pair
+    does not depend on the labels before it, so pairing one at a time gives what pairing
+    all at once gives."""
+
+    def __init__(self, images: list[str], image_root: str, label_root: str) -> None:
+        self.label_root = label_root
+        self.exact: dict[str, list[str]] = {}
+        images = sorted(images)
+        for path, key in zip(images, _relative_stems(image_root, images)):
+            self.exact.setdefault(key.lower(), []).append(path)
+        self.used: set[str] = set()
+        self.result = Pairing()
+        self._conventions: tuple[dict, dict, dict] | None = None
+
+    def image_of(self, label: str) -> str | None:
+        """The image ``label`` pairs with, or None (an orphan, or ambiguous)."""
+        key = _relative_stems(self.label_root, [label])[0]
+        candidates = self.exact.get(key.lower())
+        if not candidates:
+            folder, _, stem = key.rpartition(os.sep)
+            candidates = self._by_conventions(folder.lower(), stem)
+        if not candidates:
+            self.result.orphan_labels.append(label)
+            return None
+        self.used.update(candidates)
+        if len(candidates) == 1 or _channels_of_one_case(candidates):
+            return candidates[0]
+        self.result.ambiguous[label] = candidates
+        return None
+
+    def finish(self) -> Pairing:
+        """The orphans and ambiguous labels (``pairs`` is left empty: they were given)."""
+        self.result.orphan_images = sorted(p for paths in self.exact.values() for p in paths if p not in self.used)
+        return self.result
+
+    def _by_conventions(self, folder: str, stem: str) -> list[str] | None:
+        """The keys after the exact stem: the stem without tool conventions, without the
+        channel suffix, its longest leading part, the stem anywhere."""
+        if self._conventions is None:
+            self._conventions = self._convention_keys()
+        keyed, channel, anywhere = self._conventions
         key = name_key(stem)[0]
         candidates = keyed.get((folder, key)) or channel.get((folder, key))
         if not candidates:
@@ -315,20 +331,26 @@ def _pair_by_conventions(named: list[tuple[str, str, str]], labels: list[tuple[s
         if not candidates:
             found = anywhere.get(key)
             candidates = found if found and (len(found) == 1 or _channels_of_one_case(found)) else None
-        if candidates:
-            _take(result, used, label, candidates)
-        else:
-            result.orphan_labels.append(label)
+        return candidates
 
-
-def _take(result: Pairing, used: set[str], label: str, candidates: list[str]) -> None:
-    """Pair ``label`` with its candidate images: one, or the channels of one case; else it
-    is ambiguous. Every candidate counts as used (none is an orphan)."""
-    used.update(candidates)
-    if len(candidates) == 1 or _channels_of_one_case(candidates):
-        result.pairs[label] = candidates[0]
-    else:
-        result.ambiguous[label] = candidates
+    def _convention_keys(self) -> tuple[dict, dict, dict]:
+        """The images by their keys without conventions (in their folder, with the channel
+        suffix dropped, and anywhere), each list in the images' sorted order. The exact keys
+        are lower case, as every key after them is."""
+        keyed: dict[tuple[str, str], list[str]] = {}
+        channel: dict[tuple[str, str], list[str]] = {}
+        anywhere: dict[str, list[str]] = {}
+        for exact, paths in self.exact.items():
+            folder, _, stem = exact.rpartition(os.sep)
+            key = name_key(stem)[0]
+            channel_key = name_key(stem, channel=True)[0] if _CHANNEL.search(stem) else key
+            keyed.setdefault((folder, key), []).extend(paths)
+            channel.setdefault((folder, channel_key), []).extend(paths)
+            anywhere.setdefault(channel_key, []).extend(paths)
+        for table in (keyed, channel, anywhere):
+            for paths in table.values():
+                paths.sort()
+        return keyed, channel, anywhere
 
 
 def pair_derived(images: list[str], label_files: Callable[[str], Sequence[str]],
@@ -356,14 +378,21 @@ def pair_derived(images: list[str], label_files: Callable[[str], Sequence[str]],
 def derived_label(image: str, label_files: Callable[[str], Sequence[str]],
                   known: Container[str] = frozenset()) -> str | None:
     """The first of ``label_files(image)`` that exists (in ``known``, else on disk), or None."""
-    return next((path for path in label_files(image) if path in known or os.path.isfile(path)), None)
+    return next((path for path in label_files(image) if path in known or storage.isfile(path)), None)
 
 
 def pair_in_folder(files: list[str]) -> Pairing:
     """Pairs (label -> image) among files that lie side by side, told apart by role words.
 
     Only files that meet a partner are paired; ``orphan_*`` stay empty, since a lone file in
-    a folder of masks is a mask, not an unpaired image."""
+    a folder of masks is a mask, not an unpaired image. Files that cannot pair (no name says
+    label, or none can be an image) are told in one pass that keeps nothing: a folder of
+    100,000 masks costs no index."""
+    return _pair_in_folder(files) if may_pair(files) else Pairing()
+
+
+def _pair_in_folder(files: list[str]) -> Pairing:
+    """:func:`pair_in_folder` without its first look at whether any two files may pair."""
     by_key: dict[tuple[str, str], list[tuple[str | None, str]]] = {}
     by_token: dict[tuple[str, str], dict[str, list[str]]] = {}
     for path in sorted(files):
@@ -392,6 +421,27 @@ def pair_in_folder(files: list[str]) -> Pairing:
     return result
 
 
+def may_pair(files: Iterable[str]) -> bool:
+    """False when no two of ``files`` can pair in :func:`pair_in_folder`: none is a label by
+    its name (a label suffix or prefix, a label word), or none can be an image (an image
+    word, or no role from its name, which a plain name has)."""
+    label = image = False
+    for path in files:
+        stem = strip_extension(path[path.rfind(os.sep) + 1:])
+        if not _ROLE_HINT.search(stem):
+            image = True
+        else:
+            role = name_key(stem)[1]
+            label = label or role == "label"
+            image = image or role != "label"
+            for _, token_role in _role_templates(stem):
+                label = label or token_role == "label"
+                image = image or token_role == "image"
+        if label and image:
+            return True
+    return False
+
+
 def _claim(result: Pairing, labels: list[str], images: list[str], claimed: set[str]) -> None:
     claimed.update(images)
     for label in labels:
@@ -408,7 +458,7 @@ def _claim(result: Pairing, labels: list[str], images: list[str], claimed: set[s
 def inside_root(path: str, root: str) -> bool:
     """True when ``path`` is ``root`` or lies below it (both made absolute and normalised;
     links are not followed, as loaders open the path as written)."""
-    return _below(os.path.abspath(path), os.path.abspath(root))
+    return _below(storage.abspath(path), storage.abspath(root))
 
 
 def _below(path: str, root: str) -> bool:
@@ -418,7 +468,9 @@ def _below(path: str, root: str) -> bool:
 
 def display_path(path: str) -> str:
     """``path`` relative to the working folder (:mod:`labelguard.core.workdir`) when inside
-    it, else absolute."""
+    it, else absolute (a URL: as it is, normalised)."""
+    if storage.url_scheme(path):
+        return storage.abspath(path)
     cwd = working_folder()
     absolute = os.path.normpath(os.path.join(cwd, path))
     if absolute == cwd:
@@ -432,12 +484,7 @@ def display_path(path: str) -> str:
 
 def walk_files(root: str, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
     """Every file under ``root`` (sorted, hidden entries skipped), without the ``skip_dirs``."""
-    found: list[str] = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in skip_dirs)
-        prefix = os.path.join(directory, "")  # as os.path.join(directory, name) writes it
-        found.extend(prefix + name for name in sorted(files) if not name.startswith("."))
-    return found
+    return list(storage.iter_files(root, skip_dirs))
 
 
 def relative_files(folder: str) -> list[tuple[str, str]]:
@@ -514,7 +561,7 @@ class Role:
     def expected(self, name: str, root: str) -> str:
         """Where a loader opens the file of id ``name``, as shown (``Annotations/x.xml``)."""
         where = os.path.join(self.folder or root, name + (self.extension or ".*"))
-        return os.path.relpath(where, root) if inside_root(where, root) else display_path(where)
+        return storage.relpath(where, root) if inside_root(where, root) else display_path(where)
 
 
 def image_sets_rule(list_path: str, root: str, required: str, extensions: tuple[str, ...]) -> ListRule:
@@ -669,7 +716,7 @@ class _Lists:
 
     def __init__(self, root: str, roles: Sequence[Role], images: Role | None,
                  label_of: Callable[[str], Sequence[str]] | None):
-        self.root = os.path.abspath(root)
+        self.root = storage.abspath(root)
         self.roles = roles
         self.images = images
         self.role_of = {path: role.name for role in roles for path in role.files}
@@ -688,7 +735,7 @@ class _Lists:
         file in the form the layout's pairs and tasks use, else ``path`` itself."""
         if self.known is None:
             files = [*self.role_of, *self.image_set]
-            self.known = {os.path.abspath(file): file for file in files}
+            self.known = {storage.abspath(file): file for file in files}
         return self.known.get(path, path)
 
     def read(self, list_path: str, rule: ListRule) -> None:
@@ -696,7 +743,7 @@ class _Lists:
         self.selection.findings.extend(findings)
         if listing is None:
             return
-        list_dir = os.path.dirname(os.path.abspath(list_path))
+        list_dir = os.path.dirname(storage.abspath(list_path))
         missing: list[EntryProblem] = []
         escaping: list[EntryProblem] = []
         for entry in listing.entries:
@@ -914,7 +961,7 @@ class DirectoryListings:
         if places is None:
             places = []
             for base in dict.fromkeys(bases):
-                where = os.path.normpath(os.path.join(base, folder)) if folder else base
+                where = storage.normpath(os.path.join(base, folder)) if folder else base
                 places.append((where, self._listing(where), inside_root(where, root)))
             places = self._plain[key] = tuple(places)
         for where, listing, inside in places:
@@ -963,7 +1010,7 @@ class _Listing:
         entries: set[str] = set()
         note_folder(folder)  # a cached result that looked names up here depends on the listing
         try:
-            with os.scandir(folder) as scan:
+            with storage.scandir(folder) as scan:
                 for entry in scan:
                     # As os.path.isfile and os.path.exists see them: links followed, a
                     # broken link is nothing.
@@ -971,7 +1018,7 @@ class _Listing:
                         if entry.is_file():
                             files.add(entry.name)
                             entries.add(entry.name)
-                        elif entry.is_dir() or not entry.is_symlink() or os.path.exists(entry.path):
+                        elif entry.is_dir() or not entry.is_symlink() or storage.exists(entry.path):
                             entries.add(entry.name)
                     except OSError:
                         pass
@@ -1007,19 +1054,21 @@ def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule,
         if found is not None or not rule.loose:
             return found, escapes
     find = _stat_finder(rule.folders) if listings is None else partial(listings.holds, folders=rule.folders)
-    absolute = os.path.isabs(name)
+    absolute = storage.isabs(name)
     relative = name.lstrip("/\\") if absolute else name
     for base in (root, list_dir):
-        found = find(os.path.normpath(os.path.join(base, relative)), rule.extensions)
+        found = find(storage.normpath(os.path.join(base, relative)), rule.extensions)
         if found is not None:
             return found, not inside_root(found, root)
-    if absolute and find(os.path.normpath(name)):
-        path = os.path.abspath(name)
+    # A local path is never looked at for a dataset in object storage (nor a URL for a local
+    # one): it lies outside the root either way.
+    if absolute and bool(storage.url_scheme(name)) == bool(storage.url_scheme(root)) and find(storage.normpath(name)):
+        path = storage.abspath(name)
         return path, not inside_root(path, root)
     if rule.loose and not absolute:
         for written in _loose_forms(relative):
             for base in (root, list_dir):
-                found = find(os.path.normpath(os.path.join(base, written)), rule.extensions)
+                found = find(storage.normpath(os.path.join(base, written)), rule.extensions)
                 if found is not None and inside_root(found, root):
                     return found, False
     return None, not inside_root(os.path.join(root, relative), root)
@@ -1101,7 +1150,7 @@ def holds_yolo_rows(path: str) -> bool:
         return False
     lines = [line.split() for line in head.decode("utf-8", errors="replace").splitlines()[:5] if line.strip()]
     if not lines:
-        return os.path.basename(os.path.dirname(os.path.abspath(path))).lower() == "labels"
+        return os.path.basename(os.path.dirname(storage.abspath(path))).lower() == "labels"
     for fields in lines:
         if len(fields) < 5 or not fields[0].isdigit():
             return False
@@ -1121,9 +1170,9 @@ _KINDS_SHOWN = 6
 def missing_reason(path: str) -> str:
     """Why ``path``, which is neither a file nor a folder to read, gives nothing: it does not
     exist, or it is a named pipe, socket or device (never opened)."""
-    if os.path.exists(path):
+    if storage.exists(path):
         return "not a regular file or folder (a named pipe, socket or device): not read"
-    if os.path.lexists(path):
+    if storage.lexists(path):
         return "a symbolic link to nothing (no such file or directory at its target)"
     return "no such file or directory"
 
@@ -1131,7 +1180,7 @@ def missing_reason(path: str) -> str:
 def describe_contents(root: str) -> str:
     """What ``root`` holds, by extension: "12 .jpg images, 3 .txt files and 1 .xml file", or
     why nothing is there (no such folder, an empty folder)."""
-    if os.path.isfile(root):
+    if storage.isfile(root):
         if root.lower().endswith(".txt"):
             try:
                 entries = sum(1 for line in read_bytes(root, "list").splitlines() if line.strip())
@@ -1139,10 +1188,10 @@ def describe_contents(root: str) -> str:
                 return f"the file {display_path(root)}, which cannot be read"
             return f"the list {display_path(root)} with {plural(entries, 'entry')}"
         return f"the file {display_path(root)}"
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         return missing_reason(root)
     counts: Counter = Counter()
-    for directory, dirs, files in os.walk(root):
+    for directory, dirs, files in storage.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
             if not name.startswith("."):

@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
+from labelguard.core import storage
 from labelguard.core.cache import note_path
 from labelguard.layouts.pairing import DirectoryListings, inside_root
 from labelguard.readers.base import IMAGE_EXTENSIONS
 
 def may_leave(name: str) -> bool:
     """An absolute path, or one with a '..' part: the only names that can lead out of a folder."""
-    return os.path.isabs(name) or name.startswith("\\") or ".." in name.replace("\\", "/").split("/")
+    return storage.isabs(name) or name.startswith("\\") or ".." in name.replace("\\", "/").split("/")
 
 
 def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str) -> tuple[list[int], list[int]]:
@@ -34,12 +35,12 @@ def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str) -> tu
         if not name:
             continue
         if may_leave(name):
-            target = os.path.normpath(name if os.path.isabs(name) else os.path.join(bases[0], name))
+            target = storage.normpath(name if storage.isabs(name) else os.path.join(bases[0], name))
             if not (inside_root(target, root) or inside_root(target, bases[0])):
                 escaping.append(index)
             else:
                 note_path(target)
-                if not os.path.isfile(target):
+                if not storage.isfile(target):
                     missing.append(index)
         elif not _found(name, bases, listings):
             missing.append(index)
@@ -55,4 +56,4 @@ def _found(name: str, bases: tuple[str, ...], listings: DirectoryListings) -> bo
     """True when the plain relative ``name`` is a file under one of ``bases`` (written without
     an extension: with one of the image extensions)."""
     extensions = () if os.path.splitext(name)[1] else NAMELESS_TRIES
-    return any(listings.holds(os.path.normpath(os.path.join(base, name)), extensions) is not None for base in bases)
+    return any(listings.holds(storage.normpath(os.path.join(base, name)), extensions) is not None for base in bases)

@@ -14,6 +14,7 @@ import os
 from functools import partial
 from typing import Sequence
 
+from labelguard.core import storage
 from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
@@ -89,9 +90,9 @@ def _image_reference(task: FileTask, filename: str | None, image_dir: str) -> Im
                               or strip_extension(image).endswith(os.sep + filename)):
         return reference(found=True)
     target = os.path.join(image_dir, filename)
-    if os.path.isabs(filename) or not inside_root(target, image_dir):
+    if storage.isabs(filename) or not inside_root(target, image_dir):
         return reference(escapes=True)
-    return reference(found=os.path.isfile(target))
+    return reference(found=storage.isfile(target))
 
 
 # ---- discovery --------------------------------------------------------------------------
@@ -99,14 +100,14 @@ def _image_reference(task: FileTask, filename: str | None, image_dir: str) -> Im
 def _child_dir(root: str, names) -> str | None:
     for name in names:
         path = os.path.join(root, name)
-        if os.path.isdir(path):
+        if storage.isdir(path):
             return path
     return None
 
 
 def _has_xml(folder: str) -> bool:
     try:
-        with os.scandir(folder) as entries:
+        with storage.scandir(folder) as entries:
             return any(e.name.lower().endswith(".xml") and e.is_file() for e in entries)
     except OSError:
         return False
@@ -117,14 +118,14 @@ def _annotation_root(root: str) -> str | None:
     folder = _child_dir(root, ANNOTATION_DIRS)
     if folder is not None and _has_xml(folder):
         return folder
-    if os.path.isdir(root) and _has_xml(root) and _looks_like_voc(root):
+    if storage.isdir(root) and _has_xml(root) and _looks_like_voc(root):
         return root
     return None
 
 
 def _looks_like_voc(folder: str) -> bool:
     """True when the first XML file of ``folder`` has an ``<annotation>`` root."""
-    names = sorted(n for n in os.listdir(folder) if n.lower().endswith(".xml"))
+    names = storage.names_where(folder, lambda e: e.name.lower().endswith(".xml"))
     for name in names[:3]:
         try:
             head = read_head(os.path.join(folder, name), 2048)
@@ -136,7 +137,7 @@ def _looks_like_voc(folder: str) -> bool:
 
 
 def _detect_voc(root: str, options: AuditOptions) -> bool:
-    if os.path.isfile(root):
+    if storage.isfile(root):
         return root.lower().endswith(".xml")
     return _annotation_root(root) is not None
 
@@ -145,7 +146,7 @@ def _spec_from_files(directories: list[str], discovery: Discovery) -> LabelSpec:
     for directory in directories:
         for name in SPEC_FILES:
             path = os.path.join(directory, name)
-            if not os.path.isfile(path):
+            if not storage.isfile(path):
                 continue
             names, findings = read_metadata(path, read_class_names, "class list")
             discovery.findings.extend(findings)
@@ -161,9 +162,9 @@ def _split_lists(root: str) -> list[str]:
     """``ImageSets/Main`` split lists (train.txt, val.txt...), without the per-class lists
     (``cat_train.txt``) derived from them."""
     main = os.path.join(root, "ImageSets", "Main")
-    if not os.path.isdir(main):
+    if not storage.isdir(main):
         return []
-    names = sorted(n for n in os.listdir(main) if n.endswith(".txt"))
+    names = sorted(n for n in storage.listdir(main) if n.endswith(".txt"))
     splits = {n[:-4] for n in names}
     return [os.path.join(main, n) for n in names
             if not any(n[:-4].endswith("_" + split) for split in splits if split != n[:-4])]
@@ -190,8 +191,8 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     and class lists (``labelmap.txt``, ``labels.txt``). The pairing engine pairs annotations
     and masks with their images and reads the lists once for both."""
     discovery = Discovery("voc", root)
-    if os.path.isfile(root):
-        folder = os.path.dirname(os.path.abspath(root))
+    if storage.isfile(root):
+        folder = os.path.dirname(storage.abspath(root))
         discovery.tasks = [FileTask(process_voc, root, display_path(root))]
         discovery.spec = _spec_from_files([folder, os.path.dirname(folder)], discovery)
         return discovery
@@ -202,9 +203,9 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     # PATH may be the Annotations folder itself: its images, lists and class list sit in
     # the VOC folder above it.
     voc_root = root
-    parent = os.path.dirname(os.path.abspath(root))
-    if annotation_dir == root and os.path.basename(os.path.abspath(root)) in ANNOTATION_DIRS and (
-            _child_dir(parent, IMAGE_DIRS) or os.path.isdir(os.path.join(parent, "ImageSets"))):
+    parent = os.path.dirname(storage.abspath(root))
+    if annotation_dir == root and os.path.basename(storage.abspath(root)) in ANNOTATION_DIRS and (
+            _child_dir(parent, IMAGE_DIRS) or storage.isdir(os.path.join(parent, "ImageSets"))):
         voc_root = parent
     xmls = [path for path in walk_files(annotation_dir) if path[-4:].lower() == ".xml"]
     if options.images:
@@ -219,7 +220,7 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     discovery.notes.extend(pairing.notes("annotation"))
     roles = [Role("annotation", xmls, annotation_dir, ".xml")]
     pairs = dict(pairing.pairs)
-    segmentation = voc_root == root and os.path.isdir(os.path.join(root, "SegmentationClass"))
+    segmentation = voc_root == root and storage.isdir(os.path.join(root, "SegmentationClass"))
     if segmentation:
         masks, mask_images = voc_segmentation_files(root)
         mask_dir = os.path.join(root, "SegmentationClass")
@@ -252,7 +253,7 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
         unlabelled = set(selection.unlabelled)
         orphans = [path for path in pairing.orphan_images if path not in unlabelled]
         discovery.findings.extend(unpaired_findings(orphans, [], what="annotation"))
-    spec_dirs = [voc_root, annotation_dir, os.path.dirname(os.path.abspath(voc_root))]
+    spec_dirs = [voc_root, annotation_dir, os.path.dirname(storage.abspath(voc_root))]
     discovery.spec = _spec_from_files(spec_dirs, discovery)
     if segmentation:
         mask_set = set(roles[1].files)

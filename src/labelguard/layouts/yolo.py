@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
+from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
@@ -190,7 +191,7 @@ def _add_split(collector: _Collector, split: str, entry: str, root: str, folder:
     path = _declared(collector, split, entry, root, folder, source)
     if path is None:
         return
-    if os.path.isdir(path):
+    if storage.isdir(path):
         _add_image_folder(collector, path)
     elif _is_image(path):
         collector.add(pair_derived([path], label_files))
@@ -208,7 +209,7 @@ def _add_image_folder(collector: _Collector, folder: str) -> None:
     label folder it mirrors is read whole, and its files without an image are LG002."""
     images = [path for path in walk_files(folder) if _is_image(path)]
     label_dir = os.path.dirname(label_path(os.path.join(folder, "x.jpg")))
-    labels = _label_files_in(label_dir) if label_dir != folder and os.path.isdir(label_dir) else []
+    labels = _label_files_in(label_dir) if label_dir != folder and storage.isdir(label_dir) else []
     collector.add(pair_derived(images, label_files, labels), labels)
 
 
@@ -218,12 +219,12 @@ def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discove
     declared = _read_declaration(read_data_yaml, yaml_path, discovery)
     if declared is None:
         return
-    folder = os.path.dirname(os.path.abspath(yaml_path))
+    folder = os.path.dirname(storage.abspath(yaml_path))
     root = folder
     if declared.root:
-        declared_root = declared.root if os.path.isabs(declared.root) else os.path.join(folder, declared.root)
-        if os.path.isdir(declared_root):
-            root = os.path.normpath(declared_root)
+        declared_root = declared.root if storage.isabs(declared.root) else os.path.join(folder, declared.root)
+        if storage.isdir(declared_root):
+            root = storage.normpath(declared_root)
         else:
             discovery.notes.append(f"{source}: path: {declared.root!r} does not exist here; "
                                    f"the splits are looked for under {display_path(folder)}")
@@ -258,7 +259,7 @@ def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery
     declared = _read_declaration(read_darknet_data, data_path, discovery)
     if declared is None:
         return
-    root = os.path.dirname(os.path.abspath(data_path))
+    root = os.path.dirname(storage.abspath(data_path))
     collector = _Collector(discovery, None)
     names = None
     names_source = source
@@ -293,7 +294,7 @@ def _names_beside(folders: list[str], discovery: Discovery, default=(None, "")):
     for folder in folders:
         for name in NAMES_FILES:
             path = os.path.join(folder, name)
-            if os.path.isfile(path):
+            if storage.isfile(path):
                 return _read_names(path, discovery)
     return default
 
@@ -301,7 +302,7 @@ def _names_beside(folders: list[str], discovery: Discovery, default=(None, "")):
 def _label_dir(root: str) -> str | None:
     for name in LABEL_DIRS:
         path = os.path.join(root, name)
-        if os.path.isdir(path) and _holds_txt(path):
+        if storage.isdir(path) and _holds_txt(path):
             return path
     return None
 
@@ -319,7 +320,7 @@ def _mirrored_images(label_folder: str) -> str:
 def _is_label_folder(folder: str) -> bool:
     """True when ``folder`` is itself a ``labels`` folder of YOLO rows, or a split folder
     of one (``labels/train``), given as PATH."""
-    folder = os.path.abspath(folder)
+    folder = storage.abspath(folder)
     if not ({os.path.basename(folder), os.path.basename(os.path.dirname(folder))} & set(LABEL_DIRS)) \
             or not _holds_txt(folder):
         return False
@@ -331,7 +332,7 @@ def _is_label_folder(folder: str) -> bool:
 def _holds_txt(folder: str, limit: int = 2000) -> bool:
     """True when ``folder`` holds more .txt files than mask files (among its first files)."""
     texts = masks = 0
-    for _, _, files in os.walk(folder):
+    for _, _, files in storage.walk(folder):
         for name in files:
             lower = name.lower()
             if lower.endswith(".txt"):
@@ -346,12 +347,11 @@ def _holds_txt(folder: str, limit: int = 2000) -> bool:
 def _paired_txt(folder: str) -> list[str]:
     """The .txt files of ``folder`` that have an image of the same name beside them."""
     try:
-        names = sorted(os.listdir(folder))
+        texts = [os.path.join(folder, name) for name in storage.names_where(folder, lambda e: e.name.endswith(".txt"))]
+        if not texts:
+            return []  # (a folder of 100,000 masks: no list of their names)
+        paths = [os.path.join(folder, name) for name in sorted(storage.listdir(folder))]
     except OSError:
-        return []
-    paths = [os.path.join(folder, name) for name in names]
-    texts = [path for path in paths if path.endswith(".txt")]
-    if not texts:
         return []
     return sorted(pair_derived([path for path in paths if _is_image(path)], _beside, texts).pairs)
 
@@ -360,7 +360,7 @@ def _pair_trees(images_dir: str | None, label_dir: str, labels: list[str]) -> Pa
     """Labels of a label tree with the images of the image tree beside it: as Ultralytics
     mirrors ``images/`` by ``labels/``, or by name when the folders are named otherwise
     (Datumaro's ``Images/`` + ``Annotations/``)."""
-    if images_dir is None or not os.path.isdir(images_dir):
+    if images_dir is None or not storage.isdir(images_dir):
         return Pairing()
     images = [path for path in walk_files(images_dir) if _is_image(path)]
     if os.path.dirname(label_path(os.path.join(images_dir, "x.jpg"))) == label_dir.rstrip(os.sep):
@@ -374,15 +374,15 @@ def _add_tree(collector: _Collector, root: str) -> None:
     label_dir = _label_dir(root)
     if label_dir is None and _is_label_folder(root):
         # PATH is a label folder itself: its images are where Ultralytics looks for them.
-        label_dir = os.path.abspath(root)
+        label_dir = storage.abspath(root)
         images_dir: str | None = _mirrored_images(label_dir)
     elif label_dir is not None:
         images_dir = os.path.join(root, "images" if os.path.basename(label_dir).lower() == "labels" else "Images")
-        if not os.path.isdir(images_dir):
+        if not storage.isdir(images_dir):
             images_dir = next((os.path.join(root, d) for d in ("images", "Images", "JPEGImages")
-                               if os.path.isdir(os.path.join(root, d))), None)
+                               if storage.isdir(os.path.join(root, d))), None)
     else:
-        for directory, dirs, _ in os.walk(root):
+        for directory, dirs, _ in storage.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             collector.labels.update(dict.fromkeys(_paired_txt(directory)))
         return
@@ -394,10 +394,10 @@ def _dataset_file(root: str) -> tuple[str, str] | None:
     """("yaml" | "darknet", path) of the dataset file of ``root``, if any."""
     for name in YAML_NAMES:
         path = os.path.join(root, name)
-        if os.path.isfile(path):
+        if storage.isfile(path):
             return "yaml", path
     path = os.path.join(root, "obj.data")
-    if os.path.isfile(path):
+    if storage.isfile(path):
         return "darknet", path
     return None
 
@@ -410,19 +410,19 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
     :func:`label_files`), lists of images (the splits of the dataset file, or --list) and
     metadata (data.yaml, obj.data, obj.names / classes.txt)."""
     discovery = Discovery("yolo", root)
-    if os.path.isfile(root):
+    if storage.isfile(root):
         lower = root.lower()
         if lower.endswith((".yaml", ".yml")):
             discover_data_yaml(root, options, discovery)
         elif lower.endswith(".data"):
             discover_darknet(root, options, discovery)
         else:
-            folder = os.path.dirname(os.path.abspath(root))
+            folder = os.path.dirname(storage.abspath(root))
             names, source = _names_beside([folder, os.path.dirname(folder)], discovery)
             discovery.spec = class_list_spec(names or (), source)
             discovery.tasks.append(FileTask(process_yolo, root, display_path(root)))
         return discovery
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         discovery.findings.append(UNREADABLE.finding(display_path(root), "no such file or directory"))
         return discovery
     found = _dataset_file(root)
@@ -430,7 +430,7 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
         kind, path = found
         (discover_data_yaml if kind == "yaml" else discover_darknet)(path, options, discovery)
         return discovery
-    names, source = _names_beside([root, os.path.dirname(os.path.abspath(root))], discovery)
+    names, source = _names_beside([root, os.path.dirname(storage.abspath(root))], discovery)
     discovery.spec = class_list_spec(names or (), source)
     collector = _Collector(discovery, None)
     if options.lists:
@@ -442,7 +442,7 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
 
 
 def _detect_yolo(root: str, options: AuditOptions) -> bool:
-    if os.path.isfile(root):
+    if storage.isfile(root):
         lower = root.lower()
         if lower.endswith(".data"):
             return True
@@ -453,16 +453,16 @@ def _detect_yolo(root: str, options: AuditOptions) -> bool:
                 return False
             return bool(declared.names or declared.nc or declared.splits)
         return False
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         return False
     if _dataset_file(root) is not None:
         return True
-    if any(os.path.isfile(os.path.join(root, name)) for name in NAMES_FILES[:3]):
+    if any(storage.isfile(os.path.join(root, name)) for name in NAMES_FILES[:3]):
         return True
     if _label_dir(root) is not None or _is_label_folder(root):
         return True
-    folders = [root] + sorted(entry.path for entry in os.scandir(root)
-                              if entry.is_dir() and not entry.name.startswith("."))
+    folders = [root] + [os.path.join(root, d) for d in storage.names_where(root, storage.is_folder)
+                        if not d.startswith(".")]
     return any(_paired_txt(folder) for folder in folders)
 
 

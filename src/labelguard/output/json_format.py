@@ -12,5 +12,26 @@ class JsonFormatter(Formatter):
     name = "json"
 
     def stop(self, report) -> None:
-        json.dump(report.to_dict(), self.stream, indent=2, default=str)
+        """The report as ``json.dump(report.to_dict(), indent=2)`` writes it, byte for byte,
+        with the list of files (as long as the dataset) streamed into its place."""
+        data = report.to_dict(files=False)
+        data["summary"]["files"] = FILES_MARK
+        text = json.dumps(data, indent=2, default=str)
+        before, after = text.split(json.dumps(FILES_MARK), 1)
+        self.stream.write(before)
+        self.stream.write("[")
+        separator = "\n" + FILES_INDENT
+        for path in report.files:
+            self.stream.write(separator + json.dumps(path))
+            separator = ",\n" + FILES_INDENT
+        if len(report.files):
+            self.stream.write("\n" + FILES_INDENT[:-2])
+        self.stream.write("]")
+        self.stream.write(after)
         self.stream.write("\n")
+
+
+# Stands for summary.files while the rest of the report is encoded (no path is this string).
+FILES_MARK = "\x00labelguard files\x00"
+# summary.files is two levels deep: its items are indented by three steps of two spaces.
+FILES_INDENT = " " * 6

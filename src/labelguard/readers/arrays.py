@@ -15,7 +15,6 @@ claiming more than its compressed bytes can hold is refused without being inflat
 from __future__ import annotations
 
 import ast
-import os
 import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import numpy as np
 
 from labelguard.core.text import clipped
-from labelguard.readers.base import ReadError, check_array, check_decoded, check_holds, open_regular
+from labelguard.readers.base import ReadError, check_array, check_decoded, check_holds, open_regular, stream_size
 
 if TYPE_CHECKING:
     import zipfile
@@ -136,7 +135,7 @@ def read_npy(path: str) -> np.ndarray:
     with open_regular(path, "NPY file") as handle:
         try:
             header = read_npy_header(handle, "the NPY file")
-            size = os.fstat(handle.fileno()).st_size
+            size = stream_size(handle)
             return read_npy_data(handle, header, size - header.offset, "the NPY file")
         except OSError as exc:
             raise ReadError(f"cannot read NPY: {exc.strerror or exc}") from None

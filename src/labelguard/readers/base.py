@@ -7,18 +7,24 @@ A named pipe would block the audit until a writer appears, a device (``/dev/zero
 never end, and either can be planted in a dataset or named by a list, an annotation or a
 ``data.yaml``.
 
+A URL below a location the audit was given (:mod:`labelguard.core.storage`) is read from
+object storage: fetched whole, after its size is checked against the ``max_file_bytes``
+limit, and handed to the reader as an in-memory file; readers never need a local path.
+
 Sizes a file declares (an array's shape, a member's length) are checked with
 :func:`check_array` and :func:`check_decoded` against :mod:`labelguard.core.limits` before
 anything of that size is allocated."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import stat
 from typing import Any, BinaryIO
 
+from labelguard.core import storage
 from labelguard.core.limits import RAISE_WITH, current_limits
 from labelguard.core.text import byte_size
 
@@ -80,9 +86,41 @@ def read_head(path: str, size: int = 352) -> bytes:
 
 def open_regular(path: str, what: str = "file") -> BinaryIO:
     """``path`` opened for binary reading; ReadError with the reason when it cannot be opened,
-    is a directory, or is not a regular file."""
+    is a directory, or is not a regular file. An object of object storage is fetched whole
+    (refused unread when over the ``max_file_bytes`` limit) into an in-memory file."""
+    if storage.url_scheme(path):
+        return io.BytesIO(_read_remote(path, what))
     fd, _ = _open_regular_fd(path, what)
     return os.fdopen(fd, "rb")
+
+
+def stream_size(handle: BinaryIO) -> int:
+    """The size in bytes of an open file: its descriptor's, or an in-memory file's length."""
+    try:
+        return os.fstat(handle.fileno()).st_size
+    except (AttributeError, io.UnsupportedOperation):
+        position = handle.tell()
+        end = handle.seek(0, io.SEEK_END)
+        handle.seek(position)
+        return end
+
+
+def _read_remote(url: str, what: str, size: int | None = None) -> bytes:
+    """The bytes of an object (the first ``size``), as :func:`read_bytes` reads a file."""
+    if not storage.is_remote(url):
+        raise ReadError(f"cannot open: {url} is on object storage outside the locations this audit was given "
+                        "(the buckets of its PATH, --images, --masks and --list): not read")
+    try:
+        return storage.read_object(url, current_limits().max_file_bytes, size)
+    except storage.ObjectTooLarge as exc:
+        check_decoded(f"the {what}", exc.size, "is")
+        raise  # not reached: the size is over the limit
+    except IsADirectoryError:
+        raise ReadError(f"is a directory, not a {what}") from None
+    except FileNotFoundError:
+        raise ReadError("cannot open: No such file or directory (no object at this URL)") from None
+    except storage.StorageError as exc:
+        raise ReadError(f"cannot read from object storage: {exc}") from None
 
 
 def _open_regular_fd(path: str, what: str) -> tuple[int, int]:
@@ -112,6 +150,8 @@ def read_bytes(path: str, what: str = "file", size: int | None = None) -> bytes:
     """The bytes of the regular file at ``path`` (the first ``size`` when given); ReadError
     with the reason when it cannot be opened, is not a regular file, or (read whole) is
     larger than the ``max_file_bytes`` limit."""
+    if storage.url_scheme(path):
+        return _read_remote(path, what, size)
     fd, length = _open_regular_fd(path, what)
     try:
         if size is None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
 import sys
 from array import array
@@ -33,7 +32,7 @@ import numpy as np
 
 from labelguard.core.records import NO_ID, Problem
 from labelguard.core.text import clipped, plural
-from labelguard.readers.base import ReadError, open_regular, read_head
+from labelguard.readers.base import ReadError, open_regular, read_head, stream_size
 
 CHUNK = 1 << 20
 # Literals and numbers cut by a chunk boundary fail this close to the buffer's end.
@@ -552,7 +551,7 @@ def peek_categories(path: str, window: int = CHUNK) -> list[tuple[int, str]] | N
     when they are not found there or do not decode."""
     try:
         with open_regular(path, "JSON file") as handle:
-            size = os.fstat(handle.fileno()).st_size
+            size = stream_size(handle)
             head = handle.read(window)
             tail = b""
             if size > window:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labelguard.core import storage
 from labelguard.readers.base import ReadError, parse_json, read_text
 
 COLOR_MAP_FILES = ("dataset_meta.json", "label_colors.txt", "labelmap.txt", "labelmap.csv",
@@ -248,7 +249,7 @@ def find_color_map(directories: list[str]) -> tuple[ColorMap | None, str | None]
     for directory in directories:
         for name in COLOR_MAP_FILES:
             path = os.path.join(directory, name)
-            if not os.path.isfile(path):
+            if not storage.isfile(path):
                 continue
             if name == "dataset_meta.json":
                 try:

@@ -7,6 +7,7 @@ stay (H, W, 3)); decoding colours and judging values is the checks' work.
 
 from __future__ import annotations
 
+import gzip
 import importlib
 import io
 import logging
@@ -21,6 +22,7 @@ import numpy as np
 from PIL import Image, ImageFile, PngImagePlugin, UnidentifiedImageError
 
 from labelguard._optional import require
+from labelguard.core import storage
 from labelguard.core.cache import note_uncacheable
 from labelguard.core.records import MaskRecord
 from labelguard.core.text import plural
@@ -382,7 +384,7 @@ def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str 
     h5py = require("h5py", "read HDF5 masks")
     remark = None
     try:
-        with h5py.File(path, "r") as handle:
+        with _hdf5_file(h5py, path) as handle:
             keys, broken, external = _hdf5_datasets(handle, h5py, path)
             chosen = _pick_key(keys + list(external) + list(broken), key, "HDF5 file")
             if chosen in broken:
@@ -406,6 +408,14 @@ def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str 
 # to rewrite the file): the report counts them under this remark.
 EXTERNAL_LABEL = ("label read through an HDF5 external link to a file beside it (`labelguard fix` refuses "
                   "to rewrite such files: fix the file the link names)")
+
+
+def _hdf5_file(h5py, path: str):
+    """The HDF5 file at ``path`` opened for reading: by its name on this machine, from its
+    bytes (an in-memory file) on object storage."""
+    if storage.url_scheme(path):
+        return h5py.File(open_regular(path, "HDF5 file"), "r")
+    return h5py.File(path, "r")
 
 
 def _read_dataset(dataset, name: str) -> np.ndarray:
@@ -466,6 +476,9 @@ def _hdf5_datasets(handle, h5py, path: str) -> tuple[list[str], dict[str, str], 
                 target = _external_target(path, link.filename)
                 if target is not None:
                     external[name] = (target, link.path)
+                elif storage.url_scheme(path):
+                    broken[name] = (f"{name!r} is an HDF5 external link to {link.filename}:{link.path}; links "
+                                    "between objects of object storage are not followed: audit that file")
                 else:
                     broken[name] = (f"{name!r} is an HDF5 external link to {link.filename}:{link.path}, outside "
                                     "the folder of the file that links to it; labelguard reads nothing outside "
@@ -488,7 +501,10 @@ def _hdf5_datasets(handle, h5py, path: str) -> tuple[list[str], dict[str, str], 
 
 def _external_target(path: str, filename: str) -> str | None:
     """The file an external link names, resolved against the linking file's folder with links
-    followed, when it is a regular file in that folder or below it; else None."""
+    followed, when it is a regular file in that folder or below it; else None (always, for a
+    file on object storage)."""
+    if storage.url_scheme(path):
+        return None
     folder = os.path.dirname(os.path.realpath(path))
     if os.path.isabs(filename):
         return None
@@ -503,8 +519,14 @@ def _read_nifti(path: str, declared: str | None) -> MaskRecord:
     if NIFTI_PAIR.search(path.lower()):
         note_uncacheable("a NIfTI or Analyze header whose voxels nibabel reads from the .img beside it")
     try:
-        image = nib.load(path)
-        _check_nifti_size(path, image.header)
+        if storage.url_scheme(path):
+            data = read_bytes(path, "NIfTI file")
+            image = _nifti_from_bytes(nib, data)
+            size, gzipped = len(data), data[:2] == b"\x1f\x8b"
+        else:
+            image = nib.load(path)
+            size, gzipped = os.path.getsize(path), read_head(path, 2) == b"\x1f\x8b"
+        _check_nifti_size(image.header, size, gzipped)
         array = np.asanyarray(image.dataobj)
     except ReadError:
         raise
@@ -517,16 +539,30 @@ def _read_nifti(path: str, declared: str | None) -> MaskRecord:
 NIFTI_PAIR = re.compile(r"\.(hdr|img)(\.gz|\.bz2)?$")
 
 
-def _check_nifti_size(path: str, header) -> None:
+def _nifti_from_bytes(nib, data: bytes):
+    """The NIfTI-1 or NIfTI-2 image in ``data`` (gzip-compressed or not), its voxels read from
+    memory when asked for: nibabel's own loading needs a file name."""
+    stream: BinaryIO = io.BytesIO(data)
+    if data[:2] == b"\x1f\x8b":
+        stream = gzip.GzipFile(fileobj=stream)
+    head = stream.read(540)
+    stream.seek(0)
+    for kind in (nib.Nifti1Image, nib.Nifti2Image):
+        if kind.header_class.may_contain_header(head):
+            holder = nib.FileHolder(fileobj=stream)
+            return kind.from_file_map({"header": holder, "image": holder})
+    raise ReadError("no NIfTI-1 or NIfTI-2 header (a .hdr/.img pair is read only from a local folder)")
+
+
+def _check_nifti_size(header, size: int, gzipped: bool) -> None:
     """ReadError when the volume a NIfTI header declares is over the read limits or more than
-    the file can hold: its bytes after the header in a ``.nii``, what deflate can expand the
-    file's bytes into in a ``.nii.gz``."""
+    the file of ``size`` bytes can hold: its bytes after the header in a ``.nii``, what
+    deflate can expand them into in a ``.nii.gz`` (``gzipped``)."""
     dtype = header.get_data_dtype()
     nbytes = check_array("the NIfTI header", tuple(int(side) for side in header.get_data_shape()),
                          dtype.itemsize, dtype)
     offset = int(header.get_data_offset())
-    size = os.path.getsize(path)
-    if read_head(path, 2) == b"\x1f\x8b":
+    if gzipped:
         check_decoded("the NIfTI volume", offset + nbytes, "needs")
         if offset + nbytes > DEFLATE_RATIO * size + DEFLATE_SLACK:
             raise ReadError(f"the NIfTI header declares {nbytes:,} bytes of voxels, more than the "
@@ -552,6 +588,8 @@ def image_shape(path: str) -> tuple[int, ...]:
     if container in ("nifti", "gzip"):
         nib = require("nibabel", "read NIfTI images")
         try:
+            if storage.url_scheme(path):
+                return tuple(_nifti_from_bytes(nib, read_bytes(path, "NIfTI file")).shape)
             return tuple(nib.load(path).shape)
         except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
             raise ReadError(f"cannot read NIfTI header: {exc or type(exc).__name__}") from None
@@ -619,7 +657,7 @@ def read_mask_image_array_shape(path: str, container: str) -> tuple[int, ...]:
             return archive.header(key).shape
     h5py = require("h5py", "read HDF5 images")
     try:
-        with h5py.File(path, "r") as handle:
+        with _hdf5_file(h5py, path) as handle:
             keys, broken, _ = _hdf5_datasets(handle, h5py, path)
             key = next((k for k in IMAGE_KEYS if k in keys), keys[0] if keys else None)
             if key is None:

@@ -24,6 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from labelguard.core import storage
 from labelguard.core.text import LISTED, clipped, plural, shorten
 from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, decode_text, read_text_bytes
 
@@ -346,7 +347,7 @@ def _is_int64(text: str) -> bool:
 def label_names_file(folder: str) -> str | None:
     """A class-name file beside a table: synsets.txt (ImageNet), labels.txt, classes.txt."""
     try:
-        names = sorted(os.listdir(folder))
+        names = sorted(storage.listdir(folder))
     except OSError:
         return None
     for wanted in ("synsets.txt", "labels.txt", "classes.txt", "class_names.txt", "labelmap.txt"):

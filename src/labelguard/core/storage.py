@@ -1,0 +1,642 @@
+"""Where a dataset's files live: this machine's file system, or object storage behind an
+fsspec URL (``s3://bucket/prefix``, ``gs://...``, ``memory://...``).
+
+The layouts and readers ask these functions what the ``os`` module would tell them
+(:func:`isfile`, :func:`isdir`, :func:`scandir`, :func:`walk`...). A path that is no URL
+goes straight to ``os``: the same call, the same answer, so a local audit is what it was. A
+URL is answered by fsspec, and only below a *location* that the caller granted
+(:func:`grant`): the scheme and bucket of a PATH, ``--images``, ``--masks`` or ``--list`` it
+gave, with the storage options it gave. Any other URL (one that a list entry, an annotation
+or a joined name spells) is a path that does not exist: the data never makes labelguard
+reach another bucket, host or protocol, nor a local file from a remote dataset.
+
+Path arithmetic on URLs (:func:`normpath`, :func:`abspath`, :func:`relpath`) works on the
+part after the scheme as on a POSIX path, and never climbs above the bucket, so the one
+inside-root test of :mod:`labelguard.layouts.pairing` holds for URLs as for paths.
+
+Object storage has no links, no named pipes and no devices: an object is a regular file,
+a prefix with objects below it is a folder. Reading an object fetches it whole
+(:func:`read_object`), after its size is checked against the read limits: masks and
+annotation files are small, and one request per file is what object storage serves fastest.
+The result cache tells one version of an object from another by its *validator*
+(:func:`validator`): the store's content tag (S3's ETag, which changes whenever a byte does;
+GCS's MD5 or generation), never its modification time; without one, by a hash of its bytes.
+
+A task that reads object storage carries its :class:`RemoteAccess` in its options, and
+unpickling the task grants it in the process that runs it (a worker of the local pool, a
+Dask worker): the filesystem is opened there, lazily, on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# Fields of an object's listing that change whenever its bytes do (a strong validator).
+CONTENT_FIELDS = ("ETag", "etag", "md5Hash", "content_md5", "generation", "VersionId", "version_id")
+# Entries of one listing handed on at a time while a large prefix is listed page by page.
+LISTING_CHUNK = 1000
+
+
+class StorageError(Exception):
+    """Object storage refused or failed a request; the message says why (a finding's text)."""
+
+
+@dataclass(frozen=True)
+class RemoteAccess:
+    """What a caller allowed on object storage: the ``locations`` (``scheme://bucket``)
+    below which URLs may be read, and the fsspec storage ``options`` (JSON) the
+    filesystems are opened with. Travels by value to every process that reads."""
+
+    locations: tuple[str, ...]
+    options: str = field(default="{}", repr=False)  # may hold credentials: never shown
+
+    def __setstate__(self, state: dict) -> None:
+        # Unpickled in a worker (a task's option): the worker may read what the caller granted.
+        self.__dict__.update(state)
+        grant(self)
+
+
+# location -> the access that granted it, in this process
+_GRANTED: dict[str, RemoteAccess] = {}
+# (process, scheme, options) -> filesystem: a forked worker opens its own (a filesystem's
+# event loop thread does not survive a fork).
+_FILESYSTEMS: dict[tuple[int, str, str], Any] = {}
+
+
+def url_scheme(path: Any) -> str | None:
+    """The scheme of a URL (``s3`` for ``s3://bucket/key``), else None."""
+    if type(path) is not str or "://" not in path:
+        return None
+    match = _URL.match(path)
+    return match.group(1).lower() if match else None
+
+
+def local_path(path: str) -> str:
+    """``path`` with a ``file://`` URL turned into the local path it names (read as any
+    local path: links, inside-root and fix as for a path); any other path unchanged."""
+    if url_scheme(path) == "file":
+        return path[len("file://"):] or "/"
+    return path
+
+
+def location(url: str) -> str:
+    """``scheme://bucket`` of a URL: what :func:`grant` allows reading below."""
+    normal = normpath(url)
+    scheme, _, rest = normal.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def access_for(paths: list[str], options: dict | None = None) -> RemoteAccess | None:
+    """The access to grant for the URLs among ``paths`` (None when there is none)."""
+    locations = tuple(sorted({location(p) for p in paths if url_scheme(p) not in (None, "file")}))
+    if not locations:
+        return None
+    return RemoteAccess(locations, json.dumps(options or {}, sort_keys=True))
+
+
+def grant(access: RemoteAccess) -> None:
+    """Allow reading below ``access.locations`` in this process, with its options."""
+    for place in access.locations:
+        _GRANTED[place] = access
+
+
+def revoke(access: RemoteAccess) -> None:
+    """Undo :func:`grant` (the audit that granted it is over)."""
+    for place in access.locations:
+        if _GRANTED.get(place) == access:
+            del _GRANTED[place]
+
+
+# ---- path arithmetic ------------------------------------------------------------------------
+
+def normpath(path: str) -> str:
+    """:func:`os.path.normpath`, and for a URL the same on the part after the scheme, which
+    ``..`` never leaves (``s3://b/../x`` is ``s3://x``: another bucket, which is not granted)."""
+    scheme = url_scheme(path)
+    if scheme is None:
+        return os.path.normpath(path)
+    rest = path[len(scheme) + 3:]
+    return f"{scheme}://{posixpath.normpath('/' + rest).lstrip('/')}"
+
+
+def abspath(path: str) -> str:
+    return normpath(path) if url_scheme(path) else os.path.abspath(path)
+
+
+def realpath(path: str) -> str:
+    """:func:`os.path.realpath`; a URL has no links: normalised."""
+    return normpath(path) if url_scheme(path) else os.path.realpath(path)
+
+
+def isabs(path: str) -> bool:
+    return True if url_scheme(path) else os.path.isabs(path)
+
+
+def relpath(path: str, start: str = os.curdir) -> str:
+    """:func:`os.path.relpath`; of two URLs on one scheme, the POSIX relative path between them."""
+    scheme = url_scheme(path)
+    if scheme is None and url_scheme(start) is None:
+        return os.path.relpath(path, start)
+    if scheme is None or url_scheme(start) != scheme:
+        return abspath(path)
+    cut = len(scheme) + 3
+    return posixpath.relpath("/" + normpath(path)[cut:], "/" + normpath(start)[cut:])
+
+
+def is_remote(path: Any) -> bool:
+    """True for a URL below a granted location: one that is read from object storage."""
+    return url_scheme(path) is not None and _access(path) is not None
+
+
+def _access(url: str) -> RemoteAccess | None:
+    normal = normpath(url)
+    scheme, _, rest = normal.partition("://")
+    return _GRANTED.get(f"{scheme}://{rest.split('/', 1)[0]}") if rest else None
+
+
+# ---- the filesystem of a URL -------------------------------------------------------------------
+
+def filesystem(url: str):
+    """(fsspec filesystem, path in it) of a granted URL; None for a URL not granted."""
+    access = _access(url)
+    if access is None:
+        return None
+    scheme = url_scheme(url)
+    assert scheme is not None
+    key = (os.getpid(), scheme, access.options)
+    fs = _FILESYSTEMS.get(key)
+    if fs is None:
+        from labelguard._optional import require
+
+        fsspec = require("fsspec", f"read {scheme}:// URLs")
+        options = json.loads(access.options)
+        # Every look is the store's state now: a listing kept from earlier would give an
+        # object's old tag, and the result cache would take a changed file for unchanged.
+        options.setdefault("use_listings_cache", False)
+        try:
+            fs = fsspec.filesystem(scheme, **options)
+        except ImportError as exc:  # the backend of this scheme (s3fs, gcsfs...) is missing
+            from labelguard.errors import MissingDependency
+
+            raise MissingDependency(f"reading {scheme}:// URLs needs fsspec's backend for it: {exc} "
+                                    "(for s3://: pip install 'labelguard[s3]')") from exc
+        _FILESYSTEMS[key] = fs
+    return fs, fs._strip_protocol(normpath(url))
+
+
+def _info(url: str) -> dict | None:
+    """The listing entry of a granted URL (``type``, ``size``, validators), or None when
+    nothing is there or it is not granted."""
+    found = filesystem(url)
+    if found is None:
+        return None
+    fs, path = found
+    try:
+        return fs.info(path)
+    except Exception:  # nothing there, or the store cannot be asked: a path that gives nothing
+        return None
+
+
+def info(path: str) -> dict | None:
+    """The listing entry of a granted URL, or None (see :func:`_info`)."""
+    return _info(path) if url_scheme(path) else None
+
+
+def missing_reason(url: str) -> str | None:
+    """None when something (an object, or a prefix with objects) is at a granted ``url``,
+    else why not, in words: nothing there, or the store's error."""
+    found = filesystem(url)
+    if found is None:
+        return "not a location this audit was given"
+    fs, path = found
+    try:
+        fs.info(path)
+    except FileNotFoundError:
+        return "no object or prefix there"
+    except Exception as exc:  # credentials, endpoint, permissions: the store's own words
+        return f"object storage refused or failed the request: {type(exc).__name__}: {exc}"
+    return None
+
+
+def isfile(path: Any) -> bool:
+    if url_scheme(path) is None:
+        return os.path.isfile(path)
+    found = _info(path)
+    return found is not None and found.get("type") == "file"
+
+
+def isdir(path: Any) -> bool:
+    if url_scheme(path) is None:
+        return os.path.isdir(path)
+    found = _info(path)
+    return found is not None and found.get("type") == "directory"
+
+
+def exists(path: Any) -> bool:
+    if url_scheme(path) is None:
+        return os.path.exists(path)
+    return _info(path) is not None
+
+
+def lexists(path: Any) -> bool:
+    return exists(path) if url_scheme(path) else os.path.lexists(path)
+
+
+def islink(path: Any) -> bool:
+    return False if url_scheme(path) else os.path.islink(path)
+
+
+def getsize(path: Any) -> int:
+    """:func:`os.path.getsize`; OSError for a URL that names no object."""
+    if url_scheme(path) is None:
+        return os.path.getsize(path)
+    found = _info(path)
+    if found is None:
+        raise FileNotFoundError(path)
+    return int(found.get("size") or 0)
+
+
+class RemoteEntry:
+    """One entry of a listing of object storage, as :func:`os.scandir` gives one."""
+
+    __slots__ = ("name", "path", "_folder")
+
+    def __init__(self, name: str, path: str, folder: bool) -> None:
+        self.name, self.path, self._folder = name, path, folder
+
+    def is_file(self, follow_symlinks: bool = True) -> bool:
+        return not self._folder
+
+    def is_dir(self, follow_symlinks: bool = True) -> bool:
+        return self._folder
+
+    def is_symlink(self) -> bool:
+        return False
+
+
+class _Listing:
+    """A listing as a context manager, as :func:`os.scandir` returns one; its entries come
+    as the store's pages do (a probe that stops at the first match reads one page)."""
+
+    def __init__(self, entries: Iterator[RemoteEntry]) -> None:
+        self.entries = entries
+
+    def __enter__(self) -> "_Listing":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[RemoteEntry]:
+        return iter(self.entries)
+
+
+def _remote_entries(url: str) -> Iterator[RemoteEntry]:
+    """The entries of the folder ``url``, in name order, page by page where the store lists
+    so (S3: as each page of 1,000 keys arrives); FileNotFoundError when it is no folder."""
+    found = filesystem(url)
+    if found is None:
+        raise FileNotFoundError(url)
+    fs, path = found
+    base = normpath(url).rstrip("/") + "/"
+    iterdir = getattr(fs, "_iterdir", None)
+    if iterdir is None or not path:
+        try:
+            listed = fs.ls(path, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            raise FileNotFoundError(url) from None
+        if len(listed) == 1 and listed[0].get("type") == "file" and listed[0]["name"].rstrip("/") == path.rstrip("/"):
+            raise NotADirectoryError(url)
+        for item in sorted(listed, key=lambda item: item["name"]):
+            name = item["name"].rstrip("/").rsplit("/", 1)[-1]
+            if name:
+                yield RemoteEntry(name, base + name, item.get("type") == "directory")
+        return
+    yield from _paged_entries(fs, path, base)
+
+
+def _paged_entries(fs, path: str, base: str) -> Iterator[RemoteEntry]:
+    """The entries below an S3 prefix as its listing's pages arrive (keys and prefixes each
+    come in name order; prefixes are kept until the files are all yielded)."""
+    from fsspec.asyn import sync
+
+    bucket, _, key = path.partition("/")
+    prefix = key.rstrip("/") + "/" if key else ""
+    pages = fs._iterdir(bucket, prefix=prefix)
+
+    async def take() -> list[dict]:
+        items = []
+        async for item in pages:
+            items.append(item)
+            if len(items) >= LISTING_CHUNK:
+                break
+        return items
+
+    folders: list[str] = []
+    seen = False
+    while True:
+        try:
+            chunk = sync(fs.loop, take)
+        except FileNotFoundError:
+            raise FileNotFoundError(base) from None
+        except Exception as exc:  # botocore's ClientError and the like
+            raise StorageError(f"cannot list {base}: {exc}") from None
+        if not chunk:
+            break
+        seen = True
+        for item in chunk:
+            name = item["name"].rstrip("/").rsplit("/", 1)[-1]
+            if not name:
+                continue
+            if item.get("type") == "directory":
+                folders.append(name)
+            else:
+                yield RemoteEntry(name, base + name, False)
+    if not seen and not fs.isdir(path):
+        raise FileNotFoundError(base)
+    for name in sorted(folders):
+        yield RemoteEntry(name, base + name, True)
+
+
+def scandir(path: Any):
+    """:func:`os.scandir`; for a URL, its listing, read as it is iterated (OSError then)."""
+    if url_scheme(path) is None:
+        return os.scandir(path)
+    return _Listing(_remote_entries(path))
+
+
+def names_where(folder: Any, keep: Callable[[Any], bool]) -> list[str]:
+    """The sorted names of the entries of ``folder`` that ``keep(entry)`` (an
+    :func:`os.scandir` entry) takes: a probe of a folder of 100,000 masks for its few JSON
+    files or sub-folders holds those, never the whole listing. OSError as
+    :func:`os.listdir` raises it."""
+    with scandir(folder) as scan:
+        return sorted(entry.name for entry in scan if keep(entry))
+
+
+def is_folder(entry: Any) -> bool:
+    """``entry.is_dir()`` (links followed, as :func:`os.path.isdir`), False when it cannot be told."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def is_regular(entry: Any) -> bool:
+    """``entry.is_file()`` (links followed, as :func:`os.path.isfile`), False when it cannot be told."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def listdir(path: Any) -> list[str]:
+    if url_scheme(path) is None:
+        return os.listdir(path)
+    return [entry.name for entry in _remote_entries(path)]
+
+
+def walk(top: Any, followlinks: bool = False) -> Iterator[tuple[str, list[str], list[str]]]:
+    """:func:`os.walk` (top down: the ``dirs`` a caller keeps are walked); errors skip a folder."""
+    if url_scheme(top) is None:
+        yield from os.walk(top, followlinks=followlinks)
+        return
+    try:
+        entries = list(_remote_entries(top))
+    except (OSError, StorageError):
+        return
+    dirs = [e.name for e in entries if e.is_dir()]
+    files = [e.name for e in entries if e.is_file()]
+    base = normpath(top)
+    yield base, dirs, files
+    for name in dirs:
+        yield from walk(f"{base.rstrip('/')}/{name}")
+
+
+def iter_files(root: Any, skip_dirs: frozenset[str] = frozenset()) -> Iterator[str]:
+    """Every file under ``root``, folder by folder, in the order of a sorted :func:`os.walk`
+    (a folder's files by name, then its sub-folders by name; links to folders are not
+    walked into, as :func:`os.walk` does not), hidden entries and ``skip_dirs`` left out."""
+    for prefix, names in iter_folders(root, skip_dirs):
+        for name in names:
+            yield prefix + name
+
+
+def iter_folders(root: Any, skip_dirs: frozenset[str] = frozenset()) -> Iterator[tuple[str, Iterable[str]]]:
+    """(folder as ``os.path.join(folder, "")`` writes it, its files' names in order) for each
+    folder of :func:`iter_files`'s walk. Only one folder's names are held at a time: a local
+    folder's (sorted, packed past :data:`SORT_RUN` names: :class:`SortedNames`, which may be
+    iterated again), or an S3 prefix's page of keys (S3 lists keys in order; a one-pass
+    iterator: read the names before asking for the next folder)."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        prefix = os.path.join(folder, "")  # as os.path.join(folder, name) writes it
+        folders: list[str] = []
+        if url_scheme(folder) is None:
+            files = SortedNames()
+            try:
+                with os.scandir(folder) as scan:
+                    for entry in scan:
+                        if entry.name[0] == ".":
+                            continue
+                        kind = _kind(entry)
+                        if kind == "file":
+                            files.add(entry.name)
+                        elif kind == "dir" and entry.name not in skip_dirs:
+                            folders.append(entry.name)
+            except OSError:
+                continue
+            yield prefix, files.done()
+            del files
+        else:
+            yield prefix, _remote_files(folder, skip_dirs, folders)
+        pending.extend(prefix + name for name in sorted(folders, reverse=True))
+
+
+# Names sorted in memory at a time; a larger folder's are kept as sorted runs of packed bytes.
+SORT_RUN = 8192
+
+
+class SortedNames:
+    """The names of one folder in sorted order, iterable any number of times, at a cost of
+    about their bytes: they are sorted in runs of :data:`SORT_RUN`, each run packed into
+    one bytes object, and the runs merged as they are read. A folder of 100,000 masks then
+    holds some 2 MB rather than the 7 MB of a sorted list of its names."""
+
+    def __init__(self) -> None:
+        self.runs: list[bytes] = []
+        self.pending: list[str] = []
+
+    def add(self, name: str) -> None:
+        self.pending.append(name)
+        if len(self.pending) >= SORT_RUN:
+            self._pack()
+
+    def done(self) -> "SortedNames | list[str]":
+        """The names: a sorted list when they are few (the common folder), else self."""
+        if not self.runs:
+            self.pending.sort()
+            return self.pending
+        if self.pending:
+            self._pack()
+        return self
+
+    def _pack(self) -> None:
+        self.pending.sort()
+        self.runs.append("\0".join(self.pending).encode("utf-8", "surrogateescape"))
+        self.pending = []
+
+    def __iter__(self) -> Iterator[str]:
+        return heapq.merge(*(_unpacked(run) for run in self.runs))
+
+
+def _unpacked(run: bytes) -> Iterator[str]:
+    """The names of one packed run, one at a time (a file name never holds a NUL)."""
+    start = 0
+    while True:
+        end = run.find(b"\0", start)
+        if end < 0:
+            yield run[start:].decode("utf-8", "surrogateescape")
+            return
+        yield run[start:end].decode("utf-8", "surrogateescape")
+        start = end + 1
+
+
+def _remote_files(folder: str, skip_dirs: frozenset[str], folders: list[str]) -> Iterator[str]:
+    """The names of a remote folder's files as its listing gives them; its sub-folders'
+    names go to ``folders``. A folder that cannot be listed has none."""
+    try:
+        for entry in _remote_entries(folder):
+            if entry.name[0] == ".":
+                continue
+            if not entry.is_dir():
+                yield entry.name
+            elif entry.name not in skip_dirs:
+                folders.append(entry.name)
+    except (OSError, StorageError):
+        return
+
+
+def _kind(entry: os.DirEntry) -> str:
+    """How :func:`os.walk` takes an entry: a folder it walks into ("dir"), a link to a folder
+    it lists but does not walk ("link"), else a file (an entry it cannot stat included)."""
+    try:
+        if not entry.is_dir():
+            return "file"
+    except OSError:
+        return "file"
+    try:
+        return "link" if entry.is_symlink() else "dir"
+    except OSError:
+        return "dir"
+
+
+# ---- reading objects ------------------------------------------------------------------------------
+
+def validator(entry: dict | None) -> bytes | None:
+    """What tells this version of an object from any other: its size with the content
+    fields of its listing entry (:data:`CONTENT_FIELDS`: S3's ETag, GCS's MD5 and
+    generation), or None when the store gives none (or only a weak ETag) and only its bytes
+    can tell."""
+    if entry is None:
+        return None
+    fields = sorted((name, str(entry[name])) for name in CONTENT_FIELDS
+                    if entry.get(name) not in (None, "") and not str(entry[name]).startswith("W/"))
+    if not fields:
+        return None
+    return hashlib.sha256(json.dumps([int(entry.get("size") or 0), fields]).encode()).digest()
+
+
+def read_object(url: str, limit: int | None = None, size: int | None = None) -> bytes:
+    """The bytes of the object at ``url``: its first ``size`` bytes (one ranged request), or
+    the whole object when ``size`` is None, refused (:class:`ObjectTooLarge`) before it is
+    fetched when larger than ``limit``. FileNotFoundError when no object is there,
+    IsADirectoryError for a folder, :class:`StorageError` when the store fails."""
+    found = filesystem(url)
+    if found is None:
+        raise FileNotFoundError(url)
+    fs, path = found
+    try:
+        if size is not None:
+            return fs.cat_file(path, start=0, end=size)
+        # One look at the object's size and tag, then its bytes (S3: fetched only while
+        # the object still has that tag).
+        with fs.open(path, "rb") as handle:
+            details = getattr(handle, "details", None) or {}
+            if details.get("type") == "directory":
+                raise IsADirectoryError(url)
+            length = int(details.get("size") or getattr(handle, "size", 0) or 0)
+            if limit is not None and length > limit:
+                raise ObjectTooLarge(length)
+            return handle.read()
+    except (FileNotFoundError, IsADirectoryError, ObjectTooLarge):
+        raise
+    except Exception as exc:  # the backend's own errors (botocore, aiohttp, OSError)
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise FileNotFoundError(url) from None
+        raise StorageError(f"{type(exc).__name__}: {exc}") from None
+
+
+class ObjectTooLarge(Exception):
+    """The object is larger than the read limit: not fetched."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def content_digest(url: str, limit: int | None = None) -> bytes | None:
+    """What the result cache keys a remote file on: its :func:`validator` when the store
+    gives one (one look at the object, no byte fetched), else a SHA-256 of its bytes (None,
+    unhashed, when there are more than ``limit``); a digest that says what is there instead
+    for a missing object or a folder."""
+    entry = _info(url)
+    if entry is None:
+        return b"missing"
+    if entry.get("type") == "directory":
+        return b"not-regular:directory"
+    tag = validator(entry)
+    if tag is not None:
+        return b"v:" + tag
+    if limit is not None and int(entry.get("size") or 0) > limit:
+        return None
+    found = filesystem(url)
+    assert found is not None
+    fs, path = found
+    digest = hashlib.sha256()
+    try:
+        with fs.open(path, "rb") as handle:
+            while True:
+                chunk = handle.read(1 << 20)
+                if not chunk:
+                    break
+                digest.update(chunk)
+    except Exception as exc:  # unreadable now: a digest that differs from any content's
+        return f"unreadable:{type(exc).__name__}".encode()
+    return b"h:" + digest.digest()
+
+
+def path_kind(path: str) -> bytes:
+    """``file``, ``dir`` or ``none`` for a URL, as :func:`isfile` / :func:`isdir` see it."""
+    entry = _info(path)
+    if entry is None:
+        return b"none"
+    return b"dir" if entry.get("type") == "directory" else b"file"
+
+
+def listing_digest(url: str) -> bytes:
+    """A digest of a remote folder's entries: each name with whether it is a file or a folder."""
+    try:
+        entries = [("d" if entry.is_dir() else "f") + entry.name for entry in _remote_entries(url)]
+    except (OSError, StorageError) as exc:
+        return f"unlistable:{type(exc).__name__}".encode()
+    return hashlib.sha256("\0".join(sorted(entries)).encode("utf-8", "surrogateescape")).digest()

@@ -1,0 +1,364 @@
+"""Datasets in object storage: audited through ``s3://`` URLs on a real S3 API (moto's
+server on loopback) and from a local copy of the same files, with identical findings (their
+paths differ by the prefix only); the result cache on objects; the path policies for URLs;
+``fix`` refused. The object storage layer itself is :mod:`labelguard.core.storage`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from annotation_builders import coco_box, coco_categories, coco_dataset, coco_image
+from builders import organic_mask, truncate, write_h5, write_list, write_nifti, write_png
+from detection_builders import write_voc
+from s3_server import s3_server  # noqa: F401  (the fixture)
+
+from labelguard import audit
+from labelguard.core import storage
+from labelguard.core.spec import LabelSpec
+from labelguard.layouts.pairing import display_path, inside_root
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+# ---- the datasets, written locally and uploaded as they are ------------------------------------
+
+def masks_dataset(root: Path) -> Path:
+    """Images and masks paired by name, with findings: a value outside the spec, a damaged
+    PNG, an image of another size than its mask, an image without a mask, masks without
+    images (a NIfTI volume and an HDF5 label, both read), and a file list naming a mask that
+    does not exist."""
+    write_png(root / "masks" / "a.png", organic_mask((16, 16), (0, 1), seed=1))
+    write_png(root / "masks" / "b.png", organic_mask((16, 16), (0, 1, 7), seed=2))
+    truncate(write_png(root / "masks" / "c.png", organic_mask((16, 16), (0, 2), seed=3)))
+    write_png(root / "masks" / "d.png", organic_mask((16, 16), (0, 2), seed=4))
+    write_nifti(root / "masks" / "vol.nii.gz", np.array([[[0, 1], [5, 1]], [[0, 0], [2, 1]]], dtype=np.uint8))
+    write_h5(root / "masks" / "seg.h5", label=np.array([[0, 2], [9, 1]], dtype=np.uint8))
+    for name, size in (("a", 16), ("b", 16), ("c", 16), ("d", 12), ("orphan", 16)):
+        write_png(root / "images" / f"{name}.png", np.zeros((size, size, 3), np.uint8))
+    write_list(root / "lists" / "train.txt", ["masks/a.png", "masks/b.png", "masks/missing.png"])
+    return root
+
+
+def coco_files(root: Path) -> Path:
+    """A COCO file naming an image that is not there, one that leads out of the dataset and
+    a category it does not declare."""
+    images = [coco_image(1, "000001.jpg"), coco_image(2, "000002.jpg"), coco_image(3, "gone.jpg"),
+              coco_image(4, "../../../elsewhere.jpg")]
+    annotations = [coco_box(1, 1, 1), coco_box(2, 2, 2), coco_box(3, 3, 9), coco_box(4, 4, 1)]
+    coco_dataset(root, images=images, annotations=annotations, categories=coco_categories(["cat", "dog"]))
+    (root / "images" / "train" / "gone.jpg").unlink()
+    return root
+
+
+def voc_files(root: Path) -> Path:
+    """A VOC folder whose split list names an id without an annotation, with an object of an
+    undeclared class."""
+    return write_voc(root, {"000001": [("cat", (1, 1, 10, 10))], "000002": [("dog", (2, 2, 8, 8))]},
+                     splits={"train": ["000001", "000002", "000003"]}, labels=["cat"])
+
+
+def normalized(report, root: str) -> list[str]:
+    """The report's findings as JSON, with the dataset's root (as the findings show it)
+    written ``<root>``, sorted."""
+    shown = display_path(root)
+    return sorted(json.dumps(f.to_dict(), sort_keys=True, default=str).replace(shown, "<root>")
+                  for f in report.findings)
+
+
+def files_of(report, root: str) -> list[str]:
+    shown = display_path(root)
+    return [path.replace(shown, "<root>") for path in report.files]
+
+
+@pytest.fixture(scope="module")
+def uploaded(s3_server, tmp_path_factory):
+    """The three datasets, written under a local folder and uploaded below ``s3://data``."""
+    local = tmp_path_factory.mktemp("object-storage")
+    masks_dataset(local / "masks_ds")
+    coco_files(local / "coco_ds")
+    voc_files(local / "voc_ds")
+    bucket = s3_server.bucket("data")
+    s3_server.upload(local, bucket)
+    return local, bucket
+
+
+SPEC = LabelSpec(num_classes=3)
+
+
+@pytest.mark.parametrize("name, spec, lists", [
+    ("masks_ds", SPEC, ()),
+    ("masks_ds", SPEC, ("lists/train.txt",)),
+    ("coco_ds", None, ()),
+    ("voc_ds", None, ()),
+])
+def test_an_audit_through_s3_finds_what_the_local_copy_has(s3_server, uploaded, name, spec, lists):
+    local, bucket = uploaded
+    local_root, remote_root = str(local / name), f"{bucket}/{name}"
+    local_report = audit(local_root, spec, use_project_config=False, cache=False,
+                         options=_options(local_root, lists))
+    remote_report = audit(remote_root, spec, use_project_config=False, cache=False,
+                          options=_options(remote_root, lists), storage_options=s3_server.options)
+    assert normalized(remote_report, remote_root) == normalized(local_report, local_root)
+    assert files_of(remote_report, remote_root) == files_of(local_report, local_root)
+    assert remote_report.summary.samples == local_report.summary.samples > 0
+    assert remote_report.layouts == local_report.layouts
+    assert not remote_report.errors and not local_report.errors
+    # The findings name the objects by their URLs.
+    named = {f.path for f in remote_report.findings if f.path}
+    assert named and all(path.startswith(remote_root + "/") for path in named), named
+
+
+def _options(root: str, lists: tuple[str, ...]):
+    from labelguard.layouts import AuditOptions
+
+    return AuditOptions(lists=tuple(f"{root}/{entry}" for entry in lists))
+
+
+def test_the_masks_dataset_through_s3_has_its_findings(s3_server, uploaded):
+    _, bucket = uploaded
+    root = f"{bucket}/masks_ds"
+    report = audit(root, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options)
+    codes = {(f.code, f.path) for f in report.findings}
+    assert ("LG201", f"{root}/masks/b.png") in codes  # value 7 of 3 classes
+    assert ("LG201", f"{root}/masks/vol.nii.gz") in codes  # NIfTI read from its bytes
+    assert ("LG201", f"{root}/masks/seg.h5") in codes  # HDF5 read from its bytes
+    assert ("LG001", f"{root}/masks/c.png") in codes  # damaged
+    assert ("LG206", f"{root}/masks/d.png") in codes  # its image has another size
+    assert ("LG002", f"{root}/images/orphan.png") in codes
+    listed = audit(root, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options,
+                   options=_options(root, ("lists/train.txt",)))
+    missing = [f for f in listed.findings if f.code == "LG003"]
+    assert [f.path for f in missing] == [f"{root}/lists/train.txt"] and "masks/missing.png" in missing[0].message
+
+
+def test_two_workers_read_s3_as_one_does(s3_server, uploaded):
+    # The workers are new processes (a fork server: s3fs runs a thread): each task brings
+    # the audit's access to the bucket, and the worker opens its own filesystem.
+    _, bucket = uploaded
+    root = f"{bucket}/masks_ds"
+    one = audit(root, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options, workers=1)
+    two = audit(root, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options, workers=2)
+    assert normalized(two, root) == normalized(one, root)
+    assert not two.errors
+
+
+def test_the_cache_keys_an_object_on_its_etag_and_sees_it_change(s3_server, tmp_path):
+    bucket = s3_server.bucket("cached")
+    local = masks_dataset(tmp_path / "ds")
+    root = s3_server.upload(local, f"{bucket}/ds")
+    cache = tmp_path / "cache"
+
+    def run():
+        return audit(root, SPEC, use_project_config=False, cache=str(cache), storage_options=s3_server.options)
+
+    first = run()
+    second = run()
+    assert first.from_cache == 0
+    assert second.from_cache == len(second.files) > 0
+    assert normalized(second, root) == normalized(first, root)
+    # One object rewritten (same size: a timestamp would not tell): exactly it is read again.
+    fixed = np.where(organic_mask((16, 16), (0, 1, 7), seed=2) == 7, 2, organic_mask((16, 16), (0, 1, 7), seed=2))
+    write_png(tmp_path / "b.png", fixed.astype(np.uint8))
+    s3_server.put(f"{root}/masks/b.png", (tmp_path / "b.png").read_bytes())
+    third = run()
+    assert third.from_cache == len(third.files) - 1
+    assert ("LG201", f"{root}/masks/b.png") not in {(f.code, f.path) for f in third.findings}
+
+
+def test_an_object_without_a_content_tag_is_keyed_on_a_hash_of_its_bytes(tmp_path):
+    # fsspec's in-memory filesystem lists no ETag: the cache hashes the bytes it reads.
+    pytest.importorskip("fsspec")
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    root = "memory://lg-hashed/ds"
+    local = tmp_path / "ds"
+    write_png(local / "masks" / "a.png", organic_mask((8, 8), (0, 1), seed=1))
+    write_png(local / "masks" / "b.png", organic_mask((8, 8), (0, 5), seed=2))
+    for path in local.rglob("*.png"):
+        memory.pipe(f"{root}/{path.relative_to(local).as_posix()}", path.read_bytes())
+    try:
+        cache = tmp_path / "cache"
+        first = audit(root, SPEC, use_project_config=False, cache=str(cache))
+        second = audit(root, SPEC, use_project_config=False, cache=str(cache))
+        assert storage.validator(storage.info(f"{root}/masks/a.png")) is None
+        assert storage.content_digest(f"{root}/masks/a.png").startswith(b"h:")
+        assert (first.from_cache, second.from_cache) == (0, 2)
+        write_png(tmp_path / "b.png", organic_mask((8, 8), (0, 1), seed=2))
+        memory.pipe(f"{root}/masks/b.png", (tmp_path / "b.png").read_bytes())
+        third = audit(root, SPEC, use_project_config=False, cache=str(cache))
+        assert third.from_cache == 1 and not [f for f in third.findings if f.code == "LG201"]
+    finally:
+        memory.rm("memory://lg-hashed", recursive=True)
+
+
+# ---- path policies: what the data names never leaves the dataset -----------------------------
+
+def test_url_paths_are_normalised_inside_their_bucket():
+    assert storage.normpath("s3://b/ds/./x/../y.png") == "s3://b/ds/y.png"
+    assert storage.normpath("s3://b/ds/../../../x") == "s3://x"  # never above the bucket: another bucket
+    assert inside_root("s3://b/ds/masks/a.png", "s3://b/ds")
+    assert not inside_root("s3://b/ds-other/a.png", "s3://b/ds")
+    assert not inside_root(storage.normpath("s3://b/ds/../other/a.png"), "s3://b/ds")
+    assert not inside_root("/b/ds/a.png", "s3://b/ds") and not inside_root("s3://b/ds/a.png", "/b/ds")
+    assert storage.relpath("s3://b/ds/masks/a.png", "s3://b/ds") == "masks/a.png"
+    assert display_path("s3://b/ds/a.png") == "s3://b/ds/a.png"
+
+
+def test_a_url_that_was_not_given_is_a_path_that_does_not_exist(s3_server, uploaded, tmp_path):
+    # The bucket exists and holds the file, but nothing granted it to this audit: a list of a
+    # local dataset that names it selects nothing, and nothing is read from it.
+    _, bucket = uploaded
+    url = f"{bucket}/masks_ds/masks/a.png"
+    storage.revoke(storage.access_for([url], s3_server.options))
+    assert not storage.is_remote(url) and not storage.exists(url) and not storage.isfile(url)
+    write_png(tmp_path / "masks" / "x.png", organic_mask((8, 8), (0, 1)))
+    write_list(tmp_path / "lists" / "train.txt", ["masks/x.png", url])
+    report = audit(str(tmp_path), SPEC, use_project_config=False, cache=False,
+                   options=_options(str(tmp_path), ("lists/train.txt",)))
+    assert [Path(p).name for p in report.files] == ["x.png"]
+    assert {f.code for f in report.findings if f.path and f.path.endswith("train.txt")} <= {"LG003", "LG005"}
+    from labelguard.readers.base import ReadError, read_bytes
+
+    with pytest.raises(ReadError, match="outside the locations this audit was given"):
+        read_bytes(url)
+
+
+def test_names_in_remote_files_that_leave_the_prefix_are_flagged_not_read(s3_server, tmp_path):
+    bucket = s3_server.bucket("escapes")
+    local = tmp_path / "ds"
+    write_png(local / "masks" / "a.png", organic_mask((8, 8), (0, 1)))
+    write_png(tmp_path / "outside" / "b.png", organic_mask((8, 8), (0, 1)))
+    write_list(local / "lists" / "train.txt", ["masks/a.png", "../outside/b.png", "/etc/hostname"])
+    s3_server.upload(tmp_path, bucket)
+    root = f"{bucket}/ds"
+    report = audit(root, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options,
+                   options=_options(root, ("lists/train.txt",)))
+    assert list(report.files) == [f"{root}/masks/a.png"]  # the file outside the prefix is never audited
+    escaping = [f for f in report.findings if f.code == "LG005"]
+    assert [f.data["entry"] for f in escaping] == ["../outside/b.png"], report.findings
+    # An absolute local path in a remote list is looked for under the prefix only.
+    assert any(f.code == "LG003" and f.data.get("entry") == "/etc/hostname" for f in report.findings)
+
+
+# ---- readers: bytes, never a local path -------------------------------------------------------
+
+def test_readers_give_the_same_arrays_from_an_object_as_from_the_file(s3_server, uploaded):
+    from labelguard.readers.masks import image_shape, read_mask
+
+    local, bucket = uploaded
+    storage.grant(storage.access_for([bucket], s3_server.options))
+    for name in ("masks/a.png", "masks/vol.nii.gz", "masks/seg.h5"):
+        here = read_mask(str(local / "masks_ds" / name))
+        there = read_mask(f"{bucket}/masks_ds/{name}")
+        assert np.array_equal(here.array, there.array) and here.container == there.container
+    assert image_shape(f"{bucket}/masks_ds/masks/vol.nii.gz") == image_shape(str(local / "masks_ds/masks/vol.nii.gz"))
+
+
+def test_an_hdf5_external_link_in_an_object_is_not_followed(s3_server, tmp_path):
+    h5py = pytest.importorskip("h5py")
+    bucket = s3_server.bucket("linked")
+    write_h5(tmp_path / "target.h5", label=np.zeros((2, 2), np.uint8))
+    with h5py.File(tmp_path / "link.h5", "w") as handle:
+        handle["label"] = h5py.ExternalLink("target.h5", "/label")
+    s3_server.upload(tmp_path, bucket)
+    storage.grant(storage.access_for([bucket], s3_server.options))
+    from labelguard.readers.base import ReadError
+    from labelguard.readers.masks import read_mask
+
+    with pytest.raises(ReadError, match="links between objects of object storage are not followed"):
+        read_mask(f"{bucket}/link.h5")
+
+
+# ---- the command line --------------------------------------------------------------------------
+
+def _cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "labelguard", *args], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=240)
+
+
+def test_the_cli_audits_a_url_with_the_endpoint_from_the_environment(s3_server, uploaded, tmp_path):
+    _, bucket = uploaded
+    root = f"{bucket}/masks_ds"
+    done = _cli("audit", root, "--list", f"{root}/lists/train.txt", "--num-classes", "3", "-f", "json",
+                "--no-progress", "--no-config", "--no-cache", cwd=tmp_path,
+                env={"AWS_ENDPOINT_URL": s3_server.endpoint})
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["summary"]["files"] == [f"{root}/masks/a.png", f"{root}/masks/b.png"]
+    assert any(f["code"] == "LG003" and f["path"] == f"{root}/lists/train.txt" for f in report["findings"])
+
+
+def test_the_cli_takes_storage_options_as_json(s3_server, uploaded, tmp_path):
+    _, bucket = uploaded
+    done = _cli("audit", f"{bucket}/voc_ds", "-f", "json", "--no-progress", "--no-config", "--no-cache",
+                "--storage-options", json.dumps(s3_server.options), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert {f["code"] for f in json.loads(done.stdout)["findings"]} >= {"LG003", "LG101"}
+    bad = _cli("audit", f"{bucket}/voc_ds", "--storage-options", "[1]", cwd=tmp_path)
+    assert bad.returncode == 2 and "JSON object" in bad.stderr
+    nothing = _cli("audit", f"{bucket}/no-such-prefix", "--storage-options", json.dumps(s3_server.options),
+                   cwd=tmp_path)
+    assert nothing.returncode == 2 and "no object or prefix there" in nothing.stderr
+
+
+def test_fix_refuses_object_storage_and_says_what_to_do(s3_server, uploaded, tmp_path):
+    _, bucket = uploaded
+    root = f"{bucket}/masks_ds"
+    for args in (["fix", "remap", root, "--map", "7:0"], ["fix", "remap", root, "--map", "7:0", "--apply",
+                                                            "--out", str(tmp_path / "out")],
+                 ["fix", "list", f"{root}/lists/train.txt"], ["fix", "undo", root]):
+        done = _cli(*args, cwd=tmp_path)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "no atomic rename" in done.stderr and "aws s3 sync" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
+    out = _cli("fix", "remap", str(tmp_path), "--map", "7:0", "--out", "s3://data/out", cwd=tmp_path)
+    assert out.returncode == 2 and "no atomic rename" in out.stderr
+
+
+def test_the_fix_api_refuses_object_storage():
+    from labelguard.fix import FixError, remap
+
+    with pytest.raises(FixError, match="no atomic rename"):
+        remap("s3://data/masks_ds", {7: 0})
+
+
+def test_without_the_s3_extra_a_url_asks_for_it(tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "s3fs.py").write_text("raise ImportError(\"No module named 's3fs'\")\n")
+    done = subprocess.run([sys.executable, "-m", "labelguard", "audit", "s3://data/masks_ds", "--no-config"],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), SRC])},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "pip install 'labelguard[s3]'" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_storage_options_are_never_shown():
+    access = storage.access_for(["s3://data/ds"], {"key": "AKIA-SECRET-ID", "secret": "very-secret"})
+    from labelguard.core.tasks import FileTask
+    from labelguard.layouts.masks import process_mask
+
+    task = FileTask(process_mask, "s3://data/ds/a.png", "s3://data/ds/a.png", options=(("storage", access),))
+    assert "secret" not in repr(access) and "AKIA" not in repr(task)
+    assert json.loads(access.options)["secret"] == "very-secret"  # kept, for the workers
+
+
+def test_images_and_masks_flags_may_be_urls(s3_server, uploaded):
+    from labelguard.layouts import AuditOptions
+
+    local, bucket = uploaded
+    local_root, remote_root = str(local / "masks_ds"), f"{bucket}/masks_ds"
+    reports = [audit(root, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options,
+                     options=AuditOptions(images=f"{root}/images", masks=f"{root}/masks"))
+               for root in (local_root, remote_root)]
+    assert reports[1].layouts == ["paired"]
+    assert normalized(reports[1], remote_root) == normalized(reports[0], local_root)

@@ -1,0 +1,221 @@
+"""Streaming discovery and flat memory: discovery yields tasks as it walks, the engine takes
+them as it needs them (never ``len``), the report keeps counts and the flagged files, its
+list of every file spills to disk and streams into the JSON report. Peak memory itself is
+measured by ``benchmarks/bench_memory.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from builders import organic_mask, write_png
+
+from labelguard import audit
+from labelguard.core import storage
+from labelguard.core.engine import BATCH_FILES, BATCHES_PER_WORKER, run_batches, run_tasks
+from labelguard.core.spec import LabelSpec
+from labelguard.layouts import AuditOptions
+from labelguard.layouts.base import discover_datasets
+from labelguard.layouts.masks import process_mask
+from labelguard.layouts.pairing import _pair_in_folder, may_pair, walk_files
+from labelguard.output import write_report
+from labelguard.report import FileList
+
+SPEC = LabelSpec(num_classes=3)
+
+
+def tiny_masks(folder: Path, count: int, bad_every: int = 0) -> Path:
+    """``count`` 4x4 masks (a value outside SPEC in every ``bad_every``-th)."""
+    for index in range(count):
+        mask = organic_mask((4, 4), (0, 1), seed=index % 7)
+        if bad_every and index % bad_every == 0:
+            mask[0, 0] = 9
+        write_png(folder / f"m{index:05d}.png", mask)
+    return folder
+
+
+def test_discovery_yields_the_first_masks_before_it_lists_the_next_folder(tmp_path):
+    tiny_masks(tmp_path / "a", 2)
+    tiny_masks(tmp_path / "b", 1)
+    (discovery,) = discover_datasets(str(tmp_path), AuditOptions(format="masks"), stream=True)
+    assert not isinstance(discovery.tasks, list)
+    tasks = iter(discovery.tasks)
+    first = next(tasks)
+    assert Path(first.path).parent.name == "a"
+    # Folder b is listed only now: a file put there after the first task came is found.
+    write_png(tmp_path / "b" / "late.png", organic_mask((4, 4), (0, 1)))
+    rest = [Path(task.path).relative_to(tmp_path).as_posix() for task in tasks]
+    assert rest == ["a/m00001.png", "b/late.png", "b/m00000.png"]
+
+
+def test_a_list_of_tasks_is_what_discover_gives_without_streaming(tmp_path):
+    tiny_masks(tmp_path / "masks", 3)
+    (discovery,) = discover_datasets(str(tmp_path / "masks"), AuditOptions())
+    assert isinstance(discovery.tasks, list) and len(discovery.tasks) == 3
+
+
+def test_paired_masks_stream_with_their_orphans_found_at_the_end(tmp_path):
+    for name in ("a", "b"):
+        write_png(tmp_path / "masks" / f"{name}.png", organic_mask((4, 4), (0, 1)))
+    for name in ("a", "c"):
+        write_png(tmp_path / "images" / f"{name}.png", organic_mask((4, 4), (0, 1)))
+    (discovery,) = discover_datasets(str(tmp_path), AuditOptions(), stream=True)
+    assert discovery.layout == "paired" and discovery.findings == []
+    tasks = list(discovery.tasks)
+    assert [(Path(t.path).name, t.image and Path(t.image).name) for t in tasks] == [("a.png", "a.png"),
+                                                                                   ("b.png", None)]
+    assert sorted((f.code, Path(f.path).name) for f in discovery.findings) == [("LG002", "b.png"),
+                                                                               ("LG002", "c.png")]
+
+
+def counted(tasks, pulled: list[int]):
+    for task in tasks:
+        pulled[0] += 1
+        yield task
+
+
+def test_the_engine_takes_tasks_as_it_needs_them_and_never_asks_their_number(tmp_path):
+    folder = tiny_masks(tmp_path / "masks", 8)
+    (discovery,) = discover_datasets(str(folder), AuditOptions())
+    many = [discovery.tasks[i % 8] for i in range(3000)]
+    pulled = [0]
+    results = run_tasks(counted(many, pulled), SPEC, workers=1)
+    first = next(results)
+    # The batches are sized from a first look at the tasks, then taken one batch at a time.
+    assert pulled[0] <= BATCHES_PER_WORKER * BATCH_FILES + BATCH_FILES
+    assert first.files + sum(result.files for result in results) == 3000
+    assert pulled[0] == 3000
+
+
+def test_run_batches_gives_each_result_with_its_tasks(tmp_path):
+    folder = tiny_masks(tmp_path / "masks", 40, bad_every=9)
+    (discovery,) = discover_datasets(str(folder), AuditOptions())
+    for workers in (1, 2):
+        seen = []
+        for batch, result in run_batches(iter(discovery.tasks), SPEC, workers):
+            assert result.files == len(batch)
+            assert {f.path for f in result.findings} <= {task.display for task in batch}
+            seen.extend(task.display for task in batch)
+        assert sorted(seen) == sorted(task.display for task in discovery.tasks)
+
+
+def test_progress_has_no_total_while_discovery_walks_and_the_total_at_the_end(tmp_path):
+    count = BATCHES_PER_WORKER * BATCH_FILES + 40  # more than the engine's first look
+    tiny_masks(tmp_path / "masks", count)
+    seen = []
+    report = audit(str(tmp_path / "masks"), SPEC, workers=1, use_project_config=False, cache=False,
+                   progress=lambda done, total: seen.append((done, total)))
+    assert seen[0][1] is None and seen[-1] == (count, count)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert len(report.files) == count
+
+
+def test_the_report_keeps_the_tasks_of_flagged_files_only(tmp_path):
+    tiny_masks(tmp_path / "masks", 30, bad_every=10)
+    report = audit(str(tmp_path / "masks"), SPEC, workers=2, use_project_config=False, cache=False)
+    bad = {f.path for f in report.findings if f.code == "LG201"}
+    assert len(bad) == 3 and bad <= set(report.flagged_tasks) == {f.path for f in report.findings if f.path}
+    assert len(report.flagged_tasks) < len(report.files)
+    assert all(task.processor is process_mask for task in report.flagged_tasks.values())
+
+
+def test_the_list_of_files_spills_to_disk_and_the_json_report_is_unchanged(tmp_path, monkeypatch):
+    tiny_masks(tmp_path / "masks", 12, bad_every=5)
+    in_memory = audit(str(tmp_path / "masks"), SPEC, use_project_config=False, cache=False)
+    monkeypatch.setattr(FileList, "IN_MEMORY", 5)
+    spilled = audit(str(tmp_path / "masks"), SPEC, use_project_config=False, cache=False)
+    assert spilled.files._rest is not None and len(spilled.files) == 12
+    assert spilled.files == in_memory.files == list(in_memory.files)
+    assert list(in_memory.files)[-1] in spilled.files and "nothing" not in spilled.files
+    for report in (in_memory, spilled):
+        out = tmp_path / "report.json"
+        with open(out, "w", encoding="utf-8") as handle:
+            write_report(report, "json", handle)
+        written = out.read_text(encoding="utf-8")
+        assert written == json.dumps(report.to_dict(), indent=2, default=str) + "\n"
+        assert json.loads(written)["summary"]["files"] == list(report.files)
+
+
+def test_an_empty_list_of_files_is_written_as_json_writes_it(tmp_path):
+    (tmp_path / "empty").mkdir()
+    report = audit(str(tmp_path / "empty"), SPEC, use_project_config=False, cache=False)
+    out = tmp_path / "report.json"
+    with open(out, "w", encoding="utf-8") as handle:
+        write_report(report, "json", handle)
+    assert out.read_text(encoding="utf-8") == json.dumps(report.to_dict(), indent=2, default=str) + "\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00/", blacklist_categories=("Cs",)),
+                        min_size=1, max_size=6), unique=True, max_size=40),
+       st.integers(min_value=1, max_value=7))
+def test_sorted_names_give_the_names_in_sorted_order_again_and_again(names, run):
+    original = storage.SORT_RUN
+    storage.SORT_RUN = run
+    try:
+        collected = storage.SortedNames()
+        for name in names:
+            collected.add(name)
+        done = collected.done()
+    finally:
+        storage.SORT_RUN = original
+    assert list(done) == sorted(names) and list(done) == sorted(names)
+
+
+def test_sorted_names_keep_names_that_are_no_utf8(monkeypatch):
+    monkeypatch.setattr(storage, "SORT_RUN", 2)
+    names = [os.fsdecode(b"b\xff.png"), "a.png", os.fsdecode(b"\xfe.png"), "c.png"]
+    collected = storage.SortedNames()
+    for name in names:
+        collected.add(name)
+    assert list(collected.done()) == sorted(names)
+
+
+def test_the_walk_gives_what_a_sorted_os_walk_gives(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage, "SORT_RUN", 3)  # large folders' names are packed in runs
+    for relative in ("b/2.png", "b/1.png", "a/z/9.png", "a/3.png", "top.png", ".hidden/x.png", "a/.dot.png",
+                     "c/4.png", "c/5.png", "c/6.png", "c/7.png", "c/8.png"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_bytes(b"x")
+    (tmp_path / "linked").symlink_to(tmp_path / "b", target_is_directory=True)  # listed, not walked
+    expected = []
+    for directory, dirs, files in os.walk(tmp_path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        expected.extend(os.path.join(directory, name) for name in sorted(files) if not name.startswith("."))
+    assert walk_files(str(tmp_path)) == expected
+    assert list(storage.iter_files(str(tmp_path), skip_dirs=frozenset({"c"}))) == [
+        p for p in expected if "/c/" not in p]
+
+
+ROLE_NAMES = st.lists(st.builds(lambda a, b, ext: f"{a}{b}{ext}",
+                                st.sampled_from(["x", "img_", "mask_", "case", "image", "data_"]),
+                                st.sampled_from(["1", "_mask", "_label", "_img", "2d", "_0000", ""]),
+                                st.sampled_from([".png", ".nii.gz", ".npy"])), unique=True, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ROLE_NAMES)
+def test_files_that_may_not_pair_never_pair(names):
+    files = [f"/data/{name}" for name in names]
+    if not may_pair(files):
+        found = _pair_in_folder(files)
+        assert not found.pairs and not found.ambiguous
+
+
+def test_many_masks_of_one_role_cost_no_pairing_index():
+    files = [f"/data/mask_{i:05d}.png" for i in range(1000)]
+    assert not may_pair(files)
+    assert may_pair([*files, "/data/img_00001.png"])
+
+
+def test_the_files_of_several_paths_come_in_their_order(tmp_path):
+    tiny_masks(tmp_path / "one", 2)
+    tiny_masks(tmp_path / "two", 1)
+    report = audit([str(tmp_path / "two"), str(tmp_path / "one")], SPEC, use_project_config=False, cache=False)
+    assert [Path(p).relative_to(tmp_path).as_posix() for p in report.files] == [
+        "two/m00000.png", "one/m00000.png", "one/m00001.png"]
