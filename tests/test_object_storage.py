@@ -149,6 +149,25 @@ def test_two_workers_read_s3_as_one_does(s3_server, uploaded):
     assert not two.errors
 
 
+@pytest.mark.parametrize("name", ["masks_ds", "coco_ds", "voc_ds"])
+def test_a_dask_cluster_reads_s3_as_the_local_copy_is_read(s3_server, uploaded, name):
+    """The workers of a LocalCluster (processes of their own) open the bucket with the audit's
+    access that each task carries: the findings are the local copy's."""
+    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
+    local, bucket = uploaded
+    local_root, remote_root = str(local / name), f"{bucket}/{name}"
+    spec = SPEC if name == "masks_ds" else None
+    local_report = audit(local_root, spec, use_project_config=False, cache=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        remote_report = audit(remote_root, spec, use_project_config=False, cache=False, client=client,
+                              storage_options=s3_server.options)
+    assert normalized(remote_report, remote_root) == normalized(local_report, local_root)
+    assert remote_report.summary.samples == local_report.summary.samples > 0
+    assert not remote_report.errors
+
+
 def test_the_cache_keys_an_object_on_its_etag_and_sees_it_change(s3_server, tmp_path):
     bucket = s3_server.bucket("cached")
     local = masks_dataset(tmp_path / "ds")
