@@ -139,6 +139,19 @@ def test_workers_asked_for_an_existing_cluster_are_said_to_be_unused(client, tmp
     assert "4 workers asked for were not used: the Dask cluster's own workers ran the audit" in report.notes
 
 
+@needs_dask
+def test_a_stream_of_tasks_is_batched_for_every_thread(client, tmp_path):
+    """Discovery hands the engine an iterator of unknown length: a dataset smaller than a full
+    batch per thread is still split so that both workers get work, and each task runs once."""
+    from labelguard.core.dask_engine import DaskEngine
+
+    tasks = list(discover(str(masks(tmp_path / "masks", 40)), AuditOptions(format="masks")).tasks)
+    pairs = list(DaskEngine(client, "a test cluster").run(iter(tasks), SPEC))
+    assert len(pairs) >= 2
+    assert sorted(t.path for batch, _ in pairs for t in batch) == sorted(t.path for t in tasks)
+    assert sum(result.files for _, result in pairs) == len(tasks)
+
+
 # ---- lost workers ---------------------------------------------------------------------------
 
 @needs_dask

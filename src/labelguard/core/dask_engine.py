@@ -37,7 +37,7 @@ import tempfile
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Iterable, Iterator, Sequence, Sized
 
 from labelguard._optional import require
@@ -142,8 +142,16 @@ class DaskEngine:
         only the batches in flight are held here (of unknown length, batches are full size).
         """
         threads = self.threads()
-        size = dask_batch_size(len(tasks), threads) if isinstance(tasks, Sized) \
-            else max(DASK_BATCH_FILES, SCHEDULER_FILES_PER_THREAD * threads)
+        full = max(DASK_BATCH_FILES, SCHEDULER_FILES_PER_THREAD * threads)
+        if isinstance(tasks, Sized):
+            size = dask_batch_size(len(tasks), threads)
+        else:
+            # A stream: the first batches' worth is read to size them, so that a dataset
+            # smaller than that still gets a batch for every thread.
+            source = iter(tasks)
+            head = list(islice(source, full * threads))
+            size = dask_batch_size(len(head), threads) if len(head) < full * threads else full
+            tasks = chain(head, source)
         fresh = ((str(index), batch) for index, batch in enumerate(_chunks(tasks, size)))
         again: deque[tuple[str, Sequence[FileTask]]] = deque()  # files of batches whose workers kept dying
         job = BatchJob(spec, current_limits(), cache, working_folder())
