@@ -48,6 +48,7 @@ import json
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Iterator
 
 from labelguard._version import __version__
@@ -172,7 +173,7 @@ class Report:
         """Whether ``value`` is legal where it was found; None when that cannot be told from
         the merged counts (no spec, or datasets with different specs that disagree on it)."""
         if self.specs:  # datasets with different specs: legal in all of them, or named by LG201
-            if any(f.code == "LG201" and value in f.data.get("values", ()) for f in self.findings):
+            if value in self._values_named_outside:
                 return False
             if all(spec.is_known and spec.is_legal(value) for _, spec in self.specs):
                 return True
@@ -180,6 +181,12 @@ class Report:
         if not self.spec.is_known:
             return None
         return self.spec.is_legal(value)
+
+    @cached_property
+    def _values_named_outside(self) -> frozenset:
+        """The values the LG201 findings name, gathered once (the value table asks for each of
+        up to 2,048 values; a report's findings are set when it is made)."""
+        return frozenset(v for f in self.findings if f.code == "LG201" for v in f.data.get("values", ()))
 
     def outside_spec(self) -> dict[int, tuple[int, int]]:
         """value -> (files, pixels) for every found value the spec does not allow."""
