@@ -29,10 +29,21 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 
-def imported_by(args: list[str], cwd) -> set[str]:
-    result = subprocess.run([sys.executable, "-c", DRIVER, *args], cwd=cwd, capture_output=True, text=True,
+# What the interpreter imports before any labelguard code: the standard start-up and whatever
+# the environment's ``.pth`` files import (a site-wide one may load certifi, which loads
+# zipfile and urllib.parse). Those are not labelguard's doing, so they are subtracted.
+BARE = "import json, sys; print(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+
+
+def modules_after(code: str, args: list[str], cwd) -> set[str]:
+    result = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True,
                             timeout=120)
     return set(json.loads(result.stderr.strip().splitlines()[-1]))
+
+
+def imported_by(args: list[str], cwd) -> set[str]:
+    """The modules the command imported beyond those of a bare interpreter in this environment."""
+    return modules_after(DRIVER, args, cwd) - modules_after(BARE, [], cwd)
 
 
 HEAVY = ("numpy", "PIL", "labelguard.rules", "labelguard.layouts", "labelguard.readers")
