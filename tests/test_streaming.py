@@ -9,7 +9,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
