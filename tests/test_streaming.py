@@ -9,7 +9,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -219,3 +218,16 @@ def test_the_files_of_several_paths_come_in_their_order(tmp_path):
     report = audit([str(tmp_path / "two"), str(tmp_path / "one")], SPEC, use_project_config=False, cache=False)
     assert [Path(p).relative_to(tmp_path).as_posix() for p in report.files] == [
         "two/m00000.png", "one/m00000.png", "one/m00001.png"]
+
+
+def test_progress_never_gives_a_total_below_the_files_done_across_datasets_of_two_specs(tmp_path):
+    tiny_masks(tmp_path / "a" / "masks", 5)
+    (tmp_path / "a" / "labels.txt").write_text("background\nthing\n", encoding="utf-8")
+    tiny_masks(tmp_path / "b" / "masks", 7)
+    (tmp_path / "b" / "labels.txt").write_text("background\nthing\nother\n", encoding="utf-8")
+    seen = []
+    report = audit([str(tmp_path / "a"), str(tmp_path / "b")], workers=1, use_project_config=False, cache=False,
+                   progress=lambda done, total: seen.append((done, total)))
+    assert len(report.specs) == 2  # one group of tasks per spec, run one after the other
+    assert all(total is None or total >= done for done, total in seen), seen
+    assert seen[-1] == (12, 12)

@@ -318,7 +318,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
                 break
         else:
             groups.append((own_spec, [discovery]))
-    stream = _TaskStream(access)
+    stream = _TaskStream(access, len(groups))
     sampled = None
     chosen: list[list[FileTask]] | None = None
     if sample is not None:
@@ -335,6 +335,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
                 chosen[index] = [t for i, t in enumerate(group_tasks, start) if i in picked]
                 start += len(group_tasks)
         stream.files = FileList(t.display for group_tasks in chosen for t in group_tasks)
+        stream.keyed = any(t.path.lower().endswith(KEYED_EXTENSIONS) for group_tasks in chosen for t in group_tasks)
     findings: list[Finding] = []
     summary = Summary()
     errors: list[str] = []
@@ -431,18 +432,19 @@ class _TaskStream:
     """The tasks of the datasets as discovery yields them, on their way to the engine: the
     report's list of files grows with them (on disk past a few thousand), each dataset's
     count is kept, a task that reads object storage takes the audit's access to it along
-    (:mod:`labelguard.core.storage`), and ``total`` is known once discovery is done."""
+    (:mod:`labelguard.core.storage`), and ``total`` is known once the discovery of every one
+    of its ``groups`` is done."""
 
-    def __init__(self, access: storage.RemoteAccess | None) -> None:
+    def __init__(self, access: storage.RemoteAccess | None, groups: int) -> None:
         self.access = access
         self.files = FileList()
         self.counts: dict[int, int] = {}
         self.keyed = False  # an NPZ or HDF5 file was audited (--key applies)
         self.total: int | None = None
-        self._open = 0
+        self._groups_left = groups
 
     def each(self, discoveries: list[layouts.Discovery]) -> Iterator[FileTask]:
-        self._open += 1
+        """The tasks of one group of datasets (those of one spec), in order."""
         try:
             for discovery in discoveries:
                 count = 0
@@ -456,8 +458,8 @@ class _TaskStream:
                     yield task
                 self.counts[id(discovery)] = self.counts.get(id(discovery), 0) + count
         finally:
-            self._open -= 1
-        if not self._open:
+            self._groups_left -= 1
+        if not self._groups_left:
             self.total = len(self.files)
 
 

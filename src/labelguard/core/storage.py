@@ -109,7 +109,8 @@ def grant(access: RemoteAccess) -> None:
 
 
 def revoke(access: RemoteAccess) -> None:
-    """Undo :func:`grant` (the audit that granted it is over)."""
+    """Undo :func:`grant`. An audit keeps its grant for the life of the process: its report
+    reads flagged objects again (the HTML report's pictures)."""
     for place in access.locations:
         if _GRANTED.get(place) == access:
             del _GRANTED[place]

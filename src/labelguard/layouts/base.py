@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 from labelguard.core import storage
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.config import CONFIG_NAME
-from labelguard.core.tasks import FileTask
 from labelguard.errors import UsageError
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.masks import is_mask_candidate, mask_extension
@@ -38,11 +37,15 @@ class AuditOptions:
 
 @dataclass
 class Discovery:
-    """The files of a dataset as one layout sees them."""
+    """The files of a dataset as one layout sees them.
+
+    ``tasks`` is a list, or an iterator that yields each task as the layout's walk finds it
+    (see :func:`discover_datasets`); ``findings`` and ``notes`` are complete once it is
+    exhausted."""
 
     layout: str
     root: str
-    tasks: list[FileTask] = field(default_factory=list)
+    tasks: Any = field(default_factory=list)  # list[FileTask] | Iterator[FileTask]
     findings: list[Finding] = field(default_factory=list)
     spec: LabelSpec = field(default_factory=LabelSpec)  # what the dataset itself declares
     notes: list[str] = field(default_factory=list)
