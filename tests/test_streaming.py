@@ -21,7 +21,8 @@ from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.base import discover_datasets
 from labelguard.layouts.masks import process_mask
-from labelguard.layouts.pairing import _pair_in_folder, may_pair, walk_files
+from labelguard.layouts.pairing import (_NUMBER_TOKEN, _pair_in_folder, _role_templates, may_pair, name_key,
+                                        walk_files)
 from labelguard.output import write_report
 from labelguard.report import FileList
 
@@ -204,6 +205,22 @@ def test_files_that_may_not_pair_never_pair(names):
     if not may_pair(files):
         found = _pair_in_folder(files)
         assert not found.pairs and not found.ambiguous
+
+
+NAME_PARTS = st.lists(st.sampled_from(["mask", "img", "leftImg8bit", "gtFine", "labelIds", "2d", "_", "-", ".",
+                                        "0", "17", "0000", "case", "x", "label", "image", "seg", "ct"]),
+                      min_size=1, max_size=7).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NAME_PARTS, st.integers(0, 99999))
+def test_names_that_differ_only_in_whole_numbers_have_the_same_roles(stem, number):
+    """What lets may_pair look at one name per shape: a number that is a whole token never
+    changes a name's role, nor its role words."""
+    other = _NUMBER_TOKEN.sub(str(number), stem)
+    assert name_key(stem)[1] == name_key(other)[1]
+    assert sorted(role for _, role in _role_templates(stem)) == sorted(role for _, role in _role_templates(other))
+    assert may_pair([f"/d/{stem}.png", "/d/a.png"]) == may_pair([f"/d/{other}.png", "/d/a.png"])
 
 
 def test_many_masks_of_one_role_cost_no_pairing_index():

@@ -405,6 +405,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         where = f"{display_path(discovery.root)}: " if distinct else ""
         notes.extend(where + note for note in own_spec.provenance_notes() if where + note not in notes)
     nothing = None if len(stream.files) else nothing_audited(paths, discoveries)
+    named = {f.path for f in findings}
     if nothing:
         notes.append(nothing)
     return Report(
@@ -423,7 +424,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         if distinct else [],
         audited_nothing=nothing,
         files=stream.files,
-        flagged_tasks={path: task for path, task in sorted(flagged.items()) if path in {f.path for f in findings}},
+        flagged_tasks={path: task for path, task in sorted(flagged.items()) if path in named},
         from_cache=from_cache,
     )
 

@@ -317,6 +317,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DECODING_LIBRARIES = ("numpy", "Pillow", "deflate", "h5py", "nibabel", "tifffile", "defusedxml", "PyYAML")
 _ENVIRONMENT: bytes | None = None
 _MODULE_SOURCES: dict[str, bytes] = {}
+_IN_PACKAGE: dict[str, bool] = {}
 _RULES_DIGESTS: dict[tuple, tuple[tuple, bytes]] = {}
 
 
@@ -404,9 +405,16 @@ def _source_digest(package: str) -> bytes:
 
 
 def _in_package(module_name: str) -> bool:
-    """True when the module's source file lies inside labelguard's package."""
-    path = getattr(sys.modules.get(module_name), "__file__", None)
-    return path is not None and os.path.abspath(path).startswith(_PACKAGE + os.sep)
+    """True when the module's source file lies inside labelguard's package (asked once per
+    module and process: every batch's lookup asks it of every registered rule)."""
+    found = _IN_PACKAGE.get(module_name)
+    if found is None:
+        module = sys.modules.get(module_name)
+        path = getattr(module, "__file__", None)
+        found = path is not None and os.path.abspath(path).startswith(_PACKAGE + os.sep)
+        if module is not None:  # a module not imported yet may be later, from elsewhere
+            _IN_PACKAGE[module_name] = found
+    return found
 
 
 def _module_source(module_name: str) -> bytes:

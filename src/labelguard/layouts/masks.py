@@ -94,14 +94,12 @@ def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
     names are held at a time."""
     ambiguous = Pairing()
     for prefix, names in storage.iter_folders(root, skip_dirs=IMAGE_DIRS):
-        names = names if storage.url_scheme(prefix) is None else list(names)  # a listing is read once
-        if not may_pair(path for path in (prefix + name for name in names) if keep(path)):
+        files = [path for path in (prefix + name for name in names) if keep(path)]
+        if not may_pair(files):
             # Most folders: masks named without a role word (or all labels by theirs).
-            for name in names:
-                if keep(prefix + name):
-                    yield _task(prefix + name, options, color_map)
+            for path in files:
+                yield _task(path, options, color_map)
             continue
-        files = [prefix + name for name in names if keep(prefix + name)]
         pairing = pair_in_folder(files)
         ambiguous.ambiguous.update(pairing.ambiguous)
         images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
@@ -554,8 +552,9 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
     siblings = [] if forced else sibling_folders(root)
     image_folders = tuple(os.path.join(image_dir, "") for image_dir, _ in siblings)
     def keep(path: str) -> bool:
-        return (is_mask_candidate(path) and not path.startswith(image_folders)
-                and (forced or mask_extension(path) not in JPEG_EXTENSIONS or _in_mask_dir(path, root)))
+        extension = mask_extension(path)
+        return (extension in MASK_EXTENSIONS and not path.startswith(image_folders)
+                and (forced or extension not in JPEG_EXTENSIONS or _in_mask_dir(path, root)))
 
     color_map = _masks_color_map(root, options, discovery)
     if not siblings and not options.lists:

@@ -90,6 +90,9 @@ LABEL_TOKENS = frozenset({"label", "labels", "mask", "masks", "seg", "gt", "anno
 _ROLE_SPLIT = re.compile(r"([_\-. ])")
 # A role word that runs into a number (StarDist's img2d / mask2d).
 _WORD_NUMBER = re.compile(r"([A-Za-z]+)(\d.*)$")
+# A number that is a whole token (no letter runs into it: ``mask2d`` and ``leftImg8bit`` keep
+# theirs); no naming convention has one, so names that differ only in them have one role.
+_NUMBER_TOKEN = re.compile(r"(?<![A-Za-z])\d+(?![A-Za-z])")
 
 # Any word of the conventions above: names without one skip the per-name regexes.
 _ROLE_HINT = re.compile("|".join(sorted(
@@ -426,11 +429,18 @@ def may_pair(files: Iterable[str]) -> bool:
     its name (a label suffix or prefix, a label word), or none can be an image (an image
     word, or no role from its name, which a plain name has)."""
     label = image = False
+    seen: set[str] = set()
     for path in files:
         stem = strip_extension(path[path.rfind(os.sep) + 1:])
         if not _ROLE_HINT.search(stem):
             image = True
         else:
+            # Names that differ only in their numbers have the same roles: one look per shape
+            # (mask_000001 ... mask_100000 are one).
+            shape = _NUMBER_TOKEN.sub("0", stem)
+            if shape in seen:
+                continue
+            seen.add(shape)
             role = name_key(stem)[1]
             label = label or role == "label"
             image = image or role != "label"
