@@ -399,6 +399,9 @@ def test_editing_a_rule_source_file_invalidates_without_a_version_bump(tmp_path)
     rule_file = package / "labelguard" / "rules" / "lg205.py"
     rule_file.write_text(rule_file.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     assert from_cache() == 0
+    # The same size, one letter changed: the sources' kept digest is not taken for it.
+    rule_file.write_text(rule_file.read_text(encoding="utf-8").replace("# edited", "# EDITED"), encoding="utf-8")
+    assert from_cache() == 0
 
 
 def test_the_version_and_the_decoding_libraries_are_in_the_environment(monkeypatch):
@@ -717,3 +720,21 @@ def test_a_cached_summary_merges_as_the_summary_it_was_stored_from(parts):
         stored = pickle.loads(pickle.dumps(_summary_parts(summary)))
         cached.update(_parts_view(stored))
     assert cached == direct
+
+
+def test_the_digest_of_the_sources_is_kept_by_their_signatures_and_rehashed_after_an_edit(tmp_path):
+    package, memo = tmp_path / "package", tmp_path / "memo"
+    (package / "sub").mkdir(parents=True)
+    memo.mkdir()
+    for relative in ("a.py", "sub/b.py"):
+        (package / relative).write_text(f"X = {relative!r}\n", encoding="utf-8")
+        os.utime(package / relative, (time.time() - 60, time.time() - 60))
+    plain = cache_module._source_digest(str(package))
+    assert cache_module._source_digest(str(package), str(memo)) == plain
+    (kept,) = memo.iterdir()
+    assert kept.name.startswith(cache_module.SOURCES_PREFIX) and kept.read_bytes() == plain
+    assert cache_module._source_digest(str(package), str(memo)) == plain  # read from the memo
+    (package / "sub" / "b.py").write_text("X = 'sub/c.py'\n", encoding="utf-8")  # same size, now
+    edited = cache_module._source_digest(str(package), str(memo))
+    assert edited == cache_module._source_digest(str(package)) != plain
+    assert len(list(memo.iterdir())) == 1  # modified in the racy window: not kept

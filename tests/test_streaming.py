@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,13 +20,15 @@ from builders import organic_mask, write_png
 from labelguard import audit
 from labelguard.core import storage
 from labelguard.core.engine import BATCH_FILES, BATCHES_PER_WORKER, run_batches, run_tasks
+from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.base import discover_datasets
 from labelguard.layouts.masks import process_mask
 from labelguard.layouts.pairing import (_NUMBER_TOKEN, _pair_in_folder, _role_templates, may_pair, name_key,
                                         walk_files)
-from labelguard.output import write_report
+from labelguard.core.text import plural
+from labelguard.output import junit, write_report
 from labelguard.report import FileList
 
 SPEC = LabelSpec(num_classes=3)
@@ -139,6 +144,61 @@ def test_the_list_of_files_spills_to_disk_and_the_json_report_is_unchanged(tmp_p
         written = out.read_text(encoding="utf-8")
         assert written == json.dumps(report.to_dict(), indent=2, default=str) + "\n"
         assert json.loads(written)["summary"]["files"] == list(report.files)
+
+
+def whole_tree_junit(report) -> str:
+    """JUnit as one ElementTree of every case, indented and written at once: what the
+    streamed writer must give byte for byte."""
+    cases: dict[str, list] = {path: [] for path in report.files}
+    for finding in report.findings:
+        cases.setdefault(finding.path or "(dataset)", []).append(finding)
+    suite = ElementTree.Element("testsuite", name=f"labelguard audit {' '.join(report.paths)}")
+    properties = ElementTree.SubElement(suite, "properties")
+    for where, spec in report.dataset_specs():
+        origins = spec.describe_origins()
+        ElementTree.SubElement(properties, "property", name=f"spec{' ' + where if where else ''}",
+                               value=spec.describe() + (f"  {origins}" if origins else ""))
+    failures = 0
+    for path, findings in cases.items():
+        case = ElementTree.SubElement(suite, "testcase", name=path, classname="labelguard")
+        others = []
+        for finding in findings:
+            if finding.severity >= Severity.ERROR:
+                failure = ElementTree.SubElement(case, "failure", type=finding.code, message=finding.message)
+                failure.text = junit._text(finding)
+                failures += 1
+            else:
+                others.append(junit._text(finding))
+        if others:
+            ElementTree.SubElement(case, "system-out").text = "\n\n".join(others)
+    errors = [*report.errors, *([report.audited_nothing] if report.audited_nothing else [])]
+    for text in errors:
+        case = ElementTree.SubElement(suite, "testcase", name="labelguard", classname="labelguard")
+        ElementTree.SubElement(case, "error", message=text).text = text
+    tests = len(cases) + len(errors)
+    for name, value in (("tests", tests), ("failures", failures), ("errors", len(errors)), ("skipped", 0)):
+        suite.set(name, str(value))
+    root = ElementTree.Element("testsuites", name="labelguard", tests=str(tests), failures=str(failures),
+                               errors=str(len(errors)))
+    root.append(suite)
+    ElementTree.indent(root)
+    return ('<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(root, encoding="unicode")
+            + f"\n<!-- {plural(tests, 'test case')}, {plural(failures, 'failure')} -->\n")
+
+
+@pytest.mark.parametrize("in_memory", [10_000, 5, 0])
+def test_junit_writes_a_case_at_a_time_what_the_whole_tree_writes(tmp_path, monkeypatch, in_memory):
+    monkeypatch.setattr(FileList, "IN_MEMORY", in_memory)
+    tiny_masks(tmp_path / "masks", 12, bad_every=5)
+    tiny_masks(tmp_path / "masks" / "big", 1)
+    write_png(tmp_path / "masks" / "big" / "bright.png", np.full((8, 8), 200, dtype=np.uint8))
+    (tmp_path / "empty").mkdir()
+    for paths in ([str(tmp_path / "masks")], [str(tmp_path / "empty")]):
+        report = audit(paths, SPEC, use_project_config=False, cache=False)
+        out = tmp_path / "report.xml"
+        with open(out, "w", encoding="utf-8") as handle:
+            write_report(report, "junit", handle)
+        assert out.read_text(encoding="utf-8") == whole_tree_junit(report)
 
 
 def test_an_empty_list_of_files_is_written_as_json_writes_it(tmp_path):

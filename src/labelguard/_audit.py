@@ -21,6 +21,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
 from labelguard.core.text import plural, shorten, verb
+from labelguard.core.workdir import applied_working_folder, working_folder
 from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
 from labelguard.layouts.pairing import describe_contents
@@ -153,7 +154,8 @@ def audit(
     limits = ReadLimits(
         max_pixels=_limit("max_pixels", max_pixels, settings, DEFAULT_MAX_PIXELS),
         max_file_bytes=_limit("max_file_bytes", max_file_bytes, settings, DEFAULT_MAX_FILE_BYTES))
-    with applied_limits(limits):
+    # The working folder is looked up once for the audit, not once per display path.
+    with applied_limits(limits), applied_working_folder(working_folder()):
         report = _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
                               seed=seed, progress=progress, config_file=config_file,
                               use_project_config=use_project_config, cache=cache_settings(cache, settings),

@@ -247,7 +247,7 @@ def run_batches(
     size = batch_size(len(head), workers)
     batches = _batches(itertools.chain(head, source), size)
     if cache is not None:
-        environment_digest()  # once here, not in every forked worker
+        environment_digest(open_cache(cache).root)  # once here, not in every forked worker
     if workers == 1 or (complete and len(head) < 4):
         return ((batch, run_batch(batch, spec, cache)) for batch in batches)
     # The processors the first tasks use, imported once by a fork server (see _context).

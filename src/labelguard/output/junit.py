@@ -34,13 +34,26 @@ class JUnitFormatter(Formatter):
     options = ("fail_on",)
 
     def stop(self, report) -> None:
+        """The suite as ``ElementTree.indent`` and ``tostring`` write the whole tree, byte for
+        byte, with its test cases written one at a time: a case per audited file, read from
+        the report's list of files as it streams (millions of files cost the memory of one
+        case, not of a tree of them all)."""
         fail_on = self.settings.get("fail_on") or "error"
         threshold = None if fail_on == "never" else Severity.parse(fail_on)
         known = report.baseline.is_known if report.baseline is not None else (lambda finding: False)
-        cases: dict[str, list] = {path: [] for path in report.files}
+        by_path: dict[str, list] = {}
         for finding in report.findings:
-            cases.setdefault(finding.path or DATASET_CASE, []).append(finding)
-        failures = 0
+            by_path.setdefault(finding.path or DATASET_CASE, []).append(finding)
+        failures = sum(1 for finding in report.findings
+                       if threshold is not None and finding.severity >= threshold and not known(finding))
+        # The files' cases first, in the report's order, then those of the other paths findings
+        # name, in their order. (A file listed twice has a second case, with no findings.)
+        listed = {path for path in report.files if path in by_path}
+        others = [path for path in by_path if path not in listed]
+        errors_text = [*report.errors, *([report.audited_nothing] if report.audited_nothing else [])]
+        errors = len(errors_text)
+        tests = len(report.files) + len(others) + errors
+
         suite = ElementTree.Element("testsuite", name=f"labelguard audit {' '.join(report.paths)}")
         properties = ElementTree.SubElement(suite, "properties")
         for where, spec in report.dataset_specs():
@@ -49,23 +62,7 @@ class JUnitFormatter(Formatter):
                                    value=spec.describe() + (f"  {origins}" if origins else ""))
         if report.baseline is not None:
             ElementTree.SubElement(properties, "property", name="baseline", value=report.baseline.source)
-        for path, findings in cases.items():
-            case = ElementTree.SubElement(suite, "testcase", name=path, classname="labelguard")
-            others = []
-            for finding in findings:
-                if threshold is not None and finding.severity >= threshold and not known(finding):
-                    failure = ElementTree.SubElement(case, "failure", type=finding.code, message=finding.message)
-                    failure.text = _text(finding)
-                    failures += 1
-                else:
-                    others.append(("known (baseline) " if known(finding) else "") + _text(finding))
-            if others:
-                ElementTree.SubElement(case, "system-out").text = "\n\n".join(others)
-        errors = len(report.errors) + bool(report.audited_nothing)
-        for text in [*report.errors, *([report.audited_nothing] if report.audited_nothing else [])]:
-            case = ElementTree.SubElement(suite, "testcase", name="labelguard", classname="labelguard")
-            ElementTree.SubElement(case, "error", message=text).text = text
-        tests = len(cases) + errors
+        ElementTree.SubElement(suite, "testcase", name=CASES_MARK)
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
@@ -74,6 +71,47 @@ class JUnitFormatter(Formatter):
                                    errors=str(errors))
         root.append(suite)
         ElementTree.indent(root)
+        before, after = ElementTree.tostring(root, encoding="unicode").split(
+            ElementTree.tostring(ElementTree.Element("testcase", name=CASES_MARK), encoding="unicode"), 1)
         self.stream.write('<?xml version="1.0" encoding="utf-8"?>\n')
-        self.stream.write(ElementTree.tostring(root, encoding="unicode"))
+        self.stream.write(before[:-len(CASE_INDENT)])  # each case comes with the indent before it
+
+        def write_case(case) -> None:
+            ElementTree.indent(case, level=CASE_LEVEL)
+            case.tail = None
+            self.stream.write(CASE_INDENT + ElementTree.tostring(case, encoding="unicode"))
+
+        for path in report.files:
+            write_case(_case(path, by_path.pop(path, ()), threshold, known))
+        for path in others:
+            write_case(_case(path, by_path[path], threshold, known))
+        for text in errors_text:
+            case = ElementTree.Element("testcase", name="labelguard", classname="labelguard")
+            ElementTree.SubElement(case, "error", message=text).text = text
+            write_case(case)
+        self.stream.write(after)
         self.stream.write(f"\n<!-- {plural(tests, 'test case')}, {plural(failures, 'failure')} -->\n")
+
+
+# Stands for the test cases while the rest of the suite is encoded (no path is this string).
+CASES_MARK = "\x01labelguard cases\x01"
+# Test cases are the suite's children: two levels of two spaces deep.
+CASE_LEVEL = 2
+CASE_INDENT = "\n" + "  " * CASE_LEVEL
+
+
+def _case(path: str, findings, threshold, known):
+    """The test case of one file (or other path) with its findings: a failure for each one at
+    or above ``threshold`` that the baseline does not know, the others in ``system-out``."""
+    case = ElementTree.Element("testcase", name=path, classname="labelguard")
+    others = []
+    for finding in findings:
+        if threshold is not None and finding.severity >= threshold and not known(finding):
+            failure = ElementTree.SubElement(case, "failure", type=finding.code, message=finding.message)
+            failure.text = _text(finding)
+        else:
+            others.append(("known (baseline) " if known(finding) else "") + _text(finding))
+    if others:
+        ElementTree.SubElement(case, "system-out").text = "\n\n".join(others)
+    return case
+

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 import numpy as np
-from PIL import Image, ImageFile, PngImagePlugin, UnidentifiedImageError
+from PIL import Image, ImageFile, UnidentifiedImageError
 
 from labelguard._optional import require
 from labelguard.core import storage
@@ -249,6 +249,10 @@ def _check_image_size(image: Image.Image, frames: int) -> None:
 def _verify_png(image: Image.Image, data: bytes) -> None:
     """``PngImageFile.verify()`` (every chunk's checksum from the first IDAT to IEND) on the
     bytes of the opened ``image``, which stays loadable: no second ``Image.open``."""
+    # Imported here: a PNG that the libdeflate path decodes never needs Pillow's plugin
+    # (some 8 ms of start-up).
+    from PIL import PngImagePlugin
+
     stream = PngImagePlugin.ChunkStream(io.BytesIO(data))
     stream.fp.seek(image.tile[0][2] - 8)
     stream.verify()
