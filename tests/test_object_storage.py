@@ -1,7 +1,7 @@
 """Datasets in object storage: audited through ``s3://`` URLs on a real S3 API (moto's
 server on loopback) and from a local copy of the same files, with identical findings (their
 paths differ by the prefix only); the result cache on objects; the path policies for URLs;
-``fix`` refused. The object storage layer itself is :mod:`labelguard.core.storage`."""
+``fix`` never writing the store (a copy under ``--out`` is fixed instead). The object storage layer itself is :mod:`labelguard.core.storage`."""
 
 from __future__ import annotations
 
@@ -329,25 +329,92 @@ def test_the_cli_takes_storage_options_as_json(s3_server, uploaded, tmp_path):
     assert nothing.returncode == 2 and "no object or prefix there" in nothing.stderr
 
 
-def test_fix_refuses_object_storage_and_says_what_to_do(s3_server, uploaded, tmp_path):
+def _objects(s3_server, bucket: str, prefix: str) -> dict[str, bytes]:
+    """Every object below ``prefix`` of ``bucket`` (``s3://name``), key -> bytes."""
+    name = bucket[len("s3://"):]
+    listed = s3_server.client.list_objects_v2(Bucket=name, Prefix=prefix).get("Contents", [])
+    return {item["Key"]: s3_server.client.get_object(Bucket=name, Key=item["Key"])["Body"].read() for item in listed}
+
+
+def test_fix_refuses_to_write_object_storage_and_says_what_to_do(s3_server, uploaded, tmp_path):
     _, bucket = uploaded
     root = f"{bucket}/masks_ds"
-    for args in (["fix", "remap", root, "--map", "7:0"], ["fix", "remap", root, "--map", "7:0", "--apply",
-                                                            "--out", str(tmp_path / "out")],
-                 ["fix", "list", f"{root}/lists/train.txt"], ["fix", "undo", root]):
+    options = ["--storage-options", json.dumps(s3_server.options)]
+    for args in (["fix", "remap", root, "--map", "7:0", *options], ["fix", "list", f"{root}/lists/train.txt"],
+                 ["fix", "undo", root]):
         done = _cli(*args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "no atomic rename" in done.stderr and "aws s3 sync" in done.stderr, done.stderr
-    assert not (tmp_path / "out").exists()
+        assert "--out LOCAL_FOLDER" in done.stderr
     out = _cli("fix", "remap", str(tmp_path), "--map", "7:0", "--out", "s3://data/out", cwd=tmp_path)
     assert out.returncode == 2 and "no atomic rename" in out.stderr
+    mixed = _cli("fix", "remap", root, str(tmp_path), "--map", "7:0", "--out", str(tmp_path / "o"), *options,
+                 cwd=tmp_path)
+    assert mixed.returncode == 2 and "not both" in mixed.stderr and not (tmp_path / "o").exists()
 
 
-def test_the_fix_api_refuses_object_storage():
+def test_fix_with_out_copies_the_remote_dataset_and_fixes_the_copy(s3_server, uploaded, tmp_path):
+    local, bucket = uploaded
+    root = f"{bucket}/masks_ds"
+    before = _objects(s3_server, bucket, "masks_ds/")
+    options = ["--storage-options", json.dumps(s3_server.options)]
+    out = tmp_path / "fixed"
+
+    dry = _cli("fix", "remap", root, "--map", "7:0", "--num-classes", "3", "--out", str(out), *options,
+               "--json", cwd=tmp_path)
+    assert dry.returncode in (0, 1), dry.stderr
+    planned = json.loads(dry.stdout)
+    changes = {c["path"]: c for c in planned["changes"]}
+    assert changes[f"{root}/masks/b.png"]["status"] == "planned"  # named by its URL
+    assert changes[f"{root}/masks/b.png"]["target"] == str(out / "masks" / "b.png")
+    assert not out.exists()  # a dry run writes nothing there
+
+    done = _cli("fix", "remap", root, "--map", "7:0", "--num-classes", "3", "--out", str(out), "--apply",
+                *options, cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    assert f"copied to {out}" in done.stderr and "aws s3 sync" in done.stderr
+    # The copy is the whole dataset, the fixed mask changed, every other file byte for byte.
+    copied = {path.relative_to(out).as_posix(): path.read_bytes() for path in out.rglob("*")
+              if path.is_file() and ".labelguard" not in path.parts}
+    originals = {key[len("masks_ds/"):]: data for key, data in before.items()}
+    assert copied.keys() == originals.keys()
+    assert [key for key in copied if copied[key] != originals[key]] == ["masks/b.png"]
+    fixed = audit(str(out / "masks" / "b.png"), SPEC, use_project_config=False, cache=False)
+    assert not [f for f in fixed.findings if f.code == "LG201"]
+    assert _objects(s3_server, bucket, "masks_ds/") == before  # the store is only read
+    # The copy is journaled: undo gives back the copied bytes.
+    undone = _cli("fix", "undo", str(out), cwd=tmp_path)
+    assert undone.returncode == 0, undone.stderr
+    assert (out / "masks" / "b.png").read_bytes() == originals["masks/b.png"]
+    # A second copy into the same folder is refused: it holds files.
+    again = _cli("fix", "remap", root, "--map", "7:0", "--out", str(out), "--apply", *options, cwd=tmp_path)
+    assert again.returncode == 2 and "already holds files" in again.stderr
+
+
+def test_a_key_that_leads_outside_the_copy_is_never_given_a_local_place(tmp_path):
+    from labelguard.fix.remote import Staging, _local
+
+    staging = Staging([], str(tmp_path / "copy"), "s3://data/ds", temporary=False)
+    assert _local("s3://data/ds", staging) == str(tmp_path / "copy")
+    assert _local("s3://data/ds/masks/a.png", staging) == str(tmp_path / "copy" / "masks" / "a.png")
+    for url in ("s3://data/ds/../other/a.png", "s3://data/dsx/a.png", "s3://other/ds/a.png",
+                "s3://data/ds/.."):
+        assert _local(url, staging) is None, url
+
+
+def test_the_fix_api_copies_one_remote_object_into_out(s3_server, uploaded, tmp_path):
     from labelguard.fix import FixError, remap
 
+    _, bucket = uploaded
     with pytest.raises(FixError, match="no atomic rename"):
-        remap("s3://data/masks_ds", {7: 0})
+        remap(f"{bucket}/masks_ds", {7: 0}, storage_options=s3_server.options)
+    result = remap(f"{bucket}/masks_ds/masks/b.png", {7: 0}, spec=SPEC, apply=True, out=str(tmp_path / "one"),
+                   storage_options=s3_server.options)
+    assert [c.status for c in result.changes] == ["written"]
+    assert sorted(p.name for p in (tmp_path / "one").iterdir() if p.name != ".labelguard") == ["b.png"]
+    with pytest.raises(FixError, match="no object or prefix there"):
+        remap(f"{bucket}/masks_ds/nothing-here", {7: 0}, out=str(tmp_path / "none"), apply=True,
+              storage_options=s3_server.options)
 
 
 def test_without_the_s3_extra_a_url_asks_for_it(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from builders import jpeg_roundtrip, organic_mask, voc_palette, write_npz, write_png
+from builders import jpeg_roundtrip, organic_mask, truncate, voc_palette, write_npz, write_png
 from fix_data import digests
 from labelguard import LabelSpec
 from labelguard.checks.masks import COLOR_MASK
@@ -122,3 +122,29 @@ def test_any_finding_marked_as_an_image_refuses_the_file():
     assert "an image, not a label" in not_a_clean_label(FileResult("masks/photo.png", [flagged]))
     plain = COLOR_MASK.finding("masks/m.png", "colour mask with 3 colours")
     assert not_a_clean_label(FileResult("masks/m.png", [plain])) is None
+
+
+@pytest.mark.parametrize("command", ["remap", "colors"])
+def test_a_damaged_mask_is_skipped_and_the_others_are_fixed(tmp_path, command):
+    """One truncated PNG among the masks: the fix names it (LG001) and fixes the rest; it
+    never aborts the run (it did: Pillow's OSError left the whole fix at exit 2)."""
+    masks = tmp_path / "masks"
+    if command == "remap":
+        write_png(masks / "a.png", binary(1))
+        damaged = write_png(masks / "b.png", binary(2))
+    else:
+        colours = np.zeros((16, 16, 3), np.uint8)
+        colours[4:8, 4:8] = (128, 0, 0)
+        write_png(masks / "a.png", colours)
+        damaged = write_png(masks / "b.png", colours)
+    truncate(damaged)
+    files = [masks / "a.png", damaged]
+    before = digests(files)
+    result = invoke("fix", command, masks, *(["--map", "255:1"] if command == "remap" else ["--unmapped", "0"]),
+                    "--num-classes", "2", "--apply", "--json")
+    assert result.exit_code == 0, result.output
+    changes = {c["path"].rsplit("/", 1)[-1]: c for c in json.loads(result.output)["changes"]}
+    assert changes["b.png"]["status"] == "skipped" and "LG001" in changes["b.png"]["summary"]
+    assert changes["a.png"]["status"] == "written"
+    after = digests(files)
+    assert after[str(damaged)] == before[str(damaged)] and after[str(masks / "a.png")] != before[str(masks / "a.png")]

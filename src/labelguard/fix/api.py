@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -11,12 +12,13 @@ from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import shorten
 from labelguard.fix.base import CannotFix, FixResult, load_report, parse_name_map, parse_value_map, report_paths
-from labelguard.fix.journal import FixError, refuse_object_storage
+from labelguard.fix.journal import FixError
 from labelguard.fix.masks import (
     LabelFile, color_table, colors_to_indices, describe_counts, find_masks, open_color_file, open_label_file,
     remap_array, run_mask_fix, values_of,
 )
 from labelguard.layouts.base import AuditOptions
+from labelguard.fix.remote import Staging, stage
 from labelguard.readers.base import ReadError
 from labelguard.readers.colormap import ColorMap, load_color_map
 
@@ -24,14 +26,35 @@ PathsArg = "str | os.PathLike | Sequence[str | os.PathLike] | None"
 
 
 def _paths(paths, report: dict | None) -> list[str]:
+    """The paths given (or the report's), ``file://`` URLs as their paths; URLs of object
+    storage as they are (:func:`_fixing` stages them)."""
     if paths is None or (not isinstance(paths, (str, os.PathLike)) and not list(paths)):
         if report is None:
             raise FixError("no paths given")
         return report_paths(report)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    refuse_object_storage(paths)
     return [storage.local_path(os.fspath(p)) for p in paths]
+
+
+@contextlib.contextmanager
+def _fixing(paths: list[str], out: str | None, apply: bool,
+            storage_options: dict | None) -> Iterator[tuple[list[str], str | None, Staging | None]]:
+    """(local paths, --out for the fix, staging) of a fix of ``paths``: the paths and ``out``
+    as they are, or for URLs of object storage the local copy under ``out`` (a temporary one
+    for a dry run), fixed in place (:mod:`labelguard.fix.remote`)."""
+    staging = stage(paths, out, apply, storage_options)
+    if staging is None:
+        yield paths, out, None
+        return
+    try:
+        yield staging.paths, None, staging
+    finally:
+        staging.close()
+
+
+def _told(result: FixResult, staging: Staging | None, out: str | None) -> FixResult:
+    return staging.describe(result, os.path.abspath(out)) if staging is not None and out else result
 
 
 def remap(
@@ -44,6 +67,7 @@ def remap(
     apply: bool = False,
     out: str | None = None,
     force: bool = False,
+    storage_options: dict | None = None,
 ) -> FixResult:
     """Replace mask values: ``{255: 1}`` turns every 255 into 1 (all pairs at once, so a swap works).
 
@@ -59,11 +83,14 @@ def remap(
         from_report: a saved JSON audit report whose ``suggested_remap`` to apply.
         apply: write (default: a dry run that only reports).
         out: write the fixed masks under this folder (outside the data) and leave the input untouched.
+            For a dataset in object storage (``s3://...``), which a fix never writes, the folder
+            gets a copy of it, fixed in place (journaled: ``undo(out)`` restores the copy).
         force: also rewrite what is refused by default: masks the audit flags as images or as
             JPEG-damaged (LG202), since a remap would hide the damage; read-only files (they stay
             read-only); files with other hard links (this name gets the new bytes, the other
             names keep the old). Symbolic links and HDF5 files that reach into other files
             are refused even so.
+        storage_options: fsspec options for paths in object storage (as for the audit).
 
     Returns:
         A :class:`FixResult`; ``result.changes`` holds one entry per mask file.
@@ -84,7 +111,6 @@ def remap(
                            + "; pass one such as 255:1")
         mapping = suggested
     value_map = parse_value_map(mapping)
-    dataset = find_masks(_paths(paths, report), spec, options)
 
     def transform(label_file: LabelFile):
         new, counts = remap_array(label_file.array, value_map)
@@ -95,9 +121,12 @@ def remap(
         return new, f"{describe_counts(counts, value_map)}; values {before} -> {after}", {
             "pixels": {str(k): v for k, v in counts.items()}, "before": before, "after": after}
 
-    return run_mask_fix("remap", dataset, open_label_file, transform, key=(options or AuditOptions()).key,
-                        apply=apply, out=out, force=force,
-                        command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
+    with _fixing(_paths(paths, report), out, apply, storage_options) as (local, fix_out, staging):
+        dataset = find_masks(local, spec, options)
+        result = run_mask_fix("remap", dataset, open_label_file, transform, key=(options or AuditOptions()).key,
+                              apply=apply, out=fix_out, force=force,
+                              command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
+    return _told(result, staging, out)
 
 
 def _load_map(color_map: "str | os.PathLike | dict | ColorMap") -> "dict | ColorMap":
@@ -122,6 +151,7 @@ def colors(
     apply: bool = False,
     out: str | None = None,
     force: bool = False,
+    storage_options: dict | None = None,
 ) -> FixResult:
     """Convert colour (RGB/RGBA) masks to index masks.
 
@@ -140,7 +170,14 @@ def colors(
     if mode not in ("P", "L"):
         raise FixError(f"mode must be P or L, got {mode!r}")
     report = load_report(from_report) if from_report else None
-    paths = _paths(paths, report)
+    with _fixing(_paths(paths, report), out, apply, storage_options) as (paths, fix_out, staging):
+        result = _colors(paths, color_map, report, spec, options, unmapped, mode, apply, fix_out, force)
+    return _told(result, staging, out)
+
+
+def _colors(paths: list[str], color_map, report: dict | None, spec: LabelSpec | None, options: AuditOptions | None,
+            unmapped: int | None, mode: str, apply: bool, out: str | None, force: bool) -> FixResult:
+    """:func:`colors` of local ``paths``."""
     dataset = find_masks(paths, spec, options)
     given = _load_map(color_map) if color_map is not None else None
     fallback = None
@@ -190,6 +227,7 @@ def rename(
     apply: bool = False,
     out: str | None = None,
     force: bool = False,
+    storage_options: dict | None = None,
 ) -> FixResult:
     """Rename classes: ``"Dog=dog,dgo=dog"`` in VOC XML ``<name>`` texts (the rest of each file stays
     byte-identical), COCO ``categories[].name``, the label cells of CSV/TSV label tables (the other
@@ -218,14 +256,15 @@ def rename(
     from labelguard.fix.annotations import rename_classes
     from labelguard.fix.folders import is_imagefolder, rename_folders
 
-    paths = _paths(paths, None)
     name_map = parse_name_map(mapping)
-    if any(is_imagefolder(p) for p in paths):
-        result = rename_folders(paths, name_map, spec=spec, apply=apply, out=out)
-        if force:
-            result.notes.append("force changes nothing for class folders: moving a folder rewrites no file")
-        return result
-    return rename_classes(paths, name_map, spec=spec, apply=apply, out=out, force=force)
+    with _fixing(_paths(paths, None), out, apply, storage_options) as (paths, fix_out, staging):
+        if any(is_imagefolder(p) for p in paths):
+            result = rename_folders(paths, name_map, spec=spec, apply=apply, out=fix_out)
+            if force:
+                result.notes.append("force changes nothing for class folders: moving a folder rewrites no file")
+        else:
+            result = rename_classes(paths, name_map, spec=spec, apply=apply, out=fix_out, force=force)
+    return _told(result, staging, out)
 
 
 def remap_ids(
@@ -236,6 +275,7 @@ def remap_ids(
     apply: bool = False,
     out: str | None = None,
     force: bool = False,
+    storage_options: dict | None = None,
 ) -> FixResult:
     """Remap integer class ids: the class column of YOLO rows (only that text changes), COCO
     ``categories[].id`` with every ``annotations[].category_id``, and the label cells of CSV/TSV
@@ -253,5 +293,7 @@ def remap_ids(
     """
     from labelguard.fix.annotations import remap_class_ids
 
-    return remap_class_ids(_paths(paths, None), parse_value_map(mapping), spec=spec, apply=apply, out=out,
-                           force=force)
+    value_map = parse_value_map(mapping)
+    with _fixing(_paths(paths, None), out, apply, storage_options) as (paths, fix_out, staging):
+        result = remap_class_ids(paths, value_map, spec=spec, apply=apply, out=fix_out, force=force)
+    return _told(result, staging, out)

@@ -27,6 +27,30 @@ class LocalPath(click.Path):
         return super().convert(storage.local_path(value), param, ctx)
 
 
+class DataPath(LocalPath):
+    """The data a fix reads: a local path, or a URL of object storage, which the fix copies to
+    its local --out folder and fixes there (checked by the fix: :mod:`labelguard.fix.remote`)."""
+
+    def convert(self, value, param, ctx):
+        if storage.url_scheme(value) not in (None, "file"):
+            return value
+        return super().convert(value, param, ctx)
+
+
+def remote_options(func):
+    """The options of a fix whose PATHS may be URLs of object storage."""
+    return click.option(
+        "--storage-options", "storage_options_json", metavar="JSON",
+        help="fsspec storage options for PATHS that are URLs (as for audit). A dataset in object storage is "
+             "never written: it is copied to the local --out folder and fixed there.")(func)
+
+
+def _storage(text: str | None) -> dict | None:
+    from labelguard.cli import _storage_options
+
+    return _storage_options(text)
+
+
 _MARK = {PLANNED: "would fix", WRITTEN: "fixed", UNCHANGED: "unchanged", SKIPPED: "skipped", REFUSED: "refused"}
 
 
@@ -124,7 +148,7 @@ def fix() -> None:
 
 
 @fix.command("remap")
-@click.argument("paths", nargs=-1, type=LocalPath(exists=True))
+@click.argument("paths", nargs=-1, type=DataPath(exists=True))
 @click.option("--map", "mapping", help="FROM:TO pairs, e.g. 255:1,3:2 (default: the report's suggested remap).")
 @click.option("--ids", is_flag=True,
               help="Remap class ids in YOLO label rows, COCO JSON and CSV/TSV label tables instead of mask values.")
@@ -132,8 +156,9 @@ def fix() -> None:
               help="A mapping file from `labelguard harmonize`: apply its value and id maps to its datasets.")
 @spec_options
 @common_options
+@remote_options
 def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classes, ignore_index, key, layout,
-                  apply, out, from_report, as_json, force):
+                  apply, out, from_report, as_json, force, storage_options_json):
     """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
     --ids the class ids of YOLO rows, COCO categories and CSV/TSV label tables."""
     from labelguard.fix.api import remap, remap_ids
@@ -150,15 +175,16 @@ def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classe
     if ids:
         if not mapping or not paths:
             raise click.UsageError("--ids needs PATHS and --map")
-        _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out, force=force), as_json)
+        _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out, force=force,
+                        storage_options=_storage(storage_options_json)), as_json)
         return
     result = remap(list(paths) or None, mapping, spec=spec, options=_layout(layout, key), from_report=from_report,
-                   apply=apply, out=out, force=force)
+                   apply=apply, out=out, force=force, storage_options=_storage(storage_options_json))
     _show(result, as_json)
 
 
 @fix.command("rename")
-@click.argument("paths", nargs=-1, type=LocalPath(exists=True))
+@click.argument("paths", nargs=-1, type=DataPath(exists=True))
 @click.option("--map", "mapping",
               help="OLD=NEW pairs, e.g. \"Dog=dog,dgo=dog\"; quote a name to keep its spaces: \"'dog '=dog\".")
 @click.option("--map-file", type=click.Path(exists=True, dir_okay=False),
@@ -167,7 +193,9 @@ def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classe
               help="A mapping file from `labelguard harmonize`: apply its name maps to its datasets.")
 @click.option("--classes", help="The class names the re-audit checks against, comma separated.")
 @common_options
-def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, from_report, as_json, force):
+@remote_options
+def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, from_report, as_json, force,
+                   storage_options_json):
     """Rename classes under PATHS: VOC XML <name> texts, COCO categories, CSV/TSV label cells, and
     ImageFolder class folders (merged file by file into a folder that already has the new name)."""
     from labelguard.fix.api import rename
@@ -186,8 +214,8 @@ def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, 
         mapping = _name_map_file(map_file)
     if not mapping or not paths:
         raise click.UsageError("give PATHS and --map OLD=NEW,... (or --map-file FILE), or --from-mapping FILE")
-    _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out, force=force),
-          as_json)
+    _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out, force=force,
+                 storage_options=_storage(storage_options_json)), as_json)
 
 
 def _name_map_file(path: str) -> dict[str, str]:
@@ -222,7 +250,7 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
 
 
 @fix.command("colors")
-@click.argument("paths", nargs=-1, type=LocalPath(exists=True))
+@click.argument("paths", nargs=-1, type=DataPath(exists=True))
 @click.option("--color-map", type=click.Path(exists=True, dir_okay=False),
               help="Colour map file (default: the report's proposal, the dataset's map, or a fresh proposal).")
 @click.option("--unmapped", type=int, help="Index for colours not in the map (default: skip such files).")
@@ -230,8 +258,9 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
               help="P: index mask with the colours as palette; L: plain grey index mask.")
 @spec_options
 @common_options
+@remote_options
 def colors_command(paths, color_map, unmapped, mode, num_classes, values, classes, ignore_index, key, layout,
-                   apply, out, from_report, as_json, force):
+                   apply, out, from_report, as_json, force, storage_options_json):
     """Convert colour masks under PATHS to index masks."""
     from labelguard.fix.api import colors
 
@@ -239,7 +268,7 @@ def colors_command(paths, color_map, unmapped, mode, num_classes, values, classe
         raise click.UsageError("give the PATHS of the colour masks, or --from-report REPORT")
     result = colors(list(paths) or None, color_map, spec=_spec(num_classes, values, classes, ignore_index),
                     options=_layout(layout, key), from_report=from_report, unmapped=unmapped, mode=mode,
-                    apply=apply, out=out, force=force)
+                    apply=apply, out=out, force=force, storage_options=_storage(storage_options_json))
     _show(result, as_json)
 
 

@@ -622,12 +622,11 @@ class UndoResult:
 
 # Why a fix never writes object storage, said for a PATH that is a URL.
 OBJECT_STORAGE_REFUSAL = (
-    "labelguard fix writes only local files, and {path} is in object storage, which has no atomic rename: a fix "
-    "replaces each file atomically, keeps its original and journals the change so that `labelguard fix undo` "
-    "restores it, and none of that can be done there. Writing repaired copies of a remote dataset to a local --out "
-    "folder is not supported either (the fix plans from the files' local state: links, permissions, the data's "
-    "lock). Copy the dataset to a local folder (for S3: aws s3 sync {path} ./copy), audit and fix the copy, then "
-    "upload it")
+    "labelguard fix never writes object storage, and {path} is there: it has no atomic rename, and a fix replaces "
+    "each file atomically, keeps its original and journals the change so that `labelguard fix undo` restores it. "
+    "`fix remap`, `fix rename` and `fix colors` take --out LOCAL_FOLDER: the dataset is copied there and the copy "
+    "is fixed (undoable), for you to upload when it is right. `fix list` and `fix undo` take local paths only: copy "
+    "the dataset to a local folder (for S3: aws s3 sync {path} ./copy), fix the copy, then upload it")
 
 
 def refuse_object_storage(paths: Sequence[str | os.PathLike]) -> None:

@@ -660,6 +660,14 @@ def _plan_mask(path: str, target: str, root: str, out: str | None, spec: LabelSp
         return Edit(FileChange(shown, REFUSED, f"not fixed: {exc}", shown_target), target)
     except (CannotFix, MissingDependency) as exc:
         return Edit(FileChange(shown, SKIPPED, str(exc), shown_target), target)
+    except Exception:
+        unreadable = next((f for f in before.findings if f.code == "LG001"), None)
+        if unreadable is None:
+            raise
+        # A file the audit could not read either (truncated, damaged): it has no labels to
+        # rewrite, and the other files are fixed as planned.
+        return Edit(FileChange(shown, SKIPPED, f"not fixed: it cannot be read (LG001: {unreadable.message})",
+                               shown_target), target)
     if new is None:
         change = FileChange(shown, UNCHANGED, summary, shown_target, details)
         return copy_edit(path, target, change) if out is not None else Edit(change, target)

@@ -94,12 +94,15 @@ def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
     names are held at a time."""
     ambiguous = Pairing()
     for prefix, names in storage.iter_folders(root, skip_dirs=IMAGE_DIRS):
-        files = [path for path in (prefix + name for name in names) if keep(path)]
-        if not may_pair(files):
+        names = names if storage.url_scheme(prefix) is None else list(names)  # a listing is read once
+        # The names are walked twice, never held as paths: a local folder's come packed (SortedNames).
+        if not may_pair(path for path in (prefix + name for name in names) if keep(path)):
             # Most folders: masks named without a role word (or all labels by theirs).
-            for path in files:
-                yield _task(path, options, color_map)
+            for name in names:
+                if keep(prefix + name):
+                    yield _task(prefix + name, options, color_map)
             continue
+        files = [prefix + name for name in names if keep(prefix + name)]
         pairing = pair_in_folder(files)
         ambiguous.ambiguous.update(pairing.ambiguous)
         images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
