@@ -45,7 +45,6 @@ were read and checked.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -82,6 +81,8 @@ class FileList:
             self._head.append(path)
         else:
             if self._rest is None:
+                import tempfile  # only past IN_MEMORY files
+
                 self._rest = tempfile.TemporaryFile("w+", encoding="utf-8", prefix="labelguard-files-")
             self._rest.write(json.dumps(path) + "\n")
         self._count += 1

@@ -55,7 +55,6 @@ import logging
 import os
 import pickle
 import re
-import shutil
 import stat
 import sys
 import time
@@ -911,6 +910,8 @@ class ResultCache:
         """Delete every entry (only what labelguard wrote: the entries' folder and its marker
         files, never other files in a folder given as the cache); the number deleted."""
         count = self.info().entries
+        import shutil
+
         shutil.rmtree(self.root, ignore_errors=True)
         _unlink(os.path.join(self.settings.directory, "CACHEDIR.TAG"))
         try:

@@ -25,12 +25,10 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import signal
 import sys
 import threading
 import traceback
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, environment_digest, open_cache
@@ -146,6 +144,8 @@ def _init_worker(spec: LabelSpec, limits: ReadLimits, cache: CacheSettings | Non
     set_limits(limits)
     # Ctrl-C reaches the whole process group: the caller stops the pool, and a worker
     # that took the signal too would only print its own KeyboardInterrupt traceback.
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -327,7 +327,7 @@ def _run_until_a_worker_dies(
     batches handed out and not finished are added to ``struck``."""
     # Imported here: the process pool brings multiprocessing and sockets, some 5 ms of the
     # start-up of every audit, which a one-worker audit does without.
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     pool = ProcessPoolExecutor(workers, mp_context=_context(modules), initializer=_init_worker,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Iterator, Set
@@ -490,6 +489,8 @@ class LabelSpec:
         by_key = {normalise_name(c): c for c in self.classes}
         exact = by_key.get(normalise_name(name))
         found = [exact] if exact else []
+        import difflib
+
         for match in difflib.get_close_matches(name, self.classes, n=n, cutoff=0.5):
             if match not in found:
                 found.append(match)

@@ -22,8 +22,8 @@ from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
 )
 from labelguard.layouts.pairing import (
-    Pairing, PairingStream, Role, image_sets_rule, inside_root, labels_by_image, may_pair, missing_reason,
-    pair_files, pair_in_folder,
+    Pairing, PairingStream, Role, display_in, image_sets_rule, inside_root, labels_by_image, may_pair,
+    missing_reason, pair_files, pair_in_folder,
 )
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
 from labelguard.readers.colormap import (
@@ -44,7 +44,7 @@ JPEG_EXTENSIONS = (".jpg", ".jpeg")
 # ---- discovery --------------------------------------------------------------------------
 
 def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: str | None = None,
-          encoding: str | None = None) -> FileTask:
+          encoding: str | None = None, shown: str | None = None) -> FileTask:
     extra = []
     if options.key:
         extra.append(("key", options.key))
@@ -55,7 +55,7 @@ def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: s
     if encoding is not None:
         extra.append(("encoding", encoding))
     return FileTask(
-        processor=process_mask, path=path, display=display_path(path), image=image,
+        processor=process_mask, path=path, display=shown or display_path(path), image=image,
         image_display=display_path(image) if image else None, options=tuple(extra),
     )
 
@@ -98,9 +98,10 @@ def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
         # The names are walked twice, never held as paths: a local folder's come packed (SortedNames).
         if not may_pair(path for path in (prefix + name for name in names) if keep(path)):
             # Most folders: masks named without a role word (or all labels by theirs).
+            folder_shown = display_path(prefix)
             for name in names:
                 if keep(prefix + name):
-                    yield _task(prefix + name, options, color_map)
+                    yield _task(prefix + name, options, color_map, shown=display_in(folder_shown, name))
             continue
         files = [prefix + name for name in names if keep(prefix + name)]
         pairing = pair_in_folder(files)

@@ -492,6 +492,13 @@ def display_path(path: str) -> str:
     return absolute
 
 
+def display_in(folder_shown: str, name: str) -> str:
+    """:func:`display_path` of a file ``name`` (a listing's entry: no separator, never ``.``
+    or ``..``) in the folder whose :func:`display_path` is ``folder_shown``: one look-up of
+    the working folder per folder, not per file."""
+    return name if folder_shown == "." else os.path.join(folder_shown, name)
+
+
 def walk_files(root: str, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
     """Every file under ``root`` (sorted, hidden entries skipped), without the ``skip_dirs``."""
     return list(storage.iter_files(root, skip_dirs))
