@@ -340,8 +340,8 @@ def test_fix_refuses_to_write_object_storage_and_says_what_to_do(s3_server, uplo
     _, bucket = uploaded
     root = f"{bucket}/masks_ds"
     options = ["--storage-options", json.dumps(s3_server.options)]
-    for args in (["fix", "remap", root, "--map", "7:0", *options], ["fix", "list", f"{root}/lists/train.txt"],
-                 ["fix", "undo", root]):
+    for args in (["fix", "remap", root, "--map", "7:0", *options],
+                 ["fix", "list", f"{root}/lists/train.txt", "--root", root, *options], ["fix", "undo", root]):
         done = _cli(*args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "no atomic rename" in done.stderr and "aws s3 sync" in done.stderr, done.stderr
@@ -389,6 +389,21 @@ def test_fix_with_out_copies_the_remote_dataset_and_fixes_the_copy(s3_server, up
     # A second copy into the same folder is refused: it holds files.
     again = _cli("fix", "remap", root, "--map", "7:0", "--out", str(out), "--apply", *options, cwd=tmp_path)
     assert again.returncode == 2 and "already holds files" in again.stderr
+
+
+def test_fix_list_cleans_a_remote_list_in_a_local_copy_of_its_root(s3_server, uploaded, tmp_path):
+    _, bucket = uploaded
+    root = f"{bucket}/masks_ds"
+    options = ["--storage-options", json.dumps(s3_server.options)]
+    no_root = _cli("fix", "list", f"{root}/lists/train.txt", "--out", str(tmp_path / "o"), *options, cwd=tmp_path)
+    assert no_root.returncode == 2 and "give --root" in no_root.stderr
+    out = tmp_path / "copy"
+    done = _cli("fix", "list", f"{root}/lists/train.txt", "--root", root, "--out", str(out), "--apply", *options,
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # masks/missing.png names no object: dropped from the copy's list; the store keeps its own.
+    assert (out / "lists" / "train.txt").read_text(encoding="utf-8") == "masks/a.png\nmasks/b.png\n"
+    assert b"missing.png" in _objects(s3_server, bucket, "masks_ds/lists/")["masks_ds/lists/train.txt"]
 
 
 def test_a_key_that_leads_outside_the_copy_is_never_given_a_local_place(tmp_path):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -18,7 +17,8 @@ from labelguard.fix.masks import (
     remap_array, run_mask_fix, values_of,
 )
 from labelguard.layouts.base import AuditOptions
-from labelguard.fix.remote import Staging, stage
+from labelguard.fix.remote import local_copy as _fixing
+from labelguard.fix.remote import told as _told
 from labelguard.readers.base import ReadError
 from labelguard.readers.colormap import ColorMap, load_color_map
 
@@ -37,24 +37,6 @@ def _paths(paths, report: dict | None) -> list[str]:
     return [storage.local_path(os.fspath(p)) for p in paths]
 
 
-@contextlib.contextmanager
-def _fixing(paths: list[str], out: str | None, apply: bool,
-            storage_options: dict | None) -> Iterator[tuple[list[str], str | None, Staging | None]]:
-    """(local paths, --out for the fix, staging) of a fix of ``paths``: the paths and ``out``
-    as they are, or for URLs of object storage the local copy under ``out`` (a temporary one
-    for a dry run), fixed in place (:mod:`labelguard.fix.remote`)."""
-    staging = stage(paths, out, apply, storage_options)
-    if staging is None:
-        yield paths, out, None
-        return
-    try:
-        yield staging.paths, None, staging
-    finally:
-        staging.close()
-
-
-def _told(result: FixResult, staging: Staging | None, out: str | None) -> FixResult:
-    return staging.describe(result, os.path.abspath(out)) if staging is not None and out else result
 
 
 def remap(

@@ -273,19 +273,21 @@ def colors_command(paths, color_map, unmapped, mode, num_classes, values, classe
 
 
 @fix.command("list")
-@click.argument("lists", nargs=-1, type=LocalPath(exists=True, dir_okay=False))
-@click.option("--root", type=click.Path(exists=True, file_okay=False),
-              help="The dataset root the entries are relative to (default: found above the list).")
+@click.argument("lists", nargs=-1, type=DataPath(exists=True, dir_okay=False))
+@click.option("--root", type=DataPath(exists=True, file_okay=False),
+              help="The dataset root the entries are relative to (default: found above the list; needed for "
+                   "lists in object storage).")
 @click.option("--keep-missing", is_flag=True, help="Keep entries whose file does not exist.")
 @common_options
-def list_command(lists, root, keep_missing, apply, out, from_report, as_json, force):
+@remote_options
+def list_command(lists, root, keep_missing, apply, out, from_report, as_json, force, storage_options_json):
     """Clean file lists: BOM, CRLF, whitespace, blank and duplicate lines, entries without a file."""
     from labelguard.fix.lists import clean_list
 
     if not lists and not from_report:
         raise click.UsageError("give the LISTS to clean, or --from-report REPORT")
     result = clean_list(list(lists) or None, root=root, drop_missing=not keep_missing, from_report=from_report,
-                        apply=apply, out=out, force=force)
+                        apply=apply, out=out, force=force, storage_options=_storage(storage_options_json))
     _show(result, as_json)
 
 

@@ -624,9 +624,9 @@ class UndoResult:
 OBJECT_STORAGE_REFUSAL = (
     "labelguard fix never writes object storage, and {path} is there: it has no atomic rename, and a fix replaces "
     "each file atomically, keeps its original and journals the change so that `labelguard fix undo` restores it. "
-    "`fix remap`, `fix rename` and `fix colors` take --out LOCAL_FOLDER: the dataset is copied there and the copy "
-    "is fixed (undoable), for you to upload when it is right. `fix list` and `fix undo` take local paths only: copy "
-    "the dataset to a local folder (for S3: aws s3 sync {path} ./copy), fix the copy, then upload it")
+    "`fix remap`, `fix rename`, `fix colors` and `fix list` (with --root) take --out LOCAL_FOLDER: the dataset is "
+    "copied there and the copy is fixed (undoable), for you to upload when it is right. `fix undo` takes the local "
+    "copy; or copy the dataset yourself (for S3: aws s3 sync {path} ./copy), fix the copy, then upload it")
 
 
 def refuse_object_storage(paths: Sequence[str | os.PathLike]) -> None:

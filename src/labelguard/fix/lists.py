@@ -15,12 +15,14 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
+from labelguard.core import storage
 from labelguard.core.text import noun, shorten
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report
 from labelguard.fix.engine import (
     FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
 )
 from labelguard.fix.journal import FixError, refuse_object_storage
+from labelguard.fix.remote import is_remote, local_copy, told
 from labelguard.layouts.pairing import inside_root
 from labelguard.layouts.base import display_path, pair_key, strip_extension, walk_files
 from labelguard.readers.base import ReadError, read_bytes
@@ -42,6 +44,7 @@ def clean_list(
     apply: bool = False,
     out: str | None = None,
     force: bool = False,
+    storage_options: dict | None = None,
 ) -> FixResult:
     """Rewrite file lists as clean UTF-8, one entry a line, ``\\n`` endings, no BOM.
 
@@ -60,6 +63,9 @@ def clean_list(
         apply: write (default: a dry run).
         out: write the cleaned lists under this folder instead (same relative paths).
         force: also rewrite read-only lists and lists with other hard links.
+        storage_options: fsspec options for lists in object storage. Such lists need ``root``
+            (its prefix) and ``out``: the prefix is copied there whole and its lists cleaned in
+            that copy (:mod:`labelguard.fix.remote`).
     """
     if lists is None or (not isinstance(lists, (str, os.PathLike)) and not list(lists)):
         if not from_report:
@@ -71,8 +77,24 @@ def clean_list(
             raise FixError(f"{from_report} names no unclean file list (LG004/LG003)")
     if isinstance(lists, (str, os.PathLike)):
         lists = [lists]
-    refuse_object_storage(lists)
-    lists = [os.fspath(p) for p in lists]
+    lists = [storage.local_path(os.fspath(p)) for p in lists]
+    if root is not None:
+        root = storage.local_path(os.fspath(root))
+    if any(is_remote(p) for p in lists):
+        if root is None or not is_remote(root):
+            raise FixError(f"{next(p for p in lists if is_remote(p))} is in object storage: give --root, the prefix "
+                           "its entries are relative to, which is copied with the list to the local --out folder "
+                           "(a fix never writes object storage)")
+        with local_copy([root, *lists], out, apply, storage_options) as (local, fix_out, staging):
+            result = _clean_lists(local[1:], local[0], drop_missing, apply, fix_out, force)
+        return told(result, staging, out)
+    refuse_object_storage([root] if root is not None else [])
+    return _clean_lists(lists, root, drop_missing, apply, out, force)
+
+
+def _clean_lists(lists: list[str], root: str | None, drop_missing: bool, apply: bool, out: str | None,
+                 force: bool) -> FixResult:
+    """:func:`clean_list` of local ``lists``."""
     for path in lists:
         if not os.path.isfile(path):
             raise FixError(f"{path}: no such file")

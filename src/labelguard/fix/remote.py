@@ -15,11 +15,12 @@ was given, and is checked to lie inside the copy before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.fix.base import FixResult
@@ -149,6 +150,27 @@ def stage(paths: Sequence[str], out: str | None, apply: bool,
         staging.close()
         raise
     return staging
+
+
+@contextlib.contextmanager
+def local_copy(paths: list[str], out: str | None, apply: bool,
+               storage_options: dict | None) -> Iterator[tuple[list[str], str | None, Staging | None]]:
+    """(local paths, --out for the fix, staging) of a fix of ``paths``: the paths and ``out``
+    as they are, or for URLs of object storage their copy under ``out`` (a temporary one for
+    a dry run, deleted after the block), to be fixed in place."""
+    staging = stage(paths, out, apply, storage_options)
+    if staging is None:
+        yield paths, out, None
+        return
+    try:
+        yield staging.paths, None, staging
+    finally:
+        staging.close()
+
+
+def told(result: FixResult, staging: Staging | None, out: str | None) -> FixResult:
+    """``result``, told in terms of the store when it was computed on a copy."""
+    return staging.describe(result, os.path.abspath(out)) if staging is not None and out else result
 
 
 def _common_prefix(urls: list[str]) -> str | None:
