@@ -115,6 +115,34 @@ def test_an_audit_through_s3_finds_what_the_local_copy_has(s3_server, uploaded, 
     assert named and all(path.startswith(remote_root + "/") for path in named), named
 
 
+@pytest.mark.parametrize("name", ["masks_ds", "voc_ds", "coco_ds"])
+def test_discovery_lists_each_prefix_once_or_twice_not_once_per_probe(s3_server, uploaded, monkeypatch, name):
+    """The layouts' probes ask about the same prefixes again and again (32 listings and 111
+    looks at names for a masks prefix before): a discovery keeps what the store answered."""
+    from collections import Counter
+
+    from labelguard.layouts import AuditOptions
+    from labelguard.layouts.base import discover_datasets
+
+    _, bucket = uploaded
+    storage.grant(storage.access_for([bucket], s3_server.options))
+    asked: Counter = Counter()
+    for function in ("_listed_entries", "_info"):
+        real = getattr(storage, function)
+
+        def counted(url, *args, _real=real, _function=function, **kwargs):
+            asked[_function, storage.normpath(url).rstrip("/")] += 1
+            return _real(url, *args, **kwargs)
+
+        monkeypatch.setattr(storage, function, counted)
+    found = discover_datasets(f"{bucket}/{name}", AuditOptions())
+    assert sum(len(d.tasks) for d in found) > 0
+    listings = Counter({url: n for (function, url), n in asked.items() if function == "_listed_entries"})
+    looks = sum(n for (function, _), n in asked.items() if function == "_info")
+    assert max(listings.values()) <= 2, listings
+    assert looks <= 12, asked
+
+
 def _options(root: str, lists: tuple[str, ...]):
     from labelguard.layouts import AuditOptions
 

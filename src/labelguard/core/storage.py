@@ -29,6 +29,8 @@ Dask worker): the filesystem is opened there, lazily, on first use.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import heapq
 import json
@@ -43,6 +45,9 @@ _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 CONTENT_FIELDS = ("ETag", "etag", "md5Hash", "content_md5", "generation", "VersionId", "version_id")
 # Entries of one listing handed on at a time while a large prefix is listed page by page.
 LISTING_CHUNK = 1000
+# While a discovery keeps listings (:func:`listings_kept`): the most entries it holds in all; a
+# prefix whose listing would pass it is listed again each time it is asked for.
+KEPT_ENTRIES = 20_000
 
 
 class StorageError(Exception):
@@ -227,24 +232,84 @@ def missing_reason(url: str) -> str | None:
     return None
 
 
+# ---- listings kept while a dataset is discovered -------------------------------------------
+
+class _Kept:
+    """The listings (and looks at single URLs) of object storage kept for one discovery."""
+
+    def __init__(self) -> None:
+        self.listings: dict[str, list[RemoteEntry]] = {}
+        self.kinds: dict[str, str | None] = {}  # URL -> "file", "directory" or None (nothing)
+        self.entries = 0
+
+
+_KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("labelguard_kept_listings", default=None)
+
+
+@contextlib.contextmanager
+def listings_kept() -> Iterator[None]:
+    """Keep what object storage answers for the block: a prefix's listing (up to
+    :data:`KEPT_ENTRIES` entries in all) and whether a URL is an object, a prefix or nothing,
+    so that the layouts' probes of one dataset (a dozen listings of its prefix and a hundred
+    looks at names a layout may hold) cost one listing per prefix. A discovery is a snapshot
+    of the store, as a local walk is of a folder; every object's bytes are still read, and
+    checked by their validator, when its task runs. Local paths are never kept (their
+    listings cost microseconds per entry, and a folder of millions would cost memory)."""
+    token = _KEPT.set(_Kept())
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+def _kept_kind(url: str) -> tuple[bool, str | None]:
+    """(known, kind) of a URL from what the discovery kept: its own look, or its parent's
+    whole listing (an object, a prefix, or absent from it: nothing there)."""
+    kept = _KEPT.get()
+    if kept is None:
+        return False, None
+    url = normpath(url).rstrip("/")
+    if url in kept.kinds:
+        return True, kept.kinds[url]
+    parent, _, name = url.rpartition("/")
+    listing = kept.listings.get(parent)
+    if listing is None or not name or "://" not in parent:
+        return False, None
+    for entry in listing:
+        if entry.name == name:
+            return True, "directory" if entry.is_dir() else "file"
+    return True, None
+
+
+def _url_kind(url: str) -> str | None:
+    """"file", "directory" or None (nothing there) for a granted URL."""
+    known, kind = _kept_kind(url)
+    if known:
+        return kind
+    found = _info(url)
+    kind = found.get("type") if found is not None else None
+    kept = _KEPT.get()
+    if kept is not None:
+        kept.kinds[normpath(url).rstrip("/")] = kind
+    return kind
+
+
 def isfile(path: Any) -> bool:
     if url_scheme(path) is None:
         return os.path.isfile(path)
-    found = _info(path)
-    return found is not None and found.get("type") == "file"
+    return _url_kind(path) == "file"
 
 
 def isdir(path: Any) -> bool:
     if url_scheme(path) is None:
         return os.path.isdir(path)
-    found = _info(path)
-    return found is not None and found.get("type") == "directory"
+    return _url_kind(path) == "directory"
 
 
 def exists(path: Any) -> bool:
     if url_scheme(path) is None:
         return os.path.exists(path)
-    return _info(path) is not None
+    return _url_kind(path) is not None
 
 
 def lexists(path: Any) -> bool:
@@ -302,7 +367,36 @@ class _Listing:
 
 def _remote_entries(url: str) -> Iterator[RemoteEntry]:
     """The entries of the folder ``url``, in name order, page by page where the store lists
-    so (S3: as each page of 1,000 keys arrives); FileNotFoundError when it is no folder."""
+    so (S3: as each page of 1,000 keys arrives); FileNotFoundError when it is no folder.
+    While :func:`listings_kept`, a listing read to its end is kept and given again."""
+    kept = _KEPT.get()
+    if kept is None:
+        yield from _listed_entries(url)
+        return
+    key = normpath(url).rstrip("/")
+    listing = kept.listings.get(key)
+    if listing is not None:
+        yield from listing
+        return
+    known, kind = _kept_kind(key)
+    if known and kind != "directory":
+        raise (NotADirectoryError if kind == "file" else FileNotFoundError)(url)
+    collected: list[RemoteEntry] | None = []
+    for entry in _listed_entries(url):
+        if collected is not None:
+            if kept.entries + len(collected) < KEPT_ENTRIES:
+                collected.append(entry)
+            else:
+                collected = None  # too large to keep: listed again when asked again
+        yield entry
+    if collected is not None:
+        kept.listings[key] = collected
+        kept.kinds[key] = "directory"
+        kept.entries += len(collected)
+
+
+def _listed_entries(url: str) -> Iterator[RemoteEntry]:
+    """:func:`_remote_entries` as the store lists them now."""
     found = filesystem(url)
     if found is None:
         raise FileNotFoundError(url)

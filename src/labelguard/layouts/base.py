@@ -131,10 +131,13 @@ def discover_datasets(root: str, options: AuditOptions, stream: bool = False) ->
     that describes a dataset: a file list, a class-name file, nnU-Net's dataset.json (the
     dataset around it), a YOLO label file, or a file any layout reads (COCO JSON, VOC XML,
     data.yaml, CSV, a mask)."""
-    found = _discover_datasets(root, options)
-    if not stream:
-        for discovery in found:
-            discovery.tasks = list(discovery.tasks)
+    # The layouts' probes ask object storage about the same prefixes many times: one listing
+    # each (storage.listings_kept). A streamed walk lists afresh as it goes.
+    with storage.listings_kept():
+        found = _discover_datasets(root, options)
+        if not stream:
+            for discovery in found:
+                discovery.tasks = list(discovery.tasks)
     return found
 
 
