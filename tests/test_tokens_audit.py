@@ -525,3 +525,21 @@ def test_json_lines_are_told_by_their_first_record_and_pretty_printed_json_is_no
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "meta.json").write_text(json.dumps({"input_ids": [1, 2]}, indent=2))
     assert run(tmp_path / "b").layouts != ["tokens"]
+
+
+def test_rows_of_many_small_record_batches_keep_their_numbers(tmp_path):
+    """A stream of many small record batches (datasets writes 1,000 rows each): rows are
+    numbered across the batches, and every row is counted."""
+    pa = pytest.importorskip("pyarrow")
+    rows = [[1, 2, 3] if i % 7 else [1, 200] for i in range(2500)]  # every 7th row holds id 200
+    table = pa.table({"input_ids": pa.array(rows, pa.list_(pa.int32()))})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        for first in range(0, 2500, 300):
+            writer.write_batch(table.to_batches()[0].slice(first, 300))
+    (tmp_path / "train.arrow").write_bytes(sink.getvalue().to_pybytes())
+    report = run(tmp_path / "train.arrow", LabelSpec(tokens=token_spec_from_files_values(vocab_size=100)))
+    [ids] = found(report, "LG601")
+    assert ids.data["row_count"] == len(range(0, 2500, 7)) == 358
+    assert ids.data["rows"] == list(range(0, 700, 7))  # the first 100 rows named, numbered across batches
+    assert report.summary.samples == 2500
