@@ -445,6 +445,18 @@ def test_a_key_that_leads_outside_the_copy_is_never_given_a_local_place(tmp_path
         assert _local(url, staging) is None, url
 
 
+def test_a_copy_that_cannot_be_made_whole_is_an_error_and_leaves_nothing(s3_server, uploaded, tmp_path):
+    """S3 lets x be an object and a prefix at once; no local folder holds both."""
+    _, bucket = uploaded
+    s3_server.put(f"{bucket}/clash/x", b"a file")
+    s3_server.put(f"{bucket}/clash/x/y.png", b"below it")
+    out = tmp_path / "copy"
+    done = _cli("fix", "remap", f"{bucket}/clash", "--map", "7:0", "--out", str(out), "--apply",
+                "--storage-options", json.dumps(s3_server.options), cwd=tmp_path)
+    assert done.returncode == 2 and "cannot copy" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not out.exists()
+
+
 def test_the_fix_api_copies_one_remote_object_into_out(s3_server, uploaded, tmp_path):
     from labelguard.fix import FixError, remap
 

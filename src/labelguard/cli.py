@@ -202,7 +202,7 @@ class PathOrUrl(click.Path):
     a URL of object storage (``s3://bucket/prefix``), checked when the audit grants it."""
 
     def convert(self, value, param, ctx):
-        if storage.url_scheme(value) not in (None, "file"):
+        if storage.in_object_storage(value):
             return value
         return super().convert(storage.local_path(value), param, ctx)
 

@@ -92,6 +92,12 @@ def local_path(path: str) -> str:
     return path
 
 
+def in_object_storage(path: Any) -> bool:
+    """True for a URL of object storage (``s3://``, ``gs://``...), which is read through
+    fsspec; a ``file://`` URL is a local path, and so is any path without a scheme."""
+    return url_scheme(path) not in (None, "file")
+
+
 def location(url: str) -> str:
     """``scheme://bucket`` of a URL: what :func:`grant` allows reading below."""
     normal = normpath(url)
@@ -101,7 +107,7 @@ def location(url: str) -> str:
 
 def access_for(paths: list[str], options: dict | None = None) -> RemoteAccess | None:
     """The access to grant for the URLs among ``paths`` (None when there is none)."""
-    locations = tuple(sorted({location(p) for p in paths if url_scheme(p) not in (None, "file")}))
+    locations = tuple(sorted({location(p) for p in paths if in_object_storage(p)}))
     if not locations:
         return None
     return RemoteAccess(locations, json.dumps(options or {}, sort_keys=True))

@@ -22,7 +22,7 @@ class LocalPath(click.Path):
     storage is refused with the reason and what to do instead."""
 
     def convert(self, value, param, ctx):
-        if storage.url_scheme(value) not in (None, "file"):
+        if storage.in_object_storage(value):
             self.fail(OBJECT_STORAGE_REFUSAL.format(path=value), param, ctx)
         return super().convert(storage.local_path(value), param, ctx)
 
@@ -32,7 +32,7 @@ class DataPath(LocalPath):
     its local --out folder and fixes there (checked by the fix: :mod:`labelguard.fix.remote`)."""
 
     def convert(self, value, param, ctx):
-        if storage.url_scheme(value) not in (None, "file"):
+        if storage.in_object_storage(value):
             return value
         return super().convert(value, param, ctx)
 

@@ -632,7 +632,7 @@ OBJECT_STORAGE_REFUSAL = (
 def refuse_object_storage(paths: Sequence[str | os.PathLike]) -> None:
     """FixError when one of ``paths`` is a URL of object storage (a ``file://`` URL is a path)."""
     for path in paths:
-        if storage.url_scheme(os.fspath(path)) not in (None, "file"):
+        if storage.in_object_storage(os.fspath(path)):
             raise FixError(OBJECT_STORAGE_REFUSAL.format(path=os.fspath(path)))
 
 

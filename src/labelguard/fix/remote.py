@@ -32,7 +32,7 @@ CHUNK = 1 << 20
 
 
 def is_remote(path: str | os.PathLike) -> bool:
-    return storage.url_scheme(os.fspath(path)) not in (None, "file")
+    return storage.in_object_storage(os.fspath(path))
 
 
 @dataclass
@@ -134,6 +134,7 @@ def stage(paths: Sequence[str], out: str | None, apply: bool,
     root = _common_prefix(parents)
     if root is None:
         raise FixError("the URLs of one fix must lie in one bucket: " + ", ".join(remote))
+    created = not os.path.exists(out)
     if apply:
         os.makedirs(out, exist_ok=True)
         folder = out
@@ -147,7 +148,15 @@ def stage(paths: Sequence[str], out: str | None, apply: bool,
                 _copy(name, staging)
             staging.paths.append(_local(url, staging) or folder)
     except BaseException:
-        staging.close()
+        # A copy cut short is no dataset: what was copied goes (the folder was new or empty).
+        if staging.temporary or created:
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            for entry in os.scandir(folder):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    _remove(entry.path)
         raise
     return staging
 
@@ -211,9 +220,11 @@ def _copy(url: str, staging: Staging) -> None:
     if found is None:
         raise FixError(f"{url} is not a location this fix was given")
     fs, key = found
-    os.makedirs(os.path.dirname(target), exist_ok=True)
     temporary = f"{target}.{os.getpid()}.labelguard-copy.tmp"
     try:
+        # A key may be both an object and a prefix (s3://b/x and s3://b/x/y): no local folder
+        # can hold both, which is an OSError here.
+        os.makedirs(os.path.dirname(target), exist_ok=True)
         with fs.open(key, "rb") as source, open(temporary, "xb") as copy:
             shutil.copyfileobj(source, copy, CHUNK)
         os.replace(temporary, target)
