@@ -457,6 +457,24 @@ def test_a_copy_that_cannot_be_made_whole_is_an_error_and_leaves_nothing(s3_serv
     assert not out.exists()
 
 
+def test_fix_colors_of_a_remote_dataset_proposes_its_map_from_the_copy(s3_server, uploaded, tmp_path):
+    _, bucket = uploaded
+    colours = np.zeros((8, 8, 3), np.uint8)
+    colours[2:5, 2:5] = (128, 0, 0)
+    write_png(tmp_path / "local" / "a.png", colours)
+    s3_server.put(f"{bucket}/colors_ds/masks/a.png", (tmp_path / "local" / "a.png").read_bytes())
+    out = tmp_path / "indexed"
+    done = _cli("fix", "colors", f"{bucket}/colors_ds", "--out", str(out), "--apply", "--json",
+                "--storage-options", json.dumps(s3_server.options), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [change] = json.loads(done.stdout)["changes"]
+    assert change["status"] == "written" and (tmp_path / change["path"]).resolve() == out / "masks" / "a.png"
+    from PIL import Image
+
+    with Image.open(out / "masks" / "a.png") as fixed:
+        assert fixed.mode == "P" and sorted(np.unique(np.asarray(fixed)).tolist()) == [0, 1]
+
+
 def test_the_fix_api_copies_one_remote_object_into_out(s3_server, uploaded, tmp_path):
     from labelguard.fix import FixError, remap
 

@@ -153,12 +153,15 @@ def colors(
         raise FixError(f"mode must be P or L, got {mode!r}")
     report = load_report(from_report) if from_report else None
     with _fixing(_paths(paths, report), out, apply, storage_options) as (paths, fix_out, staging):
-        result = _colors(paths, color_map, report, spec, options, unmapped, mode, apply, fix_out, force)
+        # A copy of a remote dataset is not cached: its paths are gone once the fix is done.
+        result = _colors(paths, color_map, report, spec, options, unmapped, mode, apply, fix_out, force,
+                         cache=None if staging is None else False)
     return _told(result, staging, out)
 
 
 def _colors(paths: list[str], color_map, report: dict | None, spec: LabelSpec | None, options: AuditOptions | None,
-            unmapped: int | None, mode: str, apply: bool, out: str | None, force: bool) -> FixResult:
+            unmapped: int | None, mode: str, apply: bool, out: str | None, force: bool,
+            cache: bool | None = None) -> FixResult:
     """:func:`colors` of local ``paths``."""
     dataset = find_masks(paths, spec, options)
     given = _load_map(color_map) if color_map is not None else None
@@ -170,7 +173,7 @@ def _colors(paths: list[str], color_map, report: dict | None, spec: LabelSpec | 
         if proposal is None:
             from labelguard._audit import audit
 
-            proposal = audit(paths, spec, options=options).suggested_color_map
+            proposal = audit(paths, spec, options=options, cache=cache).suggested_color_map
         if not proposal and all(own is None for own in dataset.color_maps.values()):
             raise FixError("no colour masks found to propose a map from; pass a colour map")
         fallback = _load_map(proposal) if proposal else None
