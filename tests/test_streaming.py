@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import organic_mask, write_png
+from detection_builders import write_voc
 
 from labelguard import audit
 from labelguard.core import storage
@@ -319,3 +320,15 @@ def test_a_files_display_path_is_its_folders_and_its_name(folder, name):
     the folder's display path and a listed name is display_path of the file."""
     prefix = os.path.join(os.path.abspath(folder) if folder else os.getcwd(), "")
     assert display_in(display_path(prefix), name) == display_path(prefix + name)
+
+
+def test_voc_tasks_are_made_as_they_are_taken_and_equal_the_listed_ones(tmp_path):
+    """A VOC folder's tasks come from an iterator (a task and its display paths are made when
+    the engine takes it); a caller that asks for a list gets the same tasks."""
+    ids = {f"{i:06d}": [("cat", (1, 1, 10, 10))] for i in range(5)}
+    write_voc(tmp_path / "voc", ids, splits={"train": sorted(ids)}, labels=["cat"])
+    (streamed,) = discover_datasets(str(tmp_path / "voc"), AuditOptions(), stream=True)
+    assert streamed.layout == "voc" and not isinstance(streamed.tasks, list)
+    (listed,) = discover_datasets(str(tmp_path / "voc"), AuditOptions())
+    assert list(streamed.tasks) == listed.tasks and len(listed.tasks) == 5
+    assert all(task.image_display and task.image_display.endswith(".jpg") for task in listed.tasks)

@@ -342,7 +342,7 @@ def test_batch_processor_equals_the_per_file_results_merged(tmp_path):
     write_xml(tmp_path, "000004.xml", voc_xml("000004.jpg", [("dgo", BOX), ("cat", BOX), ("cat", BOX)]))
     write_xml(tmp_path, "000005.xml", "<annotation><object><name>cat</name></object>")
     write_xml(tmp_path, "000006.xml", "<annotation><object><name>dog</name></object></annotation>")
-    tasks = discover_voc(str(tmp_path), AuditOptions()).tasks
+    tasks = list(discover_voc(str(tmp_path), AuditOptions()).tasks)
     spec = LabelSpec(classes=CLASSES)
     merged = FileResult(tasks[0].display, files=0)
     for task in tasks:

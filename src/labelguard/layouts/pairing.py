@@ -512,16 +512,23 @@ def relative_files(folder: str) -> list[tuple[str, str]]:
 
 def display_paths(paths: Sequence[str]) -> list[str]:
     """:func:`display_path` of each of ``paths``, the folder of each worked out once."""
-    folders: dict[str, str] = {}
-    shown = []
-    for path in paths:
+    shown = DisplayNames()
+    return [shown(path) for path in paths]
+
+
+class DisplayNames:
+    """:func:`display_path` of paths one at a time, each folder's display path worked out
+    once and kept (one entry per folder, never per file)."""
+
+    def __init__(self) -> None:
+        self.folders: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
         folder, sep, name = path.rpartition(os.sep)
-        base = folders.get(folder + sep)
-        if base is None:
-            base = display_path(folder or sep or os.curdir)
-            base = folders[folder + sep] = "" if base == os.curdir else base.rstrip(os.sep) + os.sep
-        shown.append(base + name)
-    return shown
+        shown = self.folders.get(folder + sep)
+        if shown is None:
+            shown = self.folders[folder + sep] = display_path(folder or sep or os.curdir)
+        return display_in(shown, name)
 
 
 # ---- lists --------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ a ``labels.txt`` / ``classes.txt`` beside the annotations.
 
 from __future__ import annotations
 
+import itertools
 import os
 from functools import partial
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.core.records import AnnotationRecord, ImageReference
@@ -21,7 +22,7 @@ from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import AuditOptions, Discovery, register_layout
 from labelguard.layouts.masks import discover_voc_segmentation, voc_segmentation_files
 from labelguard.layouts.pairing import (
-    IMAGE_EXTENSIONS, ListRule, Role, display_path, display_paths, image_sets_rule, inside_root, labels_by_image,
+    IMAGE_EXTENSIONS, DisplayNames, ListRule, Role, display_path, image_sets_rule, inside_root, labels_by_image,
     pair_files, read_metadata, select_from_lists, strip_extension, unpaired_findings, walk_files,
 )
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_head
@@ -241,13 +242,9 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     image_option = (("image_dir", image_dir), ("image_folder", display_path(image_dir))) if image_dir else ()
     # Of several images of one id (x.jpg and x.png) the first by name stands for it: the
     # annotation has an image, and <filename> says which.
-    paired = [pairing.pairs.get(path) or next(iter(pairing.ambiguous.get(path, ())), None) for path in xmls]
-    named = [image for image in paired if image is not None]
-    shown_images = dict(zip(named, display_paths(named)))
-    discovery.tasks = [
-        FileTask(process_voc, path, shown, image=image, image_display=shown_images.get(image), options=image_option)
-        for path, shown, image in zip(xmls, display_paths(xmls), paired)
-    ]
+    # The tasks are made as the engine takes them: a task and its display paths are some
+    # 500 bytes, more than the annotation's and its image's paths held until then.
+    discovery.tasks = _voc_tasks(xmls, pairing, image_option)
     if image_dir is not None and image_dir != root and not options.lists:
         # Images named by a split that may come without annotations (a test split) are no orphans.
         unlabelled = set(selection.unlabelled)
@@ -259,7 +256,8 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
         mask_set = set(roles[1].files)
         masks_selected = [path for path in selection.paths if path in mask_set] if options.lists else None
         found = discover_voc_segmentation(root, options, selected=masks_selected)
-        discovery.tasks.extend(found.tasks)
+        found.tasks = list(found.tasks)
+        discovery.tasks = itertools.chain(discovery.tasks, found.tasks)
         discovery.findings.extend(found.findings)
         discovery.notes.extend(found.notes)
         discovery.color_map = found.color_map
@@ -267,6 +265,17 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
             discovery.spec = found.spec
         discovery.notes.append(f"SegmentationClass masks audited too ({len(found.tasks)} files)")
     return discovery
+
+
+def _voc_tasks(xmls: list[str], pairing, image_option: tuple) -> Iterator[FileTask]:
+    """The task of each annotation, with its image. Of several images of one id (x.jpg and
+    x.png) the first by name stands for it: the annotation has an image, and <filename>
+    says which."""
+    shown = DisplayNames()
+    for path in xmls:
+        image = pairing.pairs.get(path) or next(iter(pairing.ambiguous.get(path, ())), None)
+        yield FileTask(process_voc, path, shown(path), image=image, image_display=shown(image) if image else None,
+                       options=image_option)
 
 
 discover_voc.detect = _detect_voc
