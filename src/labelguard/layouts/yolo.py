@@ -12,8 +12,9 @@ label file is a background image, as an empty label file is.
 
 from __future__ import annotations
 
+import itertools
 import os
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
@@ -23,7 +24,7 @@ from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import plural
 from labelguard.layouts.base import AuditOptions, Discovery, register_layout
 from labelguard.layouts.pairing import (
-    IMAGE_EXTENSIONS, EntryProblem, ListRule, ListSelection, Pairing, derived_label, display_path, display_paths,
+    IMAGE_EXTENSIONS, DisplayNames, EntryProblem, ListRule, ListSelection, Pairing, derived_label, display_path,
     entry_findings, holds_yolo_rows, metadata_findings, pair_derived, pair_files, read_metadata, resolve_entry,
     select_from_lists, unpaired_findings, walk_files,
 )
@@ -151,11 +152,17 @@ class _Collector:
         self.labels.update(dict.fromkeys(selection.paths))
         self.backgrounds += len(selection.unlabelled)
 
+    def _tasks(self, paths: list[str]) -> Iterator[FileTask]:
+        shown = DisplayNames()
+        for path in paths:
+            yield FileTask(process_yolo, path, shown(path), options=self.options)
+
     def finish(self) -> None:
         self.discovery.findings.extend(unpaired_findings([], self.orphans, what="label"))
-        paths = list(self.labels)
-        self.discovery.tasks.extend(FileTask(process_yolo, path, shown, options=self.options)
-                                    for path, shown in zip(paths, display_paths(paths)))
+        # The tasks are made as the engine takes them (a task and its display path cost more
+        # than the label's path kept until then).
+        self.discovery.tasks = itertools.chain(self.discovery.tasks, self._tasks(list(self.labels)))
+        self.labels = {}
         if self.backgrounds:
             self.discovery.notes.append(
                 f"{plural(self.backgrounds, 'image')} without a label file "
