@@ -28,8 +28,7 @@ from labelguard.layouts.base import discover_datasets
 from labelguard.layouts.masks import process_mask
 from labelguard.layouts.pairing import (_NUMBER_TOKEN, _pair_in_folder, _role_templates, display_in, display_path,
                                         may_pair, name_key, walk_files)
-from labelguard.core.text import plural
-from labelguard.output import junit, write_report
+from labelguard.output import write_report
 from labelguard.report import FileList
 
 SPEC = LabelSpec(num_classes=3)
@@ -147,59 +146,40 @@ def test_the_list_of_files_spills_to_disk_and_the_json_report_is_unchanged(tmp_p
         assert json.loads(written)["summary"]["files"] == list(report.files)
 
 
-def whole_tree_junit(report) -> str:
-    """JUnit as one ElementTree of every case, indented and written at once: what the
-    streamed writer must give byte for byte."""
-    cases: dict[str, list] = {path: [] for path in report.files}
-    for finding in report.findings:
-        cases.setdefault(finding.path or "(dataset)", []).append(finding)
-    suite = ElementTree.Element("testsuite", name=f"labelguard audit {' '.join(report.paths)}")
-    properties = ElementTree.SubElement(suite, "properties")
-    for where, spec in report.dataset_specs():
-        origins = spec.describe_origins()
-        ElementTree.SubElement(properties, "property", name=f"spec{' ' + where if where else ''}",
-                               value=spec.describe() + (f"  {origins}" if origins else ""))
-    failures = 0
-    for path, findings in cases.items():
-        case = ElementTree.SubElement(suite, "testcase", name=path, classname="labelguard")
-        others = []
-        for finding in findings:
-            if finding.severity >= Severity.ERROR:
-                failure = ElementTree.SubElement(case, "failure", type=finding.code, message=finding.message)
-                failure.text = junit._text(finding)
-                failures += 1
-            else:
-                others.append(junit._text(finding))
-        if others:
-            ElementTree.SubElement(case, "system-out").text = "\n\n".join(others)
-    errors = [*report.errors, *([report.audited_nothing] if report.audited_nothing else [])]
-    for text in errors:
-        case = ElementTree.SubElement(suite, "testcase", name="labelguard", classname="labelguard")
-        ElementTree.SubElement(case, "error", message=text).text = text
-    tests = len(cases) + len(errors)
-    for name, value in (("tests", tests), ("failures", failures), ("errors", len(errors)), ("skipped", 0)):
-        suite.set(name, str(value))
-    root = ElementTree.Element("testsuites", name="labelguard", tests=str(tests), failures=str(failures),
-                               errors=str(len(errors)))
-    root.append(suite)
-    ElementTree.indent(root)
-    return ('<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(root, encoding="unicode")
-            + f"\n<!-- {plural(tests, 'test case')}, {plural(failures, 'failure')} -->\n")
+def junit_of(report, path) -> str:
+    with open(path, "w", encoding="utf-8") as handle:
+        write_report(report, "junit", handle)
+    return path.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("in_memory", [10_000, 5, 0])
-def test_junit_writes_a_case_at_a_time_what_the_whole_tree_writes(tmp_path, monkeypatch, in_memory):
-    monkeypatch.setattr(FileList, "IN_MEMORY", in_memory)
+def test_junit_written_a_case_at_a_time_is_whole_with_the_list_of_files_spilled(tmp_path, monkeypatch):
+    """The JUnit writer streams its cases from the report's list of files (its bytes against
+    the writer of the whole tree: tests/golden/*.junit.xml): spilled to disk or not, the
+    output is the same, a case per file in the report's order, counts that match the cases."""
     tiny_masks(tmp_path / "masks", 12, bad_every=5)
-    tiny_masks(tmp_path / "masks" / "big", 1)
     write_png(tmp_path / "masks" / "big" / "bright.png", np.full((8, 8), 200, dtype=np.uint8))
+    in_memory = audit(str(tmp_path / "masks"), SPEC, use_project_config=False, cache=False)
+    monkeypatch.setattr(FileList, "IN_MEMORY", 5)
+    spilled = audit(str(tmp_path / "masks"), SPEC, use_project_config=False, cache=False)
+    assert spilled.files._rest is not None
+    written = junit_of(spilled, tmp_path / "spilled.xml")
+    assert written == junit_of(in_memory, tmp_path / "in-memory.xml")
+    suite = ElementTree.fromstring(written).find("testsuite")
+    cases = suite.findall("testcase")
+    # The files' cases, then the dataset-level findings' (a dataset of 0/1 masks and one 200).
+    assert [case.get("name") for case in cases] == [*spilled.files, "(dataset)"] and len(cases) == 14
+    failures = [f for case in cases for f in case.findall("failure")]
+    errors = [f for f in spilled.findings if f.severity >= Severity.ERROR]
+    assert int(suite.get("tests")) == 14 and int(suite.get("failures")) == len(failures) == len(errors) >= 4
+    assert {f.get("type") for f in failures} >= {"LG201"}
+
+
+def test_junit_of_an_audit_of_nothing_is_one_error_case(tmp_path):
     (tmp_path / "empty").mkdir()
-    for paths in ([str(tmp_path / "masks")], [str(tmp_path / "empty")]):
-        report = audit(paths, SPEC, use_project_config=False, cache=False)
-        out = tmp_path / "report.xml"
-        with open(out, "w", encoding="utf-8") as handle:
-            write_report(report, "junit", handle)
-        assert out.read_text(encoding="utf-8") == whole_tree_junit(report)
+    report = audit(str(tmp_path / "empty"), SPEC, use_project_config=False, cache=False)
+    suite = ElementTree.fromstring(junit_of(report, tmp_path / "report.xml")).find("testsuite")
+    [case] = suite.findall("testcase")
+    assert case.find("error") is not None and (suite.get("tests"), suite.get("errors")) == ("1", "1")
 
 
 def test_an_empty_list_of_files_is_written_as_json_writes_it(tmp_path):
