@@ -326,7 +326,8 @@ def test_strip_extension_cuts_as_splitext_does(stem, extension):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.sampled_from(["a.png", "b/c.jpg", "../d.png", "/abs/e.png", "f/../g.png", "./h.png", "i//j.png"]),
+@given(st.lists(st.sampled_from(["a.png", "b/c.jpg", "../d.png", "/abs/e.png", "f/../g.png", "./h.png", "i//j.png",
+                                  os.path.join(os.getcwd(), "k.png"), os.path.join(os.getcwd(), "l", "m.png"), "/n.png"]),
                 max_size=6))
 def test_display_paths_shows_each_path_as_display_path_does(paths):
     assert display_paths(paths) == [display_path(p) for p in paths]

@@ -26,8 +26,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.base import discover_datasets
 from labelguard.layouts.masks import process_mask
-from labelguard.layouts.pairing import (_NUMBER_TOKEN, _pair_in_folder, _role_templates, display_in, display_path,
-                                        may_pair, name_key, walk_files)
+from labelguard.layouts.pairing import _NUMBER_TOKEN, _pair_in_folder, _role_templates, may_pair, name_key, walk_files
 from labelguard.output import write_report
 from labelguard.report import FileList
 
@@ -289,17 +288,6 @@ def test_progress_never_gives_a_total_below_the_files_done_across_datasets_of_tw
     assert len(report.specs) == 2  # one group of tasks per spec, run one after the other
     assert all(total is None or total >= done for done, total in seen), seen
     assert seen[-1] == (12, 12)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.sampled_from(["", "sub", "sub/deeper", "..", "../elsewhere", "/", "/abs/data"]),
-       st.text(alphabet=st.characters(blacklist_characters="\x00/", blacklist_categories=("Cs",)), min_size=1,
-               max_size=8).filter(lambda name: name not in (".", "..")))
-def test_a_files_display_path_is_its_folders_and_its_name(folder, name):
-    """What lets mask discovery look the working folder up once per folder: display_in of
-    the folder's display path and a listed name is display_path of the file."""
-    prefix = os.path.join(os.path.abspath(folder) if folder else os.getcwd(), "")
-    assert display_in(display_path(prefix), name) == display_path(prefix + name)
 
 
 def test_voc_tasks_are_made_as_they_are_taken_and_equal_the_listed_ones(tmp_path):

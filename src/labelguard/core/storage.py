@@ -246,6 +246,7 @@ class _Kept:
     def __init__(self) -> None:
         self.listings: dict[str, list[RemoteEntry]] = {}
         self.kinds: dict[str, str | None] = {}  # URL -> "file", "directory" or None (nothing)
+        self.folders: dict[str, dict[str, bool]] = {}  # a kept listing's names -> is a folder
         self.entries = 0
 
 
@@ -278,13 +279,12 @@ def _kept_kind(url: str) -> tuple[bool, str | None]:
     if url in kept.kinds:
         return True, kept.kinds[url]
     parent, _, name = url.rpartition("/")
-    listing = kept.listings.get(parent)
-    if listing is None or not name or "://" not in parent:
+    names = kept.folders.get(parent)
+    if names is None or not name or "://" not in parent:
         return False, None
-    for entry in listing:
-        if entry.name == name:
-            return True, "directory" if entry.is_dir() else "file"
-    return True, None
+    if name not in names:
+        return True, None
+    return True, "directory" if names[name] else "file"
 
 
 def _url_kind(url: str) -> str | None:
@@ -397,6 +397,9 @@ def _remote_entries(url: str) -> Iterator[RemoteEntry]:
         yield entry
     if collected is not None:
         kept.listings[key] = collected
+        folders = kept.folders[key] = {}
+        for entry in collected:  # a name that is an object and a prefix is an object, as info() says
+            folders[entry.name] = folders.get(entry.name, True) and entry.is_dir()
         kept.kinds[key] = "directory"
         kept.entries += len(collected)
 

@@ -17,8 +17,7 @@ from labelguard.fix.masks import (
     remap_array, run_mask_fix, values_of,
 )
 from labelguard.layouts.base import AuditOptions
-from labelguard.fix.remote import local_copy as _fixing
-from labelguard.fix.remote import told as _told
+from labelguard.fix.remote import local_copy, told
 from labelguard.readers.base import ReadError
 from labelguard.readers.colormap import ColorMap, load_color_map
 
@@ -27,7 +26,7 @@ PathsArg = "str | os.PathLike | Sequence[str | os.PathLike] | None"
 
 def _paths(paths, report: dict | None) -> list[str]:
     """The paths given (or the report's), ``file://`` URLs as their paths; URLs of object
-    storage as they are (:func:`_fixing` stages them)."""
+    storage as they are (:func:`labelguard.fix.remote.local_copy` copies them)."""
     if paths is None or (not isinstance(paths, (str, os.PathLike)) and not list(paths)):
         if report is None:
             raise FixError("no paths given")
@@ -103,12 +102,12 @@ def remap(
         return new, f"{describe_counts(counts, value_map)}; values {before} -> {after}", {
             "pixels": {str(k): v for k, v in counts.items()}, "before": before, "after": after}
 
-    with _fixing(_paths(paths, report), out, apply, storage_options) as (local, fix_out, staging):
+    with local_copy(_paths(paths, report), out, apply, storage_options) as (local, fix_out, staging):
         dataset = find_masks(local, spec, options)
         result = run_mask_fix("remap", dataset, open_label_file, transform, key=(options or AuditOptions()).key,
                               apply=apply, out=fix_out, force=force,
                               command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
-    return _told(result, staging, out)
+    return told(result, staging, out)
 
 
 def _load_map(color_map: "str | os.PathLike | dict | ColorMap") -> "dict | ColorMap":
@@ -152,11 +151,11 @@ def colors(
     if mode not in ("P", "L"):
         raise FixError(f"mode must be P or L, got {mode!r}")
     report = load_report(from_report) if from_report else None
-    with _fixing(_paths(paths, report), out, apply, storage_options) as (paths, fix_out, staging):
+    with local_copy(_paths(paths, report), out, apply, storage_options) as (paths, fix_out, staging):
         # A copy of a remote dataset is not cached: its paths are gone once the fix is done.
         result = _colors(paths, color_map, report, spec, options, unmapped, mode, apply, fix_out, force,
                          cache=None if staging is None else False)
-    return _told(result, staging, out)
+    return told(result, staging, out)
 
 
 def _colors(paths: list[str], color_map, report: dict | None, spec: LabelSpec | None, options: AuditOptions | None,
@@ -242,14 +241,14 @@ def rename(
     from labelguard.fix.folders import is_imagefolder, rename_folders
 
     name_map = parse_name_map(mapping)
-    with _fixing(_paths(paths, None), out, apply, storage_options) as (paths, fix_out, staging):
+    with local_copy(_paths(paths, None), out, apply, storage_options) as (paths, fix_out, staging):
         if any(is_imagefolder(p) for p in paths):
             result = rename_folders(paths, name_map, spec=spec, apply=apply, out=fix_out)
             if force:
                 result.notes.append("force changes nothing for class folders: moving a folder rewrites no file")
         else:
             result = rename_classes(paths, name_map, spec=spec, apply=apply, out=fix_out, force=force)
-    return _told(result, staging, out)
+    return told(result, staging, out)
 
 
 def remap_ids(
@@ -279,6 +278,6 @@ def remap_ids(
     from labelguard.fix.annotations import remap_class_ids
 
     value_map = parse_value_map(mapping)
-    with _fixing(_paths(paths, None), out, apply, storage_options) as (paths, fix_out, staging):
+    with local_copy(_paths(paths, None), out, apply, storage_options) as (paths, fix_out, staging):
         result = remap_class_ids(paths, value_map, spec=spec, apply=apply, out=fix_out, force=force)
-    return _told(result, staging, out)
+    return told(result, staging, out)

@@ -22,7 +22,7 @@ from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
 )
 from labelguard.layouts.pairing import (
-    Pairing, PairingStream, Role, display_in, image_sets_rule, inside_root, labels_by_image, may_pair,
+    DisplayNames, Pairing, PairingStream, Role, image_sets_rule, inside_root, labels_by_image, may_pair,
     missing_reason, pair_files, pair_in_folder,
 )
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
@@ -93,15 +93,15 @@ def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
     pairs within one folder); files that are some mask's image are no masks. One folder's
     names are held at a time."""
     ambiguous = Pairing()
+    shown = DisplayNames()
     for prefix, names in storage.iter_folders(root, skip_dirs=IMAGE_DIRS):
         names = names if storage.url_scheme(prefix) is None else list(names)  # a listing is read once
         # The names are walked twice, never held as paths: a local folder's come packed (SortedNames).
         if not may_pair(path for path in (prefix + name for name in names) if keep(path)):
             # Most folders: masks named without a role word (or all labels by theirs).
-            folder_shown = display_path(prefix)
             for name in names:
                 if keep(prefix + name):
-                    yield _task(prefix + name, options, color_map, shown=display_in(folder_shown, name))
+                    yield _task(prefix + name, options, color_map, shown=shown(prefix + name))
             continue
         files = [prefix + name for name in names if keep(prefix + name)]
         pairing = pair_in_folder(files)

@@ -492,13 +492,6 @@ def display_path(path: str) -> str:
     return absolute
 
 
-def display_in(folder_shown: str, name: str) -> str:
-    """:func:`display_path` of a file ``name`` (a listing's entry: no separator, never ``.``
-    or ``..``) in the folder whose :func:`display_path` is ``folder_shown``: one look-up of
-    the working folder per folder, not per file."""
-    return name if folder_shown == "." else os.path.join(folder_shown, name)
-
-
 def walk_files(root: str, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
     """Every file under ``root`` (sorted, hidden entries skipped), without the ``skip_dirs``."""
     return list(storage.iter_files(root, skip_dirs))
@@ -528,7 +521,7 @@ class DisplayNames:
         shown = self.folders.get(folder + sep)
         if shown is None:
             shown = self.folders[folder + sep] = display_path(folder or sep or os.curdir)
-        return display_in(shown, name)
+        return name if shown == os.curdir else os.path.join(shown, name)
 
 
 # ---- lists --------------------------------------------------------------------------------
