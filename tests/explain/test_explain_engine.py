@@ -124,9 +124,17 @@ def test_empty_text_is_not_recognised():
     assert not result.recognised and result.steps == GENERIC_STEPS
 
 
-def test_likelihood_never_claims_more_than_likely():
+def test_without_evidence_no_cause_is_ruled_down_and_the_likely_ones_come_first():
+    """Logs that hold the error and no evidence beyond it: no cause is "less likely" (nothing
+    in the log speaks against one) or claims support, and the likely ones (the fault's most
+    common cause, a cause the message itself names) come before the possible ones."""
     for name in ("cuda_nll2d_torch113.log", "cpu_gather.log", "cuda_generic_bce_frame.log"):
-        assert {c.likelihood for c in explain(read_log(name)).causes} <= {"likely", "possible", "less likely"}
+        result = explain(read_log(name))
+        assert result.evidence == () and result.causes, name
+        likelihoods = [c.likelihood for c in result.causes]
+        assert "less likely" not in likelihoods, name
+        assert likelihoods == sorted(likelihoods, key=("likely", "possible").index), name
+        assert all(not c.support and not c.against for c in result.causes), name
 
 
 def test_causes_are_ranked_from_one_without_duplicates():

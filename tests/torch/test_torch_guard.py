@@ -443,10 +443,17 @@ def test_finite_images_in_their_declared_range_pass_and_a_range_is_checked(tmp_p
     with pytest.raises(LabelError, match=r"outside the declared input_range \[0, 0.5\]") as caught:
         scaled[0]
     assert caught.value.code == "LG509"
-    unchecked = guard(NanImageSynapse(*swin_unet_dataset(tmp_path / "off", n=2)[0:1],
-                                      tmp_path / "off" / "lists", transform=synapse_to_tensors),
-                      num_classes=9, check_inputs=False)
-    assert unchecked[0]["image"].isfinite().all()
+    # check_inputs=False: a constant slice's NaN image (LG509 when checked) goes through.
+    data, listing = swin_unet_dataset(tmp_path / "off", n=2, num_classes=9)
+    first = sorted(data.glob("*.npz"))[0]
+    with np.load(first) as arrays:
+        write_npz(first, image=np.full((32, 32), 0.25, np.float32), label=arrays["label"])
+    checked = guard(NanImageSynapse(data, listing.parent, transform=synapse_to_tensors), num_classes=9)
+    with pytest.raises(LabelError, match="NaN"):
+        checked[0]
+    unchecked = guard(NanImageSynapse(data, listing.parent, transform=synapse_to_tensors), num_classes=9,
+                      check_inputs=False)
+    assert unchecked[0]["image"].isnan().all()
     with pytest.raises(UsageError, match="input_range must be"):
         guard(synapse(tmp_path / "bad-range", n=2), num_classes=9, input_range=(1, 0))
 

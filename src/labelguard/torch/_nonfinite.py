@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from labelguard.torch._errors import NonFiniteError
-from labelguard.torch._tensors import all_finite, finite_mask, tensor_stats
+from labelguard.torch._tensors import all_finite, finite_mask, module_label, tensor_stats
 
 log = logging.getLogger("labelguard.torch")
 
@@ -271,7 +271,7 @@ class NonFiniteTracer:
                     "exp overflow).")
             return NonFiniteError(
                 f"{step}: the first non-finite value was produced inside the forward of "
-                f"{_label(name, parent)} before it called {_label(found['name'], child)}: "
+                f"{module_label(name, parent)} before it called {module_label(found['name'], child)}: "
                 f"the value passed to it {_describe_stats(found['input'])}{exploded}. Hint: {hint}",
                 module=name, module_type=type(parent).__name__, step=self.step,
                 stats={"input": found["input"], "exploded": _exploded_stats(found)},
@@ -281,8 +281,8 @@ class NonFiniteTracer:
             pname: tensor_stats(p) for pname, p in module.named_parameters(recurse=False)
             if not all_finite(p)
         }
-        where = (f"module {_label(name, module)}" if not any(True for _ in module.children())
-                 else f"the forward of {_label(name, module)} outside its submodules")
+        where = (f"module {module_label(name, module)}" if not any(True for _ in module.children())
+                 else f"the forward of {module_label(name, module)} outside its submodules")
         parts = [f"{step}: the first non-finite value was produced by {where}: its output "
                  f"{_describe_stats(found['output'])}"]
         if found["input"] is not None:
@@ -316,7 +316,7 @@ class NonFiniteTracer:
         if exploded["module"] is found.get("module"):
             where = "its own finite outputs were already"
         else:
-            where = f"the output of {_label(exploded['name'], exploded['module'])} was already"
+            where = f"the output of {module_label(exploded['name'], exploded['module'])} was already"
         return (f"; magnitudes had exploded: {where} {exploded['magnitude']:.3g}, over "
                 f"{EXPLODED:.0e} times the model input's largest magnitude ({exploded['input_scale']:.3g}), "
                 "the first module in the forward that large")
@@ -364,7 +364,7 @@ class NonFiniteTracer:
         also = f"; {len(others)} earlier parameters got non-finite gradients after it" if others else ""
         return NonFiniteError(
             f"{step}: the first non-finite gradient backward reached is in "
-            f"{_label(module_name, module)}: {held}, while the gradient at the model output "
+            f"{module_label(module_name, module)}: {held}, while the gradient at the model output "
             f"was finite{also}. Hint: the backward of that module (or an operation just after "
             "it) is unstable: sqrt/log/pow near 0, division by small norms; add an epsilon or "
             "clip gradients.",
@@ -399,9 +399,6 @@ def _exploded_stats(found: dict[str, Any]) -> dict[str, Any] | None:
     return {"module": exploded["name"], "module_type": type(exploded["module"]).__name__,
             "magnitude": exploded["magnitude"], "input_scale": exploded["input_scale"]}
 
-
-def _label(name: str, module: nn.Module) -> str:
-    return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
 
 
 def _total_norm_finite(grads: list[torch.Tensor]) -> bool:

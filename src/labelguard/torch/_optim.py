@@ -13,6 +13,7 @@ from labelguard.checks.runtime import FROZEN_IN_OPTIMIZER, NOOP_FREEZE
 from labelguard.core.findings import Finding
 from labelguard.core.text import did_you_mean, plural, shorten, verb
 from labelguard.errors import UsageError
+from labelguard.torch._tensors import module_label
 
 _LISTED = 8
 
@@ -89,7 +90,7 @@ def freeze_findings(
             flagged[name] = module
             parameters.update(dict.fromkeys(loose))
     if flagged:
-        modules = shorten(flagged.items(), _LISTED, lambda item: _module_label(*item))
+        modules = shorten(flagged.items(), _LISTED, lambda item: module_label(*item))
         listed = list(parameters)
         findings.append(NOOP_FREEZE.finding(
             None,
@@ -146,9 +147,6 @@ def _declared(model: nn.Module, frozen: Frozen) -> dict[str, torch.Tensor]:
                              f"{type(model).__name__}{did_you_mean(close)}")
     return covered
 
-
-def _module_label(name: str, module: nn.Module) -> str:
-    return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
 
 
 def _optimizer_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[Finding]:

@@ -549,8 +549,8 @@ def input_finding(display: str | None, value: Any, name: str,
     if array is None or array.size == 0 or array.dtype.kind not in "iuf":
         return None
     described = f"the input ({name}, {array.dtype} {tuple(array.shape)})"
-    total = array.sum(dtype=np.float64 if array.itemsize < 4 else None)  # float16 sums overflow
-    if array.dtype.kind == "f" and not np.isfinite(total):
+    # One pass over a float input: its sum is finite unless some value is not (integers always are).
+    if array.dtype.kind == "f" and not np.isfinite(array.sum(dtype=np.float64 if array.itemsize < 4 else None)):
         finite = np.isfinite(array)
         bad = int(array.size - np.count_nonzero(finite))
         if bad:

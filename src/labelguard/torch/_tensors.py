@@ -42,3 +42,8 @@ def tensor_stats(tensor: torch.Tensor) -> dict[str, Any]:
     else:
         stats.update(min=float("nan"), max=float("nan"), mean=float("nan"))
     return stats
+
+
+def module_label(name: str, module: Any) -> str:
+    """A module as messages name it: ``'encoder.conv1' (Conv2d)``, or the model itself."""
+    return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"

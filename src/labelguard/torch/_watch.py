@@ -33,9 +33,10 @@ from torch import nn
 
 from labelguard.checks.runtime import DIVERGING, NON_FINITE
 from labelguard.core.findings import Finding
-from labelguard.core.text import plural, shorten
+from labelguard.core.text import shorten
 from labelguard.errors import UsageError
 from labelguard.torch._host import HostCopy
+from labelguard.torch._tensors import module_label
 
 log = logging.getLogger("labelguard.torch")
 
@@ -88,7 +89,7 @@ class DivergenceWatch:
         self.findings: list[Finding] = []
         self.history: list[dict[str, Any]] = []
         self._handles: list[Any] = []
-        self._pending: deque[tuple[int, int, HostCopy]] = deque()
+        self._pending: deque[tuple[int, HostCopy]] = deque()
         self._buffer: torch.Tensor | None = None  # loss | grad norm | activation rows, one window
         self._rows = math.ceil(every / sample_every)
         self._forwarded = False  # a forward ran in the current step (steps counted by forwards)
@@ -250,7 +251,7 @@ class DivergenceWatch:
             position, step, ratio, value = module
             base, (start, end) = self._baseline[position]
             parts.append(
-                f"the output of {_label(self.modules[position], self._watched[position])} grew from "
+                f"the output of {module_label(self.modules[position], self._watched[position])} grew from "
                 f"max |x| {base:.3g} ({_steps(start, end)}) to {value:.3g} at step {step} "
                 f"({_times(ratio)}), the first module in the forward to grow past {threshold:g}x")
         for signal, (ratio, value), name in (("grad_norm", grown_grad, "gradient norm"),
@@ -320,7 +321,7 @@ class DivergenceWatch:
         for row in range(rows.shape[0]):
             bad = [i for i in order if not math.isfinite(rows[row, i])]
             if bad:
-                signals.append((f"the output of {_label(self.modules[bad[0]], self._watched[bad[0]])}",
+                signals.append((f"the output of {module_label(self.modules[bad[0]], self._watched[bad[0]])}",
                                 row * self.sample_every))
                 break
         seen = [(what, offset) for what, offset in signals if offset is not None]
@@ -330,12 +331,12 @@ class DivergenceWatch:
         what, offset = min(seen, key=lambda item: item[1])
         step = first + offset + 1
         before, grew = self._story_before(first, offset, loss, grad, rows)
-        settings, _ = _optimizer_settings(self.optimizer)
+        settings, unusual = _optimizer_settings(self.optimizer)
         if self._diverged:
             hint = ("The growth reported before it (LG508) ended in an overflow: lower the learning "
                     "rate, clip gradients; trace_nonfinite(model) names where it overflows.")
         elif grew:
-            hint = _lower_the_step(self.optimizer, _optimizer_settings(self.optimizer)[1])
+            hint = _lower_the_step(self.optimizer, unusual)
         else:
             hint = ("The steps before it show no growth, so this is not a slow divergence: look "
                     "for a NaN/Inf in the batch (guard(dataset, ...) checks inputs, LG509), an "
@@ -355,7 +356,7 @@ class DivergenceWatch:
         parts, ratios = [], []
         series = [("the loss", "loss", loss[:offset], 1), ("the gradient norm", "grad_norm", grad[:offset], 1)]
         rows_before = rows[:offset // self.sample_every + (offset % self.sample_every > 0)]
-        series += [(f"the output of {_label(self.modules[i], self._watched[i])}", i, rows_before[:, i],
+        series += [(f"the output of {module_label(self.modules[i], self._watched[i])}", i, rows_before[:, i],
                     self.sample_every) for i in range(len(self._watched))]
         module_story: tuple[float, str] | None = None
         for name, signal, values, scale in series:
@@ -466,9 +467,6 @@ def _times(ratio: float) -> str:
         return f"{ratio:.2g}x"
     return f"{ratio:,.0f}x" if ratio < 1e6 else f"{ratio:.2g}x"
 
-
-def _label(name: str, module: nn.Module) -> str:
-    return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
 
 
 def _optimizer_settings(optimizer: torch.optim.Optimizer | None) -> tuple[str, dict[str, tuple[Any, Any]]]:
