@@ -238,6 +238,10 @@ def test_an_object_without_a_content_tag_is_keyed_on_a_hash_of_its_bytes(tmp_pat
         assert storage.validator(storage.info(f"{root}/masks/a.png")) is None
         assert storage.content_digest(f"{root}/masks/a.png").startswith(b"h:")
         assert (first.from_cache, second.from_cache) == (0, 2)
+        # A hit looks at the object again and rewrites nothing (an object has no signature to refresh).
+        entries = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in cache.rglob("*") if p.is_file()}
+        assert audit(root, SPEC, use_project_config=False, cache=str(cache)).from_cache == 2
+        assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in cache.rglob("*") if p.is_file()} == entries
         write_png(tmp_path / "b.png", organic_mask((8, 8), (0, 1), seed=2))
         memory.pipe(f"{root}/masks/b.png", (tmp_path / "b.png").read_bytes())
         third = audit(root, SPEC, use_project_config=False, cache=str(cache))

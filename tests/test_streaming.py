@@ -300,3 +300,12 @@ def test_voc_tasks_are_made_as_they_are_taken_and_equal_the_listed_ones(tmp_path
     (listed,) = discover_datasets(str(tmp_path / "voc"), AuditOptions())
     assert list(streamed.tasks) == listed.tasks and len(listed.tasks) == 5
     assert all(task.image_display and task.image_display.endswith(".jpg") for task in listed.tasks)
+
+
+def test_progress_of_a_sample_counts_to_the_sample_not_the_whole_set(tmp_path):
+    tiny_masks(tmp_path / "masks", 10)
+    seen = []
+    report = audit(str(tmp_path / "masks"), SPEC, use_project_config=False, cache=False, sample=3,
+                   progress=lambda done, total: seen.append((done, total)))
+    assert len(report.files) == 3 and report.sampled["of"] == 10
+    assert seen and seen[-1] == (3, 3) and all(total == 3 for _, total in seen)

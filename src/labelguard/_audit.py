@@ -337,6 +337,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
                 chosen[index] = [t for i, t in enumerate(group_tasks, start) if i in picked]
                 start += len(group_tasks)
         stream.files = FileList(t.display for group_tasks in chosen for t in group_tasks)
+        stream.total = len(stream.files)  # the sample's, not the whole set's
         stream.keyed = any(t.path.lower().endswith(KEYED_EXTENSIONS) for group_tasks in chosen for t in group_tasks)
     findings: list[Finding] = []
     summary = Summary()

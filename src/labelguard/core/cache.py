@@ -775,7 +775,12 @@ class ResultCache:
         refreshed = []
         changed = False
         for kind, path, signature, digest in entry.dependencies:
-            if kind == "file":
+            if kind == "file" and storage.url_scheme(path):
+                # An object has no signature: its validator is looked at (one HEAD), nothing rewritten.
+                if _hash_file(path, current_limits().max_file_bytes)[1] != digest:
+                    return False
+                refreshed.append((kind, path, signature, digest))
+            elif kind == "file":
                 try:
                     st = os.stat(path)
                 except OSError:
