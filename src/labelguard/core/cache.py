@@ -88,8 +88,8 @@ TOUCH_AFTER_SECONDS = 3600
 # A temporary file this old was left by a process that died while writing.
 STALE_TEMP_SECONDS = 3600
 SWEEP_MARKER = "last-sweep"
-# The digest of labelguard's sources, by their stat signatures: files beside the shards.
-SOURCES_PREFIX = "sources."
+# The digest of labelguard's sources with their stat signatures: one file beside the shards.
+SOURCES_FILE = "sources"
 # The name ending of a batch's entry (a file's entry has none).
 BATCH_SUFFIX = ".batch"
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -396,8 +396,8 @@ def _metadata_version(path: str) -> str | None:
 def _source_digest(package: str, memo: str | None = None) -> bytes:
     """A digest of every ``.py`` file under ``package``: its path inside and its bytes.
 
-    With ``memo`` (a folder), the digest is kept in a file there named by the files' stat
-    signatures, as a data file's digest is kept in its entry: a start-up whose sources have
+    With ``memo`` (a folder), the digest is kept in its file :data:`SOURCES_FILE` with the
+    files' stat signatures, as a data file's digest is kept in its entry: a start-up whose sources have
     the signatures of one before reads the digest instead of every source (some 10 ms of a
     one-file audit); a source edited since has another signature, so its bytes are hashed
     again. Sources modified within :data:`RACY_SECONDS` are never kept."""
@@ -415,12 +415,13 @@ def _source_digest(package: str, memo: str | None = None) -> bytes:
         if stats is not None:
             for path, st in zip(sources, stats):
                 signatures.update(canonical((os.path.relpath(path, package), _signature(st))))
-            place = os.path.join(memo, SOURCES_PREFIX + signatures.hexdigest()[:32])
+            signed = signatures.digest()
+            place = os.path.join(memo, SOURCES_FILE)
             try:
                 with open(place, "rb") as handle:
-                    kept = handle.read(64)
-                if len(kept) == 32:
-                    return kept
+                    kept = handle.read(128)
+                if len(kept) == 64 and kept[:32] == signed:
+                    return kept[32:]
             except OSError:
                 pass
     digest = hashlib.sha256()
@@ -431,7 +432,7 @@ def _source_digest(package: str, memo: str | None = None) -> bytes:
     found = digest.digest()
     now = time.time_ns()
     if place is not None and not any(_racy(st, now) for st in stats):
-        _write_atomically(place, found)
+        _write_atomically(place, signed + found)
     return found
 
 
