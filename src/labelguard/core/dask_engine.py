@@ -43,7 +43,7 @@ from typing import Any, Iterable, Iterator, Sequence, Sized
 from labelguard._optional import require
 from labelguard._version import __version__
 from labelguard.core.cache import CacheSettings
-from labelguard.core.engine import batch_failed, batch_size, run_batch, worker_died
+from labelguard.core.engine import batch_failed, batch_size, batches_of, run_batch, worker_died
 from labelguard.core.limits import ReadLimits, applied_limits, current_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -111,11 +111,6 @@ def dask_batch_size(files: int, threads: int) -> int:
                                             batch_size(files, threads, DASK_BATCH_FILES))))
 
 
-def _chunks(tasks: Iterable[FileTask], size: int) -> Iterator[list[FileTask]]:
-    iterator = iter(tasks)
-    while chunk := list(islice(iterator, size)):
-        yield chunk
-
 
 class DaskEngine:
     """Runs tasks on the cluster of a connected ``client``; :func:`dask_engine` makes one."""
@@ -139,7 +134,7 @@ class DaskEngine:
         """Yield (batch, merged result) pairs that together cover every task once, in any order.
 
         ``tasks`` may be an iterator: batches are taken from it as the window frees, so that
-        only the batches in flight are held here (of unknown length, batches are full size).
+        only the batches in flight are held here (a stream is sized from its first batches' worth).
         """
         threads = self.threads()
         full = max(DASK_BATCH_FILES, SCHEDULER_FILES_PER_THREAD * threads)
@@ -152,7 +147,7 @@ class DaskEngine:
             head = list(islice(source, full * threads))
             size = dask_batch_size(len(head), threads) if len(head) < full * threads else full
             tasks = chain(head, source)
-        fresh = ((str(index), batch) for index, batch in enumerate(_chunks(tasks, size)))
+        fresh = ((str(index), batch) for index, batch in enumerate(batches_of(tasks, size)))
         again: deque[tuple[str, Sequence[FileTask]]] = deque()  # files of batches whose workers kept dying
         job = BatchJob(spec, current_limits(), cache, working_folder())
         window = max(2, IN_FLIGHT_PER_THREAD * threads)

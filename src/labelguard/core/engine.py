@@ -245,7 +245,7 @@ def run_batches(
     if complete:
         workers = min(workers, max(1, len(head)))
     size = batch_size(len(head), workers)
-    batches = _batches(itertools.chain(head, source), size)
+    batches = batches_of(itertools.chain(head, source), size)
     if cache is not None:
         environment_digest(open_cache(cache).root)  # once here, not in every forked worker
     if workers == 1 or (complete and len(head) < 4):
@@ -256,11 +256,10 @@ def run_batches(
     return _run_pooled(batches, spec, workers, modules, cache)
 
 
-def _batches(tasks: Iterator[FileTask], size: int) -> Iterator[list[FileTask]]:
-    while True:
-        batch = list(itertools.islice(tasks, size))
-        if not batch:
-            return
+def batches_of(tasks: Iterable[FileTask], size: int) -> Iterator[list[FileTask]]:
+    """``tasks`` in lists of ``size`` (the last one shorter), taken as they come."""
+    iterator = iter(tasks)
+    while batch := list(itertools.islice(iterator, size)):
         yield batch
 
 

@@ -143,11 +143,6 @@ def abspath(path: str) -> str:
     return normpath(path) if url_scheme(path) else os.path.abspath(path)
 
 
-def realpath(path: str) -> str:
-    """:func:`os.path.realpath`; a URL has no links: normalised."""
-    return normpath(path) if url_scheme(path) else os.path.realpath(path)
-
-
 def isabs(path: str) -> bool:
     return True if url_scheme(path) else os.path.isabs(path)
 
@@ -322,10 +317,6 @@ def lexists(path: Any) -> bool:
     return exists(path) if url_scheme(path) else os.path.lexists(path)
 
 
-def islink(path: Any) -> bool:
-    return False if url_scheme(path) else os.path.islink(path)
-
-
 def getsize(path: Any) -> int:
     """:func:`os.path.getsize`; OSError for a URL that names no object."""
     if url_scheme(path) is None:
@@ -372,8 +363,9 @@ class _Listing:
 
 
 def _remote_entries(url: str) -> Iterator[RemoteEntry]:
-    """The entries of the folder ``url``, in name order, page by page where the store lists
-    so (S3: as each page of 1,000 keys arrives); FileNotFoundError when it is no folder.
+    """The entries of the folder ``url``, page by page where the store lists so (S3: as each
+    page of 1,000 keys arrives: its objects in name order, then its prefixes in name order);
+    FileNotFoundError when it is no folder.
     While :func:`listings_kept`, a listing read to its end is kept and given again."""
     kept = _KEPT.get()
     if kept is None:
