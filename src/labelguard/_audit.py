@@ -247,7 +247,7 @@ def engine_choice(engine: str | None, scheduler: str | None, client: Any, settin
 def absolute_path(path: str) -> str:
     """``path`` as a worker on another machine opens it: absolute, against this process's
     working folder. A URL (``s3://...``) is left as it is."""
-    return path if "://" in path else os.path.abspath(path)
+    return storage.abspath(path)
 
 
 def _absolute_options(options: AuditOptions) -> AuditOptions:

@@ -164,9 +164,7 @@ def is_remote(path: Any) -> bool:
 
 
 def _access(url: str) -> RemoteAccess | None:
-    normal = normpath(url)
-    scheme, _, rest = normal.partition("://")
-    return _GRANTED.get(f"{scheme}://{rest.split('/', 1)[0]}") if rest else None
+    return _GRANTED.get(location(url))
 
 
 # ---- the filesystem of a URL -------------------------------------------------------------------

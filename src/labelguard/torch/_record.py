@@ -26,7 +26,7 @@ from labelguard.explain._flight import (
     ORDER_UNORDERED,
     FlightRecordWriter,
 )
-from labelguard.torch._sources import source_of
+from labelguard.torch._sources import source_lookup
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class RecordedLoader:
                 "indices can belong to a neighbouring batch"
             )
         self._epoch = 0
-        self._lookup = _source_lookup(dataset, source)
+        self._lookup = source_lookup(dataset, source)
         self.batch_indices: list[int] | None = None
         self.path = os.fspath(path).replace("{rank}", os.environ.get("RANK", "0"))
         self._writer = FlightRecordWriter(
@@ -188,19 +188,6 @@ def _install_recorder(loader: Any) -> _IndexRecorder:
     # what the sampler yields, so bypassing the check changes nothing the loader relies on.
     object.__setattr__(loader, attribute, recorder)
     return recorder
-
-
-def _source_lookup(
-    dataset: Any, source: Callable[[int], Any] | None
-) -> Callable[[int], str | None]:
-    def lookup(index: int) -> str | None:
-        try:
-            found = source(index) if source is not None else source_of(dataset, index)
-        except Exception:  # a source lookup must never stop training
-            return None
-        return os.fspath(found) if isinstance(found, (str, os.PathLike)) else None
-
-    return lookup
 
 
 def _length(dataset: Any) -> int | None:

@@ -38,7 +38,7 @@ from labelguard.torch._batch import BatchSamples, batch_item
 from labelguard.torch._errors import SampleError
 from labelguard.torch._host import HostCopy
 from labelguard.torch._losses import invalid_targets
-from labelguard.torch._sources import source_of
+from labelguard.torch._sources import source_lookup
 
 log = logging.getLogger("labelguard.torch")
 
@@ -170,12 +170,8 @@ class TargetMonitor:
                 raise error
             log.warning("%s", error.message)
 
-    def _lookup(self, index: int) -> Any:
-        if self.dataset is None:
-            return None
-        if callable(getattr(self.dataset, "source", None)):  # a guarded dataset
-            return self.dataset.source(index)
-        return source_of(self.dataset, index)
+    def _lookup(self, index: int) -> str | None:
+        return source_lookup(self.dataset)(index) if self.dataset is not None else None
 
     def _error(self, pending: _Pending, count: int, first: int, value: int) -> SampleError:
         shape, total = pending.shape, int(np.prod(pending.shape)) if pending.shape else 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Callable
 
 # Attributes holding one path per sample, the label-side ones first.
 _PATH_LISTS = ("masks", "targets", "samples", "imgs", "images", "files", "paths")
@@ -34,6 +34,23 @@ def source_of(dataset: Any, index: int) -> str | None:
         return _source_of(dataset, index)
     except (IndexError, KeyError, TypeError, AttributeError, ValueError):
         return None
+
+
+def source_lookup(dataset: Any, source: Callable[[int], Any] | None = None) -> Callable[[int], str | None]:
+    """``index -> file`` that never raises (naming a file must never stop training nor hide
+    the error being reported): ``source`` when given, else a guarded dataset's own
+    ``source``, else :func:`source_of` of ``dataset``."""
+    if source is None and callable(getattr(dataset, "source", None)):
+        source = dataset.source
+
+    def lookup(index: int) -> str | None:
+        try:
+            found = source(index) if source is not None else source_of(dataset, index)
+        except Exception:
+            return None
+        return os.fspath(found) if isinstance(found, (str, os.PathLike)) else None
+
+    return lookup
 
 
 def _source_of(dataset: Any, index: int) -> str | None:
