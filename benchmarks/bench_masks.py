@@ -21,7 +21,8 @@ On N masks (``-n``, default 3000):
 * the same with the result cache, a second audit of the unchanged masks (its first audit,
   which stores every result, runs before the rounds);
 * start-up: ``labelguard audit`` of one mask (cached, and with ``--no-cache``) against
-  ``python -c "import numpy, PIL.Image"``, whole processes.
+  ``python -c "import numpy, PIL.Image"``, whole processes; a fifth of a second each, so these
+  three take the best of ``--startup-rounds`` rounds (default 20) of their own.
 
 The processes cache their bytecode (in a folder of the benchmark's own, after one untimed
 run), as an installed package has it, even where PYTHONDONTWRITEBYTECODE is set.
@@ -262,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="masks of the two-worker ratio (default 20,000; 0 skips it)")
     parser.add_argument("--dir", type=Path, help="folder for the masks (reused if present); default: a temp dir")
     parser.add_argument("--repeat", type=int, default=3, help="rounds of all measurements; the best of each counts")
+    parser.add_argument("--startup-rounds", type=int, default=20,
+                        help="rounds of the start-up measurements (one-mask audits); the best counts")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak RSS runs at N and 4N files")
     args = parser.parse_args(argv)
 
@@ -281,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         warm(paths)
         n = len(paths)
         print(f"{n} masks {SIZE}x{SIZE}, PNG modes L and P, {NUM_CLASSES} classes + {IGNORE} borders; "
-              f"{os.cpu_count()} cores; best of {args.repeat} rounds; load average {load()} before")
+              f"{os.cpu_count()} cores; best of {args.repeat} rounds (start-up: {args.startup_rounds}); "
+              f"load average {load()} before")
         for target in (folder, one):  # compiles the bytecode; stores every result in the cache
             run_process(cli_command(target, 1, cache), env)
             run_process(cli_command(target, 1, None), env)
@@ -291,10 +295,13 @@ def main(argv: list[str] | None = None) -> int:
             "naive": lambda: timed(naive_unique, paths),
             "cli": lambda: run_process(cli_command(folder, 1, None), env)[0],
             "cached": lambda: run_process(cli_command(folder, 1, cache), env)[0],
+        }, args.repeat)
+        # A fifth of a second each: the best of many rounds, as noise here only ever adds.
+        best.update(best_of({
             "imports": lambda: run_process([sys.executable, "-c", "import numpy, PIL.Image"], env)[0],
             "start": lambda: run_process(cli_command(one, 1, cache), env)[0],
             "start_uncached": lambda: run_process(cli_command(one, 1, None), env)[0],
-        }, args.repeat)
+        }, args.startup_rounds))
         print(f"load average {load()} after")
         print()
         for name, key in (("decode-only loop (Image.open + np.asarray)", "decode"),

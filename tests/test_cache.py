@@ -722,6 +722,37 @@ def test_a_cached_summary_merges_as_the_summary_it_was_stored_from(parts):
     assert cached == direct
 
 
+def test_the_digest_of_the_libraries_is_kept_until_one_is_installed_upgraded_or_edited(tmp_path, monkeypatch):
+    site, memo = tmp_path / "site", tmp_path / "memo"
+    metadata = site / "fakelib-1.0.dist-info" / "METADATA"
+    metadata.parent.mkdir(parents=True)
+    memo.mkdir()
+    metadata.write_text("Metadata-Version: 2.1\nName: fakelib\nVersion: 1.0\n", encoding="utf-8")
+    for path in (metadata, metadata.parent, site):
+        os.utime(path, (time.time() - 60, time.time() - 60))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(site)  # sys.path's "" is the working folder: one written just now is not kept
+    monkeypatch.setattr(cache_module, "DECODING_LIBRARIES", ("fakelib",))
+    plain = cache_module._libraries_digest()
+    assert cache_module._libraries_digest(str(memo)) == plain
+    kept = memo / cache_module.LIBRARIES_FILE
+    record = json.loads(kept.read_text(encoding="utf-8"))
+    assert record["digest"] == plain.hex() and [path for path, _ in record["files"]] == [str(metadata)]
+    record["digest"] = "ab" * 32  # proves the next call reads the memo
+    kept.write_text(json.dumps(record), encoding="utf-8")
+    assert cache_module._libraries_digest(str(memo)) == b"\xab" * 32
+
+    metadata.write_text("Metadata-Version: 2.1\nName: fakelib\nVersion: 2.0\n", encoding="utf-8")  # same size
+    edited = cache_module._libraries_digest(str(memo))
+    assert edited == cache_module._libraries_digest() != plain
+    upgraded = site / "fakelib-3.0.dist-info"
+    metadata.parent.rename(upgraded)  # moves the site folder's signature
+    (upgraded / "METADATA").write_text("Metadata-Version: 2.1\nName: fakelib\nVersion: 3.0\n", encoding="utf-8")
+    os.utime(upgraded / "METADATA", (time.time() - 60, time.time() - 60))
+    assert cache_module._libraries_digest(str(memo)) == cache_module._libraries_digest() not in (plain, edited)
+    assert json.loads(kept.read_text(encoding="utf-8"))["digest"] == "ab" * 32  # modified just now: not kept
+
+
 def test_the_digest_of_the_sources_is_kept_by_their_signatures_and_rehashed_after_an_edit(tmp_path):
     package, memo = tmp_path / "package", tmp_path / "memo"
     (package / "sub").mkdir(parents=True)

@@ -313,6 +313,43 @@ def test_readers_give_the_same_arrays_from_an_object_as_from_the_file(s3_server,
     assert image_shape(f"{bucket}/masks_ds/masks/vol.nii.gz") == image_shape(str(local / "masks_ds/masks/vol.nii.gz"))
 
 
+def test_a_paired_image_in_object_storage_is_fetched_only_as_far_as_its_header(s3_server, tmp_path, monkeypatch):
+    """A pair check needs the image's shape, and images outweigh their masks: a PNG's header
+    is in its first bytes; a JPEG whose metadata segments pass the first fetch is fetched whole."""
+    from PIL import Image
+
+    from labelguard.readers import masks as masks_module
+    from labelguard.readers.base import ReadError
+
+    rng = np.random.default_rng(0)
+    photo = Image.fromarray(rng.integers(0, 256, (300, 400, 3), dtype=np.uint8))
+    photo.save(tmp_path / "noise.png")  # some 360 KB, incompressible
+    photo.save(tmp_path / "big_icc.jpg", icc_profile=bytes(rng.integers(0, 256, 200_000, dtype=np.uint8)))
+    (tmp_path / "damaged.png").write_bytes((tmp_path / "noise.png").read_bytes()[:20])
+    assert (tmp_path / "noise.png").stat().st_size > 4 * masks_module.REMOTE_HEADER_BYTES
+    bucket = s3_server.bucket("headers")
+    for name in ("noise.png", "big_icc.jpg", "damaged.png"):
+        s3_server.put(f"{bucket}/{name}", (tmp_path / name).read_bytes())
+    storage.grant(storage.access_for([bucket], s3_server.options))
+    fetched: list = []
+    real = storage.read_object
+
+    def counted(url, limit=None, size=None):
+        data = real(url, limit, size)
+        fetched.append((url.rsplit("/", 1)[-1], size, len(data)))
+        return data
+
+    monkeypatch.setattr(storage, "read_object", counted)
+    for name in ("noise.png", "big_icc.jpg"):
+        assert masks_module.image_shape(f"{bucket}/{name}") == masks_module.image_shape(str(tmp_path / name)) \
+            == (300, 400, 3)
+    assert all(size is not None for name, size, _ in fetched if name == "noise.png"), fetched
+    assert sum(length for name, _, length in fetched if name == "noise.png") <= 2 * masks_module.REMOTE_HEADER_BYTES
+    assert ("big_icc.jpg", None, (tmp_path / "big_icc.jpg").stat().st_size) in fetched  # its header did not fit
+    with pytest.raises(ReadError, match="cannot read image header"):
+        masks_module.image_shape(f"{bucket}/damaged.png")
+
+
 def test_an_hdf5_external_link_in_an_object_is_not_followed(s3_server, tmp_path):
     h5py = pytest.importorskip("h5py")
     bucket = s3_server.bucket("linked")

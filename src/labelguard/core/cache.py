@@ -51,6 +51,7 @@ import dataclasses
 import enum
 import hashlib
 import io
+import json
 import logging
 import os
 import pickle
@@ -90,6 +91,8 @@ STALE_TEMP_SECONDS = 3600
 SWEEP_MARKER = "last-sweep"
 # The digest of labelguard's sources with their stat signatures: one file beside the shards.
 SOURCES_FILE = "sources"
+# The digest of the decoding libraries' versions with what tells they are still installed.
+LIBRARIES_FILE = "libraries"
 # The name ending of a batch's entry (a file's entry has none).
 BATCH_SUFFIX = ".batch"
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -328,7 +331,8 @@ def environment_digest(memo: str | None = None) -> bytes:
     changes it; no version number to remember to bump), the decoding libraries' versions,
     Python's version and the platform. Computed once per process; with ``memo`` (a cache's
     folder) the sources' digest is kept there under their stat signatures
-    (:func:`_source_digest`)."""
+    (:func:`_source_digest`), and the libraries' under their metadata's
+    (:func:`_libraries_digest`)."""
     global _ENVIRONMENT
     if _ENVIRONMENT is None:
         from labelguard._version import __version__
@@ -336,9 +340,7 @@ def environment_digest(memo: str | None = None) -> bytes:
         digest = hashlib.sha256()
         for part in (STORE_VERSION, __version__, sys.implementation.name, sys.version, sys.platform):
             digest.update(canonical(part))
-        versions = installed_versions(DECODING_LIBRARIES)
-        for library in DECODING_LIBRARIES:
-            digest.update(canonical((library, versions.get(library))))
+        digest.update(_libraries_digest(memo))
         digest.update(_source_digest(_PACKAGE, memo))
         _ENVIRONMENT = digest.digest()
     return _ENVIRONMENT
@@ -350,12 +352,58 @@ def _distribution_key(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def installed_versions(names: Sequence[str]) -> dict[str, str]:
+def _libraries_digest(memo: str | None = None) -> bytes:
+    """A digest of the versions of :data:`DECODING_LIBRARIES` installed now.
+
+    With ``memo`` (a folder), it is kept in its file :data:`LIBRARIES_FILE` with the stat
+    signatures of the folders on ``sys.path`` and of the metadata files it read: installing,
+    upgrading or removing a distribution adds or removes a metadata folder, which moves its
+    folder's signature, and a metadata file rewritten in place (a development install) has
+    another signature; then the folders are listed again. Nothing modified within
+    :data:`RACY_SECONDS` is kept."""
+    folders = [(entry, _signature_of(entry or ".")) for entry in sys.path]
+    place = None if memo is None else os.path.join(memo, LIBRARIES_FILE)
+    if place is not None:
+        try:
+            with open(place, encoding="utf-8") as handle:
+                kept = json.loads(handle.read(1 << 20))
+            if (kept["folders"] == json.loads(json.dumps(folders))
+                    and all(_signature_of(path) == list(signature) for path, signature in kept["files"])):
+                return bytes.fromhex(kept["digest"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    read: list[str] = []
+    versions = installed_versions(DECODING_LIBRARIES, read)
+    digest = hashlib.sha256()
+    for library in DECODING_LIBRARIES:
+        digest.update(canonical((library, versions.get(library))))
+    found = digest.digest()
+    if place is not None:
+        files = [(path, _signature_of(path)) for path in read]
+        now = time.time_ns()
+        signatures = [signature for _, signature in folders + files]
+        # A missing folder (python311.zip, usually) is kept as missing: one made later is seen.
+        if all(signature is None or now - signature[1] >= RACY_SECONDS * 1e9 for signature in signatures):
+            _write_atomically(place, json.dumps({"folders": folders, "files": files,
+                                                 "digest": found.hex()}).encode("utf-8"))
+    return found
+
+
+def _signature_of(path: str) -> list[int] | None:
+    """:func:`_signature` of a path, as a list (what JSON gives back); None where it is missing."""
+    try:
+        return list(_signature(os.stat(path)))
+    except OSError:
+        return None
+
+
+def installed_versions(names: Sequence[str], read: list[str] | None = None) -> dict[str, str]:
     """The version of each distribution of ``names`` installed on ``sys.path`` (the first
     found, as the import system finds it), read from its metadata folder's ``METADATA`` (a
     wheel's ``.dist-info``) or ``PKG-INFO`` (an ``.egg-info`` folder, or file); a name not installed is left
     out. What ``importlib.metadata.version`` reads, without its imports (email, zipfile,
-    pathlib: some 10 ms of every cached audit's start-up)."""
+    pathlib: some 10 ms of every cached audit's start-up). The metadata files that gave a
+    version are appended to ``read``."""
     wanted = {_distribution_key(name): name for name in names}
     versions: dict[str, str] = {}
     for entry in sys.path:
@@ -376,6 +424,9 @@ def installed_versions(names: Sequence[str]) -> dict[str, str]:
                 version = _metadata_version(place)
             if version is not None:
                 versions[name] = version
+                if read is not None:
+                    read.append(place if os.path.isfile(place) else
+                                os.path.join(place, "METADATA" if kind == "dist-info" else "PKG-INFO"))
     return versions
 
 

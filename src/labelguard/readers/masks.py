@@ -204,6 +204,12 @@ def _opener(container: str) -> tuple[Callable, Callable | None]:
     return opener
 
 
+# How much of a paired image in object storage is fetched for its shape at first (one ranged
+# request): a PNG's, GIF's or BMP's header is in its first bytes, and a JPEG's frame header
+# follows its metadata segments, which rarely pass 64 KiB.
+REMOTE_HEADER_BYTES = 1 << 16
+
+
 def _open_image(data: bytes | BinaryIO, container: str) -> Image.Image:
     """The image in ``data`` (its bytes, or the open file), opened (not decoded).
 
@@ -603,21 +609,36 @@ def image_shape(path: str) -> tuple[int, ...]:
 
 
 def _image_header_shape(path: str, container: str) -> tuple[int, ...]:
+    """The shape of a Pillow-read image (a TIFF's from tifffile when installed). An image in
+    object storage is first fetched only as far as :data:`REMOTE_HEADER_BYTES` (a pair check
+    needs its shape, and images outweigh their masks): a header that does not fit there (a
+    JPEG with large metadata segments before its frame header) fetches the whole object."""
     if container == "tiff":
         shape = _tiff_shape(path)
         if shape is not None:
             return shape
-    with open_regular(path, "image") as handle:
+    elif storage.url_scheme(path):
+        head = read_bytes(path, "image", REMOTE_HEADER_BYTES)
         try:
-            image = _open_image(handle, container)
-            width, height = image.size
-            bands = len(image.getbands())
-            # Without tifffile a stack is read by Pillow: its pages are slices, as
-            # _tiff_frames reads a mask stack, never one page standing for the volume.
-            pages = getattr(image, "n_frames", 1) if container == "tiff" else 1
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError,
-                KeyError, ZeroDivisionError, struct.error) as exc:
-            raise ReadError(f"cannot read image header: {exc or type(exc).__name__}") from None
+            return _header_shape(io.BytesIO(head), container)
+        except ReadError:
+            if len(head) < REMOTE_HEADER_BYTES:
+                raise  # that was the whole object
+    with open_regular(path, "image") as handle:
+        return _header_shape(handle, container)
+
+
+def _header_shape(handle: BinaryIO, container: str) -> tuple[int, ...]:
+    try:
+        image = _open_image(handle, container)
+        width, height = image.size
+        bands = len(image.getbands())
+        # Without tifffile a stack is read by Pillow: its pages are slices, as
+        # _tiff_frames reads a mask stack, never one page standing for the volume.
+        pages = getattr(image, "n_frames", 1) if container == "tiff" else 1
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError,
+            KeyError, ZeroDivisionError, struct.error) as exc:
+        raise ReadError(f"cannot read image header: {exc or type(exc).__name__}") from None
     plane = (height, width) if bands == 1 else (height, width, bands)
     return (pages, *plane) if pages > 1 else plane
 
