@@ -70,7 +70,7 @@ def write(path: Path, data: bytes) -> str:
 
 def read_both(path: str, monkeypatch):
     """(record with the fast path, record through Pillow alone, whether the fast path served it)."""
-    monkeypatch.setattr(png, "_declined", [0])
+    monkeypatch.setattr(png, "_declined", {})
     served = png.decode_png(Path(path).read_bytes()) is not None
     fast = read_mask(path)
     with monkeypatch.context() as switched_off:
@@ -179,7 +179,7 @@ def test_the_read_limits_apply_before_inflating_with_pillows_message(tmp_path, m
 
 
 def test_a_run_of_files_it_does_not_serve_makes_it_probe_until_one_is_served(tmp_path, monkeypatch):
-    monkeypatch.setattr(png, "_declined", [0])
+    monkeypatch.setattr(png, "_declined", {})
     refers_up = png_bytes(MASK, None, (2,))
     for _ in range(png.DECLINED_STREAK + png.PROBE_EVERY):
         assert png.decode_png(refers_up) is None
@@ -187,6 +187,25 @@ def test_a_run_of_files_it_does_not_serve_makes_it_probe_until_one_is_served(tmp
     outcomes = [png.decode_png(served) is not None for _ in range(png.PROBE_EVERY)]
     assert outcomes.count(True) >= 1  # a probe found a file it serves
     assert outcomes[-1]  # and from then on every file is tried again
+
+
+def test_greyscale_files_it_does_not_serve_stop_being_tried_while_palette_files_are_served(monkeypatch):
+    """Pillow stores a palette mask's rows as they are and filters a greyscale one's: in a
+    folder of both, the greyscale files stop being inflated for nothing."""
+    monkeypatch.setattr(png, "_declined", {})
+    inflated = []
+    real = png._libdeflate()
+
+    def counted(data, size):
+        inflated.append(size)
+        return real(data, size)
+
+    monkeypatch.setattr(png, "_inflate", [counted])
+    grey, palette = png_bytes(MASK, None, (4,)), png_bytes(MASK, voc_palette())
+    rounds = png.DECLINED_STREAK + 2 * png.PROBE_EVERY
+    served = [(png.decode_png(grey) is not None, png.decode_png(palette) is not None) for _ in range(rounds)]
+    assert served == [(False, True)] * rounds
+    assert len(inflated) < rounds + png.DECLINED_STREAK + 3  # every palette file, few greyscale ones
 
 
 @settings(max_examples=60, deadline=None)

@@ -21,7 +21,8 @@ read by Pillow as before, so that what an audit reports never depends on the ext
 * a stream that does not inflate to exactly the rows the header declares goes to Pillow.
 
 Finding a row filter this path cannot undo costs an inflation for nothing; a process that
-meets only such files stops trying all but a few of them (:data:`DECLINED_STREAK`).
+meets only such files of a colour type stops trying all but a few of them
+(:data:`DECLINED_STREAK`).
 """
 
 from __future__ import annotations
@@ -52,7 +53,10 @@ DECLINED_STREAK = 8
 PROBE_EVERY = 16
 
 _inflate: list[Callable[[bytes, int], bytes] | None] = []
-_declined = [0]  # PNGs declined for their row filters since the last one served
+# PNGs declined for their row filters since the last one served, by colour type: a writer
+# may filter one kind and not the other (Pillow stores palette rows as they are and filters
+# greyscale rows adaptively), and a folder may hold both kinds.
+_declined: dict[int, int] = {}
 
 
 def _libdeflate() -> Callable[[bytes, int], bytes] | None:
@@ -119,9 +123,10 @@ def decode_png(data: bytes) -> tuple[np.ndarray, str, tuple[int, ...] | None] | 
     inflate = _libdeflate()
     if inflate is None or ImageFile.LOAD_TRUNCATED_IMAGES:
         return None
-    declined = _declined[0]
+    colour = data[25] if len(data) > 25 else -1
+    declined = _declined.get(colour, 0)
     if declined >= DECLINED_STREAK and declined % PROBE_EVERY:
-        _declined[0] += 1
+        _declined[colour] = declined + 1
         return None
     layout = _layout(data)
     if layout is None:
@@ -138,9 +143,9 @@ def decode_png(data: bytes) -> tuple[np.ndarray, str, tuple[int, ...] | None] | 
     rows = np.frombuffer(raw, dtype=np.uint8).reshape(height, stride)
     filters = rows[:, 0]
     if filters.max() > _SUB:
-        _declined[0] += 1
+        _declined[colour] = declined + 1
         return None
-    _declined[0] = 0
+    _declined[colour] = 0
     plane = np.array(rows[:, 1:])
     differenced = np.flatnonzero(filters == _SUB)
     if differenced.size:
