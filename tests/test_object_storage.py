@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from annotation_builders import coco_box, coco_categories, coco_dataset, coco_image
+from annotation_builders import classification_csv, coco_box, coco_categories, coco_dataset, coco_image, imagefolder
 from builders import organic_mask, truncate, write_h5, write_list, write_nifti, write_png
-from detection_builders import write_voc
+from detection_builders import write_darknet, write_voc, write_yolo
 from s3_server import s3_server  # noqa: F401  (the fixture)
 
 from labelguard import audit
@@ -84,6 +84,12 @@ def uploaded(s3_server, tmp_path_factory):
     masks_dataset(local / "masks_ds")
     coco_files(local / "coco_ds")
     voc_files(local / "voc_ds")
+    classification_csv(local / "csv_ds", {"a.jpg": "cat", "b.jpg": "dog", "c.jpg": "cat"}, missing=("c.jpg",))
+    imagefolder(local / "folders_ds", {"train": {"cat": 2, "dog": 1}, "val": {"cat": 1}})
+    write_yolo(local / "yolo_ds", {"train": {"1": [(0, 0.5, 0.5, 0.2, 0.2)], "2": [(5, 0.5, 0.5, 0.2, 0.2)]},
+                                   "val": {"3": [(1, 0.5, 0.5, 0.2, 0.2)]}}, names=["cat", "dog"])
+    write_darknet(local / "darknet_ds" / "data", {"1": [(0, 0.5, 0.5, 0.2, 0.2)], "2": [(3, 0.5, 0.5, 0.2, 0.2)]},
+                  names=["cat", "dog"], listed=["1", "2", "9"])
     bucket = s3_server.bucket("data")
     s3_server.upload(local, bucket)
     return local, bucket
@@ -97,6 +103,10 @@ SPEC = LabelSpec(num_classes=3)
     ("masks_ds", SPEC, ("lists/train.txt",)),
     ("coco_ds", None, ()),
     ("voc_ds", None, ()),
+    ("csv_ds", None, ()),
+    ("folders_ds", None, ()),
+    ("yolo_ds", None, ()),
+    ("darknet_ds", None, ()),
 ])
 def test_an_audit_through_s3_finds_what_the_local_copy_has(s3_server, uploaded, name, spec, lists):
     local, bucket = uploaded
@@ -113,6 +123,43 @@ def test_an_audit_through_s3_finds_what_the_local_copy_has(s3_server, uploaded, 
     # The findings name the objects by their URLs.
     named = {f.path for f in remote_report.findings if f.path}
     assert named and all(path.startswith(remote_root + "/") for path in named), named
+
+
+@pytest.fixture(scope="module")
+def tokens_uploaded(s3_server, tmp_path_factory):
+    """Tokenized datasets in each layout (Hub Parquet and Arrow files, JSON lines, a
+    ``save_to_disk`` folder), a token id past the vocabulary in each, uploaded below ``s3://tokens``."""
+    from nlp_builders import save_dataset, write_arrow_file, write_jsonl, write_parquet
+
+    local = tmp_path_factory.mktemp("tokens-storage")
+    rows = {"input_ids": [[1, 2, 3], [4, 500, 6], [7, 8, 9]], "attention_mask": [[1, 1, 1]] * 3}
+    write_parquet(local / "hub" / "data" / "train-00000-of-00001.parquet", rows, row_group_size=2)
+    write_arrow_file(local / "hub" / "data" / "validation.arrow", rows, batch_rows=2)
+    write_jsonl(local / "lines" / "train.jsonl", rows)
+    save_dataset(local / "saved", rows)
+    bucket = s3_server.bucket("tokens")
+    s3_server.upload(local, bucket)
+    return local, bucket
+
+
+@pytest.mark.parametrize("name", ["hub", "lines", "saved"])
+def test_tokenized_data_through_s3_has_the_findings_of_the_local_copy(s3_server, tokens_uploaded, name):
+    """The token layout finds its files by the storage layer and the reader streams an
+    object in ranges (a Parquet footer, then its row groups)."""
+    from labelguard.core.tokens import TokenSpec
+
+    local, bucket = tokens_uploaded
+    spec = LabelSpec(tokens=TokenSpec(vocab_size=100, origins=(("vocab_size", "the test"),)))
+    local_root, remote_root = str(local / name), f"{bucket}/{name}"
+    local_report = audit(local_root, spec, use_project_config=False, cache=False)
+    remote_report = audit(remote_root, spec, use_project_config=False, cache=False,
+                          storage_options=s3_server.options)
+    assert remote_report.layouts == local_report.layouts == ["tokens"]
+    assert normalized(remote_report, remote_root) == normalized(local_report, local_root)
+    assert files_of(remote_report, remote_root) == files_of(local_report, local_root)
+    assert not remote_report.errors and not local_report.errors
+    assert {f.code for f in remote_report.findings} >= {"LG601"}
+    assert remote_report.summary.samples == local_report.summary.samples > 0
 
 
 @pytest.mark.parametrize("name", ["masks_ds", "voc_ds", "coco_ds"])

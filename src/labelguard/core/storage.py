@@ -38,7 +38,7 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Fields of an object's listing that change whenever its bytes do (a strong validator).
@@ -678,6 +678,30 @@ def read_object(url: str, limit: int | None = None, size: int | None = None) -> 
         if isinstance(exc.__cause__, FileNotFoundError):
             raise FileNotFoundError(url) from None
         raise StorageError(f"{type(exc).__name__}: {exc}") from None
+
+
+def open_object(url: str) -> BinaryIO:
+    """The object at ``url`` opened for reading as a seekable file whose bytes are fetched in
+    ranges as they are read (a Parquet file's footer, then its row groups), for readers that
+    stream a file instead of holding it. FileNotFoundError when no object is there,
+    IsADirectoryError for a folder, :class:`StorageError` when the store fails; a read that
+    fails later raises the backend's OSError."""
+    found = filesystem(url)
+    if found is None:
+        raise FileNotFoundError(url)
+    fs, path = found
+    try:
+        handle = fs.open(path, "rb")
+    except (FileNotFoundError, IsADirectoryError):
+        raise
+    except Exception as exc:  # the backend's own errors (botocore, aiohttp, OSError)
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise FileNotFoundError(url) from None
+        raise StorageError(f"{type(exc).__name__}: {exc}") from None
+    if (getattr(handle, "details", None) or {}).get("type") == "directory":
+        handle.close()
+        raise IsADirectoryError(url)
+    return handle
 
 
 class ObjectTooLarge(Exception):

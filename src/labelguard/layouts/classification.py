@@ -158,15 +158,16 @@ def _table_files(folder: str, options: AuditOptions) -> list[str]:
     return [path for path in _table_candidates(folder) if _is_table(path, options)]
 
 
+# The bytes of a file that tell whether it is a table (a larger file: its whole lines in them).
+TABLE_HEAD = 1 << 16
+
+
 def _sniff_table(path: str, options: AuditOptions):
     """The table layout of a file, or None; OSError or ReadError when it cannot be read."""
-    if storage.getsize(path) > 0:
-        with open(path, "rb") as handle:
-            head = handle.read(1 << 16)
-        if b"\x00" in head:
-            return None
-    text = read_text(path) if storage.getsize(path) < (1 << 16) else \
-        head.decode("utf-8", errors="replace").rsplit("\n", 1)[0]
+    head = read_head(path, TABLE_HEAD)  # one ranged request for an object of object storage
+    if b"\x00" in head:
+        return None
+    text = read_text(path) if len(head) < TABLE_HEAD else head.decode("utf-8", errors="replace").rsplit("\n", 1)[0]
     return sniff_layout(path, text, options.path_column, options.label_column)
 
 

@@ -1102,7 +1102,7 @@ def _plain(name: str) -> bool:
 def _stat_finder(folders: bool) -> Callable[..., str | None]:
     """A finder that stats each try: the first of a path and the path + each of the extensions
     that is a file (any entry, with ``folders``), or None."""
-    exists = os.path.exists if folders else os.path.isfile
+    exists = storage.exists if folders else storage.isfile  # an object of object storage too
 
     def find(path: str, extensions: tuple[str, ...] = ()) -> str | None:
         return next((candidate for candidate in (path, *(path + ext for ext in extensions)) if exists(candidate)),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
+from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.tokens import TokenBatch
@@ -64,11 +65,11 @@ def process_tokens(task: FileTask, spec: LabelSpec) -> FileResult:
 
 def discover_tokens(root: str, options: AuditOptions) -> Discovery:
     discovery = Discovery("tokens", root)
-    if os.path.isfile(root):
+    if storage.isfile(root):
         _add(discovery, [root])
-    elif os.path.isfile(os.path.join(root, DATASET_DICT_FILE)):
+    elif storage.isfile(os.path.join(root, DATASET_DICT_FILE)):
         _dataset_dict(discovery, root)
-    elif os.path.isfile(os.path.join(root, STATE_FILE)):
+    elif storage.isfile(os.path.join(root, STATE_FILE)):
         _saved_dataset(discovery, root)
     else:
         _add(discovery, [path for path in walk_files(root) if _data_file(path)])
@@ -96,8 +97,8 @@ def _dataset_dict(discovery: Discovery, root: str) -> None:
         discovery.findings.extend(metadata_findings(path, ["'splits' is not a list of split names"]))
         splits = None
     if splits is None:  # the folders that look like splits
-        splits = sorted(entry.name for entry in os.scandir(root)
-                        if entry.is_dir() and os.path.isfile(os.path.join(entry.path, STATE_FILE)))
+        splits = storage.names_where(root, lambda entry: storage.is_folder(entry)
+                                     and storage.isfile(os.path.join(entry.path, STATE_FILE)))
     missing, escaping = [], []
     for split in splits:
         folder, escapes = resolve_entry(split, root, root, ListRule(stems=False, folders=True))
@@ -120,7 +121,7 @@ def _saved_dataset(discovery: Discovery, folder: str) -> None:
             discovery.findings.extend(metadata_findings(path, ["'_data_files' is not a list of {'filename': ...} "
                                                                "entries; the folder's data-*.arrow files were "
                                                                "audited instead"]))
-        _add(discovery, sorted(os.path.join(folder, name) for name in os.listdir(folder)
+        _add(discovery, sorted(os.path.join(folder, name) for name in storage.listdir(folder)
                                if name.startswith("data-") and name.endswith(".arrow")))
         return
     found, missing, escaping = [], [], []
@@ -141,12 +142,12 @@ def _json(path: str):
 
 
 def _detect_tokens(root: str, options: AuditOptions) -> bool:
-    if os.path.isfile(root):
+    if storage.isfile(root):
         return token_file_kind(root) is not None
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         return False
-    if os.path.isfile(os.path.join(root, DATASET_DICT_FILE)) or (
-            os.path.isfile(os.path.join(root, STATE_FILE)) and os.path.isfile(os.path.join(root, INFO_FILE))):
+    if storage.isfile(os.path.join(root, DATASET_DICT_FILE)) or (
+            storage.isfile(os.path.join(root, STATE_FILE)) and storage.isfile(os.path.join(root, INFO_FILE))):
         return True
     budget = [DETECT_ENTRIES]
     folders = _data_in(root, budget)
@@ -158,18 +159,18 @@ def _data_in(folder: str, budget: list[int]) -> bool | list[str]:
     looked at are taken from ``budget``."""
     folders = []
     try:
-        with os.scandir(folder) as scan:
+        with storage.scandir(folder) as scan:
             for entry in scan:
                 if budget[0] <= 0:
                     break
                 budget[0] -= 1
                 if entry.name.startswith("."):
                     continue
-                if entry.is_dir():
+                if storage.is_folder(entry):
                     folders.append(entry.path)
-                elif entry.is_file() and _data_file(entry.path):
+                elif storage.is_regular(entry) and _data_file(entry.path):
                     return True
-    except OSError:
+    except (OSError, storage.StorageError):
         pass
     return sorted(folders)
 

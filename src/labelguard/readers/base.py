@@ -94,6 +94,25 @@ def open_regular(path: str, what: str = "file") -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+def open_stream(path: str, what: str = "file") -> BinaryIO:
+    """``path`` opened for reading as it is streamed: a local file as :func:`open_regular`
+    opens it; an object of object storage as a seekable file fetched in ranges as it is read
+    (never whole, so no ``max_file_bytes`` bound: the reader holds a part at a time)."""
+    if not storage.url_scheme(path):
+        return open_regular(path, what)
+    if not storage.is_remote(path):
+        _read_remote(path, what, 0)  # raises the error of a URL outside the locations given
+    try:
+        # Buffered as a local file is: readline(size) and readinto, over fsspec's ranged reads.
+        return io.BufferedReader(storage.open_object(path))
+    except IsADirectoryError:
+        raise ReadError(f"is a directory, not a {what}") from None
+    except FileNotFoundError:
+        raise ReadError("cannot open: No such file or directory (no object at this URL)") from None
+    except storage.StorageError as exc:
+        raise ReadError(f"cannot read from object storage: {exc}") from None
+
+
 def stream_size(handle: BinaryIO) -> int:
     """The size in bytes of an open file: its descriptor's, or an in-memory file's length."""
     try:

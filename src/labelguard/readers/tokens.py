@@ -31,7 +31,8 @@ from labelguard._optional import available, require
 from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
 from labelguard.core.text import clipped, shorten
 from labelguard.errors import SpecError
-from labelguard.readers.base import ReadError, check_decoded, open_regular, parse_json, read_head, read_text
+from labelguard.core import storage
+from labelguard.readers.base import ReadError, check_decoded, open_stream, parse_json, read_head, read_text
 
 # Rows per batch the rules judge at once: large enough that a batch costs far more than the
 # calls of the rules, small enough that a batch of 512-token rows stays a few MiB.
@@ -297,15 +298,15 @@ def holds_token_ids(path: str) -> bool:
     import pyarrow as pa
 
     try:
-        if kind == "parquet":
-            import pyarrow.parquet as pq
+        with _arrow_source(pa, path, mapped=True) as source:
+            if kind == "parquet":
+                import pyarrow.parquet as pq
 
-            names = pq.read_schema(path, memory_map=True).names
-        else:
-            with pa.memory_map(path) as source:
+                names = pq.read_schema(source).names
+            else:
                 opened = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
                 names = opened.schema.names
-    except (pa.ArrowException, OSError, UnicodeDecodeError):
+    except (pa.ArrowException, OSError, UnicodeDecodeError, ReadError):
         return False
     return any(name in TOKEN_ID_COLUMNS for name in names)
 
@@ -339,14 +340,24 @@ def _arrow_batches(pa, path: str, display: str, kind: str) -> Iterator[TokenBatc
     if kind == "parquet":
         import pyarrow.parquet as pq
 
-        with pq.ParquetFile(path, memory_map=False, pre_buffer=False, buffer_size=READ_BUFFER) as parquet:
+        with _arrow_source(pa, path) as source, \
+                pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER) as parquet:
             yield from _parquet_batches(pa, parquet, display)
         return
-    with pa.OSFile(path) as source:
+    with _arrow_source(pa, path) as source:
         reader = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
         batches = (reader.get_batch(i) for i in range(reader.num_record_batches)) if kind == "arrow-file" \
             else reader
         yield from _judged_batches(pa, batches, reader.schema, display)
+
+
+def _arrow_source(pa, path: str, mapped: bool = False):
+    """What pyarrow reads ``path`` from: a local file (memory-mapped with ``mapped``, for a
+    look at the schema only), or an object of object storage streamed in ranges
+    (:func:`~labelguard.readers.base.open_stream`)."""
+    if storage.url_scheme(path):
+        return pa.PythonFile(open_stream(path, "data file"), mode="r")
+    return pa.memory_map(path) if mapped else pa.OSFile(path)
 
 
 def _parquet_batches(pa, parquet, display: str) -> Iterator[TokenBatch]:
@@ -483,7 +494,7 @@ def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
     number = 0
     records: list[dict] = []
     lines: list[int] = []  # the line of each record (blank lines are skipped)
-    with open_regular(path, "JSON-lines file") as handle:
+    with open_stream(path, "JSON-lines file") as handle:
         while True:
             line = handle.readline(limit + 1)
             if not line:
