@@ -133,7 +133,8 @@ def tokens_uploaded(s3_server, tmp_path_factory):
 
     local = tmp_path_factory.mktemp("tokens-storage")
     rows = {"input_ids": [[1, 2, 3], [4, 500, 6], [7, 8, 9]], "attention_mask": [[1, 1, 1]] * 3}
-    write_parquet(local / "hub" / "data" / "train-00000-of-00001.parquet", rows, row_group_size=2)
+    for shard in range(3):  # with the Arrow file, enough files for a pool of workers
+        write_parquet(local / "hub" / "data" / f"train-0000{shard}-of-00003.parquet", rows, row_group_size=2)
     write_arrow_file(local / "hub" / "data" / "validation.arrow", rows, batch_rows=2)
     write_jsonl(local / "lines" / "train.jsonl", rows)
     save_dataset(local / "saved", rows)
@@ -160,6 +161,10 @@ def test_tokenized_data_through_s3_has_the_findings_of_the_local_copy(s3_server,
     assert not remote_report.errors and not local_report.errors
     assert {f.code for f in remote_report.findings} >= {"LG601"}
     assert remote_report.summary.samples == local_report.summary.samples > 0
+    if name == "hub":  # four files: worker processes stream the objects with the audit's access
+        two = audit(remote_root, spec, use_project_config=False, cache=False, storage_options=s3_server.options,
+                    workers=2)
+        assert normalized(two, remote_root) == normalized(remote_report, remote_root) and not two.errors
 
 
 @pytest.mark.parametrize("name", ["masks_ds", "voc_ds", "coco_ds"])
