@@ -195,6 +195,42 @@ def test_discovery_lists_each_prefix_once_or_twice_not_once_per_probe(s3_server,
     assert looks <= 12, asked
 
 
+@pytest.mark.parametrize("name", ["masks_ds", "voc_ds", "coco_ds"])
+def test_a_listing_too_long_to_look_names_up_in_is_kept_packed(s3_server, uploaded, monkeypatch, name):
+    """Past KEPT_ENTRIES a prefix's listing is kept packed for the probes that walk it (a
+    flat prefix of a million masks is listed once by detection, not once per probe); past
+    KEPT_BYTES too, it is listed again per probe. The tasks are the same either way."""
+    from collections import Counter
+
+    from labelguard.layouts import AuditOptions
+    from labelguard.layouts.base import discover_datasets
+
+    _, bucket = uploaded
+    storage.grant(storage.access_for([bucket], s3_server.options))
+    asked: Counter = Counter()
+    real = storage._listed_entries
+
+    def counted(url, *args, **kwargs):
+        asked[storage.normpath(url).rstrip("/")] += 1
+        return real(url, *args, **kwargs)
+
+    monkeypatch.setattr(storage, "_listed_entries", counted)
+
+    def discovered():
+        asked.clear()
+        found = discover_datasets(f"{bucket}/{name}", AuditOptions())
+        return [(task.path, task.image) for d in found for task in d.tasks], Counter(asked)
+
+    kept_tasks, kept = discovered()
+    monkeypatch.setattr(storage, "KEPT_ENTRIES", 2)
+    packed_tasks, packed = discovered()
+    monkeypatch.setattr(storage, "KEPT_BYTES", 0)
+    listed_tasks, listed = discovered()
+    assert kept_tasks == packed_tasks == listed_tasks and kept_tasks
+    assert max(packed.values()) <= 2, packed
+    assert sum(listed.values()) > sum(packed.values()), (listed, packed)
+
+
 def _options(root: str, lists: tuple[str, ...]):
     from labelguard.layouts import AuditOptions
 

@@ -45,9 +45,12 @@ _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 CONTENT_FIELDS = ("ETag", "etag", "md5Hash", "content_md5", "generation", "VersionId", "version_id")
 # Entries of one listing handed on at a time while a large prefix is listed page by page.
 LISTING_CHUNK = 1000
-# While a discovery keeps listings (:func:`listings_kept`): the most entries it holds in all; a
-# prefix whose listing would pass it is listed again each time it is asked for.
+# While a discovery keeps listings (:func:`listings_kept`): the most entries it holds in all
+# with their names looked up at once; past it, listings are kept packed (names only, for
+# the probes that walk them) up to KEPT_BYTES in all, and a prefix whose listing would pass
+# that too is listed again each time it is asked for.
 KEPT_ENTRIES = 20_000
+KEPT_BYTES = 64 << 20
 
 
 class StorageError(Exception):
@@ -237,10 +240,37 @@ class _Kept:
     """The listings (and looks at single URLs) of object storage kept for one discovery."""
 
     def __init__(self) -> None:
-        self.listings: dict[str, list[RemoteEntry]] = {}
+        self.listings: dict[str, "list[RemoteEntry] | _PackedListing"] = {}
         self.kinds: dict[str, str | None] = {}  # URL -> "file", "directory" or None (nothing)
         self.folders: dict[str, dict[str, bool]] = {}  # a kept listing's names -> is a folder
         self.entries = 0
+        self.packed_bytes = 0
+
+
+class _PackedListing:
+    """A long listing kept at a few bytes an entry (a prefix of a million masks in some 30 MB,
+    not the 250 MB of its entries): its names packed in order, a byte a name saying whether
+    it is a folder. Iterated as the listing it keeps; its names are not looked up (a look at
+    one URL asks the store, once)."""
+
+    __slots__ = ("base", "names", "folders")
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.names = bytearray()
+        self.folders = bytearray()
+
+    def add(self, entry: RemoteEntry) -> None:
+        self.names += entry.name.encode("utf-8", "surrogateescape") + b"\0"
+        self.folders.append(entry.is_dir())
+
+    @property
+    def size(self) -> int:
+        return len(self.names) + len(self.folders)
+
+    def __iter__(self) -> Iterator[RemoteEntry]:
+        for name, folder in zip(_unpacked(self.names), self.folders):
+            yield RemoteEntry(name, self.base + name, bool(folder))
 
 
 _KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("labelguard_kept_listings", default=None)
@@ -249,7 +279,8 @@ _KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("labelguard
 @contextlib.contextmanager
 def listings_kept() -> Iterator[None]:
     """Keep what object storage answers for the block: a prefix's listing (up to
-    :data:`KEPT_ENTRIES` entries in all) and whether a URL is an object, a prefix or nothing,
+    :data:`KEPT_ENTRIES` entries in all, then packed up to :data:`KEPT_BYTES`: a
+    :class:`_PackedListing`) and whether a URL is an object, a prefix or nothing,
     so that the layouts' probes of one dataset (a dozen listings of its prefix and a hundred
     looks at names a layout may hold) cost one listing per prefix. A discovery is a snapshot
     of the store, as a local walk is of a folder; every object's bytes are still read, and
@@ -378,12 +409,20 @@ def _remote_entries(url: str) -> Iterator[RemoteEntry]:
     if known and kind != "directory":
         raise (NotADirectoryError if kind == "file" else FileNotFoundError)(url)
     collected: list[RemoteEntry] | None = []
+    packed: _PackedListing | None = None
     for entry in _listed_entries(url):
         if collected is not None:
             if kept.entries + len(collected) < KEPT_ENTRIES:
                 collected.append(entry)
-            else:
-                collected = None  # too large to keep: listed again when asked again
+            else:  # too many to look names up in: kept packed, for the probes that walk it
+                packed = _PackedListing(normpath(url).rstrip("/") + "/")
+                for earlier in collected:
+                    packed.add(earlier)
+                collected = None
+        if packed is not None:
+            packed.add(entry)
+            if kept.packed_bytes + packed.size > KEPT_BYTES:
+                packed = None  # too large to keep: listed again when asked again
         yield entry
     if collected is not None:
         kept.listings[key] = collected
@@ -392,6 +431,10 @@ def _remote_entries(url: str) -> Iterator[RemoteEntry]:
             folders[entry.name] = folders.get(entry.name, True) and entry.is_dir()
         kept.kinds[key] = "directory"
         kept.entries += len(collected)
+    elif packed is not None:
+        kept.listings[key] = packed
+        kept.kinds[key] = "directory"
+        kept.packed_bytes += packed.size
 
 
 def _listed_entries(url: str) -> Iterator[RemoteEntry]:
