@@ -28,10 +28,10 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from labelguard._optional import available, require
+from labelguard.core import storage
 from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
 from labelguard.core.text import clipped, shorten
 from labelguard.errors import SpecError
-from labelguard.core import storage
 from labelguard.readers.base import ReadError, check_decoded, open_stream, parse_json, read_head, read_text
 
 # Rows per batch the rules judge at once: large enough that a batch costs far more than the
