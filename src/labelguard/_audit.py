@@ -169,13 +169,18 @@ def _option_paths(options: AuditOptions) -> list[str]:
     return [p for p in (options.images, options.masks, *options.lists, options.color_map) if p]
 
 
+def _with_option_paths(options: AuditOptions, convert: Callable[[str], str]) -> AuditOptions:
+    """``options`` with each path of :func:`_option_paths` passed through ``convert``."""
+    def one(path: str | None) -> str | None:
+        return convert(path) if path else path
+
+    return replace(options, images=one(options.images), masks=one(options.masks), color_map=one(options.color_map),
+                   lists=tuple(convert(p) for p in options.lists))
+
+
 def _local_paths(options: AuditOptions) -> AuditOptions:
     """``options`` with its ``file://`` URLs as the local paths they name."""
-    def local(path: str | None) -> str | None:
-        return storage.local_path(path) if path else path
-
-    return replace(options, images=local(options.images), masks=local(options.masks),
-                   lists=tuple(storage.local_path(p) for p in options.lists), color_map=local(options.color_map))
+    return _with_option_paths(options, storage.local_path)
 
 
 def _limit(name: str, given: int | None, settings: dict, default: int) -> int:
@@ -252,11 +257,7 @@ def absolute_path(path: str) -> str:
 
 def _absolute_options(options: AuditOptions) -> AuditOptions:
     """The paths of ``options`` (--images, --masks, --list, --color-map), absolute."""
-    def one(path: str | None) -> str | None:
-        return absolute_path(path) if path else path
-
-    return replace(options, images=one(options.images), masks=one(options.masks), color_map=one(options.color_map),
-                   lists=tuple(absolute_path(p) for p in options.lists))
+    return _with_option_paths(options, absolute_path)
 
 
 @contextlib.contextmanager
