@@ -284,6 +284,24 @@ def test_a_dask_cluster_reads_s3_as_the_local_copy_is_read(s3_server, uploaded, 
     assert not remote_report.errors
 
 
+def test_a_dask_cluster_streams_tokenized_objects_as_the_local_copy_is_read(s3_server, tokens_uploaded):
+    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
+    from labelguard.core.tokens import TokenSpec
+
+    local, bucket = tokens_uploaded
+    spec = LabelSpec(tokens=TokenSpec(vocab_size=100, origins=(("vocab_size", "the test"),)))
+    local_root, remote_root = str(local / "hub"), f"{bucket}/hub"
+    local_report = audit(local_root, spec, use_project_config=False, cache=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        remote_report = audit(remote_root, spec, use_project_config=False, cache=False, client=client,
+                              storage_options=s3_server.options)
+    assert normalized(remote_report, remote_root) == normalized(local_report, local_root)
+    assert remote_report.summary.samples == local_report.summary.samples > 0
+    assert not remote_report.errors
+
+
 def test_the_cache_keys_an_object_on_its_etag_and_sees_it_change(s3_server, tmp_path):
     bucket = s3_server.bucket("cached")
     local = masks_dataset(tmp_path / "ds")
