@@ -405,6 +405,30 @@ def test_names_in_remote_files_that_leave_the_prefix_are_flagged_not_read(s3_ser
     assert any(f.code == "LG003" and f.data.get("entry") == "/etc/hostname" for f in report.findings)
 
 
+def test_a_saved_dataset_in_s3_naming_data_outside_its_prefix_is_flagged_not_read(s3_server, tmp_path):
+    """state.json's data file names go through the one resolution: one leaving the prefix is
+    LG005 and never read, even though an object is there."""
+    from nlp_builders import save_dataset, write_arrow_file
+
+    from labelguard.core.tokens import TokenSpec
+
+    rows = {"input_ids": [[1, 2], [3, 4]]}
+    save_dataset(tmp_path / "ds" / "saved", rows)
+    write_arrow_file(tmp_path / "outside" / "data-00000-of-00001.arrow", {"input_ids": [[999]]})
+    state = tmp_path / "ds" / "saved" / "state.json"
+    recorded = json.loads(state.read_text(encoding="utf-8"))
+    recorded["_data_files"].append({"filename": "../../outside/data-00000-of-00001.arrow"})
+    state.write_text(json.dumps(recorded), encoding="utf-8")
+    bucket = s3_server.bucket("tokenescapes")
+    s3_server.upload(tmp_path, bucket)
+    root = f"{bucket}/ds/saved"
+    spec = LabelSpec(tokens=TokenSpec(vocab_size=100, origins=(("vocab_size", "the test"),)))
+    report = audit(root, spec, use_project_config=False, cache=False, storage_options=s3_server.options)
+    assert all(path.startswith(root + "/") for path in report.files) and len(report.files) == 1
+    assert [f.data["entry"] for f in report.findings if f.code == "LG005"] == ["../../outside/data-00000-of-00001.arrow"]
+    assert not [f for f in report.findings if f.code == "LG601"]  # the id 999 outside was never read
+
+
 # ---- readers: bytes, never a local path -------------------------------------------------------
 
 def test_readers_give_the_same_arrays_from_an_object_as_from_the_file(s3_server, uploaded):
