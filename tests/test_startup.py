@@ -90,3 +90,19 @@ def test_a_png_audit_on_one_worker_imports_no_reader_it_does_not_use(tmp_path):
     if "deflate" in modules:  # the png extra decoded the mask: Pillow's PNG plugin is not needed
         unused.add("PIL.PngImagePlugin")
     assert sorted(unused & modules) == []
+
+
+@pytest.mark.parametrize("given, expected", [(None, "1"), ("4", "4")])
+def test_the_command_line_starts_openblas_with_one_thread_unless_told(tmp_path, given, expected):
+    """The command line does no linear algebra: numpy's OpenBLAS starts one thread, not one per
+    core, unless the user set the number; the library leaves its caller's process alone."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    show = "import os, {0}; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    for module, shown in (("labelguard.cli", expected), ("labelguard", str(given))):
+        done = subprocess.run([sys.executable, "-c", show.format(module)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.stdout.strip() == shown, (module, done.stderr)
