@@ -32,8 +32,9 @@ The processes cache their bytecode (in a folder of the benchmark's own, after on
 run), as an installed package has it, even where PYTHONDONTWRITEBYTECODE is set.
 
 On M masks (``--scale-count``, default 20,000): ``--workers 2`` against ``--workers 1``
-(both ``--no-cache``), with the load average before and after: this machine's cores may be
-shared, and a second worker is only as fast as a free core.
+(both ``--no-cache``; the best of ``--scale-rounds`` rounds, default 5: a shared machine
+stalls a process for seconds now and then), with the load average before and after: this
+machine's cores may be shared, and a second worker is only as fast as a free core.
 
 It also checks (untimed) that ``labelguard --version`` and ``labelguard rules`` import no
 numpy, and, unless ``--no-memory``, prints the peak RSS of the CLI audit at N and 4N files
@@ -278,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="masks of the two-worker ratio (default 20,000; 0 skips it)")
     parser.add_argument("--dir", type=Path, help="folder for the masks (reused if present); default: a temp dir")
     parser.add_argument("--repeat", type=int, default=3, help="rounds of all measurements; the best of each counts")
+    parser.add_argument("--scale-rounds", type=int, default=5,
+                        help="rounds of the two-worker ratio (both audits of --scale-count masks); the best counts")
     parser.add_argument("--startup-rounds", type=int, default=20,
                         help="rounds of the start-up measurements (one-mask audits); the best counts")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak RSS runs at N and 4N files")
@@ -363,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             scaling = best_of({
                 "one": lambda: wall_and_cpu(cli_command(big[0].parent, 1, None), env),
                 "two": lambda: wall_and_cpu(cli_command(big[0].parent, 2, None), env),
-            }, args.repeat)[0]
+            }, args.scale_rounds)[0]
             print(f"load average {load()} after")
             for workers, key in ((1, "one"), (2, "two")):
                 print(f"  {f'labelguard audit --workers {workers} --no-cache (CLI)':<52} "

@@ -14,7 +14,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.mark.parametrize(("script", "args", "result_line"), [
-    ("bench_masks.py", ["-n", "12", "--scale-count", "16", "--repeat", "1", "--startup-rounds", "1", "--no-memory"],
+    ("bench_masks.py", ["-n", "12", "--scale-count", "16", "--repeat", "1", "--startup-rounds", "1", "--scale-rounds", "1",
+                      "--no-memory"],
      "CLI --workers 2 / --workers 1 >= 1.8x"),
     ("bench_voc.py", ["-n", "30", "--repeat", "1"], "one worker vs the seed loop:"),
     ("bench_pairing.py", ["-n", "200", "--repeat", "1"], "ratio labelguard / baseline"),
