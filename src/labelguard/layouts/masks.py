@@ -435,7 +435,7 @@ def _detect_ade20k(root: str, options: AuditOptions) -> bool:
     for count, (_, names) in enumerate(storage.iter_folders(root)):
         names = names if storage.url_scheme(root) is None else list(names)  # a listing is read once
         described = {n[:-len(".json")] for n in names if n.endswith(".json")}
-        if any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described for n in names):
+        if described and any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described for n in names):
             return True
         if count >= ADE20K_PROBE_DIRS:
             return False
