@@ -22,6 +22,7 @@ from s3_server import s3_server  # noqa: F401  (the fixture)
 from labelguard import audit
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
+from labelguard.core.tokens import TokenSpec
 from labelguard.layouts.pairing import display_path, inside_root
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -96,6 +97,8 @@ def uploaded(s3_server, tmp_path_factory):
 
 
 SPEC = LabelSpec(num_classes=3)
+# The tokenized datasets' spec: an embedding of 100 rows, which their id 500 passes.
+TOKEN_SPEC = LabelSpec(tokens=TokenSpec(vocab_size=100, origins=(("vocab_size", "the test"),)))
 
 
 @pytest.mark.parametrize("name, spec, lists", [
@@ -147,10 +150,8 @@ def tokens_uploaded(s3_server, tmp_path_factory):
 def test_tokenized_data_through_s3_has_the_findings_of_the_local_copy(s3_server, tokens_uploaded, name):
     """The token layout finds its files by the storage layer and the reader streams an
     object in ranges (a Parquet footer, then its row groups)."""
-    from labelguard.core.tokens import TokenSpec
-
     local, bucket = tokens_uploaded
-    spec = LabelSpec(tokens=TokenSpec(vocab_size=100, origins=(("vocab_size", "the test"),)))
+    spec = TOKEN_SPEC
     local_root, remote_root = str(local / name), f"{bucket}/{name}"
     local_report = audit(local_root, spec, use_project_config=False, cache=False)
     remote_report = audit(remote_root, spec, use_project_config=False, cache=False,
@@ -265,32 +266,17 @@ def test_two_workers_read_s3_as_one_does(s3_server, uploaded):
     assert not two.errors
 
 
-@pytest.mark.parametrize("name", ["masks_ds", "coco_ds", "voc_ds"])
-def test_a_dask_cluster_reads_s3_as_the_local_copy_is_read(s3_server, uploaded, name):
+@pytest.mark.parametrize("datasets, name", [
+    ("uploaded", "masks_ds"), ("uploaded", "coco_ds"), ("uploaded", "voc_ds"),
+    ("tokens_uploaded", "hub"),  # token files streamed from the objects in ranges
+])
+def test_a_dask_cluster_reads_s3_as_the_local_copy_is_read(s3_server, request, datasets, name):
     """The workers of a LocalCluster (processes of their own) open the bucket with the audit's
     access that each task carries: the findings are the local copy's."""
     distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
-    local, bucket = uploaded
+    local, bucket = request.getfixturevalue(datasets)
     local_root, remote_root = str(local / name), f"{bucket}/{name}"
-    spec = SPEC if name == "masks_ds" else None
-    local_report = audit(local_root, spec, use_project_config=False, cache=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        remote_report = audit(remote_root, spec, use_project_config=False, cache=False, client=client,
-                              storage_options=s3_server.options)
-    assert normalized(remote_report, remote_root) == normalized(local_report, local_root)
-    assert remote_report.summary.samples == local_report.summary.samples > 0
-    assert not remote_report.errors
-
-
-def test_a_dask_cluster_streams_tokenized_objects_as_the_local_copy_is_read(s3_server, tokens_uploaded):
-    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
-    from labelguard.core.tokens import TokenSpec
-
-    local, bucket = tokens_uploaded
-    spec = LabelSpec(tokens=TokenSpec(vocab_size=100, origins=(("vocab_size", "the test"),)))
-    local_root, remote_root = str(local / "hub"), f"{bucket}/hub"
+    spec = {"masks_ds": SPEC, "hub": TOKEN_SPEC}.get(name)
     local_report = audit(local_root, spec, use_project_config=False, cache=False)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address="127.0.0.1:0") as cluster, \
@@ -410,8 +396,6 @@ def test_a_saved_dataset_in_s3_naming_data_outside_its_prefix_is_flagged_not_rea
     LG005 and never read, even though an object is there."""
     from nlp_builders import save_dataset, write_arrow_file
 
-    from labelguard.core.tokens import TokenSpec
-
     rows = {"input_ids": [[1, 2], [3, 4]]}
     save_dataset(tmp_path / "ds" / "saved", rows)
     write_arrow_file(tmp_path / "outside" / "data-00000-of-00001.arrow", {"input_ids": [[999]]})
@@ -422,11 +406,18 @@ def test_a_saved_dataset_in_s3_naming_data_outside_its_prefix_is_flagged_not_rea
     bucket = s3_server.bucket("tokenescapes")
     s3_server.upload(tmp_path, bucket)
     root = f"{bucket}/ds/saved"
-    spec = LabelSpec(tokens=TokenSpec(vocab_size=100, origins=(("vocab_size", "the test"),)))
+    spec = TOKEN_SPEC
     report = audit(root, spec, use_project_config=False, cache=False, storage_options=s3_server.options)
     assert all(path.startswith(root + "/") for path in report.files) and len(report.files) == 1
     assert [f.data["entry"] for f in report.findings if f.code == "LG005"] == ["../../outside/data-00000-of-00001.arrow"]
     assert not [f for f in report.findings if f.code == "LG601"]  # the id 999 outside was never read
+
+
+def test_a_stream_of_an_object_outside_the_locations_given_is_refused_unread():
+    from labelguard.readers.base import ReadError, open_stream
+
+    with pytest.raises(ReadError, match="outside the locations this audit was given"):
+        open_stream("s3://a-bucket-never-granted/data/train.parquet", "data file")
 
 
 # ---- readers: bytes, never a local path -------------------------------------------------------

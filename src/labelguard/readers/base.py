@@ -17,12 +17,13 @@ anything of that size is allocated."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
 import os
 import stat
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Iterator
 
 from labelguard.core import storage
 from labelguard.core.limits import RAISE_WITH, current_limits
@@ -100,17 +101,9 @@ def open_stream(path: str, what: str = "file") -> BinaryIO:
     (never whole, so no ``max_file_bytes`` bound: the reader holds a part at a time)."""
     if not storage.url_scheme(path):
         return open_regular(path, what)
-    if not storage.is_remote(path):
-        _read_remote(path, what, 0)  # raises the error of a URL outside the locations given
-    try:
+    with _from_object_storage(path, what):
         # Buffered as a local file is: readline(size) and readinto, over fsspec's ranged reads.
         return io.BufferedReader(storage.open_object(path))
-    except IsADirectoryError:
-        raise ReadError(f"is a directory, not a {what}") from None
-    except FileNotFoundError:
-        raise ReadError("cannot open: No such file or directory (no object at this URL)") from None
-    except storage.StorageError as exc:
-        raise ReadError(f"cannot read from object storage: {exc}") from None
 
 
 def stream_size(handle: BinaryIO) -> int:
@@ -126,11 +119,19 @@ def stream_size(handle: BinaryIO) -> int:
 
 def _read_remote(url: str, what: str, size: int | None = None) -> bytes:
     """The bytes of an object (the first ``size``), as :func:`read_bytes` reads a file."""
+    with _from_object_storage(url, what):
+        return storage.read_object(url, current_limits().max_file_bytes, size)
+
+
+@contextlib.contextmanager
+def _from_object_storage(url: str, what: str) -> Iterator[None]:
+    """A read of the object at ``url``: refused for a URL outside the locations the audit was
+    given, and the store's errors said as a :class:`ReadError` (as a file's are)."""
     if not storage.is_remote(url):
         raise ReadError(f"cannot open: {url} is on object storage outside the locations this audit was given "
                         "(the buckets of its PATH, --images, --masks and --list): not read")
     try:
-        return storage.read_object(url, current_limits().max_file_bytes, size)
+        yield
     except storage.ObjectTooLarge as exc:
         check_decoded(f"the {what}", exc.size, "is")
         raise  # not reached: the size is over the limit
