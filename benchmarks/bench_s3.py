@@ -13,7 +13,12 @@ masks (64x64, a few classes) and audits them with ``labelguard.audit`` in this p
 * through ``s3://`` with the result cache, the first audit (each object looked at for its
   ETag, fetched, checked, then looked at again: the cache stores a result only when the
   object did not change while it was read) and the second (a look at each object's ETag,
-  no fetch).
+  no fetch);
+* detection alone (the layouts' probes of the prefix), counting the listings and the looks
+  at single names it asks the store for: with the listings kept for name lookups (the
+  default for a prefix of up to 20,000 entries), with that bound lowered to 100 entries so
+  that the listing is kept packed (what a larger prefix gets), and with nothing packed (each
+  probe lists the prefix again, as a prefix past 64 MiB of names is).
 
 The server is moto on loopback: no network latency, no S3 request rate, a Python server
 that answers a request in some milliseconds, its threads sharing one interpreter. The figures compare labelguard's per-object cost
@@ -89,6 +94,36 @@ def timed(label: str, count: int, run) -> float:
     return seconds
 
 
+def detection(url: str, options: dict, kept_entries: int, kept_bytes: int) -> tuple[int, int, float]:
+    """(listings, looks at single names, seconds) of discovering ``url`` with the listings kept
+    for name lookups bounded at ``kept_entries`` and the packed ones at ``kept_bytes``."""
+    from labelguard.core import storage
+    from labelguard.layouts import AuditOptions
+    from labelguard.layouts.base import discover_datasets
+
+    asked = {"_listed_entries": 0, "_info": 0}
+    saved = {name: getattr(storage, name) for name in (*asked, "KEPT_ENTRIES", "KEPT_BYTES")}
+
+    def counting(name):
+        def counted(*args, **kwargs):
+            asked[name] += 1
+            return saved[name](*args, **kwargs)
+        return counted
+
+    storage.grant(storage.access_for([url], options))
+    try:
+        for name in asked:
+            setattr(storage, name, counting(name))
+        storage.KEPT_ENTRIES, storage.KEPT_BYTES = kept_entries, kept_bytes
+        start = time.perf_counter()
+        discover_datasets(url, AuditOptions())  # detection, and the layout's set-up; no task taken
+        seconds = time.perf_counter() - start
+    finally:
+        for name, value in saved.items():
+            setattr(storage, name, value)
+    return asked["_listed_entries"], asked["_info"], seconds
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--count", type=int, default=2000, help="masks")
@@ -133,6 +168,18 @@ def main() -> int:
                   lambda: audit(url, SPEC, cache=cache, workers=1, storage_options=options, **common))
             print(f"s3:// (1 worker) takes {one / reference:.1f}x the local audit; 2 workers {one / two:.2f}x faster "
                   "than 1 (moto on loopback, not real S3: see the docstring)")
+            print("\ndetection of the prefix, with what one discovery keeps of the store's answers:")
+            small = min(100, args.count // 2)
+            for label, entries, packed in (
+                    ("listings kept for name lookups (the default)", None, None),
+                    (f"lookups bounded at {small} entries, then kept packed", small, None),
+                    (f"lookups bounded at {small} entries, nothing packed", small, 0)):
+                from labelguard.core import storage
+
+                listings, looks, seconds = detection(
+                    url, options, storage.KEPT_ENTRIES if entries is None else entries,
+                    storage.KEPT_BYTES if packed is None else packed)
+                print(f"  {label:<52} {listings:4d} listings {looks:4d} looks {seconds:6.2f} s")
     finally:
         server.terminate()
         server.wait()
