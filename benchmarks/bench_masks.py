@@ -317,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         # A fifth of a second each: the best of many rounds, as noise here only ever adds.
         start_wall, start_cpu = best_of({
             "imports": lambda: wall_and_cpu([sys.executable, "-c", "import numpy, PIL.Image"], env),
+            "imports_one_thread": lambda: wall_and_cpu([sys.executable, "-c", "import numpy, PIL.Image"],
+                                                       {**env, "OPENBLAS_NUM_THREADS": "1"}),
             "start": lambda: wall_and_cpu(cli_command(one, 1, cache), env),
             "start_uncached": lambda: wall_and_cpu(cli_command(one, 1, None), env),
         }, args.startup_rounds)
@@ -330,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                           ("labelguard audit --workers 1, cached second run", "cached")):
             print(f"  {name:<52} {n / best[key]:8.0f} files/s {best[key]:8.2f} s")
         for name, key in (('python -c "import numpy, PIL.Image"', "imports"),
+                          ("the same, OPENBLAS_NUM_THREADS=1 (as the CLI starts it)", "imports_one_thread"),
                           ("labelguard audit of 1 mask, cached", "start"),
                           ("labelguard audit of 1 mask, --no-cache", "start_uncached")):
             print(f"  {name:<52} {best[key]:8.3f} s")
@@ -363,10 +366,10 @@ def main(argv: list[str] | None = None) -> int:
             big = linked(every[:args.scale_count], root / f"masks-{args.scale_count}")
             warm(big)
             print(f"\n{len(big)} masks, --no-cache; load average {load()} before")
-            scaling = best_of({
+            scaling, scaling_cpu = best_of({
                 "one": lambda: wall_and_cpu(cli_command(big[0].parent, 1, None), env),
                 "two": lambda: wall_and_cpu(cli_command(big[0].parent, 2, None), env),
-            }, args.scale_rounds)[0]
+            }, args.scale_rounds)
             print(f"load average {load()} after")
             for workers, key in ((1, "one"), (2, "two")):
                 print(f"  {f'labelguard audit --workers {workers} --no-cache (CLI)':<52} "
@@ -375,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
             failed += ratio < TARGET_SCALING
             print(f"  {f'CLI --workers 2 / --workers 1 >= {TARGET_SCALING}x':<46} {ratio:>10.2f}x  "
                   f"{verdict(ratio >= TARGET_SCALING)}")
+            print(f"  (CPU time in all: {scaling_cpu['one']:.2f} s with one worker, {scaling_cpu['two']:.2f} s "
+                  f"with two, the parent included: {scaling_cpu['two'] / scaling_cpu['one']:.2f}x; the two cores "
+                  f"busy {scaling_cpu['two'] / (2 * scaling['two']):.0%} of the two-worker run)")
 
         if not args.no_memory:
             replicated = replicate(paths, root / f"masks-{args.count}x4", 4)
