@@ -33,7 +33,8 @@ run), as an installed package has it, even where PYTHONDONTWRITEBYTECODE is set.
 
 On M masks (``--scale-count``, default 20,000): ``--workers 2`` against ``--workers 1``
 (both ``--no-cache``; the best of ``--scale-rounds`` rounds, default 5: a shared machine
-stalls a process for seconds now and then), with the load average before and after: this
+stalls a process for seconds now and then), with the load average before and after and the
+share of the cores' time the hypervisor took meanwhile (steal, on a virtual machine): this
 machine's cores may be shared, and a second worker is only as fast as a free core.
 
 It also checks (untimed) that ``labelguard --version`` and ``labelguard rules`` import no
@@ -268,6 +269,26 @@ def load() -> str:
         return " ".join(handle.read().split()[:3])
 
 
+def cpu_counters() -> tuple[int, int] | None:
+    """The machine's CPU time stolen by the hypervisor, and its CPU time in all, in ticks
+    since boot (Linux's /proc/stat); None where there is no such file."""
+    try:
+        with open("/proc/stat") as handle:
+            fields = [int(value) for value in handle.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return fields[7], sum(fields)
+
+
+def stolen(before: tuple[int, int] | None) -> str:
+    """The share of the cores' time the hypervisor took since ``before``: time a process
+    waited for its virtual CPU, which only a wall time counts."""
+    after = cpu_counters()
+    if before is None or after is None or after[1] == before[1]:
+        return "steal unknown"
+    return f"steal {(after[0] - before[0]) / (after[1] - before[1]):.1%} of the cores' time"
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
@@ -304,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n} masks {SIZE}x{SIZE}, PNG modes L and P, {NUM_CLASSES} classes + {IGNORE} borders; "
               f"{os.cpu_count()} cores; best of {args.repeat} rounds (start-up: {args.startup_rounds}); "
               f"load average {load()} before")
+        counters = cpu_counters()
         for target in (folder, one):  # compiles the bytecode; stores every result in the cache
             run_process(cli_command(target, 1, cache), env)
             run_process(cli_command(target, 1, None), env)
@@ -324,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         }, args.startup_rounds)
         best.update(start_wall)
         cpu.update(start_cpu)
-        print(f"load average {load()} after")
+        print(f"load average {load()} after; {stolen(counters)}")
         print()
         for name, key in (("decode-only loop (Image.open + np.asarray)", "decode"),
                           ("naive script (np.array(Image.open) + np.unique)", "naive"),
@@ -366,11 +388,12 @@ def main(argv: list[str] | None = None) -> int:
             big = linked(every[:args.scale_count], root / f"masks-{args.scale_count}")
             warm(big)
             print(f"\n{len(big)} masks, --no-cache; load average {load()} before")
+            counters = cpu_counters()
             scaling, scaling_cpu = best_of({
                 "one": lambda: wall_and_cpu(cli_command(big[0].parent, 1, None), env),
                 "two": lambda: wall_and_cpu(cli_command(big[0].parent, 2, None), env),
             }, args.scale_rounds)
-            print(f"load average {load()} after")
+            print(f"load average {load()} after; {stolen(counters)}")
             for workers, key in ((1, "one"), (2, "two")):
                 print(f"  {f'labelguard audit --workers {workers} --no-cache (CLI)':<52} "
                       f"{len(big) / scaling[key]:8.0f} files/s {scaling[key]:8.2f} s")
@@ -389,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             for workers in (1, 2):
                 for label, target_dir in ((f"N = {n}", folder), (f"4N = {4 * n}", replicated)):
                     _, rss, _ = run_process(cli_command(target_dir, workers, None), env)
-                    print(f"  peak RSS, --workers {workers}, {label:<12} {rss / 1024:7.1f} MiB")
+                    print(f"  peak RSS of its largest process, --workers {workers}, {label:<12} {rss / 1024:7.1f} MiB")
         return 1 if failed else 0
     finally:
         if temporary is not None:

@@ -502,6 +502,23 @@ def test_a_batch_of_unchanged_files_is_read_from_one_entry(tmp_path):
     assert cached_run(data, cache).from_cache == 63  # m5 is still racy; the damaged batch rebuilt
 
 
+def test_batches_sized_by_time_still_find_the_entries_of_the_batches_before_them(tmp_path):
+    """A pool's batches grow with the speed of their files (a cached audit's are larger than
+    the first audit's), but the entries of batches cover the same blocks of files in both."""
+    root = tmp_path / "data"
+    for index in range(1300):  # more than the first batches' worth: a stream
+        write_png(root / f"m{index:04d}.png", np.full((4, 4), index % 3, dtype=np.uint8))
+    age(root)
+    cache = tmp_path / "cache"
+    reference = cached_run(root, cache, workers=2)
+    assert open_cache(CacheSettings(str(cache))).info().batches >= 1300 // 32
+    for path in entries(cache):
+        path.unlink()  # only the batches' entries are left
+    for workers in (2, 1):
+        again = cached_run(root, cache, workers=workers)
+        assert again.from_cache == 1300 and comparable(again) == comparable(reference)
+
+
 def test_an_entry_cannot_make_the_audit_call_a_function(tmp_path):
     data = masks_dataset(tmp_path / "data", count=1)
     cache = tmp_path / "cache"

@@ -18,7 +18,8 @@ from audit_helpers import merged_results
 from fragile_processors import fragile, fragile_cli
 
 from labelguard._audit import audit
-from labelguard.core.engine import batch_size, default_workers, run_tasks
+from labelguard.core.engine import (BATCH_FILES, BATCH_SECONDS, TimedBatches, batch_size, default_workers, run_batches,
+                                     run_tasks)
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult
@@ -52,6 +53,38 @@ def test_batch_size_bounds():
     assert batch_size(10, 2) == 1
     assert batch_size(100_000, 2) == 32
     assert 1 <= batch_size(2000, 16) <= 32
+
+
+def test_timed_batches_hold_a_tenth_of_a_second_of_work_in_whole_blocks_or_within_one():
+    batches = TimedBatches(iter(range(100_000)), size=32, most=1024)
+    assert next(batches) == list(range(32))  # nothing ran yet: the first size, the block
+    batches.took(32, 32 * BATCH_SECONDS / 200)  # 200 such files fill a batch's time
+    assert len(next(batches)) == 192  # whole blocks
+    batches.took(192, 192 * BATCH_SECONDS / 5)  # five files a tenth of a second
+    assert len(next(batches)) < 32
+    edges = [batches.taken]
+    for _ in range(60):  # slow files: batches within a block; then fast: whole blocks again
+        batches.took(batches.size, batches.size * (BATCH_SECONDS if len(edges) < 12 else 0.0))
+        next(batches)
+        edges.append(batches.taken)
+    assert batches.size == 1024 and edges[-1] - edges[-2] == 1024
+    for before, after in zip(edges, edges[1:]):  # never parts of two blocks
+        assert before // 32 == (after - 1) // 32 or (before % 32 == 0 and after % 32 == 0)
+    batches.took(0, 1.0)  # nothing to learn from
+    assert batches.size == 1024
+
+
+def test_a_pool_on_a_stream_of_fast_files_hands_out_larger_batches_and_covers_every_file_once(tmp_path):
+    root = tmp_path / "masks"
+    for i in range(2400):
+        write_png(root / f"{i:04d}.png", np.full((4, 4), i % 3, dtype=np.uint8))
+    tasks = discover(str(root), AuditOptions()).tasks
+    streamed = (task for task in tasks)  # a stream: its length is not known to the engine
+    results = list(run_batches(streamed, SPEC, workers=2))
+    sizes = [len(batch) for batch, _ in results]
+    assert sorted(t.display for batch, _ in results for t in batch) == sorted(t.display for t in tasks)
+    assert sum(r.files for _, r in results) == len(tasks)
+    assert sizes[0] == BATCH_FILES and max(sizes) > BATCH_FILES
 
 
 def test_progress_counts_files_not_batches(tmp_path):

@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import traceback
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
@@ -46,9 +47,17 @@ log = logging.getLogger(__name__)
 _WORKER_SPEC: LabelSpec | None = None
 _WORKER_CACHE: CacheSettings | None = None
 
-# Files per batch at most: large enough that a batch costs far more than its trip through a
-# pipe, small enough that the progress bar moves and the workers finish together.
+# Files per batch before anything ran: large enough that a batch costs far more than its trip
+# through a pipe, small enough that the progress bar moves and the workers finish together.
 BATCH_FILES = 32
+# Once a pool's first batches came back, a batch is as many files as its workers check in this
+# time. Handing a batch out and taking its result back costs the caller 0.5-1 ms of CPU (the
+# pool's threads, bench_masks' 20,000 masks on 2 cores): a tenth of a second keeps that under
+# 1 % of the work, moves the progress bar ten times a second and lets the workers finish within
+# a batch of each other. Files slower than the first ones get smaller batches, faster ones
+# (cached results, small annotation files) larger ones, up to POOL_BATCH_FILES.
+BATCH_SECONDS = 0.1
+POOL_BATCH_FILES = 1024
 # Batches per worker at least, so a slow batch at the end does not leave the others idle.
 BATCHES_PER_WORKER = 16
 # Batches handed to the pool per worker at a time: one running and one waiting keeps every
@@ -74,7 +83,8 @@ def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
         return FileResult(task.display, errors=[f"{task.display}: check crashed: {detail}"])
 
 
-def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings | None = None) -> FileResult:
+def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings | None = None,
+              block: int | None = None) -> FileResult:
     """Run ``tasks`` in order and merge their results into one covering ``len(tasks)`` files.
 
     A processor may offer ``processor.batch(tasks, spec)``, equal to its per-file results
@@ -83,11 +93,17 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings |
 
     With a ``cache``, each task of a cacheable processor is looked up there first and its
     result stored after it ran (:mod:`labelguard.core.cache`), in the process that runs it; a
-    batch of such tasks also has an entry of its own, read at once when nothing changed.
+    batch of such tasks also has an entry of its own, read at once when nothing changed. With
+    ``block``, those entries cover ``block`` files each, from the batch's first: a pool's
+    batches grow and shrink with the time their files take (:class:`TimedBatches`) but always
+    start on a block, so the next audit finds the same entries whatever its batches.
     """
     processor = tasks[0].processor if tasks else None
     if cache is not None and any(getattr(task.processor, "cacheable", False) for task in tasks):
-        return _run_cached(tasks, spec, cache)
+        if block is None or len(tasks) <= block:
+            return _run_cached(tasks, spec, cache)
+        return _merged(tasks, [_run_cached(tasks[start:start + block], spec, cache)
+                               for start in range(0, len(tasks), block)])
     batched = getattr(processor, "batch", None)
     if batched is not None and all(task.processor is processor for task in tasks):
         try:
@@ -149,9 +165,12 @@ def _init_worker(spec: LabelSpec, limits: ReadLimits, cache: CacheSettings | Non
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run_batch_in_worker(tasks: Sequence[FileTask]) -> FileResult:
+def _run_batch_in_worker(tasks: Sequence[FileTask], block: int | None = None) -> tuple[FileResult, float]:
+    """The batch's merged result, and the seconds it took here (which size the next batches)."""
     assert _WORKER_SPEC is not None
-    return run_batch(tasks, _WORKER_SPEC, _WORKER_CACHE)
+    start = time.perf_counter()
+    result = run_batch(tasks, _WORKER_SPEC, _WORKER_CACHE, block)
+    return result, time.perf_counter() - start
 
 
 def default_workers() -> int:
@@ -245,13 +264,14 @@ def run_batches(
     if complete:
         workers = min(workers, max(1, len(head)))
     size = batch_size(len(head), workers)
-    batches = batches_of(itertools.chain(head, source), size)
     if cache is not None:
         environment_digest(open_cache(cache).root)  # once here, not in every forked worker
     if workers == 1 or (complete and len(head) < 4):
-        return ((batch, run_batch(batch, spec, cache)) for batch in batches)
+        return ((batch, run_batch(batch, spec, cache)) for batch in batches_of(itertools.chain(head, source), size))
     # The processors the first tasks use, imported once by a fork server (see _context).
     modules = sorted({task.processor.__module__ for task in head})
+    # A whole set known from its head keeps batches for every worker; a stream may grow them.
+    batches = TimedBatches(itertools.chain(head, source), size, most=size if complete else POOL_BATCH_FILES)
     del head
     return _run_pooled(batches, spec, workers, modules, cache)
 
@@ -261,6 +281,48 @@ def batches_of(tasks: Iterable[FileTask], size: int) -> Iterator[list[FileTask]]
     iterator = iter(tasks)
     while batch := list(itertools.islice(iterator, size)):
         yield batch
+
+
+class TimedBatches:
+    """Batches of ``tasks`` taken as they come: ``size`` files each until :meth:`took` reports
+    how long batches take where they ran, then as many files as run in :data:`BATCH_SECONDS`
+    (between 1 and ``most``). The time per file is a moving average of the recent batches', so
+    the size follows a dataset whose files get slower or faster (its cached part, say).
+
+    The tasks are cut into blocks of the first ``size`` (``block``), and a batch is whole blocks
+    or part of one, never parts of two: the cache's entries of batches are the blocks'
+    (:func:`run_batch`), the same in every audit of the same files however long they took."""
+
+    def __init__(self, tasks: Iterable[FileTask], size: int, most: int = POOL_BATCH_FILES) -> None:
+        self.tasks = iter(tasks)
+        self.block = self.size = max(1, size)
+        self.most = max(1, most)
+        self.per_file: float | None = None
+        self.taken = 0
+
+    def __iter__(self) -> Iterator[list[FileTask]]:
+        return self
+
+    def __next__(self) -> list[FileTask]:
+        into_block = self.taken % self.block
+        if into_block:
+            count = min(self.size, self.block - into_block)  # the rest of a block begun
+        else:
+            count = max(self.block, self.size // self.block * self.block) if self.size >= self.block else self.size
+        batch = list(itertools.islice(self.tasks, count))
+        if not batch:
+            raise StopIteration
+        self.taken += len(batch)
+        return batch
+
+    def took(self, files: int, seconds: float) -> None:
+        """A batch of ``files`` ran in ``seconds``."""
+        if files <= 0 or seconds < 0:
+            return
+        measured = seconds / files
+        self.per_file = measured if self.per_file is None else 0.7 * self.per_file + 0.3 * measured
+        fitting = BATCH_SECONDS / self.per_file if self.per_file > 0 else self.most
+        self.size = max(1, min(self.most, int(fitting)))
 
 
 class _Waiting:
@@ -289,17 +351,18 @@ class _Waiting:
 
 
 def _run_pooled(
-    batches: Iterator[Sequence[FileTask]], spec: LabelSpec, workers: int, modules: Sequence[str],
+    batches: "TimedBatches | Iterator[Sequence[FileTask]]", spec: LabelSpec, workers: int, modules: Sequence[str],
     cache: CacheSettings | None = None,
 ) -> Iterator[tuple[Sequence[FileTask], FileResult]]:
     """(batch, result) of ``batches`` from a pool of ``workers``; the batches a dead worker
     left unfinished run again file by file, and a file that kills its worker again is an error."""
     waiting = _Waiting(batches)
     struck: deque[Sequence[FileTask]] = deque()
+    timed = batches if isinstance(batches, TimedBatches) else None
     while waiting or struck:
         if not struck:
             yield from _run_until_a_worker_dies(waiting, spec, workers, workers * IN_FLIGHT_PER_WORKER,
-                                                modules, struck, cache)
+                                                modules, struck, cache, timed)
             continue
         # One file at a time in a one-worker pool (a file handed out while another runs would
         # fail with it): a death now names its file.
@@ -320,10 +383,12 @@ def _run_until_a_worker_dies(
     modules: Sequence[str],
     struck: deque[Sequence[FileTask]],
     cache: CacheSettings | None = None,
+    timed: TimedBatches | None = None,
 ) -> Iterator[tuple[Sequence[FileTask], FileResult]]:
     """Run the batches of ``waiting`` (taken from its left, at most ``in_flight`` handed out at
     a time) on a new pool of ``workers`` until they are done or a worker dies; then the
-    batches handed out and not finished are added to ``struck``."""
+    batches handed out and not finished are added to ``struck``. ``timed`` (the source of
+    ``waiting``) hears how long each batch ran in its worker, and gives the cache's block."""
     # Imported here: the process pool brings multiprocessing and sockets, some 5 ms of the
     # start-up of every audit, which a one-worker audit does without.
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -339,7 +404,7 @@ def _run_until_a_worker_dies(
             while waiting and not broken and len(running) < in_flight:
                 batch = waiting.popleft()
                 try:
-                    running[pool.submit(_run_batch_in_worker, batch)] = batch
+                    running[pool.submit(_run_batch_in_worker, batch, timed.block if timed else None)] = batch
                 except BrokenProcessPool:
                     waiting.appendleft(batch)
                     broken = True
@@ -347,7 +412,9 @@ def _run_until_a_worker_dies(
             for future in done:
                 batch = running.pop(future)
                 try:
-                    result = future.result()
+                    result, seconds = future.result()
+                    if timed is not None:
+                        timed.took(len(batch), seconds)
                 except BrokenProcessPool:
                     broken = True
                     struck.append(batch)
