@@ -17,8 +17,10 @@ masks (64x64, a few classes) and audits them with ``labelguard.audit`` in this p
 * detection alone (the layouts' probes of the prefix), counting the listings and the looks
   at single names it asks the store for: with the listings kept for name lookups (the
   default for a prefix of up to 20,000 entries), with that bound lowered to 100 entries so
-  that the listing is kept packed (what a larger prefix gets), and with nothing packed (each
-  probe lists the prefix again, as a prefix past 64 MiB of names is).
+  that the listing is kept packed (what a larger prefix gets), with the memory for packed
+  listings bounded at 0 so that it is packed in a temporary file (what a prefix past 64 MiB of
+  names gets, some 2.5 million keys), and with nothing kept (each probe lists the prefix
+  again, as a prefix past 16 GiB of names is).
 
 The server is moto on loopback: no network latency, no S3 request rate, a Python server
 that answers a request in some milliseconds, its threads sharing one interpreter. The figures compare labelguard's per-object cost
@@ -94,15 +96,17 @@ def timed(label: str, count: int, run) -> float:
     return seconds
 
 
-def detection(url: str, options: dict, kept_entries: int, kept_bytes: int) -> tuple[int, int, float]:
+def detection(url: str, options: dict, kept_entries: int, kept_bytes: int, spilled_bytes: int
+              ) -> tuple[int, int, float]:
     """(listings, looks at single names, seconds) of discovering ``url`` with the listings kept
-    for name lookups bounded at ``kept_entries`` and the packed ones at ``kept_bytes``."""
+    for name lookups bounded at ``kept_entries``, the packed ones in memory at ``kept_bytes``
+    and those in a temporary file at ``spilled_bytes``."""
     from labelguard.core import storage
     from labelguard.layouts import AuditOptions
     from labelguard.layouts.base import discover_datasets
 
     asked = {"_listed_entries": 0, "_info": 0}
-    saved = {name: getattr(storage, name) for name in (*asked, "KEPT_ENTRIES", "KEPT_BYTES")}
+    saved = {name: getattr(storage, name) for name in (*asked, "KEPT_ENTRIES", "KEPT_BYTES", "SPILLED_BYTES")}
 
     def counting(name):
         def counted(*args, **kwargs):
@@ -114,7 +118,7 @@ def detection(url: str, options: dict, kept_entries: int, kept_bytes: int) -> tu
     try:
         for name in asked:
             setattr(storage, name, counting(name))
-        storage.KEPT_ENTRIES, storage.KEPT_BYTES = kept_entries, kept_bytes
+        storage.KEPT_ENTRIES, storage.KEPT_BYTES, storage.SPILLED_BYTES = kept_entries, kept_bytes, spilled_bytes
         start = time.perf_counter()
         discover_datasets(url, AuditOptions())  # detection, and the layout's set-up; no task taken
         seconds = time.perf_counter() - start
@@ -170,15 +174,17 @@ def main() -> int:
                   "than 1 (moto on loopback, not real S3: see the docstring)")
             print("\ndetection of the prefix, with what one discovery keeps of the store's answers:")
             small = min(100, args.count // 2)
-            for label, entries, packed in (
-                    ("listings kept for name lookups (the default)", None, None),
-                    (f"lookups bounded at {small} entries, then kept packed", small, None),
-                    (f"lookups bounded at {small} entries, nothing packed", small, 0)):
+            for label, entries, packed, spilled in (
+                    ("listings kept for name lookups (the default)", None, None, None),
+                    (f"lookups bounded at {small} entries, then kept packed", small, None, None),
+                    (f"lookups bounded at {small}, packed in a temporary file", small, 0, None),
+                    (f"lookups bounded at {small} entries, nothing packed", small, 0, 0)):
                 from labelguard.core import storage
 
                 listings, looks, seconds = detection(
                     url, options, storage.KEPT_ENTRIES if entries is None else entries,
-                    storage.KEPT_BYTES if packed is None else packed)
+                    storage.KEPT_BYTES if packed is None else packed,
+                    storage.SPILLED_BYTES if spilled is None else spilled)
                 print(f"  {label:<52} {listings:4d} listings {looks:4d} looks {seconds:6.2f} s")
     finally:
         server.terminate()

@@ -200,7 +200,9 @@ def test_discovery_lists_each_prefix_once_or_twice_not_once_per_probe(s3_server,
 def test_a_listing_too_long_to_look_names_up_in_is_kept_packed(s3_server, uploaded, monkeypatch, name):
     """Past KEPT_ENTRIES a prefix's listing is kept packed for the probes that walk it (a
     flat prefix of a million masks is listed once by detection, not once per probe); past
-    KEPT_BYTES too, it is listed again per probe. The tasks are the same either way."""
+    KEPT_BYTES, in a temporary file, closed when discovery is done; past SPILLED_BYTES too,
+    it is listed again per probe. The tasks are the same every way."""
+    import tempfile
     from collections import Counter
 
     from labelguard.layouts import AuditOptions
@@ -222,14 +224,26 @@ def test_a_listing_too_long_to_look_names_up_in_is_kept_packed(s3_server, upload
         found = discover_datasets(f"{bucket}/{name}", AuditOptions())
         return [(task.path, task.image) for d in found for task in d.tasks], Counter(asked)
 
+    files = []
+    real_file = tempfile.TemporaryFile
+
+    def recorded(*args, **kwargs):
+        files.append(real_file(*args, **kwargs))
+        return files[-1]
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", recorded)
     kept_tasks, kept = discovered()
     monkeypatch.setattr(storage, "KEPT_ENTRIES", 2)
     packed_tasks, packed = discovered()
     monkeypatch.setattr(storage, "KEPT_BYTES", 0)
+    monkeypatch.setattr(storage, "SPILL_CHUNK", 16)  # written and read back in many pieces
+    spilled_tasks, spilled = discovered()
+    assert files and all(file.closed for file in files)
+    monkeypatch.setattr(storage, "SPILLED_BYTES", 0)
     listed_tasks, listed = discovered()
-    assert kept_tasks == packed_tasks == listed_tasks and kept_tasks
-    assert max(packed.values()) <= 2, packed
-    assert sum(listed.values()) > sum(packed.values()), (listed, packed)
+    assert kept_tasks == packed_tasks == spilled_tasks == listed_tasks and kept_tasks
+    assert max(packed.values()) <= 2 and max(spilled.values()) <= 2, (packed, spilled)
+    assert sum(listed.values()) > sum(spilled.values()), (listed, spilled)
 
 
 def _options(root: str, lists: tuple[str, ...]):

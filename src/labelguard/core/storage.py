@@ -34,11 +34,14 @@ import contextvars
 import hashlib
 import heapq
 import json
+import logging
 import os
 import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
+
+log = logging.getLogger(__name__)
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Fields of an object's listing that change whenever its bytes do (a strong validator).
@@ -47,10 +50,15 @@ CONTENT_FIELDS = ("ETag", "etag", "md5Hash", "content_md5", "generation", "Versi
 LISTING_CHUNK = 1000
 # While a discovery keeps listings (:func:`listings_kept`): the most entries it holds in all
 # with their names looked up at once; past it, listings are kept packed (names only, for
-# the probes that walk them) up to KEPT_BYTES in all, and a prefix whose listing would pass
-# that too is listed again each time it is asked for.
+# the probes that walk them) up to KEPT_BYTES in memory in all, then in a temporary file up
+# to SPILLED_BYTES in all (a flat prefix of 10^8 keys is some 3 GB there, where listing it
+# again for each of the layouts' probes would cost a dozen listings of hours each); a prefix
+# whose listing would pass that too is listed again each time it is asked for.
 KEPT_ENTRIES = 20_000
 KEPT_BYTES = 64 << 20
+SPILLED_BYTES = 16 << 30
+# A spilled listing is written and read back in pieces of this size.
+SPILL_CHUNK = 1 << 20
 
 
 class StorageError(Exception):
@@ -245,32 +253,79 @@ class _Kept:
         self.folders: dict[str, dict[str, bool]] = {}  # a kept listing's names -> is a folder
         self.entries = 0
         self.packed_bytes = 0
+        self.spilled_bytes = 0
+        self.spilled: list[_PackedListing] = []
+
+    def close(self) -> None:
+        for listing in self.spilled:
+            listing.close()
+        self.spilled.clear()
 
 
 class _PackedListing:
     """A long listing kept at a few bytes an entry (a prefix of a million masks in some 30 MB,
-    not the 250 MB of its entries): its names packed in order, a byte a name saying whether
-    it is a folder. Iterated as the listing it keeps; its names are not looked up (a look at
-    one URL asks the store, once)."""
+    not the 250 MB of its entries): each name packed in order after a byte saying whether it
+    is a folder. Iterated as the listing it keeps; its names are not looked up (a look at one
+    URL asks the store, once). Once :meth:`spill` is called the packed bytes go to a temporary
+    file, deleted by :meth:`close`, and only a piece of :data:`SPILL_CHUNK` is held."""
 
-    __slots__ = ("base", "names", "folders")
+    __slots__ = ("base", "packed", "file", "written")
 
     def __init__(self, base: str) -> None:
         self.base = base
-        self.names = bytearray()
-        self.folders = bytearray()
+        self.packed = bytearray()
+        self.file: BinaryIO | None = None
+        self.written = 0  # bytes in the file
 
     def add(self, entry: RemoteEntry) -> None:
-        self.names += entry.name.encode("utf-8", "surrogateescape") + b"\0"
-        self.folders.append(entry.is_dir())
+        """Keep ``entry``; OSError when a spilled listing cannot be written."""
+        self.packed += (b"1" if entry.is_dir() else b"0") + entry.name.encode("utf-8", "surrogateescape") + b"\0"
+        if self.file is not None and len(self.packed) >= SPILL_CHUNK:
+            self._flush()
 
     @property
     def size(self) -> int:
-        return len(self.names) + len(self.folders)
+        """Bytes held in memory."""
+        return len(self.packed)
+
+    def spill(self) -> None:
+        """Keep the listing in a temporary file from now on; OSError when none can be made."""
+        import tempfile  # only for prefixes of millions of keys
+
+        self.file = tempfile.TemporaryFile(prefix="labelguard-listing-")
+        self._flush()
+
+    def _flush(self) -> None:
+        assert self.file is not None
+        self.file.write(self.packed)
+        self.written += len(self.packed)
+        self.packed = bytearray()
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+            self.written = 0
 
     def __iter__(self) -> Iterator[RemoteEntry]:
-        for name, folder in zip(_unpacked(self.names), self.folders):
-            yield RemoteEntry(name, self.base + name, bool(folder))
+        for record in self._records():
+            name = record[1:].decode("utf-8", "surrogateescape")
+            yield RemoteEntry(name, self.base + name, record[:1] == b"1")
+
+    def _records(self) -> Iterator[bytes]:
+        """Each entry's packed bytes, from the file (read a piece at a time) then memory."""
+        if self.file is not None:
+            self.file.seek(0)
+            rest = b""
+            for _ in range(0, self.written, SPILL_CHUNK):
+                records = (rest + self.file.read(SPILL_CHUNK)).split(b"\0")
+                rest = records.pop()
+                yield from records
+            self.file.seek(0, os.SEEK_END)
+            if rest:
+                yield from (rest + bytes(self.packed)).split(b"\0")[:-1]
+                return
+        yield from bytes(self.packed).split(b"\0")[:-1]
 
 
 _KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("labelguard_kept_listings", default=None)
@@ -286,11 +341,13 @@ def listings_kept() -> Iterator[None]:
     of the store, as a local walk is of a folder; every object's bytes are still read, and
     checked by their validator, when its task runs. Local paths are never kept (their
     listings cost microseconds per entry, and a folder of millions would cost memory)."""
-    token = _KEPT.set(_Kept())
+    kept = _Kept()
+    token = _KEPT.set(kept)
     try:
         yield
     finally:
         _KEPT.reset(token)
+        kept.close()
 
 
 def _kept_kind(url: str) -> tuple[bool, str | None]:
@@ -410,20 +467,24 @@ def _remote_entries(url: str) -> Iterator[RemoteEntry]:
         raise (NotADirectoryError if kind == "file" else FileNotFoundError)(url)
     collected: list[RemoteEntry] | None = []
     packed: _PackedListing | None = None
-    for entry in _listed_entries(url):
-        if collected is not None:
-            if kept.entries + len(collected) < KEPT_ENTRIES:
-                collected.append(entry)
-            else:  # too many to look names up in: kept packed, for the probes that walk it
-                packed = _PackedListing(normpath(url).rstrip("/") + "/")
-                for earlier in collected:
-                    packed.add(earlier)
-                collected = None
-        if packed is not None:
-            packed.add(entry)
-            if kept.packed_bytes + packed.size > KEPT_BYTES:
-                packed = None  # too large to keep: listed again when asked again
-        yield entry
+    ended = False
+    try:
+        for entry in _listed_entries(url):
+            if collected is not None:
+                if kept.entries + len(collected) < KEPT_ENTRIES:
+                    collected.append(entry)
+                else:  # too many to look names up in: kept packed, for the probes that walk it
+                    packed = _PackedListing(normpath(url).rstrip("/") + "/")
+                    for earlier in collected:
+                        packed.add(earlier)
+                    collected = None
+            if packed is not None:
+                packed = _packed_further(kept, packed, entry)
+            yield entry
+        ended = True
+    finally:
+        if not ended and packed is not None:
+            packed.close()  # a listing left before its end is not kept: its file goes now
     if collected is not None:
         kept.listings[key] = collected
         folders = kept.folders[key] = {}
@@ -435,6 +496,26 @@ def _remote_entries(url: str) -> Iterator[RemoteEntry]:
         kept.listings[key] = packed
         kept.kinds[key] = "directory"
         kept.packed_bytes += packed.size
+        if packed.file is not None:
+            kept.spilled.append(packed)
+            kept.spilled_bytes += packed.written
+
+
+def _packed_further(kept: _Kept, packed: _PackedListing, entry: RemoteEntry) -> _PackedListing | None:
+    """``packed`` with ``entry`` added: in memory while the listings kept there stay within
+    :data:`KEPT_BYTES`, then in a temporary file within :data:`SPILLED_BYTES`; None when it
+    cannot be kept (listed again when asked again)."""
+    try:
+        packed.add(entry)
+        if packed.file is None and kept.packed_bytes + packed.size > KEPT_BYTES:
+            packed.spill()
+        if packed.file is not None and kept.spilled_bytes + packed.written > SPILLED_BYTES:
+            raise OSError("over the bound of spilled listings")
+    except OSError:  # no temporary file, a full disk: listed again instead
+        log.debug("a listing of %s was not kept", packed.base, exc_info=True)
+        packed.close()
+        return None
+    return packed
 
 
 def _listed_entries(url: str) -> Iterator[RemoteEntry]:
