@@ -17,6 +17,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("bench_masks.py", ["-n", "12", "--scale-count", "16", "--repeat", "1", "--startup-rounds", "1", "--scale-rounds", "1",
                       "--no-memory"],
      "CLI --workers 2 / --workers 1 >= 1.8x"),
+    ("bench_pool.py", ["-n", "40", "--repeat", "1"], "one worker / two:"),
     ("bench_voc.py", ["-n", "30", "--repeat", "1"], "one worker vs the seed loop:"),
     ("bench_pairing.py", ["-n", "200", "--repeat", "1"], "ratio labelguard / baseline"),
     ("bench_lists.py", ["-n", "300", "--repeat", "1"], "labelguard select_from_lists:"),

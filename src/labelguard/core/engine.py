@@ -51,8 +51,8 @@ _WORKER_CACHE: CacheSettings | None = None
 # through a pipe, small enough that the progress bar moves and the workers finish together.
 BATCH_FILES = 32
 # Once a pool's first batches came back, a batch is as many files as its workers check in this
-# time. Handing a batch out and taking its result back costs the caller 0.5-1 ms of CPU (the
-# pool's threads, bench_masks' 20,000 masks on 2 cores): a tenth of a second keeps that under
+# time. Handing a batch out and taking its result back costs the caller about 1 ms of CPU (the
+# pool's threads; bench_pool.py, 20,000 masks on 2 cores): a tenth of a second keeps that under
 # 1 % of the work, moves the progress bar ten times a second and lets the workers finish within
 # a batch of each other. Files slower than the first ones get smaller batches, faster ones
 # (cached results, small annotation files) larger ones, up to POOL_BATCH_FILES.
