@@ -309,3 +309,32 @@ def test_progress_of_a_sample_counts_to_the_sample_not_the_whole_set(tmp_path):
                    progress=lambda done, total: seen.append((done, total)))
     assert len(report.files) == 3 and report.sampled["of"] == 10
     assert seen and seen[-1] == (3, 3) and all(total == 3 for _, total in seen)
+
+
+def test_the_layouts_probes_of_a_local_folders_sub_folders_scan_it_once(tmp_path, monkeypatch):
+    """Detection asks a folder for its sub-folders a dozen times (one per layout); while one
+    discovery runs, a local folder's are kept after the first scan. The tasks are the same
+    with nothing kept."""
+    root = tiny_masks(tmp_path / "data", 60)
+    for name in ("train", "val", ".cache"):
+        tiny_masks(root / name, 3)
+    scans: dict[str, int] = {}
+    real = os.scandir
+
+    def counted(path=".", *args):
+        scans[os.path.abspath(path)] = scans.get(os.path.abspath(path), 0) + 1
+        return real(path, *args)
+
+    monkeypatch.setattr(os, "scandir", counted)
+
+    def discovered() -> tuple[list, int]:
+        scans.clear()
+        found = discover_datasets(str(root), AuditOptions(), stream=True)
+        return [(d.layout, task.path) for d in found for task in d.tasks], scans.get(str(root.resolve()), 0)
+
+    kept_tasks, kept_scans = discovered()
+    monkeypatch.setattr(storage, "KEPT_ENTRIES", 0)  # no folder's sub-folders kept
+    tasks, scanned = discovered()
+    assert kept_tasks == tasks and len(tasks) == 66  # the hidden folder's masks are not audited
+    assert kept_scans < scanned, (kept_scans, scanned)
+    assert all(".cache" not in path for _, path in tasks)

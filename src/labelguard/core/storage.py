@@ -255,6 +255,7 @@ class _Kept:
         self.packed_bytes = 0
         self.spilled_bytes = 0
         self.spilled: list[_PackedListing] = []
+        self.local_folders: dict[str, tuple[str, ...]] = {}  # a local folder -> its folders' names
 
     def close(self) -> None:
         for listing in self.spilled:
@@ -598,6 +599,30 @@ def names_where(folder: Any, keep: Callable[[Any], bool]) -> list[str]:
     :func:`os.listdir` raises it."""
     with scandir(folder) as scan:
         return sorted(entry.name for entry in scan if keep(entry))
+
+
+def folder_names(folder: Any, hidden: bool = True) -> list[str]:
+    """The sorted names of the folders in ``folder`` (links followed; hidden ones unless not
+    ``hidden``), OSError
+    as :func:`os.listdir` raises it. While :func:`listings_kept`, a local folder's are kept
+    (up to :data:`KEPT_ENTRIES` of them): the layouts' probes of a folder of 100,000 masks for
+    its sub-folders scan it once, not once each (an object store's listing is kept whole)."""
+    kept = _KEPT.get()
+    if kept is None or url_scheme(folder) is not None:
+        return [name for name in names_where(folder, is_folder) if hidden or not name.startswith(".")]
+    key = os.path.abspath(folder)
+    found = kept.local_folders.get(key)
+    if found is None:
+        found = tuple(names_where(folder, is_folder))
+        if len(found) <= KEPT_ENTRIES:
+            kept.local_folders[key] = found
+    return [name for name in found if hidden or not name.startswith(".")]
+
+
+def folder_paths(folder: Any, hidden: bool = True) -> list[str]:
+    """:func:`folder_names` as the paths :func:`scandir` gives its entries."""
+    base = os.path.join(folder, "") if url_scheme(folder) is None else normpath(folder).rstrip("/") + "/"
+    return [base + name for name in folder_names(folder, hidden)]
 
 
 def is_folder(entry: Any) -> bool:

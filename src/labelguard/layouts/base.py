@@ -193,7 +193,7 @@ def detect_layout(root: str, options: AuditOptions) -> Layout | None:
 
 def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int]) -> list[tuple[str, Layout]]:
     try:
-        children = sorted(e.path for e in storage.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+        children = storage.folder_paths(folder, hidden=False)
     except OSError:
         return []
     found: list[tuple[str, Layout]] = []
@@ -225,7 +225,7 @@ def _holds_masks_below(folder: str, depth: int) -> bool:
     if depth <= 1:
         return False
     try:
-        children = sorted(e.path for e in storage.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+        children = storage.folder_paths(folder, hidden=False)
     except OSError:
         return False
     return any(_holds_masks_below(child, depth - 1) for child in children[:SUBDATASET_FOLDERS])

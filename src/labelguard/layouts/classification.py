@@ -305,7 +305,7 @@ def _image_problem(path: str) -> str | None:
 
 def _subdirs(folder: str) -> list[str]:
     try:
-        return sorted(e.name for e in storage.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+        return storage.folder_names(folder, hidden=False)
     except OSError:
         return []
 

@@ -169,7 +169,7 @@ def coco_files(root: str) -> list[str]:
             found.extend(_json_files(folder))
             break
     found.extend(_json_files(root))
-    for entry in storage.names_where(root, storage.is_folder):  # only a folder holds a file
+    for entry in storage.folder_names(root):  # only a folder holds a file
         candidate = os.path.join(root, entry, "_annotations.coco.json")
         if storage.isfile(candidate):
             found.append(candidate)

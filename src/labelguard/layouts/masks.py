@@ -272,7 +272,7 @@ def flag_folder(root: str, folder: str | None) -> str | None:
 def _child(root: str, names) -> str | None:
     if not storage.isdir(root):
         return None
-    entries = {e.lower(): e for e in storage.names_where(root, storage.is_folder)}
+    entries = {e.lower(): e for e in storage.folder_names(root)}
     for name in names:
         if name.lower() in entries:
             return os.path.join(root, entries[name.lower()])
@@ -356,7 +356,7 @@ register_layout("voc-segmentation", 30, "Pascal VOC segmentation (SegmentationCl
 def _camvid_splits(root: str) -> list[tuple[str, str]]:
     if not storage.isdir(root):
         return []
-    annotated = storage.names_where(root, lambda e: e.name.endswith("annot") and storage.is_folder(e))
+    annotated = [name for name in storage.folder_names(root) if name.endswith("annot")]
     return [(os.path.join(root, n[:-5]), os.path.join(root, n)) for n in annotated
             if storage.lexists(os.path.join(root, n[:-5]))]
 
@@ -608,7 +608,7 @@ def sibling_folders(root: str, depth: int = 2) -> list[tuple[str, str]]:
     """(image folder, label folder) for every folder of ``root`` (and of its subfolders,
     ``depth`` levels down) beside which a folder of its name plus a label suffix lies."""
     try:
-        children = sorted(e.path for e in storage.scandir(root) if e.is_dir() and not e.name.startswith("."))
+        children = storage.folder_paths(root, hidden=False)
     except OSError:
         return []
     by_name = {os.path.basename(child).lower(): child for child in children}

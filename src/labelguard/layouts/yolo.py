@@ -468,8 +468,7 @@ def _detect_yolo(root: str, options: AuditOptions) -> bool:
         return True
     if _label_dir(root) is not None or _is_label_folder(root):
         return True
-    folders = [root] + [os.path.join(root, d) for d in storage.names_where(root, storage.is_folder)
-                        if not d.startswith(".")]
+    folders = [root] + [os.path.join(root, d) for d in storage.folder_names(root, hidden=False)]
     return any(_paired_txt(folder) for folder in folders)
 
 
