@@ -183,6 +183,22 @@ def test_column_options_choose_the_columns(tmp_path):
         run(tmp_path / "meta.tsv", options=AuditOptions(label_column="nope", format="csv"))
 
 
+@pytest.mark.parametrize("rows", [4, 8000])  # read whole when sniffed; longer than the sniffed head
+def test_a_table_saved_with_a_byte_order_mark_or_in_latin_1_has_its_columns_by_name(tmp_path, rows):
+    """Excel's "CSV UTF-8" starts with a byte order mark; older tools write Latin-1. Either
+    way, the header's names are what --path-column and --label-column name."""
+    for k in range(4):
+        write_image(tmp_path / f"{k}.jpg")
+    lines = "".join(f"{k % 4}.jpg,{'café' if k % 2 else 'chat'}\n" for k in range(rows))
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfpicture,species\n" + lines.encode("utf-8"))
+    (tmp_path / "latin1.csv").write_bytes(("picture,species\n" + lines).encode("latin-1"))
+    options = AuditOptions(path_column="picture", label_column="species")
+    for name in ("bom.csv", "latin1.csv"):
+        report = run(tmp_path / name, options=options)
+        assert report.layouts == ["csv"] and not report.errors, name
+        assert set(report.summary.class_objects) == {"café", "chat"}, (name, report.summary.class_objects)
+
+
 def test_multi_label_one_hot_table(tmp_path):
     rows = [("1.jpg", 1, 0, 0), ("2.jpg", 0, 1, 1), ("3.jpg", 0, 2, 0)]
     write_table(tmp_path / "ann.csv", rows, header=("image_name", "dog", "cat", "person"))

@@ -43,8 +43,8 @@ from labelguard.layouts.references import resolve_names
 from labelguard.readers.base import ReadError, open_regular, read_head, sniff
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.tabular import (
-    TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table, read_text,
-    sniff_layout,
+    TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table,
+    sniff_layout, table_text,
 )
 from labelguard.rules._annotations import process_annotation
 from labelguard.rules.lg104 import class_folders_missing_from_a_split
@@ -167,7 +167,8 @@ def _sniff_table(path: str, options: AuditOptions):
     head = read_head(path, TABLE_HEAD)  # one ranged request for an object of object storage
     if b"\x00" in head:
         return None
-    text = read_text(path) if len(head) < TABLE_HEAD else head.decode("utf-8", errors="replace").rsplit("\n", 1)[0]
+    # Its text as read_text gives it: a file longer than the head by the whole lines in it.
+    text = table_text(head if len(head) < TABLE_HEAD else head.rsplit(b"\n", 1)[0])
     return sniff_layout(path, text, options.path_column, options.label_column)
 
 

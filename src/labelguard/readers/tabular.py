@@ -104,7 +104,11 @@ def _is_number(cell: str) -> bool:
 
 def read_text(path: str) -> str:
     """The file as text (UTF-8, BOM dropped; Latin-1 as the fallback); ReadError when binary."""
-    data = read_text_bytes(path, "text table")
+    return table_text(read_text_bytes(path, "text table"))
+
+
+def table_text(data: bytes) -> str:
+    """:func:`read_text` of bytes already read."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     return decode_text(data)
