@@ -224,3 +224,31 @@ def test_findings_sort_numbers_in_messages_by_value_however_long(a, b):
     finally:
         sys.set_int_max_str_digits(limit)
     assert (finding(a).sort_key() < finding(b).sort_key()) == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    entries=st.lists(st.tuples(st.text(st.characters(blacklist_characters="\0/", blacklist_categories=("Cs",)),
+                                       min_size=1, max_size=12), st.booleans()), max_size=40),
+    chunk=st.integers(1, 40),
+    spill_at=st.one_of(st.none(), st.integers(0, 40)),
+)
+def test_a_packed_listing_gives_back_its_entries_in_memory_or_spilled_in_any_pieces(entries, chunk, spill_at):
+    """A long listing kept packed, in memory or in a temporary file read back in pieces that
+    cut names anywhere, iterates as the entries it was given."""
+    from labelguard.core import storage
+
+    saved = storage.SPILL_CHUNK
+    storage.SPILL_CHUNK = chunk
+    listing = storage._PackedListing("s3://bucket/prefix/")
+    try:
+        for index, (name, folder) in enumerate(entries):
+            if index == spill_at:
+                listing.spill()
+            listing.add(storage.RemoteEntry(name, "s3://bucket/prefix/" + name, folder))
+        for _ in range(2):  # iterated again, as each probe walks it
+            assert [(e.name, e.path, e.is_dir()) for e in listing] == \
+                [(name, "s3://bucket/prefix/" + name, folder) for name, folder in entries]
+    finally:
+        listing.close()
+        storage.SPILL_CHUNK = saved

@@ -361,14 +361,14 @@ def _libraries_digest(memo: str | None = None) -> bytes:
     folder's signature, and a metadata file rewritten in place (a development install) has
     another signature; then the folders are listed again. Nothing modified within
     :data:`RACY_SECONDS` is kept."""
-    folders = [(entry, _signature_of(entry or ".")) for entry in sys.path]
     place = None if memo is None else os.path.join(memo, LIBRARIES_FILE)
+    now = time.time_ns()
+    folders, racy = _signed(sys.path, now) if place is not None else ([], False)
     if place is not None:
         try:
             with open(place, encoding="utf-8") as handle:
                 kept = json.loads(handle.read(1 << 20))
-            if (kept["folders"] == json.loads(json.dumps(folders))
-                    and all(_signature_of(path) == list(signature) for path, signature in kept["files"])):
+            if kept["folders"] == folders and _signed([path for path, _ in kept["files"]], now)[0] == kept["files"]:
                 return bytes.fromhex(kept["digest"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -379,22 +379,29 @@ def _libraries_digest(memo: str | None = None) -> bytes:
         digest.update(canonical((library, versions.get(library))))
     found = digest.digest()
     if place is not None:
-        files = [(path, _signature_of(path)) for path in read]
-        now = time.time_ns()
-        signatures = [signature for _, signature in folders + files]
-        # A missing folder (python311.zip, usually) is kept as missing: one made later is seen.
-        if all(signature is None or now - signature[1] >= RACY_SECONDS * 1e9 for signature in signatures):
+        files, racy_file = _signed(read, now)
+        if not (racy or racy_file):
             _write_atomically(place, json.dumps({"folders": folders, "files": files,
                                                  "digest": found.hex()}).encode("utf-8"))
     return found
 
 
-def _signature_of(path: str) -> list[int] | None:
-    """:func:`_signature` of a path, as a list (what JSON gives back); None where it is missing."""
-    try:
-        return list(_signature(os.stat(path)))
-    except OSError:
-        return None
+def _signed(paths: Sequence[str], now_ns: int) -> tuple[list[list], bool]:
+    """``[path, signature]`` of each of ``paths`` (the signature as a list, as JSON gives it
+    back; None for a missing path, so that one made later is seen: python311.zip, usually),
+    and whether any was modified within :data:`RACY_SECONDS`. The path "" is the working
+    folder, as on ``sys.path``."""
+    signed: list[list] = []
+    racy = False
+    for path in paths:
+        try:
+            st = os.stat(path or ".")
+        except OSError:
+            signed.append([path, None])
+            continue
+        signed.append([path, list(_signature(st))])
+        racy = racy or _racy(st, now_ns)
+    return signed, racy
 
 
 def installed_versions(names: Sequence[str], read: list[str] | None = None) -> dict[str, str]:

@@ -254,13 +254,13 @@ class _Kept:
         self.entries = 0
         self.packed_bytes = 0
         self.spilled_bytes = 0
-        self.spilled: list[_PackedListing] = []
         self.local_folders: dict[str, tuple[str, ...]] = {}  # a local folder -> its folders' names
 
     def close(self) -> None:
-        for listing in self.spilled:
-            listing.close()
-        self.spilled.clear()
+        """Delete the temporary files of the listings kept in them."""
+        for listing in self.listings.values():
+            if isinstance(listing, _PackedListing):
+                listing.close()
 
 
 class _PackedListing:
@@ -314,19 +314,21 @@ class _PackedListing:
             yield RemoteEntry(name, self.base + name, record[:1] == b"1")
 
     def _records(self) -> Iterator[bytes]:
-        """Each entry's packed bytes, from the file (read a piece at a time) then memory."""
+        """Each entry's packed bytes, from the pieces of :meth:`_pieces` (an entry may span two)."""
+        rest = b""
+        for piece in self._pieces():
+            records = (rest + piece).split(b"\0")
+            rest = records.pop()
+            yield from records
+
+    def _pieces(self) -> Iterator[bytes]:
+        """The packed bytes: the file's, a piece at a time, then those in memory."""
         if self.file is not None:
             self.file.seek(0)
-            rest = b""
             for _ in range(0, self.written, SPILL_CHUNK):
-                records = (rest + self.file.read(SPILL_CHUNK)).split(b"\0")
-                rest = records.pop()
-                yield from records
+                yield self.file.read(SPILL_CHUNK)
             self.file.seek(0, os.SEEK_END)
-            if rest:
-                yield from (rest + bytes(self.packed)).split(b"\0")[:-1]
-                return
-        yield from bytes(self.packed).split(b"\0")[:-1]
+        yield bytes(self.packed)
 
 
 _KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("labelguard_kept_listings", default=None)
@@ -340,8 +342,10 @@ def listings_kept() -> Iterator[None]:
     so that the layouts' probes of one dataset (a dozen listings of its prefix and a hundred
     looks at names a layout may hold) cost one listing per prefix. A discovery is a snapshot
     of the store, as a local walk is of a folder; every object's bytes are still read, and
-    checked by their validator, when its task runs. Local paths are never kept (their
-    listings cost microseconds per entry, and a folder of millions would cost memory)."""
+    checked by their validator, when its task runs. A local folder's listing is not kept (it
+    costs microseconds per entry, and a folder of millions would cost memory), only its
+    sub-folders' names (:func:`folder_names`). The temporary files of spilled listings are
+    deleted when the block ends."""
     kept = _Kept()
     token = _KEPT.set(kept)
     try:
@@ -497,9 +501,7 @@ def _remote_entries(url: str) -> Iterator[RemoteEntry]:
         kept.listings[key] = packed
         kept.kinds[key] = "directory"
         kept.packed_bytes += packed.size
-        if packed.file is not None:
-            kept.spilled.append(packed)
-            kept.spilled_bytes += packed.written
+        kept.spilled_bytes += packed.written
 
 
 def _packed_further(kept: _Kept, packed: _PackedListing, entry: RemoteEntry) -> _PackedListing | None:
@@ -603,18 +605,16 @@ def names_where(folder: Any, keep: Callable[[Any], bool]) -> list[str]:
 
 def folder_names(folder: Any, hidden: bool = True) -> list[str]:
     """The sorted names of the folders in ``folder`` (links followed; hidden ones unless not
-    ``hidden``), OSError
-    as :func:`os.listdir` raises it. While :func:`listings_kept`, a local folder's are kept
-    (up to :data:`KEPT_ENTRIES` of them): the layouts' probes of a folder of 100,000 masks for
-    its sub-folders scan it once, not once each (an object store's listing is kept whole)."""
+    ``hidden``), OSError as :func:`os.listdir` raises it. While :func:`listings_kept`, a
+    local folder's are kept (up to :data:`KEPT_ENTRIES` of them): the layouts' probes of a
+    folder of 100,000 masks for its sub-folders scan it once, not once each (an object
+    store's listing is kept whole)."""
     kept = _KEPT.get()
-    if kept is None or url_scheme(folder) is not None:
-        return [name for name in names_where(folder, is_folder) if hidden or not name.startswith(".")]
-    key = os.path.abspath(folder)
-    found = kept.local_folders.get(key)
+    key = os.path.abspath(folder) if kept is not None and url_scheme(folder) is None else None
+    found = kept.local_folders.get(key) if key is not None else None
     if found is None:
         found = tuple(names_where(folder, is_folder))
-        if len(found) <= KEPT_ENTRIES:
+        if key is not None and len(found) <= KEPT_ENTRIES:
             kept.local_folders[key] = found
     return [name for name in found if hidden or not name.startswith(".")]
 

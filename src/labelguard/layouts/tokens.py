@@ -97,8 +97,7 @@ def _dataset_dict(discovery: Discovery, root: str) -> None:
         discovery.findings.extend(metadata_findings(path, ["'splits' is not a list of split names"]))
         splits = None
     if splits is None:  # the folders that look like splits
-        splits = storage.names_where(root, lambda entry: storage.is_folder(entry)
-                                     and storage.isfile(os.path.join(entry.path, STATE_FILE)))
+        splits = [name for name in storage.folder_names(root) if storage.isfile(os.path.join(root, name, STATE_FILE))]
     missing, escaping = [], []
     for split in splits:
         folder, escapes = resolve_entry(split, root, root, ListRule(stems=False, folders=True))
