@@ -11,7 +11,6 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +25,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.base import discover_datasets
 from labelguard.layouts.masks import process_mask
-from labelguard.layouts.pairing import _NUMBER_TOKEN, _pair_in_folder, _role_templates, may_pair, name_key, walk_files
+from labelguard.layouts.pairing import _NUMBER_TOKEN, _ROLE_HINT, _pair_in_folder, _role_templates, may_pair, name_key, walk_files
 from labelguard.output import write_report
 from labelguard.report import FileList
 
@@ -263,6 +262,39 @@ def test_names_that_differ_only_in_whole_numbers_have_the_same_roles(stem, numbe
     assert may_pair([f"/d/{stem}.png", "/d/a.png"]) == may_pair([f"/d/{other}.png", "/d/a.png"])
 
 
+def _label_or_image(stem: str) -> tuple[bool, bool]:
+    """Whether a name is a label, and whether it may be an image, as may_pair tells (no memo)."""
+    if not _ROLE_HINT.search(stem):
+        return False, True
+    role = name_key(stem)[1]
+    label, image = role == "label", role != "label"
+    for _, token_role in _role_templates(stem):
+        label, image = label or token_role == "label", image or token_role == "image"
+    return label, image
+
+
+NUMBERED_STEMS = st.lists(st.tuples(NAME_PARTS, st.sampled_from(["", "_", "-", "a", "\u0663"]),
+                                    st.one_of(st.just(""), st.integers(0, 999).map(str))).map("".join),
+                          max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NUMBERED_STEMS, st.sampled_from([1, 2, 4096]))
+def test_may_pair_is_whether_one_name_is_a_label_and_one_may_be_an_image(stems, looks_kept):
+    """may_pair looks once at names that differ in their last number, and once per shape:
+    its answer is the one of looking at every name."""
+    import labelguard.layouts.pairing as pairing
+
+    roles = [_label_or_image(stem) for stem in stems]
+    expected = any(label for label, _ in roles) and any(image for _, image in roles)
+    old = pairing._LOOKS_KEPT
+    pairing._LOOKS_KEPT = looks_kept
+    try:
+        assert may_pair([f"/d/{stem}.png" for stem in stems]) == expected
+    finally:
+        pairing._LOOKS_KEPT = old
+
+
 def test_many_masks_of_one_role_cost_no_pairing_index():
     files = [f"/data/mask_{i:05d}.png" for i in range(1000)]
     assert not may_pair(files)
@@ -311,7 +343,7 @@ def test_progress_of_a_sample_counts_to_the_sample_not_the_whole_set(tmp_path):
     assert seen and seen[-1] == (3, 3) and all(total == 3 for _, total in seen)
 
 
-def test_the_layouts_probes_of_a_local_folders_sub_folders_scan_it_once(tmp_path, monkeypatch):
+def test_the_layouts_probes_of_a_local_folder_scan_it_once(tmp_path, monkeypatch):
     """Detection asks a folder for its sub-folders a dozen times (one per layout); while one
     discovery runs, a local folder's are kept after the first scan. The tasks are the same
     with nothing kept."""
@@ -333,8 +365,84 @@ def test_the_layouts_probes_of_a_local_folders_sub_folders_scan_it_once(tmp_path
         return [(d.layout, task.path) for d in found for task in d.tasks], scans.get(str(root.resolve()), 0)
 
     kept_tasks, kept_scans = discovered()
-    monkeypatch.setattr(storage, "KEPT_ENTRIES", 0)  # no folder's sub-folders kept
+    monkeypatch.setattr(storage, "KEPT_ENTRIES", 0)  # nothing of a folder kept
     tasks, scanned = discovered()
     assert kept_tasks == tasks and len(tasks) == 66  # the hidden folder's masks are not audited
-    assert kept_scans < scanned, (kept_scans, scanned)
+    # Kept: the probes' one scan (storage._FolderIndex), the token layout's peek at a few
+    # entries, and the walk that makes the tasks; else a scan per probe.
+    assert kept_scans <= 3 < 8 <= scanned, (kept_scans, scanned)
     assert all(".cache" not in path for _, path in tasks)
+
+
+ENTRY_NAMES = st.sampled_from(["a.json", "b.JSON", ".hidden.json", "c.xml", "d.Xml", "e.txt", "f.TXT", "g.csv",
+                               "h.png", "i.png", "j.PNG", "k", "l.tar.gz", "m.json.txt", "n.tsv", "o_seg.png"])
+ENTRY_KINDS = st.sampled_from(["file", "folder", "link to a file", "link to a folder", "broken link"])
+SUFFIX_SETS = st.sampled_from([(".json",), (".xml",), (".txt",), (".csv", ".tsv", ".txt"), (".png",), (".gz",)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(ENTRY_NAMES, ENTRY_KINDS, min_size=0, max_size=12), st.integers(0, 12),
+       st.lists(SUFFIX_SETS, min_size=1, max_size=4), st.booleans())
+def test_a_folders_index_answers_as_a_scan_of_it_does(entries, kept_entries, asked, files_only):
+    """While a discovery keeps listings, a local folder's probes are answered from one scan of
+    it, whatever of it the budget of names kept dropped: the same names as a scan each time."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = Path(temporary) / "data"
+        (folder / "sub" / "deeper").mkdir(parents=True)
+        (folder / "sub" / "x.json").write_text("{}")
+        for name, kind in entries.items():
+            path = folder / name
+            if kind == "file":
+                path.write_bytes(b"x")
+            elif kind == "folder":
+                path.mkdir()
+            elif kind == "link to a file":
+                path.symlink_to(folder / "sub" / "x.json")
+            elif kind == "link to a folder":
+                path.symlink_to(folder / "sub", target_is_directory=True)
+            else:
+                path.symlink_to(folder / "nowhere")
+
+        def answers() -> list:
+            found = [storage.folder_names(str(folder)), storage.folder_names(str(folder), hidden=False)]
+            for suffixes in asked:
+                found.append(storage.names_with_suffix(str(folder), suffixes, files_only))
+                found.append([(prefix, list(names)) for prefix, names in storage.iter_folders(str(folder),
+                                                                                              suffixes=suffixes)])
+            return found
+
+        scanned = answers()
+        old = storage.KEPT_ENTRIES
+        storage.KEPT_ENTRIES = kept_entries
+        try:
+            with storage.listings_kept():
+                kept = answers()
+                again = answers()
+        finally:
+            storage.KEPT_ENTRIES = old
+        assert kept == scanned == again
+        for suffixes, names in zip(asked, scanned[2::2]):
+            assert all(name.lower().endswith(suffixes) for name in names)
+            assert all((folder / name).is_file() for name in names) if files_only else True
+
+
+def test_a_folder_of_many_masks_keeps_its_few_json_files_and_drops_its_masks(tmp_path, monkeypatch):
+    """Past the budget of names a discovery keeps, a folder's largest group is dropped, not
+    the few names the probes ask for: those are still answered without a scan."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for index in range(40):
+        (folder / f"mask_{index:03d}.png").write_bytes(b"x")
+    (folder / "instances.json").write_text("{}")
+    monkeypatch.setattr(storage, "KEPT_ENTRIES", 10)
+    scans = []
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path=".": scans.append(path) or real(path))
+    with storage.listings_kept():
+        assert storage.names_with_suffix(str(folder), (".json",)) == ["instances.json"]
+        assert storage.names_with_suffix(str(folder), (".xml",), files_only=True) == []
+        assert len(scans) == 1
+        assert len(storage.names_with_suffix(str(folder), (".png",))) == 40  # dropped: scanned again
+        assert len(scans) == 2

@@ -254,7 +254,8 @@ class _Kept:
         self.entries = 0
         self.packed_bytes = 0
         self.spilled_bytes = 0
-        self.local_folders: dict[str, tuple[str, ...]] = {}  # a local folder -> its folders' names
+        self.local: dict[str, _FolderIndex] = {}  # a local folder -> its scan
+        self.local_entries = 0  # names kept in those
 
     def close(self) -> None:
         """Delete the temporary files of the listings kept in them."""
@@ -331,6 +332,95 @@ class _PackedListing:
         yield bytes(self.packed)
 
 
+class _FolderIndex:
+    """One scan of a local folder, kept while a discovery runs: the names of its entries in
+    groups, its sub-folders in one (``/``) and its other entries by extension (``.json``,
+    lower case; ``""`` without one), each name after a letter saying what it is (``d`` a
+    folder walked into, ``l`` a link to a folder, ``f`` a regular file, ``o`` anything else:
+    a broken link, a socket). The layouts' probes ask a folder of 100,000 masks for its JSON,
+    XML, table or text files and its sub-folders a dozen times: one scan answers them all.
+    The names kept by a discovery stay within :data:`KEPT_ENTRIES`: past it a folder's
+    largest group (its masks) is dropped, and asking for a dropped group scans again."""
+
+    __slots__ = ("groups", "dropped", "whole")
+
+    def __init__(self, folder: str, kept: _Kept) -> None:
+        self.groups: dict[str, list[str]] = {}
+        self.dropped: set[str] = set()
+        self.whole = True  # False: no group past the dropped ones is kept either
+        with os.scandir(folder) as scan:
+            for entry in scan:
+                name = entry.name
+                if is_folder(entry):
+                    self._add("/", ("l" if _is_link(entry) else "d") + name, kept)
+                else:
+                    dot = name.rfind(".")
+                    self._add(name[dot:].lower() if dot >= 0 else "",
+                              ("f" if is_regular(entry) else "o") + name, kept)
+
+    def _add(self, group: str, item: str, kept: _Kept) -> None:
+        names = self.groups.get(group)
+        if names is None:
+            if group in self.dropped or not self.whole:
+                self.dropped.add(group)
+                return
+            names = self.groups[group] = []
+        if kept.local_entries >= KEPT_ENTRIES:
+            self._drop_largest(kept)
+            if group not in self.groups:
+                return
+        names.append(item)
+        kept.local_entries += 1
+
+    def _drop_largest(self, kept: _Kept) -> None:
+        largest = max(self.groups, key=lambda group: len(self.groups[group]))
+        size = len(self.groups[largest])
+        if size < 2 or size * 256 < KEPT_ENTRIES:
+            # Many small groups (or a discovery's names spent in other folders): keep none,
+            # rather than look for the largest again at each name.
+            drop = list(self.groups)
+            self.whole = False
+        else:
+            drop = [largest]
+        for group in drop:
+            kept.local_entries -= len(self.groups.pop(group))
+            self.dropped.add(group)
+
+    def files(self, suffixes: tuple[str, ...], kinds: str = "fo") -> list[str] | None:
+        """The sorted names of the files (of the ``kinds``: letters) whose name, in lower
+        case, ends with one of ``suffixes``; None when the group of one was dropped."""
+        found = []
+        for suffix in suffixes:
+            found_here = self._group(suffix[suffix.rfind("."):].lower())
+            if found_here is None:
+                return None
+            found.extend(item[1:] for item in found_here if item[0] in kinds and item[1:].lower().endswith(suffix))
+        return sorted(set(found)) if len(suffixes) > 1 else sorted(found)
+
+    def folders(self, kinds: str = "dl") -> list[str] | None:
+        """The sorted names of the sub-folders (of the ``kinds``), None when they were dropped."""
+        found = self._group("/")
+        return None if found is None else sorted(item[1:] for item in found if item[0] in kinds)
+
+    def _group(self, group: str) -> list[str] | None:
+        if group in self.dropped or (group not in self.groups and not self.whole):
+            return None
+        return self.groups.get(group, [])
+
+
+def _folder_index(folder: Any) -> _FolderIndex | None:
+    """The :class:`_FolderIndex` of a local ``folder`` while a discovery keeps listings
+    (scanned now if it was not yet; OSError as :func:`os.scandir` raises it), else None."""
+    kept = _KEPT.get()
+    if kept is None or url_scheme(folder) is not None:
+        return None
+    key = os.path.abspath(folder)
+    index = kept.local.get(key)
+    if index is None:
+        index = kept.local[key] = _FolderIndex(folder, kept)
+    return index
+
+
 _KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("labelguard_kept_listings", default=None)
 
 
@@ -342,10 +432,11 @@ def listings_kept() -> Iterator[None]:
     so that the layouts' probes of one dataset (a dozen listings of its prefix and a hundred
     looks at names a layout may hold) cost one listing per prefix. A discovery is a snapshot
     of the store, as a local walk is of a folder; every object's bytes are still read, and
-    checked by their validator, when its task runs. A local folder's listing is not kept (it
-    costs microseconds per entry, and a folder of millions would cost memory), only its
-    sub-folders' names (:func:`folder_names`). The temporary files of spilled listings are
-    deleted when the block ends."""
+    checked by their validator, when its task runs. A local folder is scanned once for the
+    probes too, but kept as a :class:`_FolderIndex` (its sub-folders, and its files by
+    extension, within :data:`KEPT_ENTRIES` names in all), not whole: a folder of millions
+    of masks would cost memory, and the probes ask it for its few JSON, XML or text files.
+    The temporary files of spilled listings are deleted when the block ends."""
     kept = _Kept()
     token = _KEPT.set(kept)
     try:
@@ -603,19 +694,29 @@ def names_where(folder: Any, keep: Callable[[Any], bool]) -> list[str]:
         return sorted(entry.name for entry in scan if keep(entry))
 
 
+def names_with_suffix(folder: Any, suffixes: tuple[str, ...], files_only: bool = False) -> list[str]:
+    """The sorted names of the entries of ``folder`` that are no folder and whose name, in
+    lower case, ends with one of ``suffixes`` (lower case, each with a dot: ``.json``,
+    ``.nii.gz``, ``_seg.png``); only regular files (links followed) when ``files_only``. Hidden
+    names are included. While :func:`listings_kept`, a local folder is scanned once for all
+    such probes (:class:`_FolderIndex`). OSError as :func:`os.listdir` raises it."""
+    index = _folder_index(folder)
+    found = index.files(suffixes, "f" if files_only else "fo") if index is not None else None
+    if found is not None:
+        return found
+    return names_where(folder, lambda entry: not is_folder(entry) and entry.name.lower().endswith(suffixes)
+                       and (not files_only or is_regular(entry)))
+
+
 def folder_names(folder: Any, hidden: bool = True) -> list[str]:
     """The sorted names of the folders in ``folder`` (links followed; hidden ones unless not
     ``hidden``), OSError as :func:`os.listdir` raises it. While :func:`listings_kept`, a
-    local folder's are kept (up to :data:`KEPT_ENTRIES` of them): the layouts' probes of a
-    folder of 100,000 masks for its sub-folders scan it once, not once each (an object
-    store's listing is kept whole)."""
-    kept = _KEPT.get()
-    key = os.path.abspath(folder) if kept is not None and url_scheme(folder) is None else None
-    found = kept.local_folders.get(key) if key is not None else None
+    local folder is scanned once for all the layouts' probes (:class:`_FolderIndex`; an
+    object store's listing is kept whole)."""
+    index = _folder_index(folder)
+    found = index.folders() if index is not None else None
     if found is None:
-        found = tuple(names_where(folder, is_folder))
-        if key is not None and len(found) <= KEPT_ENTRIES:
-            kept.local_folders[key] = found
+        found = names_where(folder, is_folder)
     return [name for name in found if hidden or not name.startswith(".")]
 
 
@@ -629,6 +730,14 @@ def is_folder(entry: Any) -> bool:
     """``entry.is_dir()`` (links followed, as :func:`os.path.isdir`), False when it cannot be told."""
     try:
         return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry) -> bool:
+    """``entry.is_symlink()``; an entry that cannot be told is no link (as :func:`_kind` takes it)."""
+    try:
+        return entry.is_symlink()
     except OSError:
         return False
 
@@ -673,36 +782,66 @@ def iter_files(root: Any, skip_dirs: frozenset[str] = frozenset()) -> Iterator[s
             yield prefix + name
 
 
-def iter_folders(root: Any, skip_dirs: frozenset[str] = frozenset()) -> Iterator[tuple[str, Iterable[str]]]:
+def iter_folders(root: Any, skip_dirs: frozenset[str] = frozenset(), suffixes: tuple[str, ...] | None = None
+                 ) -> Iterator[tuple[str, Iterable[str]]]:
     """(folder as ``os.path.join(folder, "")`` writes it, its files' names in order) for each
     folder of :func:`iter_files`'s walk. Only one folder's names are held at a time: a local
     folder's (sorted, packed past :data:`SORT_RUN` names: :class:`SortedNames`, which may be
     iterated again), or an S3 prefix's page of keys (S3 lists keys in order; a one-pass
-    iterator: read the names before asking for the next folder)."""
+    iterator: read the names before asking for the next folder). With ``suffixes``, only
+    the names that end with one of them in lower case (as :func:`names_with_suffix` takes
+    them): a probe's walk, which reads a local folder's from its index while
+    :func:`listings_kept`."""
     pending = [root]
     while pending:
         folder = pending.pop()
         prefix = os.path.join(folder, "")  # as os.path.join(folder, name) writes it
         folders: list[str] = []
         if url_scheme(folder) is None:
-            files = SortedNames()
             try:
-                with os.scandir(folder) as scan:
-                    for entry in scan:
-                        if entry.name[0] == ".":
-                            continue
-                        kind = _kind(entry)
-                        if kind == "file":
-                            files.add(entry.name)
-                        elif kind == "dir" and entry.name not in skip_dirs:
-                            folders.append(entry.name)
+                names = _indexed_walk(folder, skip_dirs, suffixes, folders) if suffixes is not None else None
+                if names is None:
+                    names = _scanned_walk(folder, skip_dirs, suffixes, folders)
             except OSError:
                 continue
-            yield prefix, files.done()
-            del files
+            yield prefix, names
+            del names
         else:
-            yield prefix, _remote_files(folder, skip_dirs, folders)
+            names = _remote_files(folder, skip_dirs, folders)
+            yield prefix, names if suffixes is None else (name for name in names if name.lower().endswith(suffixes))
         pending.extend(prefix + name for name in sorted(folders, reverse=True))
+
+
+def _scanned_walk(folder: str, skip_dirs: frozenset[str], suffixes: tuple[str, ...] | None,
+                  folders: list[str]) -> "SortedNames | list[str]":
+    """A local folder's files for :func:`iter_folders`, from a scan; its sub-folders to walk
+    go to ``folders``."""
+    files = SortedNames()
+    with os.scandir(folder) as scan:
+        for entry in scan:
+            name = entry.name
+            if name[0] == ".":
+                continue
+            kind = _kind(entry)
+            if kind == "file":
+                if suffixes is None or name.lower().endswith(suffixes):
+                    files.add(name)
+            elif kind == "dir" and name not in skip_dirs:
+                folders.append(name)
+    return files.done()
+
+
+def _indexed_walk(folder: str, skip_dirs: frozenset[str], suffixes: tuple[str, ...],
+                  folders: list[str]) -> list[str] | None:
+    """:func:`_scanned_walk` from the folder's :class:`_FolderIndex`, or None when there is
+    none or it dropped a group asked for."""
+    index = _folder_index(folder)
+    files = index.files(suffixes) if index is not None else None
+    below = index.folders("d") if index is not None else None
+    if files is None or below is None:
+        return None
+    folders.extend(name for name in below if name[0] != "." and name not in skip_dirs)
+    return [name for name in files if name[0] != "."]
 
 
 # Names sorted in memory at a time; a larger folder's are kept as sorted runs of packed bytes.

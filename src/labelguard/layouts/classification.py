@@ -139,7 +139,7 @@ def _path_table(task: FileTask, table: TableRows) -> tuple[ImageTable, list[int]
 def _table_candidates(folder: str) -> list[str]:
     """The files of a folder that may be label tables, by name."""
     try:
-        names = storage.names_where(folder, lambda e: e.name.lower().endswith(TABLE_EXTENSIONS))
+        names = storage.names_with_suffix(folder, TABLE_EXTENSIONS)
     except OSError:
         return []
     found = []

@@ -148,11 +148,10 @@ def _panoptic_files(task: FileTask, coco: CocoRecord) -> NamedFiles | None:
 
 def _json_files(folder: str) -> list[str]:
     try:
-        names = storage.names_where(folder, lambda e: e.name.lower().endswith(".json") and not e.name.startswith(".")
-                                    and storage.is_regular(e))
+        names = storage.names_with_suffix(folder, (".json",), files_only=True)
     except OSError:
         return []
-    return [os.path.join(folder, n) for n in names]
+    return [os.path.join(folder, n) for n in names if not n.startswith(".")]
 
 
 def coco_files(root: str) -> list[str]:

@@ -12,7 +12,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
@@ -87,23 +87,25 @@ def _paired_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
 
 
 def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorMap | None, root: str,
-                  keep) -> Iterator[FileTask]:
-    """The task of each mask under ``root`` (the files ``keep`` takes), folder by folder as
-    the walk finds them, its image found beside it by a role word (:func:`pair_in_folder`
-    pairs within one folder); files that are some mask's image are no masks. One folder's
-    names are held at a time."""
+                  jpeg_in: Callable[[str], bool]) -> Iterator[FileTask]:
+    """The task of each mask under ``root`` (a file of a mask extension; a JPEG only in a
+    folder that ``jpeg_in(folder)``), folder by folder as the walk finds them, its image
+    found beside it by a role word (:func:`pair_in_folder` pairs within one folder); files
+    that are some mask's image are no masks. One folder's names are held at a time."""
     ambiguous = Pairing()
     shown = DisplayNames()
     for prefix, names in storage.iter_folders(root, skip_dirs=IMAGE_DIRS):
         names = names if storage.url_scheme(prefix) is None else list(names)  # a listing is read once
+        jpeg = jpeg_in(prefix)
+        kept = bytearray()  # whether each name is a mask's, in the names' order
         # The names are walked twice, never held as paths: a local folder's come packed (SortedNames).
-        if not may_pair(path for path in (prefix + name for name in names) if keep(path)):
+        if not may_pair(_kept_names(names, jpeg, kept)):
             # Most folders: masks named without a role word (or all labels by theirs).
-            for name in names:
-                if keep(prefix + name):
+            for name, keep in zip(names, kept):
+                if keep:
                     yield _task(prefix + name, options, color_map, shown=shown(prefix + name))
             continue
-        files = [prefix + name for name in names if keep(prefix + name)]
+        files = [prefix + name for name in _kept_names(names, jpeg)]
         pairing = pair_in_folder(files)
         ambiguous.ambiguous.update(pairing.ambiguous)
         images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
@@ -111,6 +113,25 @@ def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
             if path not in images:
                 yield _task(path, options, color_map, pairing.pairs.get(path))
     discovery.notes.extend(ambiguous.notes("mask"))
+
+
+def _kept_names(names: Iterable[str], jpeg: bool, kept: bytearray | None = None) -> Iterator[str]:
+    """The names of ``names`` that are masks' by their extension (JPEGs when ``jpeg``); each
+    name's verdict is appended to ``kept``."""
+    jpeg_here = lambda: jpeg  # noqa: E731
+    for name in names:
+        keep = _is_mask_name(name, jpeg_here)
+        if kept is not None:
+            kept.append(keep)
+        if keep:
+            yield name
+
+
+def _is_mask_name(name: str, jpeg_here: Callable[[], bool]) -> bool:
+    """True when a file of this name (or path) is a mask by its extension; a JPEG only when
+    ``jpeg_here()`` (asked of JPEGs only: JPEGs are photos outside a label folder)."""
+    extension = mask_extension(name)
+    return extension in MASK_EXTENSIONS and (extension not in JPEG_EXTENSIONS or jpeg_here())
 
 
 def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str,
@@ -432,14 +453,22 @@ def _detect_ade20k(root: str, options: AuditOptions) -> bool:
     """True when a folder under ``root`` holds an ``x_seg.png`` beside its ``x.json``."""
     if not storage.isdir(root):
         return False
-    for count, (_, names) in enumerate(storage.iter_folders(root)):
-        names = names if storage.url_scheme(root) is None else list(names)  # a listing is read once
+    for count, (prefix, names) in enumerate(storage.iter_folders(root, suffixes=(".json",))):
         described = {n[:-len(".json")] for n in names if n.endswith(".json")}
-        if described and any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described for n in names):
+        if described and any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described and n[0] != "."
+                             for n in _names_ending(prefix, (ADE20K_SEG,))):
             return True
         if count >= ADE20K_PROBE_DIRS:
             return False
     return False
+
+
+def _names_ending(folder: str, suffixes: tuple[str, ...]) -> list[str]:
+    """:func:`storage.names_with_suffix`; none for a folder that cannot be listed."""
+    try:
+        return storage.names_with_suffix(folder, suffixes)
+    except OSError:
+        return []
 
 
 def discover_ade20k(root: str, options: AuditOptions) -> Discovery:
@@ -556,14 +585,14 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
     siblings = [] if forced else sibling_folders(root)
     image_folders = tuple(os.path.join(image_dir, "") for image_dir, _ in siblings)
     def keep(path: str) -> bool:
-        extension = mask_extension(path)
-        return (extension in MASK_EXTENSIONS and not path.startswith(image_folders)
-                and (forced or extension not in JPEG_EXTENSIONS or _in_mask_dir(path, root)))
+        return not path.startswith(image_folders) and _is_mask_name(
+            path, lambda: forced or _in_mask_dir(os.path.dirname(path), root))
 
     color_map = _masks_color_map(root, options, discovery)
     if not siblings and not options.lists:
         # Each folder's masks are handed on as the walk leaves the folder.
-        discovery.tasks = _folder_tasks(discovery, options, color_map, root, keep)
+        discovery.tasks = _folder_tasks(discovery, options, color_map, root,
+                                        lambda folder: forced or _in_mask_dir(folder, root))
         return _declare(discovery, color_map, [])
     files = [path for path in walk_files(root, skip_dirs=IMAGE_DIRS) if keep(path)]
     pairing = pair_in_folder(files)
@@ -623,9 +652,9 @@ def sibling_folders(root: str, depth: int = 2) -> list[tuple[str, str]]:
     return found
 
 
-def _in_mask_dir(path: str, root: str) -> bool:
-    """True when a folder between ``root`` (itself included) and ``path`` is a label folder."""
-    parts = [os.path.basename(storage.abspath(root)), *storage.relpath(path, root).split(os.sep)[:-1]]
+def _in_mask_dir(folder: str, root: str) -> bool:
+    """True when a folder from ``root`` to ``folder`` (both included) is a label folder."""
+    parts = [os.path.basename(storage.abspath(root)), *storage.relpath(folder, root).split(os.sep)]
     names = {n.lower() for n in MASK_DIRS}
     return any(p.lower() in names for p in parts)
 

@@ -93,6 +93,9 @@ _WORD_NUMBER = re.compile(r"([A-Za-z]+)(\d.*)$")
 # A number that is a whole token (no letter runs into it: ``mask2d`` and ``leftImg8bit`` keep
 # theirs); no naming convention has one, so names that differ only in them have one role.
 _NUMBER_TOKEN = re.compile(r"(?<![A-Za-z])\d+(?![A-Za-z])")
+_DIGITS = "0123456789"
+# The most names and shapes may_pair remembers having looked at (a memo: forgetting costs time only).
+_LOOKS_KEPT = 4096
 
 # Any word of the conventions above: names without one skip the per-name regexes.
 _ROLE_HINT = re.compile("|".join(sorted(
@@ -430,8 +433,19 @@ def may_pair(files: Iterable[str]) -> bool:
     word, or no role from its name, which a plain name has)."""
     label = image = False
     seen: set[str] = set()
+    looked: set[str] = set()
     for path in files:
         stem = strip_extension(path[path.rfind(os.sep) + 1:])
+        # A cheap look first: names that differ only in a last number (mask_000001 ...
+        # mask_100000) are one look (as one shape, below, without its regexes).
+        body = stem.rstrip(_DIGITS)
+        key = stem if len(body) == len(stem) or body[-1:].isalpha() else body + "\0"
+        if key in looked:
+            continue
+        if len(looked) >= _LOOKS_KEPT:  # a folder of names all unlike: memory stays bounded
+            looked.clear()
+            seen.clear()
+        looked.add(key)
         if not _ROLE_HINT.search(stem):
             image = True
         else:

@@ -108,8 +108,7 @@ def _child_dir(root: str, names) -> str | None:
 
 def _has_xml(folder: str) -> bool:
     try:
-        with storage.scandir(folder) as entries:
-            return any(e.name.lower().endswith(".xml") and e.is_file() for e in entries)
+        return bool(storage.names_with_suffix(folder, (".xml",), files_only=True))
     except OSError:
         return False
 
@@ -126,7 +125,7 @@ def _annotation_root(root: str) -> str | None:
 
 def _looks_like_voc(folder: str) -> bool:
     """True when the first XML file of ``folder`` has an ``<annotation>`` root."""
-    names = storage.names_where(folder, lambda e: e.name.lower().endswith(".xml"))
+    names = storage.names_with_suffix(folder, (".xml",))
     for name in names[:3]:
         try:
             head = read_head(os.path.join(folder, name), 2048)

@@ -354,7 +354,8 @@ def _holds_txt(folder: str, limit: int = 2000) -> bool:
 def _paired_txt(folder: str) -> list[str]:
     """The .txt files of ``folder`` that have an image of the same name beside them."""
     try:
-        texts = [os.path.join(folder, name) for name in storage.names_where(folder, lambda e: e.name.endswith(".txt"))]
+        texts = [os.path.join(folder, name) for name in storage.names_with_suffix(folder, (".txt",))
+                 if name.endswith(".txt")]
         if not texts:
             return []  # (a folder of 100,000 masks: no list of their names)
         paths = [os.path.join(folder, name) for name in sorted(storage.listdir(folder))]
