@@ -428,21 +428,27 @@ def test_a_folders_index_answers_as_a_scan_of_it_does(entries, kept_entries, ask
             assert all((folder / name).is_file() for name in names) if files_only else True
 
 
-def test_a_folder_of_many_masks_keeps_its_few_json_files_and_drops_its_masks(tmp_path, monkeypatch):
-    """Past the budget of names a discovery keeps, a folder's largest group is dropped, not
-    the few names the probes ask for: those are still answered without a scan."""
-    folder = tmp_path / "data"
-    folder.mkdir()
-    for index in range(40):
-        (folder / f"mask_{index:03d}.png").write_bytes(b"x")
-    (folder / "instances.json").write_text("{}")
-    monkeypatch.setattr(storage, "KEPT_ENTRIES", 10)
+def test_folders_of_many_masks_keep_their_few_json_files_and_drop_their_masks(tmp_path, monkeypatch):
+    """Past the budget of names a discovery keeps, the largest group of any folder is dropped,
+    not the few names the probes ask for: those are still answered without a scan."""
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        folder.mkdir()
+        for index in range(40):
+            (folder / f"mask_{index:03d}.png").write_bytes(b"x")
+        (folder / "instances.json").write_text("{}")
+        (folder / "sub").mkdir()
+    monkeypatch.setattr(storage, "KEPT_ENTRIES", 50)
     scans = []
     real = os.scandir
     monkeypatch.setattr(os, "scandir", lambda path=".": scans.append(path) or real(path))
     with storage.listings_kept():
-        assert storage.names_with_suffix(str(folder), (".json",)) == ["instances.json"]
-        assert storage.names_with_suffix(str(folder), (".xml",), files_only=True) == []
-        assert len(scans) == 1
-        assert len(storage.names_with_suffix(str(folder), (".png",))) == 40  # dropped: scanned again
+        for folder in folders:
+            assert storage.names_with_suffix(str(folder), (".json",)) == ["instances.json"]
+        for folder in folders:
+            assert storage.names_with_suffix(str(folder), (".json",)) == ["instances.json"]
+            assert storage.names_with_suffix(str(folder), (".xml",), files_only=True) == []
+            assert storage.folder_names(str(folder)) == ["sub"]
         assert len(scans) == 2
+        assert len(storage.names_with_suffix(str(folders[0]), (".png",))) == 40  # dropped: scanned again
+        assert len(scans) == 3

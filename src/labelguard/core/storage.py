@@ -339,15 +339,18 @@ class _FolderIndex:
     folder walked into, ``l`` a link to a folder, ``f`` a regular file, ``o`` anything else:
     a broken link, a socket). The layouts' probes ask a folder of 100,000 masks for its JSON,
     XML, table or text files and its sub-folders a dozen times: one scan answers them all.
-    The names kept by a discovery stay within :data:`KEPT_ENTRIES`: past it a folder's
-    largest group (its masks) is dropped, and asking for a dropped group scans again."""
+    The names kept by a discovery's indexes stay within :data:`KEPT_ENTRIES`: past it the
+    largest group of any of them (a folder's masks) is dropped, and asking for a dropped
+    group scans the folder again."""
 
     __slots__ = ("groups", "dropped", "whole")
 
-    def __init__(self, folder: str, kept: _Kept) -> None:
+    def __init__(self) -> None:
         self.groups: dict[str, list[str]] = {}
         self.dropped: set[str] = set()
-        self.whole = True  # False: no group past the dropped ones is kept either
+        self.whole = True  # False: no group but those kept is known (all others dropped)
+
+    def scan(self, folder: str, kept: _Kept) -> None:
         with os.scandir(folder) as scan:
             for entry in scan:
                 name = entry.name
@@ -366,25 +369,35 @@ class _FolderIndex:
                 return
             names = self.groups[group] = []
         if kept.local_entries >= KEPT_ENTRIES:
-            self._drop_largest(kept)
+            self._make_room(kept)
             if group not in self.groups:
                 return
         names.append(item)
         kept.local_entries += 1
 
-    def _drop_largest(self, kept: _Kept) -> None:
-        largest = max(self.groups, key=lambda group: len(self.groups[group]))
-        size = len(self.groups[largest])
+    def _make_room(self, kept: _Kept) -> None:
+        """Drop the largest group of the discovery's indexes (this one's included); when
+        every group is small, stop keeping this folder's names instead, rather than look
+        for the largest again at each name."""
+        owner, largest, size = self, "", -1
+        for index in kept.local.values():
+            for group, names in index.groups.items():
+                if len(names) > size:
+                    owner, largest, size = index, group, len(names)
         if size < 2 or size * 256 < KEPT_ENTRIES:
-            # Many small groups (or a discovery's names spent in other folders): keep none,
-            # rather than look for the largest again at each name.
-            drop = list(self.groups)
-            self.whole = False
+            self.forget(kept)
         else:
-            drop = [largest]
-        for group in drop:
-            kept.local_entries -= len(self.groups.pop(group))
-            self.dropped.add(group)
+            owner.drop(largest, kept)
+
+    def drop(self, group: str, kept: _Kept) -> None:
+        kept.local_entries -= len(self.groups.pop(group))
+        self.dropped.add(group)
+
+    def forget(self, kept: _Kept) -> None:
+        """Drop every group (those not seen yet included)."""
+        for group in list(self.groups):
+            self.drop(group, kept)
+        self.whole = False
 
     def files(self, suffixes: tuple[str, ...], kinds: str = "fo") -> list[str] | None:
         """The sorted names of the files (of the ``kinds``: letters) whose name, in lower
@@ -417,7 +430,13 @@ def _folder_index(folder: Any) -> _FolderIndex | None:
     key = os.path.abspath(folder)
     index = kept.local.get(key)
     if index is None:
-        index = kept.local[key] = _FolderIndex(folder, kept)
+        index = kept.local[key] = _FolderIndex()  # among the indexes that may make room
+        try:
+            index.scan(folder, kept)
+        except OSError:
+            index.forget(kept)
+            del kept.local[key]
+            raise
     return index
 
 
