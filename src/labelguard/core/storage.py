@@ -365,7 +365,6 @@ class _FolderIndex:
         names = self.groups.get(group)
         if names is None:
             if group in self.dropped or not self.whole:
-                self.dropped.add(group)
                 return
             names = self.groups[group] = []
         if kept.local_entries >= KEPT_ENTRIES:
