@@ -1,4 +1,4 @@
-"""Fixture builders for COCO JSON and classification datasets, in their real layouts.
+"""Fixture builders for COCO JSON, ADE20K and classification datasets, in their real layouts.
 
 Each builder writes real files into a folder (tiny real JPEGs for images) and returns
 paths; nothing is mocked.
@@ -13,6 +13,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from PIL import Image
+
+from builders import write_jpeg, write_png
 
 # The 80 COCO categories with their official ids (1..90 with ten gaps).
 COCO_NAMES = (
@@ -185,3 +187,40 @@ def imagefolder(root: Path, tree: Mapping[str, Mapping[str, int]] | Mapping[str,
             for k in range(count):
                 write_image(folder / f"{name.strip() or 'x'}_{k:03d}{ext}", (16, 16), seed=c * 100 + k)
     return root
+
+
+# ---- ADE20K -----------------------------------------------------------------------------
+
+def ade_color(index: int, instance: int = 1) -> tuple[int, int, int]:
+    """The colour ADE20K writes for class ``index`` (instance number in B)."""
+    return (index // 256) * 10, index % 256, instance
+
+
+def write_ade20k(root, stem: str, classes: np.ndarray, parts: np.ndarray | None = None):
+    """One ADE20K image as the dataset ships it: x.jpg, x.json, x_seg.png (+ x_parts_1.png and
+    one instance mask per class in x/)."""
+    folder = root / "training" / "street"
+    h, w = classes.shape
+    write_jpeg(folder / f"{stem}.jpg", np.full((h, w, 3), 128, np.uint8))
+    seg = np.zeros((h, w, 3), np.uint8)
+    for value in np.unique(classes):
+        seg[classes == value] = ade_color(int(value)) if value else (0, 0, 0)
+    write_png(folder / f"{stem}_seg.png", seg)
+    objects = []
+    for i, value in enumerate(v for v in np.unique(classes) if v):
+        write_png(folder / stem / f"instance_{i:03d}_ADE_train_{stem}.png", (classes == value).astype(np.uint8))
+        objects.append({"id": i, "name": f"class {value}", "name_ndx": int(value),
+                        "instance_mask": f"{stem}/instance_{i:03d}_ADE_train_{stem}.png"})
+    if parts is not None:
+        part = np.zeros((h, w, 3), np.uint8)
+        for value in np.unique(parts):
+            part[parts == value] = ade_color(int(value)) if value else (0, 0, 0)
+        write_png(folder / f"{stem}_parts_1.png", part)
+    (folder / f"{stem}.json").write_text(json.dumps({"annotation": {"filename": f"{stem}.jpg", "object": objects}}))
+
+
+def classes_map(values, shape=(12, 16)) -> np.ndarray:
+    out = np.zeros(shape, np.int32)
+    for i, value in enumerate(values):
+        out[:, i * 3:(i + 1) * 3] = value
+    return out

@@ -8,44 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from annotation_builders import classes_map, write_ade20k
 from audit_helpers import CORPUS, codes, found, needs_corpus, run, run_corpus
-from builders import write_jpeg, write_png
+from builders import write_jpeg
 from labelguard.core.spec import LabelSpec
-
-
-def ade_color(index: int, instance: int = 1) -> tuple[int, int, int]:
-    """The colour ADE20K writes for class ``index`` (instance number in B)."""
-    return (index // 256) * 10, index % 256, instance
-
-
-def write_ade20k(root, stem: str, classes: np.ndarray, parts: np.ndarray | None = None):
-    """One ADE20K image as the dataset ships it: x.jpg, x.json, x_seg.png (+ x_parts_1.png and
-    one instance mask per class in x/)."""
-    folder = root / "training" / "street"
-    h, w = classes.shape
-    write_jpeg(folder / f"{stem}.jpg", np.full((h, w, 3), 128, np.uint8))
-    seg = np.zeros((h, w, 3), np.uint8)
-    for value in np.unique(classes):
-        seg[classes == value] = ade_color(int(value)) if value else (0, 0, 0)
-    write_png(folder / f"{stem}_seg.png", seg)
-    objects = []
-    for i, value in enumerate(v for v in np.unique(classes) if v):
-        write_png(folder / stem / f"instance_{i:03d}_ADE_train_{stem}.png", (classes == value).astype(np.uint8))
-        objects.append({"id": i, "name": f"class {value}", "name_ndx": int(value),
-                        "instance_mask": f"{stem}/instance_{i:03d}_ADE_train_{stem}.png"})
-    if parts is not None:
-        part = np.zeros((h, w, 3), np.uint8)
-        for value in np.unique(parts):
-            part[parts == value] = ade_color(int(value)) if value else (0, 0, 0)
-        write_png(folder / f"{stem}_parts_1.png", part)
-    (folder / f"{stem}.json").write_text(json.dumps({"annotation": {"filename": f"{stem}.jpg", "object": objects}}))
-
-
-def classes_map(values, shape=(12, 16)) -> np.ndarray:
-    out = np.zeros(shape, np.int32)
-    for i, value in enumerate(values):
-        out[:, i * 3:(i + 1) * 3] = value
-    return out
 
 
 @pytest.mark.code("LG203", "pass")

@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from annotation_builders import classification_csv, coco_box, coco_categories, coco_dataset, coco_image, imagefolder
+from annotation_builders import (
+    classes_map, classification_csv, coco_box, coco_categories, coco_dataset, coco_image, imagefolder, write_ade20k,
+)
 from builders import organic_mask, truncate, write_h5, write_list, write_nifti, write_png
 from detection_builders import write_darknet, write_voc, write_yolo
 from s3_server import s3_server  # noqa: F401  (the fixture)
@@ -91,6 +93,10 @@ def uploaded(s3_server, tmp_path_factory):
                                    "val": {"3": [(1, 0.5, 0.5, 0.2, 0.2)]}}, names=["cat", "dog"])
     write_darknet(local / "darknet_ds" / "data", {"1": [(0, 0.5, 0.5, 0.2, 0.2)], "2": [(3, 0.5, 0.5, 0.2, 0.2)]},
                   names=["cat", "dog"], listed=["1", "2", "9"])
+    # ADE20K, found by its x.json beside x_seg.png two folders down (a walk that looks at JSON
+    # names); a class past the spec's 3,689.
+    write_ade20k(local / "ade_ds", "1", classes_map([401, 1831]))
+    write_ade20k(local / "ade_ds", "2", classes_map([401, 3700]))
     bucket = s3_server.bucket("data")
     s3_server.upload(local, bucket)
     return local, bucket
@@ -110,6 +116,7 @@ TOKEN_SPEC = LabelSpec(tokens=TokenSpec(vocab_size=100, origins=(("vocab_size", 
     ("folders_ds", None, ()),
     ("yolo_ds", None, ()),
     ("darknet_ds", None, ()),
+    ("ade_ds", LabelSpec(num_classes=3689), ()),
 ])
 def test_an_audit_through_s3_finds_what_the_local_copy_has(s3_server, uploaded, name, spec, lists):
     local, bucket = uploaded
@@ -122,6 +129,7 @@ def test_an_audit_through_s3_finds_what_the_local_copy_has(s3_server, uploaded, 
     assert files_of(remote_report, remote_root) == files_of(local_report, local_root)
     assert remote_report.summary.samples == local_report.summary.samples > 0
     assert remote_report.layouts == local_report.layouts
+    assert name != "ade_ds" or local_report.layouts == ["ade20k"]
     assert not remote_report.errors and not local_report.errors
     # The findings name the objects by their URLs.
     named = {f.path for f in remote_report.findings if f.path}
