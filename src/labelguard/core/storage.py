@@ -407,7 +407,7 @@ class _FolderIndex:
             if found_here is None:
                 return None
             found.extend(item[1:] for item in found_here if item[0] in kinds and item[1:].lower().endswith(suffix))
-        return sorted(set(found)) if len(suffixes) > 1 else sorted(found)
+        return sorted(set(found))  # (".gz" and ".nii.gz" may both take a name)
 
     def folders(self, kinds: str = "dl") -> list[str] | None:
         """The sorted names of the sub-folders (of the ``kinds``), None when they were dropped."""
@@ -929,15 +929,9 @@ def _remote_files(folder: str, skip_dirs: frozenset[str], folders: list[str]) ->
 def _kind(entry: os.DirEntry) -> str:
     """How :func:`os.walk` takes an entry: a folder it walks into ("dir"), a link to a folder
     it lists but does not walk ("link"), else a file (an entry it cannot stat included)."""
-    try:
-        if not entry.is_dir():
-            return "file"
-    except OSError:
+    if not is_folder(entry):
         return "file"
-    try:
-        return "link" if entry.is_symlink() else "dir"
-    except OSError:
-        return "dir"
+    return "link" if _is_link(entry) else "dir"
 
 
 # ---- reading objects ------------------------------------------------------------------------------

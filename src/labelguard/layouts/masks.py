@@ -65,8 +65,14 @@ def _mask_files(folder: str, include_jpeg: bool) -> list[str]:
 
 
 def _iter_mask_files(folder: str, include_jpeg: bool) -> Iterator[str]:
-    return (p for p in storage.iter_files(folder) if is_mask_candidate(p)
-            and (include_jpeg or mask_extension(p) not in JPEG_EXTENSIONS))
+    return (p for p in storage.iter_files(folder) if _is_mask_file(p, include_jpeg))
+
+
+def _is_mask_file(name: str, include_jpeg: bool) -> bool:
+    """True when a file of this name (or path) is a mask by its extension; a JPEG only with
+    ``include_jpeg`` (JPEGs are photos outside a label folder)."""
+    extension = mask_extension(name)
+    return extension in MASK_EXTENSIONS and (include_jpeg or extension not in JPEG_EXTENSIONS)
 
 
 def _paired_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorMap | None, masks: Iterable[str],
@@ -118,20 +124,12 @@ def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
 def _kept_names(names: Iterable[str], jpeg: bool, kept: bytearray | None = None) -> Iterator[str]:
     """The names of ``names`` that are masks' by their extension (JPEGs when ``jpeg``); each
     name's verdict is appended to ``kept``."""
-    jpeg_here = lambda: jpeg  # noqa: E731
     for name in names:
-        keep = _is_mask_name(name, jpeg_here)
+        keep = _is_mask_file(name, jpeg)
         if kept is not None:
             kept.append(keep)
         if keep:
             yield name
-
-
-def _is_mask_name(name: str, jpeg_here: Callable[[], bool]) -> bool:
-    """True when a file of this name (or path) is a mask by its extension; a JPEG only when
-    ``jpeg_here()`` (asked of JPEGs only: JPEGs are photos outside a label folder)."""
-    extension = mask_extension(name)
-    return extension in MASK_EXTENSIONS and (extension not in JPEG_EXTENSIONS or jpeg_here())
 
 
 def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str,
@@ -455,7 +453,7 @@ def _detect_ade20k(root: str, options: AuditOptions) -> bool:
         return False
     for count, (prefix, names) in enumerate(storage.iter_folders(root, suffixes=(".json",))):
         described = {n[:-len(".json")] for n in names if n.endswith(".json")}
-        if described and any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described and n[0] != "."
+        if described and any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described
                              for n in _names_ending(prefix, (ADE20K_SEG,))):
             return True
         if count >= ADE20K_PROBE_DIRS:
@@ -584,15 +582,22 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         return discovery
     siblings = [] if forced else sibling_folders(root)
     image_folders = tuple(os.path.join(image_dir, "") for image_dir, _ in siblings)
+    def jpeg_in(folder: str) -> bool:
+        """Whether JPEGs in ``folder`` are masks (a label folder's)."""
+        return forced or _in_mask_dir(folder, root)
+
+    jpeg_folders: dict[str, bool] = {}  # of the files listed below: worked out once a folder
+
     def keep(path: str) -> bool:
-        return not path.startswith(image_folders) and _is_mask_name(
-            path, lambda: forced or _in_mask_dir(os.path.dirname(path), root))
+        folder = os.path.dirname(path)
+        if folder not in jpeg_folders:
+            jpeg_folders[folder] = jpeg_in(folder)
+        return not path.startswith(image_folders) and _is_mask_file(path, jpeg_folders[folder])
 
     color_map = _masks_color_map(root, options, discovery)
     if not siblings and not options.lists:
         # Each folder's masks are handed on as the walk leaves the folder.
-        discovery.tasks = _folder_tasks(discovery, options, color_map, root,
-                                        lambda folder: forced or _in_mask_dir(folder, root))
+        discovery.tasks = _folder_tasks(discovery, options, color_map, root, jpeg_in)
         return _declare(discovery, color_map, [])
     files = [path for path in walk_files(root, skip_dirs=IMAGE_DIRS) if keep(path)]
     pairing = pair_in_folder(files)
