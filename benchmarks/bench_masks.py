@@ -21,8 +21,10 @@ On N masks (``-n``, default 3000):
 * the same with the result cache, a second audit of the unchanged masks (its first audit,
   which stores every result, runs before the rounds);
 * start-up: ``labelguard audit`` of one mask (cached, and with ``--no-cache``) against
-  ``python -c "import numpy, PIL.Image"``, whole processes; a fifth of a second each, so these
-  three take the best of ``--startup-rounds`` rounds (default 20) of their own.
+  ``python -c "import numpy, PIL.Image"``, whole processes (and that import with one OpenBLAS
+  thread, and with click, the command line's library, imported too: what labelguard's own
+  modules add is the rest); a fifth of a second each, so these take the best of
+  ``--startup-rounds`` rounds (default 20) of their own.
 
 The verdicts are on wall time. The same ratios in CPU time (user and system seconds of the
 process and its workers, from ``os.wait4``; ``time.process_time`` for the loops in this
@@ -341,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
             "imports": lambda: wall_and_cpu([sys.executable, "-c", "import numpy, PIL.Image"], env),
             "imports_one_thread": lambda: wall_and_cpu([sys.executable, "-c", "import numpy, PIL.Image"],
                                                        {**env, "OPENBLAS_NUM_THREADS": "1"}),
+            "imports_click": lambda: wall_and_cpu([sys.executable, "-c", "import numpy, PIL.Image, click"],
+                                                  {**env, "OPENBLAS_NUM_THREADS": "1"}),
             "start": lambda: wall_and_cpu(cli_command(one, 1, cache), env),
             "start_uncached": lambda: wall_and_cpu(cli_command(one, 1, None), env),
         }, args.startup_rounds)
@@ -355,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:<52} {n / best[key]:8.0f} files/s {best[key]:8.2f} s")
         for name, key in (('python -c "import numpy, PIL.Image"', "imports"),
                           ("the same, OPENBLAS_NUM_THREADS=1 (as the CLI starts it)", "imports_one_thread"),
+                          ("the same with click (the CLI's library) imported too", "imports_click"),
                           ("labelguard audit of 1 mask, cached", "start"),
                           ("labelguard audit of 1 mask, --no-cache", "start_uncached")):
             print(f"  {name:<52} {best[key]:8.3f} s")
