@@ -221,6 +221,12 @@ def test_an_audit_of_nothing_exits_2_and_says_what_it_found(tmp_path, make, says
     result = CliRunner().invoke(main, ["audit", str(root), "--no-config"])
     assert result.exit_code == 2
     assert "nothing was audited" in result.output and says in result.output
+    # The report's own words never read as a clean dataset's, nor suggest training on it.
+    assert "No findings." not in result.output and "Nothing was checked" in result.output
+    assert "labelguard.torch.guard" not in result.output
+    page = tmp_path / "report.html"
+    CliRunner().invoke(main, ["audit", str(root), "--no-config", "--output-format", "html", "--output-file", str(page)])
+    assert "Nothing was checked" in page.read_text() and "No findings." not in page.read_text()
 
 
 def test_vocdevkit_with_two_years_audits_each(tmp_path):

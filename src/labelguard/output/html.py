@@ -144,7 +144,8 @@ class HtmlFormatter(Formatter):
     def _findings(self, report) -> list[str]:
         parts = ["<h2>Findings</h2>"]
         if not self.groups:
-            return parts + ["<p>No findings.</p>"]
+            return parts + ["<p>Nothing was checked: no file was audited.</p>" if report.audited_nothing
+                            else "<p>No findings.</p>"]
         limits = report.read_limits or ReadLimits()
         known = report.baseline.is_known if report.baseline is not None else (lambda finding: False)
         order = sorted(self.groups, key=lambda code: (-max(f.severity for f in self.groups[code]), code))

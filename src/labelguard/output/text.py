@@ -162,7 +162,8 @@ class TextFormatter(Formatter):
     def _findings(self, report, out) -> None:
         if not self.groups:
             out("")
-            out("No findings.")
+            # An audit of nothing checked nothing: never the words of a clean dataset.
+            out("Nothing was checked: no file was audited." if report.audited_nothing else "No findings.")
             return
         order = sorted(self.groups, key=lambda code: (-max(f.severity for f in self.groups[code]), code))
         for code in order:
@@ -192,6 +193,8 @@ class TextFormatter(Formatter):
                 out(f"  hint: {hints[0]}")
 
     def _next_steps(self, report, out) -> None:
+        if report.audited_nothing:
+            return  # its error says what to pass
         steps = []
         codes = sorted(self.groups)
         if codes:
