@@ -1,28 +1,37 @@
-"""PNG masks whose rows need no unfiltering, inflated by libdeflate (the ``png`` extra).
+"""8-bit grey and palette PNG masks, decoded from chunks checked here.
 
-Most of a PNG mask's decoding is inflating its image data, and Pillow inflates through
-zlib; libdeflate (the ``deflate`` package) inflates a whole stream of known size several
-times faster. The other part of PNG decoding, undoing each row's filter, has no fast
-library of its own, so this path takes only the files where that is trivial: every row
-stored as it is (filter type 0; what Pillow and libpng write for palette images, VOC's
-masks among them) or as differences from its left neighbour (type 1: a running sum along
-the row, as OpenCV writes greyscale PNGs). A row that refers to the row above it (types 2
-to 4) sends the file to Pillow.
+Pillow's PNG plugin parses a file's chunks in Python, checks no checksum of the image data
+(flipped bytes can decode to wrong labels), and costs some 12 ms of start-up to import. This
+module parses the chunks itself, checks every one of them, and decodes the image data in one
+of two ways:
 
-The path serves only 8-bit greyscale and 8-bit palette images (palette indices, as Pillow
-reads them), not interlaced, with no chunk but :data:`NEUTRAL_CHUNKS` beside the header,
-palette, image data and end. Every other PNG, and any file this path has a doubt about, is
-read by Pillow as before, so that what an audit reports never depends on the extra:
+* rows that need no unfiltering, inflated by libdeflate (the ``png`` extra). Most of a PNG
+  mask's decoding is inflating its image data, and libdeflate inflates a whole stream of
+  known size several times faster than zlib. Undoing a row's filter is trivial when every
+  row is stored as it is (filter type 0; what Pillow and libpng write for palette images,
+  VOC's masks among them) or as differences from its left neighbour (type 1: a running sum
+  along the row, as OpenCV writes greyscale PNGs);
+* every other such file (a row that refers to the row above it, types 2 to 4, as Pillow
+  writes greyscale images; or no extra installed) goes to the decoder Pillow's plugin hands
+  the image data to (Pillow's "zip" decoder: zlib, then each row's filter undone in C),
+  writing straight into the array that is checked.
+
+It serves only 8-bit greyscale and 8-bit palette images (palette indices, as Pillow reads
+them), not interlaced, with no chunk but :data:`NEUTRAL_CHUNKS` beside the header, palette,
+image data and end. Every other PNG, and any file this module has a doubt about, is read
+through Pillow's plugin, so that the values never depend on the extra and a damaged file's
+finding is Pillow's own:
 
 * every chunk is checked before anything is inflated: whole, its checksum matching, up to
-  IEND; a file that fails any of this goes to Pillow, which names what is wrong (LG001);
+  IEND; a file that fails any of this goes to the plugin, which names what is wrong (LG001);
 * the declared size is checked against the read limits before anything is inflated, with
-  the message the Pillow path gives;
-* a stream that does not inflate to exactly the rows the header declares goes to Pillow.
+  the message the plugin's path gives;
+* a stream that does not inflate to exactly the declared rows (libdeflate), or that Pillow's
+  decoder refuses, goes to the plugin.
 
-Finding a row filter this path cannot undo costs an inflation for nothing; a process that
-meets only such files of a colour type stops trying all but a few of them
-(:data:`DECLINED_STREAK`).
+Finding a row filter libdeflate's path cannot undo costs an inflation for nothing; a process
+that meets only such files of a colour type stops trying all but a few of them with libdeflate
+(:data:`DECLINED_STREAK`) and hands them to Pillow's decoder at once.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ import zlib
 from typing import Callable
 
 import numpy as np
-from PIL import ImageFile
+from PIL import Image, ImageFile
 
 from labelguard._optional import require
 from labelguard.readers.base import check_array
@@ -115,24 +124,37 @@ def _layout(data: bytes) -> _Layout | None:
 
 
 def decode_png(data: bytes) -> tuple[np.ndarray, str, tuple[int, ...] | None] | None:
-    """(label plane, Pillow's mode, palette) of a PNG whose rows need no unfiltering, the
-    plane read-only; None when the extra is missing or the file is one Pillow must read
-    (see the module docstring).
+    """(label plane, Pillow's mode, palette) of an 8-bit grey or palette PNG whose chunks all
+    check out, the plane read-only; None for a file Pillow's PNG plugin must read (see the
+    module docstring).
 
     Raises ReadError when the declared size is over the read limits, as the Pillow path does."""
-    inflate = _libdeflate()
-    if inflate is None or ImageFile.LOAD_TRUNCATED_IMAGES:
-        return None
-    colour = data[25] if len(data) > 25 else -1
-    declined = _declined.get(colour, 0)
-    if declined >= DECLINED_STREAK and declined % PROBE_EVERY:
-        _declined[colour] = declined + 1
+    if ImageFile.LOAD_TRUNCATED_IMAGES:
         return None
     layout = _layout(data)
     if layout is None:
         return None
+    check_array("the PNG header", (layout.height, layout.width), 1, f"{layout.mode}-mode")
+    plane = _inflated(layout, data[25])
+    if plane is None:
+        plane = _decoded_by_pillow(layout)
+        if plane is None:
+            return None
+    plane.flags.writeable = False
+    return plane, layout.mode, layout.palette
+
+
+def _inflated(layout: _Layout, colour: int) -> np.ndarray | None:
+    """The plane, inflated by libdeflate, when every row is stored as it is or as differences
+    from its left neighbour; None otherwise, or without the extra."""
+    inflate = _libdeflate()
+    if inflate is None:
+        return None
+    declined = _declined.get(colour, 0)
+    if declined >= DECLINED_STREAK and declined % PROBE_EVERY:
+        _declined[colour] = declined + 1
+        return None
     height, width = layout.height, layout.width
-    check_array("the PNG header", (height, width), 1, f"{layout.mode}-mode")
     stride = width + 1  # each row starts with its filter type
     try:
         raw = inflate(b"".join(layout.data), height * stride)
@@ -150,5 +172,24 @@ def decode_png(data: bytes) -> tuple[np.ndarray, str, tuple[int, ...] | None] | 
     differenced = np.flatnonzero(filters == _SUB)
     if differenced.size:
         plane[differenced] = np.cumsum(plane[differenced], axis=1, dtype=np.uint8)
-    plane.flags.writeable = False
-    return plane, layout.mode, layout.palette
+    return plane
+
+
+def _decoded_by_pillow(layout: _Layout) -> np.ndarray | None:
+    """The plane as Pillow's PNG decoder makes it, written straight into a new array: the
+    row decoder its PNG plugin hands the image data to ("zip": inflate, then undo each row's
+    filter), fed with the data chunks :func:`_layout` checked. None where that decoder
+    refuses the stream (damaged, or short of the declared rows): the caller then reads the
+    file through the plugin, which says what is wrong."""
+    height, width = layout.height, layout.width
+    if not height or not width:
+        return None
+    plane = np.empty((height, width), dtype=np.uint8)
+    # An image whose memory is the array's buffer, so the decoder writes where numpy reads;
+    # palette indices are decoded as grey levels, the same bytes without Pillow's palette.
+    image = Image.frombuffer("L", (width, height), plane, "raw", "L", 0, 1)
+    try:
+        image.frombytes(b"".join(layout.data), "zip", "L")
+    except (ValueError, OSError, MemoryError):
+        return None
+    return plane
