@@ -127,10 +127,14 @@ def _read_log(log: str | None, text: str | None) -> str:
             raise click.UsageError("give the log as FILE or with --text, not both")
         return text
     if log is None or log == "-":
-        stdin = click.get_binary_stream("stdin")
+        # Its bytes where it has them, so that decode() tells the encoding (UTF-16, GB18030).
+        stdin = getattr(sys.stdin, "buffer", sys.stdin)
+        if stdin is None:
+            raise click.UsageError("no standard input to read the log from: give a log FILE or --text")
         if log is None and stdin.isatty():
             raise click.UsageError("give a log FILE, - to read standard input, or --text")
-        return decode(stdin.read())
+        data = stdin.read()
+        return data if isinstance(data, str) else decode(data)
     if os.path.isfile(log):
         with open(log, "rb") as handle:
             return decode(handle.read())
