@@ -211,6 +211,28 @@ def test_a_damaged_png_is_lg001_with_or_without_the_extra(tmp_path, monkeypatch,
     assert [f.path.endswith("bad.png") for f in found(report, "LG001")] == [True]
 
 
+@pytest.mark.parametrize("filters", [(0,), (2,)])
+@pytest.mark.parametrize("rows", ["missing", "beyond"])
+@pytest.mark.parametrize("extra", [True, False])
+def test_image_data_of_other_rows_than_declared_reads_as_pillows_plugin_reads_it(tmp_path, monkeypatch, filters,
+                                                                                rows, extra):
+    """A stream that ends before the declared rows, or goes on after them, reads as the plugin
+    reads it: zeros for missing rows (never memory left as it was), extra rows ignored."""
+    if extra and not available("deflate"):
+        pytest.skip("the png extra (deflate) is not installed")
+    if not extra:
+        monkeypatch.setattr(png, "_inflate", [None])
+    plane = MASK[:-3] if rows == "missing" else np.vstack([MASK, MASK[:5]])
+    written = png_bytes(plane, voc_palette(), filters)
+    header = struct.pack(">IIBBBBB", MASK.shape[1], MASK.shape[0], 8, 3, 0, 0, 0)
+    path = write(tmp_path / "m.png", written[:8] + _chunk(b"IHDR", header) + written[8 + 25:])
+    fast, pillow, how = read_both(path, monkeypatch)
+    assert how == "pillow's decoder"
+    assert_same(fast, pillow)
+    expected = np.vstack([MASK[:-3], np.zeros((3, MASK.shape[1]), np.uint8)]) if rows == "missing" else MASK
+    np.testing.assert_array_equal(fast.array, expected)
+
+
 @pytest.mark.code("LG001", "pass")
 @pytest.mark.parametrize("filters", [(0,), (2,)])
 def test_a_whole_png_decoded_from_its_chunks_is_no_lg001(tmp_path, filters):

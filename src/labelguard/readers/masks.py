@@ -275,7 +275,8 @@ def _decode_in_place(image: Image.Image) -> np.ndarray | None:
     if image.mode not in ("L", "P") or ImageFile.LOAD_TRUNCATED_IMAGES:
         return None
     width, height = image.size
-    array = np.empty((height, width), dtype=np.uint8)
+    # Zeros, as Pillow's own memory starts: rows a short stream never reaches stay as Pillow leaves them.
+    array = np.zeros((height, width), dtype=np.uint8)
     memory = Image.frombuffer(image.mode, (width, height), array, "raw", image.mode, 0, 1).im
     image.im = memory
     image.load()

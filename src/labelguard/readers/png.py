@@ -26,8 +26,9 @@ finding is Pillow's own:
   IEND; a file that fails any of this goes to the plugin, which names what is wrong (LG001);
 * the declared size is checked against the read limits before anything is inflated, with
   the message the plugin's path gives;
-* a stream that does not inflate to exactly the declared rows (libdeflate), or that Pillow's
-  decoder refuses, goes to the plugin.
+* a stream that Pillow's decoder refuses goes to the plugin; one that ends before the
+  declared rows leaves the missing rows as zeros, as the plugin does (Pillow reports no
+  error for it).
 
 Finding a row filter libdeflate's path cannot undo costs an inflation for nothing; a process
 that meets only such files of a colour type stops trying all but a few of them with libdeflate
@@ -179,14 +180,16 @@ def _decoded_by_pillow(layout: _Layout) -> np.ndarray | None:
     """The plane as Pillow's PNG decoder makes it, written straight into a new array: the
     row decoder its PNG plugin hands the image data to ("zip": inflate, then undo each row's
     filter), fed with the data chunks :func:`_layout` checked. None where that decoder
-    refuses the stream (damaged, or short of the declared rows): the caller then reads the
-    file through the plugin, which says what is wrong."""
+    refuses the stream (damaged): the caller then reads the file through the plugin, which
+    says what is wrong. Rows beyond the declared ones are ignored, as the plugin ignores them."""
     height, width = layout.height, layout.width
     if not height or not width:
         return None
-    plane = np.empty((height, width), dtype=np.uint8)
-    # An image whose memory is the array's buffer, so the decoder writes where numpy reads;
-    # palette indices are decoded as grey levels, the same bytes without Pillow's palette.
+    # Zeros, as Pillow's own image memory starts: rows a stream that ends early never reaches
+    # read as the plugin reads them. The array is the image's memory, so the decoder writes
+    # where numpy reads; palette indices are decoded as grey levels, the same bytes without
+    # Pillow's palette.
+    plane = np.zeros((height, width), dtype=np.uint8)
     image = Image.frombuffer("L", (width, height), plane, "raw", "L", 0, 1)
     try:
         image.frombytes(b"".join(layout.data), "zip", "L")
