@@ -229,6 +229,23 @@ def test_an_audit_of_nothing_exits_2_and_says_what_it_found(tmp_path, make, says
     assert "Nothing was checked" in page.read_text() and "No findings." not in page.read_text()
 
 
+@pytest.mark.parametrize("args, given, suggested", [
+    ([], None, "Pass --format or --masks DIR or --list FILE"),
+    (["--format", "masks"], "--format was given", "Pass --masks DIR or --list FILE"),
+])
+def test_an_audit_of_nothing_suggests_only_the_options_not_given(tmp_path, args, given, suggested):
+    root = tmp_path / "data"
+    for index in range(3):
+        write_image(root / "images" / f"{index}.jpg")
+    result = CliRunner().invoke(main, ["audit", str(root), "--no-config", *args])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "nothing was audited" in text and suggested in text
+    assert (given in text) if given else ("was given" not in text)
+    if given:
+        assert "Pass --format" not in text
+
+
 def test_vocdevkit_with_two_years_audits_each(tmp_path):
     devkit = tmp_path / "VOCdevkit"
     write_voc(devkit / "VOC2007", {"000001": [("dog", (1, 1, 10, 10))]}, splits={"trainval": ["000001"]})

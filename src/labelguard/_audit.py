@@ -408,7 +408,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     for discovery, own_spec in zip(discoveries, specs):
         where = f"{display_path(discovery.root)}: " if distinct else ""
         notes.extend(where + note for note in own_spec.provenance_notes() if where + note not in notes)
-    nothing = None if len(stream.files) else nothing_audited(paths, discoveries)
+    nothing = None if len(stream.files) else nothing_audited(paths, discoveries, options)
     named = {f.path for f in findings}
     if nothing:
         notes.append(nothing)
@@ -495,16 +495,27 @@ def _unpaired_once(findings: list[Finding]) -> list[Finding]:
     return kept
 
 
-def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery]) -> str:
+def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery],
+                    options: AuditOptions | None = None) -> str:
     """Why an audit that found no file to audit audited nothing: what it looked for, where,
-    and what it found there instead."""
+    what it found there instead, and which of the options that point at labels are left to
+    try (those already given are named as given, not suggested again)."""
     looked = "; ".join(dict.fromkeys(
         f"{LAYOUTS[d.layout].description} ({d.layout} layout)" if d.layout in LAYOUTS else d.layout
         for d in discoveries))
     where = ", ".join(f"{display_path(p)} ({describe_contents(p)})" for p in paths)
+    options = options or AuditOptions()
+    pointers = [("--format", options.format, "--format"), ("--masks", options.masks, "--masks DIR"),
+                ("--list", options.lists, "--list FILE")]
+    given = [flag for flag, value, _ in pointers if value]
+    left = [usage for _, value, usage in pointers if not value]
+    advice = f"{' and '.join(given)} {verb(len(given), 'was')} given. " if given else ""
+    if left:
+        advice += f"Pass {' or '.join(left)} if the labels are there under other names"
+    else:
+        advice += "Check that they name the folders and files that hold the labels"
     return (f"nothing was audited: no label file (mask, annotation, table or class folder) was found. "
-            f"Looked for {looked} under {where}. Pass --format, --masks DIR or --list FILE if the labels "
-            "are there under other names")
+            f"Looked for {looked} under {where}. {advice}")
 
 
 def _with_settings(options: AuditOptions, settings: dict) -> AuditOptions:
