@@ -42,6 +42,17 @@ def test_reads_standard_input():
     assert "binary_cross_entropy got an input" in result.output
 
 
+@pytest.mark.parametrize("how", ["file", "stdin", "text"])
+def test_an_empty_log_is_a_usage_error_not_an_explanation(tmp_path, how):
+    log = tmp_path / "train.log"
+    log.write_text("\n  \n")
+    args, given = {"file": ([str(log)], None), "stdin": (["-"], "\n"), "text": (["--text", " "], None)}[how]
+    result = run(*args, input=given)
+    assert result.exit_code == 2
+    assert "is empty: nothing to explain" in result.output
+    assert "Not recognised" not in result.output
+
+
 def test_reads_piped_input_without_an_argument():
     result = run(input="IndexError: Target 3 is out of bounds.\n")
     assert result.exit_code == 0

@@ -49,6 +49,10 @@ def explain_command(log: str | None, text: str | None, record: str | None, outpu
       labelguard explain crash.log --record flight.json --output-format json
     """
     content = _read_log(log, text)
+    if not content.strip():
+        source = "--text" if text is not None else "standard input" if log in (None, "-") else log
+        raise click.UsageError(f"the log ({source}) is empty: nothing to explain; give the output of the failed "
+                               "run, including the lines above the traceback")
     try:
         result = explain(content, record=record)
     except FlightRecordError as exc:
