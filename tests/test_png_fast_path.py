@@ -79,7 +79,7 @@ def way(data: bytes, monkeypatch) -> str:
         return "plugin"
     with monkeypatch.context() as patch:
         patch.setattr(png, "_declined", {})
-        patch.setattr(png, "_decoded_by_pillow", lambda layout: None)
+        patch.setattr(png, "_decoded_by_pillow", lambda stream, height, width: None)
         return "libdeflate" if png.decode_png(data) is not None else "pillow's decoder"
 
 

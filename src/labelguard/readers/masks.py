@@ -29,7 +29,7 @@ from labelguard.core.text import plural
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
 from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds,
                                      open_regular, read_bytes, read_head, sniff)
-from labelguard.readers.png import decode_png
+from labelguard.readers.png import array_backed, decode_png
 
 # Array keys as the common tools write them: pytorch-3dunet ``raw``/``label``, ``image``/
 # ``label``, ``data``/``seg`` (BraTS-style exports), NumPy's ``arr_0``.
@@ -265,20 +265,15 @@ def _verify_png(image: Image.Image, data: bytes) -> None:
 
 
 def _decode_in_place(image: Image.Image) -> np.ndarray | None:
-    """Decode an 8-bit single-band image straight into a new array; None where not possible.
-
-    ``np.asarray(image)`` copies the pixels out through ``tobytes()``, which costs a third of
-    the PNG decode itself. Here Pillow's image memory is an array's buffer (``frombuffer``),
-    so the decoder writes the pixels where numpy reads them. The result is used only when
-    Pillow kept that memory to the end of the load; otherwise the caller decodes normally.
-    """
+    """Decode an 8-bit single-band image straight into a new array (:func:`array_backed`;
+    ``np.asarray(image)`` would copy the pixels out through ``tobytes()``, a third of the PNG
+    decode itself); None where not possible. The result is used only when Pillow kept that
+    memory to the end of the load; otherwise the caller decodes normally."""
     if image.mode not in ("L", "P") or ImageFile.LOAD_TRUNCATED_IMAGES:
         return None
     width, height = image.size
-    # Zeros, as Pillow's own memory starts: rows a short stream never reaches stay as Pillow leaves them.
-    array = np.zeros((height, width), dtype=np.uint8)
-    memory = Image.frombuffer(image.mode, (width, height), array, "raw", image.mode, 0, 1).im
-    image.im = memory
+    array, backed = array_backed(image.mode, height, width)
+    memory = image.im = backed.im
     image.load()
     if image.im is not memory or image.mode not in ("L", "P"):
         return None

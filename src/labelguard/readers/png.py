@@ -1,7 +1,7 @@
 """8-bit grey and palette PNG masks, decoded from chunks checked here.
 
 Pillow's PNG plugin parses a file's chunks in Python, checks no checksum of the image data
-(flipped bytes can decode to wrong labels), and costs some 12 ms of start-up to import. This
+(flipped bytes can decode to wrong labels), and costs some 10 ms of start-up to import. This
 module parses the chunks itself, checks every one of them, and decodes the image data in one
 of two ways:
 
@@ -135,19 +135,24 @@ def decode_png(data: bytes) -> tuple[np.ndarray, str, tuple[int, ...] | None] | 
     layout = _layout(data)
     if layout is None:
         return None
-    check_array("the PNG header", (layout.height, layout.width), 1, f"{layout.mode}-mode")
-    plane = _inflated(layout, data[25])
+    height, width = layout.height, layout.width
+    check_array("the PNG header", (height, width), 1, f"{layout.mode}-mode")
+    if not height or not width:
+        return None
+    stream = b"".join(layout.data)
+    plane = _inflated(stream, height, width, data[25])
     if plane is None:
-        plane = _decoded_by_pillow(layout)
+        plane = _decoded_by_pillow(stream, height, width)
         if plane is None:
             return None
     plane.flags.writeable = False
     return plane, layout.mode, layout.palette
 
 
-def _inflated(layout: _Layout, colour: int) -> np.ndarray | None:
-    """The plane, inflated by libdeflate, when every row is stored as it is or as differences
-    from its left neighbour; None otherwise, or without the extra."""
+def _inflated(stream: bytes, height: int, width: int, colour: int) -> np.ndarray | None:
+    """The plane of the image data ``stream``, inflated by libdeflate, when every row is
+    stored as it is or as differences from its left neighbour; None otherwise, or without
+    the extra."""
     inflate = _libdeflate()
     if inflate is None:
         return None
@@ -155,13 +160,12 @@ def _inflated(layout: _Layout, colour: int) -> np.ndarray | None:
     if declined >= DECLINED_STREAK and declined % PROBE_EVERY:
         _declined[colour] = declined + 1
         return None
-    height, width = layout.height, layout.width
     stride = width + 1  # each row starts with its filter type
     try:
-        raw = inflate(b"".join(layout.data), height * stride)
-    except Exception:  # deflate.DeflateError and what libdeflate reports: Pillow says what is wrong
+        raw = inflate(stream, height * stride)
+    except Exception:  # deflate.DeflateError and what libdeflate reports: Pillow's decoder decides
         return None
-    if len(raw) != height * stride or not height or not width:
+    if len(raw) != height * stride:
         return None
     rows = np.frombuffer(raw, dtype=np.uint8).reshape(height, stride)
     filters = rows[:, 0]
@@ -176,23 +180,25 @@ def _inflated(layout: _Layout, colour: int) -> np.ndarray | None:
     return plane
 
 
-def _decoded_by_pillow(layout: _Layout) -> np.ndarray | None:
+def _decoded_by_pillow(stream: bytes, height: int, width: int) -> np.ndarray | None:
     """The plane as Pillow's PNG decoder makes it, written straight into a new array: the
     row decoder its PNG plugin hands the image data to ("zip": inflate, then undo each row's
     filter), fed with the data chunks :func:`_layout` checked. None where that decoder
     refuses the stream (damaged): the caller then reads the file through the plugin, which
-    says what is wrong. Rows beyond the declared ones are ignored, as the plugin ignores them."""
-    height, width = layout.height, layout.width
-    if not height or not width:
-        return None
-    # Zeros, as Pillow's own image memory starts: rows a stream that ends early never reaches
-    # read as the plugin reads them. The array is the image's memory, so the decoder writes
-    # where numpy reads; palette indices are decoded as grey levels, the same bytes without
-    # Pillow's palette.
-    plane = np.zeros((height, width), dtype=np.uint8)
-    image = Image.frombuffer("L", (width, height), plane, "raw", "L", 0, 1)
+    says what is wrong. Rows beyond the declared ones are ignored, as the plugin ignores them.
+    Palette indices are decoded as grey levels: the same bytes, without Pillow's palette."""
+    plane, image = array_backed("L", height, width)
     try:
-        image.frombytes(b"".join(layout.data), "zip", "L")
+        image.frombytes(stream, "zip", "L")
     except (ValueError, OSError, MemoryError):
         return None
     return plane
+
+
+def array_backed(mode: str, height: int, width: int) -> tuple[np.ndarray, Image.Image]:
+    """A new 8-bit plane and a Pillow image of ``mode`` ("L" or "P") whose memory is that
+    plane's buffer, so that a decoder writing into the image writes where numpy reads, with no
+    copy through ``tobytes()``. The plane starts as zeros, as Pillow's own image memory does:
+    rows a stream that ends early never reaches read as Pillow reads them."""
+    plane = np.zeros((height, width), dtype=np.uint8)
+    return plane, Image.frombuffer(mode, (width, height), plane, "raw", mode, 0, 1)
