@@ -42,14 +42,16 @@ def test_reads_standard_input():
     assert "binary_cross_entropy got an input" in result.output
 
 
-@pytest.mark.parametrize("how", ["file", "stdin", "text"])
+@pytest.mark.parametrize("how", ["file", "stdin", "text", "argument"])
 def test_an_empty_log_is_a_usage_error_not_an_explanation(tmp_path, how):
     log = tmp_path / "train.log"
     log.write_text("\n  \n")
-    args, given = {"file": ([str(log)], None), "stdin": (["-"], "\n"), "text": (["--text", " "], None)}[how]
+    args, given, named = {"file": ([str(log)], None, str(log)), "stdin": (["-"], "\n", "standard input"),
+                          "text": (["--text", " "], None, "--text"),
+                          "argument": (["  "], None, "the text given")}[how]
     result = run(*args, input=given)
     assert result.exit_code == 2
-    assert "is empty: nothing to explain" in result.output
+    assert f"the log ({named}) is empty: nothing to explain" in " ".join(result.output.split())
     assert "Not recognised" not in result.output
 
 

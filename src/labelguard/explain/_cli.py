@@ -50,7 +50,8 @@ def explain_command(log: str | None, text: str | None, record: str | None, outpu
     """
     content = _read_log(log, text)
     if not content.strip():
-        source = "--text" if text is not None else "standard input" if log in (None, "-") else log
+        source = ("--text" if text is not None else "standard input" if log in (None, "-")
+                  else log if os.path.isfile(log) else "the text given")
         raise click.UsageError(f"the log ({source}) is empty: nothing to explain; give the output of the failed "
                                "run, including the lines above the traceback")
     try:
