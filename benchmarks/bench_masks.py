@@ -22,7 +22,8 @@ On N masks (``-n``, default 3000):
   which stores every result, runs before the rounds);
 * start-up: ``labelguard audit`` of one mask (cached, and with ``--no-cache``) against
   ``python -c "import numpy, PIL.Image"``, whole processes (and that import with one OpenBLAS
-  thread, and with click, the command line's library, imported too: what labelguard's own
+  thread, with click, the command line's library, imported too, and with Pillow's PNG plugin,
+  which labelguard does not load for 8-bit grey and palette PNGs: what labelguard's own
   modules add is the rest); a fifth of a second each, so these take the best of
   ``--startup-rounds`` rounds (default 20) of their own.
 
@@ -345,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
                                                        {**env, "OPENBLAS_NUM_THREADS": "1"}),
             "imports_click": lambda: wall_and_cpu([sys.executable, "-c", "import numpy, PIL.Image, click"],
                                                   {**env, "OPENBLAS_NUM_THREADS": "1"}),
+            "imports_png_plugin": lambda: wall_and_cpu([sys.executable, "-c", "import numpy, PIL.Image, click, "
+                                                        "PIL.PngImagePlugin"], {**env, "OPENBLAS_NUM_THREADS": "1"}),
             "start": lambda: wall_and_cpu(cli_command(one, 1, cache), env),
             "start_uncached": lambda: wall_and_cpu(cli_command(one, 1, None), env),
         }, args.startup_rounds)
@@ -360,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, key in (('python -c "import numpy, PIL.Image"', "imports"),
                           ("the same, OPENBLAS_NUM_THREADS=1 (as the CLI starts it)", "imports_one_thread"),
                           ("the same with click (the CLI's library) imported too", "imports_click"),
+                          ("the same with Pillow's PNG plugin too (labelguard skips it)", "imports_png_plugin"),
                           ("labelguard audit of 1 mask, cached", "start"),
                           ("labelguard audit of 1 mask, --no-cache", "start_uncached")):
             print(f"  {name:<52} {best[key]:8.3f} s")
