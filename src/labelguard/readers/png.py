@@ -1,7 +1,7 @@
 """8-bit grey and palette PNG masks, decoded from chunks checked here.
 
 Pillow's PNG plugin parses a file's chunks in Python, checks no checksum of the image data
-(flipped bytes can decode to wrong labels), and costs some 10 ms of start-up to import. This
+(flipped bytes can decode to wrong labels), and costs 10-15 ms of start-up to import. This
 module parses the chunks itself, checks every one of them, and decodes the image data in one
 of two ways:
 
