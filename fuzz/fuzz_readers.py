@@ -1,8 +1,9 @@
 """Mutation fuzzing of labelguard's readers through the audit, as a user would meet them.
 
-For each format a few valid files are written (NPY, NPZ, HDF5, NIfTI, TIFF, PNG masks, a VOC
+For each format a few valid files are written (NPY, NPZ, HDF5, NIfTI, TIFF, PNG masks, HDF5 with
+a dataset in external storage and OME-TIFFs (the other file each names is a named pipe), a VOC
 XML, YOLO rows and data.yaml, a COCO JSON, a CSV table, a file list, tokenized data as an
-Arrow stream and file, Parquet and JSON lines); each case takes one,
+Arrow stream and file (plain, and with zstd or LZ4 buffers), Parquet and JSON lines); each case takes one,
 mutates its bytes (bit flips, interesting integers written over header fields, bytes
 inserted, deleted, repeated or cut off), lays it out as a one-file dataset and runs
 ``labelguard.audit`` on it with one worker. A case passes when the audit returns, whatever
@@ -102,6 +103,44 @@ def _hdf5_seeds() -> list[bytes]:
     return seeds
 
 
+# The file name that the seeds of containers naming other files give (HDF5 external storage,
+# OME-TIFF's UUID FileName). Laid out, it becomes a named pipe outside the audited folder (its
+# path padded to the same length with leading slashes, so no offset in the file moves): a
+# reader that opened it would hang the case.
+OTHER_FILE = b"@" * 200
+
+
+def _other_file_is_a_pipe(root: Path, data: bytes) -> bytes:
+    pipe = root / "other.pipe"
+    pipe.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(pipe)
+    name = os.fsencode(pipe)
+    return data.replace(OTHER_FILE, b"/" * (len(OTHER_FILE) - len(name)) + name)
+
+
+def _hdf5_external_seeds() -> list[bytes]:
+    """A label beside a dataset (the image, or another) whose bytes HDF5 external storage
+    keeps in another file, in one segment or two."""
+    import h5py
+    import numpy as np
+
+    seeds = []
+    for name, segments in (("image", 1), ("extra", 2)):
+        buffer = io.BytesIO()
+        size = 24 * 32 * 4 // segments
+        with h5py.File(buffer, "w") as handle:
+            handle.create_dataset("label", data=_mask())
+            handle.create_dataset(name, shape=(24, 32), dtype=np.float32,
+                                  external=[(OTHER_FILE.decode(), i * size, size) for i in range(segments)])
+        seeds.append(buffer.getvalue())
+    return seeds
+
+
+def _hdf5_external(root: Path, data: bytes, suffix: str):
+    path = _put(root / "masks" / "case.h5", _other_file_is_a_pipe(root, data))
+    return root / "masks", {"format": "masks"}, path
+
+
 def _nifti_seeds() -> list[tuple[str, bytes]]:
     import nibabel as nib
     import numpy as np
@@ -128,6 +167,53 @@ def _tiff_seeds() -> list[bytes]:
     tifffile.imwrite(buffer, _mask(), compression="zlib")
     seeds.append(buffer.getvalue())
     return seeds
+
+
+OME_UUID = "urn:uuid:5eed0000-0000-4000-8000-000000000000"
+
+
+def _ome_tiff_seeds() -> list[bytes]:
+    """Single-file OME-TIFFs: each plane's TiffData names this file by the root's UUID, under a
+    FileName that is laid out as a named pipe (:data:`OTHER_FILE`): a mutated UUID makes it
+    another file's, which must be refused, not opened. One writes no TiffData at all."""
+    import numpy as np
+
+    seeds = []
+    for pages in (1, 3):
+        planes = "".join(f'<TiffData FirstZ="{z}" IFD="{z}" PlaneCount="1"><UUID FileName="{OTHER_FILE.decode()}">'
+                         f"{OME_UUID}</UUID></TiffData>" for z in range(pages))
+        seeds.append(_ome_tiff(np.stack([_mask(8, 8) + z for z in range(pages)]), planes))
+    seeds.append(_ome_tiff(np.stack([_mask(8, 8)] * 2), ""))
+    return seeds
+
+
+def _ome_tiff(planes, tiff_data: str) -> bytes:
+    import tifffile
+
+    xml = ('<?xml version="1.0" encoding="UTF-8"?>'
+           f'<OME xmlns="http://www.openmicroscopy.org/Schemas/OME/2016-06" UUID="{OME_UUID}">'
+           '<Image ID="Image:0"><Pixels ID="Pixels:0" DimensionOrder="XYZCT" Type="uint8" '
+           f'SizeX="{planes.shape[2]}" SizeY="{planes.shape[1]}" SizeZ="{len(planes)}" SizeC="1" SizeT="1">'
+           f'<Channel ID="Channel:0:0" SamplesPerPixel="1"/>{tiff_data}</Pixels></Image></OME>')
+    buffer = io.BytesIO()
+    tifffile.imwrite(buffer, planes, description=xml, metadata=None, photometric="minisblack")
+    return buffer.getvalue()
+
+
+def _inside_ome(data: bytes, change: Callable[[bytes], bytes]) -> bytes:
+    """The OME-TIFF written again with its OME-XML changed."""
+    import tifffile
+
+    with tifffile.TiffFile(io.BytesIO(data)) as tiff:
+        planes, xml = tiff.asarray(), tiff.pages[0].description
+    buffer = io.BytesIO()
+    tifffile.imwrite(buffer, planes, description=change(xml.encode()), metadata=None, photometric="minisblack")
+    return buffer.getvalue()
+
+
+def _ome_tiff_file(root: Path, data: bytes, suffix: str):
+    path = _put(root / "masks" / "case.ome.tif", _other_file_is_a_pipe(root, data))
+    return root / "masks", {"format": "masks"}, path
 
 
 def _png_seeds() -> list[bytes]:
@@ -218,6 +304,24 @@ def _arrow_seeds() -> list[tuple[str, bytes]]:
             for batch in table.to_batches(max_chunksize=2):
                 writer.write_batch(batch)
         seeds.append((".arrow", sink.getvalue().to_pybytes()))
+    return seeds
+
+
+def _compressed_arrow_seeds() -> list[tuple[str, bytes]]:
+    """Arrow streams and files whose buffers are compressed (each opens with the length it
+    decompresses to), with a dictionary-encoded column, so that dictionary batches are too."""
+    import pyarrow as pa
+
+    table = _token_table()
+    table = table.append_column("split", pa.array(["train", "test", "train"]).dictionary_encode())
+    seeds = []
+    for codec in ("zstd", "lz4"):
+        for new in (pa.ipc.new_stream, pa.ipc.new_file):
+            sink = pa.BufferOutputStream()
+            with new(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=codec)) as writer:
+                for batch in table.to_batches(max_chunksize=2):
+                    writer.write_batch(batch)
+            seeds.append((".arrow", sink.getvalue().to_pybytes()))
     return seeds
 
 
@@ -374,6 +478,8 @@ FORMATS = {format.name: format for format in (
     Format("hdf5", _hdf5_seeds, _mask_file(".h5")),
     Format("nifti", _nifti_seeds, _mask_file(".nii.gz"), inside=_inside_gzip),
     Format("tiff", _tiff_seeds, _mask_file(".tif")),
+    Format("hdf5-external", _hdf5_external_seeds, _hdf5_external),
+    Format("ome-tiff", _ome_tiff_seeds, _ome_tiff_file, text=True, inside=_inside_ome),
     Format("png", _png_seeds, _mask_file(".png"), inside=_inside_png),
     Format("voc", lambda: [VOC, VOC_TREE], _voc, text=True),
     Format("yolo", lambda: [YOLO_ROWS], _yolo_rows, text=True),
@@ -382,6 +488,7 @@ FORMATS = {format.name: format for format in (
     Format("csv", lambda: [CSV], _csv, text=True),
     Format("list", lambda: [LIST], _file_list, text=True),
     Format("arrow", _arrow_seeds, _token_file, tokens=True),
+    Format("arrow-compressed", _compressed_arrow_seeds, _token_file, tokens=True),
     Format("parquet", _parquet_seeds, _token_file, tokens=True),
     Format("jsonl", lambda: [TOKEN_LINES, CHOICE_LINES], _token_file, text=True, tokens=True),
 )}

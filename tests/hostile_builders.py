@@ -186,12 +186,17 @@ def flipped(data: bytes, seed: int, flips: int = 8) -> bytes:
     return bytes(out)
 
 
+# The read limit an audit of the hostile dataset sets (a flag: a config found with the data
+# does not set limits): 64 MiB.
+HOSTILE_MAX_FILE_BYTES = 67_108_864
+
+
 def hostile_dataset(root: Path) -> dict[str, list[str]]:
     """A folder of datasets holding every hostile case above beside good files.
 
     Returns {"broken": [...], "good": [...]}: the files (relative to ``root``) the audit must
-    report as LG001 and the label files it must still audit. The root's labelguard.toml lowers
-    max_file_bytes to 64 MiB, under the 256 MiB zip bomb."""
+    report as LG001 and the label files it must still audit, when audited with
+    ``--max-file-bytes`` :data:`HOSTILE_MAX_FILE_BYTES`, under the 256 MiB zip bomb."""
     import os
 
     from PIL import Image
@@ -207,7 +212,7 @@ def hostile_dataset(root: Path) -> dict[str, list[str]]:
         (broken if is_broken else good).append(relative)
 
     mask = ((np.arange(24)[:, None] // 8 + np.arange(32)[None, :] // 11) % 3).astype(np.uint8)
-    (root / "labelguard.toml").write_text("[labels]\nnum_classes = 3\n\n[audit]\nmax_file_bytes = 67_108_864\n")
+    (root / "labelguard.toml").write_text("[labels]\nnum_classes = 3\n")
 
     # masks: every container, declared sizes, members, links, byte flips, a pipe
     png = io.BytesIO()
@@ -289,3 +294,65 @@ def hostile_dataset(root: Path) -> dict[str, list[str]]:
     put("colour/masks/a.png", image.getvalue(), False)
     put("colour/dataset_meta.json", '{"segmentation_colors": ' + "[" * 100_000 + "]" * 100_000 + "}", True)
     return {"broken": broken, "good": good}
+
+
+# ---- containers whose data lies in other files ------------------------------------------------
+
+def write_h5_external_storage(path: Path, raw: Path, key: str = "label", shape: tuple[int, int] = (32, 32),
+                              others: dict[str, np.ndarray] | None = None) -> Path:
+    """An HDF5 file whose uint8 dataset ``key`` keeps its bytes in ``raw`` (HDF5 external
+    storage, not a link), beside the datasets ``others``. Nothing is written to ``raw``: it may
+    be a file written before, a named pipe, or nothing yet."""
+    import h5py
+
+    path = _parent(path)
+    with h5py.File(path, "w") as handle:
+        handle.create_dataset(key, shape=shape, dtype=np.uint8, external=[(str(raw), 0, int(np.prod(shape)))])
+        for name, array in (others or {}).items():
+            handle.create_dataset(name, data=array)
+    return path
+
+
+def ome_xml(planes: list[tuple[str, str, int]], height: int, width: int, uuid: str = "urn:uuid:0-own") -> str:
+    """OME-XML of one image of ``len(planes)`` Z planes, plane ``z`` page ``planes[z][2]`` of the
+    file named ``planes[z][0]`` under the UUID ``planes[z][1]`` (``uuid`` is the describing
+    file's own)."""
+    tiff_data = "".join(f'<TiffData FirstZ="{z}" IFD="{page}" PlaneCount="1"><UUID FileName="{name}">{file_uuid}'
+                        "</UUID></TiffData>" for z, (name, file_uuid, page) in enumerate(planes))
+    return ('<?xml version="1.0" encoding="UTF-8"?>'
+            f'<OME xmlns="http://www.openmicroscopy.org/Schemas/OME/2016-06" UUID="{uuid}">'
+            '<Image ID="Image:0"><Pixels ID="Pixels:0" DimensionOrder="XYZCT" Type="uint8" '
+            f'SizeX="{width}" SizeY="{height}" SizeZ="{len(planes)}" SizeC="1" SizeT="1">'
+            f'<Channel ID="Channel:0:0" SamplesPerPixel="1"/>{tiff_data}</Pixels></Image></OME>')
+
+
+def write_ome_tiff_elsewhere(path: Path, plane: np.ndarray, other: Path | str) -> Path:
+    """An OME-TIFF holding one plane whose OME-XML places a second Z plane in ``other`` (an
+    OME-TIFF multi-file set, as Bio-Formats writes one): tifffile reads that plane from
+    ``other`` by its name."""
+    import tifffile
+
+    path = _parent(path)
+    xml = ome_xml([(path.name, "urn:uuid:0-own", 0), (str(other), "urn:uuid:1-other", 0)], *plane.shape)
+    tifffile.imwrite(path, plane, description=xml, metadata=None)
+    return path
+
+
+def write_ome_tiff(path: Path, planes: np.ndarray) -> Path:
+    """A single-file OME-TIFF of ``planes`` (Z, H, W) whose OME-XML names the file itself."""
+    import tifffile
+
+    path = _parent(path)
+    xml = ome_xml([(path.name, "urn:uuid:0-own", z) for z in range(len(planes))], *planes.shape[1:])
+    tifffile.imwrite(path, planes, description=xml, metadata=None, photometric="minisblack")
+    return path
+
+
+def write_nifti_pair(header: Path, volume: np.ndarray) -> tuple[Path, Path]:
+    """A NIfTI-1 header/image pair (``x.hdr`` with magic ``ni1``, its voxels in ``x.img``) as
+    nibabel writes one; returns (header, image)."""
+    import nibabel as nib
+
+    header = _parent(header)
+    nib.save(nib.Nifti1Pair(volume, np.eye(4)), str(header))
+    return header, header.with_suffix(".img")

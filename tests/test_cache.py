@@ -453,9 +453,8 @@ def test_the_working_folder_is_part_of_the_key(tmp_path, monkeypatch):
 # ---- the store --------------------------------------------------------------------------------
 
 def entries(cache: Path) -> list[Path]:
-    """The files' entries (not the batches')."""
-    return sorted(p for p in (cache / "v1").rglob("*") if p.is_file() and not p.name.startswith("last-")
-                  and p.suffix != ".batch")
+    """The files' entries (not the batches'), in the shards (not the key and memo files beside them)."""
+    return sorted(p for p in (cache / "v1").glob("*/*") if p.is_file() and p.suffix != ".batch")
 
 
 def drop_batch_entries(cache: Path) -> None:
@@ -526,9 +525,11 @@ def test_an_entry_cannot_make_the_audit_call_a_function(tmp_path):
     [stored] = entries(cache)
     marker = tmp_path / "called"
     planted = pickle.dumps(_Planted(str(marker)))
-    import hashlib
+    import hmac
 
-    stored.write_bytes(MAGIC + hashlib.sha256(planted).digest()[:16] + planted)
+    # Signed with the user's own key: the unpickler is what stands in the way.
+    key = (cache / "v1" / "key").read_bytes()
+    stored.write_bytes(MAGIC + hmac.digest(key, planted, "sha256") + planted)
     after = cached_run(data, cache)
     assert after.from_cache == 0 and not marker.exists()
 
@@ -574,7 +575,8 @@ def test_an_unwritable_cache_is_said_and_the_audit_is_complete(tmp_path):
     blocker.write_text("a file where the cache folder should be", encoding="utf-8")
     report = cached_run(data, blocker)
     assert found(report, "LG201") and report.from_cache == 0
-    assert any("cannot be written" in note for note in report.notes)
+    assert f"the result cache {blocker} was not used, so every file was read and checked: it is not a folder" \
+        in report.notes
 
 
 def test_the_sweep_deletes_the_least_recently_used_entries(tmp_path):
@@ -612,11 +614,11 @@ def test_cache_info_and_clear(tmp_path):
     assert cached_run(data, cache).from_cache == 0
 
 
-def test_cache_info_reads_the_project_config(tmp_path, monkeypatch):
+def test_cache_info_reads_the_config_given(tmp_path, monkeypatch):
     (tmp_path / "labelguard.toml").write_text('[audit]\ncache_dir = "here"\ncache_max_bytes = 5000\n',
                                               encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    info = CliRunner().invoke(main, ["cache", "info"])
+    info = CliRunner().invoke(main, ["cache", "info", "--config", "labelguard.toml"])
     assert f"location: {tmp_path / 'here'}" in info.output and "bound:    5,000 bytes" in info.output
 
 
@@ -647,7 +649,8 @@ def test_the_config_chooses_the_cache(tmp_path):
     config = tmp_path / "data" / "labelguard.toml"
     config.write_text('[audit]\ncache_dir = "../project-cache"\n', encoding="utf-8")
     age(data)
-    run_with_config = lambda **kwargs: audit(data, LabelSpec(num_classes=3), **kwargs)  # noqa: E731
+    run_with_config = lambda **kwargs: audit(data, LabelSpec(num_classes=3), config_file=str(config),  # noqa: E731
+                                             **kwargs)
     run_with_config()
     assert open_cache(CacheSettings(str(tmp_path / "project-cache"))).info().entries == 2
     assert run_with_config().from_cache == 2

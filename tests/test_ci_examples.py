@@ -62,19 +62,42 @@ def _hook() -> dict:
     return hook
 
 
+def _example_hook() -> dict:
+    config = yaml.safe_load((REPO / "examples" / "ci" / "pre-commit-config.yaml").read_text(encoding="utf-8"))
+    [local] = config["repos"][0]["hooks"]
+    return local
+
+
+def _example_command() -> str:
+    """The hook's command line as the example config runs it: its entry and its args."""
+    local = _example_hook()
+    return " ".join([local["entry"], *local.get("args", [])])
+
+
 def test_the_hook_audits_the_touched_dataset_with_its_baseline(repository):
     hook = _hook()
     assert hook["pass_filenames"] is True and hook["language"] == "python"
-    known = _run(hook["entry"], repository, "data/masks/a.png", "docs/notes.md")
+    known = _run(_example_command(), repository, "data/masks/a.png", "docs/notes.md")
     assert known.returncode == 0, known.stdout + known.stderr
     assert "labelguard audit data --no-progress --output-format text --baseline data/labelguard-baseline.json" \
         in known.stderr
     assert "1 known finding of data/labelguard-baseline.json not listed" in known.stdout
 
     _pair(repository / "data", "c", bad=7)
-    new = _run(hook["entry"], repository, "data/masks/c.png", "data/images/c.png")
+    new = _run(_example_command(), repository, "data/masks/c.png", "data/images/c.png")
     assert new.returncode == 1
     assert "data/masks/c.png: label value 7" in new.stdout and "masks/b.png" not in new.stdout
+
+
+def test_a_baseline_found_with_the_data_accepts_nothing_unless_the_hook_asks(repository):
+    # The bare entry: the dataset's own baseline (it may have come with a downloaded dataset)
+    # does not decide what passes; it is named as not used.
+    done = _run(_hook()["entry"], repository, "data/masks/a.png")
+    assert done.returncode == 1, done.stdout + done.stderr
+    [command] = [line for line in done.stderr.splitlines() if line.startswith("labelguard audit ")]
+    assert "--baseline" not in command
+    assert "data/labelguard-baseline.json was not used" in done.stderr
+    assert "data/masks/b.png: label value 255" in done.stdout
 
 
 def test_the_hook_leaves_files_outside_every_dataset_alone(repository):
@@ -84,8 +107,7 @@ def test_the_hook_leaves_files_outside_every_dataset_alone(repository):
 
 
 def test_the_example_pre_commit_config_runs_the_declared_hook():
-    config = yaml.safe_load((REPO / "examples" / "ci" / "pre-commit-config.yaml").read_text(encoding="utf-8"))
-    [local] = config["repos"][0]["hooks"]
+    local = _example_hook()
     declared = _hook()
     for key in ("id", "entry", "language", "pass_filenames", "require_serial", "types"):
         assert local[key] == declared[key], key

@@ -442,9 +442,10 @@ def test_the_config_chooses_the_engine_and_a_wrong_value_names_its_key(tmp_path)
     config.write_text('[audit]\nscheduler = "tcp://127.0.0.1:8786"\n')
     with pytest.raises(UsageError, match=r'\[audit\] scheduler = \'tcp://127.0.0.1:8786\' in the config needs '
                                          r'engine = "dask"'):
-        audit(tmp_path / "data", SPEC)
+        audit(tmp_path / "data", SPEC, config_file=str(config))
     config.write_text('[audit]\nengine = "dask"\nscheduler = "tcp://127.0.0.1:8786"\n')
-    report = audit(tmp_path / "data", SPEC, engine="local", cache=False)  # the caller's engine wins
+    # the caller's engine wins
+    report = audit(tmp_path / "data", SPEC, engine="local", cache=False, config_file=str(config))
     assert "[audit] scheduler tcp://127.0.0.1:8786 of the config was not used: the engine is local" in report.notes
 
 

@@ -181,19 +181,20 @@ def test_labelme2voc_detection_output(tmp_path):
 # ---- YOLO --------------------------------------------------------------------------------
 
 def ultralytics(root: Path) -> Path:
-    """An Ultralytics dataset as coco8.yaml and VOC.yaml describe theirs: the YAML in a project
-    folder with ``path: ../datasets/x``, a split of several image folders, a split given as
-    an autosplit .txt list (``./images/...`` lines), an empty ``test:``."""
+    """An Ultralytics dataset as coco8.yaml and VOC.yaml describe theirs: the YAML beside the
+    dataset's folder with ``path: x`` naming it (a YAML in another folder, ``path: ../x``,
+    names a dataset outside its own: tests/test_untrusted_metadata.py), a split of several
+    image folders, a split given as an autosplit .txt list (``./images/...`` lines), an empty
+    ``test:``."""
     data = root / "datasets" / "shapes"
     write_yolo(data, {"train2012": {"a": [ROW]}, "train2007": {"b": [ROW]}, "val": {"c": [ROW], "d": [ROW]}},
                names=["p"], yaml_name=None)
     write_image(data / "images" / "train2012" / "background.jpg")
     (data / "autosplit_val.txt").write_text("./images/val/c.jpg\n./images/val/d.jpg\n", encoding="utf-8")
-    (root / "project").mkdir()
-    (root / "project" / "shapes.yaml").write_text(
-        "path: ../datasets/shapes\ntrain: [images/train2012, images/train2007]\nval: autosplit_val.txt\ntest:\n"
+    (root / "datasets" / "shapes.yaml").write_text(
+        "path: shapes\ntrain: [images/train2012, images/train2007]\nval: autosplit_val.txt\ntest:\n"
         "names:\n  0: p\n", encoding="utf-8")
-    return root / "project" / "shapes.yaml"
+    return root / "datasets" / "shapes.yaml"
 
 
 @pytest.mark.code("LG002", "pass")

@@ -35,7 +35,7 @@ SHORT_RUN = 15
 
 @pytest.mark.parametrize("name", sorted(fuzz_readers.FORMATS))
 def test_a_short_fuzz_run_finds_no_internal_error(tmp_path, name):
-    if name in ("arrow", "parquet"):
+    if name in ("arrow", "arrow-compressed", "parquet"):
         pytest.importorskip("pyarrow")
     format = fuzz_readers.FORMATS[name]
     limits = {"max_file_bytes": 256 << 20, "max_pixels": 64 << 20}

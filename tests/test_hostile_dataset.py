@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hostile_builders import hostile_dataset
+from hostile_builders import HOSTILE_MAX_FILE_BYTES, hostile_dataset
 
 resource = pytest.importorskip("resource", reason="resource limits need a POSIX system")
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"),
@@ -87,7 +87,8 @@ def test_the_hostile_dataset_is_audited_file_by_file_within_bounds(tmp_path):
     before, before_beside = snapshot(root), snapshot(beside)
 
     code, stdout, stderr, peak = audit_limited(
-        [str(root), "-f", "json", "--no-progress", "--workers", "1"], work)
+        [str(root), "-f", "json", "--no-progress", "--workers", "1", "--max-file-bytes", str(HOSTILE_MAX_FILE_BYTES)],
+        work)
 
     assert "Traceback" not in stderr and "internal error" not in stderr, stderr
     report = json.loads(stdout)

@@ -272,10 +272,11 @@ def test_a_png_over_pillows_own_limit_but_within_max_pixels_is_decoded_not_refus
 @pytest.mark.code("LG001", "fail")
 def test_max_pixels_from_the_config_applies_and_the_flag_overrides_it(tmp_path):
     write_png(tmp_path / "masks" / "a.png", organic_mask((64, 64)))
-    (tmp_path / "labelguard.toml").write_text("[audit]\nmax_pixels = 1000\n")
-    report = audit(tmp_path, SPEC, workers=1)
+    config = tmp_path / "labelguard.toml"
+    config.write_text("[audit]\nmax_pixels = 1000\n")
+    report = audit(tmp_path, SPEC, workers=1, config_file=str(config))
     assert "over the limit of 1,000 elements per array (max_pixels)" in unreadable(report, "a.png")
-    report = audit(tmp_path, SPEC, workers=1, max_pixels=10_000)
+    report = audit(tmp_path, SPEC, workers=1, max_pixels=10_000, config_file=str(config))
     assert "LG001" not in codes(report)
 
 

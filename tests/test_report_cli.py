@@ -25,7 +25,7 @@ from labelguard.output import write_report
 SUMMARY_KEYS = {
     "paths", "layouts", "spec", "spec_sources", "spec_origins", "specs", "samples", "sampled", "findings", "codes", "values",
     "values_capped", "outside_spec", "classes", "empty_masks", "unreadable", "suggested_remap", "suggested_color_map",
-    "notes", "errors", "audited_nothing", "files", "from_cache",
+    "notes", "errors", "audited_nothing", "files", "from_cache", "configs",
 }
 
 

@@ -145,19 +145,22 @@ def test_unknown_config_key_is_exit_2_naming_the_key(tmp_path):
 
 def test_severity_table_and_flag_change_severities(tmp_path):
     data = dataset(tmp_path / "data", values=(0,))
-    (data / "labelguard.toml").write_text('[labels]\nnum_classes = 2\n[severity]\nLG205 = "error"\n')
-    report = audit(data)
+    config = data / "labelguard.toml"
+    config.write_text('[labels]\nnum_classes = 2\n[severity]\nLG205 = "error"\n')
+    report = audit(data, config_file=str(config))
     assert {f.severity for f in report.findings if f.code == "LG205"} == {Severity.ERROR}
-    report = audit(data, severity={"LG205": Severity.WARNING})
+    report = audit(data, severity={"LG205": Severity.WARNING}, config_file=str(config))
     assert {f.severity for f in report.findings if f.code == "LG205"} == {Severity.WARNING}
 
 
 def test_audit_table_sets_fail_on(tmp_path):
     data = dataset(tmp_path / "data", values=(0,))
     assert cli("audit", str(data), "--num-classes", "2", "--no-progress").exit_code == 0
-    (data / "labelguard.toml").write_text('[audit]\nfail_on = "info"\n')
-    assert cli("audit", str(data), "--num-classes", "2", "--no-progress").exit_code == 1
-    assert cli("audit", str(data), "--num-classes", "2", "--fail-on", "never", "--no-progress").exit_code == 0
+    config = data / "labelguard.toml"
+    config.write_text('[audit]\nfail_on = "info"\n')
+    assert cli("audit", str(data), "--num-classes", "2", "--no-progress", "--config", str(config)).exit_code == 1
+    assert cli("audit", str(data), "--num-classes", "2", "--fail-on", "never", "--no-progress",
+               "--config", str(config)).exit_code == 0
 
 
 # ---- reduce_zero_label ---------------------------------------------------------------------

@@ -514,7 +514,7 @@ def test_a_json_line_longer_than_max_file_bytes_is_lg001_without_reading_it_whol
     path.write_text('{"input_ids": [1, 2]}\n{"input_ids": [' + "7, " * 5000 + '7]}\n')
     report = run(path, LabelSpec(tokens=token_spec_from_files_values(vocab_size=100)), max_file_bytes=4096)
     [unreadable] = found(report, "LG001")
-    assert unreadable.message.startswith("line 2 holds more than")
+    assert unreadable.message.startswith("line 2 holds 14.7 KiB of JSON")
 
 
 def test_json_lines_are_told_by_their_first_record_and_pretty_printed_json_is_not_taken(tmp_path):

@@ -114,3 +114,18 @@ def test_without_deflate_png_masks_give_the_same_findings(tmp_path):
     assert without[0] == done.returncode == 1
     assert without[1]["findings"] == json.loads(done.stdout)["findings"]
     assert {"LG001", "LG201"} <= codes(without[1])
+
+
+@pytest.mark.code("LG001", "fail")
+def test_without_tifffile_an_ome_tiff_placing_planes_in_another_file_is_lg001_as_with_it(tmp_path):
+    from hostile_builders import write_ome_tiff_elsewhere
+
+    pytest.importorskip("tifffile")  # writes the file
+    other = tmp_path / "elsewhere" / "secret.tif"
+    other.parent.mkdir()
+    Image.fromarray(np.full((24, 20), 7, np.uint8)).save(other)
+    write_ome_tiff_elsewhere(tmp_path / "masks" / "case.ome.tif", np.zeros((24, 20), np.uint8), other)
+    status, report, err = audit_without("tifffile", ["masks", "--num-classes", "2"], tmp_path)
+    assert status == 1, err
+    [message] = [f["message"] for f in report["findings"] if f["code"] == "LG001"]
+    assert "OME-TIFF multi-file" in message and str(other) in message

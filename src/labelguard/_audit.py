@@ -32,15 +32,18 @@ log = logging.getLogger(__name__)
 
 
 def load_settings(data_path: str, config_file: str | None, use_project_config: bool) -> list:
-    """The config files that apply to ``data_path``, lowest priority first, parsed."""
-    paths = []
+    """The config files that apply to ``data_path``, lowest priority first, parsed: the one
+    found by walking up from it is data, and keeps what data may set; ``config_file`` is the
+    user's own (:func:`labelguard.config.within_trust`)."""
+    configs = []
     if use_project_config:
         project = find_project_config(data_path)
-        if project:
-            paths.append(project)
+        # The file given with --config is the user's, also where the data's walk finds it.
+        if project and not (config_file and os.path.isfile(config_file) and os.path.samefile(project, config_file)):
+            configs.append(load_config(project, found=True))
     if config_file:
-        paths.append(config_file)
-    return [load_config(path) for path in paths]
+        configs.append(load_config(config_file))
+    return configs
 
 
 def resolve_spec(discovered: Iterable[LabelSpec], configs: list, cli: LabelSpec | None = None) -> LabelSpec:
@@ -88,8 +91,12 @@ def audit(
         paths: dataset folders or files.
         spec: the label spec; it overrides what the dataset and config files declare.
         options: layout options (forced format, --images/--masks, lists, npz key, colour map).
-        config_file: a config file above the project config in priority.
-        use_project_config: look for labelguard.toml / pyproject.toml above the data.
+        config_file: the caller's config file, above the project config in priority: all of
+            its settings apply.
+        use_project_config: look for labelguard.toml / pyproject.toml at or above the data.
+            The config found there is data: it sets the label spec ([labels],
+            [tokens]) and layout hints ([audit] format, key, color_map) only; its other
+            settings are not applied, and the report's notes name each of them.
         workers: processes for the per-file work (None: all cores; "config": the config's
             [audit] workers, else all cores).
         sample: audit a seeded random subset of this many files.
@@ -105,7 +112,8 @@ def audit(
             a folder, True for the config's [audit] cache_dir or the user's cache folder,
             False for no cache; None (the default) as the config says ([audit] cache,
             cache_dir), else the user's cache folder. On a cluster it must be a folder every
-            worker sees at the same path (a shared file system).
+            worker sees at the same path (a shared file system). A folder of another user's,
+            or one others may write into, is not used (a note says why).
         engine: where the per-file work runs: "local" (this machine: in-process or a pool of
             ``workers`` processes) or "dask" (a Dask cluster: ``client``'s, else the one at
             ``scheduler``, else a LocalCluster of ``workers`` processes); None for the
@@ -312,7 +320,8 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     _refuse_options_that_do_not_apply(options, discoveries)
     # Each dataset is checked against its own metadata and the config above it; --config and
     # the flags apply to all of them.
-    specs = [dataset_spec(d, config_file, use_project_config, spec) for d in discoveries]
+    dataset_configs = [load_settings(d.root, config_file, use_project_config) for d in discoveries]
+    specs = [resolve_spec([d.spec], found, spec) for d, found in zip(discoveries, dataset_configs)]
     groups: list[tuple[LabelSpec, list[layouts.Discovery]]] = []
     for discovery, own_spec in zip(discoveries, specs):
         for group_spec, members in groups:
@@ -345,6 +354,13 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     errors: list[str] = []
     flagged: dict[str, FileTask] = {}
     done = from_cache = 0
+    refused = open_cache(cache).refused(again=True) if cache is not None else None
+    if refused:
+        note = f"the result cache {display_path(cache.directory)} was not used, so every file was read and checked: " \
+            + refused
+        log.warning(note)  # also on stderr: a report written to a file may be read late or never
+        notes_head.append(note)
+        cache = None
     if cache is not None:
         unwritable = open_cache(cache).writable()
         if unwritable:
@@ -398,7 +414,9 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
-    notes = notes_head + [n for d in discoveries for n in d.notes]
+    uses = config_uses([*configs, *(config for found in dataset_configs for config in found)])
+    notes = [warning for use in uses for warning in use.warnings()] + notes_head + [n for d in discoveries
+                                                                                   for n in d.notes]
     notes.extend(_remark_notes(summary))
     notes.extend(_unused_option_notes(options, stream.keyed, summary))
     if any(s.tokens is not None for s in specs) and not summary.kinds.get("tokens"):
@@ -430,7 +448,17 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         files=stream.files,
         flagged_tasks={path: task for path, task in sorted(flagged.items()) if path in named},
         from_cache=from_cache,
+        configs=uses,
     )
+
+
+def config_uses(configs: list) -> list:
+    """What each config file decided (:class:`labelguard.config.ConfigUse`), once per file,
+    its path as the report shows paths."""
+    uses = {}
+    for config in configs:
+        uses.setdefault(config.path, replace(config.use, path=display_path(config.path)))
+    return list(uses.values())
 
 
 class _TaskStream:

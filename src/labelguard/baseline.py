@@ -9,10 +9,14 @@ A finding is matched by its identity ``(code, path, fingerprint)``:
 
 * ``path`` is the file's path relative to the audited dataset folder it lies in, with ``/``
   separators, so that an audit run from the repository root and one run from inside the
-  dataset name the same file the same way; a dataset-level finding has none;
+  dataset name the same file the same way; a dataset-level finding has none. It is the path
+  as every report shows it (:func:`labelguard.core.text.printable`: control characters and
+  the bytes of a non-UTF-8 name escaped, ``bad\\xffname.png``), so that a baseline or a JSON
+  report holds valid text for any name and still matches it;
 * ``fingerprint`` is the SHA-256 (first 32 hex digits) of the code, that path and the
   finding's identifying data (:data:`IDENTITY_KEYS`: the values, ids, classes or colours it
-  is about and the lines, rows, places or entries where it is). Never the message text, the
+  is about and the lines, rows, places or entries where it is; its texts as shown, like the
+  path). Never the message text, the
   hint, pixel or object counts, shares or shapes: rewording a message or a few more pixels of
   a known bad value leave a finding known; a new bad value, class or line makes it new.
 
@@ -31,6 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from labelguard._version import __version__
+from labelguard.core.paths import inside_root
+from labelguard.core.text import printable, printable_data
 from labelguard.errors import UsageError
 
 BASELINE_VERSION = 1
@@ -60,9 +66,9 @@ def relative_path(path: str | None, roots: Sequence[str]) -> str | None:
         folder = os.path.abspath(root)
         if os.path.isfile(folder) or (not os.path.isdir(folder) and os.path.splitext(folder)[1]):
             folder = os.path.dirname(folder)
-        relative = os.path.relpath(target, folder)
-        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        if not inside_root(target, folder):
             continue
+        relative = os.path.relpath(target, folder)
         if best is None or len(relative) < len(best):
             best = relative
     return (best if best is not None else os.path.normpath(path)).replace(os.sep, "/")
@@ -81,7 +87,7 @@ def _identity_data(data: Mapping[str, Any]) -> dict[str, Any]:
             value = [{k: v for k, v in box.items() if k != "box"} if isinstance(box, Mapping) else box
                      for box in value]
         kept[key] = value
-    return kept
+    return printable_data(kept)
 
 
 def fingerprint(code: str, path: str | None, data: Mapping[str, Any]) -> str:
@@ -94,6 +100,7 @@ def fingerprint(code: str, path: str | None, data: Mapping[str, Any]) -> str:
 
 def identity(code: str, path: str | None, data: Mapping[str, Any], roots: Sequence[str]) -> Identity:
     relative = relative_path(path, roots)
+    relative = None if relative is None else printable(relative)
     return code, relative, fingerprint(code, relative, data)
 
 
@@ -142,7 +149,7 @@ def baseline_document(report) -> dict[str, Any]:
     """The baseline file of ``report``: every finding's identity, with its severity and
     message for the person who reviews the file."""
     entries = [{"code": code, "path": path, "fingerprint": digest, "severity": str(f.severity),
-                "message": f.message}
+                "message": printable(f.message)}
                for f, (code, path, digest) in zip(report.findings, report_identities(report))]
     entries.sort(key=lambda e: (e["path"] or "", e["code"], e["fingerprint"]))
     return {

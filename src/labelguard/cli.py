@@ -65,13 +65,13 @@ class LabelguardGroup(click.Group):
             click.echo("labelguard: interrupted", err=True)
             ctx.exit(130)
         except (LabelguardError, ValueError, OSError) as exc:
-            click.echo(f"labelguard: error: {exc}", err=True)
+            click.echo(_printable(f"labelguard: error: {exc}"), err=True)
             ctx.exit(2)
         except Exception as exc:  # an internal bug: short message, traceback only on request
             if os.environ.get("LABELGUARD_DEBUG"):
                 traceback.print_exc()
-            click.echo(f"labelguard: internal error: {type(exc).__name__}: {exc} "
-                       "(set LABELGUARD_DEBUG=1 for the traceback)", err=True)
+            click.echo(_printable(f"labelguard: internal error: {type(exc).__name__}: {exc} "
+                                  "(set LABELGUARD_DEBUG=1 for the traceback)"), err=True)
             ctx.exit(2)
 
 
@@ -85,6 +85,25 @@ def main(verbose: int) -> None:
     cluster_logs = _ClusterLogs((logging.CRITICAL, logging.WARNING, logging.NOTSET)[min(verbose, 2)])
     for handler in logging.getLogger().handlers:
         handler.addFilter(cluster_logs)
+        handler.addFilter(_printable_log)
+
+
+def _printable(text: str) -> str:
+    """Text from the data as every report shows it (:func:`labelguard.core.text.printable`),
+    imported when something is said: ``--version`` and ``--help`` do without it."""
+    from labelguard.core.text import printable
+
+    return printable(text)
+
+
+def _printable_log(record: logging.LogRecord) -> bool:
+    """A log line names files of the data: shown escaped, as the report shows them."""
+    try:
+        message = record.getMessage()
+    except Exception:  # a record its handler cannot format either: it says so itself
+        return True
+    record.msg, record.args = _printable(message), ()
+    return True
 
 
 class _ClusterLogs(logging.Filter):
@@ -177,8 +196,10 @@ def spec_options(func):
                      help="mmsegmentation's option: 0 becomes 255 (ignored), other values shift down by one."),
         click.option("--background", type=int, default=None, help="The background value (default 0)."),
         click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-                     help="A labelguard.toml / pyproject.toml above the project config in priority."),
-        click.option("--no-config", is_flag=True, help="Ignore labelguard.toml / pyproject.toml found above the data."),
+                     help="Your labelguard.toml / pyproject.toml: all its settings apply, above the project "
+                          "config (one found at or above the data sets the label spec and layout hints only)."),
+        click.option("--no-config", is_flag=True,
+                     help="Ignore labelguard.toml / pyproject.toml found at or above the data."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -216,12 +237,12 @@ def _storage_options(text: str | None) -> dict | None:
     """The --storage-options JSON object (fsspec storage options, e.g. endpoint_url)."""
     if not text:
         return None
-    import json
+    from labelguard.readers.base import ReadError, parse_json
 
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="--storage-options") from None
+        value = parse_json(text)
+    except ReadError as exc:
+        raise click.BadParameter(str(exc), param_hint="--storage-options") from None
     if not isinstance(value, dict):
         raise click.BadParameter(f"a JSON object is needed, like '{{\"endpoint_url\": \"http://...\"}}', "
                                  f"got {type(value).__name__}", param_hint="--storage-options")
@@ -407,6 +428,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             cache=False if no_cache else cache_dir, engine=engine, scheduler=scheduler,
             storage_options=storage_options,
         )
+    _warn_of_configs(report.configs)
     seed_given = click.get_current_context().get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT
     if seed_given and report.sampled is None:
         report.notes.append(f"--seed {seed} was not used: nothing was sampled "
@@ -441,7 +463,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     else:
         write_report(report, output_format, sys.stdout, **format_options)
     if report.audited_nothing:
-        click.echo(f"labelguard: error: {report.audited_nothing}", err=True)
+        click.echo(_printable(f"labelguard: error: {report.audited_nothing}"), err=True)
     sys.exit(report.exit_code(fail_on))
 
 
@@ -477,21 +499,27 @@ def baseline_write(ctx, output_file: str, audit_args: tuple[str, ...]) -> None:
 @click.argument("files", nargs=-1, type=click.UNPROCESSED)
 @click.option("-f", "--output-format", default="text", show_default=True,
               help="Report format of each dataset's audit (see `labelguard formats`).")
+@click.option("--baselines", "use_baselines", is_flag=True,
+              help="Accept the findings of each dataset's labelguard-baseline.json (beside its labelguard.toml). "
+                   "A baseline found with the data decides what passes, so it is used only when asked.")
 @click.pass_context
-def audit_touched(ctx, files: tuple[str, ...], output_format: str) -> None:
+def audit_touched(ctx, files: tuple[str, ...], output_format: str, use_baselines: bool) -> None:
     """Audit the datasets FILES belong to (the pre-commit hook's entry).
 
     A dataset is the folder of the nearest labelguard.toml at or above a file, up to the
-    current folder; its labelguard-baseline.json is used when present. Exits with the
-    highest exit code of the audits (0 when no file belongs to a dataset).
+    current folder; with --baselines its labelguard-baseline.json is used when present.
+    Exits with the highest exit code of the audits (0 when no file belongs to a dataset).
     """
     from labelguard.precommit import touched_datasets
 
     worst = 0
     for root, baseline in touched_datasets(files):
         args = [root, "--no-progress", "--output-format", output_format]
-        if baseline:
+        if baseline and use_baselines:
             args += ["--baseline", baseline]
+        elif baseline:
+            click.echo(f"labelguard: {_printable(baseline)} was not used: a baseline found with the data accepts "
+                       "findings only with --baselines (the hook's args)", err=True)
         click.echo(f"labelguard audit {' '.join(args)}", err=True)
         try:
             with audit.make_context("audit", args, parent=ctx) as audit_context:
@@ -499,6 +527,14 @@ def audit_touched(ctx, files: tuple[str, ...], output_format: str) -> None:
         except SystemExit as exit_:
             worst = max(worst, exit_.code if isinstance(exit_.code, int) else 2)
     sys.exit(worst)
+
+
+def _warn_of_configs(uses) -> None:
+    """Each setting a config found with the data may not make, on stderr (the report's notes
+    say it too): an audit run with other settings than a config says is never silent."""
+    for use in uses:
+        for warning in use.warnings():
+            click.echo(_printable(f"labelguard: warning: {warning}"), err=True)
 
 
 def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -> tuple[str | None, str | None]:
@@ -622,24 +658,32 @@ def cache() -> None:
     """Show or empty the per-file result cache of `labelguard audit`."""
 
 
-def _cache_here(cache_dir: str | None):
-    """The cache an audit from this folder would use: --cache-dir, else the config found
-    from here ([audit] cache_dir, cache_max_bytes), else the user's cache folder."""
-    from labelguard._audit import cache_settings, load_settings
+def _cache_here(cache_dir: str | None, config_file: str | None = None):
+    """The cache an audit from this folder would use: --cache-dir, else --config's [audit]
+    cache_dir and cache_max_bytes, else the user's cache folder. A config found from here is
+    data, as for an audit: it does not choose the cache, and a warning says so."""
+    from labelguard._audit import cache_settings, config_uses, load_settings
     from labelguard.core.cache import default_cache_dir, open_cache
 
     settings: dict = {}
-    for config in load_settings(os.getcwd(), None, True):
+    configs = load_settings(os.getcwd(), config_file, True)
+    for config in configs:
         settings.update(config.audit)
+    _warn_of_configs(config_uses(configs))
     chosen = cache_settings(cache_dir or settings.get("cache_dir") or default_cache_dir(), settings)
     return open_cache(chosen)
 
 
+CACHE_CONFIG = click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+                            help="The config whose [audit] cache_dir and cache_max_bytes apply, as for `audit`.")
+
+
 @cache.command("info")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder (default: as `audit` uses).")
-def cache_info(cache_dir: str | None) -> None:
+@CACHE_CONFIG
+def cache_info(cache_dir: str | None, config_file: str | None) -> None:
     """Where the cache is, how many entries it holds, its size and its bound."""
-    info = _cache_here(cache_dir).info()
+    info = _cache_here(cache_dir, config_file).info()
     click.echo(f"location: {info.directory}")
     click.echo(f"entries:  {info.entries:,} files' results, {info.batches:,} batches' results")
     click.echo(f"size:     {info.size:,} bytes")
@@ -649,9 +693,10 @@ def cache_info(cache_dir: str | None) -> None:
 
 @cache.command("clear")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder (default: as `audit` uses).")
-def cache_clear(cache_dir: str | None) -> None:
+@CACHE_CONFIG
+def cache_clear(cache_dir: str | None, config_file: str | None) -> None:
     """Delete every cached result (the next audit reads and checks every file)."""
-    store = _cache_here(cache_dir)
+    store = _cache_here(cache_dir, config_file)
     deleted = store.clear()
     click.echo(f"deleted {deleted:,} cached results from {store.info().directory}")
 

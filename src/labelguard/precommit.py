@@ -4,7 +4,8 @@ A dataset is a folder holding a ``labelguard.toml`` (its contract); a file belon
 nearest such folder at or above it, looked for up to the current folder (the repository
 root, where pre-commit runs hooks), never above it. Files outside every dataset are not
 audited. The dataset's baseline, ``labelguard-baseline.json`` beside its contract, is used
-when it is there.
+when the hook's arguments say ``--baselines``: found with the data, it decides which findings
+pass, which only the user may (the trust model of docs/security.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Iterable
 
 from labelguard.baseline import DEFAULT_BASELINE
 from labelguard.config import CONFIG_NAME
+from labelguard.core.paths import inside_root
 
 
 def dataset_of(path: str, top: str) -> str | None:
@@ -23,7 +25,7 @@ def dataset_of(path: str, top: str) -> str | None:
     while True:
         if os.path.isfile(os.path.join(current, CONFIG_NAME)):
             return current
-        if current == top or os.path.dirname(current) == current or not current.startswith(top + os.sep):
+        if current == top or os.path.dirname(current) == current or not inside_root(current, top):
             return None
         current = os.path.dirname(current)
 

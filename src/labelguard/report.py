@@ -21,7 +21,8 @@ JSON schema, version 1::
         "suggested_color_map": {"r,g,b": index} | null,
         "notes": [str], "errors": [str],
         "audited_nothing": null | str, "files": [str],
-        "from_cache": int
+        "from_cache": int,
+        "configs": [{"path": str, "trusted": bool, "applied": [str], "refused": [str]}]
       },
       "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
     }
@@ -31,15 +32,23 @@ With ``--baseline``, ``summary.baseline`` is ``{"file": str, "known": int, "new"
 "known" | "new"`` (see :mod:`labelguard.baseline`); without one neither key is there.
 
 ``path`` is relative to the current directory when the file is inside it (a URL for an
-object of object storage). ``files`` lists every file audited, in the order discovery found
-them; :attr:`Report.files` is a :class:`FileList` that keeps them on disk past its first
-10,000, and the JSON output streams them from there. ``values`` counts
+object of object storage). Every string of the JSON output (paths, messages, class names,
+keys) is shown as every report shows text from the data (:func:`labelguard.core.text.printable`:
+``bad\\xffname.png`` for a name whose bytes are no UTF-8, ``\\x1b`` for an escape character);
+:meth:`Report.to_dict` keeps the names as they are. ``files`` lists every file audited, in
+the order discovery found them; :attr:`Report.files` is a :class:`FileList` that keeps them on
+disk past its first 10,000, and the JSON output streams them from there. ``values`` counts
 every distinct mask value exactly up to 2,048 of them; past that (an image saved as a label)
 ``values_capped`` says so: the 1,024 values nearest 0 and the 1,024 farthest are kept and
 counted exactly, the pixels of the others are ``other_pixels``, and ``outside_spec`` lists the
 kept values only. ``from_cache`` counts the files whose findings and counts came from the
 result cache, unchanged since an earlier audit (:mod:`labelguard.core.cache`); the others
-were read and checked.
+were read and checked. ``configs`` names each config file the audit read: ``trusted`` when
+the user gave it (``--config``), false for one found at or above the data (which is data: it
+may set the label spec and layout hints only); ``applied`` its settings that were taken, as
+``table.key`` (``labels.num_classes``, ``audit.fail_on``, ``severity.LG201``; a flag or a
+higher config may still override them), ``refused`` those it may not make, each also a warning
+in ``notes``.
 """
 
 from __future__ import annotations
@@ -147,6 +156,8 @@ class Report:
     read_limits: Any = field(default=None, repr=False, compare=False)
     # how many of ``files`` had their result taken from the result cache
     from_cache: int = 0
+    # what each config file read decided (labelguard.config.ConfigUse)
+    configs: list[Any] = field(default_factory=list)
 
     def dataset_specs(self) -> list[tuple[str, LabelSpec]]:
         """(path, spec) per dataset when they differ, else one ("", spec)."""
@@ -231,6 +242,7 @@ class Report:
                 "files": list(self.files) if files else None,
                 **self._baseline_summary(),
                 "from_cache": self.from_cache,
+                "configs": [use.to_dict() for use in self.configs],
             },
             "findings": [self._finding_dict(f) for f in self.findings],
         }

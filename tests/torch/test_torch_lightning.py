@@ -86,6 +86,22 @@ def test_a_bfloat16_target_is_checked_by_value(tmp_path):
     assert caught.value.code == "LG201" and "label value 12" in str(caught.value)
 
 
+def test_a_nested_target_is_checked_component_by_component(tmp_path):
+    from torch.utils.data import default_collate
+
+    def nested_labels(samples):
+        batch = default_collate(samples)
+        return {**batch, "label": torch.nested.nested_tensor([s["label"] for s in samples], layout=torch.jagged)}
+
+    data, listing = swin_unet_dataset(tmp_path, n=4, num_classes=9, bad={1: 12})
+    bad = DataLoader(SynapseDataset(data, listing.parent, transform=synapse_to_tensors), batch_size=2,
+                     collate_fn=nested_labels)
+    with pytest.raises(LabelError) as caught:
+        trainer(LabelGuardCallback(num_classes=9, preflight=False)).fit(SegModule(9, bad))
+    assert str(caught.value).startswith("LG201 training batch 0: nested target component 1 (of 2, counted "
+                                        "from 0): label value 12 in 100 pixels"), str(caught.value)
+
+
 class RegressionModule(pl.LightningModule):
     """A trainable first layer before two fixed ones (as tests/torch/test_torch_watch.py): SGD
     past the stable learning rate makes the error grow by a fixed factor per step."""

@@ -1,6 +1,7 @@
 """guard() on targets of every shape a dataset can return: sparse, quantized, half precision,
-None, dicts without a target, lists of annotation dicts. Each one is checked, or is a
-SampleError (LG505) naming the sample; never an internal error, never passed unchecked."""
+float8, complex, MKL-DNN, meta, None, dicts without a target, lists of annotation dicts (nested
+tensors: test_torch_nested_targets.py). Each one is checked, or is a SampleError (LG505) naming
+the sample; never an internal error, never passed unchecked."""
 
 import pytest
 
@@ -13,9 +14,10 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 IMAGE = torch.zeros(1, 2, 2)
 # Torch warns about targets datasets still return: quantized tensors are deprecated, sparse
-# CSR is beta, sparse tensors are built without checking their indices.
+# CSR is beta, sparse tensors are built without checking their indices, complex32 is experimental.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor"),
+    pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental"),
     pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta"),
     pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly disabled"),
 ]
@@ -82,6 +84,17 @@ def good(ids):
     pytest.param(lambda: [*coco_objects(1), {"bbox": [0.0, 0.0, 1.0, 1.0]}], {}, "LG505",
                  "object 1 of 2 in the target has no class: a dict with keys bbox, none of category_id",
                  None, id="coco-object-without-class"),
+    pytest.param(lambda: torch.empty(2, 2, dtype=torch.long, device="meta"), {}, "LG505",
+                 "a target on the meta device (int64 (2, 2)) holds no values to check or to train on", None,
+                 id="meta"),
+    pytest.param(lambda: torch.tensor([[0, 1], [2, 1]], dtype=torch.complex64).to(torch.complex32), {}, "LG505",
+                 "target dtype complex32 holds no real numbers", ["complex32"], id="complex32"),
+    pytest.param(lambda: torch.tensor([[0, 1], [2, 1]], dtype=torch.complex64).conj(), {}, "LG505",
+                 "target dtype complex64 holds no real numbers", ["complex64"], id="complex-conjugate-view"),
+    pytest.param(lambda: torch.tensor([[0, 1], [2, 9]], dtype=torch.float32).to(torch.float8_e4m3fn), {}, "LG201",
+                 "label value 9 in 1 pixel is outside [0, 3)", [9], id="float8"),
+    pytest.param(lambda: torch.tensor([[0, 1], [2, 9]], dtype=torch.float32).to_mkldnn(), {}, "LG201",
+                 "label value 9 in 1 pixel is outside [0, 3)", [9], id="mkldnn"),
 ])
 @pytest.mark.code("LG505", "fail")
 def test_each_kind_of_target_is_checked_or_named(target, kwargs, code, message, values):

@@ -33,11 +33,22 @@ not move on a second write) are not stored. Discovery is never cached.
 Store: a folder of one file per entry, ``<dir>/v1/<2 hex>/<30 hex>``, written to a temporary
 name beside it and renamed into place, so that two audits (or the workers of a cluster on a
 shared file system, where SQLite's locks are unreliable) can share it with no lock: a reader
-sees a whole entry or none. An entry starts with a checksum of its body; one that is
-truncated, damaged or unreadable is a miss, and is rewritten. Entries are unpickled with only
-the classes of a result allowed. The folder is bounded: at the end of an audit that stored
+sees a whole entry or none. The folder is bounded: at the end of an audit that stored
 entries (at most every :data:`SWEEP_EVERY_SECONDS`), the least recently used ones are deleted
 until it holds less than :attr:`CacheSettings.max_bytes`.
+
+A cached result is a verdict, so the folder is trusted only as far as it is this user's own
+(:meth:`ResultCache.refused`; a folder refused is not used at all): it must belong to this
+user and let no one else write into it (it is made with mode 0700), and a symbolic link to it
+must belong to this user or to root. Each entry starts with an HMAC-SHA256 of its body under
+a key of this user's (:data:`KEY_FILE`, 32 random bytes, mode 0600, made once with an
+exclusive create); an entry written without the key (forged, or copied from another user's
+cache, whose key differs) is a miss, as is one truncated or damaged, and it is rewritten. An
+entry is read only when it is a regular file of this user's (opened without following a
+link or waiting on a pipe) of at most :data:`MAX_ENTRY_BYTES`, the most this module writes;
+only then is its body unpickled, with only the classes of a result allowed. Every process
+that uses the folder (a pool's workers, a cluster's) checks it and reads the key from it
+itself: the key never travels with a task.
 
 Only the core's own modules are imported: readers and layouts call the ``note_*`` functions,
 and the engine wraps each per-file call in :meth:`ResultCache.run`, in whichever process
@@ -50,6 +61,7 @@ import contextvars
 import dataclasses
 import enum
 import hashlib
+import hmac
 import io
 import json
 import logging
@@ -76,8 +88,17 @@ log = logging.getLogger(__name__)
 
 # The layout of entries; a change of it starts a new folder beside the old one.
 STORE_VERSION = "v1"
-MAGIC = b"LGCACHE1"
-CHECKSUM_BYTES = 16
+# An entry's head: the magic, then the HMAC-SHA256 of its body (LGCACHE1's plain checksum is
+# read as damaged: its entries are rewritten).
+MAGIC = b"LGCACHE2"
+CHECKSUM_BYTES = 32
+# The user's key that signs the entries, in the entries' folder (deleted with them).
+KEY_FILE = "key"
+KEY_BYTES = 32
+# No entry larger is written (a result this large is computed again), so none larger is read.
+MAX_ENTRY_BYTES = 64 << 20
+# The memo files beside the shards (SOURCES_FILE, LIBRARIES_FILE) are read up to this size.
+MEMO_BYTES = 1 << 20
 # A file modified this recently may change again without its mtime moving (FAT keeps 2 s,
 # HFS+ and S3 1 s): its digest and any result read from it are not stored.
 RACY_SECONDS = 2.0
@@ -364,13 +385,13 @@ def _libraries_digest(memo: str | None = None) -> bytes:
     place = None if memo is None else os.path.join(memo, LIBRARIES_FILE)
     now = time.time_ns()
     folders, racy = _signed(sys.path, now) if place is not None else ([], False)
-    if place is not None:
+    memo_file = _read_own(place, MEMO_BYTES) if place is not None else None
+    if memo_file is not None:
         try:
-            with open(place, encoding="utf-8") as handle:
-                kept = json.loads(handle.read(1 << 20))
+            kept = json.loads(memo_file[0])
             if kept["folders"] == folders and _signed([path for path, _ in kept["files"]], now)[0] == kept["files"]:
                 return bytes.fromhex(kept["digest"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # a memo nested past the stack is a miss
             pass
     read: list[str] = []
     versions = installed_versions(DECODING_LIBRARIES, read)
@@ -475,13 +496,9 @@ def _source_digest(package: str, memo: str | None = None) -> bytes:
                 signatures.update(canonical((os.path.relpath(path, package), _signature(st))))
             signed = signatures.digest()
             place = os.path.join(memo, SOURCES_FILE)
-            try:
-                with open(place, "rb") as handle:
-                    kept = handle.read(128)
-                if len(kept) == 64 and kept[:32] == signed:
-                    return kept[32:]
-            except OSError:
-                pass
+            kept = _read_own(place, 64)
+            if kept is not None and len(kept[0]) == 64 and kept[0][:32] == signed:
+                return kept[0][32:]
     digest = hashlib.sha256()
     for path in sources:
         digest.update(canonical(os.path.relpath(path, package)))
@@ -585,10 +602,10 @@ class _Entry:
     used: float = 0.0  # when it was last written or marked used (its mtime)
 
 
-def _encode_entry(entry: _Entry) -> bytes:
+def _encode_entry(entry: _Entry, key: bytes) -> bytes:
     body = pickle.dumps((entry.identity, entry.dependencies, entry.findings, entry.summary, entry.files),
                         protocol=pickle.HIGHEST_PROTOCOL)
-    return MAGIC + hashlib.sha256(body).digest()[:CHECKSUM_BYTES] + body
+    return MAGIC + hmac.digest(key, body, "sha256") + body
 
 
 _SUMMARY_EMPTY = {item.name: item.default_factory() if item.default_factory is not dataclasses.MISSING
@@ -631,13 +648,14 @@ class CachedResult:
         return self.files
 
 
-def _decode_entry(data: bytes) -> _Entry | None:
-    """The entry in ``data``, or None when it is truncated, damaged or of another format."""
+def _decode_entry(data: bytes, key: bytes) -> _Entry | None:
+    """The entry in ``data``, or None when it is truncated, damaged, of another format or not
+    signed with ``key`` (nothing of it is unpickled then)."""
     head = len(MAGIC) + CHECKSUM_BYTES
     if len(data) <= head or not data.startswith(MAGIC):
         return None
-    body = data[head:]
-    if hashlib.sha256(body).digest()[:CHECKSUM_BYTES] != data[len(MAGIC):head]:
+    body = memoryview(data)[head:]
+    if not hmac.compare_digest(hmac.digest(key, body, "sha256"), data[len(MAGIC):head]):
         return None
     try:
         identity, dependencies, findings, summary, files = _ResultUnpickler(io.BytesIO(body)).load()
@@ -698,6 +716,29 @@ class ResultCache:
         self.root = os.path.join(os.path.abspath(settings.directory), STORE_VERSION)
         self._spec: tuple[Any, bytes] | None = None
         self._tagged = False
+        # (the key, None) once the folder was found this user's own, else (None, why not)
+        self._state: tuple[bytes | None, str | None] | None = None
+
+    def refused(self, again: bool = False) -> str | None:
+        """None when this folder may be used, else why not (a clause: "it belongs to user
+        65534, not to this user (1000)"); then nothing is read from it or written to it.
+        Checked once per process (``again``: once more; an audit asks at its start), making
+        the folder (mode 0700) and the key when missing."""
+        return self._opened(again)[1]
+
+    def _opened(self, again: bool = False) -> tuple[bytes | None, str | None]:
+        state = self._state
+        if state is None or again:
+            try:
+                state = (_open_folder(os.path.abspath(self.settings.directory), self.root), None)
+            except _Refused as exc:
+                state = (None, str(exc))
+            self._state = state
+        return state
+
+    def environment(self) -> bytes:
+        """:func:`environment_digest`, its memo files kept in this folder when it may be used."""
+        return environment_digest(None if self.refused() else self.root)
 
     # -- the per-file wrapper ---------------------------------------------------------------------
 
@@ -709,7 +750,7 @@ class ResultCache:
         memo = self._spec
         if memo is None or memo[0] is not spec:
             memo = self._spec = (spec, hashlib.sha256(canonical(spec)).digest())
-        digest = hashlib.sha256(environment_digest(self.root))
+        digest = hashlib.sha256(self.environment())
         digest.update(rules_digest())
         digest.update(memo[1])
         digest.update(canonical((working_folder(), current_limits())))
@@ -801,17 +842,16 @@ class ResultCache:
         return os.path.join(self.root, identity[:2], identity[2:])
 
     def _read(self, identity: str) -> _Entry | None:
-        path = self._path(identity)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-                used = os.fstat(handle.fileno()).st_mtime
-        except OSError:
+        key = self._opened()[0]
+        if key is None:
             return None
-        entry = _decode_entry(data)
+        found = _read_own(self._path(identity), MAX_ENTRY_BYTES)
+        if found is None:
+            return None
+        entry = _decode_entry(found[0], key)
         if entry is None or entry.identity != identity:
             return None
-        entry.used = used
+        used = entry.used = found[1].st_mtime
         if time.time() - used > TOUCH_AFTER_SECONDS:
             self._touch(identity)
         return entry
@@ -819,7 +859,7 @@ class ResultCache:
     def _touch(self, identity: str) -> None:
         """Mark an entry used now: the sweep deletes the least recently used first."""
         try:
-            os.utime(self._path(identity))
+            os.utime(self._path(identity), follow_symlinks=_UTIME_FOLLOWS)
         except OSError:
             pass
 
@@ -901,10 +941,17 @@ class ResultCache:
         return dependencies
 
     def _write(self, entry: _Entry) -> None:
+        key = self._opened()[0]
+        if key is None:
+            return
         try:
-            data = _encode_entry(entry)
+            data = _encode_entry(entry, key)
         except Exception:  # a result that cannot be pickled is computed again next time
             log.debug("result of entry %s cannot be cached", entry.identity, exc_info=True)
+            return
+        if len(data) > MAX_ENTRY_BYTES:
+            log.debug("result of entry %s is %d bytes, over %d: not cached", entry.identity, len(data),
+                      MAX_ENTRY_BYTES)
             return
         path = self._path(entry.identity)
         if not _write_atomically(path, data) and not os.path.isdir(os.path.dirname(path)):
@@ -916,7 +963,7 @@ class ResultCache:
             _write_atomically(path, data)
 
     def _make_folders(self, folder: str) -> None:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         if not self._tagged:
             self._tagged = True
             tag = os.path.join(self.settings.directory, "CACHEDIR.TAG")
@@ -931,6 +978,9 @@ class ResultCache:
 
     def writable(self) -> str | None:
         """None when entries can be written here, else why not."""
+        refused = self.refused()
+        if refused:
+            return refused
         try:
             self._make_folders(self.root)
             probe = os.path.join(self.root, f".probe.{os.getpid()}.{time.monotonic_ns()}.tmp")
@@ -976,7 +1026,8 @@ class ResultCache:
         count = self.info().entries
         import shutil
 
-        shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.root, ignore_errors=True)  # the key with the entries: a new one is made
+        self._state = None
         _unlink(os.path.join(self.settings.directory, "CACHEDIR.TAG"))
         try:
             os.rmdir(self.settings.directory)  # only when nothing else is in it
@@ -988,6 +1039,8 @@ class ResultCache:
         """Delete the least recently used entries until the folder is under its bound, and
         temporary files left by dead writers; at most every :data:`SWEEP_EVERY_SECONDS`
         unless ``force``. The number of entries deleted."""
+        if self.refused():
+            return 0
         marker = os.path.join(self.root, SWEEP_MARKER)
         now = time.time()
         if not force:
@@ -996,10 +1049,7 @@ class ResultCache:
                     return 0
             except OSError:
                 pass
-        try:
-            with open(marker, "w", encoding="ascii"):
-                pass
-        except OSError:
+        if not _write_atomically(marker, b""):
             return 0
         entries, total = [], 0
         for path, st in self._entries():
@@ -1028,7 +1078,7 @@ def _write_atomically(path: str, data: bytes) -> bool:
     temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(temporary, flags, 0o644)
+        fd = os.open(temporary, flags, 0o600)
     except OSError:
         log.debug("cannot write %s", path, exc_info=True)
         return False
@@ -1056,6 +1106,157 @@ def _unlink(path: str) -> bool:
     except OSError:  # another audit's sweep took it first
         return False
     return True
+
+
+# ---- trusting the folder ------------------------------------------------------------------------
+
+# A link is not followed, a pipe not waited on (its fstat tells what it is).
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_BINARY", 0))
+# False where os.utime can leave a link alone (a link planted as an entry must not touch its target).
+_UTIME_FOLLOWS = os.utime not in os.supports_follow_symlinks
+# Windows has no owners or modes of this kind: there the folder's place (the user's own
+# %LOCALAPPDATA%) and the key decide.
+_POSIX = hasattr(os, "geteuid")
+
+
+class _Refused(Exception):
+    """Why a cache folder is not trusted (a clause that completes "the result cache ... was
+    not used: ...")."""
+
+
+def _own(st: os.stat_result) -> bool:
+    return not _POSIX or st.st_uid == os.geteuid()
+
+
+def _read_own(path: str, limit: int) -> tuple[bytes, os.stat_result] | None:
+    """(bytes, stat) of ``path`` when it is a regular file of this user's of at most ``limit``
+    bytes, else None: missing, a link, a pipe, a device, another user's file, or larger (then
+    deleted: nothing this module writes is)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _own(st):
+            return None
+        if st.st_size <= limit:
+            # One byte more than the size: a short read is the end of the file.
+            data = os.read(fd, st.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if st.st_size > limit or len(data) > limit:
+        _unlink(path)
+        return None
+    return data, st
+
+
+def _not_own_folder(st: os.stat_result) -> str | None:
+    """Why a folder (its stat, links followed) is not this user's own, or None."""
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a folder"
+    if _POSIX and st.st_uid != os.geteuid():
+        return f"it belongs to user {st.st_uid}, not to this user ({os.geteuid()})"
+    return None
+
+
+def _open_folder(directory: str, root: str) -> bytes:
+    """The key of the cache at ``directory`` (entries under ``root``), the folders (mode 0700)
+    and the key made when missing; :class:`_Refused` when ``directory`` is not this user's own
+    (another user's, one others may write into, a symbolic link of another user's: a link
+    planted in a shared folder is not followed) or the key is not private."""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except FileExistsError:
+        pass  # something that is no folder: said below
+    except OSError as exc:
+        raise _Refused(f"it cannot be made ({exc.strerror})") from None
+    try:
+        st = os.lstat(directory)
+    except OSError as exc:
+        raise _Refused(f"it cannot be looked at ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        if _POSIX and st.st_uid not in (os.geteuid(), 0):
+            raise _Refused(f"it is a symbolic link of user {st.st_uid}'s")
+        try:
+            st = os.stat(directory)
+        except OSError:
+            raise _Refused("it is a symbolic link to nothing") from None
+    problem = _not_own_folder(st)
+    if problem:
+        raise _Refused(problem)
+    if _POSIX and st.st_mode & 0o022:
+        raise _Refused(f"other users may write into it (mode {stat.S_IMODE(st.st_mode):04o}; "
+                       f"`chmod go-w {directory}` makes it this user's alone)")
+    try:
+        os.mkdir(root, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise _Refused(f"its folder {root} cannot be made ({exc.strerror})") from None
+    try:
+        st = os.lstat(root)  # never followed: labelguard makes it a folder
+        problem = _not_own_folder(st)
+        if problem:
+            raise _Refused(f"{root}: {problem}")
+        if _POSIX and st.st_mode & 0o077:
+            os.chmod(root, 0o700)  # labelguard's own folder, made before entries were signed
+    except OSError as exc:
+        raise _Refused(f"its folder {root} cannot be used ({exc.strerror})") from None
+    return _user_key(os.path.join(root, KEY_FILE))
+
+
+def _user_key(path: str) -> bytes:
+    """The key at ``path``, made when missing; :class:`_Refused` unless it is a regular file of
+    this user's that no one else may read or write, of :data:`KEY_BYTES` bytes."""
+    if not os.path.lexists(path):
+        _make_key(path)
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        raise _Refused(f"its key {path} cannot be read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused(f"its key {path} is not a regular file")
+        if _POSIX and st.st_uid != os.geteuid():
+            raise _Refused(f"its key {path} belongs to user {st.st_uid}, not to this user ({os.geteuid()})")
+        if _POSIX and st.st_mode & 0o077:
+            raise _Refused(f"other users may read or write its key {path} (mode {stat.S_IMODE(st.st_mode):04o}); "
+                           "`labelguard cache clear` deletes it with the entries")
+        key = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(key) != KEY_BYTES:
+        raise _Refused(f"its key {path} is damaged ({len(key)} bytes, not {KEY_BYTES})")
+    return key
+
+
+def _make_key(path: str) -> None:
+    """Write a new random key at ``path`` unless another process wrote one first: the key is
+    written whole under a temporary name, then linked to ``path``, which fails when it exists."""
+    temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        try:
+            os.write(fd, os.urandom(KEY_BYTES))
+        finally:
+            os.close(fd)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process's key is the one
+        except OSError:
+            # A file system without hard links: a key another process wrote meanwhile is
+            # replaced, and the entries it signed are misses (the cost of a race, no more).
+            os.replace(temporary, path)
+    except OSError as exc:
+        raise _Refused(f"its key {path} cannot be written ({exc.strerror})") from None
+    finally:
+        _unlink(temporary)
 
 
 _OPEN: dict[CacheSettings, ResultCache] = {}

@@ -32,7 +32,7 @@ import traceback
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, environment_digest, open_cache
+from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, open_cache
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -265,7 +265,7 @@ def run_batches(
         workers = min(workers, max(1, len(head)))
     size = batch_size(len(head), workers)
     if cache is not None:
-        environment_digest(open_cache(cache).root)  # once here, not in every forked worker
+        open_cache(cache).environment()  # once here (and the folder checked), not in every forked worker
     if workers == 1 or (complete and len(head) < 4):
         return ((batch, run_batch(batch, spec, cache)) for batch in batches_of(itertools.chain(head, source), size))
     # The processors the first tasks use, imported once by a fork server (see _context).

@@ -38,10 +38,11 @@ class ReadLimits:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
 
-# Where each limit is raised, for the messages of files over it.
+# Where each limit is raised, for the messages of files over it (a config found with the data
+# does not set limits: only the user's own, given with --config).
 RAISE_WITH = {
-    "max_pixels": "--max-pixels N or max_pixels = N under [audit] in labelguard.toml",
-    "max_file_bytes": "--max-file-bytes N or max_file_bytes = N under [audit] in labelguard.toml",
+    "max_pixels": "--max-pixels N or max_pixels = N under [audit] of a --config file",
+    "max_file_bytes": "--max-file-bytes N or max_file_bytes = N under [audit] of a --config file",
 }
 
 _LIMITS: contextvars.ContextVar[ReadLimits] = contextvars.ContextVar("labelguard_read_limits",

@@ -10,6 +10,8 @@ Every finding, reader problem and report line words these the same way::
     '3, 4 and 1 more value'
     >>> show_name("dog "), show_name("dog")
     ("'dog '", 'dog')
+    >>> printable("a\\x1b[2J.png"), printable("bad\\udcffname"), printable("gnp\\u202e.exe")
+    ('a\\\\x1b[2J.png', 'bad\\\\xffname', 'gnp\\\\u202e.exe')
     >>> clipped("9" * 5000, 10)
     '9999999... (5,000 characters)'
     >>> spans([1, 2, 3, 5])
@@ -18,6 +20,8 @@ Every finding, reader problem and report line words these the same way::
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any, Callable, Iterable
 
 # Items a message lists before it counts the rest.
@@ -120,12 +124,75 @@ def clipped(text: str, limit: int = 60) -> str:
     return f"{text[:max(limit - 3, 1)]}... ({len(text):,} characters)"
 
 
+# What text from the data may not print as it is: C0 and C1 controls and DEL (escape
+# sequences, line breaks, XML 1.0's forbidden characters), lone surrogates (the bytes of a
+# non-UTF-8 file name, as surrogateescape decodes them), bidi overrides, marks and isolates,
+# line and paragraph separators, invisible format characters and spaces other than U+0020, and
+# the noncharacters U+FFFE/U+FFFF that XML forbids. A fixed list, not str.isprintable(): the
+# escaped form is part of a finding's identity (labelguard.baseline), so it must not change
+# with the Unicode version of the Python that runs the audit.
+UNSAFE_CHARACTERS = ("\x00-\x1f\x7f-\xa0\xad\u061c\u1680\u180e\u2000-\u200b\u200e\u200f\u2028-\u202f"
+                     "\u205f-\u2064\u2066-\u206f\u3000\ud800-\udfff\ufeff\ufff9-\ufffb\ufffe\uffff")
+
+
+@functools.cache
+def _unsafe() -> re.Pattern:
+    # Compiled when a text is not plain ASCII (some milliseconds, which most audits never pay).
+    return re.compile(f"[{UNSAFE_CHARACTERS}]")
+
+
+_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match) -> str:
+    char = match.group()
+    code = ord(char)
+    if char in _SHORT:
+        return _SHORT[char]
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a non-UTF-8 name: shown as the byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` from the data as every report shows it: each character that could act on a
+    terminal, a CI log, an XML parser or the reader's eye (:data:`UNSAFE_CHARACTERS`) written
+    as an escape.
+
+    ``\\t``, ``\\n``, ``\\r``; other controls below U+0080 as ``\\x1b``; a byte of a
+    non-UTF-8 file name as ``\\xff``; anything else as ``\\u202e`` (so that ``\\xNN`` from 0x80
+    up always means a byte). Plain text comes back unchanged; the same text always gives the
+    same escape, and two texts that differ only in such characters never give the same one. A
+    backslash is left as it is (Windows paths), so only a text already holding ``\\x1b``-like
+    sequences can share its escape with another.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return _unsafe().sub(_escape, text)
+
+
+def printable_data(value: Any) -> Any:
+    """``value`` (a report's JSON data: dicts, lists, strings, numbers) with every string in
+    it, keys included, shown by :func:`printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(key) if isinstance(key, str) else key: printable_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable_data(item) for item in value]
+    return value
+
+
 def show_name(name: str) -> str:
-    """A class name as a table shows it: bare when plain, quoted (repr) when blanks at its ends,
-    control characters or emptiness would otherwise hide what it is."""
-    if name and name == name.strip() and name.isprintable():
+    """A class name as a table shows it: bare when plain, quoted when blanks at its ends,
+    control characters or emptiness would otherwise hide what it is (those escaped by
+    :func:`printable`)."""
+    shown = printable(name)
+    if name and shown == name and name == name.strip():
         return name
-    return repr(name)
+    return f"'{shown}'"
 
 
 def spans(ids: list[int]) -> str:

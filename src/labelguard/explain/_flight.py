@@ -148,13 +148,18 @@ class FlightRecord:
 
 
 def read_record(path: str | os.PathLike) -> FlightRecord:
-    """Load a flight record file written by :func:`labelguard.torch.record`."""
+    """Load a flight record file written by :func:`labelguard.torch.record`.
+
+    The file may come from anywhere (a colleague's crashed run, a bug report): it is read as
+    every JSON input is, a regular file of bounded size and nesting."""
+    from labelguard.readers.base import ReadError, parse_json, read_text
+
     path = Path(path)
+    if not os.path.lexists(path):
+        raise FlightRecordError(f"no flight record at {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FlightRecordError(f"no flight record at {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = parse_json(read_text(os.fspath(path)), "the flight record")
+    except ReadError as exc:
         raise FlightRecordError(f"cannot read flight record {path}: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise FlightRecordError(f"{path} is not a labelguard flight record")

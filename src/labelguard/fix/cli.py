@@ -13,6 +13,7 @@ import click
 
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import printable, printable_data
 from labelguard.errors import SpecError
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FixResult, read_json_file
 from labelguard.fix.journal import OBJECT_STORAGE_REFUSAL, FixError
@@ -118,21 +119,24 @@ def _layout(layout, key):
 
 
 def _show(result: FixResult, as_json: bool) -> None:
+    # Names of the data are shown as the audit's reports show them (escaped, never acting on
+    # the terminal or starting a line of a CI log).
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json.dumps(printable_data(result.to_dict()), indent=2))
     else:
         for change in result.changes:
             where = f" -> {change.target}" if change.target and change.target != change.path else ""
-            click.echo(f"{_MARK.get(change.status, change.status):<10} {change.path}{where}: {change.summary}")
+            click.echo(printable(f"{_MARK.get(change.status, change.status):<10} {change.path}{where}: "
+                                 f"{change.summary}"))
         for note in result.notes:
-            click.echo(f"note: {note}", err=True)
+            click.echo(printable(f"note: {note}"), err=True)
         counts = {status: result.count(status) for status in _MARK if result.count(status)}
         click.echo(", ".join(f"{n} {_MARK[s]}" for s, n in counts.items()) or "no files", err=True)
         if not result.applied and result.count(PLANNED):
             click.echo("dry run: nothing was written; add --apply to write (originals are backed up)", err=True)
         if result.run_id:
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(result.journal))))
-            click.echo(f"run {result.run_id} journaled; undo with: labelguard fix undo {root}", err=True)
+            click.echo(printable(f"run {result.run_id} journaled; undo with: labelguard fix undo {root}"), err=True)
     if not result.ok:
         raise SystemExit(1)
 
@@ -276,7 +280,8 @@ def colors_command(paths, color_map, unmapped, mode, num_classes, values, classe
 @click.argument("lists", nargs=-1, type=DataPath(exists=True, dir_okay=False))
 @click.option("--root", type=DataPath(exists=True, file_okay=False),
               help="The dataset root the entries are relative to (default: found above the list; needed for "
-                   "lists in object storage).")
+                   "lists in object storage). With --from-report: the dataset whose lists are cleaned (default: "
+                   "the paths the report audited).")
 @click.option("--keep-missing", is_flag=True, help="Keep entries whose file does not exist.")
 @common_options
 @remote_options

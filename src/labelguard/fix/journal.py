@@ -55,7 +55,8 @@ from typing import BinaryIO, Sequence
 from labelguard._version import __version__
 from labelguard.core import storage
 from labelguard.errors import LabelguardError
-from labelguard.layouts.pairing import inside_root
+from labelguard.core.paths import inside_root, resolves_inside  # noqa: F401 (re-exported for the fixers)
+from labelguard.readers.base import ReadError, parse_json
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +76,6 @@ _HASH = re.compile(r"[0-9a-f]{64}")
 
 class FixError(LabelguardError, ValueError):
     """A fix cannot be done as asked (bad map, nothing to undo, conflicting files)."""
-
-
-def resolves_inside(path: str, root: str) -> bool:
-    """True when ``path`` lies inside ``root`` once every symbolic link of both is resolved
-    (:func:`labelguard.layouts.pairing.inside_root` on the real paths): what a write to
-    ``path`` would really change."""
-    return inside_root(os.path.realpath(path), os.path.realpath(root))
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -274,9 +268,9 @@ class DataLock:
     def _holder(self) -> str:
         try:
             os.lseek(self._fd, 0, os.SEEK_SET)
-            record = json.loads(os.read(self._fd, 4096).decode("utf-8"))
+            record = parse_json(os.read(self._fd, 4096).decode("utf-8"), "lock file")
             return f"pid {int(record['pid'])}: {str(record['what'])[:200]}, since {str(record['since'])[:40]}"
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, ReadError, KeyError, TypeError):
             return "a process that has not said what it runs yet"
 
     def release(self) -> None:
@@ -530,12 +524,14 @@ def read_journal(journal_path: str) -> RunInfo:
             continue
         where = f"{journal_path}:{number}"
         try:
-            entry = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            entry = parse_json(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ReadError) as exc:
             if number == len(lines):
                 log.info("ignoring the torn last line of %s", journal_path)
             else:
-                info.problems.append((where, "the journal line is not JSON; whatever it recorded is not undone"))
+                reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
+                info.problems.append((where, f"the journal line is not JSON labelguard reads ({reason}); "
+                                             "whatever it recorded is not undone"))
             continue
         event = entry.get("event") if isinstance(entry, dict) else None
         wrong = _wrong_fields(entry, event)

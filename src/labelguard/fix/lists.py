@@ -16,15 +16,17 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from labelguard.core import storage
-from labelguard.core.text import noun, shorten
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report
+from labelguard.core.text import noun, printable, shorten
+from labelguard.fix.base import (
+    PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report, report_paths,
+)
 from labelguard.fix.engine import (
     FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
 )
-from labelguard.fix.journal import FixError, refuse_object_storage
+from labelguard.fix.journal import FixError, refuse_object_storage, resolves_inside
 from labelguard.fix.remote import is_remote, local_copy, told
 from labelguard.layouts.pairing import inside_root
-from labelguard.layouts.base import display_path, pair_key, strip_extension, walk_files
+from labelguard.layouts.base import AuditOptions, discover_datasets, display_path, pair_key, strip_extension, walk_files
 from labelguard.readers.base import ReadError, read_bytes
 from labelguard.readers.lists import ListEntry, ListFile, parse_list
 from labelguard.readers.masks import MASK_EXTENSIONS
@@ -56,8 +58,10 @@ def clean_list(
     so ``fix undo`` finds it from the dataset root and from the list's folder alike.
 
     Args:
-        lists: list files (default: the lists with LG004/LG003 findings in ``from_report``).
-        root: the dataset root the entries are relative to.
+        lists: list files (default: the lists with LG004/LG003 findings in ``from_report`` that
+            the dataset reads: :func:`lists_of_report`).
+        root: the dataset root the entries are relative to; with ``from_report``, the dataset
+            whose lists are cleaned (default: the paths the report audited).
         drop_missing: remove entries without a file (default True).
         from_report: a saved JSON audit report.
         apply: write (default: a dry run).
@@ -67,14 +71,14 @@ def clean_list(
             (its prefix) and ``out``: the prefix is copied there whole and its lists cleaned in
             that copy (:mod:`labelguard.fix.remote`).
     """
+    ignored: list[str] = []
     if lists is None or (not isinstance(lists, (str, os.PathLike)) and not list(lists)):
         if not from_report:
             raise FixError("no list files given")
-        report = load_report(from_report)
-        lists = sorted({f["path"] for f in report["findings"] if f["code"] in ("LG004", "LG003") and f["path"]
-                        and os.path.isfile(f["path"]) and not f["path"].lower().endswith(tuple(MASK_EXTENSIONS))})
+        lists, ignored = lists_of_report(from_report, root)
         if not lists:
-            raise FixError(f"{from_report} names no unclean file list (LG004/LG003)")
+            raise FixError(f"{from_report} names no unclean file list (LG004/LG003) that its datasets read"
+                           + (f"; {'; '.join(ignored)}" if ignored else ""))
     if isinstance(lists, (str, os.PathLike)):
         lists = [lists]
     lists = [storage.local_path(os.fspath(p)) for p in lists]
@@ -89,7 +93,64 @@ def clean_list(
             result = _clean_lists(local[1:], local[0], drop_missing, apply, fix_out, force)
         return told(result, staging, out)
     refuse_object_storage([root] if root is not None else [])
-    return _clean_lists(lists, root, drop_missing, apply, out, force)
+    result = _clean_lists(lists, root, drop_missing, apply, out, force)
+    result.notes.extend(ignored)
+    return result
+
+
+def lists_of_report(report_path: str, root: str | None) -> tuple[list[str], list[str]]:
+    """(the lists to clean, a note for each list the report names that is not cleaned) for
+    ``clean_list(from_report=...)``.
+
+    A report's findings name the files the audited data named: a data.yaml can make an audit
+    name a list outside the dataset, and a report can be edited. So a list is taken from the
+    report only when the dataset, discovered again, reads it as a file list (never a data.yaml,
+    an obj.data or a label file) and it lies inside the dataset once links are resolved. The
+    datasets are ``root`` when given, else the paths the report audited (the audit's command
+    line)."""
+    report = load_report(report_path)
+    datasets = [root] if root is not None else _report_datasets(report, report_path)
+    folders = []
+    # Keyed as the report shows paths (printable), so a name holding control characters or
+    # bytes that are no UTF-8 is found again from its escape.
+    read: dict[str, str] = {}
+    for dataset in datasets:
+        absolute = storage.abspath(dataset)
+        folders.append(absolute if storage.isdir(absolute) else os.path.dirname(absolute))
+        for discovery in discover_datasets(absolute, AuditOptions()):
+            read.update((printable(storage.abspath(path)), path) for path in discovery.lists
+                        if resolves_inside(path, folders[-1]))
+    named = sorted({f["path"] for f in report["findings"]
+                    if f.get("code") in ("LG004", "LG003") and isinstance(f.get("path"), str) and f["path"]})
+    lists, ignored = [], []
+    shown = ", ".join(display_path(d) for d in datasets)
+    for path in named:
+        found = read.get(printable(storage.abspath(path)))
+        if found is not None:
+            lists.append(found)
+            continue
+        if not any(resolves_inside(path, folder) for folder in folders):
+            why = f"outside {shown}"
+        elif not storage.isfile(path):
+            why = "no file here"
+        else:
+            why = f"no file list {shown} reads"
+        ignored.append(f"{report_path} names {path}, {why}: not cleaned")
+    return lists, ignored
+
+
+def _report_datasets(report: dict, report_path: str) -> list[str]:
+    """The datasets whose lists a report's findings may name, without ``--root``: the paths
+    the report audited, each inside the current folder. A report is a file like any other (it
+    can be edited or come from elsewhere): its paths never lead the fix outside the folder it
+    runs from."""
+    paths = report_paths(report)
+    here = os.getcwd()
+    outside = [path for path in paths if not resolves_inside(path, here)]
+    if outside:
+        raise FixError(f"{report_path} audited {', '.join(display_path(p) for p in outside)}, outside the current "
+                       "folder: name the dataset whose lists to clean with --root")
+    return paths
 
 
 def _clean_lists(lists: list[str], root: str | None, drop_missing: bool, apply: bool, out: str | None,

@@ -5,9 +5,12 @@ container names are the mask reader's): the label array plus a writer that store
 with everything else of the file kept (PNG mode, palette, text chunks and dpi; TIFF compression,
 resolution, description and ImageJ metadata; the other arrays of an NPZ; the other datasets,
 attributes, chunking and compression of an HDF5 file; the NIfTI header, extensions and affine)
-and a check that re-reads what was written, that metadata included. An HDF5 file with external
-links or virtual datasets mapped from other files is refused: a write could land there. :func:`run_mask_fix` plans every mask with a transform and writes
-through :func:`labelguard.fix.engine.apply_edits`.
+and a check that re-reads what was written, that metadata included. A file that keeps labels in
+other files is refused before anything is read from them or written: an HDF5 file with external
+links, external storage or virtual datasets mapped from other files (a write could land there),
+an OME-TIFF placing planes in other files, a NIfTI header/image pair (two files, never replaced
+as one). :func:`run_mask_fix` plans every mask with a transform and writes through
+:func:`labelguard.fix.engine.apply_edits`.
 
 A file whose audit says it is not a clean label (an image saved as the label, or a mask with
 JPEG damage: LG202) is refused unless ``force``: a remap would turn it into a clean-looking
@@ -41,7 +44,9 @@ from labelguard.layouts.base import AuditOptions, display_path
 from labelguard.layouts.masks import process_mask
 from labelguard.readers.base import ReadError, read_head, sniff
 from labelguard.readers.colormap import ColorMap, color_histogram, rgb_color, unpack
-from labelguard.readers.masks import IMAGE_FORMATS, LABEL_KEYS, read_mask
+from labelguard.readers.masks import (
+    IMAGE_FORMATS, LABEL_KEYS, SEVERAL_FILES, hdf5_data_elsewhere, named_file, ome_elsewhere, read_mask, tiff_file,
+)
 
 
 @dataclass
@@ -106,9 +111,17 @@ def _same_array(dest: str, key: str | None, expected: np.ndarray) -> None:
         raise FixError("the written file reads back different labels than intended")
 
 
+def _refuse_ome_elsewhere(image: Image.Image, path: str) -> None:
+    """Refusal of a TIFF whose OME-XML places planes in other files (Pillow reads only this one)."""
+    elsewhere = ome_elsewhere(getattr(image, "tag_v2", {}).get(270), path) if image.format == "TIFF" else None
+    if elsewhere:
+        raise Refusal(elsewhere)
+
+
 @mask_editor(*(f for f in IMAGE_FORMATS if f not in ("jpeg", "tiff")))
 def _open_image(path: str, container: str, key: str | None = None) -> LabelFile:
     with Image.open(path) as image:
+        _refuse_ome_elsewhere(image, path)
         image.load()
         mode, fmt, info = image.mode, image.format, dict(image.info)
         palette = image.getpalette(rawmode=image.palette.mode) if mode == "P" and image.palette else None
@@ -198,10 +211,15 @@ def _open_tiff(path: str, container: str = "tiff", key: str | None = None) -> La
         return _open_image(path, container)
     tifffile = require("tifffile", "rewrite TIFF masks")
     try:
-        with tifffile.TiffFile(path) as tif:
+        with tiff_file(tifffile, path) as tif:
+            elsewhere = ome_elsewhere(tif.pages[0].description if len(tif.pages) else None, path)
+            if elsewhere:
+                raise Refusal(elsewhere)
             array = np.asarray(tif.asarray())
             kept = _tiff_metadata(tif)
             axes = tif.series[0].axes
+    except CannotFix:
+        raise
     except Exception as exc:  # tifffile raises many types on corrupt files
         raise CannotFix(f"cannot decode TIFF: {exc}") from None
     if array.ndim == 3 and array.shape[-1] in (3, 4) and array.dtype == np.uint8:
@@ -364,24 +382,26 @@ def _open_hdf5(path: str, container: str, key: str | None) -> LabelFile:
 
 
 def _hdf5_links_out(handle, h5py) -> list[str]:
-    """The external links of an open HDF5 file and its virtual datasets mapped from other files."""
+    """The external links of an open HDF5 file and its datasets whose data lies in other files
+    (:func:`~labelguard.readers.masks.hdf5_data_elsewhere`)."""
     found = []
     groups = [("/", handle)]
 
     def visit(name: str, item) -> None:
         if isinstance(item, h5py.Group):
             groups.append((f"/{name}", item))
-        elif isinstance(item, h5py.Dataset) and item.is_virtual:
-            files = sorted({s.file_name for s in item.virtual_sources() if s.file_name != "."})
-            if files:
-                found.append(f"/{name} is a virtual dataset mapped from {', '.join(files)}")
+        elif isinstance(item, h5py.Dataset):
+            elsewhere = hdf5_data_elsewhere(item)
+            if elsewhere:
+                found.append(f"{named_file('/' + name)} {elsewhere}")
 
     handle.visititems(visit)
     for where, group in groups:
         for name in group:
             link = group.get(name, getlink=True)
             if isinstance(link, h5py.ExternalLink):
-                found.append(f"{where.rstrip('/')}/{name} is an external link to {link.filename}:{link.path}")
+                found.append(f"{named_file(where.rstrip('/') + '/' + name)} is an external link to "
+                             f"{named_file(f'{link.filename}:{link.path}')}")
     return found
 
 
@@ -405,6 +425,10 @@ def _hdf5_layout(handle, h5py) -> dict:
 
 @mask_editor("nifti", "gzip")
 def _open_nifti(path: str, container: str = "nifti", key: str | None = None) -> LabelFile:
+    if SEVERAL_FILES.search(path):
+        raise Refusal(f"{named_file(os.path.basename(path))} is one file of an image stored in several (a "
+                      "header/image pair such as NIfTI's .hdr and .img): fix rewrites one file at a time and would "
+                      "leave the other as it was; convert the image to a single .nii or .nii.gz file")
     nib = require("nibabel", "rewrite NIfTI masks")
     try:
         image = nib.load(path)
@@ -506,6 +530,7 @@ def open_color_file(path: str, table: dict[int, int], mode: str = "P") -> LabelF
     if container not in IMAGE_FORMATS:
         raise CannotFix(f"not an image ({container or 'unknown bytes'}): only colour images are converted")
     with Image.open(path) as image:
+        _refuse_ome_elsewhere(image, path)
         image.load()
         fmt = image.format
         if image.mode not in ("RGB", "RGBA", "P"):

@@ -198,12 +198,12 @@ def _common_prefix(urls: list[str]) -> str | None:
 def _local(url: str, staging: Staging) -> str | None:
     """The local path of ``url`` in the copy; None when it (normalised) lies outside the
     root, or its place would (a name the local file system reads otherwise)."""
-    url, root = storage.normpath(url), staging.root.rstrip("/")
+    url, root = storage.normpath(url), storage.normpath(staging.root)
+    if not inside_root(url, root):
+        return None
     if url == root:
         return staging.folder
-    if not url.startswith(root + "/"):
-        return None
-    parts = url[len(root) + 1:].split("/")
+    parts = url[len(root.rstrip("/")) + 1:].split("/")
     if any(part in ("", ".", "..") or os.sep in part or (os.altsep and os.altsep in part) for part in parts):
         return None
     target = os.path.join(staging.folder, *parts)

@@ -52,6 +52,12 @@ class Discovery:
     color_map: object | None = None
     # (root, layout) of each dataset, when one PATH held several.
     datasets: list[tuple[str, str]] = field(default_factory=list)
+    lists: list[str] = field(default_factory=list)  # the file lists read (what `fix list` may clean)
+
+    def add_lists(self, selection: ListSelection) -> None:
+        """What a reading of file lists found: its findings, and the lists it read."""
+        self.findings.extend(selection.findings)
+        self.lists.extend(selection.lists)
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ def discover(root: str, options: AuditOptions) -> Discovery:
         merged.tasks.extend(part.tasks)
         merged.findings.extend(part.findings)
         merged.notes.extend(part.notes)
+        merged.lists.extend(part.lists)
         if not merged.spec.is_known and part.spec.is_known:
             merged.spec = part.spec
         merged.color_map = merged.color_map or part.color_map

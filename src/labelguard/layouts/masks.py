@@ -16,14 +16,15 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
+from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileTask
 from labelguard.layouts.base import (
     AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
 )
 from labelguard.layouts.pairing import (
-    DisplayNames, Pairing, PairingStream, Role, image_sets_rule, inside_root, labels_by_image, may_pair,
-    missing_reason, pair_files, pair_in_folder,
+    DisplayNames, Pairing, PairingStream, Role, image_sets_rule, inside_root, labels_by_image, linked_outside,
+    may_pair, missing_reason, pair_files, pair_in_folder,
 )
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
 from labelguard.readers.colormap import (
@@ -141,28 +142,31 @@ def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str,
     return pairing.pairs, pairing.orphan_images, pairing.orphan_labels
 
 
-def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
-    """The spec a dataset declares beside its data: nnU-Net dataset.json or a class-name file.
+def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str], list[Finding]]:
+    """The spec a dataset declares beside its data: nnU-Net dataset.json or a class-name file;
+    the problems of the files that could not be read; LG005 for those that are links out of
+    their folder (not read: :func:`linked_outside`).
 
     ``directories`` go nearest first, the dataset's own folders before the ones above its
     root: a converter's output folder holds the class list of that output, while the folder
     above may hold the input it was run with (labelme's labels.txt, whose ``__ignore__``
     first line is not a class of the output).
     """
-    problems = []
+    problems: list[str] = []
+    outside: list[Finding] = []
     for directory in directories:
         path = os.path.join(directory, "dataset.json")
-        if storage.isfile(path):
+        if storage.isfile(path) and not _linked_out(path, directory, outside):
             try:
                 meta = parse_json(read_text(path), "dataset.json")
                 labels = meta.get("labels") if isinstance(meta, dict) else None
                 if isinstance(labels, dict) and labels:
-                    return _spec_from_nnunet(labels, path), problems
+                    return _spec_from_nnunet(labels, path), problems, outside
             except (ReadError, ValueError) as exc:
                 problems.append(f"{display_path(path)}: {exc}")
         for name in CLASS_NAME_FILES:
             path = os.path.join(directory, name)
-            if storage.isfile(path):
+            if storage.isfile(path) and not _linked_out(path, directory, outside):
                 try:
                     names = read_class_names(path)
                 except ReadError as exc:
@@ -170,8 +174,15 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str]]:
                     continue
                 spec = class_list_spec(names, display_path(path))
                 if spec.is_known:
-                    return spec, problems
-    return LabelSpec(), problems
+                    return spec, problems, outside
+    return LabelSpec(), problems, outside
+
+
+def _linked_out(path: str, folder: str, findings: list[Finding]) -> bool:
+    """True (and its LG005 added to ``findings``) when ``path`` is a link out of ``folder``."""
+    found = linked_outside(path, folder)
+    findings.extend(found)
+    return bool(found)
 
 
 def _spec_from_nnunet(labels: dict, path: str) -> LabelSpec:
@@ -203,7 +214,7 @@ def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs
         selection = select_from_lists(options.lists, root, [Role("mask", masks)], LIST_EXTENSIONS,
                                       images=Role("image", known_images) if known_images else None,
                                       label_of=lambda image: masks_of.get(image, ()))
-        discovery.findings.extend(selection.findings)
+        discovery.add_lists(selection)
         masks = selection.paths
         pairs = {**pairs, **selection.pairs}
     discovery.tasks = [_task(m, options, color_map, pairs.get(m)) for m in masks]
@@ -213,8 +224,9 @@ def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs
 def _declare(discovery: Discovery, color_map: ColorMap | None, extra_dirs: list[str]) -> Discovery:
     """The dataset's spec (its metadata beside it, else its declared colour map) and colour map."""
     root = discovery.root
-    spec, problems = _metadata_spec([root, *extra_dirs, os.path.dirname(storage.abspath(root))])
+    spec, problems, outside = _metadata_spec([root, *extra_dirs, os.path.dirname(storage.abspath(root))])
     discovery.notes.extend(f"dataset metadata ignored: {p}" for p in problems)
+    discovery.findings.extend(outside)
     if spec.is_known:
         discovery.spec = spec
     elif color_map is not None and storage.exists(color_map.source):
@@ -356,7 +368,7 @@ def discover_voc_segmentation(root: str, options: AuditOptions, selected: list[s
             options.lists, root, [Role("mask", masks, mask_dir, ".png")],
             rule=lambda list_path: image_sets_rule(list_path, root, "mask", LIST_EXTENSIONS),
             images=Role("image", images, image_dir), label_of=lambda image: masks_of.get(image, ()))
-        discovery.findings.extend(selection.findings)
+        discovery.add_lists(selection)
         selected = selection.paths
         pairs = {**pairs, **selection.pairs}
     if selected is not None:
@@ -534,7 +546,8 @@ def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
                                f"{', '.join(others)}")
     _finish(discovery, options, masks, pairs, None, [])
     config = os.path.join(os.path.dirname(os.path.dirname(root)), f"config_{os.path.basename(root)}.json")
-    if not discovery.spec.is_known and storage.isfile(config):
+    if not discovery.spec.is_known and storage.isfile(config) and not _linked_out(
+            config, os.path.dirname(config), discovery.findings):
         discovery.spec = _mapillary_spec(config, discovery)
     return discovery
 
@@ -565,8 +578,9 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         color_map = _declared_color_map(options, [os.path.dirname(storage.abspath(root))], discovery)
         discovery.tasks = [_task(root, options, color_map)]
         folder = os.path.dirname(storage.abspath(root))
-        spec, problems = _metadata_spec([folder, os.path.dirname(folder)])
+        spec, problems, outside = _metadata_spec([folder, os.path.dirname(folder)])
         discovery.notes.extend(f"dataset metadata ignored: {p}" for p in problems)
+        discovery.findings.extend(outside)
         if spec.is_known:
             discovery.spec = spec
         discovery.color_map = color_map

@@ -27,12 +27,22 @@ label's path from the image's, that function; this module decides:
   data.yaml's .txt splits, darknet's train.txt) is read once, its entries resolved by the
   layout's naming rule (paths, stems, VOC ids, images whose labels follow from them); an
   entry that names an image selects the image's labels, never the image.
-* **path policy**: :func:`inside_root` is the one test of "this path lies inside the dataset
-  root"; :func:`resolve_entry` the one resolution of a name written in a list or a dataset
-  file; :func:`entry_findings` makes every LG003 (names no file) and LG005 (leads outside
-  the root) about such names, with one cap (:data:`ENTRY_FINDINGS`) and a count of the rest;
+* **path policy**: :func:`~labelguard.core.paths.inside_root` is the one test of "this path
+  lies inside the dataset root" (:func:`~labelguard.core.paths.resolves_inside` the same with
+  links resolved); :func:`resolve_entry` the one resolution of a name written in a list or a
+  dataset file, :func:`resolve_declared` of a path a dataset file declares in a field;
+  :func:`entry_findings` makes every LG003 (names no file) and LG005 (leads outside the
+  root) about such names, with one cap (:data:`ENTRY_FINDINGS`) and a count of the rest;
   :func:`read_list` gives LG004 (unclean lines); :func:`read_metadata` LG001 for a metadata
-  file that cannot be read.
+  file that cannot be read, LG005 for one that is a link out of the dataset
+  (:func:`linked_outside`).
+* **the dataset root** of what metadata names is the folder of the file that names it (a
+  data.yaml's or obj.data's folder, or the folder below it that a data.yaml's ``path``
+  names), or the root of the layout that reads a list; every path a field names (splits,
+  list files, names files, a saved dataset's data files) and every list entry must lie in
+  it, as written and, for the declared paths and the metadata files themselves, with links
+  resolved. What leaves it is LG005 naming the field or line, and is never opened, listed
+  or walked: its content never reaches a report.
 * **what a folder holds** (:func:`describe_contents`): the counts by file kind that a report
   gives when an audit found nothing to audit.
 
@@ -53,7 +63,8 @@ from typing import Any, Callable, Container, Iterable, Sequence, TypeVar
 from labelguard.core import storage
 from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.cache import note_folder
-from labelguard.core.text import SHOWN, plural, shorten, verb
+from labelguard.core.paths import inside_root, is_below, resolves_inside
+from labelguard.core.text import SHOWN, clipped, plural, shorten, verb
 from labelguard.core.workdir import working_folder
 from labelguard.core.findings import Finding
 from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, read_bytes, read_head
@@ -479,17 +490,6 @@ def _claim(result: Pairing, labels: list[str], images: list[str], claimed: set[s
 
 # ---- paths --------------------------------------------------------------------------------
 
-def inside_root(path: str, root: str) -> bool:
-    """True when ``path`` is ``root`` or lies below it (both made absolute and normalised;
-    links are not followed, as loaders open the path as written)."""
-    return _below(storage.abspath(path), storage.abspath(root))
-
-
-def _below(path: str, root: str) -> bool:
-    """:func:`inside_root` of two absolute, normalised paths."""
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def display_path(path: str) -> str:
     """``path`` relative to the working folder (:mod:`labelguard.core.workdir`) when inside
     it, else absolute (a URL: as it is, normalised)."""
@@ -499,7 +499,7 @@ def display_path(path: str) -> str:
     absolute = os.path.normpath(os.path.join(cwd, path))
     if absolute == cwd:
         return "."
-    if _below(absolute, cwd):
+    if is_below(absolute, cwd):
         # What os.path.relpath gives for a normalised path below cwd, without its two more
         # abspath calls: a 20,000-file folder spends a tenth of its discovery here.
         return absolute[len(cwd.rstrip(os.sep)) + 1:]
@@ -613,6 +613,7 @@ class ListSelection:
     pairs: dict[str, str] = field(default_factory=dict)  # label path -> the image named with it
     unlabelled: list[str] = field(default_factory=list)  # images named where images suffice, without a label
     findings: list[Finding] = field(default_factory=list)
+    lists: list[str] = field(default_factory=list)  # the list files read, as given
 
 
 @dataclass(frozen=True)
@@ -641,37 +642,43 @@ ENTRY_FINDINGS = 100
 # Entries the finding of the rest names in its data (a report stays small); its count says all.
 ENTRIES_KEPT = 1000
 LIST_HINT = "Regenerate the list from the files on disk, or restore the file."
+# Characters of one entry a finding quotes: a path is shorter; a longer line (a key, a dump
+# read as a list) is cut, so that a file named as a list is never copied into the report.
+ENTRY_SHOWN = 256
 
 
 def entry_findings(source: str, missing: Sequence[EntryProblem], escaping: Sequence[EntryProblem],
-                   root: str, hint: str = LIST_HINT) -> list[Finding]:
+                   root: str, hint: str = LIST_HINT, escape_hint: str = "") -> list[Finding]:
     """LG003 for the entries of ``source`` (a list, a dataset file) that name no file and
     LG005 for those that lead outside ``root``: the one place these findings are made.
 
     The first :data:`ENTRY_FINDINGS` problems of each kind are a finding each; the rest are
     one finding that says how many there are (``count``) and names the first of them (its
     data holds the first :data:`ENTRIES_KEPT`), so that a list of 50,000 stale entries is
-    not 50,000 findings, a report stays small and nothing is left out silently."""
+    not 50,000 findings, a report stays small and nothing is left out silently. An entry is
+    quoted up to :data:`ENTRY_SHOWN` characters. ``hint`` goes with the LG003 findings,
+    ``escape_hint`` with the LG005 ones."""
     findings = []
     shown = display_path(root)
     for check, problems, says, what, check_hint in (
             (ESCAPES_ROOT, escaping, f"points outside the dataset root {shown}",
-             f"point outside the dataset root {shown}", ""),
+             f"point outside the dataset root {shown}", escape_hint),
             (MISSING, missing, f"does not exist under {shown}", f"name no file under {shown}", hint)):
         for problem in problems[:ENTRY_FINDINGS]:
             detail = f" ({problem.detail})" if problem.detail else ""
-            findings.append(check.finding(source, f"{problem.place}: {problem.entry!r} {problem.says or says}{detail}",
-                                          hint=check_hint, **dict(problem.data), entry=problem.entry))
+            entry = clipped(problem.entry, ENTRY_SHOWN)
+            findings.append(check.finding(source, f"{problem.place}: {entry!r} {problem.says or says}{detail}",
+                                          hint=check_hint, **dict(problem.data), entry=entry))
         rest = problems[ENTRY_FINDINGS:]
         if rest:
             kept = rest[:ENTRIES_KEPT]
-            data: dict[str, Any] = {"entries": [p.entry for p in kept], "count": len(rest)}
+            data: dict[str, Any] = {"entries": [clipped(p.entry, ENTRY_SHOWN) for p in kept], "count": len(rest)}
             for key in dict.fromkeys(key for p in kept for key, _ in p.data):
                 data[f"{key}s"] = [dict(p.data).get(key) for p in kept]
             findings.append(check.finding(
                 source,
                 f"{plural(len(rest), 'more entry')} {what}: "
-                f"{shorten(rest, SHOWN, lambda p: f'{p.place} {p.entry!r}', what='entry')}",
+                f"{shorten(rest, SHOWN, lambda p: f'{p.place} {clipped(p.entry, ENTRY_SHOWN)!r}', what='entry')}",
                 hint=check_hint, **data,
             ))
     return findings
@@ -691,7 +698,8 @@ def list_findings(listing: ListFile, display: str) -> list[Finding]:
     findings = []
     for problem, lines in listing.problems.items():
         shown = shorten(lines, SHOWN, lambda n: f"line {n}" + (
-            f" {listing.examples[n]!r}" if problem in ("whitespace", "comment", "duplicate") else ""))
+            f" {clipped(listing.examples[n], ENTRY_SHOWN)!r}" if problem in ("whitespace", "comment", "duplicate")
+            else ""))
         findings.append(UNCLEAN_LIST.finding(
             display,
             f"the list {_LIST_PROBLEMS.get(problem, problem)}: {shown}",
@@ -770,6 +778,12 @@ class _Lists:
         return self.known.get(path, path)
 
     def read(self, list_path: str, rule: ListRule) -> None:
+        # A list in the dataset (not one the user named outside it) is data: a link out of it is not read.
+        outside = linked_outside(list_path, self.root, "file list") if inside_root(list_path, self.root) else []
+        if outside:
+            self.selection.findings.extend(outside)
+            return
+        self.selection.lists.append(list_path)
         listing, findings = read_list(list_path)
         self.selection.findings.extend(findings)
         if listing is None:
@@ -1105,6 +1119,30 @@ def resolve_entry(name: str, root: str, list_dir: str, rule: ListRule,
     return None, not inside_root(os.path.join(root, relative), root)
 
 
+def resolve_declared(name: str, root: str, base: str, rule: ListRule) -> tuple[str | None, bool, str]:
+    """(path, leaves the dataset, why) for a path a dataset file declares in one of its fields
+    (a data.yaml's ``path`` and splits, an obj.data's lists and ``names``, a saved dataset's
+    data files): :func:`resolve_entry` under ``root`` and ``base``, stricter on what leaves.
+
+    Such a path leaves ``root`` when it is written outside it, whether a file is there or not
+    (an absolute path found nowhere under the root, a URL), or when it is a link, or lies in a
+    linked folder, that resolves outside it (:func:`resolves_inside`). An absolute path is
+    read as root-relative (as CamVid's lists write them) only under a ``loose`` rule, the
+    trainers' lenient reading: a data.yaml's ``path: /`` is the file system's root, never
+    the dataset's. A path that leaves comes back as None: it is never opened, listed or
+    walked, and ``why`` says "a link to ..." when only its link leaves. A dataset declares a
+    handful of these: each costs a ``realpath``, never a list entry or a file of the walk."""
+    outside = storage.isabs(name) and not inside_root(storage.abspath(name), root)
+    if outside and not rule.loose:
+        return None, True, ""
+    path, escapes = resolve_entry(name, root, base, rule)
+    if escapes or (path is None and outside):
+        return None, True, ""
+    if path is not None and not resolves_inside(path, root):
+        return None, True, f"a link to {display_path(os.path.realpath(path))}"
+    return path, False, ""
+
+
 def _plain(name: str) -> bool:
     """True for a relative name of plain parts: no ``..`` or ``.`` part, no backslash, not
     absolute, no doubled or trailing slash (it names the path it spells)."""
@@ -1139,9 +1177,29 @@ def _loose_forms(name: str) -> list[str]:
 
 # ---- metadata -----------------------------------------------------------------------------
 
-def read_metadata(path: str, reader: Callable[[str], T], what: str = "") -> tuple[T | None, list[Finding]]:
+LINK_HINT = "Put the file itself in the dataset in place of the link, or audit the folder the link leads to."
+
+
+def linked_outside(path: str, root: str | None = None, what: str = "") -> list[Finding]:
+    """LG005 when the metadata file ``path`` is a link (or lies in a linked folder) that
+    resolves outside ``root`` (default: the folder it is found in): such a file is not read,
+    since its content would come from outside the dataset into the report. [] otherwise."""
+    folder = root if root is not None else os.path.dirname(storage.abspath(path))
+    if resolves_inside(path, folder):
+        return []
+    return [ESCAPES_ROOT.finding(
+        display_path(path), f"{what + ': ' if what else ''}a link to {display_path(os.path.realpath(path))}, "
+        f"outside the dataset root {display_path(folder)}: not read", hint=LINK_HINT)]
+
+
+def read_metadata(path: str, reader: Callable[[str], T], what: str = "",
+                  root: str | None = None) -> tuple[T | None, list[Finding]]:
     """A dataset's metadata file (a class list, a data.yaml, an obj.data) read by ``reader``;
-    LG001 when it cannot be read, and None."""
+    LG001 when it cannot be read, LG005 when it is a link that leads outside ``root`` (default:
+    its folder; :func:`linked_outside`), and None."""
+    outside = linked_outside(path, root, what)
+    if outside:
+        return None, outside
     try:
         return reader(path), []
     except ReadError as exc:

@@ -32,7 +32,7 @@ from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.tokens import TokenBatch
 from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
 from labelguard.layouts.pairing import (
-    EntryProblem, ListRule, entry_findings, metadata_findings, read_metadata, resolve_entry, walk_files,
+    EntryProblem, ListRule, entry_findings, metadata_findings, read_metadata, resolve_declared, walk_files,
 )
 from labelguard.readers.base import parse_json, read_text
 from labelguard.readers.tokens import TOKEN_DATA_EXTENSIONS, holds_token_ids, read_token_file, token_file_kind
@@ -100,9 +100,9 @@ def _dataset_dict(discovery: Discovery, root: str) -> None:
         splits = [name for name in storage.folder_names(root) if storage.isfile(os.path.join(root, name, STATE_FILE))]
     missing, escaping = [], []
     for split in splits:
-        folder, escapes = resolve_entry(split, root, root, ListRule(stems=False, folders=True))
-        if folder is None or escapes:
-            (escaping if escapes else missing).append(EntryProblem(f"split {split!r}", split))
+        folder, escapes, why = resolve_declared(split, root, root, ListRule(stems=False, folders=True))
+        if folder is None:
+            (escaping if escapes else missing).append(EntryProblem(f"split {split!r}", split, detail=why))
             continue
         _saved_dataset(discovery, folder)
     discovery.findings.extend(entry_findings(display_path(path), missing, escaping, root, hint=STATE_HINT))
@@ -125,9 +125,9 @@ def _saved_dataset(discovery: Discovery, folder: str) -> None:
         return
     found, missing, escaping = [], [], []
     for index, name in enumerate(names):
-        resolved, escapes = resolve_entry(name, folder, folder, DATA_FILE_NAME)
+        resolved, escapes, why = resolve_declared(name, folder, folder, DATA_FILE_NAME)
         if escapes:
-            escaping.append(EntryProblem(f"_data_files[{index}]", name))
+            escaping.append(EntryProblem(f"_data_files[{index}]", name, detail=why))
         elif resolved is None:
             missing.append(EntryProblem(f"_data_files[{index}]", name))
         else:

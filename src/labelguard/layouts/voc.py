@@ -233,7 +233,7 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
         images=Role("image", images, image_dir) if image_dir else None,
         label_of=lambda image: labels_of.get(image, ()),
     )
-    discovery.findings.extend(selection.findings)
+    discovery.add_lists(selection)
     if options.lists:
         chosen = set(selection.paths)
         xmls = [path for path in xmls if path in chosen]

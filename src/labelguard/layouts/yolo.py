@@ -21,11 +21,11 @@ from labelguard.checks.files import UNREADABLE
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.core.text import plural
+from labelguard.core.text import clipped, plural
 from labelguard.layouts.base import AuditOptions, Discovery, register_layout
 from labelguard.layouts.pairing import (
     IMAGE_EXTENSIONS, DisplayNames, EntryProblem, ListRule, ListSelection, Pairing, derived_label, display_path,
-    entry_findings, holds_yolo_rows, metadata_findings, pair_derived, pair_files, read_metadata, resolve_entry,
+    entry_findings, holds_yolo_rows, metadata_findings, pair_derived, pair_files, read_metadata, resolve_declared,
     select_from_lists, unpaired_findings, walk_files,
 )
 from labelguard.rules._annotations import process_annotation
@@ -85,7 +85,13 @@ def _checked_values(values: tuple[float, ...], kind: str, keypoint_dims: int) ->
 IMAGE_LIST = ListRule(images=True, loose=True, stems=False, images_suffice=True)
 # The paths a data.yaml or obj.data declares (split folders, lists, the names file).
 DECLARED_PATH = ListRule(loose=True, folders=True, stems=False)
+# data.yaml's `path`: the dataset's folder, below the data.yaml's (taken as written, never loosely).
+DATASET_ROOT = ListRule(folders=True, stems=False)
 SPLIT_HINT = "Correct the path in the dataset file (relative to its 'path', or to the file's folder)."
+ROOT_HINT = ("labelguard reads only inside the dataset: keep the data.yaml in the dataset's folder (or in the "
+             "folder above it, with `path` naming the dataset's folder), and audit it there.")
+OUTSIDE_HINT = ("labelguard reads only inside the dataset: write the path relative to the dataset's folder, and "
+                "keep what it names inside it.")
 
 
 def label_path(image: str) -> str:
@@ -148,7 +154,7 @@ class _Collector:
         self.orphans.extend(pairing.orphan_labels)
 
     def add_selection(self, selection: ListSelection) -> None:
-        self.discovery.findings.extend(selection.findings)
+        self.discovery.add_lists(selection)
         self.labels.update(dict.fromkeys(selection.paths))
         self.backgrounds += len(selection.unlabelled)
 
@@ -182,20 +188,22 @@ def _spec(names: list[str] | None, nc: int | None, source: str, discovery: Disco
     return LabelSpec()
 
 
-def _declared(collector: _Collector, key: str, entry: str, root: str, folder: str, source: str,
+def _declared(discovery: Discovery, key: str, entry: str, root: str, folder: str, source: str,
               hint: str = SPLIT_HINT, split: bool = True) -> str | None:
     """A path a dataset file declares under ``key`` (a split, or obj.data's ``names``),
-    resolved as trainers resolve it; LG003 when it names nothing."""
-    path, _ = resolve_entry(entry.strip(), root, folder, DECLARED_PATH)
+    resolved as trainers resolve it; LG003 when it names nothing, LG005 when it leaves the
+    dataset ``root`` (then it is never read: :func:`resolve_declared`)."""
+    path, leaves, why = resolve_declared(entry.strip(), root, folder, DECLARED_PATH)
     if path is None:
-        collector.discovery.findings.extend(entry_findings(
-            source, [EntryProblem(key, entry, data=(("split", key),) if split else ())], [], root, hint=hint))
+        problem = EntryProblem(key, entry, detail=why, data=(("split", key),) if split else ())
+        missing, escaping = ([], [problem]) if leaves else ([problem], [])
+        discovery.findings.extend(entry_findings(source, missing, escaping, root, hint=hint, escape_hint=OUTSIDE_HINT))
     return path
 
 
 def _add_split(collector: _Collector, split: str, entry: str, root: str, folder: str, source: str) -> None:
     """One path a split names: a folder of images, an image, or a list of images."""
-    path = _declared(collector, split, entry, root, folder, source)
+    path = _declared(collector.discovery, split, entry, root, folder, source)
     if path is None:
         return
     if storage.isdir(path):
@@ -229,11 +237,16 @@ def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discove
     folder = os.path.dirname(storage.abspath(yaml_path))
     root = folder
     if declared.root:
-        declared_root = declared.root if storage.isabs(declared.root) else os.path.join(folder, declared.root)
-        if storage.isdir(declared_root):
+        # The dataset is the data.yaml's folder, or the folder below it that `path` names.
+        declared_root, leaves, why = resolve_declared(declared.root, folder, folder, DATASET_ROOT)
+        if leaves:
+            discovery.findings.extend(entry_findings(
+                source, [], [EntryProblem("path", declared.root, detail=why)], folder, escape_hint=ROOT_HINT))
+        if declared_root is not None and storage.isdir(declared_root):
             root = storage.normpath(declared_root)
         else:
-            discovery.notes.append(f"{source}: path: {declared.root!r} does not exist here; "
+            said = "leaves the dataset" if leaves else "is no folder" if declared_root else "does not exist here"
+            discovery.notes.append(f"{source}: path: {clipped(declared.root)!r} {said}; "
                                    f"the splits are looked for under {display_path(folder)}")
     discovery.spec = _spec(declared.names, declared.nc, source, discovery)
     collector = _Collector(discovery, declared.keypoint_shape)
@@ -271,7 +284,7 @@ def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery
     names = None
     names_source = source
     if declared.names_file:
-        names_path = _declared(collector, "names", declared.names_file, root, root, source,
+        names_path = _declared(discovery, "names", declared.names_file, root, root, source,
                                hint="Correct the names path in obj.data.", split=False)
         if names_path is not None:
             names, names_source = _read_names(names_path, discovery)

@@ -14,7 +14,7 @@ import io
 from typing import Iterator
 
 from labelguard._optional import require
-from labelguard.core.text import LISTED
+from labelguard.core.text import LISTED, printable
 
 IN_SPEC = "#4c8a5b"
 OUTSIDE = "#c0392b"
@@ -57,13 +57,13 @@ def value_chart(report) -> str | None:
     labels = []
     for value in kept:
         name = report.spec.class_name(value) if not report.specs else None
-        labels.append(f"{value}\n{name[:12]}" if name else str(value))
+        labels.append(f"{value}\n{printable(name)[:12]}" if name else str(value))
     with _figure(max(4.0, 0.45 * len(kept) + 1.5), 3.0) as figure:
         axes = figure.subplots()
         positions = range(len(kept))
         axes.bar(positions, [summary.value_pixels[v] for v in kept], color=colours)
         axes.set_yscale("log")
-        axes.set_xticks(list(positions), labels)
+        axes.set_xticks(list(positions), labels, parse_math=False)
         axes.set_xlabel("mask value")
         axes.set_ylabel("pixels (log scale)")
         axes.set_title("Pixels per value: green in the spec, red outside"
@@ -86,7 +86,9 @@ def class_chart(report) -> str | None:
         axes = figure.subplots()
         positions = range(len(ranked))
         axes.barh(positions, [objects[name] for name in ranked], color=colours)
-        axes.set_yticks(list(positions), [name[:24] for name in ranked])
+        # A name is drawn as it is shown elsewhere, never read as mathtext ("$\\foo$" would
+        # fail the report).
+        axes.set_yticks(list(positions), [printable(name)[:24] for name in ranked], parse_math=False)
         axes.invert_yaxis()
         axes.set_xlabel("objects")
         axes.set_title("Objects per class: green in the spec, red not in it, blue not judged")

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 from labelguard.core.limits import ReadLimits, applied_limits
 from labelguard.core.registry import REGISTRY
-from labelguard.core.text import plural
+from labelguard.core.text import plural, printable
 from labelguard.output import Formatter, register
 
 DEFAULT_THUMBNAILS = 6
@@ -46,7 +46,14 @@ figcaption { font-size: 12px; color: #3d444d; max-width: 460px; word-break: brea
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text as the page shows it: escaped as every report shows text from the data (a name's
+    control characters and bidi overrides visible, never acting), then for HTML."""
+    return html.escape(printable(str(text)), quote=True)
+
+
+def _doc(text: str) -> str:
+    """A check's own documentation, whose code examples keep their line breaks."""
+    return html.escape(text, quote=True)
 
 
 @register
@@ -102,6 +109,7 @@ class HtmlFormatter(Formatter):
         rows = [
             ("data", ", ".join(report.paths)),
             ("layout", ", ".join(sorted(set(report.layouts)))),
+            *(("config", use.describe()) for use in report.configs),
             ("audited", plural(report.summary.samples, "file" if set(report.summary.kinds) <= {"mask"} else "sample")
              + (f" (a random sample of {report.sampled['size']} out of {report.sampled['of']}, seed "
                 f"{report.sampled['seed']})" if report.sampled else "")),
@@ -160,10 +168,11 @@ class HtmlFormatter(Formatter):
                          f"{', ' + plural(files, 'file') if files > 1 else ''}</summary>")
             if check is not None:
                 parts.append('<dl class="docs">'
-                             f"<dt>What it means</dt><dd>{_e(check.summary)}</dd>"
-                             f"<dt>Why it breaks training</dt><dd>{_e(' '.join(check.why.split()))}</dd>"
-                             f"<dt>Bad / good</dt><dd><code>{_e(check.bad)}</code><br><code>{_e(check.good)}</code></dd>"
-                             f"<dt>Fix</dt><dd>{_e(check.fix)}</dd></dl>")
+                             f"<dt>What it means</dt><dd>{_doc(check.summary)}</dd>"
+                             f"<dt>Why it breaks training</dt><dd>{_doc(' '.join(check.why.split()))}</dd>"
+                             f"<dt>Bad / good</dt><dd><code>{_doc(check.bad)}</code><br>"
+                             f"<code>{_doc(check.good)}</code></dd>"
+                             f"<dt>Fix</dt><dd>{_doc(check.fix)}</dd></dl>")
             with applied_limits(limits):
                 parts += self._pictures(report, group)
             parts.append("<table><tr><th>file</th><th>finding</th><th>hint</th></tr>")

@@ -4,7 +4,9 @@ One test suite per audit, one test case per audited file (and per other file a f
 a list, an orphan image, a metadata file), and one ``dataset`` case for dataset-level
 findings. A finding at or above ``--fail-on`` that a baseline does not hold is a ``failure``
 of its file's case (type: its code); the others are listed in the case's ``system-out``, so
-that the suite fails exactly when the audit's exit code does.
+that the suite fails exactly when the audit's exit code does. Text from the data is shown as
+every report shows it (:func:`labelguard.core.text.printable`), so the XML is well-formed for
+any name: XML 1.0 has no way to write most control characters, even as references.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ElementTree
 
 from labelguard.core.findings import Severity
-from labelguard.core.text import plural
+from labelguard.core.text import plural, printable
 from labelguard.output import Formatter, register
 from labelguard.output.places import finding_place
 
@@ -25,7 +27,7 @@ def _text(finding) -> str:
              + (f" ({place})" if place else ""), finding.message]
     if finding.hint:
         lines.append(f"hint: {finding.hint}")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 @register
@@ -54,14 +56,17 @@ class JUnitFormatter(Formatter):
         errors = len(errors_text)
         tests = len(report.files) + len(others) + errors
 
-        suite = ElementTree.Element("testsuite", name=f"labelguard audit {' '.join(report.paths)}")
+        suite = ElementTree.Element("testsuite", name=printable(f"labelguard audit {' '.join(report.paths)}"))
         properties = ElementTree.SubElement(suite, "properties")
         for where, spec in report.dataset_specs():
             origins = spec.describe_origins()
             ElementTree.SubElement(properties, "property", name=f"spec{' ' + where if where else ''}",
-                                   value=spec.describe() + (f"  {origins}" if origins else ""))
+                                   value=printable(spec.describe() + (f"  {origins}" if origins else "")))
+        for use in report.configs:
+            ElementTree.SubElement(properties, "property", name=printable(f"config {use.path}"),
+                                   value=printable(use.describe()))
         if report.baseline is not None:
-            ElementTree.SubElement(properties, "property", name="baseline", value=report.baseline.source)
+            ElementTree.SubElement(properties, "property", name="baseline", value=printable(report.baseline.source))
         ElementTree.SubElement(suite, "testcase", name=CASES_MARK)
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
@@ -87,7 +92,7 @@ class JUnitFormatter(Formatter):
             write_case(_case(path, by_path[path], threshold, known))
         for text in errors_text:
             case = ElementTree.Element("testcase", name="labelguard", classname="labelguard")
-            ElementTree.SubElement(case, "error", message=text).text = text
+            ElementTree.SubElement(case, "error", message=printable(text)).text = printable(text)
             write_case(case)
         self.stream.write(after)
         self.stream.write(f"\n<!-- {plural(tests, 'test case')}, {plural(failures, 'failure')} -->\n")
@@ -103,11 +108,11 @@ CASE_INDENT = "\n" + "  " * CASE_LEVEL
 def _case(path: str, findings, threshold, known):
     """The test case of one file (or other path) with its findings: a failure for each one at
     or above ``threshold`` that the baseline does not know, the others in ``system-out``."""
-    case = ElementTree.Element("testcase", name=path, classname="labelguard")
+    case = ElementTree.Element("testcase", name=printable(path), classname="labelguard")
     others = []
     for finding in findings:
         if threshold is not None and finding.severity >= threshold and not known(finding):
-            failure = ElementTree.SubElement(case, "failure", type=finding.code, message=finding.message)
+            failure = ElementTree.SubElement(case, "failure", type=finding.code, message=printable(finding.message))
             failure.text = _text(finding)
         else:
             others.append(("known (baseline) " if known(finding) else "") + _text(finding))

@@ -24,6 +24,7 @@ from labelguard._version import __version__
 from labelguard.baseline import report_identities
 from labelguard.core.findings import Severity
 from labelguard.core.registry import REGISTRY
+from labelguard.core.text import printable_data
 from labelguard.output import Formatter, register
 from labelguard.output.places import finding_place
 
@@ -34,10 +35,11 @@ FINGERPRINT_KEY = "labelguard/v1"
 
 def artifact_uri(path: str) -> str:
     """A SARIF artifact URI: a relative path as a relative reference (``/`` separators,
-    percent-encoded), an absolute one as a ``file://`` URI."""
+    percent-encoded), an absolute one as a ``file://`` URI. The name's bytes are encoded, so
+    that a name that is no UTF-8 (``bad%FFname.png``) names the very file."""
     if os.path.isabs(path):
-        return "file://" + quote(os.path.abspath(path).replace(os.sep, "/"))
-    return quote(os.path.normpath(path).replace(os.sep, "/"))
+        return "file://" + quote(os.fsencode(os.path.abspath(path).replace(os.sep, "/")))
+    return quote(os.fsencode(os.path.normpath(path).replace(os.sep, "/")))
 
 
 def _rule(code: str) -> dict:
@@ -116,10 +118,15 @@ class SarifFormatter(Formatter):
                 "toolExecutionNotifications": [
                     {"level": "error", "message": {"text": text}}
                     for text in [*report.errors, *([report.audited_nothing] if report.audited_nothing else [])]
-                ],
+                ] + [{"level": "warning", "message": {"text": text}}
+                     for use in report.configs for text in use.warnings()],
             }],
             "results": results,
             "columnKind": "unicodeCodePoints",
+            # the config files read, what each set and what it was refused (the JSON summary's)
+            "properties": {"configs": [use.to_dict() for use in report.configs]},
         }
+        # All but the rules' own texts comes from the data: shown as every format shows it.
+        run = {key: value if key == "tool" else printable_data(value) for key, value in run.items()}
         json.dump({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, self.stream, indent=2)
         self.stream.write("\n")

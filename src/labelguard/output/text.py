@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from labelguard.core.registry import REGISTRY
 from labelguard.core.summary import VALUES_KEPT
-from labelguard.core.text import LISTED, plural, shorten, show_name, verb
+from labelguard.core.text import LISTED, plural, printable, shorten, show_name, verb
 from labelguard.output import Formatter, register
 
 EXAMPLES = 5
@@ -38,11 +38,18 @@ class TextFormatter(Formatter):
 
     def stop(self, report) -> None:
         lines: list[str] = []
-        out = lines.append
+
+        def out(line: str) -> None:
+            # Each line is escaped whole: no name, message or note from the data can break it
+            # (a workflow command at the start of a line) or act on the terminal.
+            lines.append(printable(line))
+
         out("labelguard label audit report")
         out("=" * 29)
         layouts = ", ".join(sorted(set(report.layouts)))
         out(f"data:      {', '.join(report.paths)}  (layout: {layouts})")
+        for use in report.configs:
+            out(f"config:    {use.describe()}")
         for where, spec in report.dataset_specs():
             origins = spec.describe_origins()
             head = f"spec:      {where + ': ' if where else ''}"

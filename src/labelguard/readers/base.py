@@ -12,8 +12,8 @@ object storage: fetched whole, after its size is checked against the ``max_file_
 limit, and handed to the reader as an in-memory file; readers never need a local path.
 
 Sizes a file declares (an array's shape, a member's length) are checked with
-:func:`check_array` and :func:`check_decoded` against :mod:`labelguard.core.limits` before
-anything of that size is allocated."""
+:func:`check_array`, :func:`check_decoded` and :func:`check_elements` against
+:mod:`labelguard.core.limits` before anything of that size is allocated."""
 
 from __future__ import annotations
 
@@ -222,6 +222,15 @@ def check_decoded(what: str, nbytes: int, verb: str = "decodes to") -> None:
         raise _over("max_file_bytes", f"{what} {verb} {byte_size(nbytes)}", byte_size(limit))
 
 
+def check_elements(what: str, count: int, noun: str = "elements", verb: str = "declares") -> None:
+    """ReadError when ``what`` ``verb`` more elements (the values of one array, the rows of a
+    table) than the ``max_pixels`` limit: the per-element work stays bounded where the
+    elements cost the file nothing (a column of nulls, lists of no values)."""
+    limit = current_limits().max_pixels
+    if count > limit:
+        raise _over("max_pixels", f"{what} {verb} {count:,} {noun}", f"{limit:,} elements per array")
+
+
 def check_holds(what: str, declared: int, holds: int) -> None:
     """ReadError when ``what`` declares ``declared`` bytes of data but the file (or member)
     holds only ``holds`` after its header: truncated, or a damaged header."""
@@ -247,7 +256,7 @@ def parse_json(text: str, what: str = "JSON") -> Any:
     """The JSON value of ``text``; ReadError naming ``what`` when it is malformed or nests
     deeper than :data:`MAX_NESTING`."""
     too_deep = ReadError(f"{what} nests arrays and objects more than {MAX_NESTING} levels deep: refused, "
-                         "no label file nests so deep")
+                         "nothing labelguard reads nests so deep")
     try:
         value = json.loads(text)
     except RecursionError:  # the C decoder stops at Python's recursion limit, far past ours
@@ -262,17 +271,19 @@ def parse_json(text: str, what: str = "JSON") -> Any:
 def nesting_depth(value: Any, limit: int) -> int:
     """How deep lists and dicts nest in ``value`` (a scalar is 0, ``[]`` is 1), counted without
     recursion and only up to ``limit + 1``."""
+    if not isinstance(value, (list, dict)):
+        return 0
     deepest = 0
     pending = [(value, 1)]
     while pending:
         item, depth = pending.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        if depth > limit:
-            break
-        pending.extend((child, depth + 1) for child in children)
+        if depth > deepest:
+            deepest = depth
+            if depth > limit:
+                break
+        children = item.values() if isinstance(item, dict) else item
+        # Only containers are kept: a tokenizer.json's vocabulary is hundreds of thousands of scalars.
+        pending.extend([(child, depth + 1) for child in children if isinstance(child, (list, dict))])
     return deepest
 
 

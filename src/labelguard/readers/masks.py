@@ -7,6 +7,7 @@ stay (H, W, 3)); decoding colours and judging values is the checks' work.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib
 import io
@@ -24,8 +25,9 @@ from PIL import Image, ImageFile, UnidentifiedImageError
 from labelguard._optional import require
 from labelguard.core import storage
 from labelguard.core.cache import note_uncacheable
+from labelguard.core.paths import is_below
 from labelguard.core.records import MaskRecord
-from labelguard.core.text import plural
+from labelguard.core.text import clipped, plural, shorten, show_name
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
 from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds,
                                      open_regular, read_bytes, read_head, sniff)
@@ -151,7 +153,10 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
                 plane, mode, palette = decoded_fast
                 return MaskRecord(array=plane, container=container, declared=declared, mode=mode, palette=palette)
         image = _open_image(data, container)
-        frames = getattr(image, "n_frames", 1) if container == "tiff" else 1
+        frames = 1
+        if container == "tiff":
+            _refuse_ome_elsewhere(getattr(image, "tag_v2", {}).get(270), path)
+            frames = getattr(image, "n_frames", 1)
         _check_image_size(image, frames)
         if container == "png":
             # Pillow checks no IDAT checksum and no end chunk when decoding: flipped bytes
@@ -321,10 +326,9 @@ def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
     problems = _TiffWarnings()
     logger.addHandler(problems)
     try:
-        with open_regular(path, "TIFF file") as handle, \
-                tifffile.TiffFile(handle, name=os.path.basename(path)) as tiff:
+        with tiff_file(tifffile, path) as tiff:
             pages = len(tiff.pages)
-            _note_ome_files(tiff)
+            _refuse_ome_elsewhere(_first_description(tiff), path)
             series = tiff.series
             if len(series) > 1:
                 shapes = ", ".join(str(tuple(s.shape)) for s in series[:4])
@@ -431,6 +435,33 @@ def _read_dataset(dataset, name: str) -> np.ndarray:
     return np.asarray(dataset[()])
 
 
+# Why a container feature that names another file is not read (or, by fix, written).
+READS_ONLY_ITS_OWN = "labelguard reads only data stored in the file itself"
+
+
+def named_file(name: str) -> str:
+    """A file name that a container holds, as a message shows it: escaped and cut short (it
+    is data, and may hold anything)."""
+    return show_name(clipped(name, 160))
+
+
+def hdf5_data_elsewhere(dataset) -> str | None:
+    """Where the h5py ``dataset`` keeps its data outside its own file, in words ("is an HDF5
+    virtual dataset mapped from a.h5", "keeps its raw data in external storage: x.bin (HDF5
+    external storage)"), or None when its file holds it. HDF5 opens those files by name
+    (relative names against the working folder) when the data is read or written, so the
+    audit never reads such a dataset and fix never rewrites its file."""
+    if dataset.is_virtual:
+        files = sorted({source.file_name for source in dataset.virtual_sources() if source.file_name != "."})
+        if files:
+            return f"is an HDF5 virtual dataset mapped from {shorten(files, 3, named_file)}"
+    external = dataset.external
+    if external:
+        files = list(dict.fromkeys(name for name, _, _ in external))
+        return f"keeps its raw data in external storage: {shorten(files, 3, named_file)} (HDF5 external storage)"
+    return None
+
+
 def _read_external(h5py, name: str, target: str, inner: str) -> np.ndarray:
     """The dataset an external link ``name`` names: ``inner`` in ``target`` (a regular file
     beside the linking one, checked before), every part of ``inner`` a plain member of that
@@ -449,18 +480,20 @@ def _read_external(h5py, name: str, target: str, inner: str) -> np.ndarray:
         if not isinstance(node, h5py.Dataset) or node.is_virtual:
             raise ReadError(f"the HDF5 external link {name!r} names {inner!r} in {os.path.basename(target)}, "
                             "which is no plain dataset")
+        elsewhere = hdf5_data_elsewhere(node)
+        if elsewhere:
+            raise ReadError(f"the HDF5 external link {name!r} names {inner!r} in {os.path.basename(target)}, "
+                            f"which {elsewhere}; {READS_ONLY_ITS_OWN}")
         return _read_dataset(node, name)
 
 
 def _hdf5_elsewhere(handle, name: str, h5py) -> str | None:
-    """The files a virtual dataset ``name`` is mapped from when they are not this file, or
-    None (external links are read or refused by :func:`_hdf5_datasets`)."""
+    """Why the dataset ``name`` is not read when it keeps its data in other files
+    (:func:`hdf5_data_elsewhere`), or None (external links are read or refused by
+    :func:`_hdf5_datasets`)."""
     item = handle.get(name)
-    if isinstance(item, h5py.Dataset) and item.is_virtual:
-        files = sorted({source.file_name for source in item.virtual_sources() if source.file_name != "."})
-        if files:
-            return f"{name!r} is an HDF5 virtual dataset mapped from {', '.join(files)}"
-    return None
+    elsewhere = hdf5_data_elsewhere(item) if isinstance(item, h5py.Dataset) else None
+    return f"{name!r} {elsewhere}; {READS_ONLY_ITS_OWN}" if elsewhere else None
 
 
 def _hdf5_datasets(handle, h5py, path: str) -> tuple[list[str], dict[str, str], dict[str, tuple[str, str]]]:
@@ -479,21 +512,20 @@ def _hdf5_datasets(handle, h5py, path: str) -> tuple[list[str], dict[str, str], 
             if isinstance(link, h5py.ExternalLink):
                 # What it reads depends on another file and on links resolved on the way.
                 note_uncacheable("an HDF5 external link")
-                target = _external_target(path, link.filename)
+                target = _beside(path, link.filename)
                 if target is not None:
                     external[name] = (target, link.path)
                 elif storage.url_scheme(path):
-                    broken[name] = (f"{name!r} is an HDF5 external link to {link.filename}:{link.path}; links "
+                    broken[name] = (f"{name!r} is an HDF5 external link to {_link_text(link)}; links "
                                     "between objects of object storage are not followed: audit that file")
                 else:
-                    broken[name] = (f"{name!r} is an HDF5 external link to {link.filename}:{link.path}, outside "
+                    broken[name] = (f"{name!r} is an HDF5 external link to {_link_text(link)}, outside "
                                     "the folder of the file that links to it; labelguard reads nothing outside "
                                     "the files it audits: audit that file")
                 continue
             elsewhere = _hdf5_elsewhere(handle, name, h5py)
             if elsewhere:
-                broken[name] = (f"{elsewhere}; labelguard reads nothing outside the file it audits: "
-                                "audit that file")
+                broken[name] = elsewhere
             elif isinstance(handle[name], h5py.Dataset):
                 datasets.append(name)
         except (KeyError, RuntimeError, OSError, ValueError) as exc:
@@ -505,35 +537,32 @@ def _hdf5_datasets(handle, h5py, path: str) -> tuple[list[str], dict[str, str], 
     return datasets, broken, external
 
 
-def _external_target(path: str, filename: str) -> str | None:
-    """The file an external link names, resolved against the linking file's folder with links
-    followed, when it is a regular file in that folder or below it; else None (always, for a
-    file on object storage)."""
+def _link_text(link) -> str:
+    return named_file(f"{link.filename}:{link.path}")
+
+
+def _beside(path: str, filename: str) -> str | None:
+    """The file that the file ``path`` names as ``filename`` (an HDF5 external link, the other
+    half of a NIfTI pair), resolved against its folder with links followed, when it is a
+    regular file in that folder or below it, and not ``path`` itself; else None (always, for
+    a file on object storage)."""
     if storage.url_scheme(path):
         return None
     folder = os.path.dirname(os.path.realpath(path))
     if os.path.isabs(filename):
         return None
     target = os.path.realpath(os.path.join(folder, filename))
-    if not (target.startswith(folder + os.sep) and os.path.isfile(target)) or target == os.path.realpath(path):
+    if not (is_below(target, folder) and os.path.isfile(target)) or target == os.path.realpath(path):
         return None
     return target
 
 
 def _read_nifti(path: str, declared: str | None) -> MaskRecord:
     nib = require("nibabel", "read NIfTI masks")
-    if NIFTI_PAIR.search(path.lower()):
-        note_uncacheable("a NIfTI or Analyze header whose voxels nibabel reads from the .img beside it")
     try:
-        if storage.url_scheme(path):
-            data = read_bytes(path, "NIfTI file")
-            image = _nifti_from_bytes(nib, data)
-            size, gzipped = len(data), data[:2] == b"\x1f\x8b"
-        else:
-            image = nib.load(path)
-            size, gzipped = os.path.getsize(path), read_head(path, 2) == b"\x1f\x8b"
-        _check_nifti_size(image.header, size, gzipped)
-        array = np.asanyarray(image.dataobj)
+        with _nifti_image(nib, path) as (image, size, gzipped):
+            _check_nifti_size(image.header, size, gzipped)
+            array = np.asanyarray(image.dataobj)
     except ReadError:
         raise
     except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
@@ -541,8 +570,69 @@ def _read_nifti(path: str, declared: str | None) -> MaskRecord:
     return MaskRecord(array=np.asarray(array), container="nifti", declared=declared, mode=str(array.dtype))
 
 
-# The names nibabel reads as a header and image pair (x.hdr with x.img), not as one file.
-NIFTI_PAIR = re.compile(r"\.(hdr|img)(\.gz|\.bz2)?$")
+# The names nibabel reads as one image of several files, opening the others by the name of the
+# one it is given: a NIfTI or Analyze header with its voxels (x.hdr, x.img, and SPM's x.mat),
+# Philips PAR/REC, AFNI's HEAD/BRIK.
+SEVERAL_FILES = re.compile(r"\.(hdr|img|par|rec|head|brik)(\.gz|\.bz2|\.zst|\.z)?$", re.IGNORECASE)
+NIFTI_PAIR_PARTS = {"hdr": ("header", "img"), "img": ("image", "hdr")}
+
+
+@contextlib.contextmanager
+def _nifti_image(nib, path: str):
+    """(image, bytes of the file its voxels are in, whether that file is gzip-compressed) of
+    the NIfTI file at ``path``, open while the caller reads it. nibabel opens by name only a
+    file that is one image alone; the two files of a header/image pair are opened here
+    (:func:`_nifti_pair`), an object of object storage is read from its bytes."""
+    if storage.url_scheme(path):
+        data = read_bytes(path, "NIfTI file")
+        yield _nifti_from_bytes(nib, data), len(data), data[:2] == b"\x1f\x8b"
+    elif SEVERAL_FILES.search(path):
+        # What it reads depends on the other file of the pair.
+        note_uncacheable("a NIfTI header whose voxels are in the .img beside it")
+        with contextlib.ExitStack() as files:
+            yield _nifti_pair(nib, path, files)
+    else:
+        yield nib.load(path), os.path.getsize(path), read_head(path, 2) == b"\x1f\x8b"
+
+
+def _nifti_pair(nib, path: str, files: contextlib.ExitStack):
+    """:func:`_nifti_image` of one file of a NIfTI header/image pair (``x.hdr`` with ``x.img``,
+    both ``.gz`` or neither), its two files opened into ``files`` and given to nibabel open:
+    the other file must be a regular file beside ``path`` (:func:`_beside`), so neither a link
+    out of the folder nor a named pipe is ever opened. Other images of several files
+    (Analyze, PAR/REC, AFNI) are not read."""
+    match = SEVERAL_FILES.search(path)
+    suffix, compression = match.group(1), match.group(2) or ""
+    name = os.path.basename(path)
+    if suffix.lower() not in NIFTI_PAIR_PARTS or compression.lower() not in ("", ".gz"):
+        raise ReadError(f"{named_file(name)} is one of the files of an image that nibabel reads from several "
+                        "files; labelguard reads NIfTI files (.nii, .nii.gz) and NIfTI header/image pairs "
+                        "(.hdr with .img) only")
+    role, other_suffix = NIFTI_PAIR_PARTS[suffix.lower()]
+    other_name = name[:len(name) - len(match.group())] + "." + (
+        other_suffix.upper() if suffix.isupper() else other_suffix) + compression
+    other = _beside(path, other_name)
+    if other is None:
+        other_path = os.path.join(os.path.dirname(path), other_name)
+        leads = os.path.realpath(other_path)
+        raise ReadError(f"{named_file(name)} is half of a NIfTI header/image pair whose other file, "
+                        f"{named_file(other_name)}, is not a regular file beside it"
+                        + (f" (it leads to {named_file(leads)})" if os.path.islink(other_path) else "")
+                        + ": not read (labelguard reads a pair only when both its files lie side by side in "
+                        "one folder)")
+    opened = {role: files.enter_context(open_regular(path, "NIfTI file")),
+              "image" if role == "header" else "header": files.enter_context(open_regular(other, "NIfTI file"))}
+    gzipped = compression != ""
+    streams = {part: files.enter_context(gzip.GzipFile(fileobj=handle)) if gzipped else handle
+               for part, handle in opened.items()}
+    head = streams["header"].read(540)
+    streams["header"].seek(0)
+    for kind in (nib.Nifti1Pair, nib.Nifti2Pair):
+        if kind.header_class.may_contain_header(head):
+            image = kind.from_file_map({part: nib.FileHolder(fileobj=stream) for part, stream in streams.items()})
+            return image, os.fstat(opened["image"].fileno()).st_size, gzipped
+    raise ReadError("the .hdr of the pair holds no NIfTI-1 or NIfTI-2 header (no NIfTI magic): labelguard reads "
+                    "NIfTI header/image pairs, not Analyze 7.5 ones")
 
 
 def _nifti_from_bytes(nib, data: bytes):
@@ -594,9 +684,10 @@ def image_shape(path: str) -> tuple[int, ...]:
     if container in ("nifti", "gzip"):
         nib = require("nibabel", "read NIfTI images")
         try:
-            if storage.url_scheme(path):
-                return tuple(_nifti_from_bytes(nib, read_bytes(path, "NIfTI file")).shape)
-            return tuple(nib.load(path).shape)
+            with _nifti_image(nib, path) as (image, _, _):
+                return tuple(image.shape)
+        except ReadError:
+            raise
         except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
             raise ReadError(f"cannot read NIfTI header: {exc or type(exc).__name__}") from None
     if container in ("zip", "hdf5"):
@@ -639,14 +730,66 @@ def _header_shape(handle: BinaryIO, container: str) -> tuple[int, ...]:
     return (pages, *plane) if pages > 1 else plane
 
 
-def _note_ome_files(tiff) -> None:
-    """An OME-TIFF whose metadata names other files: tifffile may read planes from them."""
+class _ThisFileOnly(io.BufferedReader):
+    """A TIFF opened for tifffile without its descriptor. tifffile reads the other files an
+    OME-TIFF's metadata, a Micro-Manager stack or an NDTiff index name (found by name in the
+    working folder, for a file it is given open) only for a file that has one: given this, it
+    reads the bytes of this file and nothing else."""
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("read as this file alone")
+
+
+@contextlib.contextmanager
+def tiff_file(tifffile, path: str):
+    """``tifffile.TiffFile`` of the regular file at ``path``, which reads no other file."""
+    with open_regular(path, "TIFF file") as handle:
+        raw = getattr(handle, "raw", None)  # an object of object storage is in memory already
+        with (_ThisFileOnly(raw) if raw is not None else handle) as stream, \
+                tifffile.TiffFile(stream, name=os.path.basename(path)) as tiff:
+            yield tiff
+
+
+def _first_description(tiff) -> str | None:
+    return tiff.pages[0].description if len(tiff.pages) else None
+
+
+def ome_elsewhere(description: object, path: str) -> str | None:
+    """Why the TIFF at ``path`` is not read when its OME-XML (``description``, its first
+    ImageDescription) places image planes in other files, or None. Each ``TiffData`` names
+    its file by a UUID: the file's own (the root's ``UUID``; without one, a ``FileName``
+    that is the file's own name) or another's, which tifffile would open by its
+    ``FileName``."""
+    # tifffile's test of an OME-TIFF: the description ends with the root's end tag.
+    if not isinstance(description, str) or not description[-10:].strip().endswith("OME>"):
+        return None
+    from labelguard.readers.voc import parse_xml  # imported by OME-TIFFs only
+
     try:
-        names_files = tiff.is_ome and "FileName=" in (tiff.pages[0].description or "")
-    except Exception:  # a damaged first page: the read that follows reports it
-        return
-    if names_files:
-        note_uncacheable("an OME-TIFF whose planes may lie in the other files it names")
+        root = parse_xml(description.encode("utf-8", "surrogateescape"))
+    except ReadError as exc:
+        raise ReadError(f"its OME-XML (the TIFF's description) cannot be read: {exc}") from None
+    own_uuid, own_name = root.get("UUID"), os.path.basename(path).lower()
+    others = []
+    for element in root.iter():
+        if not isinstance(element.tag, str) or not element.tag.endswith("TiffData"):
+            continue
+        for uuid in element:
+            if not isinstance(uuid.tag, str) or not uuid.tag.endswith("UUID"):
+                continue
+            named = uuid.get("FileName")
+            if uuid.text != own_uuid if own_uuid is not None else (named or "").lower() != own_name:
+                others.append(named if named is not None else f"UUID {uuid.text}")
+    if not others:
+        return None
+    return (f"its OME-XML places image planes in other files: {shorten(dict.fromkeys(others), 3, named_file)} "
+            f"(OME-TIFF multi-file); {READS_ONLY_ITS_OWN}")
+
+
+def _refuse_ome_elsewhere(description: object, path: str) -> None:
+    elsewhere = ome_elsewhere(description, path)
+    if elsewhere:
+        raise ReadError(elsewhere)
 
 
 def _tiff_shape(path: str) -> tuple[int, ...] | None:
@@ -656,8 +799,8 @@ def _tiff_shape(path: str) -> tuple[int, ...] | None:
     except ImportError:
         return None
     try:
-        with open_regular(path, "TIFF file") as handle, tifffile.TiffFile(handle, name=os.path.basename(path)) as tiff:
-            _note_ome_files(tiff)
+        with tiff_file(tifffile, path) as tiff:
+            _refuse_ome_elsewhere(_first_description(tiff), path)
             if not tiff.series:
                 raise ReadError("the TIFF holds no image")
             return tuple(tiff.series[0].shape)

@@ -13,7 +13,11 @@ Two kinds of files are read here:
   Each record batch is read into memory of its own (not memory-mapped: a mapped file's pages
   would stay in the process) and its integer columns viewed, not copied, so a 10 GB dataset
   costs a batch of memory; a file that cannot be read is a :class:`ReadError`
-  (LG001), raised where it happens so that the rows before it keep their findings.
+  (LG001), raised where it happens so that the rows before it keep their findings. What a
+  record batch or a row group declares it decodes to is held to the read limits before
+  pyarrow decodes it (:mod:`~labelguard.readers.columnar`), and what JSON lines cost once
+  parsed before they are (:data:`JSON_COST`): a file of a few kilobytes cannot make an
+  audit allocate gigabytes.
 
 The dataset's own ``ClassLabel`` features (the ``huggingface`` metadata ``datasets`` stores in
 every Arrow and Parquet schema) give a label column its number of classes.
@@ -21,6 +25,7 @@ every Arrow and Parquet schema) give a label column its number of classes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any, Iterable, Iterator
@@ -30,9 +35,12 @@ import numpy as np
 from labelguard._optional import available, require
 from labelguard.core import storage
 from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
-from labelguard.core.text import clipped, shorten
+from labelguard.core.text import byte_size, clipped, shorten
 from labelguard.errors import SpecError
-from labelguard.readers.base import ReadError, check_decoded, open_stream, parse_json, read_head, read_text
+from labelguard.readers.base import (
+    ReadError, check_decoded, open_regular, open_stream, parse_json, read_head, read_text, stream_size,
+)
+from labelguard.readers.columnar import IpcLimits, ParquetLimits
 
 # Rows per batch the rules judge at once: large enough that a batch costs far more than the
 # calls of the rules, small enough that a batch of 512-token rows stays a few MiB.
@@ -47,6 +55,10 @@ FIRST_READ = 4096
 JSON_HEAD = 1 << 16
 # The reads of a Parquet file: column chunks are read in pieces of this size.
 READ_BUFFER = 1 << 20
+# The most bytes of Python objects one byte of a JSON line becomes once parsed and made columns:
+# measured at up to 38 (a line of empty lists or objects, ``[[],[],...]``), with room to spare.
+# A line, and the lines of a batch together, may hold max_file_bytes / JSON_COST bytes.
+JSON_COST = 64
 
 # ---- the spec: a model's config.json and its tokenizer ---------------------------------------
 
@@ -298,7 +310,7 @@ def holds_token_ids(path: str) -> bool:
     import pyarrow as pa
 
     try:
-        with _arrow_source(pa, path, mapped=True) as source:
+        with _schema_source(pa, path) as source:
             if kind == "parquet":
                 import pyarrow.parquet as pq
 
@@ -336,67 +348,152 @@ def _arrow_batches(pa, path: str, display: str, kind: str) -> Iterator[TokenBatc
     """The file's batches, each read into memory of its own and let go once judged: no
     memory map, whose pages of a 10 GB file would all stay in the process (its peak RSS the
     file's size; and a file truncated while mapped kills the process with SIGBUS), and no
-    Parquet pre-buffering, which keeps every column chunk it read."""
-    if kind == "parquet":
-        import pyarrow.parquet as pq
+    Parquet pre-buffering, which keeps every column chunk it read. Each record batch and row
+    group is held to the read limits by what its metadata declares before pyarrow decodes
+    it (:mod:`~labelguard.readers.columnar`)."""
+    with _arrow_input(pa, path) as (source, read_at, size):
+        if kind == "parquet":
+            import pyarrow.parquet as pq
 
-        with _arrow_source(pa, path) as source, \
-                pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER) as parquet:
-            yield from _parquet_batches(pa, parquet, display)
-        return
-    with _arrow_source(pa, path) as source:
-        reader = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
-        batches = (reader.get_batch(i) for i in range(reader.num_record_batches)) if kind == "arrow-file" \
-            else reader
+            with pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER) as parquet:
+                yield from _parquet_batches(pa, parquet, read_at, size, display)
+            return
+        checked = IpcLimits(read_at, size, kind.replace("-", " "), ahead=not storage.url_scheme(path)).batches()
+        if kind == "arrow-file":
+            reader = pa.ipc.open_file(source)
+            batches = _file_batches(reader, checked)
+        else:
+            reader = pa.ipc.open_stream(source)
+            batches = _stream_batches(reader, checked)
         yield from _judged_batches(pa, batches, reader.schema, display)
 
 
-def _arrow_source(pa, path: str, mapped: bool = False):
-    """What pyarrow reads ``path`` from: a local file (memory-mapped with ``mapped``, for a
-    look at the schema only), or an object of object storage streamed in ranges
-    (:func:`~labelguard.readers.base.open_stream`)."""
+def _file_batches(reader, checked: Iterator[None]) -> Iterator:
+    """The record batches of an IPC file, each read once ``checked`` (walking the blocks of
+    the same footer) has checked its metadata."""
+    read = 0
+    for _ in checked:
+        if read == reader.num_record_batches:
+            return
+        yield reader.get_batch(read)
+        read += 1
+    if read < reader.num_record_batches:
+        raise ReadError(f"cannot read the arrow file: pyarrow finds {reader.num_record_batches} record batches in "
+                        f"its footer, labelguard {read}")
+
+
+def _stream_batches(reader, checked: Iterator[None]) -> Iterator:
+    """The record batches of an IPC stream, each read once ``checked`` (walking the same
+    messages) has checked its metadata."""
+    for _ in checked:
+        try:
+            yield reader.read_next_batch()
+        except StopIteration:
+            return
+    try:
+        reader.read_next_batch()  # where the walk stopped at a message cut off, pyarrow says why
+    except StopIteration:
+        return
+    raise ReadError("cannot read the arrow stream: a record batch follows the end of its messages")
+
+
+@contextlib.contextmanager
+def _arrow_input(pa, path: str) -> Iterator[tuple[Any, Any, int]]:
+    """(what pyarrow reads ``path`` from, ``read_at(offset, size)`` for its metadata, its
+    size): a local file, or an object of object storage streamed in ranges
+    (:func:`~labelguard.readers.base.open_stream`), whose metadata is read through the same
+    handle so that both share its fetched ranges."""
+    remote = storage.url_scheme(path)
+    with (open_stream if remote else open_regular)(path, "data file") as handle, \
+            (pa.PythonFile(handle, mode="r") if remote else pa.OSFile(path)) as source:
+        size = stream_size(handle)
+        yield source, _reads_at(handle, size), size
+
+
+def _reads_at(handle, size: int):
+    """``read_at(offset, count)`` over ``handle``: the bytes there (fewer at the file's end),
+    the handle's position kept. A local file is read with ``pread``: one call, no seek."""
+    try:
+        descriptor = handle.fileno() if hasattr(os, "pread") else None
+    except (AttributeError, OSError):  # an object of object storage
+        descriptor = None
+
+    def read_at(offset: int, count: int) -> bytes:
+        count = min(count, size - offset)
+        if offset < 0 or count <= 0:
+            return b""
+        if descriptor is not None:
+            return os.pread(descriptor, count, offset)
+        position = handle.tell()
+        try:
+            handle.seek(offset)
+            return handle.read(count)
+        finally:
+            handle.seek(position)
+    return read_at
+
+
+def _schema_source(pa, path: str):
+    """What pyarrow reads the schema of ``path`` from: a local file memory-mapped, or an
+    object of object storage streamed in ranges (:func:`~labelguard.readers.base.open_stream`)."""
     if storage.url_scheme(path):
         return pa.PythonFile(open_stream(path, "data file"), mode="r")
-    return pa.memory_map(path) if mapped else pa.OSFile(path)
+    return pa.memory_map(path)
 
 
-def _parquet_batches(pa, parquet, display: str) -> Iterator[TokenBatch]:
-    for group in range(parquet.num_row_groups):
-        check_decoded(f"row group {group}", parquet.metadata.row_group(group).total_byte_size)
+def _parquet_batches(pa, parquet, read_at, size: int, display: str) -> Iterator[TokenBatch]:
+    """The row groups' batches, of the columns of ids alone (:func:`_read_columns`)."""
     schema = parquet.schema_arrow
-    names, _ = _read_columns(schema)
-    if not names:  # no column to check: the rows are counted all the same
-        yield TokenBatch(display, 0, parquet.metadata.num_rows)
+    read, unread, _ = _read_columns(pa, schema)
+    limits = ParquetLimits(read_at, size, read)
+    if not read:  # no column to decode: the rows are counted all the same
+        for group in range(parquet.num_row_groups):
+            limits.check_row_group(group)
+        yield TokenBatch(display, 0, parquet.metadata.num_rows, problems=unread)
         return
-    # One thread: an audit runs one file per worker process.
-    batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=names, use_threads=False)
-    yield from _judged_batches(pa, batches, schema, display)
+
+    def batches():
+        for group in range(parquet.num_row_groups):
+            limits.check_row_group(group)
+            # One thread: an audit runs one file per worker process.
+            yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=read,
+                                            use_threads=False)
+
+    yield from _judged_batches(pa, batches(), schema, display)
 
 
 def _judged_batches(pa, batches: Iterable, schema, display: str) -> Iterator[TokenBatch]:
     """The columns the rules read of each record batch, :data:`BATCH_ROWS` rows at most."""
-    names, classes = _read_columns(schema)
+    names, unread, classes = _read_columns(pa, schema)
     start = 0
     for batch in batches:
         for first in range(0, batch.num_rows, BATCH_ROWS):
             part = batch if batch.num_rows <= BATCH_ROWS else batch.slice(first, BATCH_ROWS)
-            columns, problems = {}, []
+            columns = {}
             for name in names:
                 array = part.column(name)
                 array.validate(full=True)  # offsets inside their buffers before numpy views them
-                column = _arrow_column(pa, name, array, classes.get(name))
-                if isinstance(column, str):
-                    problems.append((name, column))
-                else:
-                    columns[name] = column
-            yield TokenBatch(display, start, part.num_rows, columns, problems=problems)
+                columns[name] = _arrow_column(pa, name, array, classes.get(name))
+            yield TokenBatch(display, start, part.num_rows, columns, problems=list(unread))
             start += part.num_rows
 
 
-def _read_columns(schema) -> tuple[list[str], dict[str, int]]:
-    """The columns of ``schema`` the rules read, and the ClassLabel columns' num_classes."""
+def _read_columns(pa, schema) -> tuple[list[str], list[tuple[str, str]], dict[str, int]]:
+    """(the columns of ids of ``schema`` the rules read, (column, what makes it none) of the
+    others they would, the ClassLabel columns' num_classes), told from the schema: a column
+    of text or other values where ids belong is named, never read (a dictionary-encoded
+    string can repeat a megabyte a million times). ReadError when the schema names one of
+    them twice (which holds the values is unknown)."""
     classes = _class_labels(schema.metadata)
-    return [name for name in schema.names if name in READ_COLUMNS or name in classes], classes
+    names = [name for name in schema.names if name in READ_COLUMNS or name in classes]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ReadError(f"the schema names column {twice[0]!r} {names.count(twice[0])} times: which one holds "
+                        "the values is unknown")
+    kinds = dict(zip(schema.names, schema.types))
+    problems = {name: _not_ids(pa, kinds[name]) for name in names}
+    return ([name for name in names if problems[name] is None],
+            [(name, problem) for name, problem in problems.items() if problem is not None], classes)
 
 
 def _class_labels(metadata: dict | None) -> dict[str, int]:
@@ -436,8 +533,8 @@ def _class_count(feature: Any) -> int | None:
     return None
 
 
-def _arrow_column(pa, name: str, array, classes: int | None) -> TokenColumn | str:
-    """One column as flat values with sequence offsets, or what makes it no column of ids.
+def _arrow_column(pa, name: str, array, classes: int | None) -> TokenColumn:
+    """One column of ids (:func:`_read_columns`) as flat values with sequence offsets.
     ``array`` has been validated in full: its offsets lie inside its values."""
     import pyarrow.compute as pc
 
@@ -449,11 +546,8 @@ def _arrow_column(pa, name: str, array, classes: int | None) -> TokenColumn | st
             sequence_rows = np.repeat(np.arange(len(array), dtype=np.int64), np.diff(offsets))
             offsets, inner = _unnested(pa, inner)
         array = inner
-    kind = array.type
-    if pa.types.is_boolean(kind):
+    if pa.types.is_boolean(array.type):
         array = array.cast(pa.int8())
-    elif not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-        return f"holds {kind} values, not ids"
     missing = None
     if array.null_count:
         missing = array.is_null().to_numpy(zero_copy_only=False)
@@ -487,11 +581,28 @@ def _is_list(pa, kind) -> bool:
     return isinstance(kind, (pa.ListType, pa.LargeListType, pa.FixedSizeListType))
 
 
+def _not_ids(pa, kind) -> str | None:
+    """What makes a column of type ``kind`` no column of ids (its values, under a list or a
+    list of lists, neither integers, floats nor booleans); None for a column of ids."""
+    values = kind
+    for _ in range(2):
+        if _is_list(pa, values):
+            values = values.value_type
+    if pa.types.is_boolean(values) or pa.types.is_integer(values) or pa.types.is_floating(values):
+        return None
+    return f"holds {values} values, not ids"
+
+
 def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
-    """JSON lines, one record an object, read with the standard library (no extra needed)."""
+    """JSON lines, one record an object, read with the standard library (no extra needed).
+
+    Parsed, a line costs up to :data:`JSON_COST` times its bytes: a line, and the lines of
+    one batch together, may hold ``max_file_bytes / JSON_COST`` bytes, so that parsing them
+    costs at most ``max_file_bytes``."""
     limit = _line_limit()
     start = 0
     number = 0
+    held = 0  # the bytes of the lines of the batch
     records: list[dict] = []
     lines: list[int] = []  # the line of each record (blank lines are skipped)
     with open_stream(path, "JSON-lines file") as handle:
@@ -501,9 +612,18 @@ def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
                 break
             number += 1
             if len(line) > limit:
-                check_decoded(f"line {number}", len(line), "holds more than")
+                if records:  # the rows before it are checked before the file is given up
+                    yield _json_batch(records, lines, display, start)
+                length = _line_length(handle, line)
+                check_decoded(f"line {number} holds {byte_size(length)} of JSON; parsed into Python objects (up "
+                              f"to {JSON_COST} bytes a byte), it", length * JSON_COST, "may take")
             if not line.strip():
                 continue
+            if records and held + len(line) > limit:
+                yield _json_batch(records, lines, display, start)
+                start += len(records)
+                records, lines, held = [], [], 0
+            held += len(line)
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
@@ -522,15 +642,26 @@ def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
             if len(records) == BATCH_ROWS:
                 yield _json_batch(records, lines, display, start)
                 start += len(records)
-                records, lines = [], []
+                records, lines, held = [], [], 0
     if records:
         yield _json_batch(records, lines, display, start)
+
+
+def _line_length(handle, start: bytes) -> int:
+    """The length of the line that opens with ``start``, its rest read in pieces, not held."""
+    length = len(start)
+    while not start.endswith(b"\n"):
+        start = handle.readline(1 << 16)
+        if not start:
+            break
+        length += len(start)
+    return length
 
 
 def _line_limit() -> int:
     from labelguard.core.limits import current_limits
 
-    return current_limits().max_file_bytes
+    return max(current_limits().max_file_bytes // JSON_COST, 1)
 
 
 def _json_batch(records: list[dict], lines: list[int], display: str, start: int) -> TokenBatch:

@@ -183,7 +183,7 @@ def read_data_yaml(path: str) -> DatasetFile:
         if isinstance(nc, int) and not isinstance(nc, bool) and nc > 0:
             declared.nc = nc
         else:
-            declared.problems.append(f"nc: {nc!r} is not a positive integer")
+            declared.problems.append(f"nc: {clipped(repr(nc))} is not a positive integer")
     for split in SPLITS:
         value = content.get(split)
         if value is None:
@@ -191,7 +191,7 @@ def read_data_yaml(path: str) -> DatasetFile:
         items = value if isinstance(value, list) else [value]
         paths = [str(item) for item in items if isinstance(item, (str, int, float)) and str(item)]
         if len(paths) != len(items):
-            declared.problems.append(f"{split}: {value!r} is not a path or a list of paths")
+            declared.problems.append(f"{split}: {clipped(repr(value))} is not a path or a list of paths")
         declared.splits[split] = paths
     if isinstance(content.get("path"), str) and content["path"]:
         declared.root = content["path"]
@@ -201,7 +201,7 @@ def read_data_yaml(path: str) -> DatasetFile:
                 and shape[1] in (2, 3)):
             declared.keypoint_shape = (shape[0], shape[1])
         else:
-            declared.problems.append(f"kpt_shape: {shape!r} is not [keypoints, 2 or 3]")
+            declared.problems.append(f"kpt_shape: {clipped(repr(shape))} is not [keypoints, 2 or 3]")
     return declared
 
 
@@ -314,13 +314,13 @@ def _names(value: Any, problems: list[str]) -> list[str] | None:
         try:
             keyed = {int(k): str(v) for k, v in value.items()}
         except (TypeError, ValueError):
-            problems.append(f"names: the keys of {value!r} are not integer ids")
+            problems.append(f"names: the keys of {clipped(repr(value))} are not integer ids")
             return None
         if sorted(keyed) != list(range(len(keyed))):
             problems.append(f"names: the ids {sorted(keyed)} are not 0..{len(keyed) - 1}")
             return None
         return [keyed[i] for i in range(len(keyed))]
-    problems.append(f"names: {value!r} is neither a list nor an {{id: name}} mapping")
+    problems.append(f"names: {clipped(repr(value))} is neither a list nor an {{id: name}} mapping")
     return None
 
 
@@ -334,13 +334,13 @@ def read_darknet_data(path: str) -> DatasetFile:
             continue
         key, sep, value = (part.strip() for part in text.partition("="))
         if not sep:
-            declared.problems.append(f"line {number} is not 'key = value': {line!r}")
+            declared.problems.append(f"line {number} is not 'key = value': {clipped(repr(line))}")
             continue
         if key == "classes":
             try:
                 declared.nc = int(value)
             except ValueError:
-                declared.problems.append(f"line {number}: classes = {value!r} is not an integer")
+                declared.problems.append(f"line {number}: classes = {clipped(repr(value))} is not an integer")
         elif key == "names":
             declared.names_file = value
         elif key in ("train", "valid", "val", "test"):

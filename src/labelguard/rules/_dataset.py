@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
+from labelguard.core.text import show_name
 from labelguard.core.values import suggest_remap
 
 # Values under this share of all pixels, found in few files, are stray values (JPEG or
@@ -21,7 +22,7 @@ def main_values(summary: Summary) -> list[int]:
 
 def class_label(value: int, spec: LabelSpec) -> str:
     name = spec.class_name(value)
-    return f"{value} ({name})" if name else str(value)
+    return f"{value} ({show_name(name)})" if name else str(value)
 
 
 def suggested_remap(summary: Summary, spec: LabelSpec) -> dict[int, int] | None:

@@ -89,12 +89,14 @@ class _WorkerPayload(Exception):
 
 
 def _payload_fields(text: str) -> dict[str, Any] | None:
+    from labelguard.readers.base import ReadError, parse_json
+
     match = _PAYLOAD_LINE.search(text)
     if match is None:
         return None
     try:
-        fields = json.loads(match.group(1))
-    except ValueError:
+        fields = parse_json(match.group(1), "the error payload")
+    except ReadError:
         return None
     return fields if isinstance(fields, dict) and "code" in fields else None
 

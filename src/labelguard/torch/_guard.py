@@ -46,16 +46,17 @@ from labelguard.torch._targets import (
     TargetProblem,
     TargetRules,
     TargetSelector,
-    as_array,
     dtype_name,
     errors_of,
     geometry_finding,
     input_finding,
     input_name,
+    named_finding,
     rules_for,
     sample_error,
     select_input,
     select_target,
+    target_arrays,
 )
 from labelguard.torch._collate import remember_sample
 from labelguard.torch._tokens import holds_tokens, token_findings, token_spec_of
@@ -229,7 +230,7 @@ class _SampleGuard:
             if target is None:
                 raise TargetProblem("the target is None: the dataset gave this sample no label; return "
                                     "one for every sample")
-            array = as_array(target)
+            parts = target_arrays(target)
         except TargetProblem as problem:
             # The sample can be neither checked nor trained on: an error about it, named.
             return self._error(TARGET_DTYPE.finding(None, str(problem)), sample, index, dataset, where)
@@ -242,8 +243,9 @@ class _SampleGuard:
         geometry = geometry_finding(None, image, target) if _spatial(image, target) else None
         if geometry is not None:
             findings.append(geometry)
-        if array is not None and not self.rules.clearly_legal(array):
-            findings.extend(self.rules.check(None, array, dtype_name(target)))
+        for named, part, array in parts:
+            if array is not None and not self.rules.clearly_legal(array):
+                findings.extend(named_finding(named, f) for f in self.rules.check(None, array, dtype_name(part)))
         errors = errors_of(findings)
         if not errors:
             return None
@@ -311,10 +313,10 @@ def no_replacement(first: SampleError, bad_in_a_row: int) -> SampleError:
 
 def _spatial(image: Any, target: Any) -> bool:
     """True when image and target look like an image/mask pair (mask 2-D, (1, H, W) or a
-    volume one axis shorter than its image)."""
+    volume one axis shorter than its image); a nested target has no one shape to pair."""
     target_ndim = getattr(target, "ndim", None)
     image_ndim = getattr(image, "ndim", None)
-    if target_ndim is None or image_ndim is None or target_ndim < 2:
+    if target_ndim is None or image_ndim is None or target_ndim < 2 or getattr(target, "is_nested", False):
         return False
     shape = tuple(target.shape)
     return target_ndim == 2 or shape[0] == 1 or target_ndim == image_ndim - 1

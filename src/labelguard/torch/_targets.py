@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -21,7 +21,7 @@ from labelguard.checks.masks import GEOMETRY, NON_INTEGER, VALUE_OUTSIDE_SPEC, v
 from labelguard.checks.runtime import INPUT_INVALID, LOSS_DOMAIN, TARGET_DTYPE
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import noun, plural, shorten, show_name, verb
+from labelguard.core.text import clipped, noun, plural, shorten, show_name, verb
 from labelguard.core.values import histogram, violations
 from labelguard.errors import UsageError
 from labelguard.torch._tensors import all_finite
@@ -38,6 +38,9 @@ OBJECT_CLASS_KEYS = ("category_id", "label", "labels", "class_id", "class", "tar
 # (128 MiB as int64); past it, densifying would cost memory the sample does not hold.
 SPARSE_DENSE_LIMIT = 1 << 24
 _SPARSE_LAYOUTS = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+# Floating dtypes read as they are; the others (float16, bfloat16, the float8 kinds) are read
+# as float32: numpy has no bfloat16 or float8, and the value rules compare with limits float16 cannot hold.
+_READ_AS_IS = (torch.float32, torch.float64)
 
 TargetSelector = Callable[[Any], Any] | str | int | None
 
@@ -146,15 +149,22 @@ def as_array(value: Any) -> np.ndarray | None:
     """A numpy view of a CPU target; None (logged once) when it cannot be read without a copy
     from an accelerator or is not numeric.
 
-    A sparse tensor gives its dense values (:data:`SPARSE_DENSE_LIMIT`), a quantized one its
-    real values, a half-precision one float32 (numpy has no bfloat16, and the value rules
-    compare with limits float16 cannot hold): :func:`dtype_name` names what the target held.
+    A sparse or MKL-DNN tensor gives its dense values (:data:`SPARSE_DENSE_LIMIT`), a
+    quantized one its real values, a half-precision or float8 one float32 (numpy has no
+    bfloat16, and the value rules compare with limits float16 cannot hold), a complex32 one
+    complex64: :func:`dtype_name` names what the target held.
 
     Raises:
         TargetProblem: a sparse target past :data:`SPARSE_DENSE_LIMIT` elements, or one whose
-            indices do not fit its shape.
+            indices do not fit its shape; a nested tensor (:func:`target_arrays` checks its
+            components); a meta tensor, which holds no values; a tensor of a layout or dtype
+            that cannot be read as numbers.
     """
     if isinstance(value, torch.Tensor):
+        if value.device.type == "meta":
+            shown = ", nested" if value.is_nested else f" {tuple(value.shape)}"
+            raise TargetProblem(f"a target on the meta device ({dtype_name(value)}{shown}) holds no values to "
+                                "check or to train on: return the tensor itself, not its meta copy")
         if value.device.type != "cpu":
             _warn_once(
                 f"device-{value.device.type}",
@@ -162,19 +172,22 @@ def as_array(value: Any) -> np.ndarray | None:
                 "need a device sync): check them with labelguard.torch.checked(loss_fn)",
             )
             return None
+        if value.is_nested:
+            raise TargetProblem(f"a nested target ({value.layout}) of {value.size(0)} components: no array holds "
+                                "it whole; check each component (guard() does)")
         value = value.detach()
         if value.layout in _SPARSE_LAYOUTS:
             value = _densified(value)
         if value.is_quantized:
             value = value.dequantize()
-        if value.dtype in (torch.float16, torch.bfloat16):
-            value = value.float()
         try:
-            return value.numpy()
-        except (TypeError, RuntimeError):  # a layout or dtype numpy cannot hold (nested, complex32...)
-            _warn_once(f"tensor-{value.dtype}-{value.layout}",
-                       f"targets of dtype {dtype_name(value)} and layout {value.layout} are not checked")
-            return None
+            return _numpy_of(value)
+        except Exception as exc:  # the tensor's own code (a subclass) or a layout numpy cannot hold
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TargetProblem(
+                f"a target of dtype {dtype_name(value)} and layout {value.layout} that cannot be read as "
+                f"numbers ({clipped(reason, 200)}): return a dense tensor of integers or floats"
+            ) from None
     if isinstance(value, np.ndarray):
         return value.astype(np.float32) if value.dtype == np.float16 else value
     if isinstance(value, (bool, int, float, np.generic)):
@@ -188,6 +201,44 @@ def as_array(value: Any) -> np.ndarray | None:
             return array
     _warn_once(type(value).__name__, f"targets of type {type(value).__name__} are not checked")
     return None
+
+
+def _numpy_of(value: torch.Tensor) -> np.ndarray:
+    """The values of a dense CPU tensor as numpy holds them (see :func:`as_array`)."""
+    if value.layout == getattr(torch, "_mkldnn", None):
+        value = value.to_dense()
+    value = value.resolve_conj().resolve_neg()
+    if value.dtype == torch.complex32:
+        value = value.to(torch.complex64)
+    elif value.is_floating_point() and value.dtype not in _READ_AS_IS:
+        value = value.float()
+    return value.numpy()
+
+
+def target_arrays(target: Any) -> list[tuple[str, Any, np.ndarray | None]]:
+    """(how messages name it, the tensor, :func:`as_array` of it) for the target, or for
+    each component of a nested (jagged) tensor: components differ in shape, so each one is
+    an array of its own, checked by the same rules.
+
+    Raises:
+        TargetProblem: as :func:`as_array`, naming the component.
+    """
+    if not (isinstance(target, torch.Tensor) and target.is_nested) or target.device.type != "cpu":
+        return [("", target, as_array(target))]
+    components = target.unbind()
+    parts = []
+    for position, component in enumerate(components):
+        named = f"nested target component {position} (of {len(components)}, counted from 0): "
+        try:
+            parts.append((named, component, as_array(component)))
+        except TargetProblem as problem:
+            raise TargetProblem(named + str(problem)) from None
+    return parts
+
+
+def named_finding(named: str, finding: Finding) -> Finding:
+    """``finding`` with ``named`` (a component of the target, see :func:`target_arrays`) before its message."""
+    return replace(finding, message=named + finding.message) if named else finding
 
 
 def _densified(value: torch.Tensor) -> torch.Tensor:
@@ -243,7 +294,10 @@ def _warn_once(key: str, message: str) -> None:
 
 
 def shape_of(value: Any) -> tuple[int, ...] | None:
-    """The shape of a tensor or array, (height, width) of a PIL image, else None."""
+    """The shape of a tensor or array, (height, width) of a PIL image, else None (a nested
+    tensor's components differ in shape: it has none)."""
+    if isinstance(value, torch.Tensor) and value.is_nested:
+        return None
     shape = getattr(value, "shape", None)
     if shape is not None:
         return tuple(int(s) for s in shape)
@@ -289,7 +343,7 @@ class TargetRules:
         dtype = dtype or str(array.dtype)
         if array.dtype.kind not in "biuf":
             return [TARGET_DTYPE.finding(
-                display, f"target dtype {dtype} holds no numbers",
+                display, f"target dtype {dtype} holds no real numbers",
                 dtype=dtype,
             )]
         if self.mode is LossMode.BINARY:
@@ -534,7 +588,16 @@ def input_finding(display: str | None, value: Any, name: str,
     """LG509 when a sample's input holds NaN/Inf, or values outside ``input_range``.
 
     Costs one sum on a clean float input (NaN and Inf poison it) and a min and a max when a
-    range is declared; a tensor off the CPU is not read (that would need a device sync)."""
+    range is declared; a tensor off the CPU is not read (that would need a device sync). A
+    nested tensor's components are checked one by one, the first bad one named."""
+    if isinstance(value, torch.Tensor) and value.is_nested and value.device.type == "cpu":
+        components = value.unbind()
+        for position, component in enumerate(components):
+            part = f"{name}, nested component {position} (of {len(components)}, counted from 0)"
+            found = input_finding(display, component, part, input_range)
+            if found is not None:
+                return found
+        return None
     if isinstance(value, torch.Tensor):
         if value.device.type != "cpu" or value.layout != torch.strided or value.is_quantized:
             return None

@@ -109,16 +109,16 @@ def _reserved_positions(module: nn.Embedding, model_type: str | None) -> int:
 def token_batch_of(batch: Mapping, display: str, unit: str = "row", start: int = 0) -> TokenBatch | None:
     """The token columns of a collated batch (tensors of shape (batch, length), or (batch,)
     for a sequence label) or of one sample (a list or 1-D tensor per key, which is one row);
-    None when it holds no token ids."""
+    None when it holds no token ids. A nested (jagged) tensor is read as its ragged rows."""
     if not any(key in batch for key in TOKEN_ID_COLUMNS):
         return None
-    ids = next(batch[key] for key in TOKEN_ID_COLUMNS if key in batch)
+    ids = _unnested(next(batch[key] for key in TOKEN_ID_COLUMNS if key in batch))
     one_sample = not (isinstance(ids, torch.Tensor) and ids.dim() >= 2) and not _nested(ids)
     rows = 1 if one_sample else len(ids)
     columns: dict[str, TokenColumn] = {}
     problems = []
     for key in READ_COLUMNS:
-        value = batch.get(key)
+        value = _unnested(batch.get(key))
         if value is None:
             continue
         column = _column(key, value, one_sample)
@@ -127,6 +127,14 @@ def token_batch_of(batch: Mapping, display: str, unit: str = "row", start: int =
         else:
             columns[key] = column
     return TokenBatch(display, start, rows, columns, unit=unit, problems=problems)
+
+
+def _unnested(value: Any) -> Any:
+    """A nested tensor as the list of its components' values (no array holds its rows whole);
+    any other value as it is."""
+    if isinstance(value, torch.Tensor) and value.is_nested:
+        return [component.tolist() for component in value.unbind()]
+    return value
 
 
 def _nested(value: Any) -> bool:

@@ -28,11 +28,12 @@ from labelguard.torch._targets import (
     LossMode,
     TargetRules,
     TargetSelector,
-    as_array,
     dtype_name,
     errors_of,
+    named_finding,
     sample_error,
     select_target,
+    target_arrays,
     tensor_target_ok,
 )
 from labelguard.torch._guard import GuardedDataset, GuardedIterableDataset
@@ -165,15 +166,15 @@ class LabelGuardCallback(pl.Callback):
         if not self.check_batches or self._rules is None:
             return
         target = select_target(batch, self.target)
-        if not isinstance(target, torch.Tensor) or tensor_target_ok(target, self._rules.spec):
+        # A nested target takes no comparison as a whole: its components are checked one by one.
+        if not isinstance(target, torch.Tensor) or (not target.is_nested
+                                                    and tensor_target_ok(target, self._rules.spec)):
             return
-        array = as_array(target.detach().cpu())
-        if array is None:
-            return
-        errors = errors_of(self._rules.check(None, array, dtype_name(target)))
-        if errors:
-            raise sample_error(errors[0], where=where, index=None, source=None,
-                               expected=self._rules.expected())
+        for named, part, array in target_arrays(target.detach().cpu()):
+            errors = errors_of(self._rules.check(None, array, dtype_name(part))) if array is not None else []
+            if errors:
+                raise sample_error(named_finding(named, errors[0]), where=where, index=None, source=None,
+                                   expected=self._rules.expected())
 
 
 def _module_loss(pl_module: Any) -> Callable | None:

@@ -1,0 +1,259 @@
+"""A config found with the data is data: it sets the label spec and layout hints, never where
+code runs, how strict the verdict is, or what is read and written outside the dataset.
+
+A ``labelguard.toml`` inside a downloaded dataset, or in a shared folder above it, is written
+by whoever shipped the data. Each test plants one, with the settings an attacker would make,
+and checks that the audit runs on the trusted settings (the command line, ``--config``), that
+every refused setting is a warning naming the file and the setting, and that every report
+names the configs it read. The same file given with ``--config`` is the user's: it applies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from builders import colorize, organic_mask, write_json, write_label_colors, write_png
+
+from labelguard._audit import audit
+from labelguard._optional import available
+from labelguard.cli import main
+from labelguard.core.findings import Severity
+from labelguard.core.spec import LabelSpec
+from labelguard.errors import ClusterError
+
+needs_dask = pytest.mark.skipif(not available("distributed"), reason="the dask extra is not installed")
+
+
+def bad_masks(folder: Path, count: int) -> Path:
+    """``count`` masks of values 0..2, each with a 9 (an LG201 error under num_classes 3)."""
+    for index in range(count):
+        mask = organic_mask((16, 16), classes=(0, 1, 2), seed=index)
+        mask[0, :2] = 9
+        write_png(folder / f"{index}.png", mask)
+    return folder
+
+
+def good_masks(folder: Path, count: int) -> Path:
+    for index in range(count):
+        write_png(folder / f"{index}.png", organic_mask((16, 16), classes=(0, 1, 2), seed=index))
+    return folder
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["audit", *args, "--no-progress"], catch_exceptions=False)
+
+
+def use_of(report, name: str):
+    [use] = [use for use in report.configs if use.path.endswith(name)]
+    return use
+
+
+# ---- where code runs ------------------------------------------------------------------------
+
+@pytest.fixture
+def recording_scheduler():
+    """A Dask scheduler on loopback (no worker) and the list of clients that connected to it."""
+    from distributed import LocalCluster
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class Connections(SchedulerPlugin):
+        def __init__(self) -> None:
+            self.clients: list[str] = []
+
+        def add_client(self, scheduler, client: str) -> None:
+            self.clients.append(client)
+
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1", scheduler_port=0,
+                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster:
+        connections = Connections()
+        cluster.scheduler.add_plugin(connections, name="connections")
+        yield cluster.scheduler_address, connections.clients
+
+
+@needs_dask
+def test_a_datasets_config_never_connects_the_audit_to_its_scheduler(recording_scheduler, tmp_path, monkeypatch):
+    from labelguard.core import dask_engine
+
+    address, clients = recording_scheduler
+    data = bad_masks(tmp_path / "download" / "masks", 3).parent
+    config = data / "labelguard.toml"
+    config.write_text(f'[labels]\nnum_classes = 3\n\n[audit]\nengine = "dask"\nscheduler = "{address}"\n',
+                      encoding="utf-8")
+    result = run(str(data), "-f", "json", "--workers", "1")
+    assert result.exit_code == 1, result.output
+    assert clients == []  # nothing connected: the per-file work ran here
+    summary = json.loads(result.stdout)["summary"]
+    assert not any("per-file work ran on" in note for note in summary["notes"])
+    assert summary["findings"]["error"] == 3
+    [warning] = [note for note in summary["notes"] if "audit.engine" in note]
+    assert str(config) in warning and "audit.scheduler" in warning and "--config" in warning
+    assert f"labelguard: warning: {warning}" in result.stderr
+    [entry] = summary["configs"]
+    assert entry == {"path": str(config), "trusted": False, "applied": ["labels.num_classes"],
+                     "refused": ["audit.engine", "audit.scheduler"]}
+
+    # The same file given with --config is the user's own: the audit goes to that scheduler
+    # (which has no worker, so it stops there, after connecting).
+    monkeypatch.setattr(dask_engine, "WORKER_WAIT_SECONDS", 1)
+    with pytest.raises(ClusterError, match=f"{address} has no worker"):
+        audit(data, config_file=str(config), cache=False)
+    assert len(clients) == 1
+
+
+# ---- how strict the verdict is ----------------------------------------------------------------
+
+def test_a_config_above_the_data_neither_loosens_fail_on_nor_lowers_severities(tmp_path):
+    shared = tmp_path / "shared"
+    data = bad_masks(shared / "downloads" / "dataset" / "masks", 8).parent
+    config = shared / "labelguard.toml"
+    config.write_text('[labels]\nnum_classes = 3\n\n[audit]\nfail_on = "never"\n\n[severity]\nLG201 = "info"\n',
+                      encoding="utf-8")
+    text = run(str(data))
+    assert text.exit_code == 1, text.output
+    assert "result:    8 errors" in text.stdout
+    assert (f"config:    {config} (found with the data): applied labels.num_classes; not applied: audit.fail_on, "
+            "severity.LG201") in text.stdout
+    assert "--fail-on, --severity CODE=LEVEL" in text.stderr
+
+    as_json = run(str(data), "-f", "json")
+    assert as_json.exit_code == 1
+    report = json.loads(as_json.stdout)
+    assert {f["severity"] for f in report["findings"] if f["code"] == "LG201"} == {"error"}
+    assert len([f for f in report["findings"] if f["code"] == "LG201"]) == 8
+    assert report["summary"]["configs"] == [{"path": str(config), "trusted": False, "applied": ["labels.num_classes"],
+                                            "refused": ["audit.fail_on", "severity.LG201"]}]
+
+
+def test_sample_in_a_datasets_config_audits_every_file(tmp_path):
+    data = good_masks(tmp_path / "dataset" / "masks", 5).parent
+    (data / "labelguard.toml").write_text("[labels]\nnum_classes = 3\n\n[audit]\nsample = 1\n", encoding="utf-8")
+    result = run(str(data), "-f", "json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["samples"] == 5 and summary["sampled"] is None and len(summary["files"]) == 5
+    assert any("audit.sample" in note and "--sample" in note for note in summary["notes"])
+
+
+# ---- what is read and written outside the dataset ---------------------------------------------
+
+def test_cache_dir_read_limits_and_workers_of_a_found_config_are_not_applied(tmp_path, monkeypatch):
+    data = good_masks(tmp_path / "dataset" / "masks", 3).parent
+    config = data / "labelguard.toml"
+    config.write_text('[labels]\nnum_classes = 3\n\n[audit]\ncache_dir = "../planted-cache"\ncache_max_bytes = 100\n'
+                      "max_file_bytes = 16\nmax_pixels = 4\nworkers = 64\n", encoding="utf-8")
+    result = run(str(data), "-f", "json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["codes"] == {} and summary["samples"] == 3  # the limits would make every mask LG001
+    assert not (tmp_path / "planted-cache").exists()
+    assert not any("64 workers" in note for note in summary["notes"])
+    refused = ["audit.cache_dir", "audit.cache_max_bytes", "audit.max_file_bytes", "audit.max_pixels", "audit.workers"]
+    assert summary["configs"][0]["refused"] == refused
+    [warning] = [note for note in summary["notes"] if "audit.cache_dir" in note]
+    assert all(setting in warning for setting in refused) and str(config) in warning
+    assert "--cache-dir, --max-file-bytes, --max-pixels, --workers" in warning
+
+    # `labelguard cache` run where such a config is found: the same, with the warning on stderr.
+    monkeypatch.chdir(data)
+    info = CliRunner().invoke(main, ["cache", "info"])
+    assert info.exit_code == 0, info.output
+    assert "planted-cache" not in info.stdout and "bound:    100 bytes" not in info.stdout
+    assert "audit.cache_dir" in info.stderr and "labelguard.toml" in info.stderr
+    given = CliRunner().invoke(main, ["cache", "info", "--config", "labelguard.toml"])
+    assert f"location: {tmp_path / 'planted-cache'}" in given.stdout and "bound:    100 bytes" in given.stdout
+
+
+def test_a_found_config_naming_a_file_outside_its_folder_is_not_read(tmp_path):
+    """[tokens] files and [audit] color_map: a path that leaves the config's folder (up, absolute,
+    or a link inside it that points out) is refused, named by its setting, and never opened."""
+    outside = write_json(tmp_path / "outside.json", {"model": {"vocab": {"a": 0, "b": 1}}})
+    write_label_colors(tmp_path / "colours.txt", ["background", "road"], [(0, 0, 0), (128, 64, 128)])
+    data = good_masks(tmp_path / "dataset" / "masks", 2).parent
+    os.symlink(outside, data / "tokenizer.json")
+    cases = {
+        "tokens.tokenizer": ['[tokens]\ntokenizer = "../outside.json"\n', f'[tokens]\ntokenizer = "{outside}"\n',
+                             '[tokens]\ntokenizer = "tokenizer.json"\n'],
+        "audit.color_map": ['[audit]\ncolor_map = "../colours.txt"\n'],
+    }
+    for setting, texts in cases.items():
+        for text in texts:
+            (data / "labelguard.toml").write_text("[labels]\nnum_classes = 3\n\n" + text, encoding="utf-8")
+            report = audit(data, workers=1)
+            assert report.spec.tokens is None and not report.findings, text
+            use = use_of(report, "labelguard.toml")
+            assert use.applied == ("labels.num_classes",) and [s for s, _ in use.refused] == [setting], text
+            [warning] = [note for note in report.notes if setting in note]
+            assert "outside the config's folder" in warning and "not read" in warning
+
+
+def test_labels_and_layout_hints_of_a_found_config_apply_and_are_named(tmp_path, monkeypatch):
+    colours = [(0, 0, 0), (128, 64, 128), (0, 0, 142)]
+    data = tmp_path / "dataset"
+    for index in range(2):
+        write_png(data / "masks" / f"{index}.png", colorize(organic_mask((16, 16), seed=index), colours))
+    write_label_colors(data / "palette" / "colours.txt", ["background", "road", "car"], colours)
+    config = data / "labelguard.toml"
+    config.write_text('[labels]\nnum_classes = 2\n\n[audit]\ncolor_map = "palette/colours.txt"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the colour map is found relative to the config, not to here
+    report = audit("dataset/masks", workers=1)
+    assert report.outside_spec() and {f.code for f in report.findings} == {"LG201"}  # 2 is outside num_classes 2
+    assert report.summary.found_values() == [0, 1, 2]  # the colours decoded by the config's map
+    use = use_of(report, "labelguard.toml")
+    assert (use.path, use.trusted, use.applied, use.refused) == (
+        os.path.join("dataset", "labelguard.toml"), False, ("labels.num_classes", "audit.color_map"), ())
+    assert not any("found with the data" in note for note in report.notes)  # nothing refused, nothing to warn of
+
+    result = run("dataset/masks")
+    assert "config:    dataset/labelguard.toml (found with the data): applied labels.num_classes, " \
+           "audit.color_map\n" in result.stdout and "warning" not in result.stderr
+
+
+# ---- the user's own config ------------------------------------------------------------------
+
+def test_a_config_given_with_config_applies_and_every_format_names_it(tmp_path):
+    data = bad_masks(tmp_path / "dataset" / "masks", 2).parent
+    own = tmp_path / "mine.toml"
+    own.write_text('[labels]\nnum_classes = 3\n\n[audit]\nfail_on = "never"\n\n[severity]\nLG201 = "warning"\n',
+                   encoding="utf-8")
+    text = run(str(data), "--config", str(own))
+    assert text.exit_code == 0, text.output  # fail_on = "never" is the user's choice
+    assert "result:    0 errors, 2 warnings" in text.stdout
+    assert (f"config:    {own} (given with --config): applied labels.num_classes, audit.fail_on, "
+            "severity.LG201\n") in text.stdout and "warning:" not in text.stderr
+    entry = {"path": str(own), "trusted": True, "applied": ["labels.num_classes", "audit.fail_on", "severity.LG201"],
+             "refused": []}
+    assert json.loads(run(str(data), "--config", str(own), "-f", "json").stdout)["summary"]["configs"] == [entry]
+    sarif = json.loads(run(str(data), "--config", str(own), "-f", "sarif").stdout)
+    assert sarif["runs"][0]["properties"]["configs"] == [entry]
+    junit = run(str(data), "--config", str(own), "-f", "junit").stdout
+    assert f'<property name="config {own}" value="{own} (given with --config): applied' in junit
+
+    # A found config's refusals are warnings in each format too.
+    (data / "labelguard.toml").write_text('[audit]\nfail_on = "never"\n', encoding="utf-8")
+    sarif = json.loads(run(str(data), "--num-classes", "3", "-f", "sarif").stdout)
+    [notice] = [n for n in sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"] if n["level"] == "warning"]
+    assert "audit.fail_on" in notice["message"]["text"]
+    github = run(str(data), "--num-classes", "3", "-f", "github").stdout
+    assert "::warning title=labelguard config::" in github and "audit.fail_on" in github
+    if available("matplotlib"):
+        html = run(str(data), "--num-classes", "3", "-f", "html").stdout
+        assert "<td>config</td>" in html and "not applied: audit.fail_on" in html
+
+
+def test_the_library_trusts_config_file_and_not_the_config_it_finds(tmp_path):
+    data = bad_masks(tmp_path / "dataset" / "masks", 2).parent
+    config = data / "labelguard.toml"
+    config.write_text('[severity]\nLG201 = "info"\n', encoding="utf-8")
+    found = audit(data, LabelSpec(num_classes=3), workers=1)
+    assert {f.severity for f in found.findings} == {Severity.ERROR}
+    assert [(u.trusted, u.refused[0][0]) for u in found.configs] == [(False, "severity.LG201")]
+    given = audit(data, LabelSpec(num_classes=3), config_file=str(config), workers=1)
+    assert {f.severity for f in given.findings} == {Severity.INFO}
+    assert [(u.trusted, u.applied) for u in given.configs] == [(True, ("severity.LG201",))]
+    assert not any("found with the data" in note for note in given.notes)
