@@ -79,8 +79,8 @@ def test_the_hook_audits_the_touched_dataset_with_its_baseline(repository):
     assert hook["pass_filenames"] is True and hook["language"] == "python"
     known = _run(_example_command(), repository, "data/masks/a.png", "docs/notes.md")
     assert known.returncode == 0, known.stdout + known.stderr
-    assert "labelguard audit data --no-progress --output-format text --baseline data/labelguard-baseline.json" \
-        in known.stderr
+    assert ("labelguard audit data --no-progress --output-format text --config data/labelguard.toml --baseline "
+            "data/labelguard-baseline.json") in known.stderr
     assert "1 known finding of data/labelguard-baseline.json not listed" in known.stdout
 
     _pair(repository / "data", "c", bad=7)
@@ -95,9 +95,28 @@ def test_a_baseline_found_with_the_data_accepts_nothing_unless_the_hook_asks(rep
     done = _run(_hook()["entry"], repository, "data/masks/a.png")
     assert done.returncode == 1, done.stdout + done.stderr
     [command] = [line for line in done.stderr.splitlines() if line.startswith("labelguard audit ")]
-    assert "--baseline" not in command
-    assert "data/labelguard-baseline.json was not used" in done.stderr
+    assert "--baseline" not in command and "--config" not in command
+    assert "data/labelguard-baseline.json was not used" in done.stderr and "--trust-contracts" in done.stderr
     assert "data/masks/b.png: label value 255" in done.stdout
+
+
+def test_a_contract_applies_whole_only_when_the_hook_trusts_contracts(repository):
+    # A contract that loosens the verdict: found with the data it is data (spec only), and
+    # its fail_on and severities are named as not applied; --trust-contracts makes them apply.
+    loose = repository / "loose"
+    _pair(loose, "a", bad=7)
+    (loose / "labelguard.toml").write_text(CONTRACT + '\n[audit]\nfail_on = "never"\n\n[severity]\nLG201 = "info"\n',
+                                           encoding="utf-8")
+    bare = _run(_hook()["entry"], repository, "loose/masks/a.png")
+    assert bare.returncode == 1, bare.stdout + bare.stderr
+    assert "loose/masks/a.png: label value 7" in bare.stdout and "result:    1 error" in bare.stdout
+    assert "audit.fail_on, severity.LG201" in bare.stderr and "not applied" in bare.stderr
+
+    trusted = _run(f"{_hook()['entry']} --trust-contracts", repository, "loose/masks/a.png")
+    assert trusted.returncode == 0, trusted.stdout + trusted.stderr
+    assert "labelguard audit loose --no-progress --output-format text --config loose/labelguard.toml" \
+        in trusted.stderr
+    assert "result:    0 errors, 0 warnings, 1 info" in trusted.stdout and "warning" not in trusted.stderr
 
 
 def test_the_hook_leaves_files_outside_every_dataset_alone(repository):
@@ -144,3 +163,8 @@ def test_the_workflow_fails_a_pull_request_that_adds_a_finding(repository):
     assert any("file=data/masks/wide.png" in line and "LG002" in line for line in errors)
     assert any("file=data/masks/wide.png" in line for line in done.stdout.splitlines() if "LG207" in line)
     assert not any("masks/b.png" in line for line in errors)
+
+
+def test_a_mistyped_option_of_the_hook_is_a_usage_error_not_a_file(repository):
+    done = _run(f"{_hook()['entry']} --trust-contract", repository, "data/masks/a.png")
+    assert done.returncode == 2 and "no such option: --trust-contract" in done.stderr

@@ -254,6 +254,20 @@ def _command(pid: int) -> bytes:
 # ---- the result cache ---------------------------------------------------------------------
 
 @needs_dask
+def test_the_workers_refuse_a_mask_that_links_out_of_the_data(client, tmp_path):
+    """The roots the audit was given travel with each batch: a worker refuses a link that leads
+    out of them (LG005, never read) as the local engine does."""
+    data = masks(tmp_path / "ds", 6)
+    outside = organic_mask((8, 8))
+    outside[:] = 9
+    write_png(tmp_path / "elsewhere" / "x.png", outside)
+    (data / "linked.png").symlink_to("../elsewhere/x.png")
+    report = audit(str(data), SPEC, client=client, use_project_config=False, cache=False)
+    [refused] = [f for f in report.findings if f.path and f.path.endswith("linked.png")]
+    assert refused.code == "LG005" and "outside the audited data" in refused.message
+
+
+@needs_dask
 def test_the_workers_share_the_result_cache_and_count_what_came_from_it(client, tmp_path):
     data = masks_dataset(tmp_path / "data", count=40, bad=3)
     cache = str(tmp_path / "cache")

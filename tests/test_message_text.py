@@ -48,6 +48,15 @@ def test_names_with_blanks_show_their_quotes():
     assert show_name("") == "''" and show_name("a\tb") == "'a\\tb'"
 
 
+def test_a_quoted_name_escapes_its_own_quotes_and_backslashes():
+    # Unescaped, the name "a'b " (quoted for its blank) and the name "'a'b '" (bare) both showed as 'a'b '.
+    assert show_name("a'b ") == "'a\\'b '" and show_name("'dog '") == "'\\'dog \\''"
+    assert show_name("a\\ ") == "'a\\\\ '" and show_name("a\x1b ") == "'a\\x1b '"
+    assert show_name("it's") == "it's"  # plain, bare: it does not start as a quoted name does
+    names = ["a'b ", "'a'b '", "'a'b ", "a\\'b ", "a\\", "'", "a\x1b", "a\\x1b", " '"]
+    assert len({show_name(name) for name in names}) == len(names)
+
+
 def test_byte_sizes_read_as_people_read_them():
     from labelguard.core.text import byte_size
 

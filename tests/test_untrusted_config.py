@@ -18,16 +18,21 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from builders import colorize, organic_mask, write_json, write_label_colors, write_png
+from builders import colorize, organic_mask, paired_dataset, write_json, write_label_colors, write_png
 
 from labelguard._audit import audit
 from labelguard._optional import available
 from labelguard.cli import main
+from labelguard.config import OUTSIDE, ConfigFinder
 from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import ClusterError
 
 needs_dask = pytest.mark.skipif(not available("distributed"), reason="the dask extra is not installed")
+NOBODY = 65534
+needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                                reason="giving a file to another user needs root")
+SECRET = "https://alice:ghp_SECRETTOKEN123456@github.com"
 
 
 def bad_masks(folder: Path, count: int) -> Path:
@@ -104,6 +109,25 @@ def test_a_datasets_config_never_connects_the_audit_to_its_scheduler(recording_s
     with pytest.raises(ClusterError, match=f"{address} has no worker"):
         audit(data, config_file=str(config), cache=False)
     assert len(clients) == 1
+
+
+def test_the_refusal_never_advises_applying_the_found_file(tmp_path):
+    """The warning once said "to apply them, pass the file with --config <that file>": advice
+    to connect to the scheduler of whoever wrote it. It names what was not applied and how to
+    make such settings oneself, never the found file as the way."""
+    data = good_masks(tmp_path / "download" / "masks", 2).parent
+    config = data / "labelguard.toml"
+    config.write_text('[labels]\nnum_classes = 3\n\n[audit]\nengine = "dask"\nscheduler = "tcp://203.0.113.9:8786"\n'
+                      'fail_on = "never"\n', encoding="utf-8")
+    result = run(str(data), "-f", "json")
+    assert result.exit_code == 0, result.output
+    [warning] = json.loads(result.stdout)["summary"]["notes"]
+    assert f"--config {config}" not in warning and f"--config {config}" not in result.stderr
+    assert warning.count(str(config)) == 1  # named once, as the file refused
+    assert warning.startswith(f"{config} was found with the data")
+    assert "audit.engine, audit.scheduler, audit.fail_on, which were not applied" in warning
+    assert "the flags (--engine, --scheduler, --fail-on)" in warning
+    assert "a config file of their own passed with --config" in warning
 
 
 # ---- how strict the verdict is ----------------------------------------------------------------
@@ -187,7 +211,7 @@ def test_a_found_config_naming_a_file_outside_its_folder_is_not_read(tmp_path):
             report = audit(data, workers=1)
             assert report.spec.tokens is None and not report.findings, text
             use = use_of(report, "labelguard.toml")
-            assert use.applied == ("labels.num_classes",) and [s for s, _ in use.refused] == [setting], text
+            assert use.applied == ("labels.num_classes",) and [r.setting for r in use.refused] == [setting], text
             [warning] = [note for note in report.notes if setting in note]
             assert "outside the config's folder" in warning and "not read" in warning
 
@@ -212,6 +236,139 @@ def test_labels_and_layout_hints_of_a_found_config_apply_and_are_named(tmp_path,
     result = run("dataset/masks")
     assert "config:    dataset/labelguard.toml (found with the data): applied labels.num_classes, " \
            "audit.color_map\n" in result.stdout and "warning" not in result.stderr
+
+
+# ---- a config above the data: read only when it is this user's own -----------------------------
+
+def shared_folder(tmp_path: Path) -> tuple[Path, Path]:
+    """A shared folder holding alice's private file and her dataset (two masks with a 9 each),
+    and a config planted in the shared folder, above her data, that hides the 9s
+    (ignore_index) and names her private file as its colour map (in its own folder)."""
+    shared = tmp_path / "shared"
+    private = shared / "alice" / "private" / "label_colors.txt"
+    private.parent.mkdir(parents=True)
+    private.write_text(SECRET + "\n", encoding="utf-8")
+    data = bad_masks(shared / "alice" / "ds" / "masks", 2).parent
+    config = shared / "labelguard.toml"
+    config.write_text('[labels]\nignore_index = [9]\n\n[audit]\ncolor_map = "alice/private/label_colors.txt"\n',
+                      encoding="utf-8")
+    return data, config
+
+
+def assert_not_read(result, config: Path, why: str) -> None:
+    """The audit ran as if ``config`` were absent, and every channel says why."""
+    assert result.exit_code == 1, result.output
+    assert SECRET not in result.stdout and SECRET not in result.stderr
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["codes"] == {"LG201": 2}  # the 9s: the planted ignore_index was not applied
+    [entry] = summary["configs"]
+    assert entry == {"path": str(config), "trusted": False, "applied": [], "refused": [], "not_read": why}
+    [warning] = [note for note in summary["notes"] if str(config) in note]
+    assert warning.startswith(f"{config} was not read, and the audit ran as if it were absent: it lies above the "
+                              f"audited data and {why}")
+    assert f"labelguard: warning: {warning}" in result.stderr
+
+
+@needs_root
+def test_a_config_of_another_user_above_the_data_is_not_read(tmp_path):
+    data, config = shared_folder(tmp_path)
+    os.chown(config, NOBODY, NOBODY)
+    result = run(str(data), "--num-classes", "3", "-f", "json")
+    assert_not_read(result, config, f"it belongs to user {NOBODY}, not to this user (0 or root)")
+    text = run(str(data), "--num-classes", "3")
+    assert f"config:    {config} (found with the data): not read: it belongs to user {NOBODY}" in text.stdout
+
+    # The dataset's own config (at PATH) is data whoever wrote it: read, its label spec applied.
+    own = data / "labelguard.toml"
+    own.write_text("[labels]\nignore_index = [9]\n", encoding="utf-8")
+    os.chown(own, NOBODY, NOBODY)
+    report = audit(data, LabelSpec(num_classes=3), workers=1, cache=False)
+    assert not report.findings and use_of(report, "ds/labelguard.toml").applied == ("labels.ignore_index",)
+
+
+def test_a_config_above_the_data_that_others_may_write_is_not_read(tmp_path):
+    data, config = shared_folder(tmp_path)
+    config.chmod(0o666)
+    result = run(str(data), "--num-classes", "3", "-f", "json")
+    assert_not_read(result, config, f"other users may write into it (mode 0666; `chmod o-w {config}` makes it this "
+                                    "user's alone)")
+
+    # This user's own, and only its group may write it (umask 002, a group of one's own): read,
+    # as data (its label spec applies).
+    config.chmod(0o664)
+    config.write_text("[labels]\nignore_index = [9]\n", encoding="utf-8")
+    report = audit(data, LabelSpec(num_classes=3), workers=1, cache=False)
+    assert not report.findings and use_of(report, "labelguard.toml").applied == ("labels.ignore_index",)
+
+
+def test_files_a_datasets_own_config_names_stay_inside_the_data(tmp_path):
+    """A dataset's own config (at or under PATH) names files of the data only: a folder of the
+    dataset that is a link elsewhere does not bring a file there inside, even beside the config."""
+    elsewhere = tmp_path / "elsewhere" / "city"
+    good_masks(elsewhere / "masks", 2)
+    write_json(elsewhere / "tokenizer.json", {"model": {"vocab": {"a": 0, "b": 1}}})
+    (elsewhere / "labelguard.toml").write_text('[labels]\nnum_classes = 3\n\n[tokens]\ntokenizer = "tokenizer.json"\n',
+                                               encoding="utf-8")
+    data = good_masks(tmp_path / "data" / "road" / "masks", 2).parent.parent
+    os.symlink(elsewhere, data / "city")
+
+    report = audit(data, workers=1, cache=False)
+    assert all(own.tokens is None for _, own in report.specs) and report.spec.tokens is None
+    # (where the linked folder is walked, its config is reported with the file refused)
+    assert all([r.setting for r in use.refused] == ["tokens.tokenizer"] for use in report.configs)
+    [found] = ConfigFinder(None).configs(str(data / "city"), str(data))
+    assert found.spec.tokens is None and found.use.applied == ("labels.num_classes",)
+    [refusal] = found.use.refused
+    assert (refusal.setting, refusal.kind) == ("tokens.tokenizer", OUTSIDE)
+    assert "names a file outside the audited data, once links are resolved" in refusal.why
+    # Audited as its own PATH, the linked folder is the data: the same config reads its file.
+    [given_path] = ConfigFinder(None).configs(str(data / "city"))
+    assert given_path.spec.tokens is not None and given_path.use.refused == ()
+
+
+# ---- a layout hint from the data --------------------------------------------------------------
+
+def test_a_layout_hint_of_the_data_never_makes_the_audit_skip_the_labels(tmp_path):
+    data = tmp_path / "ds"
+    masks = [organic_mask((16, 16), classes=(0, 1), seed=index) for index in range(4)]
+    for mask in masks:
+        mask[:3] = 9
+    paired_dataset(data, [str(index) for index in range(4)], masks)
+    before = run(str(data), "--num-classes", "2", "-f", "json")
+    assert before.exit_code == 1 and json.loads(before.stdout)["summary"]["codes"]["LG201"] == 4
+
+    # An ImageFolder hint would audit images/ and masks/ as two classes: "No findings".
+    config = data / "labelguard.toml"
+    config.write_text('[audit]\nformat = "imagefolder"\n', encoding="utf-8")
+    result = run(str(data), "--num-classes", "2", "-f", "json")
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert report["summary"]["codes"]["LG201"] == 4 and report["summary"]["layouts"] == ["paired"]
+    assert report["summary"]["configs"] == [{"path": str(config), "trusted": False, "applied": [],
+                                             "refused": ["audit.format"]}]
+    [warning] = report["summary"]["notes"]
+    assert warning.startswith(f"{config}: audit.format = 'imagefolder' was not applied to {data}: the imagefolder "
+                              "layout's detection does not take it")
+    assert f"the layout detected there was used instead ({data}: paired)" in warning
+    assert f"labelguard: warning: {warning}" in result.stderr
+
+    # The catch-all mask layout takes any folder: as a hint it only agrees with detection.
+    config.write_text('[audit]\nformat = "masks"\n', encoding="utf-8")
+    masks_hint = audit(data, LabelSpec(num_classes=2), workers=1, cache=False)
+    assert masks_hint.layouts == ["paired"] and len([f for f in masks_hint.findings if f.code == "LG201"]) == 4
+    assert [r.setting for r in use_of(masks_hint, "labelguard.toml").refused] == ["audit.format"]
+
+    # A hint that the layout's detection takes applies; the user's own choice forces.
+    config.write_text('[audit]\nformat = "paired"\n', encoding="utf-8")
+    agreed = audit(data, LabelSpec(num_classes=2), workers=1, cache=False)
+    assert agreed.layouts == ["paired"] and use_of(agreed, "labelguard.toml").applied == ("audit.format",)
+    assert not any("audit.format" in note for note in agreed.notes)
+    forced = run(str(data), "--num-classes", "2", "--format", "imagefolder", "-f", "json")
+    assert json.loads(forced.stdout)["summary"]["layouts"] == ["imagefolder"]
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[audit]\nformat = "imagefolder"\n', encoding="utf-8")
+    given = audit(data, LabelSpec(num_classes=2), config_file=str(mine), workers=1, cache=False)
+    assert given.layouts == ["imagefolder"]
 
 
 # ---- the user's own config ------------------------------------------------------------------
@@ -252,7 +409,7 @@ def test_the_library_trusts_config_file_and_not_the_config_it_finds(tmp_path):
     config.write_text('[severity]\nLG201 = "info"\n', encoding="utf-8")
     found = audit(data, LabelSpec(num_classes=3), workers=1)
     assert {f.severity for f in found.findings} == {Severity.ERROR}
-    assert [(u.trusted, u.refused[0][0]) for u in found.configs] == [(False, "severity.LG201")]
+    assert [(u.trusted, u.refused[0].setting) for u in found.configs] == [(False, "severity.LG201")]
     given = audit(data, LabelSpec(num_classes=3), config_file=str(config), workers=1)
     assert {f.severity for f in given.findings} == {Severity.INFO}
     assert [(u.trusted, u.applied) for u in given.configs] == [(True, ("severity.LG201",))]

@@ -7,13 +7,18 @@ encoding keeps to a few hundred bytes, a Parquet page whose footer understates i
 column where ids belong that repeats a long string, and JSON whose parsed objects cost tens
 of times its bytes. The Arrow and Parquet files are audited by the command line in a
 subprocess under an address-space limit, its peak resident memory read when it ends; the
-JSON lines in this process, their Python objects measured by tracemalloc."""
+JSON lines in this process, their Python objects measured by tracemalloc.
+
+And a data file is opened once, everything of it read from the descriptor that was checked
+to be a regular file: a link put at its path once the check is done is never followed."""
 
 from __future__ import annotations
 
 import json
 import os
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -21,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit_helpers import found, peak_of, run
+from s3_server import s3_server  # noqa: F401  (the fixture)
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tokens import TokenSpec
 from test_hostile_dataset import audit_limited
@@ -361,3 +367,88 @@ def test_the_metadata_walks_end_on_any_bytes_with_a_read_error_at_most(which, ch
                     limits.check_row_group(group)
         except ReadError:
             pass
+
+
+SWAP_AFTER_THE_CHECK = """
+import json, os, sys
+
+from labelguard.readers.tokens import read_token_file
+
+data, link = sys.argv[1], sys.argv[2]
+opens, swaps = [], []
+
+
+def swap_once_checked(event, args):
+    # open_regular wraps the descriptor it checked in a file object (an "open" of an int):
+    # from then on the path is the attacker's, and a link to another file takes its place.
+    if event != "open":
+        return
+    if args[0] == data:
+        opens.append(args[0])
+    elif isinstance(args[0], int) and opens and not swaps:
+        swaps.append(args[0])
+        os.replace(link, data)
+
+
+sys.addaudithook(swap_once_checked)
+ids = [int(value) for batch in read_token_file(data, "data") for value in batch.columns["input_ids"].values]
+print(json.dumps({"opens": len(opens), "swapped": bool(swaps), "ids": ids}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symbolic links")
+@pytest.mark.parametrize("kind", ["arrow stream", "arrow file", "parquet", "jsonl"])
+def test_a_data_file_is_opened_once_and_a_link_put_at_its_path_after_the_check_is_never_read(tmp_path, kind):
+    """Python's audit hook sees every open by name (os.open, open) of the reader, in a
+    subprocess: the data file's path is opened once, and once that descriptor is checked a
+    link to a file outside the dataset replaces the file. What is read is the file checked."""
+    from nlp_builders import write_arrow_file, write_jsonl, write_parquet
+
+    def write(path, ids):
+        columns = {"input_ids": ids}
+        if kind == "parquet":
+            write_parquet(path, columns)
+        elif kind == "jsonl":
+            write_jsonl(path, columns)
+        elif kind == "arrow file":
+            write_arrow_file(path, columns)
+        else:
+            write_ipc(path, pa.table(columns), None, "stream")
+
+    suffix = {"parquet": ".parquet", "jsonl": ".jsonl"}.get(kind, ".arrow")
+    data, outside, link = tmp_path / "data" / f"train{suffix}", tmp_path / f"outside{suffix}", tmp_path / "link"
+    data.parent.mkdir()
+    write(data, [[1, 2, 3], [4, 5]])
+    write(outside, [[99, 99, 99, 99]])
+    link.symlink_to(outside)
+    done = subprocess.run([sys.executable, "-c", SWAP_AFTER_THE_CHECK, str(data), str(link)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    read = json.loads(done.stdout)
+    assert read["swapped"] and data.is_symlink()  # the link did take the file's place mid-read
+    assert read["ids"] == [1, 2, 3, 4, 5]
+    assert read["opens"] == 1
+
+
+def test_an_object_whose_record_batch_claims_a_terabyte_body_is_lg001_and_nothing_is_allocated_for_it(s3_server):
+    """Streamed from object storage, an Arrow file reaches pyarrow through a Python file
+    object: the reads pyarrow asks for are held to what the object holds, never allocated
+    at the length a message declares (Python's read(n) allocates n bytes first)."""
+    from labelguard import audit
+
+    table = pa.table({"input_ids": pa.array([[1, 2, 3], [4, 5]] * 50, pa.list_(pa.int32()))})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_batch(table.to_batches()[0].slice(0, 60))
+        writer.write_batch(table.to_batches()[0].slice(60, 40))
+    data = sink.getvalue().to_pybytes()
+    messages = list(pa.ipc.MessageReader.open_stream(pa.BufferReader(data)))
+    body = np.array([messages[2].body.size], np.int64).tobytes()
+    assert data.count(body) == 1  # the second record batch's bodyLength, in its flatbuffer
+    bucket = s3_server.bucket("terabyte-claims")
+    s3_server.put(f"{bucket}/train.arrow", data.replace(body, np.array([1 << 40], np.int64).tobytes()))
+    report = audit(bucket, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options)
+    assert report.errors == []
+    [unreadable] = found(report, "LG001")
+    assert "cannot read the arrow stream" in unreadable.message and "1099511627776 bytes" in unreadable.message
+    assert report.summary.samples == 60  # the first batch was read and checked

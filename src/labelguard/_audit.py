@@ -12,15 +12,16 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from labelguard import layouts
 from labelguard.core import storage
 from labelguard.checks.dataset import DATASET_CHECKS, suggested_remap
-from labelguard.config import find_project_config, load_config
+from labelguard.config import NOT_DETECTED, Config, ConfigFinder, Refusal
 from labelguard.core.cache import DEFAULT_MAX_BYTES, CacheSettings, default_cache_dir, open_cache
 from labelguard.core.engine import LocalEngine, default_workers
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, ReadLimits, applied_limits
+from labelguard.core.paths import applied_roots, granted_roots
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
-from labelguard.core.text import plural, shorten, verb
+from labelguard.core.text import clipped, plural, shorten, verb
 from labelguard.core.workdir import applied_working_folder, working_folder
 from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
@@ -29,21 +30,6 @@ from labelguard.layouts.masks import color_proposal
 from labelguard.report import FileList, Report
 
 log = logging.getLogger(__name__)
-
-
-def load_settings(data_path: str, config_file: str | None, use_project_config: bool) -> list:
-    """The config files that apply to ``data_path``, lowest priority first, parsed: the one
-    found by walking up from it is data, and keeps what data may set; ``config_file`` is the
-    user's own (:func:`labelguard.config.within_trust`)."""
-    configs = []
-    if use_project_config:
-        project = find_project_config(data_path)
-        # The file given with --config is the user's, also where the data's walk finds it.
-        if project and not (config_file and os.path.isfile(config_file) and os.path.samefile(project, config_file)):
-            configs.append(load_config(project, found=True))
-    if config_file:
-        configs.append(load_config(config_file))
-    return configs
 
 
 def resolve_spec(discovered: Iterable[LabelSpec], configs: list, cli: LabelSpec | None = None) -> LabelSpec:
@@ -58,11 +44,16 @@ def resolve_spec(discovered: Iterable[LabelSpec], configs: list, cli: LabelSpec 
     return spec
 
 
-def dataset_spec(discovery: layouts.Discovery, config_file: str | None, use_project_config: bool,
-                 cli: LabelSpec | None = None) -> LabelSpec:
-    """One dataset's effective spec: its own metadata < the config found above it <
-    ``--config`` < the flags. Each dataset gets its own; one's spec never leaks onto another."""
-    return resolve_spec([discovery.spec], load_settings(discovery.root, config_file, use_project_config), cli)
+def dataset_settings(datasets: Iterable[tuple[layouts.Discovery, str]], finder: ConfigFinder,
+                     cli: LabelSpec | None = None) -> list[tuple[LabelSpec, list[Config]]]:
+    """Each dataset's effective spec and the configs it came from, for each (discovery, the
+    PATH it was found under): its own metadata < the config found above it < ``--config`` <
+    the flags. Each dataset gets its own; one's spec never leaks onto another."""
+    settings = []
+    for discovery, audited in datasets:
+        configs = finder.configs(discovery.root, audited)
+        settings.append((resolve_spec([discovery.spec], configs, cli), configs))
+    return settings
 
 
 def audit(
@@ -95,8 +86,10 @@ def audit(
             its settings apply.
         use_project_config: look for labelguard.toml / pyproject.toml at or above the data.
             The config found there is data: it sets the label spec ([labels],
-            [tokens]) and layout hints ([audit] format, key, color_map) only; its other
-            settings are not applied, and the report's notes name each of them.
+            [tokens]) and layout hints ([audit] format, key, color_map) only, its format
+            only where that layout's detection takes the data; its other settings are not
+            applied, and the report's notes name each of them. One above a PATH that is not
+            this user's own (or root's), or that others may write, is not read at all.
         workers: processes for the per-file work (None: all cores; "config": the config's
             [audit] workers, else all cores).
         sample: audit a seeded random subset of this many files.
@@ -146,14 +139,18 @@ def audit(
     access = storage.access_for([*paths, *_option_paths(options)], storage_options)
     if access is not None:
         storage.grant(access)
-    configs = load_settings(paths[0], config_file, use_project_config)
+    # What a link in the data may lead to: what was named here (labelguard.core.paths).
+    roots = granted_roots([*paths, *_option_paths(options)])
+    finder = ConfigFinder(config_file, use_project_config)
+    configs = finder.configs(paths[0])
     settings: dict = {}
     overrides: dict[str, Severity] = {}
     for config in configs:
         settings.update(config.audit)
         overrides.update(config.severity)
     overrides.update(severity or {})
-    options = _with_settings(options, settings)
+    hint = _layout_hint(configs, options)
+    options = _with_settings(options, settings, hint)
     choice = engine_choice(engine, scheduler, client, settings)
     if choice.name == "dask":
         # The workers may run on other machines, from other folders: they get absolute paths.
@@ -163,12 +160,12 @@ def audit(
         max_pixels=_limit("max_pixels", max_pixels, settings, DEFAULT_MAX_PIXELS),
         max_file_bytes=_limit("max_file_bytes", max_file_bytes, settings, DEFAULT_MAX_FILE_BYTES))
     # The working folder is looked up once for the audit, not once per display path.
-    with applied_limits(limits), applied_working_folder(working_folder()):
+    with applied_limits(limits), applied_working_folder(working_folder()), applied_roots(roots):
         report = _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
-                              seed=seed, progress=progress, config_file=config_file,
-                              use_project_config=use_project_config, cache=cache_settings(cache, settings),
-                              engine=choice, access=access)
+                              seed=seed, progress=progress, finder=finder, hint=hint,
+                              cache=cache_settings(cache, settings), engine=choice, access=access)
     report.read_limits = limits
+    report.read_roots = roots
     return report
 
 
@@ -283,8 +280,8 @@ def opened_engine(choice: EngineChoice, workers: int | None) -> Iterator[Any]:
 
 def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
                  overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
-                 progress: Callable[[int, int], None] | None, config_file: str | None,
-                 use_project_config: bool, cache: CacheSettings | None, engine: EngineChoice,
+                 progress: Callable[[int, int], None] | None, finder: ConfigFinder, hint: Config | None,
+                 cache: CacheSettings | None, engine: EngineChoice,
                  access: storage.RemoteAccess | None = None) -> Report:
     """:func:`audit` once the settings and read limits are known."""
     if workers == "config":
@@ -303,11 +300,14 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
                           "this process may use")
         workers = default_workers()
     discoveries: list[layouts.Discovery] = []
+    audited: list[str] = []  # the PATH each dataset was found under
     layout_names: list[str] = []
     named_parts: list[tuple[layouts.Discovery, str]] = []
+    unhinted: list[tuple[str, list[layouts.Discovery]]] = []
     for path in paths:
-        found = discover_datasets(path, options, stream=True)
+        found = _discover_hinted(path, options, hint, unhinted)
         discoveries.extend(found)
+        audited.extend(path for _ in found)
         if len(found) > 1:
             base = path if storage.isdir(path) else os.path.dirname(storage.abspath(path))
             named = [f"{d.layout} in {storage.relpath(d.root, base)}" for d in found]
@@ -317,11 +317,13 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
             named_parts.extend(zip(found, named))
         else:
             layout_names.extend(d.layout for d in found)
+    if unhinted:
+        _refuse_hint(hint, unhinted, applied_elsewhere=len(unhinted) < len(paths))
     _refuse_options_that_do_not_apply(options, discoveries)
     # Each dataset is checked against its own metadata and the config above it; --config and
     # the flags apply to all of them.
-    dataset_configs = [load_settings(d.root, config_file, use_project_config) for d in discoveries]
-    specs = [resolve_spec([d.spec], found, spec) for d, found in zip(discoveries, dataset_configs)]
+    settings_of = dataset_settings(zip(discoveries, audited), finder, spec)
+    specs = [own_spec for own_spec, _ in settings_of]
     groups: list[tuple[LabelSpec, list[layouts.Discovery]]] = []
     for discovery, own_spec in zip(discoveries, specs):
         for group_spec, members in groups:
@@ -414,7 +416,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     if overrides:
         findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
     findings.sort(key=Finding.sort_key)
-    uses = config_uses([*configs, *(config for found in dataset_configs for config in found)])
+    uses = config_uses([*configs, *(config for _, found in settings_of for config in found)])
     notes = [warning for use in uses for warning in use.warnings()] + notes_head + [n for d in discoveries
                                                                                    for n in d.notes]
     notes.extend(_remark_notes(summary))
@@ -546,13 +548,67 @@ def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery],
             f"Looked for {looked} under {where}. {advice}")
 
 
-def _with_settings(options: AuditOptions, settings: dict) -> AuditOptions:
-    """Options the caller left unset take the config's [audit] values."""
+def _with_settings(options: AuditOptions, settings: dict, hint: Config | None) -> AuditOptions:
+    """Options the caller left unset take the config's [audit] values; a format that is only
+    a ``hint`` (:func:`_layout_hint`) is applied per PATH (:func:`_discover_hinted`)."""
     changes = {}
     for key in ("format", "key", "color_map"):
-        if getattr(options, key) is None and settings.get(key):
+        if getattr(options, key) is None and settings.get(key) and not (key == "format" and hint):
             changes[key] = settings[key]
     return replace(options, **changes) if changes else options
+
+
+def _layout_hint(configs: list[Config], options: AuditOptions) -> Config | None:
+    """The config found with the data whose [audit] format the audit takes, when neither a
+    flag nor a config of the user's names the format: then it is a hint, not an order."""
+    setters = [config for config in configs if "format" in config.audit]
+    if options.format is None and setters and not setters[-1].use.trusted:
+        return setters[-1]
+    return None
+
+
+# The layout discovery falls back to where no other takes a folder: its detection takes any.
+CATCH_ALL_LAYOUT = "masks"
+
+
+def _discover_hinted(path: str, options: AuditOptions, hint: Config | None,
+                     unhinted: list[tuple[str, list[layouts.Discovery]]]) -> list[layouts.Discovery]:
+    """The datasets at ``path``. The format a config found with the data hints at is applied
+    only where that layout's own detection takes ``path``: a layout hint from the data never
+    makes the audit skip the labels that detection finds (masks audited as ImageFolder
+    classes). The catch-all mask layout takes any folder, so as a hint it only agrees with
+    what detection finds. Where detection finds another layout, ``path`` and what it found
+    are added to ``unhinted``."""
+    if hint is None:
+        return discover_datasets(path, options, stream=True)
+    name = hint.audit["format"]
+    layout = LAYOUTS.get(name)
+    if layout is not None and name != CATCH_ALL_LAYOUT and layout.detect(path, options):
+        return discover_datasets(path, replace(options, format=name), stream=True)
+    found = discover_datasets(path, options, stream=True)
+    if any(discovery.layout != name for discovery in found):
+        unhinted.append((path, found))
+    return found
+
+
+def _refuse_hint(hint: Config, unhinted: list[tuple[str, list[layouts.Discovery]]], applied_elsewhere: bool) -> None:
+    """Name, in the hinting config's use, the PATHs its format was not applied to and the
+    layouts detected there instead (a warning in every report)."""
+    name = hint.audit["format"]
+    if name not in LAYOUTS:
+        why = f"no layout is named so (known: {', '.join(sorted(LAYOUTS))})"
+    elif name == CATCH_ALL_LAYOUT:
+        why = "the mask layout takes any folder, so as a hint it applies only where detection finds masks alone"
+    else:
+        why = f"the {name} layout's detection does not take it for one of its datasets"
+    detected = "; ".join(f"{display_path(path)}: {', '.join(dict.fromkeys(d.layout for d in found))}"
+                         for path, found in unhinted)
+    where = ", ".join(display_path(path) for path, _ in unhinted)
+    hint.use = hint.use.refusing(Refusal(
+        "audit.format", NOT_DETECTED,
+        f"audit.format = {clipped(repr(name))} was not applied to {where}: {why}; the layout detected there was "
+        f"used instead ({detected}). A layout hint from the data applies only where its layout's detection takes "
+        "the data, so that it never makes the audit skip labels; --format forces a layout"), applied_elsewhere)
 
 
 # Layouts that select their files through --list; the others read no file list.

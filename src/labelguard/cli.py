@@ -499,27 +499,36 @@ def baseline_write(ctx, output_file: str, audit_args: tuple[str, ...]) -> None:
 @click.argument("files", nargs=-1, type=click.UNPROCESSED)
 @click.option("-f", "--output-format", default="text", show_default=True,
               help="Report format of each dataset's audit (see `labelguard formats`).")
-@click.option("--baselines", "use_baselines", is_flag=True,
-              help="Accept the findings of each dataset's labelguard-baseline.json (beside its labelguard.toml). "
-                   "A baseline found with the data decides what passes, so it is used only when asked.")
+@click.option("--trust-contracts", is_flag=True,
+              help="The datasets' contracts are this repository's own: each labelguard.toml is passed as --config "
+                   "(all its settings apply: fail_on, severities...) and the labelguard-baseline.json beside it as "
+                   "--baseline. Without it a contract, found with the data, sets the label spec and layout hints "
+                   "only, and no baseline is used.")
 @click.pass_context
-def audit_touched(ctx, files: tuple[str, ...], output_format: str, use_baselines: bool) -> None:
+def audit_touched(ctx, files: tuple[str, ...], output_format: str, trust_contracts: bool) -> None:
     """Audit the datasets FILES belong to (the pre-commit hook's entry).
 
-    A dataset is the folder of the nearest labelguard.toml at or above a file, up to the
-    current folder; with --baselines its labelguard-baseline.json is used when present.
-    Exits with the highest exit code of the audits (0 when no file belongs to a dataset).
+    A dataset is the folder of the nearest labelguard.toml (its contract) at or above a
+    file, up to the current folder. With --trust-contracts the contract applies whole and its
+    labelguard-baseline.json is used when present. Exits with the highest exit code of the
+    audits (0 when no file belongs to a dataset).
     """
     from labelguard.precommit import touched_datasets
 
+    # Unknown options reach FILES (pre-commit passes names that may start with "-"): one that
+    # names no file is a mistyped option, never silently taken for a file that is not there.
+    unknown = [name for name in files if name.startswith("-") and not os.path.lexists(name)]
+    if unknown:
+        raise click.UsageError(f"no such option: {', '.join(unknown)} (audit-touched takes -f/--output-format "
+                               "and --trust-contracts)")
     worst = 0
-    for root, baseline in touched_datasets(files):
+    for root, contract, baseline in touched_datasets(files):
         args = [root, "--no-progress", "--output-format", output_format]
-        if baseline and use_baselines:
-            args += ["--baseline", baseline]
+        if trust_contracts:
+            args += ["--config", contract, *(["--baseline", baseline] if baseline else [])]
         elif baseline:
             click.echo(f"labelguard: {_printable(baseline)} was not used: a baseline found with the data accepts "
-                       "findings only with --baselines (the hook's args)", err=True)
+                       "findings only when the hook's args say --trust-contracts", err=True)
         click.echo(f"labelguard audit {' '.join(args)}", err=True)
         try:
             with audit.make_context("audit", args, parent=ctx) as audit_context:
@@ -662,11 +671,12 @@ def _cache_here(cache_dir: str | None, config_file: str | None = None):
     """The cache an audit from this folder would use: --cache-dir, else --config's [audit]
     cache_dir and cache_max_bytes, else the user's cache folder. A config found from here is
     data, as for an audit: it does not choose the cache, and a warning says so."""
-    from labelguard._audit import cache_settings, config_uses, load_settings
+    from labelguard._audit import cache_settings, config_uses
+    from labelguard.config import ConfigFinder
     from labelguard.core.cache import default_cache_dir, open_cache
 
     settings: dict = {}
-    configs = load_settings(os.getcwd(), config_file, True)
+    configs = ConfigFinder(config_file).configs(os.getcwd())
     for config in configs:
         settings.update(config.audit)
     _warn_of_configs(config_uses(configs))

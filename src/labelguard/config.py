@@ -6,11 +6,13 @@ An unknown key is an error that names it.
 
 A config found by walking up from the data is data (the trust model of docs/security.md):
 anyone who ships or shares the data may have written it. It sets what a dataset's author
-knows, its ``[labels]``, its ``[tokens]`` (files in its own folder only) and the layout hints
-``[audit]`` ``format``, ``key`` and ``color_map`` (a file in its own folder); every other
-setting, which would decide where code runs, how strict the verdict is or what is read and
-written outside the data, is refused with a warning. ``--config FILE`` is the user's own:
-all of it applies. :func:`within_trust` draws that line, for every caller.
+knows, its ``[labels]``, its ``[tokens]`` and the layout hints ``[audit]`` ``format``,
+``key`` and ``color_map`` (the files it names in its own folder, and in the data when it is
+the dataset's own); every other setting, which would decide where code runs, how strict the
+verdict is or what is read and written outside the data, is refused with a warning. One
+found above the audited PATH (a shared folder) is read only when it is this user's own.
+``--config FILE`` is the user's own: all of it applies. :func:`within_trust` and
+:func:`load_found` draw those lines, for every caller (through :class:`ConfigFinder`).
 
 Example ``labelguard.toml``::
 
@@ -47,7 +49,8 @@ from typing import Any
 
 from labelguard.core import storage
 from labelguard.core.findings import Severity
-from labelguard.core.paths import resolves_inside
+from labelguard.core.owner import not_own
+from labelguard.core.paths import inside_root, resolves_inside
 from labelguard.core.registry import REGISTRY
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import UNSAFE_CHARACTERS, clipped, printable, show_name, verb
@@ -63,8 +66,6 @@ TOP_KEYS = {"labels", "audit", "severity", "tokens"}
 # code runs (engine, scheduler, workers), how strict the verdict is (fail_on, severities,
 # sample), and what is read and written outside the data (cache, read limits).
 DATA_AUDIT_KEYS = ("format", "key", "color_map")
-# Why a found config's engine, fail_on, [severity]... are refused (ConfigUse.warnings says it).
-NOT_DATA = "not a setting of the data"
 # The flag that makes each setting a found config may not make, for its warning to name.
 FLAGS = {"audit.engine": "--engine", "audit.scheduler": "--scheduler", "audit.workers": "--workers",
          "audit.sample": "--sample", "audit.fail_on": "--fail-on", "audit.cache": "--no-cache",
@@ -72,68 +73,97 @@ FLAGS = {"audit.engine": "--engine", "audit.scheduler": "--scheduler", "audit.wo
          "audit.max_file_bytes": "--max-file-bytes", "severity": "--severity CODE=LEVEL"}
 
 
-@dataclass
-class Config:
-    """A parsed config file.
+# Why a setting of a config was not applied (Refusal.kind).
+TRUSTED_ONLY = "trusted only"  # only a config of the user's own may make it
+OUTSIDE = "outside"  # it names a file outside where the config may name files
+NOT_DETECTED = "not detected"  # a layout hint whose layout's detection does not take the data
 
-    Attributes:
-        trusted: given by the user (``--config``); False for a config found with the data.
-        applied: the settings it made, as ``table.key`` (``labels.num_classes``), in file order.
-        refused: (setting, why) of each setting it may not make (:func:`within_trust`).
-    """
 
-    path: str | None = None
-    spec: LabelSpec = field(default_factory=LabelSpec)
-    audit: dict[str, Any] = field(default_factory=dict)
-    severity: dict[str, Severity] = field(default_factory=dict)
-    tokens: dict[str, Any] = field(default_factory=dict)  # the [tokens] table, its files not yet read
-    trusted: bool = True
-    applied: tuple[str, ...] = ()
-    refused: tuple[tuple[str, str], ...] = ()
+@dataclass(frozen=True)
+class Refusal:
+    """A setting of a config that was not applied: ``kind`` says why, ``why`` words it where
+    the kind alone does not (the file named, the layout detected instead)."""
 
-    @property
-    def use(self) -> "ConfigUse":
-        """What it decided, for the report."""
-        return ConfigUse(self.path or "", self.trusted, self.applied, self.refused)
+    setting: str  # table.key
+    kind: str
+    why: str = ""
 
 
 @dataclass(frozen=True)
 class ConfigUse:
-    """What one config file decided in an audit, as the report names it."""
+    """What one config file decided in an audit, as the report names it.
+
+    Attributes:
+        trusted: given by the user (``--config``); False for a config found with the data.
+        applied: the settings it made, as ``table.key`` (``labels.num_classes``), in file order.
+        refused: each setting it may not make (:func:`within_trust`), or that the audit did
+            not apply (a layout hint the data's layout does not take).
+        unread: why a config found above the data was not read at all (:func:`load_found`).
+    """
 
     path: str
     trusted: bool
     applied: tuple[str, ...] = ()
-    refused: tuple[tuple[str, str], ...] = ()  # (setting, why it was not applied)
+    refused: tuple[Refusal, ...] = ()
+    unread: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "trusted": self.trusted, "applied": list(self.applied),
-                "refused": [setting for setting, _ in self.refused]}
+        entry = {"path": self.path, "trusted": self.trusted, "applied": list(self.applied),
+                 "refused": [refusal.setting for refusal in self.refused]}
+        if self.unread:
+            entry["not_read"] = self.unread
+        return entry
 
     def describe(self) -> str:
         """One line: the file, its trust, what it set and what it was refused."""
         how = "given with --config" if self.trusted else "found with the data"
+        if self.unread:
+            return f"{self.path} ({how}): not read: {self.unread}"
         text = f"{self.path} ({how}): applied {', '.join(self.applied) or 'nothing'}"
         if self.refused:
-            text += f"; not applied: {', '.join(setting for setting, _ in self.refused)}"
+            text += f"; not applied: {', '.join(refusal.setting for refusal in self.refused)}"
         return text
 
     def warnings(self) -> list[str]:
-        """A warning for each refusal: the settings a found config may not make, together,
-        then each file it names outside its folder."""
-        kinds = [setting for setting, why in self.refused if why == NOT_DATA]
+        """A warning for each refusal: the file not read; else the settings only the user's
+        own config may make, together, then each refusal that says its own why. None names
+        the found file as something to apply: what it asked for is the user's to decide."""
+        if self.unread:
+            return [f"{self.path} was not read, and the audit ran as if it were absent: it lies above the audited "
+                    f"data and {self.unread} (a config found above the data is read only when it is this user's "
+                    "own, or root's, and no one else may write into it)"]
+        kinds = [refusal.setting for refusal in self.refused if refusal.kind == TRUSTED_ONLY]
         warnings = []
         if kinds:
             flags = [flag for flag in dict.fromkeys(FLAGS.get(setting, FLAGS.get(setting.partition(".")[0]))
                                                     for setting in kinds) if flag]
-            given = f" or give {', '.join(flags)}" if flags else ""
+            with_flags = f"the flags ({', '.join(flags)}) or " if flags else ""
             warnings.append(f"{self.path} was found with the data, so it is data: it may set the label spec "
                             f"([labels], [tokens]) and layout hints ([audit] {', '.join(DATA_AUDIT_KEYS)}), "
-                            f"not {', '.join(kinds)}, which {verb(len(kinds), 'was')} not applied; to apply "
-                            f"{'it' if len(kinds) == 1 else 'them'}, pass the file with --config {self.path} "
-                            f"(config_file= from Python){given}")
-        warnings.extend(f"{self.path}: {why}" for _, why in self.refused if why != NOT_DATA)
+                            f"not {', '.join(kinds)}, which {verb(len(kinds), 'was')} not applied; such settings "
+                            f"are made by whoever runs labelguard, with {with_flags}a config file of their own "
+                            "passed with --config (config_file= from Python)")
+        warnings.extend(f"{self.path}: {refusal.why}" for refusal in self.refused if refusal.kind != TRUSTED_ONLY)
         return warnings
+
+    def refusing(self, refusal: Refusal, applied_elsewhere: bool = False) -> "ConfigUse":
+        """This use with ``refusal`` added, its setting no longer among the applied ones unless
+        it was ``applied_elsewhere`` (to another PATH of the audit)."""
+        applied = self.applied if applied_elsewhere else tuple(s for s in self.applied if s != refusal.setting)
+        return replace(self, applied=applied, refused=(*self.refused, refusal))
+
+
+@dataclass
+class Config:
+    """A parsed config file: its settings, and what it decided (``use``: its trust, the
+    settings it made and those it was refused)."""
+
+    path: str
+    use: ConfigUse
+    spec: LabelSpec = field(default_factory=LabelSpec)
+    audit: dict[str, Any] = field(default_factory=dict)
+    severity: dict[str, Severity] = field(default_factory=dict)
+    tokens: dict[str, Any] = field(default_factory=dict)  # the [tokens] table, its files not yet read
 
 
 def find_project_config(start: str) -> str | None:
@@ -173,13 +203,65 @@ def _has_tool_table(path: str) -> bool:
         return False
 
 
-def load_config(path: str, found: bool = False) -> Config:
+class ConfigFinder:
+    """The config files that apply to data, lowest priority first: the one found by walking
+    up from it (data: :func:`load_found`), then ``config_file`` (the user's own). Each file is
+    parsed once, however many datasets of an audit it applies to."""
+
+    def __init__(self, config_file: str | None, use_project_config: bool = True) -> None:
+        self.config_file = config_file
+        self.use_project_config = use_project_config
+        self.given = [load_config(config_file)] if config_file else []
+        self._found: dict[tuple[str, str], Config] = {}
+
+    def configs(self, start: str, audited: str | None = None) -> list[Config]:
+        """Those that apply to the data at ``start``, found in an audit of the PATH ``audited``
+        (default: ``start``)."""
+        if not self.use_project_config:
+            return list(self.given)
+        path = find_project_config(start)
+        # The file given with --config is the user's, also where the data's walk finds it.
+        if path is None or (self.config_file and os.path.isfile(self.config_file)
+                            and os.path.samefile(path, self.config_file)):
+            return list(self.given)
+        audited = storage.abspath(audited or start)
+        if (path, audited) not in self._found:
+            self._found[path, audited] = load_found(path, audited)
+        return [self._found[path, audited], *self.given]
+
+
+def load_found(path: str, audited: str) -> Config:
+    """The config at ``path``, found by walking up from the data of an audit of ``audited`` (a
+    PATH), loaded as data (:func:`within_trust`). One that lies above the audited data (not at
+    or under it: a shared folder, another user's) is read only when it is this user's own, or
+    root's, and other users may not write into it (:func:`labelguard.core.owner.not_own`; its
+    group may, as every file written under umask 002 is); otherwise it is not read, and its
+    ``use`` says why."""
+    data = data_folder(audited)
+    if not inside_root(os.path.dirname(os.path.abspath(path)), data):
+        try:
+            problem = not_own(path, os.stat(path), root_too=True, group_may_write=True)
+        except OSError as exc:
+            problem = f"it cannot be looked at ({exc.strerror})"
+        if problem:
+            return Config(path, ConfigUse(path, trusted=False, unread=problem))
+    return load_config(path, data)
+
+
+def data_folder(path: str) -> str:
+    """The folder that holds the data of the PATH ``path``: itself, or a file's folder."""
+    if storage.url_scheme(path) or os.path.isdir(path):
+        return path
+    return os.path.dirname(os.path.abspath(path))
+
+
+def load_config(path: str, data: str | None = None) -> Config:
     """Parse a config file and keep what it may set (:func:`within_trust`): all of it when the
-    user gave it, less when it was ``found`` with the data; SpecError naming the file and key
-    when it is invalid."""
+    user gave it, less when it was found with the ``data`` (the folder of the audited PATH);
+    SpecError naming the file and key when it is invalid."""
     tomllib = toml_parser()
     try:
-        data = tomllib.loads(read_text(path))
+        tables = tomllib.loads(read_text(path))
     except ReadError as exc:
         raise SpecError(f"cannot read config {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -188,8 +270,8 @@ def load_config(path: str, found: bool = False) -> Config:
         raise SpecError(f"invalid TOML in {path}: arrays or inline tables nest too deep to parse (past "
                         "Python's recursion limit); a labelguard config nests a few levels") from None
     if os.path.basename(path) == "pyproject.toml":
-        data = data.get("tool", {}).get("labelguard", {})
-    return within_trust(parse_config(data, path), found)
+        tables = tables.get("tool", {}).get("labelguard", {})
+    return within_trust(parse_config(tables, path), data)
 
 
 def parse_config(data: dict[str, Any], path: str) -> Config:
@@ -199,62 +281,70 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
     if unknown:
         raise SpecError(f"unknown config key {', '.join(unknown)} in {path}; known tables: "
                         f"{', '.join(sorted(TOP_KEYS))}")
-    config = Config(path=path)
     labels = data.get("labels", {})
     if not isinstance(labels, dict):
         raise SpecError(f"[labels] in {path} must be a table")
-    config.spec = LabelSpec.from_mapping(labels, source=path) if labels else LabelSpec()
     tokens = data.get("tokens", {})
     if not isinstance(tokens, dict):
         raise SpecError(f"[tokens] in {path} must be a table")
-    config.tokens = _token_table(tokens, path)
     audit = data.get("audit", {})
     unknown = sorted(set(audit) - AUDIT_KEYS)
     if unknown:
         raise SpecError(f"unknown key {', '.join('audit.' + k for k in unknown)} in {path}; known: "
                         f"{', '.join(sorted(AUDIT_KEYS))}")
-    config.audit = {key: _audit_value(key, value, path) for key, value in audit.items()}
+    severity = {}
     for code, level in data.get("severity", {}).items():
         known = known_code(code, f"[severity] of {path}")
         try:
-            config.severity[known] = Severity.parse(level)
+            severity[known] = Severity.parse(level)
         except ValueError as exc:
             raise SpecError(f"{exc} for {code} in {path}") from None
-    config.applied = (*(f"labels.{key}" for key in labels), *(f"tokens.{key}" for key in tokens),
-                      *(f"audit.{key}" for key in audit), *(f"severity.{code}" for code in config.severity))
-    return config
+    applied = (*(f"labels.{key}" for key in labels), *(f"tokens.{key}" for key in tokens),
+               *(f"audit.{key}" for key in audit), *(f"severity.{code}" for code in severity))
+    return Config(path, ConfigUse(path, trusted=True, applied=applied),
+                  spec=LabelSpec.from_mapping(labels, source=path) if labels else LabelSpec(),
+                  audit={key: _audit_value(key, value, path) for key, value in audit.items()},
+                  severity=severity, tokens=_token_table(tokens, path))
 
 
-def within_trust(config: Config, found: bool) -> Config:
+def within_trust(config: Config, data: str | None = None) -> Config:
     """``config`` with only the settings its trust lets it make, and its [tokens] files read.
 
-    A config given by the user (``found`` False: ``--config``, ``config_file=``) makes them
-    all. One ``found`` by walking up from the data is data: it sets [labels], [tokens] and
-    the [audit] layout hints (:data:`DATA_AUDIT_KEYS`), and the files it names (tokens.*,
-    audit.color_map) must lie in its own folder, links resolved; every other setting is
-    refused, in ``refused`` with why, for the report to warn of."""
+    A config given by the user (``data`` None: ``--config``, ``config_file=``) makes them
+    all. One found by walking up from the data at ``data`` (the folder of the audited PATH)
+    is data: it sets [labels], [tokens] and the [audit] layout hints (:data:`DATA_AUDIT_KEYS`),
+    and the files it names (tokens.*, audit.color_map) must lie, links resolved, in its own
+    folder and, when it lies at or under ``data`` (the dataset's own), in ``data`` too; every
+    other setting is refused, in ``use.refused`` with why, for the report to warn of."""
     from labelguard.core.tokens import FILE_KEYS
 
-    if not found:
-        return replace(config, spec=_with_tokens(config.spec, config.tokens, config.path), trusted=True)
+    if data is None:
+        return replace(config, spec=_with_tokens(config.spec, config.tokens, config.path))
     folder = os.path.dirname(os.path.abspath(config.path))
-    refused = [(setting, NOT_DATA) for setting in config.applied if not _data_may_set(setting)]
+    refused = [Refusal(setting, TRUSTED_ONLY) for setting in config.use.applied if not _data_may_set(setting)]
     audit = {key: value for key, value in config.audit.items() if key in DATA_AUDIT_KEYS}
     tokens = dict(config.tokens)
+    own = inside_root(folder, data)  # the dataset's own config, not one above it
     # (table, key, the path as written, the file it names)
     named = [(tokens, key, tokens[key], os.path.join(folder, tokens[key])) for key in FILE_KEYS if key in tokens]
     if "color_map" in audit:
         named.append((audit, "color_map", audit["color_map"], audit["color_map"]))
     for table, key, value, path in named:
         if not resolves_inside(path, folder):
-            setting = f"{'tokens' if table is tokens else 'audit'}.{key}"
-            refused.append((setting, f"{setting} = {clipped(repr(value))} names a file outside the config's folder "
-                                     "(a config found with the data names files in its own folder only): not read"))
-            del table[key]
-    dropped = {setting for setting, _ in refused}
-    return replace(config, spec=_with_tokens(config.spec, tokens, config.path), audit=audit, severity={},
-                   trusted=False, applied=tuple(s for s in config.applied if s not in dropped),
-                   refused=tuple(refused))
+            outside = "outside the config's folder (a config found with the data names files in its own folder only)"
+        elif own and not resolves_inside(path, data):
+            outside = ("outside the audited data, once links are resolved (the dataset's own config names files "
+                       "of the data only)")
+        else:
+            continue
+        setting = f"{'tokens' if table is tokens else 'audit'}.{key}"
+        refused.append(Refusal(setting, OUTSIDE, f"{setting} = {clipped(repr(value))} names a file {outside}: "
+                                                 "not read"))
+        del table[key]
+    dropped = {refusal.setting for refusal in refused}
+    use = replace(config.use, trusted=False, applied=tuple(s for s in config.use.applied if s not in dropped),
+                  refused=tuple(refused))
+    return replace(config, spec=_with_tokens(config.spec, tokens, config.path), audit=audit, severity={}, use=use)
 
 
 def _data_may_set(setting: str) -> bool:

@@ -3,9 +3,11 @@
 A dataset is a folder holding a ``labelguard.toml`` (its contract); a file belongs to the
 nearest such folder at or above it, looked for up to the current folder (the repository
 root, where pre-commit runs hooks), never above it. Files outside every dataset are not
-audited. The dataset's baseline, ``labelguard-baseline.json`` beside its contract, is used
-when the hook's arguments say ``--baselines``: found with the data, it decides which findings
-pass, which only the user may (the trust model of docs/security.md).
+audited. Found with the data, a dataset's contract is data (the trust model of
+docs/security.md): it sets the label spec and layout hints, and its baseline,
+``labelguard-baseline.json`` beside it, is not used. When the hook's arguments say
+``--trust-contracts`` (the repository's owner declares the contracts theirs), each contract is
+passed as ``--config`` (all its settings apply) and its baseline as ``--baseline``.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ def dataset_of(path: str, top: str) -> str | None:
         current = os.path.dirname(current)
 
 
-def touched_datasets(files: Iterable[str], top: str = ".") -> list[tuple[str, str | None]]:
-    """(dataset folder relative to ``top``, its baseline file or None) for every dataset that
-    one of ``files`` belongs to, sorted."""
+def touched_datasets(files: Iterable[str], top: str = ".") -> list[tuple[str, str, str | None]]:
+    """(dataset folder, its contract, its baseline file or None), relative to ``top``, for
+    every dataset that one of ``files`` belongs to, sorted."""
     roots = {root for root in (dataset_of(path, top) for path in files) if root is not None}
+    top = os.path.abspath(top)
     found = []
     for root in sorted(roots):
         baseline = os.path.join(root, DEFAULT_BASELINE)
-        shown = os.path.relpath(root, os.path.abspath(top))
-        found.append((shown, os.path.relpath(baseline, os.path.abspath(top)) if os.path.isfile(baseline) else None))
+        found.append((os.path.relpath(root, top), os.path.relpath(os.path.join(root, CONFIG_NAME), top),
+                      os.path.relpath(baseline, top) if os.path.isfile(baseline) else None))
     return found

@@ -22,7 +22,7 @@ JSON schema, version 1::
         "notes": [str], "errors": [str],
         "audited_nothing": null | str, "files": [str],
         "from_cache": int,
-        "configs": [{"path": str, "trusted": bool, "applied": [str], "refused": [str]}]
+        "configs": [{"path": str, "trusted": bool, "applied": [str], "refused": [str], "not_read"?: str}]
       },
       "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
     }
@@ -47,8 +47,10 @@ were read and checked. ``configs`` names each config file the audit read: ``trus
 the user gave it (``--config``), false for one found at or above the data (which is data: it
 may set the label spec and layout hints only); ``applied`` its settings that were taken, as
 ``table.key`` (``labels.num_classes``, ``audit.fail_on``, ``severity.LG201``; a flag or a
-higher config may still override them), ``refused`` those it may not make, each also a warning
-in ``notes``.
+higher config may still override them), ``refused`` those it may not make or that were not
+applied (a layout hint the data's layout does not take), each also a warning in ``notes``;
+``not_read``, only for a config found above the data that is not this user's own, says why it
+was not read at all.
 """
 
 from __future__ import annotations
@@ -154,6 +156,9 @@ class Report:
     flagged_tasks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # The read limits the audit applied, for reading flagged files again under the same bounds.
     read_limits: Any = field(default=None, repr=False, compare=False)
+    # The roots the audit was given (labelguard.core.paths.Roots), which a link read again
+    # for a picture must not leave either.
+    read_roots: Any = field(default=None, repr=False, compare=False)
     # how many of ``files`` had their result taken from the result cache
     from_cache: int = 0
     # what each config file read decided (labelguard.config.ConfigUse)

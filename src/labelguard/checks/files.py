@@ -1,6 +1,8 @@
 """LG0xx: files, pairs and file lists."""
 
+from labelguard.core.findings import Finding
 from labelguard.core.registry import define
+from labelguard.readers.base import LinkedOutside, ReadError
 
 UNREADABLE = define(
     "LG001", "file-unreadable", "error",
@@ -58,3 +60,14 @@ data moves) and can read files that are not part of the dataset at all.""",
     good="train.txt: masks/0001.png (relative to the dataset root)",
     fix="Rewrite the entries relative to the dataset root, or copy the files into the dataset.",
 )
+
+# What to do about a file or folder that is a link out of the data (LG005, never read).
+LINK_HINT = "Put the file itself in the dataset in place of the link, or audit the folder the link leads to."
+
+
+def not_read(path: str | None, error: ReadError) -> Finding:
+    """The finding of a file a reader did not read: LG005 when it leads outside the data the
+    audit was given through a link (never opened), else LG001 with the reader's reason."""
+    if isinstance(error, LinkedOutside):
+        return ESCAPES_ROOT.finding(path, str(error), hint=LINK_HINT)
+    return UNREADABLE.finding(path, str(error))

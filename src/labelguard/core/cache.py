@@ -16,7 +16,7 @@ of them is what it was:
   :func:`note_folder` (a folder's listing: the names that a COCO file or a table names,
   looked up) and :func:`note_path` (whether a path is a file, a folder or nothing), or that
   its result must not be stored (:func:`note_uncacheable`: a NIfTI header whose voxels are in
-  a file nibabel names, an OME-TIFF whose planes are in other files). A lookup
+  a file nibabel names; an OME-TIFF whose planes are in other files is refused, not read). A lookup
   recomputes every digest and compares; a file's size, mtime, ctime and inode only decide
   whether its bytes are hashed again, never whether a result is reused. An object of object
   storage (a URL, :mod:`labelguard.core.storage`) has no such signature: its digest is its
@@ -80,6 +80,8 @@ import numpy as np
 
 from labelguard.core import storage
 from labelguard.core.limits import current_limits
+from labelguard.core.paths import LeadsOutside, open_within, stat_within
+from labelguard.core.owner import POSIX, not_own, other_owner
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.workdir import working_folder
@@ -208,11 +210,15 @@ def _hash_file(path: str, limit: int | None = None) -> tuple[os.stat_result | No
     """(stat, digest) of a path's bytes; a path that is no regular file (missing, a folder,
     a pipe that would block) gets a digest that says what it is, without reading it. An
     object of object storage has no stat: its digest is its validator, else its bytes'
-    hash (:func:`labelguard.core.storage.content_digest`; None past ``limit`` bytes)."""
+    hash (:func:`labelguard.core.storage.content_digest`; None past ``limit`` bytes). A path
+    that leads outside the granted roots through a link is neither opened nor hashed: no
+    digest (:mod:`labelguard.core.paths`), so no result that read it is stored or reused."""
     if storage.url_scheme(path):
         return None, storage.content_digest(path, limit)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        fd = open_within(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except LeadsOutside:
+        return None, None
     except FileNotFoundError:
         return None, b"missing"
     except OSError as exc:
@@ -258,7 +264,7 @@ def _listing_digest(folder: str) -> bytes:
     if storage.url_scheme(folder):
         return storage.listing_digest(folder)
     try:
-        with os.scandir(folder) as scan:
+        with storage.scandir(folder) as scan:
             entries = []
             for entry in scan:
                 try:
@@ -689,8 +695,8 @@ def _unchanged(dependency: tuple) -> bool:
             return (bool(storage.url_scheme(path)) and digest.startswith(b"v:")
                     and storage.content_digest(path) == digest)
         try:
-            return _signature(os.stat(path)) == signature
-        except OSError:
+            return _signature(stat_within(path)) == signature
+        except OSError:  # LeadsOutside too: a link out of the granted roots is never taken as unchanged
             return False
     if kind == "folder":
         return _listing_digest(path) == digest
@@ -881,8 +887,8 @@ class ResultCache:
                 refreshed.append((kind, path, signature, digest))
             elif kind == "file":
                 try:
-                    st = os.stat(path)
-                except OSError:
+                    st = stat_within(path)
+                except OSError:  # LeadsOutside too: then it has no digest, and the entry is a miss
                     st = None
                 if st is not None and _signature(st) == signature:
                     refreshed.append((kind, path, signature, digest))
@@ -930,7 +936,7 @@ class ResultCache:
         for kind, path in dict.fromkeys(noted):
             if kind == "file":
                 st, digest = _hash_file(path)
-                if st is not None and _racy(st, now):
+                if digest is None or (st is not None and _racy(st, now)):
                     return None
                 dependencies.append((kind, path, _signature(st) if st is not None else None, digest))
             elif kind == "folder":
@@ -1115,9 +1121,6 @@ _READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBL
                | getattr(os, "O_BINARY", 0))
 # False where os.utime can leave a link alone (a link planted as an entry must not touch its target).
 _UTIME_FOLLOWS = os.utime not in os.supports_follow_symlinks
-# Windows has no owners or modes of this kind: there the folder's place (the user's own
-# %LOCALAPPDATA%) and the key decide.
-_POSIX = hasattr(os, "geteuid")
 
 
 class _Refused(Exception):
@@ -1126,7 +1129,7 @@ class _Refused(Exception):
 
 
 def _own(st: os.stat_result) -> bool:
-    return not _POSIX or st.st_uid == os.geteuid()
+    return other_owner(st) is None
 
 
 def _read_own(path: str, limit: int) -> tuple[bytes, os.stat_result] | None:
@@ -1158,9 +1161,7 @@ def _not_own_folder(st: os.stat_result) -> str | None:
     """Why a folder (its stat, links followed) is not this user's own, or None."""
     if not stat.S_ISDIR(st.st_mode):
         return "it is not a folder"
-    if _POSIX and st.st_uid != os.geteuid():
-        return f"it belongs to user {st.st_uid}, not to this user ({os.geteuid()})"
-    return None
+    return other_owner(st)
 
 
 def _open_folder(directory: str, root: str) -> bytes:
@@ -1179,18 +1180,15 @@ def _open_folder(directory: str, root: str) -> bytes:
     except OSError as exc:
         raise _Refused(f"it cannot be looked at ({exc.strerror})") from None
     if stat.S_ISLNK(st.st_mode):
-        if _POSIX and st.st_uid not in (os.geteuid(), 0):
+        if other_owner(st, root_too=True):
             raise _Refused(f"it is a symbolic link of user {st.st_uid}'s")
         try:
             st = os.stat(directory)
         except OSError:
             raise _Refused("it is a symbolic link to nothing") from None
-    problem = _not_own_folder(st)
+    problem = _not_own_folder(st) or not_own(directory, st)
     if problem:
         raise _Refused(problem)
-    if _POSIX and st.st_mode & 0o022:
-        raise _Refused(f"other users may write into it (mode {stat.S_IMODE(st.st_mode):04o}; "
-                       f"`chmod go-w {directory}` makes it this user's alone)")
     try:
         os.mkdir(root, 0o700)
     except FileExistsError:
@@ -1202,7 +1200,7 @@ def _open_folder(directory: str, root: str) -> bytes:
         problem = _not_own_folder(st)
         if problem:
             raise _Refused(f"{root}: {problem}")
-        if _POSIX and st.st_mode & 0o077:
+        if POSIX and st.st_mode & 0o077:
             os.chmod(root, 0o700)  # labelguard's own folder, made before entries were signed
     except OSError as exc:
         raise _Refused(f"its folder {root} cannot be used ({exc.strerror})") from None
@@ -1222,9 +1220,9 @@ def _user_key(path: str) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _Refused(f"its key {path} is not a regular file")
-        if _POSIX and st.st_uid != os.geteuid():
+        if POSIX and st.st_uid != os.geteuid():
             raise _Refused(f"its key {path} belongs to user {st.st_uid}, not to this user ({os.geteuid()})")
-        if _POSIX and st.st_mode & 0o077:
+        if POSIX and st.st_mode & 0o077:
             raise _Refused(f"other users may read or write its key {path} (mode {stat.S_IMODE(st.st_mode):04o}); "
                            "`labelguard cache clear` deletes it with the entries")
         key = os.read(fd, KEY_BYTES + 1)

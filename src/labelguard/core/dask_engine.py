@@ -12,8 +12,9 @@ A local cluster (no scheduler given) runs in a helper process of a session of it
 (:func:`local_cluster`), so that Ctrl-C at the terminal reaches the audit, never a worker.
 
 A batch carries what its worker needs besides its tasks (:class:`BatchJob`): the spec, the
-read limits, the result cache's settings and the audit's working folder, applied around the
-batch in the worker thread (context variables; a worker runs other batches beside it).
+read limits, the result cache's settings, the audit's working folder and its granted roots,
+applied around the batch in the worker thread (context variables; a worker runs other
+batches beside it).
 Paths reach the workers absolute (the audit resolves its inputs before discovery,
 ``labelguard._audit.absolute_path``), so that a worker whose own working folder is another
 one reads the same files and names them as the audit's process would.
@@ -45,6 +46,7 @@ from labelguard._version import __version__
 from labelguard.core.cache import CacheSettings
 from labelguard.core.engine import batch_failed, batch_size, batches_of, run_batch, worker_died
 from labelguard.core.limits import ReadLimits, applied_limits, current_limits
+from labelguard.core.paths import Roots, applied_roots, current_roots
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import plural
@@ -81,17 +83,19 @@ class BatchJob:
         limits: the audit's read limits.
         cache: the result cache's settings (a folder every worker must see at that path).
         working_folder: the folder display paths are relative to.
+        roots: the granted roots: what a link may lead to (:mod:`labelguard.core.paths`).
     """
 
     spec: LabelSpec
     limits: ReadLimits
     cache: CacheSettings | None
     working_folder: str
+    roots: Roots | None = None
 
 
 def run_batch_on_worker(job: BatchJob, batch_id: str, tasks: Sequence[FileTask]) -> tuple[str, FileResult]:
     """One batch on a Dask worker: its id and its merged result."""
-    with applied_limits(job.limits), applied_working_folder(job.working_folder):
+    with applied_limits(job.limits), applied_working_folder(job.working_folder), applied_roots(job.roots):
         return batch_id, run_batch(tasks, job.spec, job.cache)
 
 
@@ -149,7 +153,7 @@ class DaskEngine:
             tasks = chain(head, source)
         fresh = ((str(index), batch) for index, batch in enumerate(batches_of(tasks, size)))
         again: deque[tuple[str, Sequence[FileTask]]] = deque()  # files of batches whose workers kept dying
-        job = BatchJob(spec, current_limits(), cache, working_folder())
+        job = BatchJob(spec, current_limits(), cache, working_folder(), current_roots())
         window = max(2, IN_FLIGHT_PER_THREAD * threads)
         prefix = f"labelguard-batch-{uuid.uuid4().hex}-"
         running: dict[str, tuple[Any, str, Sequence[FileTask]]] = {}

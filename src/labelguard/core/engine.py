@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, open_cache
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
+from labelguard.core.paths import Roots, current_roots, set_roots
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import shorten
@@ -152,12 +153,14 @@ def _merged(tasks: Sequence[FileTask], results: Iterable[FileResult | CachedResu
     return batch
 
 
-def _init_worker(spec: LabelSpec, limits: ReadLimits, cache: CacheSettings | None) -> None:
+def _init_worker(spec: LabelSpec, limits: ReadLimits, cache: CacheSettings | None, roots: Roots | None) -> None:
     global _WORKER_SPEC, _WORKER_CACHE
     _WORKER_SPEC = spec
     _WORKER_CACHE = cache
-    # The caller's read limits: a worker started by a fork server or spawn would have the defaults.
+    # The caller's read limits and granted roots: a worker started by a fork server or spawn
+    # would have neither.
     set_limits(limits)
+    set_roots(roots)
     # Ctrl-C reaches the whole process group: the caller stops the pool, and a worker
     # that took the signal too would only print its own KeyboardInterrupt traceback.
     import signal
@@ -395,7 +398,7 @@ def _run_until_a_worker_dies(
     from concurrent.futures.process import BrokenProcessPool
 
     pool = ProcessPoolExecutor(workers, mp_context=_context(modules), initializer=_init_worker,
-                               initargs=(spec, current_limits(), cache))
+                               initargs=(spec, current_limits(), cache, current_roots()))
     running: dict[Future, Sequence[FileTask]] = {}
     finished = False
     try:

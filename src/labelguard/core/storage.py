@@ -41,6 +41,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
+# (paths imports this module too: it asks only its functions, at call time)
+from labelguard.core import paths
+
 log = logging.getLogger(__name__)
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -422,7 +425,8 @@ class _FolderIndex:
 
 def _folder_index(folder: Any) -> _FolderIndex | None:
     """The :class:`_FolderIndex` of a local ``folder`` while a discovery keeps listings
-    (scanned now if it was not yet; OSError as :func:`os.scandir` raises it), else None."""
+    (scanned now if it was not yet, empty for a folder that leads outside the granted roots;
+    OSError as :func:`os.scandir` raises it), else None."""
     kept = _KEPT.get()
     if kept is None or url_scheme(folder) is not None:
         return None
@@ -431,7 +435,8 @@ def _folder_index(folder: Any) -> _FolderIndex | None:
     if index is None:
         index = kept.local[key] = _FolderIndex()  # among the indexes that may make room
         try:
-            index.scan(folder, kept)
+            if not paths.listing_refused(folder, reported=True):  # a folder that leads out of the data is empty
+                index.scan(folder, kept)
         except OSError:
             index.forget(kept)
             del kept.local[key]
@@ -462,6 +467,12 @@ def listings_kept() -> Iterator[None]:
     finally:
         _KEPT.reset(token)
         kept.close()
+
+
+def _discovering() -> bool:
+    """True while a discovery keeps listings: a folder it is refused is said in the report
+    (a task's look at a folder is not: it runs in any process)."""
+    return _KEPT.get() is not None
 
 
 def _kept_kind(url: str) -> tuple[bool, str | None]:
@@ -697,9 +708,11 @@ def _paged_entries(fs, path: str, base: str) -> Iterator[RemoteEntry]:
 
 
 def scandir(path: Any):
-    """:func:`os.scandir`; for a URL, its listing, read as it is iterated (OSError then)."""
+    """:func:`os.scandir`; for a URL, its listing, read as it is iterated (OSError then). A
+    local folder that leads outside the granted roots through a link is not listed: it has no
+    entries (:func:`labelguard.core.paths.listing_refused`)."""
     if url_scheme(path) is None:
-        return os.scandir(path)
+        return _Listing(iter(())) if paths.listing_refused(path, _discovering()) else os.scandir(path)
     return _Listing(_remote_entries(path))
 
 
@@ -770,14 +783,17 @@ def is_regular(entry: Any) -> bool:
 
 def listdir(path: Any) -> list[str]:
     if url_scheme(path) is None:
-        return os.listdir(path)
+        return [] if paths.listing_refused(path, _discovering()) else os.listdir(path)
     return [entry.name for entry in _remote_entries(path)]
 
 
 def walk(top: Any, followlinks: bool = False) -> Iterator[tuple[str, list[str], list[str]]]:
-    """:func:`os.walk` (top down: the ``dirs`` a caller keeps are walked); errors skip a folder."""
+    """:func:`os.walk` (top down: the ``dirs`` a caller keeps are walked); errors skip a folder,
+    and a ``top`` that leads outside the granted roots is not walked
+    (:func:`labelguard.core.paths.listing_refused`: the report names it)."""
     if url_scheme(top) is None:
-        yield from os.walk(top, followlinks=followlinks)
+        if not paths.listing_refused(top, reported=True):
+            yield from os.walk(top, followlinks=followlinks)
         return
     try:
         entries = list(_remote_entries(top))
@@ -809,7 +825,11 @@ def iter_folders(root: Any, skip_dirs: frozenset[str] = frozenset(), suffixes: t
     iterator: read the names before asking for the next folder). With ``suffixes``, only
     the names that end with one of them in lower case (as :func:`names_with_suffix` takes
     them): a probe's walk, which reads a local folder's from its index while
-    :func:`listings_kept`."""
+    :func:`listings_kept`. A local ``root`` that leads outside the granted roots through a
+    link is not walked (:func:`labelguard.core.paths.listing_refused`: the report names it);
+    the folders below it are entries the scan found, never links."""
+    if url_scheme(root) is None and paths.listing_refused(root, reported=True):
+        return
     pending = [root]
     while pending:
         folder = pending.pop()

@@ -187,12 +187,13 @@ def printable_data(value: Any) -> Any:
 
 def show_name(name: str) -> str:
     """A class name as a table shows it: bare when plain, quoted when blanks at its ends,
-    control characters or emptiness would otherwise hide what it is (those escaped by
-    :func:`printable`)."""
+    control characters, emptiness or a leading quote would otherwise hide what it is (those
+    escaped by :func:`printable`). Inside the quotes a quote or backslash of the name is
+    escaped too (``'a\\'b '``), so that one shown name is one name."""
     shown = printable(name)
-    if name and shown == name and name == name.strip():
+    if name and shown == name and name == name.strip() and not name.startswith("'"):
         return name
-    return f"'{shown}'"
+    return "'" + printable(name.replace("\\", "\\\\").replace("'", "\\'")) + "'"
 
 
 def spans(ids: list[int]) -> str:

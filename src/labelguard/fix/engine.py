@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from labelguard import layouts
-from labelguard._audit import dataset_spec
+from labelguard._audit import dataset_settings
+from labelguard.checks.files import ESCAPES_ROOT
+from labelguard.config import ConfigFinder
 from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult
@@ -167,8 +169,15 @@ def dataset_specs(path: str, options: AuditOptions, spec: LabelSpec | None,
     metadata < the config above it < ``spec``), as the audit checks them: one dataset's spec
     never leaks onto another."""
     refuse_object_storage([path])
-    return [(discovery, dataset_spec(discovery, None, use_project_config, spec))
-            for discovery in discover_datasets(os.fspath(path), options)]
+    path = os.fspath(path)
+    found = discover_datasets(path, options)
+    for discovery in found:
+        # What the fix will not see (a folder or metadata file that leads out of the data) is said.
+        discovery.notes.extend(f"{finding.path}: {finding.message}" for finding in discovery.findings
+                               if finding.code == ESCAPES_ROOT.code)
+    settings = dataset_settings([(discovery, path) for discovery in found], ConfigFinder(None, use_project_config),
+                                spec)
+    return [(discovery, own_spec) for discovery, (own_spec, _) in zip(found, settings)]
 
 
 def unknown_spec_note(roots: Sequence[str]) -> str:

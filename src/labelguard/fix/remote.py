@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from labelguard.core import storage
+from labelguard.core.paths import applied_roots, granted_roots
 from labelguard.fix.base import FixResult
 from labelguard.fix.journal import OBJECT_STORAGE_REFUSAL, STATE_DIR, FixError, refuse_object_storage
 from labelguard.layouts.pairing import inside_root
@@ -166,13 +167,17 @@ def local_copy(paths: list[str], out: str | None, apply: bool,
                storage_options: dict | None) -> Iterator[tuple[list[str], str | None, Staging | None]]:
     """(local paths, --out for the fix, staging) of a fix of ``paths``: the paths and ``out``
     as they are, or for URLs of object storage their copy under ``out`` (a temporary one for
-    a dry run, deleted after the block), to be fixed in place."""
+    a dry run, deleted after the block), to be fixed in place. The local paths are the
+    granted roots of the block (:mod:`labelguard.core.paths`): a link in the data that leads
+    outside them is not read, as in the audit."""
     staging = stage(paths, out, apply, storage_options)
     if staging is None:
-        yield paths, out, None
+        with applied_roots(granted_roots(paths)):
+            yield paths, out, None
         return
     try:
-        yield staging.paths, None, staging
+        with applied_roots(granted_roots(staging.paths)):
+            yield staging.paths, None, staging
     finally:
         staging.close()
 

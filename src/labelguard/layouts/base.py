@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 from labelguard.core import storage
 from labelguard.core.findings import Finding
+from labelguard.core.paths import current_roots
 from labelguard.core.spec import LabelSpec
+from labelguard.core.tasks import FileTask
 from labelguard.config import CONFIG_NAME
 from labelguard.errors import UsageError
 from labelguard.readers.colormap import COLOR_MAP_FILES
@@ -16,7 +18,7 @@ from labelguard.readers.masks import is_mask_candidate, mask_extension
 # The pairing engine's names, imported here for the layouts and fixers that take them from base.
 from labelguard.layouts.pairing import (  # noqa: F401
     ListSelection, display_path, holds_yolo_rows, inside_root, list_findings, pair_key, read_list,
-    select_from_lists, strip_extension, unpaired_findings, walk_files,
+    refused_folder_findings, select_from_lists, strip_extension, unpaired_findings, walk_files,
 )
 
 
@@ -142,10 +144,23 @@ def discover_datasets(root: str, options: AuditOptions, stream: bool = False) ->
     # each (storage.listings_kept). A streamed walk lists afresh as it goes.
     with storage.listings_kept():
         found = _discover_datasets(root, options)
-        if not stream:
-            for discovery in found:
+        roots = current_roots()
+        if roots is not None:
+            # The dataset a file given as PATH belongs to (a list's, a data.yaml's) is given too.
+            roots.grant(discovery.root for discovery in found)
+        for discovery in found:
+            discovery.tasks = _with_refused_folders(discovery, discovery.tasks)
+            if not stream:
                 discovery.tasks = list(discovery.tasks)
     return found
+
+
+def _with_refused_folders(discovery: Discovery, tasks: Iterable[FileTask]) -> Iterator[FileTask]:
+    """``tasks``, then LG005 in ``discovery.findings`` for each folder discovery did not look
+    into because it leads outside the data the audit was given through a link
+    (:mod:`labelguard.core.paths`)."""
+    yield from tasks
+    discovery.findings.extend(refused_folder_findings())
 
 
 def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:

@@ -142,10 +142,10 @@ def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str,
     return pairing.pairs, pairing.orphan_images, pairing.orphan_labels
 
 
-def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str], list[Finding]]:
+def _metadata_spec(directories: list[str], root: str) -> tuple[LabelSpec, list[str], list[Finding]]:
     """The spec a dataset declares beside its data: nnU-Net dataset.json or a class-name file;
     the problems of the files that could not be read; LG005 for those that are links out of
-    their folder (not read: :func:`linked_outside`).
+    the dataset ``root`` (not read: :func:`linked_outside`).
 
     ``directories`` go nearest first, the dataset's own folders before the ones above its
     root: a converter's output folder holds the class list of that output, while the folder
@@ -156,7 +156,7 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str], list[F
     outside: list[Finding] = []
     for directory in directories:
         path = os.path.join(directory, "dataset.json")
-        if storage.isfile(path) and not _linked_out(path, directory, outside):
+        if storage.isfile(path) and not _linked_out(path, root, outside):
             try:
                 meta = parse_json(read_text(path), "dataset.json")
                 labels = meta.get("labels") if isinstance(meta, dict) else None
@@ -166,7 +166,7 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str], list[F
                 problems.append(f"{display_path(path)}: {exc}")
         for name in CLASS_NAME_FILES:
             path = os.path.join(directory, name)
-            if storage.isfile(path) and not _linked_out(path, directory, outside):
+            if storage.isfile(path) and not _linked_out(path, root, outside):
                 try:
                     names = read_class_names(path)
                 except ReadError as exc:
@@ -178,9 +178,10 @@ def _metadata_spec(directories: list[str]) -> tuple[LabelSpec, list[str], list[F
     return LabelSpec(), problems, outside
 
 
-def _linked_out(path: str, folder: str, findings: list[Finding]) -> bool:
-    """True (and its LG005 added to ``findings``) when ``path`` is a link out of ``folder``."""
-    found = linked_outside(path, folder)
+def _linked_out(path: str, root: str, findings: list[Finding]) -> bool:
+    """True (and its LG005 added to ``findings``) when ``path`` is a link out of the dataset
+    ``root`` (:func:`linked_outside`)."""
+    found = linked_outside(path, root)
     findings.extend(found)
     return bool(found)
 
@@ -224,7 +225,7 @@ def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs
 def _declare(discovery: Discovery, color_map: ColorMap | None, extra_dirs: list[str]) -> Discovery:
     """The dataset's spec (its metadata beside it, else its declared colour map) and colour map."""
     root = discovery.root
-    spec, problems, outside = _metadata_spec([root, *extra_dirs, os.path.dirname(storage.abspath(root))])
+    spec, problems, outside = _metadata_spec([root, *extra_dirs, os.path.dirname(storage.abspath(root))], root)
     discovery.notes.extend(f"dataset metadata ignored: {p}" for p in problems)
     discovery.findings.extend(outside)
     if spec.is_known:
@@ -248,7 +249,9 @@ def _declared_color_map(options: AuditOptions, directories: list[str], discovery
         except ReadError as exc:
             discovery.findings.append(UNREADABLE.finding(display_path(options.color_map), f"colour map: {exc}"))
             return default
-    color_map, problem = find_color_map(directories)
+    outside: list[Finding] = []
+    color_map, problem = find_color_map(directories, lambda path: not _linked_out(path, discovery.root, outside))
+    discovery.findings.extend(outside)
     if problem:
         discovery.findings.append(UNREADABLE.finding(None, f"colour map {problem}"))
     return color_map or default
@@ -546,8 +549,7 @@ def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
                                f"{', '.join(others)}")
     _finish(discovery, options, masks, pairs, None, [])
     config = os.path.join(os.path.dirname(os.path.dirname(root)), f"config_{os.path.basename(root)}.json")
-    if not discovery.spec.is_known and storage.isfile(config) and not _linked_out(
-            config, os.path.dirname(config), discovery.findings):
+    if not discovery.spec.is_known and storage.isfile(config) and not _linked_out(config, root, discovery.findings):
         discovery.spec = _mapillary_spec(config, discovery)
     return discovery
 
@@ -578,7 +580,7 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         color_map = _declared_color_map(options, [os.path.dirname(storage.abspath(root))], discovery)
         discovery.tasks = [_task(root, options, color_map)]
         folder = os.path.dirname(storage.abspath(root))
-        spec, problems, outside = _metadata_spec([folder, os.path.dirname(folder)])
+        spec, problems, outside = _metadata_spec([folder, os.path.dirname(folder)], folder)
         discovery.notes.extend(f"dataset metadata ignored: {p}" for p in problems)
         discovery.findings.extend(outside)
         if spec.is_known:

@@ -42,7 +42,11 @@ label's path from the image's, that function; this module decides:
   list files, names files, a saved dataset's data files) and every list entry must lie in
   it, as written and, for the declared paths and the metadata files themselves, with links
   resolved. What leaves it is LG005 naming the field or line, and is never opened, listed
-  or walked: its content never reaches a report.
+  or walked: its content never reaches a report. A metadata file found by convention (a
+  class list, a colour map, a dataset.json) in the dataset or one of its role folders must
+  lie inside the layout's root once links are resolved (:func:`linked_outside`), never
+  merely inside its own folder, which may itself be a link. Below all of this, no link in
+  the data is followed outside what the audit was given (:mod:`labelguard.core.paths`).
 * **what a folder holds** (:func:`describe_contents`): the counts by file kind that a report
   gives when an audit found nothing to audit.
 
@@ -61,11 +65,10 @@ from functools import partial
 from typing import Any, Callable, Container, Iterable, Sequence, TypeVar
 
 from labelguard.core import storage
-from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
+from labelguard.checks.files import ESCAPES_ROOT, LINK_HINT, MISSING, UNCLEAN_LIST, UNPAIRED, UNREADABLE
 from labelguard.core.cache import note_folder
-from labelguard.core.paths import inside_root, is_below, resolves_inside
+from labelguard.core.paths import display_path, inside_root, resolves_inside, take_refused
 from labelguard.core.text import SHOWN, clipped, plural, shorten, verb
-from labelguard.core.workdir import working_folder
 from labelguard.core.findings import Finding
 from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, read_bytes, read_head
 from labelguard.readers.lists import ListFile, parse_list
@@ -489,22 +492,6 @@ def _claim(result: Pairing, labels: list[str], images: list[str], claimed: set[s
 
 
 # ---- paths --------------------------------------------------------------------------------
-
-def display_path(path: str) -> str:
-    """``path`` relative to the working folder (:mod:`labelguard.core.workdir`) when inside
-    it, else absolute (a URL: as it is, normalised)."""
-    if storage.url_scheme(path):
-        return storage.abspath(path)
-    cwd = working_folder()
-    absolute = os.path.normpath(os.path.join(cwd, path))
-    if absolute == cwd:
-        return "."
-    if is_below(absolute, cwd):
-        # What os.path.relpath gives for a normalised path below cwd, without its two more
-        # abspath calls: a 20,000-file folder spends a tenth of its discovery here.
-        return absolute[len(cwd.rstrip(os.sep)) + 1:]
-    return absolute
-
 
 def walk_files(root: str, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
     """Every file under ``root`` (sorted, hidden entries skipped), without the ``skip_dirs``."""
@@ -1177,14 +1164,24 @@ def _loose_forms(name: str) -> list[str]:
 
 # ---- metadata -----------------------------------------------------------------------------
 
-LINK_HINT = "Put the file itself in the dataset in place of the link, or audit the folder the link leads to."
+def refused_folder_findings() -> list[Finding]:
+    """LG005 for each folder discovery did not look into or walk because it leads outside the
+    data the audit was given through a link (:func:`labelguard.core.paths.listing_refused`)."""
+    return [ESCAPES_ROOT.finding(display_path(refused.path), refused.describe("its files were not listed or read"),
+                                 hint=LINK_HINT) for refused in take_refused()]
 
 
-def linked_outside(path: str, root: str | None = None, what: str = "") -> list[Finding]:
+def linked_outside(path: str, root: str, what: str = "") -> list[Finding]:
     """LG005 when the metadata file ``path`` is a link (or lies in a linked folder) that
-    resolves outside ``root`` (default: the folder it is found in): such a file is not read,
-    since its content would come from outside the dataset into the report. [] otherwise."""
-    folder = root if root is not None else os.path.dirname(storage.abspath(path))
+    resolves outside the dataset ``root``: such a file is not read, since its content would
+    come from outside the dataset into the report. [] otherwise.
+
+    A file inside the root as written is judged against the root, never against its own
+    folder, which may itself be a link out (``masks -> ../private`` would make
+    ``private/classes.txt`` lie "in its folder"). A file a layout looks for above the root (a
+    class list beside the dataset folder) is judged against that folder, an ancestor of
+    the data."""
+    folder = root if inside_root(path, root) else os.path.dirname(storage.abspath(path))
     if resolves_inside(path, folder):
         return []
     return [ESCAPES_ROOT.finding(
@@ -1192,11 +1189,10 @@ def linked_outside(path: str, root: str | None = None, what: str = "") -> list[F
         f"outside the dataset root {display_path(folder)}: not read", hint=LINK_HINT)]
 
 
-def read_metadata(path: str, reader: Callable[[str], T], what: str = "",
-                  root: str | None = None) -> tuple[T | None, list[Finding]]:
+def read_metadata(path: str, reader: Callable[[str], T], root: str, what: str = "") -> tuple[T | None, list[Finding]]:
     """A dataset's metadata file (a class list, a data.yaml, an obj.data) read by ``reader``;
-    LG001 when it cannot be read, LG005 when it is a link that leads outside ``root`` (default:
-    its folder; :func:`linked_outside`), and None."""
+    LG001 when it cannot be read, LG005 when it is a link that leads outside the dataset
+    ``root`` (:func:`linked_outside`), and None."""
     outside = linked_outside(path, root, what)
     if outside:
         return None, outside

@@ -90,7 +90,7 @@ def _data_file(path: str) -> bool:
 def _dataset_dict(discovery: Discovery, root: str) -> None:
     """A DatasetDict: the split folders its dataset_dict.json names, each a saved dataset."""
     path = os.path.join(root, DATASET_DICT_FILE)
-    data, findings = read_metadata(path, _json)
+    data, findings = read_metadata(path, _json, root)
     discovery.findings.extend(findings)
     splits = data.get("splits") if isinstance(data, dict) else None
     if data is not None and not (isinstance(splits, list) and all(isinstance(s, str) for s in splits)):
@@ -111,7 +111,7 @@ def _dataset_dict(discovery: Discovery, root: str) -> None:
 def _saved_dataset(discovery: Discovery, folder: str) -> None:
     """A save_to_disk folder: the data files its state.json names."""
     path = os.path.join(folder, STATE_FILE)
-    state, findings = read_metadata(path, _json)
+    state, findings = read_metadata(path, _json, discovery.root)
     discovery.findings.extend(findings)
     files = state.get("_data_files") if isinstance(state, dict) else None
     names = [entry.get("filename") for entry in files if isinstance(entry, dict)] if isinstance(files, list) else None

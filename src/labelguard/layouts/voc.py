@@ -143,12 +143,14 @@ def _detect_voc(root: str, options: AuditOptions) -> bool:
 
 
 def _spec_from_files(directories: list[str], discovery: Discovery) -> LabelSpec:
+    """The spec of the first class list in ``directories``: the dataset's root first, then
+    its annotation folder and the folder above it."""
     for directory in directories:
         for name in SPEC_FILES:
             path = os.path.join(directory, name)
             if not storage.isfile(path):
                 continue
-            names, findings = read_metadata(path, read_class_names, "class list")
+            names, findings = read_metadata(path, read_class_names, directories[0], "class list")
             discovery.findings.extend(findings)
             if names is None:
                 continue

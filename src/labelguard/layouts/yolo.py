@@ -264,8 +264,9 @@ def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discove
 
 
 def _read_declaration(reader, path: str, discovery: Discovery) -> DatasetFile | None:
-    """A data.yaml / obj.data read by ``reader``, its problems as LG001; None when unreadable."""
-    declared, findings = read_metadata(path, reader)
+    """A data.yaml / obj.data read by ``reader``, its problems as LG001; None when unreadable.
+    Its folder is the dataset it declares."""
+    declared, findings = read_metadata(path, reader, os.path.dirname(storage.abspath(path)))
     discovery.findings.extend(findings)
     if declared is not None:
         discovery.findings.extend(metadata_findings(
@@ -287,7 +288,7 @@ def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery
         names_path = _declared(discovery, "names", declared.names_file, root, root, source,
                                hint="Correct the names path in obj.data.", split=False)
         if names_path is not None:
-            names, names_source = _read_names(names_path, discovery)
+            names, names_source = _read_names(names_path, root, discovery)
     if names is None:
         names, names_source = _names_beside([root], discovery, default=(None, source))
     discovery.spec = _spec(names, declared.nc, names_source if names else source, discovery)
@@ -302,20 +303,21 @@ def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery
     collector.finish()
 
 
-def _read_names(path: str, discovery: Discovery) -> tuple[list[str] | None, str]:
-    names, findings = read_metadata(path, read_names, "class names")
+def _read_names(path: str, root: str, discovery: Discovery) -> tuple[list[str] | None, str]:
+    names, findings = read_metadata(path, read_names, root, "class names")
     discovery.findings.extend(findings)
     return names or None, display_path(path)
 
 
 def _names_beside(folders: list[str], discovery: Discovery, default=(None, "")):
     """Names from the first class-name file in ``folders`` (nearest first: the dataset's own
-    folder before the one above it); the spec they give is marked as found beside the data."""
+    folder, its root, before the one above it); the spec they give is marked as found beside
+    the data."""
     for folder in folders:
         for name in NAMES_FILES:
             path = os.path.join(folder, name)
             if storage.isfile(path):
-                return _read_names(path, discovery)
+                return _read_names(path, folders[0], discovery)
     return default
 
 

@@ -16,6 +16,7 @@ import html
 from collections import defaultdict
 
 from labelguard.core.limits import ReadLimits, applied_limits
+from labelguard.core.paths import applied_roots
 from labelguard.core.registry import REGISTRY
 from labelguard.core.text import plural, printable
 from labelguard.output import Formatter, register
@@ -173,7 +174,7 @@ class HtmlFormatter(Formatter):
                              f"<dt>Bad / good</dt><dd><code>{_doc(check.bad)}</code><br>"
                              f"<code>{_doc(check.good)}</code></dd>"
                              f"<dt>Fix</dt><dd>{_doc(check.fix)}</dd></dl>")
-            with applied_limits(limits):
+            with applied_limits(limits), applied_roots(report.read_roots):
                 parts += self._pictures(report, group)
             parts.append("<table><tr><th>file</th><th>finding</th><th>hint</th></tr>")
             for finding in group[:ROWS]:

@@ -5,7 +5,8 @@ Every reader opens files through :func:`open_regular` (:func:`read_bytes` reads 
 :func:`read_head` checks one before a library opens the path): only regular files are read.
 A named pipe would block the audit until a writer appears, a device (``/dev/zero``) may
 never end, and either can be planted in a dataset or named by a list, an annotation or a
-``data.yaml``.
+``data.yaml``. A file that leads outside the data the audit was given through a symbolic
+link is not opened at all (:class:`LinkedOutside`; :func:`labelguard.core.paths.open_within`).
 
 A URL below a location the audit was given (:mod:`labelguard.core.storage`) is read from
 object storage: fetched whole, after its size is checked against the ``max_file_bytes``
@@ -27,11 +28,17 @@ from typing import Any, BinaryIO, Iterator
 
 from labelguard.core import storage
 from labelguard.core.limits import RAISE_WITH, current_limits
+from labelguard.core.paths import LeadsOutside, open_within
 from labelguard.core.text import byte_size
 
 
 class ReadError(Exception):
     """A file cannot be read, decoded or parsed; the message says why, for an LG001 finding."""
+
+
+class LinkedOutside(ReadError):
+    """The file is a symbolic link, or lies in a linked folder, that leads outside the data the
+    audit was given (:mod:`labelguard.core.paths`): it was not opened (LG005)."""
 
 
 # How deep JSON, YAML and XML documents may nest. Label files nest a handful of levels (a
@@ -149,7 +156,9 @@ def _open_regular_fd(path: str, what: str) -> tuple[int, int]:
     The file is opened without blocking and checked on the open descriptor, so a named pipe
     is refused at once and nothing can be swapped in between the check and the read."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = open_within(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except LeadsOutside as exc:
+        raise LinkedOutside(exc.describe()) from None
     except IsADirectoryError:
         raise ReadError(f"is a directory, not a {what}") from None
     except OSError as exc:

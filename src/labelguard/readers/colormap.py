@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from typing import Callable
+
 from labelguard.core import storage
+from labelguard.core.text import clipped
 from labelguard.readers.base import ReadError, parse_json, read_text
 
 COLOR_MAP_FILES = ("dataset_meta.json", "label_colors.txt", "labelmap.txt", "labelmap.csv",
@@ -88,10 +91,11 @@ def rgb_color(components, where: str) -> RGB:
     colour was read and what is wrong (not three numbers, a component outside 0..255)."""
     values = list(components)
     if len(values) != 3 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise ReadError(f"{where}: {values!r} is not an r, g, b colour of three whole numbers")
+        raise ReadError(f"{where}: {clipped(repr(values))} is not an r, g, b colour of three whole numbers")
     outside = [v for v in values if not 0 <= v <= 255]
     if outside:
-        raise ReadError(f"{where}: colour {tuple(values)} has a component outside 0..255 ({outside[0]})")
+        raise ReadError(f"{where}: colour {clipped(repr(tuple(values)))} has a component outside 0..255 "
+                        f"({clipped(str(outside[0]))})")
     return (values[0], values[1], values[2])
 
 
@@ -176,7 +180,7 @@ def _from_meta_json(text: str, path: str) -> ColorMap:
     parsed = []
     for index, color in enumerate(colors):
         if not isinstance(color, list):
-            raise ReadError(f"segmentation_colors[{index}] is not an [r, g, b] triple: {color!r}")
+            raise ReadError(f"segmentation_colors[{index}] is not an [r, g, b] triple: {clipped(repr(color))}")
         parsed.append(rgb_color(color, f"segmentation_colors[{index}]"))
         names.append(str(label_map.get(str(index), index)) if isinstance(label_map, dict) else str(index))
     return ColorMap(tuple(parsed), tuple(names), path)
@@ -192,7 +196,8 @@ def _from_label_colors(text: str, path: str) -> ColorMap:
         try:
             rgb = [int(v) for v in parts[:3]]
         except ValueError:
-            raise ReadError(f"line {number} of {os.path.basename(path)} is not 'R G B name': {line!r}") from None
+            raise ReadError(f"line {number} of {os.path.basename(path)} is not 'R G B name': "
+                            f"{clipped(line)!r}") from None
         colors.append(rgb_color(rgb, f"line {number} of {os.path.basename(path)}"))
         names.append(" ".join(parts[3:]) or str(len(names)))
     if not colors:
@@ -208,11 +213,12 @@ def _from_voc_labelmap(text: str, path: str) -> ColorMap:
             continue
         fields = line.split(":")
         if len(fields) < 2 or not fields[1]:
-            raise ReadError(f"line {number} of {os.path.basename(path)} is not 'name:r,g,b:...': {line!r}")
+            raise ReadError(f"line {number} of {os.path.basename(path)} is not 'name:r,g,b:...': {clipped(line)!r}")
         try:
             rgb = [int(v) for v in fields[1].split(",")]
         except ValueError:
-            raise ReadError(f"line {number} of {os.path.basename(path)} has a bad colour: {fields[1]!r}") from None
+            raise ReadError(f"line {number} of {os.path.basename(path)} has a bad colour: "
+                            f"{clipped(fields[1])!r}") from None
         colors.append(rgb_color(rgb, f"line {number} of {os.path.basename(path)}"))
         names.append(fields[0])
     if not colors:
@@ -240,8 +246,11 @@ def _from_csv(text: str, path: str) -> ColorMap:
     return ColorMap(tuple(colors), tuple(names), path)
 
 
-def find_color_map(directories: list[str]) -> tuple[ColorMap | None, str | None]:
-    """The first colour map declared in ``directories`` (nearest first).
+def find_color_map(directories: list[str], admit: Callable[[str], bool] = lambda path: True
+                   ) -> tuple[ColorMap | None, str | None]:
+    """The first colour map declared in ``directories`` (nearest first), of the files that
+    ``admit(path)`` lets be read (the layout's policy on metadata: never a link out of the
+    dataset, whose content would reach the report); a file it refuses is passed by unread.
 
     Returns (map, None), or (None, error message) when a declared map cannot be read,
     or (None, None) when none is declared.
@@ -249,7 +258,7 @@ def find_color_map(directories: list[str]) -> tuple[ColorMap | None, str | None]
     for directory in directories:
         for name in COLOR_MAP_FILES:
             path = os.path.join(directory, name)
-            if not storage.isfile(path):
+            if not storage.isfile(path) or not admit(path):
                 continue
             if name == "dataset_meta.json":
                 try:

@@ -46,6 +46,9 @@ _FILE_TRAILER = 10  # the footer's int32 length, then "ARROW1"
 # What is read at a message's start: its prefix and, in one read, its metadata as writers make it
 # (a few hundred bytes); longer metadata takes a second read.
 _MESSAGE_HEAD = 1024
+# Absent fields past a vtable's end, up to the last field read here (field 3 of a Message,
+# RecordBatch or Footer): reading a field takes no test of the vtable's length.
+_ABSENT = (0,) * 4
 
 
 class _Damaged(Exception):
@@ -65,7 +68,7 @@ class _Table:
     """A flatbuffer table of ``data`` at ``at``, its fields read with every offset checked.
     (A table lies at ``at`` >= 0 and its fields after it: only reads past the end can fail.)"""
 
-    __slots__ = ("data", "at", "places")
+    __slots__ = ("data", "at", "offsets")
 
     def __init__(self, data: bytes, at: int) -> None:
         try:
@@ -75,37 +78,36 @@ class _Table:
             size = _U16.unpack_from(data, vtable)[0]
             if size < 4 or size % 2:
                 raise _Damaged
-            self.places = _vtable_entries(size).unpack_from(data, vtable + 4)  # each field's offset, 0: absent
+            self.offsets = _vtable_entries(size).unpack_from(data, vtable + 4) + _ABSENT  # from ``at``; 0: absent
         except struct.error:  # past the end
             raise _Damaged from None
         self.data, self.at = data, at
 
-    def _place(self, index: int) -> int:
-        """Where field ``index`` lies; 0 when it is absent."""
-        offset = self.places[index] if index < len(self.places) else 0
-        return self.at + offset if offset else 0
-
     def has(self, index: int) -> bool:
-        return bool(self._place(index))
+        return bool(self.offsets[index])
 
     def number(self, index: int, kind: struct.Struct, default: int = 0) -> int:
-        place = self._place(index)
-        if not place:
+        offset = self.offsets[index]
+        if not offset:
             return default
         try:
-            return kind.unpack_from(self.data, place)[0]
+            return kind.unpack_from(self.data, self.at + offset)[0]
         except struct.error:
             raise _Damaged from None
 
     def table(self, index: int) -> _Table | None:
-        place = self._place(index)
-        return _Table(self.data, place + _unpack(_U32, self.data, place)) if place else None
+        offset = self.offsets[index]
+        if not offset:
+            return None
+        place = self.at + offset
+        return _Table(self.data, place + _unpack(_U32, self.data, place))
 
     def vector(self, index: int, item_size: int) -> memoryview:
         """The bytes of the vector of structs of ``item_size`` bytes at field ``index``."""
-        place = self._place(index)
-        if not place:
+        offset = self.offsets[index]
+        if not offset:
             return memoryview(b"")
+        place = self.at + offset
         start = place + _unpack(_U32, self.data, place) + 4
         end = start + _unpack(_U32, self.data, start - 4) * item_size
         if end > len(self.data):
@@ -247,26 +249,32 @@ class IpcLimits:
         return ReadError(f"cannot read the {self.kind}: the metadata of its {kind} {index:,} points outside itself")
 
     def _check(self, message: _Message, kind: str, index: int) -> None:
-        if message.header is None or message.body_at + message.body_length > self.size:
+        header = message.header
+        if header is None or message.body_at + message.body_length > self.size:
             return  # a body past the file's end: pyarrow refuses it before allocating anything
         try:
-            declared_rows = message.header.number(0, _I64)
-            longest = max(message.header.vector(1, _FIELD_NODE.size).cast("q")[::2], default=0)  # FieldNode.length
-            compressed = message.header.has(3)  # a BodyCompression
-            buffers = message.header.structs(2, _BUFFER) if compressed else ()
+            declared_rows = header.number(0, _I64)
+            lengths = header.vector(1, _FIELD_NODE.size).cast("q")[::2]  # each FieldNode's length
+            compressed = header.has(3)  # a BodyCompression
+            # Only a compressed body can decode to more than it holds: an uncompressed one is
+            # bounded by the file's bytes, and pyarrow holds each buffer to the body.
+            buffers = header.structs(2, _BUFFER) if compressed else ()
         except _Damaged:
             raise self._damaged(kind, index) from None
-        decompressed = sum(self._decompressed_length(message, offset, length) for offset, length in buffers)
         body = message.body_length
-        if body + decompressed > self.limits.max_file_bytes:
+        decompressed = sum(self._decompressed_length(message, offset, length) for offset, length in buffers) \
+            if compressed else 0
+        limits = self.limits
+        if body + decompressed > limits.max_file_bytes:
             check_decoded(f"{kind} {index} (a body of {byte_size(body)}, its compressed buffers declaring "
                           f"{byte_size(decompressed)} once decompressed)" if compressed else f"{kind} {index}",
                           body + decompressed)
-        if longest > self.limits.max_pixels:
+        longest = max(lengths) if lengths else 0
+        if longest > limits.max_pixels:
             check_elements(f"{kind} {index}", longest, "values in one array")
-        if kind == "record batch":
-            self.rows += max(declared_rows, 0)
-            if self.rows > self.limits.max_pixels:
+        if kind == "record batch" and declared_rows > 0:
+            self.rows += declared_rows
+            if self.rows > limits.max_pixels:
                 check_elements(f"the {self.kind}'s record batches up to {kind} {index}", self.rows, "rows", "hold")
 
     def _decompressed_length(self, message: _Message, offset: int, length: int) -> int:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, T
 from labelguard.core.text import byte_size, clipped, shorten
 from labelguard.errors import SpecError
 from labelguard.readers.base import (
-    ReadError, check_decoded, open_regular, open_stream, parse_json, read_head, read_text, stream_size,
+    ReadError, check_decoded, open_stream, parse_json, read_head, read_text, stream_size,
 )
 from labelguard.readers.columnar import IpcLimits, ParquetLimits
 
@@ -55,6 +55,8 @@ FIRST_READ = 4096
 JSON_HEAD = 1 << 16
 # The reads of a Parquet file: column chunks are read in pieces of this size.
 READ_BUFFER = 1 << 20
+# The first pyarrow whose OSFile takes an open descriptor (apache/arrow GH-49751).
+PYARROW_DESCRIPTOR_FILES = 25
 # The most bytes of Python objects one byte of a JSON line becomes once parsed and made columns:
 # measured at up to 38 (a line of empty lists or objects, ``[[],[],...]``), with room to spare.
 # A line, and the lines of a batch together, may hold max_file_bytes / JSON_COST bytes.
@@ -275,50 +277,56 @@ def token_file_kind(path: str) -> str | None:
     (told by its bytes; JSON lines by a first record holding ``input_ids``), else None. Reads
     4 KiB, and up to :data:`JSON_HEAD` only for a JSON file whose first line is longer."""
     try:
-        head = read_head(path, FIRST_READ)
+        return _kind(path, lambda count: read_head(path, count))
     except ReadError:
         return None
-    if head.startswith(PARQUET_MAGIC):
+
+
+def _kind(path: str, head: Callable[[int], bytes]) -> str | None:
+    """:func:`token_file_kind` of ``path``, whose first ``count`` bytes ``head(count)`` reads."""
+    first = head(FIRST_READ)
+    if first.startswith(PARQUET_MAGIC):
         return "parquet"
-    if head.startswith(ARROW_FILE_MAGIC):
+    if first.startswith(ARROW_FILE_MAGIC):
         return "arrow-file"
-    if head.startswith(ARROW_STREAM_MAGIC) and path.lower().endswith(".arrow"):
+    if first.startswith(ARROW_STREAM_MAGIC) and path.lower().endswith(".arrow"):
         return "arrow-stream"
     if not path.lower().endswith((".jsonl", ".json")):
         return None
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    text = first.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text.startswith(b"{") or text.startswith(b"{\n") or text.startswith(b"{\r"):
         return None  # not one object per line (a pretty-printed COCO or labelme file opens with "{" alone)
-    if b"\n" not in text and len(head) == FIRST_READ:  # a long first line: the rest of it
-        try:
-            text = read_head(path, JSON_HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
-        except ReadError:
-            return None
-    first = text.split(b"\n", 1)[0]
-    return "jsonl" if b'"input_ids"' in first else None
+    if b"\n" not in text and len(first) == FIRST_READ:  # a long first line: the rest of it
+        text = head(JSON_HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return "jsonl" if b'"input_ids"' in text.split(b"\n", 1)[0] else None
 
 
 def holds_token_ids(path: str) -> bool:
     """True when ``path`` is a data file with a column of token ids: JSON lines whose first
     record holds ``input_ids``, or (with pyarrow installed) an Arrow or Parquet file whose
-    schema has ``input_ids`` or ``decoder_input_ids``. Only the head or the schema is read."""
-    kind = token_file_kind(path)
-    if kind is None or kind == "jsonl":
-        return kind is not None
-    if not available("pyarrow"):
-        return False
-    import pyarrow as pa
-
+    schema has ``input_ids`` or ``decoder_input_ids``. Only the head or the schema is read, of
+    the file opened once (:class:`_DataFile`)."""
     try:
-        with _schema_source(pa, path) as source:
-            if kind == "parquet":
-                import pyarrow.parquet as pq
+        with _opened(path) as opened:
+            kind = _kind(path, opened.head)
+            if kind is None or kind == "jsonl":
+                return kind is not None
+            if not available("pyarrow"):
+                return False
+            import pyarrow as pa
 
-                names = pq.read_schema(source).names
-            else:
-                opened = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
-                names = opened.schema.names
-    except (pa.ArrowException, OSError, UnicodeDecodeError, ReadError):
+            try:
+                with opened.arrow_source(pa) as source:
+                    if kind == "parquet":
+                        import pyarrow.parquet as pq
+
+                        names = pq.read_schema(source).names
+                    else:
+                        reader = pa.ipc.open_stream(source) if kind == "arrow-stream" else pa.ipc.open_file(source)
+                        names = reader.schema.names
+            except (pa.ArrowException, OSError, UnicodeDecodeError):
+                return False
+    except ReadError:
         return False
     return any(name in TOKEN_ID_COLUMNS for name in names)
 
@@ -330,42 +338,124 @@ def read_token_file(path: str, display: str) -> Iterator[TokenBatch]:
         ReadError: the file cannot be read (at the start, or at the batch where it breaks).
         MissingDependency: an Arrow or Parquet file and no pyarrow.
     """
-    kind = token_file_kind(path)
-    if kind is None:
-        raise ReadError("neither an Arrow, Parquet nor JSON-lines file of token ids (a JSON-lines file's "
-                        "first record must hold input_ids)")
-    if kind == "jsonl":
-        yield from _json_lines(path, display)
-        return
-    pa = require("pyarrow", "read Arrow and Parquet datasets")
-    try:
-        yield from _arrow_batches(pa, path, display, kind)
-    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # pyarrow's errors on damaged data
-        raise ReadError(f"cannot read the {kind.replace('-', ' ')}: {clipped(str(exc), 200)}") from None
+    with _opened(path) as opened:
+        kind = _kind(path, opened.head)
+        if kind is None:
+            raise ReadError("neither an Arrow, Parquet nor JSON-lines file of token ids (a JSON-lines file's "
+                            "first record must hold input_ids)")
+        if kind == "jsonl":
+            yield from _json_lines(opened.handle, display)
+            return
+        pa = require("pyarrow", "read Arrow and Parquet datasets")
+        try:
+            yield from _arrow_batches(pa, opened, display, kind, ahead=not storage.url_scheme(path))
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # pyarrow's errors on damaged data
+            raise ReadError(f"cannot read the {kind.replace('-', ' ')}: {clipped(str(exc), 200)}") from None
 
 
-def _arrow_batches(pa, path: str, display: str, kind: str) -> Iterator[TokenBatch]:
+@contextlib.contextmanager
+def _opened(path: str) -> Iterator[_DataFile]:
+    with open_stream(path, "data file") as handle:
+        yield _DataFile(handle)
+
+
+class _DataFile:
+    """A data file opened once: a local file as :func:`~labelguard.readers.base.open_regular`
+    opens and checks it, or an object of object storage streamed in ranges. Everything of
+    the file is read through this handle, pyarrow too: a file is never opened again by name,
+    so what is read is the regular file that was checked, not what a link or a named pipe
+    put at its path since; and an object's metadata and data share its fetched ranges."""
+
+    def __init__(self, handle) -> None:
+        self.handle = handle
+        self.size = stream_size(handle)
+        try:
+            self.descriptor = handle.fileno() if hasattr(os, "pread") else None
+        except (AttributeError, OSError):  # an object of object storage
+            self.descriptor = None
+
+    def read_at(self, offset: int, count: int) -> bytes:
+        """The bytes at ``offset`` (fewer at the file's end), the handle's position kept. A
+        local file is read with ``pread``: one call, no seek."""
+        count = min(count, self.size - offset)
+        if offset < 0 or count <= 0:
+            return b""
+        if self.descriptor is not None:
+            try:
+                return os.pread(self.descriptor, count, offset)
+            except OSError as exc:
+                raise ReadError(f"cannot read: {exc.strerror or exc}") from None
+        position = self.handle.tell()
+        try:
+            self.handle.seek(offset)
+            return self.handle.read(count)
+        finally:
+            self.handle.seek(position)
+
+    def head(self, count: int) -> bytes:
+        return self.read_at(0, count)
+
+    def arrow_source(self, pa):
+        """What pyarrow reads the file from: for a local file read with ``pread``, pyarrow's
+        own file over a duplicate of its descriptor (pyarrow from
+        :data:`PYARROW_DESCRIPTOR_FILES` on takes one; ``pread`` leaves the offset they
+        share alone); else the handle, through :class:`_ArrowSource`."""
+        if self.descriptor is not None and int(pa.__version__.split(".", 1)[0]) >= PYARROW_DESCRIPTOR_FILES:
+            return pa.OSFile(os.dup(self.descriptor))
+        return pa.PythonFile(_ArrowSource(pa, self.handle, self.size), mode="r")
+
+
+def _arrow_batches(pa, opened: _DataFile, display: str, kind: str, ahead: bool) -> Iterator[TokenBatch]:
     """The file's batches, each read into memory of its own and let go once judged: no
     memory map, whose pages of a 10 GB file would all stay in the process (its peak RSS the
     file's size; and a file truncated while mapped kills the process with SIGBUS), and no
     Parquet pre-buffering, which keeps every column chunk it read. Each record batch and row
     group is held to the read limits by what its metadata declares before pyarrow decodes
-    it (:mod:`~labelguard.readers.columnar`)."""
-    with _arrow_input(pa, path) as (source, read_at, size):
+    it (:mod:`~labelguard.readers.columnar`); ``ahead``: every record batch's at the start
+    (a local file; :class:`~labelguard.readers.columnar.IpcLimits`)."""
+    with opened.arrow_source(pa) as source:
         if kind == "parquet":
             import pyarrow.parquet as pq
 
             with pq.ParquetFile(source, pre_buffer=False, buffer_size=READ_BUFFER) as parquet:
-                yield from _parquet_batches(pa, parquet, read_at, size, display)
+                yield from _parquet_batches(pa, parquet, opened.read_at, opened.size, display)
             return
-        checked = IpcLimits(read_at, size, kind.replace("-", " "), ahead=not storage.url_scheme(path)).batches()
+        checked = IpcLimits(opened.read_at, opened.size, kind.replace("-", " "), ahead).batches()
         if kind == "arrow-file":
             reader = pa.ipc.open_file(source)
             batches = _file_batches(reader, checked)
         else:
             reader = pa.ipc.open_stream(source)
             batches = _stream_batches(reader, checked)
-        yield from _judged_batches(pa, batches, reader.schema, display)
+        yield from _judged_batches(pa, batches, _read_columns(pa, reader.schema), display)
+
+
+class _ArrowSource:
+    """The file object pyarrow reads a data file from (through ``pa.PythonFile``): the
+    handle of a :class:`_DataFile`, each read made into a buffer of pyarrow's memory pool as
+    pyarrow's own files make it, and never longer than what the file holds from where it
+    is. (``handle.read(n)`` would allocate the ``n`` bytes a damaged message declares, a
+    terabyte, before the file ends the read; and a new ``bytes`` of each record batch's
+    size costs the kernel fresh pages every time: the audit ran at half the speed.)"""
+
+    def __init__(self, pa, handle, size: int) -> None:
+        self.pa, self.handle, self.size = pa, handle, size
+        self.seek, self.tell, self.close = handle.seek, handle.tell, handle.close
+
+    @property
+    def closed(self) -> bool:
+        return self.handle.closed
+
+    def read(self, count: int | None = -1):
+        left = self.size - self.handle.tell()
+        count = left if count is None or count < 0 else min(count, left)
+        if count <= 0:
+            return b""
+        buffer = self.pa.allocate_buffer(count, resizable=True)
+        read = self.handle.readinto(memoryview(buffer))
+        if read < count:  # the file was cut shorter since it was opened: pyarrow says what is missing
+            buffer.resize(read)
+        return buffer
 
 
 def _file_batches(reader, checked: Iterator[None]) -> Iterator:
@@ -397,54 +487,10 @@ def _stream_batches(reader, checked: Iterator[None]) -> Iterator:
     raise ReadError("cannot read the arrow stream: a record batch follows the end of its messages")
 
 
-@contextlib.contextmanager
-def _arrow_input(pa, path: str) -> Iterator[tuple[Any, Any, int]]:
-    """(what pyarrow reads ``path`` from, ``read_at(offset, size)`` for its metadata, its
-    size): a local file, or an object of object storage streamed in ranges
-    (:func:`~labelguard.readers.base.open_stream`), whose metadata is read through the same
-    handle so that both share its fetched ranges."""
-    remote = storage.url_scheme(path)
-    with (open_stream if remote else open_regular)(path, "data file") as handle, \
-            (pa.PythonFile(handle, mode="r") if remote else pa.OSFile(path)) as source:
-        size = stream_size(handle)
-        yield source, _reads_at(handle, size), size
-
-
-def _reads_at(handle, size: int):
-    """``read_at(offset, count)`` over ``handle``: the bytes there (fewer at the file's end),
-    the handle's position kept. A local file is read with ``pread``: one call, no seek."""
-    try:
-        descriptor = handle.fileno() if hasattr(os, "pread") else None
-    except (AttributeError, OSError):  # an object of object storage
-        descriptor = None
-
-    def read_at(offset: int, count: int) -> bytes:
-        count = min(count, size - offset)
-        if offset < 0 or count <= 0:
-            return b""
-        if descriptor is not None:
-            return os.pread(descriptor, count, offset)
-        position = handle.tell()
-        try:
-            handle.seek(offset)
-            return handle.read(count)
-        finally:
-            handle.seek(position)
-    return read_at
-
-
-def _schema_source(pa, path: str):
-    """What pyarrow reads the schema of ``path`` from: a local file memory-mapped, or an
-    object of object storage streamed in ranges (:func:`~labelguard.readers.base.open_stream`)."""
-    if storage.url_scheme(path):
-        return pa.PythonFile(open_stream(path, "data file"), mode="r")
-    return pa.memory_map(path)
-
-
 def _parquet_batches(pa, parquet, read_at, size: int, display: str) -> Iterator[TokenBatch]:
     """The row groups' batches, of the columns of ids alone (:func:`_read_columns`)."""
-    schema = parquet.schema_arrow
-    read, unread, _ = _read_columns(pa, schema)
+    columns = _read_columns(pa, parquet.schema_arrow)
+    read, unread, _ = columns
     limits = ParquetLimits(read_at, size, read)
     if not read:  # no column to decode: the rows are counted all the same
         for group in range(parquet.num_row_groups):
@@ -459,12 +505,13 @@ def _parquet_batches(pa, parquet, read_at, size: int, display: str) -> Iterator[
             yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=read,
                                             use_threads=False)
 
-    yield from _judged_batches(pa, batches(), schema, display)
+    yield from _judged_batches(pa, batches(), columns, display)
 
 
-def _judged_batches(pa, batches: Iterable, schema, display: str) -> Iterator[TokenBatch]:
-    """The columns the rules read of each record batch, :data:`BATCH_ROWS` rows at most."""
-    names, unread, classes = _read_columns(pa, schema)
+def _judged_batches(pa, batches: Iterable, columns: tuple, display: str) -> Iterator[TokenBatch]:
+    """The ``columns`` (:func:`_read_columns`) the rules read of each record batch,
+    :data:`BATCH_ROWS` rows at most."""
+    names, unread, classes = columns
     start = 0
     for batch in batches:
         for first in range(0, batch.num_rows, BATCH_ROWS):
@@ -593,8 +640,9 @@ def _not_ids(pa, kind) -> str | None:
     return f"holds {values} values, not ids"
 
 
-def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
-    """JSON lines, one record an object, read with the standard library (no extra needed).
+def _json_lines(handle, display: str) -> Iterator[TokenBatch]:
+    """JSON lines, one record an object, read from ``handle`` with the standard library (no
+    extra needed).
 
     Parsed, a line costs up to :data:`JSON_COST` times its bytes: a line, and the lines of
     one batch together, may hold ``max_file_bytes / JSON_COST`` bytes, so that parsing them
@@ -605,44 +653,43 @@ def _json_lines(path: str, display: str) -> Iterator[TokenBatch]:
     held = 0  # the bytes of the lines of the batch
     records: list[dict] = []
     lines: list[int] = []  # the line of each record (blank lines are skipped)
-    with open_stream(path, "JSON-lines file") as handle:
-        while True:
-            line = handle.readline(limit + 1)
-            if not line:
-                break
-            number += 1
-            if len(line) > limit:
-                if records:  # the rows before it are checked before the file is given up
-                    yield _json_batch(records, lines, display, start)
-                length = _line_length(handle, line)
-                check_decoded(f"line {number} holds {byte_size(length)} of JSON; parsed into Python objects (up "
-                              f"to {JSON_COST} bytes a byte), it", length * JSON_COST, "may take")
-            if not line.strip():
-                continue
-            if records and held + len(line) > limit:
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            break
+        number += 1
+        if len(line) > limit:
+            if records:  # the rows before it are checked before the file is given up
                 yield _json_batch(records, lines, display, start)
-                start += len(records)
-                records, lines, held = [], [], 0
-            held += len(line)
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problem = f"line {number}: invalid JSON ({exc.msg} at column {exc.colno})"
-            except (ValueError, RecursionError):  # digits past Python's limit, nesting past the stack
-                problem = f"line {number}: JSON that Python cannot read (a number too long or nesting too deep)"
-            else:
-                problem = None if isinstance(record, dict) else \
-                    f"line {number}: a JSON {type(record).__name__}, not an object of columns"
-            if problem is not None:
-                if records:  # the rows before it are checked before the file is given up
-                    yield _json_batch(records, lines, display, start)
-                raise ReadError(problem)
-            records.append(record)
-            lines.append(number)
-            if len(records) == BATCH_ROWS:
+            length = _line_length(handle, line)
+            check_decoded(f"line {number} holds {byte_size(length)} of JSON; parsed into Python objects (up "
+                          f"to {JSON_COST} bytes a byte), it", length * JSON_COST, "may take")
+        if not line.strip():
+            continue
+        if records and held + len(line) > limit:
+            yield _json_batch(records, lines, display, start)
+            start += len(records)
+            records, lines, held = [], [], 0
+        held += len(line)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problem = f"line {number}: invalid JSON ({exc.msg} at column {exc.colno})"
+        except (ValueError, RecursionError):  # digits past Python's limit, nesting past the stack
+            problem = f"line {number}: JSON that Python cannot read (a number too long or nesting too deep)"
+        else:
+            problem = None if isinstance(record, dict) else \
+                f"line {number}: a JSON {type(record).__name__}, not an object of columns"
+        if problem is not None:
+            if records:  # the rows before it are checked before the file is given up
                 yield _json_batch(records, lines, display, start)
-                start += len(records)
-                records, lines, held = [], [], 0
+            raise ReadError(problem)
+        records.append(record)
+        lines.append(number)
+        if len(records) == BATCH_ROWS:
+            yield _json_batch(records, lines, display, start)
+            start += len(records)
+            records, lines, held = [], [], 0
     if records:
         yield _json_batch(records, lines, display, start)
 

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from labelguard.checks.files import UNREADABLE
+from labelguard.checks.files import not_read
 from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import run_rules
@@ -87,7 +87,7 @@ def check_annotation(task: FileTask, spec: LabelSpec, reader: Reader, kind: str,
         record = reader(task)
     except ReadError as exc:
         summary.unreadable += 1
-        findings.append(UNREADABLE.finding(task.display, str(exc)))
+        findings.append(not_read(task.display, exc))
         return None
     summary.samples += 1 if record.images is None and record.folder is None else 0
     run_rules("annotation", record, spec, task.display, findings, errors)

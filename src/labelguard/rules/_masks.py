@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from labelguard.checks.files import UNREADABLE
+from labelguard.checks.files import UNREADABLE, not_read
 from labelguard.core.findings import Finding
 from labelguard.core.records import MaskSample
 from labelguard.core.rules import run_rules
@@ -63,7 +63,7 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
                              task.option("image_key"), task.option("encoding"))
     except ReadError as exc:
         summary.unreadable += 1
-        findings.append(UNREADABLE.finding(task.display, str(exc)))
+        findings.append(not_read(task.display, exc))
         return
     summary.samples += 1
     summary.dtypes[sample.record.mode] += 1
@@ -79,7 +79,7 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
         try:
             sample.paired_shape = image_shape(task.image)
         except ReadError as exc:
-            findings.append(UNREADABLE.finding(task.image_display or task.image, str(exc)))
+            findings.append(not_read(task.image_display or task.image, exc))
         else:
             run_rules("pair", sample, spec, task.display, findings, errors)
     if sample.colors:

@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Union
 
 import numpy as np
 
-from labelguard.checks.files import UNREADABLE
+from labelguard.checks.files import UNREADABLE, not_read
 from labelguard.core.findings import Finding
 from labelguard.core.registry import Check
 from labelguard.core.rules import run_rules
@@ -61,10 +61,12 @@ def process_token_file(task: FileTask, spec: LabelSpec, reader: Reader) -> FileR
             if spec.tokens is None:
                 _count_columns(summary, batch)
     except ReadError as exc:
-        if not rows:
+        if rows:
+            found.append(UNREADABLE.finding(task.display, f"{exc} (after row {rows - 1}: the rows before it were "
+                                            "checked)"))
+        else:
             summary.unreadable += 1
-        after = f" (after row {rows - 1}: the rows before it were checked)" if rows else ""
-        found.append(UNREADABLE.finding(task.display, f"{exc}{after}"))
+            found.append(not_read(task.display, exc))
     summary.samples += rows
     result.findings = merge_findings(found)
     result.errors = list(dict.fromkeys(errors))
