@@ -122,6 +122,9 @@ def test_a_role_folder_that_links_out_is_neither_walked_nor_its_class_file_read(
                                  "listed or read")
     assert lg005_about(findings, "classes.txt") and not [f for f in findings if f["code"] == "LG201"]
     assert all("private/a.png" not in f["path"] for f in findings if f["path"])
+    # Nothing else was there to audit: the error says the labels were refused, not absent.
+    assert "2 paths under it led outside the audited data through a link and were not read (LG005)" \
+        in reports["text"]
 
 
 @pytest.mark.code("LG005", "fail")

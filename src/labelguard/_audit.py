@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from labelguard import layouts
 from labelguard.core import storage
 from labelguard.checks.dataset import DATASET_CHECKS, suggested_remap
+from labelguard.checks.files import LINK_HINT
 from labelguard.config import NOT_DETECTED, Config, ConfigFinder, Refusal
 from labelguard.core.cache import DEFAULT_MAX_BYTES, CacheSettings, default_cache_dir, open_cache
 from labelguard.core.engine import LocalEngine, default_workers
@@ -544,8 +545,13 @@ def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery],
         advice += f"Pass {' or '.join(left)} if the labels are there under other names"
     else:
         advice += "Check that they name the folders and files that hold the labels"
+    # Labels behind a link that leads out of the data were there, and refused: say so first.
+    links = sum(1 for d in discoveries for f in d.findings if f.code == "LG005" and f.hint == LINK_HINT)
+    refused = (f" {plural(links, 'path')} under it led outside the audited data through a link and "
+               f"{verb(links, 'was')} not read (LG005): audit a folder that holds the links' targets too."
+               if links else "")
     return (f"nothing was audited: no label file (mask, annotation, table or class folder) was found. "
-            f"Looked for {looked} under {where}. {advice}")
+            f"Looked for {looked} under {where}.{refused} {advice}")
 
 
 def _with_settings(options: AuditOptions, settings: dict, hint: Config | None) -> AuditOptions:
