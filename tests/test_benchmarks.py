@@ -22,6 +22,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("bench_pairing.py", ["-n", "200", "--repeat", "1"], "ratio labelguard / baseline"),
     ("bench_lists.py", ["-n", "300", "--repeat", "1"], "labelguard select_from_lists:"),
     ("bench_spec.py", [], "ratio"),
+    ("bench_trust.py", ["-n", "50", "--repeat", "1"], "ratio config decision / parse alone:"),
     ("bench_scale.py", ["-n", "10", "--repeat", "1"], "core-hours of the per-file work"),
     pytest.param("bench_memory.py", ["--small", "20", "--large", "40", "--workers", "1"], "large / small peak",
                  marks=pytest.mark.skipif(not available("psutil"), reason="psutil not installed")),
