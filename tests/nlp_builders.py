@@ -118,6 +118,24 @@ def write_arrow_file(path: Path, columns: dict[str, list], batch_rows: int | Non
             writer.write_batch(batch)
 
 
+def arrow_stream_claiming_a_terabyte_body() -> bytes:
+    """An Arrow stream of 100 rows of ids in two record batches (60 rows, then 40) whose second
+    batch's message says its body is 1 TiB (the bodyLength in its flatbuffer, rewritten)."""
+    pa = pytest.importorskip("pyarrow")
+    import numpy as np
+
+    table = pa.table({"input_ids": pa.array([[1, 2, 3], [4, 5]] * 50, pa.list_(pa.int32()))})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_batch(table.to_batches()[0].slice(0, 60))
+        writer.write_batch(table.to_batches()[0].slice(60, 40))
+    data = sink.getvalue().to_pybytes()
+    messages = list(pa.ipc.MessageReader.open_stream(pa.BufferReader(data)))
+    body = np.array([messages[2].body.size], np.int64).tobytes()
+    assert data.count(body) == 1  # the second record batch's bodyLength, in its flatbuffer
+    return data.replace(body, np.array([1 << 40], np.int64).tobytes())
+
+
 def write_jsonl(path: Path, columns: dict[str, list]) -> None:
     names = list(columns)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from labelguard._audit import audit
 from labelguard.core.spec import LabelSpec
 from labelguard.readers.tokens import token_spec_from_files, tokenizer_spec
 from nlp_builders import (
-    CORPUS, bert_config, build_model, encode_rows, roberta_config, save_dataset, save_model, train_tokenizer,
+    CORPUS, arrow_stream_claiming_a_terabyte_body, bert_config, build_model, encode_rows, roberta_config, save_dataset, save_model, train_tokenizer,
     write_arrow_file, write_jsonl, write_parquet,
 )
 
@@ -481,17 +481,7 @@ def test_an_arrow_file_whose_offsets_point_past_its_values_is_lg001_before_numpy
 def test_an_arrow_batch_claiming_a_terabyte_body_is_lg001_and_nothing_is_allocated_for_it(tmp_path):
     """A crafted stream whose second batch's message says its body is 1 TiB: the file is read,
     not memory-mapped, so the claim must not become an allocation (the process would die)."""
-    pa = pytest.importorskip("pyarrow")
-    table = pa.table({"input_ids": pa.array([[1, 2, 3], [4, 5]] * 50, pa.list_(pa.int32()))})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_batch(table.to_batches()[0].slice(0, 60))
-        writer.write_batch(table.to_batches()[0].slice(60, 40))
-    data = sink.getvalue().to_pybytes()
-    messages = list(pa.ipc.MessageReader.open_stream(pa.BufferReader(data)))
-    body = np.array([messages[2].body.size], np.int64).tobytes()
-    assert data.count(body) == 1  # the message's bodyLength, in its flatbuffer
-    (tmp_path / "train.arrow").write_bytes(data.replace(body, np.array([1 << 40], np.int64).tobytes()))
+    (tmp_path / "train.arrow").write_bytes(arrow_stream_claiming_a_terabyte_body())
     report = run(tmp_path / "train.arrow", LabelSpec(tokens=token_spec_from_files_values(vocab_size=4)))
     assert report.errors == []
     [ids, unreadable] = sorted(report.findings, key=lambda f: f.code, reverse=True)

@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit_helpers import found, peak_of, run
+from nlp_builders import arrow_stream_claiming_a_terabyte_body
 from s3_server import s3_server  # noqa: F401  (the fixture)
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tokens import TokenSpec
@@ -436,17 +437,8 @@ def test_an_object_whose_record_batch_claims_a_terabyte_body_is_lg001_and_nothin
     at the length a message declares (Python's read(n) allocates n bytes first)."""
     from labelguard import audit
 
-    table = pa.table({"input_ids": pa.array([[1, 2, 3], [4, 5]] * 50, pa.list_(pa.int32()))})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_batch(table.to_batches()[0].slice(0, 60))
-        writer.write_batch(table.to_batches()[0].slice(60, 40))
-    data = sink.getvalue().to_pybytes()
-    messages = list(pa.ipc.MessageReader.open_stream(pa.BufferReader(data)))
-    body = np.array([messages[2].body.size], np.int64).tobytes()
-    assert data.count(body) == 1  # the second record batch's bodyLength, in its flatbuffer
     bucket = s3_server.bucket("terabyte-claims")
-    s3_server.put(f"{bucket}/train.arrow", data.replace(body, np.array([1 << 40], np.int64).tobytes()))
+    s3_server.put(f"{bucket}/train.arrow", arrow_stream_claiming_a_terabyte_body())
     report = audit(bucket, SPEC, use_project_config=False, cache=False, storage_options=s3_server.options)
     assert report.errors == []
     [unreadable] = found(report, "LG001")

@@ -33,7 +33,7 @@ import os
 import stat
 from typing import Iterable, Iterator
 
-from labelguard.core import storage
+from labelguard.core import urls
 from labelguard.core.text import clipped, shorten
 from labelguard.core.workdir import working_folder
 
@@ -46,13 +46,13 @@ def is_below(path: str, root: str) -> bool:
 def inside_root(path: str, root: str) -> bool:
     """True when ``path`` is ``root`` or lies below it (both made absolute and normalised;
     links are not followed, as loaders open the path as written)."""
-    return is_below(storage.abspath(path), storage.abspath(root))
+    return is_below(urls.abspath(path), urls.abspath(root))
 
 
 def resolves_inside(path: str, root: str) -> bool:
     """True when ``path`` lies inside ``root`` once every symbolic link of both is resolved
     (:func:`inside_root` on the real paths): what reading or writing ``path`` really reaches."""
-    if storage.url_scheme(path) or storage.url_scheme(root):
+    if urls.url_scheme(path) or urls.url_scheme(root):
         return inside_root(path, root)
     return inside_root(os.path.realpath(path), os.path.realpath(root))
 
@@ -60,8 +60,8 @@ def resolves_inside(path: str, root: str) -> bool:
 def display_path(path: str) -> str:
     """``path`` relative to the working folder (:mod:`labelguard.core.workdir`) when inside
     it, else absolute (a URL: as it is, normalised)."""
-    if storage.url_scheme(path):
-        return storage.abspath(path)
+    if urls.url_scheme(path):
+        return urls.abspath(path)
     cwd = working_folder()
     absolute = os.path.normpath(os.path.join(cwd, path))
     if absolute == cwd:
@@ -181,8 +181,8 @@ class Roots:
 
 def _granted(paths: Iterable[str]) -> Iterator[tuple[str, str]]:
     for path in paths:
-        if path and not storage.in_object_storage(path):
-            local = storage.local_path(os.fspath(path))
+        if path and not urls.in_object_storage(path):
+            local = urls.local_path(os.fspath(path))
             yield os.path.abspath(local), os.path.realpath(local)
 
 
@@ -272,7 +272,7 @@ def listing_refused(folder: str, reported: bool = False) -> bool:
     give it as empty, as the probes of every layout can take it). A ``reported`` folder (one
     that discovery looked into or walked) is kept for the report (:func:`take_refused`)."""
     roots = _ROOTS.get()
-    if roots is None or storage.url_scheme(folder):
+    if roots is None or urls.url_scheme(folder):
         return False
     refused = roots.folder(folder.rstrip(os.sep) or os.sep)
     if refused is None:

@@ -10,9 +10,10 @@ gave, with the storage options it gave. Any other URL (one that a list entry, an
 or a joined name spells) is a path that does not exist: the data never makes labelguard
 reach another bucket, host or protocol, nor a local file from a remote dataset.
 
-Path arithmetic on URLs (:func:`normpath`, :func:`abspath`, :func:`relpath`) works on the
-part after the scheme as on a POSIX path, and never climbs above the bucket, so the one
-inside-root test of :mod:`labelguard.layouts.pairing` holds for URLs as for paths.
+Path arithmetic on URLs (:func:`normpath`, :func:`abspath` of :mod:`labelguard.core.urls`,
+:func:`relpath`) works on the part after the scheme as on a POSIX path, and never climbs
+above the bucket, so the one inside-root test of :mod:`labelguard.core.paths` holds for URLs
+as for paths.
 
 Object storage has no links, no named pipes and no devices: an object is a regular file,
 a prefix with objects below it is a folder. Reading an object fetches it whole
@@ -37,16 +38,15 @@ import json
 import logging
 import os
 import posixpath
-import re
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
-# (paths imports this module too: it asks only its functions, at call time)
 from labelguard.core import paths
+# The pure URL arithmetic lives below both this module and core.paths; callers ask it here.
+from labelguard.core.urls import abspath, in_object_storage, local_path, normpath, url_scheme  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Fields of an object's listing that change whenever its bytes do (a strong validator).
 CONTENT_FIELDS = ("ETag", "etag", "md5Hash", "content_md5", "generation", "VersionId", "version_id")
 # Entries of one listing handed on at a time while a large prefix is listed page by page.
@@ -90,26 +90,10 @@ _GRANTED: dict[str, RemoteAccess] = {}
 _FILESYSTEMS: dict[tuple[int, str, str], Any] = {}
 
 
-def url_scheme(path: Any) -> str | None:
-    """The scheme of a URL (``s3`` for ``s3://bucket/key``), else None."""
-    if type(path) is not str or "://" not in path:
-        return None
-    match = _URL.match(path)
-    return match.group(1).lower() if match else None
 
 
-def local_path(path: str) -> str:
-    """``path`` with a ``file://`` URL turned into the local path it names (read as any
-    local path: links, inside-root and fix as for a path); any other path unchanged."""
-    if url_scheme(path) == "file":
-        return path[len("file://"):] or "/"
-    return path
 
 
-def in_object_storage(path: Any) -> bool:
-    """True for a URL of object storage (``s3://``, ``gs://``...), which is read through
-    fsspec; a ``file://`` URL is a local path, and so is any path without a scheme."""
-    return url_scheme(path) not in (None, "file")
 
 
 def location(url: str) -> str:
@@ -143,18 +127,8 @@ def revoke(access: RemoteAccess) -> None:
 
 # ---- path arithmetic ------------------------------------------------------------------------
 
-def normpath(path: str) -> str:
-    """:func:`os.path.normpath`, and for a URL the same on the part after the scheme, which
-    ``..`` never leaves (``s3://b/../x`` is ``s3://x``: another bucket, which is not granted)."""
-    scheme = url_scheme(path)
-    if scheme is None:
-        return os.path.normpath(path)
-    rest = path[len(scheme) + 3:]
-    return f"{scheme}://{posixpath.normpath('/' + rest).lstrip('/')}"
 
 
-def abspath(path: str) -> str:
-    return normpath(path) if url_scheme(path) else os.path.abspath(path)
 
 
 def isabs(path: str) -> bool:

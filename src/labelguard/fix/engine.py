@@ -37,11 +37,11 @@ from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult
 from labelguard.core.text import plural, verb
+from labelguard.core.paths import inside_root, resolves_inside
 from labelguard.errors import MissingDependency
 from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, CannotFix, FileChange, FixResult
-from labelguard.fix.journal import FixError, Run, copy_file, fsync_file, refuse_object_storage, resolves_inside
+from labelguard.fix.journal import FixError, Run, copy_file, fsync_file, refuse_object_storage
 from labelguard.layouts.base import AuditOptions, discover_datasets
-from labelguard.layouts.pairing import inside_root
 
 # (device, inode, size, mtime, ctime, mode): what a write to the file would change.
 FileState = tuple

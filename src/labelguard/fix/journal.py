@@ -55,7 +55,7 @@ from typing import BinaryIO, Sequence
 from labelguard._version import __version__
 from labelguard.core import storage
 from labelguard.errors import LabelguardError
-from labelguard.core.paths import inside_root, resolves_inside  # noqa: F401 (re-exported for the fixers)
+from labelguard.core.paths import inside_root, resolves_inside
 from labelguard.readers.base import ReadError, parse_json
 
 log = logging.getLogger(__name__)
@@ -716,7 +716,7 @@ class _Undo:
         files = os.path.join(self.info.dir, FILES)
         path = os.path.normpath(os.path.join(self.info.dir, relative))
         if "\0" in relative or os.path.isabs(relative) or os.path.dirname(path) != files \
-                or not inside_root(os.path.realpath(path), os.path.realpath(files)):
+                or not resolves_inside(path, files):
             raise FixError(f"the journal names the backup {relative!r}, outside the run's {FILES}/ folder")
         return path
 

@@ -17,15 +17,15 @@ from typing import Sequence
 
 from labelguard.core import storage
 from labelguard.core.text import noun, printable, shorten
+from labelguard.core.paths import inside_root, resolves_inside
 from labelguard.fix.base import (
     PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report, report_paths,
 )
 from labelguard.fix.engine import (
     FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
 )
-from labelguard.fix.journal import FixError, refuse_object_storage, resolves_inside
+from labelguard.fix.journal import FixError, refuse_object_storage
 from labelguard.fix.remote import is_remote, local_copy, told
-from labelguard.layouts.pairing import inside_root
 from labelguard.layouts.base import AuditOptions, discover_datasets, display_path, pair_key, strip_extension, walk_files
 from labelguard.readers.base import ReadError, read_bytes
 from labelguard.readers.lists import ListEntry, ListFile, parse_list
