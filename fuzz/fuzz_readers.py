@@ -270,6 +270,7 @@ COCO = json.dumps({
     "categories": [{"id": 1, "name": "cat", "supercategory": "animal"}, {"id": 2, "name": "dog"}],
 }, indent=1).encode()
 CSV = b"image_name,label_name\na.jpg,cat\nb.jpg,dog\nc.jpg,7\n"
+CLASS_TABLE = b"Pixel Value, Class\n0, background\n1, door\n2, wall\n"
 LIST = b"a\nb\n"
 TOKEN_LINES = (b'{"input_ids": [101, 7, 8, 102], "token_type_ids": [0, 0, 0, 0], "label": 1}\n'
                b'{"input_ids": [101, 9, 102, 5, 102], "token_type_ids": [0, 0, 0, 1, 1], "label": 0}\n'
@@ -461,6 +462,15 @@ def _csv(root: Path, data: bytes, suffix: str):
     return path, {"format": "csv"}, path
 
 
+def _class_table(root: Path, data: bytes, suffix: str):
+    """A split of Roboflow's PNG-mask export: a photo, its mask and the class table."""
+    from PIL import Image
+
+    _image(root / "test" / "a.jpg")
+    Image.fromarray(_mask()).save(root / "test" / "a_mask.png")
+    return root / "test", {}, _put(root / "test" / "_classes.csv", data)
+
+
 def _file_list(root: Path, data: bytes, suffix: str):
     import numpy as np
 
@@ -486,6 +496,7 @@ FORMATS = {format.name: format for format in (
     Format("data.yaml", lambda: [DATA_YAML], _data_yaml, text=True),
     Format("coco", lambda: [COCO], _coco, text=True),
     Format("csv", lambda: [CSV], _csv, text=True),
+    Format("class-table", lambda: [CLASS_TABLE], _class_table, text=True),
     Format("list", lambda: [LIST], _file_list, text=True),
     Format("arrow", _arrow_seeds, _token_file, tokens=True),
     Format("arrow-compressed", _compressed_arrow_seeds, _token_file, tokens=True),

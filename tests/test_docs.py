@@ -29,7 +29,7 @@ def test_shipped_catalog_is_current():
 def test_shipped_catalog_reads_back_as_the_registries():
     catalog = shipped_catalog()
     assert catalog.checks == REGISTRY
-    assert [(entry.name, entry.priority, entry.description) for entry in catalog.layouts] == sorted(
-        ((layout.name, layout.priority, layout.description) for layout in LAYOUTS.values()),
-        key=lambda entry: (entry[1], entry[0]))
-    assert [entry.priority for entry in catalog.layouts] == sorted(entry.priority for entry in catalog.layouts)
+    assert [(entry.name, entry.ceiling, entry.capabilities, entry.description) for entry in catalog.layouts] == sorted(
+        ((layout.name, layout.ceiling, tuple(sorted(layout.capabilities)), layout.description)
+         for layout in LAYOUTS.values()),
+        key=lambda entry: (-entry[1], entry[0]))

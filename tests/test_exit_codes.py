@@ -1,9 +1,11 @@
 """Exit codes of a real ``labelguard`` process: Ctrl-C is 130 without worker tracebacks, and
-a missing optional extra is exit 2 naming the extra, never a crashed check."""
+a missing optional extra is an LG001 finding (exit 1) for each file that needs it, naming the
+extra, never a crashed check nor an aborted audit."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -80,25 +82,30 @@ def saved_token_dataset(folder: Path) -> None:
     datasets.Dataset.from_dict({"input_ids": [[1, 5, 2]] * 6, "label": [0, 1] * 3}).save_to_disk(str(folder))
 
 
-@pytest.mark.parametrize("module, extra, writer", [
-    ("h5py", "hdf5", h5_volumes),
-    ("nibabel", "nifti", nifti_volumes),
-    ("pyarrow", "nlp", saved_token_dataset),
+@pytest.mark.parametrize("module, extra, writer, files", [
+    ("h5py", "hdf5", h5_volumes, 6),
+    ("nibabel", "nifti", nifti_volumes, 6),
+    ("pyarrow", "nlp", saved_token_dataset, 1),
 ])
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_missing_extra_is_exit_2_naming_it(tmp_path, module, extra, writer, workers):
+def test_a_missing_extra_is_lg001_for_each_file_naming_it(tmp_path, module, extra, writer, files, workers):
     writer(tmp_path / "data")
     # The module is made unimportable through the real import machinery: a module of that
     # name first on the path that raises ImportError, as a missing package does.
     blocked = tmp_path / "blocked"
     blocked.mkdir()
     (blocked / f"{module}.py").write_text(f"raise ImportError({f'No module named {module!r}'!r})\n")
-    process = labelguard_process(["audit", "data", "--workers", workers, "--no-progress", "--no-config"],
-                                 tmp_path, [str(blocked)])
+    process = labelguard_process(["audit", "data", "--workers", workers, "--no-progress", "--no-config",
+                                  "--output-format", "json"], tmp_path, [str(blocked)])
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 2, (out, err)
-    assert f"pip install 'labelguard[{extra}]'" in err
-    assert "internal error" not in err + out and "check crashed" not in err + out
+    assert process.returncode == 1, (out, err)
+    report = json.loads(out)
+    unread = [f for f in report["findings"] if f["code"] == "LG001"]
+    assert len(unread) == files == report["summary"]["unreadable"], unread
+    for finding in unread:
+        assert finding["data"] == {"extra": extra}, finding
+        assert f"pip install 'labelguard[{extra}]'" in finding["message"] + finding["hint"], finding
+    assert not report["summary"]["errors"], report["summary"]["errors"]
     assert "Traceback" not in err
 
 

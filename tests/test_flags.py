@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from annotation_builders import coco_dataset
+from annotation_builders import coco_dataset, write_ade20k
 from builders import organic_mask, write_npz, write_png
 from detection_builders import write_voc, write_yolo
 from labelguard.cli import main
@@ -138,9 +139,37 @@ def test_unknown_severity_code_is_a_usage_error_naming_it(tmp_path, code, named)
 
 def test_unknown_severity_code_in_the_config_names_it_and_its_family(tmp_path):
     config = tmp_path / "labelguard.toml"
-    config.write_text("[severity]\nLG209 = 'info'\nLG210 = 'info'\n", encoding="utf-8")
-    with pytest.raises(SpecError, match=r"unknown check code 'LG210' in \[severity\] of .*LG2xx family has"):
+    config.write_text("[severity]\nLG209 = 'info'\nLG299 = 'info'\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"unknown check code 'LG299' in \[severity\] of .*LG2xx family has"):
         load_config(str(config))
     data = png_masks(tmp_path / "d")
     result = CliRunner().invoke(main, ["audit", str(data), "--config", str(config), "--no-progress"])
-    assert result.exit_code == 2 and "LG210" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and "LG299" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("layout", ["ade20k", "mapillary"])
+def test_color_map_on_masks_that_code_their_own_classes_is_a_note(tmp_path, layout):
+    """ADE20K and Mapillary masks are decoded as their format stores the classes: a colour map
+    given for them was dropped without a word."""
+    if layout == "ade20k":
+        write_ade20k(tmp_path / "d", "ADE_train_0001", np.pad(np.ones((4, 4), np.int32), 4))
+        data = tmp_path / "d"
+    else:
+        data = tmp_path / "d" / "training" / "v1.2"
+        write_png(data / "labels" / "x.png", organic_mask((16, 16), (0, 1)))
+        write_png(tmp_path / "d" / "training" / "images" / "x.png", organic_mask((16, 16), (0, 1)) * 90)
+    colors = tmp_path / "label_colors.txt"
+    colors.write_text("0 0 0 background\n128 0 0 dog\n", encoding="utf-8")
+    result = cli("audit", str(data), "--color-map", str(colors), "-f", "json")
+    assert json.loads(result.output)["summary"]["layouts"] == [layout]
+    assert any(n.startswith("--color-map") and f"was not used: the masks of the {layout} layout were decoded as "
+               "that format stores its classes" in n for n in notes(result)), notes(result)
+
+
+def test_color_map_that_cannot_be_read_is_its_own_finding_not_a_note(tmp_path):
+    data = png_masks(tmp_path / "d")
+    colors = tmp_path / "label_colors.txt"
+    colors.write_text("not a colour map\n", encoding="utf-8")
+    result = cli("audit", str(data), "--color-map", str(colors), "--num-classes", "2", "-f", "json")
+    assert [f["code"] for f in json.loads(result.output)["findings"]] == ["LG001"]
+    assert not any("--color-map" in n for n in notes(result))

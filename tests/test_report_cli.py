@@ -27,6 +27,11 @@ SUMMARY_KEYS = {
     "values_capped", "outside_spec", "classes", "empty_masks", "unreadable", "suggested_remap", "suggested_color_map",
     "notes", "errors", "audited_nothing", "files", "from_cache", "configs",
 }
+DATASET_KEYS = {
+    "root", "layout", "spec", "spec_sources", "spec_origins", "samples", "counts", "codes", "values", "values_capped",
+    "outside_spec", "classes", "empty_masks", "unreadable", "suggested_remap", "suggested_color_map", "findings",
+    "inventory",
+}
 
 
 def faulty_dataset(root: Path) -> Path:
@@ -53,6 +58,7 @@ def test_json_report_follows_schema_v1(tmp_path, monkeypatch):
     report = json.loads(result.output)
     assert report["version"] == 1
     assert report["tool"]["name"] == "labelguard"
+    assert list(report) == ["version", "tool", "summary", "datasets", "findings"]
     assert set(report["summary"]) == SUMMARY_KEYS
     summary = report["summary"]
     assert summary["paths"] == ["data"] and summary["samples"] == 4 and summary["unreadable"] == 1
@@ -65,8 +71,14 @@ def test_json_report_follows_schema_v1(tmp_path, monkeypatch):
     assert summary["values"]["255"]["in_spec"] is False and summary["values"]["0"]["in_spec"] is True
     assert summary["outside_spec"] == {"255": {"files": 1, "pixels": summary["values"]["255"]["pixels"]}}
     for finding in report["findings"]:
-        assert set(finding) == {"code", "severity", "path", "message", "hint", "data"}
-        assert finding["code"] in REGISTRY and finding["message"]
+        assert set(finding) == {"code", "severity", "path", "message", "hint", "data", "dataset"}
+        assert finding["code"] in REGISTRY and finding["message"] and finding["dataset"] == "data"
+    (dataset,) = report["datasets"]
+    assert set(dataset) == DATASET_KEYS
+    assert dataset["root"] == "data" and dataset["layout"] == "masks" and dataset["spec"] == summary["spec"]
+    assert dataset["findings"] == list(range(len(report["findings"])))
+    assert {key: dataset[key] for key in ("samples", "values", "outside_spec", "unreadable")} == {
+        key: summary[key] for key in ("samples", "values", "outside_spec", "unreadable")}
     # paths are relative to the current directory when the data is inside it
     assert {f["path"] for f in report["findings"]} == {
         "data/masks/border.png", "data/masks/empty.png", "data/masks/broken.png"}

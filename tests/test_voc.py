@@ -479,3 +479,36 @@ def test_any_bytes_give_findings_never_a_traceback(tmp_path_factory, data):
     result = process_voc(task, LabelSpec(classes=CLASSES))
     assert result.errors == []
     assert all(f.code in {"LG001", "LG101", "LG301", "LG303"} for f in result.findings)
+
+
+def _dior(root: Path) -> Path:
+    """DIOR's shape: ``Annotations/<split>/<id>.xml`` and ``Images/<split>/<id>.jpg``, with a
+    test split published without annotations."""
+    for split, ids in (("trainval", ("000000", "000001")), ("test", ("000002",))):
+        for image_id in ids:
+            write_image(root / "Images" / split / f"{image_id}.jpg", (32, 24))
+            if split == "trainval":
+                xml = root / "Annotations" / split / f"{image_id}.xml"
+                xml.parent.mkdir(parents=True, exist_ok=True)
+                xml.write_text(voc_xml(f"{image_id}.jpg", [("airplane", (2, 2, 20, 40 if image_id == "000001" else 20))],
+                                       (32, 24)), encoding="utf-8")
+    return root
+
+
+def test_annotations_in_split_folders_are_read_as_voc_each_with_its_image(tmp_path):
+    """DIOR was taken for image/mask folders (8 false LG002, its XMLs never read): its
+    annotation folder holds split folders of XMLs."""
+    root = _dior(tmp_path / "dior")
+    report = run(str(root), LabelSpec(classes=("airplane",)), cache=False)
+    assert report.layouts == ["voc"]
+    assert sorted(Path(f).name for f in report.files) == ["000000.xml", "000001.xml"]
+    assert [(f.code, Path(f.path).name) for f in report.findings if str(f.severity) == "error"] == [("LG301", "000001.xml")]
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[1].parent / "shared" / "realworld2").is_dir(),
+                    reason="../shared/realworld2 is absent")
+def test_the_real_dior_copy_is_voc_without_errors():
+    root = Path(__file__).resolve().parents[1].parent / "shared" / "realworld2" / "torchgeo" / "tests" / "data" / "dior"
+    report = run(str(root), cache=False)
+    assert report.layouts == ["voc"] and len(report.files) == 6
+    assert not [f for f in report.findings if str(f.severity) == "error"]

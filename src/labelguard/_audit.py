@@ -25,23 +25,28 @@ from labelguard.core.tasks import FileTask
 from labelguard.core.text import clipped, plural, shorten, verb
 from labelguard.core.workdir import applied_working_folder, working_folder
 from labelguard.errors import OptionError, UsageError
-from labelguard.layouts.base import LAYOUTS, AuditOptions, discover_datasets, display_path
+from labelguard.layouts.base import (
+    CATCH_ALL, IMAGES, LAYOUTS, LISTS, MASKS, TABLES, AuditOptions, candidates, discover_datasets, display_path, layouts_with,
+)
+from labelguard.layouts.inventory import Claims, Found, inventory_findings, take_inventory
 from labelguard.layouts.pairing import describe_contents
 from labelguard.layouts.masks import color_proposal
-from labelguard.report import FileList, Report
+from labelguard.report import DatasetReport, FileList, Report
 
 log = logging.getLogger(__name__)
 
 
 def resolve_spec(discovered: Iterable[LabelSpec], configs: list, cli: LabelSpec | None = None) -> LabelSpec:
-    """The effective spec, layered: dataset metadata < project config < --config < CLI."""
+    """The effective spec, layered: dataset metadata < project config < --config < CLI.
+    What a config or the flags (or the API's spec) set is declared; a convention of the
+    metadata that widens a declared spec is LG210."""
     spec = LabelSpec()
     for found in discovered:
         spec = spec.merged(found)
     for config in configs:
-        spec = spec.merged(config.spec)
+        spec = spec.merged(config.spec.as_declared())
     if cli is not None:
-        spec = spec.merged(cli)
+        spec = spec.merged(cli.as_declared())
     return spec
 
 
@@ -126,8 +131,10 @@ def audit(
     Raises:
         OptionError: an option the dataset found cannot use (a table column on a mask
             folder, a file list for a layout that reads none).
-        MissingDependency: a file needs an optional extra that is not installed (or
-            engine "dask" the dask extra).
+        MissingDependency: engine "dask" without the dask extra, or URLs of object storage
+            without fsspec's backend for them. A file that needs an extra that is not installed
+            (nibabel for NIfTI, h5py for HDF5, pyarrow for Arrow and Parquet) is an LG001
+            finding naming the extra; the other files are audited.
         ClusterError: the Dask cluster cannot be reached, has no worker, or its workers
             cannot import this labelguard.
     """
@@ -325,33 +332,27 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     # the flags apply to all of them.
     settings_of = dataset_settings(zip(discoveries, audited), finder, spec)
     specs = [own_spec for own_spec, _ in settings_of]
-    groups: list[tuple[LabelSpec, list[layouts.Discovery]]] = []
-    for discovery, own_spec in zip(discoveries, specs):
-        for group_spec, members in groups:
-            if group_spec == own_spec:
-                members.append(discovery)
-                break
-        else:
-            groups.append((own_spec, [discovery]))
-    stream = _TaskStream(access, len(groups))
+    # Each dataset runs on its own, one after the other: its summary, its dataset rules and
+    # its findings are its own, as when it is audited alone.
+    stream = _TaskStream(access, len(discoveries))
     sampled = None
     chosen: list[list[FileTask]] | None = None
     if sample is not None:
         # A sample is drawn from the whole set: the tasks are listed first.
-        chosen = [list(stream.each(members)) for _, members in groups]
-        total = sum(len(group_tasks) for group_tasks in chosen)
+        chosen = [list(stream.each(discovery)) for discovery in discoveries]
+        total = sum(len(own_tasks) for own_tasks in chosen)
         if 0 < sample < total:
             import random  # only --sample needs it
 
             picked = set(random.Random(seed).sample(range(total), sample))
             sampled = {"size": sample, "of": total, "seed": seed}
             start = 0
-            for index, group_tasks in enumerate(chosen):
-                chosen[index] = [t for i, t in enumerate(group_tasks, start) if i in picked]
-                start += len(group_tasks)
-        stream.files = FileList(t.display for group_tasks in chosen for t in group_tasks)
+            for index, own_tasks in enumerate(chosen):
+                chosen[index] = [t for i, t in enumerate(own_tasks, start) if i in picked]
+                start += len(own_tasks)
+        stream.files = FileList(t.display for own_tasks in chosen for t in own_tasks)
         stream.total = len(stream.files)  # the sample's, not the whole set's
-        stream.keyed = any(t.path.lower().endswith(KEYED_EXTENSIONS) for group_tasks in chosen for t in group_tasks)
+        stream.keyed = any(t.path.lower().endswith(KEYED_EXTENSIONS) for own_tasks in chosen for t in own_tasks)
     findings: list[Finding] = []
     summary = Summary()
     errors: list[str] = []
@@ -369,33 +370,31 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         if unwritable:
             notes_head.append(f"the result cache {display_path(cache.directory)} cannot be written ({unwritable}): "
                               "results found in it were used, none were stored")
-    # Each group's tasks as an iterator, and its first task: the engine opens (a Dask
+    # Each dataset's tasks as an iterator, and its first task: the engine opens (a Dask
     # cluster starts) only when there is a file to audit.
-    streams = [iter(chosen[index] if chosen is not None else stream.each(members))
-               for index, (_, members) in enumerate(groups)]
-    first = [next(group_tasks, None) for group_tasks in streams]
+    streams = [iter(chosen[index] if chosen is not None else stream.each(discovery))
+               for index, discovery in enumerate(discoveries)]
+    first = [next(own_tasks, None) for own_tasks in streams]
+    parts: list[tuple[Summary, list[Finding]]] = []
     with opened_engine(engine, workers) if any(t is not None for t in first) else contextlib.nullcontext(None) \
             as runner:
-        for (group_spec, _), head, group_tasks in zip(groups, first, streams):
-            group_summary = Summary() if len(groups) > 1 else summary
+        for own_spec, head, own_tasks in zip(specs, first, streams):
+            own_summary = Summary() if len(discoveries) > 1 else summary
+            own_findings: list[Finding] = []
             if head is not None:
-                for batch, result in runner.run(itertools.chain([head], group_tasks), group_spec, cache):
-                    findings.extend(result.findings)
-                    group_summary.update(result.summary)
+                for batch, result in runner.run(itertools.chain([head], own_tasks), own_spec, cache):
+                    own_findings.extend(result.findings)
+                    own_summary.update(result.summary)
                     errors.extend(result.errors)
                     done += result.files
                     from_cache += result.cached
                     _keep_flagged(flagged, batch, result)
                     if progress:
                         progress(done, stream.total)
-            for check in DATASET_CHECKS:
-                try:
-                    findings.extend(check(group_summary, group_spec))
-                except Exception as exc:  # one crashing check must not lose the others
-                    log.debug("dataset check %s failed", check.__name__, exc_info=True)
-                    errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
-            if group_summary is not summary:
-                summary.update(group_summary)
+            own_findings.extend(dataset_findings(own_summary, own_spec, errors))
+            if own_summary is not summary:
+                summary.update(own_summary)
+            parts.append((own_summary, own_findings))
         where = runner.describe() if runner is not None else None
     if where:
         notes_head.append(where)
@@ -403,8 +402,28 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         progress(done, done)
     if cache is not None and done > from_cache:
         open_cache(cache).sweep()
-    # Discovery's own findings and notes, complete once its tasks were all taken.
-    findings.extend(f for d in discoveries for f in d.findings)
+    inventories = _inventories(paths, discoveries, audited, specs, stream, sampled is not None or bool(options.lists))
+    datasets = []
+    for discovery, own_spec, (own_summary, own_findings) in zip(discoveries, specs, parts):
+        # Discovery's own findings, complete once its tasks were all taken.
+        inventory = inventories.get(id(discovery))
+        own_findings = _unpaired_once([*own_findings, *discovery.findings,
+                                       *(inventory_findings(inventory) if inventory else ())])
+        if overrides:
+            own_findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in own_findings]
+        root = display_path(discovery.root)
+        own_findings = sorted((f.in_dataset(root) for f in own_findings), key=Finding.sort_key)
+        findings.extend(own_findings)
+        datasets.append(DatasetReport(
+            root, discovery.layout, own_spec, own_summary, own_findings,
+            suggested_remap=suggested_remap(own_summary, own_spec),
+            suggested_color_map=color_proposal(own_summary.colors) if own_summary.colors else None,
+            inventory=inventory))
+    for path, loose in inventories[None]:
+        # Files under a PATH that lie in none of its datasets: their LG007 names the PATH.
+        where = display_path(path)
+        findings.extend(f.in_dataset(where) for f in inventory_findings(loose))
+    findings.sort(key=Finding.sort_key)
     for discovery, name in named_parts:
         # Each dataset's notes name it; one that gave nothing to audit is said, never
         # hidden behind the files of the others.
@@ -413,15 +432,11 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
             discovery.notes.append(f"{name}: nothing was audited in this dataset "
                                    f"({describe_contents(discovery.root)})")
     effective = specs[0] if specs else resolve_spec([], configs, spec)
-    findings = _unpaired_once(findings)
-    if overrides:
-        findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in findings]
-    findings.sort(key=Finding.sort_key)
     uses = config_uses([*configs, *(config for _, found in settings_of for config in found)])
     notes = [warning for use in uses for warning in use.warnings()] + notes_head + [n for d in discoveries
                                                                                    for n in d.notes]
     notes.extend(_remark_notes(summary))
-    notes.extend(_unused_option_notes(options, stream.keyed, summary))
+    notes.extend(_unused_option_notes(options, stream.keyed, summary, discoveries))
     if any(s.tokens is not None for s in specs) and not summary.kinds.get("tokens"):
         notes.append("the token spec (--model-config, --tokenizer or [tokens]) was compared with itself only "
                      "(LG605): no tokenized dataset was audited")
@@ -452,7 +467,44 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         flagged_tasks={path: task for path, task in sorted(flagged.items()) if path in named},
         from_cache=from_cache,
         configs=uses,
+        datasets=datasets,
     )
+
+
+def _inventories(paths: list[str], discoveries: list, audited: list[str], specs: list[LabelSpec],
+                 stream: _TaskStream, chosen: bool) -> dict:
+    """The inventory of each dataset (by ``id()`` of its discovery), and under None the
+    (PATH, inventory) of the files of each PATH that lie in none of its datasets. ``chosen``:
+    the files were chosen by a list or a sample, so the others are not listed, not LG007."""
+    claims = stream.claims
+    for discovery, own_spec in zip(discoveries, specs):
+        for named in (*discovery.lists, *own_spec.sources, getattr(discovery.color_map, "source", None)):
+            if named and not storage.url_scheme(named):
+                claims.metadata.add(Claims.key(named))
+    found: dict = {None: []}
+    for path in dict.fromkeys(paths):
+        own = [d for d, under in zip(discoveries, audited) if under == path]
+        roots = [Found(d.root, d.layout, _can(d.layout, MASKS), tuple(d.left_out)) for d in own]
+        counts = {d.root: stream.counts.get(id(d), 0) for d in own}
+        taken = take_inventory(path, roots, claims, counts, listed=[d.root for d in own] if chosen else ())
+        for discovery in own:
+            found[id(discovery)] = taken.get(os.path.normpath(storage.abspath(discovery.root)))
+        if taken.get(None) is not None:
+            found[None].append((path, taken[None]))
+    return found
+
+
+def dataset_findings(summary: Summary, spec: LabelSpec, errors: list[str]) -> list[Finding]:
+    """The dataset rules' findings on one dataset's merged ``summary``; a rule that crashes is
+    an entry of ``errors``, and the others still run."""
+    findings: list[Finding] = []
+    for check in DATASET_CHECKS:
+        try:
+            findings.extend(check(summary, spec))
+        except Exception as exc:  # one crashing check must not lose the others
+            log.debug("dataset check %s failed", check.__name__, exc_info=True)
+            errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+    return findings
 
 
 def config_uses(configs: list) -> list:
@@ -469,33 +521,36 @@ class _TaskStream:
     report's list of files grows with them (on disk past a few thousand), each dataset's
     count is kept, a task that reads object storage takes the audit's access to it along
     (:mod:`labelguard.core.storage`), and ``total`` is known once the discovery of every one
-    of its ``groups`` is done."""
+    of its ``datasets`` is done."""
 
-    def __init__(self, access: storage.RemoteAccess | None, groups: int) -> None:
+    def __init__(self, access: storage.RemoteAccess | None, datasets: int) -> None:
         self.access = access
         self.files = FileList()
         self.counts: dict[int, int] = {}
         self.keyed = False  # an NPZ or HDF5 file was audited (--key applies)
+        self.claims = Claims()  # what the datasets read, for the inventory
         self.total: int | None = None
-        self._groups_left = groups
+        self._datasets_left = datasets
 
-    def each(self, discoveries: list[layouts.Discovery]) -> Iterator[FileTask]:
-        """The tasks of one group of datasets (those of one spec), in order."""
+    def each(self, discovery: layouts.Discovery) -> Iterator[FileTask]:
+        """The tasks of one dataset, in order."""
         try:
-            for discovery in discoveries:
-                count = 0
-                for task in discovery.tasks:
-                    if self.access is not None and storage.url_scheme(task.path):
-                        task = replace(task, options=(*task.options, ("storage", self.access)))
-                    if not self.keyed and task.path.lower().endswith(KEYED_EXTENSIONS):
-                        self.keyed = True
-                    self.files.append(task.display)
-                    count += 1
-                    yield task
-                self.counts[id(discovery)] = self.counts.get(id(discovery), 0) + count
+            count = 0
+            for task in discovery.tasks:
+                if self.access is not None and storage.url_scheme(task.path):
+                    task = replace(task, options=(*task.options, ("storage", self.access)))
+                if not self.keyed and task.path.lower().endswith(KEYED_EXTENSIONS):
+                    self.keyed = True
+                self.claims.labels.add(Claims.key(task.path))
+                if task.image:
+                    self.claims.images.add(Claims.key(task.image))
+                self.files.append(task.display)
+                count += 1
+                yield task
+            self.counts[id(discovery)] = self.counts.get(id(discovery), 0) + count
         finally:
-            self._groups_left -= 1
-        if not self._groups_left:
+            self._datasets_left -= 1
+        if not self._datasets_left:
             self.total = len(self.files)
 
 
@@ -539,19 +594,57 @@ def nothing_audited(paths: list[str], discoveries: list[layouts.Discovery],
     pointers = [("--format", options.format, "--format"), ("--masks", options.masks, "--masks DIR"),
                 ("--list", options.lists, "--list FILE")]
     given = [flag for flag, value, _ in pointers if value]
-    left = [usage for _, value, usage in pointers if not value]
-    advice = f"{' and '.join(given)} {verb(len(given), 'was')} given. " if given else ""
+    left = [usage for flag, value, usage in pointers if not value and _takes(options.format, flag)]
+    advice = [f"{' and '.join(given)} {verb(len(given), 'was')} given"] if given else []
     if left:
-        advice += f"Pass {' or '.join(left)} if the labels are there under other names"
-    else:
-        advice += "Check that they name the folders and files that hold the labels"
+        advice.append(f"Pass {' or '.join(left)} if the labels are there under other names")
+    elif given != ["--format"]:
+        advice.append("Check that they name the folders and files that hold the labels")
+    if options.format:
+        advice.append(_forced_format_advice(paths, options))
     # Labels behind a link that leads out of the data were there, and refused: say so first.
     links = sum(1 for d in discoveries for f in d.findings if f.code == "LG005" and f.hint == LINK_HINT)
     refused = (f" {plural(links, 'path')} under it led outside the audited data through a link and "
                f"{verb(links, 'was')} not read (LG005): audit a folder that holds the links' targets too."
                if links else "")
     return (f"nothing was audited: no label file (mask, annotation, table or class folder) was found. "
-            f"Looked for {looked} under {where}.{refused} {advice}")
+            f"Looked for {looked} under {where}.{refused} {'. '.join(advice)}")
+
+
+def _takes(layout: str | None, flag: str) -> bool:
+    """Whether the forced ``layout`` (None: detection's) reads ``flag``: ``--list`` in the
+    layouts that select files through lists, ``--masks`` in the paired layout and the mask
+    layout that pairs through it."""
+    if layout is None:
+        return True
+    if flag == "--list":
+        return _can(layout, LISTS)
+    if flag == "--masks":
+        return layout == "paired" or _can(layout, CATCH_ALL)
+    return False
+
+
+def _forced_format_advice(paths: list[str], options: AuditOptions) -> str:
+    """What detection takes each of ``paths`` for, where ``--format`` found nothing of its
+    layout there: the format that reads it, and the command that shows every layout's
+    evidence."""
+    unforced = replace(options, format=None)
+    said = []
+    for path in paths:
+        found = candidates(path, unforced) if storage.exists(path) else []
+        shown = display_path(path)
+        if not found:
+            said.append(f"No layout's detection takes {shown} itself for a dataset")
+        elif found[0].layout.name == options.format:
+            said.append(f"Detection takes {shown} for {options.format} too ({'; '.join(found[0].evidence.reasons)}), "
+                        "and it holds no label file of it")
+        else:
+            best = found[0]
+            said.append(f"Detection takes {shown} for {best.layout.name} ({'; '.join(best.evidence.reasons)}): "
+                        f"drop --format {options.format} or give --format {best.layout.name}")
+    commands = " and ".join(f"`labelguard detect {display_path(path)}`" for path in paths)
+    return (f"{'. '.join(said)}. {commands} {verb(len(paths), 'shows')} every layout's evidence and the datasets "
+            "found there")
 
 
 def _with_settings(options: AuditOptions, settings: dict, hint: Config | None) -> AuditOptions:
@@ -573,10 +666,6 @@ def _layout_hint(configs: list[Config], options: AuditOptions) -> Config | None:
     return None
 
 
-# The layout discovery falls back to where no other takes a folder: its detection takes any.
-CATCH_ALL_LAYOUT = "masks"
-
-
 def _discover_hinted(path: str, options: AuditOptions, hint: Config | None,
                      unhinted: list[tuple[str, list[layouts.Discovery]]]) -> list[layouts.Discovery]:
     """The datasets at ``path``. The format a config found with the data hints at is applied
@@ -589,7 +678,7 @@ def _discover_hinted(path: str, options: AuditOptions, hint: Config | None,
         return discover_datasets(path, options, stream=True)
     name = hint.audit["format"]
     layout = LAYOUTS.get(name)
-    if layout is not None and name != CATCH_ALL_LAYOUT and layout.detect(path, options):
+    if layout is not None and not layout.can(CATCH_ALL) and layout.detect(path, options):
         return discover_datasets(path, replace(options, format=name), stream=True)
     found = discover_datasets(path, options, stream=True)
     if any(discovery.layout != name for discovery in found):
@@ -603,7 +692,7 @@ def _refuse_hint(hint: Config, unhinted: list[tuple[str, list[layouts.Discovery]
     name = hint.audit["format"]
     if name not in LAYOUTS:
         why = f"no layout is named so (known: {', '.join(sorted(LAYOUTS))})"
-    elif name == CATCH_ALL_LAYOUT:
+    elif LAYOUTS[name].can(CATCH_ALL):
         why = "the mask layout takes any folder, so as a hint it applies only where detection finds masks alone"
     else:
         why = f"the {name} layout's detection does not take it for one of its datasets"
@@ -617,9 +706,6 @@ def _refuse_hint(hint: Config, unhinted: list[tuple[str, list[layouts.Discovery]
         "the data, so that it never makes the audit skip labels; --format forces a layout"), applied_elsewhere)
 
 
-# Layouts that select their files through --list; the others read no file list.
-LIST_LAYOUTS = frozenset({"paired", "nnunet", "voc-segmentation", "camvid", "cityscapes", "masks", "voc", "yolo"})
-TABLE_LAYOUTS = frozenset({"csv"})
 # Containers that hold named arrays, where --key chooses one.
 KEYED_EXTENSIONS = (".npz", ".h5", ".hdf5", ".hdf")
 
@@ -631,12 +717,25 @@ def _refuse_options_that_do_not_apply(options: AuditOptions, discoveries: list) 
         where = f"{display_path(discovery.root)} is a {discovery.layout} dataset"
         columns = [flag for flag, value in (("--path-column", options.path_column),
                                             ("--label-column", options.label_column)) if value]
-        if columns and discovery.layout not in TABLE_LAYOUTS:
+        if columns and not _can(discovery.layout, TABLES):
             raise OptionError(f"{' and '.join(columns)} {verb(len(columns), 'applies')} to a CSV/TSV "
                               f"table, but {where}")
-        if options.lists and discovery.layout not in LIST_LAYOUTS:
+        if options.lists and not _can(discovery.layout, LISTS):
             raise OptionError(f"--list selects files of a mask, VOC or YOLO dataset, but {where}, which names its "
                               "files itself; audit the list's dataset, or drop --list")
+        if options.images and not _can(discovery.layout, IMAGES):
+            raise OptionError(f"--images names the image folder of a {', '.join(layouts_with(IMAGES))} dataset, "
+                              f"but {where}, which finds its images itself; drop --images")
+        if options.masks and discovery.layout != "paired":
+            # The mask layout pairs through the paired layout; every other layout finds its labels itself.
+            forced = f"--format {options.format}" if options.format else "the config's [audit] format"
+            raise OptionError(f"--masks names a folder of masks to pair with their images (the paired layout, or "
+                              f"--format masks), but {where} ({forced}), which finds its labels itself; drop "
+                              f"--masks, or {forced}")
+
+
+def _can(layout: str, capability: str) -> bool:
+    return layout in LAYOUTS and LAYOUTS[layout].can(capability)
 
 
 def _remark_notes(summary: Summary) -> list[str]:
@@ -648,9 +747,17 @@ def _remark_notes(summary: Summary) -> list[str]:
     return notes
 
 
-def _unused_option_notes(options: AuditOptions, keyed: bool, summary: Summary) -> list[str]:
+def _names(discovery: layouts.Discovery, path: str) -> bool:
+    """Whether a finding of ``discovery``'s own is about the file ``path``."""
+    shown = display_path(path)
+    return any(finding.path == shown for finding in discovery.findings)
+
+
+def _unused_option_notes(options: AuditOptions, keyed: bool, summary: Summary,
+                         discoveries: Sequence[layouts.Discovery] = ()) -> list[str]:
     """Options that apply to kinds of files the audit did not read (``keyed``: an NPZ or HDF5
-    file was read): said, not silently dropped."""
+    file was read), or that the layouts of ``discoveries`` do not use: said, not silently
+    dropped."""
     notes = []
     if options.key and not keyed:
         notes.append(f"--key {options.key} was not used: no NPZ or HDF5 file was audited (it picks an array "
@@ -661,4 +768,11 @@ def _unused_option_notes(options: AuditOptions, keyed: bool, summary: Summary) -
     if options.color_map and not summary.kinds.get("mask"):
         notes.append(f"--color-map {display_path(options.color_map)} was not used: no mask was audited "
                      "(it decodes colour masks)")
+    elif options.color_map and not any(discovery.color_map is not None or _names(discovery, options.color_map)
+                                       for discovery in discoveries):
+        # ADE20K and Mapillary masks carry their classes in a coding of their own (a map that
+        # could not be read is an LG001 of its own instead).
+        own = ", ".join(dict.fromkeys(discovery.layout for discovery in discoveries))
+        notes.append(f"--color-map {display_path(options.color_map)} was not used: the masks of the {own} layout "
+                     "were decoded as that format stores its classes, not through a colour map")
     return notes

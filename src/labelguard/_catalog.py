@@ -32,13 +32,14 @@ class LayoutEntry:
     """A dataset layout as ``labelguard formats`` lists it."""
 
     name: str
-    priority: int  # lower is asked first
+    ceiling: float  # the highest confidence its detection gives
+    capabilities: tuple[str, ...]
     description: str
 
 
 @dataclass(frozen=True)
 class Catalog:
-    """Every check code (code -> :class:`Check`) and every layout, by priority."""
+    """Every check code (code -> :class:`Check`) and every layout, most specific evidence first."""
 
     checks: dict[str, Check]
     layouts: list[LayoutEntry]
@@ -54,8 +55,9 @@ def catalog_text() -> str:
     document: dict[str, Any] = {
         "checks": {code: {f.name: str(getattr(check, f.name)) for f in fields(Check) if f.name != "code"}
                    for code, check in sorted(REGISTRY.items())},
-        "layouts": [{"name": layout.name, "priority": layout.priority, "description": layout.description}
-                    for layout in sorted(LAYOUTS.values(), key=lambda item: (item.priority, item.name))],
+        "layouts": [{"name": layout.name, "ceiling": layout.ceiling, "capabilities": sorted(layout.capabilities),
+                     "description": layout.description}
+                    for layout in sorted(LAYOUTS.values(), key=lambda item: (-item.ceiling, item.name))],
     }
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
 
@@ -66,7 +68,8 @@ def shipped_catalog() -> Catalog:
         document = json.load(handle)
     checks = {code: Check(code=code, **dict(entry, severity=Severity.parse(entry["severity"])))
               for code, entry in document["checks"].items()}
-    return Catalog(checks, [LayoutEntry(**entry) for entry in document["layouts"]])
+    return Catalog(checks, [LayoutEntry(**{**entry, "capabilities": tuple(entry["capabilities"])})
+                             for entry in document["layouts"]])
 
 
 if __name__ == "__main__":

@@ -27,11 +27,18 @@ def require(module: str, purpose: str = "") -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        extra = _EXTRAS.get(module.split(".")[0], "all")
         what = f" to {purpose}" if purpose else ""
-        raise MissingDependency(
-            f"{module} is needed{what}: pip install 'labelguard[{extra}]'"
-        ) from exc
+        raise MissingDependency(f"{module} is needed{what}: {install_command(extra_of(module))}") from exc
+
+
+def extra_of(module: str) -> str:
+    """The extra of pyproject.toml that installs ``module`` (``all`` for one it does not name)."""
+    return _EXTRAS.get(module.split(".")[0], "all")
+
+
+def install_command(extra: str) -> str:
+    """The command that installs the extra ``extra``."""
+    return f"pip install 'labelguard[{extra}]'"
 
 
 def available(module: str) -> bool:

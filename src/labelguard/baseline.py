@@ -19,6 +19,14 @@ A finding is matched by its identity ``(code, path, fingerprint)``:
   path). Never the message text, the
   hint, pixel or object counts, shares or shapes: rewording a message or a few more pixels of
   a known bad value leave a finding known; a new bad value, class or line makes it new.
+  A finding about a whole dataset that lies below the audited folder (one of several datasets
+  under it) has its dataset's root, relative to that folder, hashed in as well: the same class
+  missing from two datasets is two findings, and fixing it in one leaves the other known and
+  the fixed one absent. A dataset-level finding of the audited folder itself hashes as before.
+
+A baseline of version 1 (written before findings carried their dataset), and a JSON report
+whose findings have no ``dataset`` key, are matched without the datasets: what they hold stays
+known. ``labelguard baseline write`` writes version 2.
 
 Matching counts: a baseline that holds an identity twice accepts two such findings. A JSON
 report (``--output-format json``) serves as a baseline as well: its findings' identities are
@@ -39,7 +47,9 @@ from labelguard.core.paths import inside_root
 from labelguard.core.text import printable, printable_data
 from labelguard.errors import UsageError
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
+# Baselines of this version hash no dataset into the fingerprints (see the module docstring).
+UNSCOPED_VERSION = 1
 BASELINE_KIND = "labelguard-baseline"
 DEFAULT_BASELINE = "labelguard-baseline.json"
 
@@ -90,23 +100,35 @@ def _identity_data(data: Mapping[str, Any]) -> dict[str, Any]:
     return printable_data(kept)
 
 
-def fingerprint(code: str, path: str | None, data: Mapping[str, Any]) -> str:
-    """The stable fingerprint of a finding: its code, its dataset-relative path and its
-    identifying data (see the module docstring), hashed."""
-    text = json.dumps({"code": code, "path": path, "data": _identity_data(data)}, sort_keys=True,
-                      separators=(",", ":"), default=str)
+def fingerprint(code: str, path: str | None, data: Mapping[str, Any], dataset: str | None = None) -> str:
+    """The stable fingerprint of a finding: its code, its dataset-relative path, its identifying
+    data and, for a finding about a dataset below the audited folder, that dataset (see the
+    module docstring), hashed."""
+    identified: dict[str, Any] = {"code": code, "path": path, "data": _identity_data(data)}
+    if dataset is not None:
+        identified["dataset"] = dataset
+    text = json.dumps(identified, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def identity(code: str, path: str | None, data: Mapping[str, Any], roots: Sequence[str]) -> Identity:
+def identity(code: str, path: str | None, data: Mapping[str, Any], roots: Sequence[str],
+             dataset: str | None = None) -> Identity:
+    """A finding's identity; ``dataset`` (its dataset's root, as shown) counts for a finding
+    about a whole dataset only, and only where that dataset is not an audited folder itself."""
     relative = relative_path(path, roots)
     relative = None if relative is None else printable(relative)
-    return code, relative, fingerprint(code, relative, data)
+    below = None
+    if relative is None and dataset is not None:
+        below = relative_path(dataset, roots)
+        below = None if below == "." else printable(below)
+    return code, relative, fingerprint(code, relative, data, below)
 
 
-def report_identities(report) -> list[Identity]:
-    """The identity of each of ``report``'s findings, in order."""
-    return [identity(f.code, f.path, f.data, report.paths) for f in report.findings]
+def report_identities(report, datasets: bool = True) -> list[Identity]:
+    """The identity of each of ``report``'s findings, in order; without ``datasets``, as
+    baselines of version 1 name them."""
+    return [identity(f.code, f.path, f.data, report.paths, f.dataset if datasets else None)
+            for f in report.findings]
 
 
 @dataclass
@@ -117,10 +139,13 @@ class Baseline:
         source: the file, as given.
         entries: each known finding as a mapping with ``code``, ``path``, ``fingerprint``
             (and, for a person reading the file, ``severity`` and ``message``).
+        unscoped: its fingerprints hash no dataset (a version 1 baseline, or a JSON report
+            whose findings name none): findings are matched by such fingerprints.
     """
 
     source: str
     entries: list[dict[str, Any]] = field(default_factory=list)
+    unscoped: bool = False
 
     def identities(self) -> Counter:
         return Counter((e["code"], e["path"], e["fingerprint"]) for e in self.entries)
@@ -157,7 +182,8 @@ def baseline_document(report) -> dict[str, Any]:
         "kind": BASELINE_KIND,
         "tool": {"name": "labelguard", "version": __version__},
         "identity": "code + path relative to the dataset folder + fingerprint of the finding's identifying data "
-                    "(never its message text)",
+                    "and, for a finding about a whole dataset below the audited folder, that dataset (never its "
+                    "message text)",
         "findings": entries,
     }
 
@@ -174,16 +200,21 @@ def read_baseline(path: str) -> Baseline:
     if not isinstance(document, dict) or not isinstance(document.get("findings"), list):
         raise UsageError(f"--baseline {path}: not a labelguard baseline or JSON report (no 'findings' list)")
     if document.get("kind") == BASELINE_KIND:
-        return Baseline(path, [_entry(item, path) for item in document["findings"]])
+        return Baseline(path, [_entry(item, path) for item in document["findings"]],
+                        unscoped=document.get("version") == UNSCOPED_VERSION)
     roots = (document.get("summary") or {}).get("paths") or []
     entries = []
+    unscoped = True
     for item in document["findings"]:
         if not isinstance(item, dict) or not isinstance(item.get("code"), str):
             raise UsageError(f"--baseline {path}: a finding without a code: {str(item)[:80]}")
-        code, relative, digest = identity(item["code"], item.get("path"), item.get("data") or {}, roots)
+        dataset = item.get("dataset")
+        unscoped = unscoped and "dataset" not in item
+        code, relative, digest = identity(item["code"], item.get("path"), item.get("data") or {}, roots,
+                                          dataset if isinstance(dataset, str) else None)
         entries.append({"code": code, "path": relative, "fingerprint": digest,
                         "severity": item.get("severity"), "message": item.get("message")})
-    return Baseline(path, entries)
+    return Baseline(path, entries, unscoped=unscoped)
 
 
 def _entry(item: Any, path: str) -> dict[str, Any]:
@@ -199,7 +230,7 @@ def match_baseline(report, baseline: Baseline) -> BaselineMatch:
     and return the match; the report's exit code then counts only the new findings."""
     remaining = baseline.identities()
     match = BaselineMatch(baseline.source)
-    for finding, found in zip(report.findings, report_identities(report)):
+    for finding, found in zip(report.findings, report_identities(report, datasets=not baseline.unscoped)):
         if remaining[found] > 0:
             remaining[found] -= 1
             match.known.add(id(finding))

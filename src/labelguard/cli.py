@@ -7,6 +7,7 @@ missing optional extra included), 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import contextlib
+import json
 import gc
 import logging
 import os
@@ -648,6 +649,25 @@ def rule(code: str) -> None:
 
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.strip().splitlines())
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=PathOrUrl(exists=True))
+@layout_options
+@click.option("-f", "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def detect(paths, layout, images, masks, lists, key, color_map, path_column, label_column, output_format) -> None:
+    """Show what the audit takes each PATH for: every layout's evidence, then the datasets found.
+
+    Reads no label's values; use it when a dataset is read as the wrong layout or not at all.
+    """
+    from labelguard._detect import detect as detect_paths, render_text
+    from labelguard.core.text import printable_data
+
+    found = detect_paths(paths, _options(layout, images, masks, lists, key, color_map, path_column, label_column))
+    if output_format == "json":
+        click.echo(json.dumps(printable_data([d.to_dict() for d in found]), indent=1))
+    else:
+        click.echo(render_text(found), nl=False)
 
 
 @main.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from labelguard._audit import audit
+from labelguard.checks.files import refuse_unread_for_extras
 from labelguard.config import format_config
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import UsageError
@@ -43,6 +44,7 @@ def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None
     """(config text, inferred spec) for the data at ``path``; the read limits as :func:`audit` takes them."""
     report = audit(path, LabelSpec(), options=options, workers=workers, config_file=config_file,
                    use_project_config=False, max_pixels=max_pixels, max_file_bytes=max_file_bytes)
+    refuse_unread_for_extras(report.findings, "label spec")
     spec = infer_spec(report, given)
     if not spec.is_known:
         what = ("tokenized data is checked against its model, not a label spec: give --model-config and/or "

@@ -24,12 +24,29 @@ JSON schema, version 1::
         "from_cache": int,
         "configs": [{"path": str, "trusted": bool, "applied": [str], "refused": [str], "not_read"?: str}]
       },
-      "findings": [{"code", "severity", "path", "message", "hint", "data"}, ...]
+      "datasets": [{
+        "root": str, "layout": str,
+        "spec": {...} | null, "spec_sources": [...], "spec_origins": {"<part>": str},
+        "samples": int, "counts": {"error": int, "warning": int, "info": int}, "codes": {"LG201": int, ...},
+        "values": {...}, "values_capped": ..., "outside_spec": {...}, "classes": {...},
+        "empty_masks": int, "unreadable": int,
+        "suggested_remap": {"<from>": to} | null, "suggested_color_map": {"r,g,b": index} | null,
+        "findings": [int]
+      }, ...],
+      "findings": [{"code", "severity", "path", "message", "hint", "data", "dataset"}, ...]
     }
 
 With ``--baseline``, ``summary.baseline`` is ``{"file": str, "known": int, "new": int,
 "absent": [{"code", "path", "fingerprint", ...}]}`` and each finding has ``"baseline":
 "known" | "new"`` (see :mod:`labelguard.baseline`); without one neither key is there.
+
+``datasets`` has one entry per dataset the audit found (a PATH may hold several, each with
+its own layout and spec), in the order discovery found them: its root (shown as paths are),
+layout, spec and tables as an audit of that dataset alone gives them, counted from its own files
+only; its dataset-level findings come from its own tables. Its ``findings`` are the places of
+its findings in the report's ``findings`` list. ``summary`` holds the totals over every dataset.
+Each finding's ``dataset`` is the root of the dataset it belongs to; its ``path`` is the file it
+is about, null only for a finding about a dataset as a whole.
 
 ``path`` is relative to the current directory when the file is inside it (a URL for an
 object of object storage). Every string of the JSON output (paths, messages, class names,
@@ -126,6 +143,89 @@ class FileList:
 
 
 @dataclass
+class DatasetReport:
+    """One dataset of an audit: its spec, its tables and its findings, from its own files only
+    (what an audit of that dataset alone reports). A report of several datasets has one each."""
+
+    root: str  # as paths are shown
+    layout: str
+    spec: LabelSpec
+    summary: Summary
+    # the report's findings that belong to this dataset (the same objects), in report order
+    findings: list[Finding] = field(default_factory=list)
+    suggested_remap: dict[int, int] | None = None
+    suggested_color_map: dict[str, int] | None = None
+    # what became of every file under its root (labelguard.layouts.inventory.Inventory)
+    inventory: Any = None
+
+    def counts(self) -> dict[str, int]:
+        return severity_counts(self.findings)
+
+    def code_counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(f.code for f in self.findings).items()))
+
+    def value_in_spec(self, value: int) -> bool | None:
+        """Whether ``value`` is legal in this dataset; None when it has no spec."""
+        return self.spec.is_legal(value) if self.spec.is_known else None
+
+    def outside_spec(self) -> dict[int, tuple[int, int]]:
+        """value -> (files, pixels) for every value found here that the spec does not allow."""
+        return outside_spec(self.summary, self.value_in_spec)
+
+    def to_dict(self, places: dict[int, int]) -> dict[str, Any]:
+        """The dataset as the JSON schema's ``datasets`` entry; ``places`` maps ``id()`` of each
+        finding of the report to its index in the report's list."""
+        summary = tables(self.summary, self.value_in_spec)
+        return {
+            "root": self.root,
+            "layout": self.layout,
+            **spec_entry(self.spec),
+            "samples": summary["samples"],
+            "counts": self.counts(),
+            "codes": self.code_counts(),
+            "values": summary["values"],
+            "values_capped": summary["values_capped"],
+            "outside_spec": {str(v): {"files": f, "pixels": p} for v, (f, p) in self.outside_spec().items()},
+            "classes": summary["classes"],
+            "empty_masks": summary["empty_masks"],
+            "unreadable": summary["unreadable"],
+            "suggested_remap": remap_entry(self.suggested_remap),
+            "suggested_color_map": self.suggested_color_map,
+            "findings": [places[id(f)] for f in self.findings],
+            "inventory": self.inventory.to_dict() if self.inventory is not None else None,
+        }
+
+
+def severity_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    by = Counter(str(f.severity) for f in findings)
+    return {name: by.get(name, 0) for name in ("error", "warning", "info")}
+
+
+def outside_spec(summary: Summary, in_spec) -> dict[int, tuple[int, int]]:
+    """value -> (files, pixels) of ``summary``'s values for which ``in_spec`` says False."""
+    return {v: (summary.value_files[v], summary.value_pixels[v]) for v in summary.found_values()
+            if in_spec(v) is False}
+
+
+def tables(summary: Summary, in_spec) -> dict[str, Any]:
+    """``summary`` as the JSON schema writes it, each value with its ``in_spec``."""
+    data = summary.to_dict()
+    for value, entry in data["values"].items():
+        entry["in_spec"] = in_spec(int(value))
+    return data
+
+
+def remap_entry(remap: dict[int, int] | None) -> dict[str, int] | None:
+    return {str(k): v for k, v in remap.items()} if remap else None
+
+
+def spec_entry(spec: LabelSpec) -> dict[str, Any]:
+    """A spec as the JSON schema writes it: its parts, where they came from."""
+    return {"spec": spec.to_dict() if spec.is_known else None, "spec_sources": list(spec.sources),
+            "spec_origins": dict(spec.origins)}
+
+
+@dataclass
 class Report:
     """What an audit found."""
 
@@ -163,14 +263,16 @@ class Report:
     from_cache: int = 0
     # what each config file read decided (labelguard.config.ConfigUse)
     configs: list[Any] = field(default_factory=list)
+    # each dataset on its own (DatasetReport), in the order discovery found them; the fields
+    # above are the totals over all of them
+    datasets: list[DatasetReport] = field(default_factory=list)
 
     def dataset_specs(self) -> list[tuple[str, LabelSpec]]:
         """(path, spec) per dataset when they differ, else one ("", spec)."""
         return self.specs or [("", self.spec)]
 
     def counts(self) -> dict[str, int]:
-        by = Counter(str(f.severity) for f in self.findings)
-        return {name: by.get(name, 0) for name in ("error", "warning", "info")}
+        return severity_counts(self.findings)
 
     def code_counts(self) -> dict[str, int]:
         return dict(sorted(Counter(f.code for f in self.findings).items()))
@@ -207,26 +309,20 @@ class Report:
 
     def outside_spec(self) -> dict[int, tuple[int, int]]:
         """value -> (files, pixels) for every found value the spec does not allow."""
-        return {
-            v: (self.summary.value_files[v], self.summary.value_pixels[v])
-            for v in self.summary.found_values() if self.value_in_spec(v) is False
-        }
+        return outside_spec(self.summary, self.value_in_spec)
 
     def to_dict(self, files: bool = True) -> dict[str, Any]:
         """The report as the JSON schema above; without ``files``, ``summary.files`` is left
         for the caller to write (the JSON output streams it)."""
-        summary = self.summary.to_dict()
-        for value, entry in summary["values"].items():
-            entry["in_spec"] = self.value_in_spec(int(value))
+        summary = tables(self.summary, self.value_in_spec)
+        places = {id(f): index for index, f in enumerate(self.findings)}
         return {
             "version": SCHEMA_VERSION,
             "tool": {"name": "labelguard", "version": __version__},
             "summary": {
                 "paths": self.paths,
                 "layouts": self.layouts,
-                "spec": self.spec.to_dict() if self.spec.is_known else None,
-                "spec_sources": list(self.spec.sources),
-                "spec_origins": dict(self.spec.origins),
+                **spec_entry(self.spec),
                 "specs": [{"path": path, "spec": spec.to_dict() if spec.is_known else None,
                            "spec_origins": dict(spec.origins)} for path, spec in self.specs] or None,
                 "samples": summary["samples"],
@@ -239,7 +335,7 @@ class Report:
                 "classes": summary["classes"],
                 "empty_masks": summary["empty_masks"],
                 "unreadable": summary["unreadable"],
-                "suggested_remap": {str(k): v for k, v in self.suggested_remap.items()} if self.suggested_remap else None,
+                "suggested_remap": remap_entry(self.suggested_remap),
                 "suggested_color_map": self.suggested_color_map,
                 "notes": self.notes,
                 "errors": self.errors,
@@ -249,6 +345,7 @@ class Report:
                 "from_cache": self.from_cache,
                 "configs": [use.to_dict() for use in self.configs],
             },
+            "datasets": [dataset.to_dict(places) for dataset in self.datasets],
             "findings": [self._finding_dict(f) for f in self.findings],
         }
 

@@ -1,4 +1,4 @@
-"""The dataset-level rules, run once on the merged summary.
+"""The dataset-level rules, run once per dataset on its merged summary.
 
 They live in :mod:`labelguard.rules` (LG104, LG105, LG208, LG209, LG401...); this module
 names them for the audit: ``DATASET_CHECKS`` is the registry's live list of dataset rules,

@@ -1,8 +1,13 @@
 """LG0xx: files, pairs and file lists."""
 
+from typing import Iterable
+
+from labelguard._optional import install_command
 from labelguard.core.findings import Finding
 from labelguard.core.registry import define
-from labelguard.readers.base import LinkedOutside, ReadError
+from labelguard.core.text import plural, shorten, verb
+from labelguard.errors import MissingDependency
+from labelguard.readers.base import LinkedOutside, NeedsExtra, ReadError
 
 UNREADABLE = define(
     "LG001", "file-unreadable", "error",
@@ -61,13 +66,48 @@ data moves) and can read files that are not part of the dataset at all.""",
     fix="Rewrite the entries relative to the dataset root, or copy the files into the dataset.",
 )
 
+NOT_AUDITED = define(
+    "LG007", "label-file-not-audited", "warning",
+    summary="a file that can hold labels lies under the audited path but no dataset audited it",
+    why="""
+A layout detected for part of a folder, a second dataset beside the first or an export the tool
+does not know leaves label files unread: an audit that says "No findings" about the files it
+did read says nothing about these, and they are what the DataLoader may load.""",
+    bad="download/ holds as_yolo/ (audited) and masks/*.png that no dataset read",
+    good="every mask, annotation file and label list under PATH audited, or named as an image or metadata",
+    fix="Audit the folder that holds them (`labelguard detect PATH` shows how each folder was taken), force "
+    "the layout that reads them with --format, or move them out of the dataset if they are not part of it.",
+)
+
+
 # What to do about a file or folder that is a link out of the data (LG005, never read).
 LINK_HINT = "Put the file itself in the dataset in place of the link, or audit the folder the link leads to."
+# What to do about a file that needs an extra (LG001): nothing is known of the file itself.
+EXTRA_HINT = ("Install the extra where the audit runs ({command}) and audit again: this file was not read, so "
+              "its labels are not checked.")
 
 
 def not_read(path: str | None, error: ReadError) -> Finding:
     """The finding of a file a reader did not read: LG005 when it leads outside the data the
-    audit was given through a link (never opened), else LG001 with the reader's reason."""
+    audit was given through a link (never opened), else LG001 with the reader's reason (for a
+    file that needs an extra that is not installed, the extra, and a hint that blames no file)."""
     if isinstance(error, LinkedOutside):
         return ESCAPES_ROOT.finding(path, str(error), hint=LINK_HINT)
+    if isinstance(error, NeedsExtra):
+        return UNREADABLE.finding(path, str(error), hint=EXTRA_HINT.format(command=install_command(error.extra)),
+                                  extra=error.extra)
     return UNREADABLE.finding(path, str(error))
+
+
+def refuse_unread_for_extras(findings: Iterable[Finding], inferred: str) -> None:
+    """MissingDependency when any of an audit's ``findings`` says a file was not read for want
+    of an extra: what is ``inferred`` from the labels that were read (a spec, a class map)
+    would silently miss the labels of those files, which may well be fine."""
+    unread = [f for f in findings if f.code == UNREADABLE.code and isinstance(f.data, dict) and f.data.get("extra")]
+    if not unread:
+        return
+    commands = " and ".join(install_command(extra) for extra in sorted({f.data["extra"] for f in unread}))
+    raise MissingDependency(
+        f"{plural(len(unread), 'file')} of the data ({shorten(f.path for f in unread)}) {verb(len(unread), 'needs')} "
+        f"an extra that cannot be imported here ({commands}): no {inferred} was inferred from the other files, "
+        "as it could miss classes that only these files hold")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from labelguard.errors import UsageError
@@ -39,10 +39,13 @@ class Finding:
     Attributes:
         code: the stable check code, e.g. ``"LG201"``.
         severity: how bad it is (the check's default unless config changed it).
-        path: the file the problem is in, or None for a dataset-level finding.
+        path: the file the problem is in, or None for a finding about a dataset as a whole.
         message: the facts, with the real values.
         hint: what to do about it.
         data: machine-readable details (values, counts, row numbers, suggested remaps).
+        dataset: the root of the dataset the finding belongs to, shown as paths are (the audit
+            sets it: a rule or reader never knows which dataset it serves); None outside an
+            audit (the runtime guard's findings).
     """
 
     code: str
@@ -51,14 +54,19 @@ class Finding:
     message: str
     hint: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
+    dataset: str | None = None
 
     def sort_key(self) -> tuple:
-        """By file, code, then message with its numbers compared as numbers ("line 9" before
-        "line 10")."""
-        return (self.path or "", self.code, _natural(self.message))
+        """By dataset, file, code, then message with its numbers compared as numbers ("line 9"
+        before "line 10"): a dataset's own findings come together, its dataset-level ones first."""
+        return (self.dataset or "", self.path or "", self.code, _natural(self.message))
 
     def with_severity(self, severity: Severity) -> "Finding":
-        return Finding(self.code, severity, self.path, self.message, self.hint, self.data)
+        return replace(self, severity=severity)
+
+    def in_dataset(self, dataset: str) -> "Finding":
+        """This finding as one of the dataset at ``dataset`` (its root, as paths are shown)."""
+        return replace(self, dataset=dataset)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +76,7 @@ class Finding:
             "message": self.message,
             "hint": self.hint,
             "data": dict(self.data),
+            "dataset": self.dataset,
         }
 
 

@@ -13,7 +13,8 @@ severity, documentation), the scope it reads and its examples:
 * ``"tokens"``: rows of a tokenized dataset (a record batch of a file, or a batch of tensors
   on the torch side), as a :class:`~labelguard.core.tokens.TokenBatch`; a file's batches are
   judged one by one and their findings merged per file;
-* ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of the whole audit.
+* ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of one dataset (an
+  audit of several runs these rules once per dataset, on that dataset's files only).
 
 Every rule is ``rule(subject, spec) -> iterable of findings``. :func:`run_rules` calls each
 rule of a scope on its own: a rule that raises becomes an internal-error note naming the

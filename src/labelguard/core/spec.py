@@ -28,6 +28,8 @@ _COMPARED_ONE_BY_ONE = 8
 # The parts of a spec whose origin the report names, in the order it names them.
 PARTS = ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label", "dtype",
          "require_pairs", "max_files_unreadable")
+# The parts that say which values are classes: a user who gives one of them gives the spec.
+CLASS_PARTS = ("classes", "values", "num_classes")
 # The dtypes a spec may declare for its masks (``dtype = "uint8"``): integer types only.
 MASK_DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64")
 # Said of a class-name file found next to the data it describes: such a file is often
@@ -243,6 +245,12 @@ class LabelSpec:
             same file (strict admission: a mask without one is LG002).
         max_files_unreadable: the most files of a dataset that may be unreadable (strict
             admission: more is a dataset-level LG001), or None for no bound.
+        conventional_ignore: the ignore values a tool's convention gave rather than a
+            declaration (labelme2voc's ``__ignore__``, stored as 255 and -1): legal all the
+            same; the ignore_index origin names the convention and the file that made it one.
+        declared: the parts of :data:`PARTS` the user declared (flags, the API's spec, a
+            config: :meth:`as_declared`), as against those that dataset metadata or a
+            convention filled; :meth:`merged` keeps them.
 
     What is legal is said here and nowhere else; ask, never recompute:
 
@@ -273,6 +281,8 @@ class LabelSpec:
     dtype: str | None = None
     require_pairs: bool = False
     max_files_unreadable: int | None = None
+    conventional_ignore: tuple[int, ...] = ()
+    declared: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.dtype is not None and self.dtype not in MASK_DTYPES:
@@ -297,6 +307,24 @@ class LabelSpec:
                     f"{len(self.values)} values given ({list(self.values)}) but "
                     f"num_classes={self.num_classes}"
                 )
+
+    def as_declared(self) -> "LabelSpec":
+        """This spec as the user's own declaration: every part it sets is :attr:`declared`."""
+        return replace(self, declared=self.set_parts())
+
+    def unsaid_ignore(self) -> tuple[int, ...]:
+        """The ignore values legal only by a convention in a spec the user gave: the user
+        declared which values are classes and no ignore index, a convention added these
+        (LG210), and without them they would be illegal. Empty when the user gave no spec:
+        conventions then fill what nobody said, and the spec line names them."""
+        if "ignore_index" in self.declared or not any(part in self.declared for part in CLASS_PARTS):
+            return ()
+        conventional = [v for v in self.conventional_ignore if v in self.ignore]
+        if not conventional:
+            return ()
+        without = replace(self, ignore=tuple(v for v in self.ignore if v not in conventional),
+                          conventional_ignore=())
+        return tuple(v for v in conventional if not without.is_legal(v))
 
     def set_parts(self) -> tuple[str, ...]:
         """The parts of :data:`PARTS` this spec sets (a background of 0 is the default)."""
@@ -505,7 +533,7 @@ class LabelSpec:
         """
         changes: dict[str, Any] = {}
         for f in fields(self):
-            if f.name in ("sources", "origins", "notes"):
+            if f.name in ("sources", "origins", "notes", "conventional_ignore", "declared"):
                 continue
             value = getattr(other, f.name)
             if f.name == "tokens" and value is not None and self.tokens is not None:
@@ -528,9 +556,14 @@ class LabelSpec:
             if other.values is not None and len(other.values) > self.num_classes:
                 changes["num_classes"] = None
         merged_sources = tuple(dict.fromkeys(self.sources + other.sources))
-        result = replace(self, **changes, sources=merged_sources, origins=(), notes=tuple(notes))
+        # The ignore values are those of the highest layer that sets them, and so is which of
+        # them a convention gave.
+        conventional = other.conventional_ignore if other.ignore else self.conventional_ignore
+        result = replace(self, **changes, sources=merged_sources, origins=(), notes=tuple(notes),
+                         conventional_ignore=conventional)
         kept = tuple((part, origins[part]) for part in PARTS if part in origins and part in result.set_parts())
-        return replace(result, origins=kept)
+        declared = tuple(part for part in result.set_parts() if part in self.declared + other.declared)
+        return replace(result, origins=kept, declared=declared)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -603,7 +636,8 @@ def class_list_spec(names: Iterable[str], shown: str) -> "LabelSpec":
         ignore = LABELME_IGNORE_VALUES
         origins.append(("ignore_index", f"{shown}: labelme2voc's {LABELME_IGNORE}, 255 in PNG masks and "
                                         "-1 in .npy"))
-    return LabelSpec(classes=tuple(names), ignore=ignore, sources=(shown,), origins=tuple(origins))
+    return LabelSpec(classes=tuple(names), ignore=ignore, sources=(shown,), origins=tuple(origins),
+                     conventional_ignore=ignore)
 
 
 def normalise_name(name: str) -> str:

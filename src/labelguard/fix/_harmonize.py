@@ -57,7 +57,6 @@ from labelguard.fix.journal import FixError
 from labelguard.layouts.base import display_path
 
 FORMAT = "labelguard-harmonize"
-NAMED_LAYOUTS = ("voc", "coco", "imagefolder")
 NAMES_FILES = ("obj.names", "classes.names", "coco.names", "classes.txt", "labels.txt")
 
 
@@ -211,8 +210,10 @@ def _names_file(spec: LabelSpec) -> str | None:
 
 def _read(path: str) -> DatasetLabels:
     from labelguard._audit import audit
+    from labelguard.checks.files import refuse_unread_for_extras
 
     report = audit(path, use_project_config=False)
+    refuse_unread_for_extras(report.findings, "class map")
     layout = report.layouts[0] if report.layouts else ""
     summary = report.summary
     own = report.spec

@@ -670,10 +670,7 @@ def _plan_mask(path: str, target: str, root: str, out: str | None, spec: LabelSp
         return Edit(FileChange(shown, REFUSED, f"not fixed: {refusal}", shown_target), target)
     state = file_state(path)
     # The audit comes first: a JPEG mask is refused for its damage before its container is.
-    try:
-        before = audit_file(path, spec, key, audit_color_map)
-    except MissingDependency as exc:
-        return Edit(FileChange(shown, SKIPPED, str(exc), shown_target), target)
+    before = audit_file(path, spec, key, audit_color_map)
     reason = None if force else not_a_clean_label(before)
     if reason:
         return Edit(FileChange(shown, REFUSED, f"not fixed: {reason}; re-export it from the source labels, "

@@ -1,7 +1,9 @@
 """Dataset layouts: find the files of a dataset, pair them, and make the per-file tasks.
 
 Each layout module registers itself in :data:`labelguard.layouts.base.LAYOUTS` with a
-``detect`` and a ``discover`` function; the audit asks them in priority order.
+``detect`` function that returns :class:`~labelguard.layouts.base.Evidence` (a confidence and
+the reasons for and against) and a ``discover`` function; the most confident layout reads a
+folder, and near-ties are reported.
 """
 
 from labelguard.layouts import masks  # noqa: F401  (registers the mask layouts)

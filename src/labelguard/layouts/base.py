@@ -15,6 +15,7 @@ from labelguard.config import CONFIG_NAME
 from labelguard.errors import UsageError
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.masks import is_mask_candidate, mask_extension
+from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir
 # The pairing engine's names, imported here for the layouts and fixers that take them from base.
 from labelguard.layouts.pairing import (  # noqa: F401
     ListSelection, display_path, holds_yolo_rows, inside_root, list_findings, pair_key, read_list,
@@ -55,6 +56,10 @@ class Discovery:
     # (root, layout) of each dataset, when one PATH held several.
     datasets: list[tuple[str, str]] = field(default_factory=list)
     lists: list[str] = field(default_factory=list)  # the file lists read (what `fix list` may clean)
+    # (pattern of the path relative to the root, why; fnmatch, whose * crosses folders): files
+    # the layout knows and leaves out on purpose (other encodings of the labels it reads); the
+    # inventory names them so, never as unaudited labels.
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
     def add_lists(self, selection: ListSelection) -> None:
         """What a reading of file lists found: its findings, and the lists it read."""
@@ -63,25 +68,77 @@ class Discovery:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """Why a layout does or does not take a path for one of its datasets.
+
+    ``confidence`` is 0 when the layout does not apply, else how specific what it saw is: a
+    file only that format writes (nnU-Net's ``labelsTr`` beside ``dataset.json``) says more
+    than a generic shape (class folders of photos). ``reasons`` say what was seen for it,
+    ``against`` what was seen that speaks against it (and lowered or zeroed the confidence)."""
+
+    confidence: float = 0.0
+    reasons: tuple[str, ...] = ()
+    against: tuple[str, ...] = ()
+    # The folder below the path asked about where what was seen lies (a layout that looks
+    # into sub-folders), None when it lies at the path itself: a folder whose only evidence is
+    # one sub-folder's may hold other datasets beside it.
+    below: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.confidence > 0
+
+    def weakened(self, by: float, why: str) -> "Evidence":
+        """This evidence less ``by`` for what ``why`` says (0 at most)."""
+        return replace(self, confidence=max(0.0, round(self.confidence - by, 4)), against=(*self.against, why))
+
+
+def evidence(confidence: float, *reasons: str, below: str | None = None) -> Evidence:
+    """A layout applies, with ``confidence``, for ``reasons`` (seen in the sub-folder ``below``,
+    when not at the path itself)."""
+    return Evidence(confidence, reasons, below=below)
+
+
+def no(*against: str) -> Evidence:
+    """A layout does not apply, for the reasons ``against`` (may be none: nothing of it seen)."""
+    return Evidence(0.0, (), against)
+
+
+# What a layout can do beyond reading its own files; the options and commands that need a
+# capability ask for it instead of listing layout names.
+LISTS = "lists"  # selects its files through --list
+TABLES = "tables"  # reads CSV/TSV tables (--path-column, --label-column)
+MASKS = "masks"  # its labels are masks (every mask container under it is a label unless paired as an image)
+CATCH_ALL = "catch-all"  # takes any folder: asked only where no other layout applies
+IMAGES = "images"  # finds its images in the folder --images names
+
+
+@dataclass(frozen=True)
 class Layout:
     name: str
-    detect: Callable[[str, AuditOptions], bool]
+    detect: Callable[[str, AuditOptions], Evidence]
     discover: Callable[[str, AuditOptions], Discovery]
-    priority: int  # lower is asked first
     description: str
+    # The highest confidence its detection gives: detection stops asking layouts once the
+    # best found exceeds every remaining one's ``ceiling`` by more than :data:`NEAR`.
+    ceiling: float
+    capabilities: frozenset[str] = frozenset()
+
+    def can(self, capability: str) -> bool:
+        return capability in self.capabilities
 
 
 LAYOUTS: dict[str, Layout] = {}
 
 
-def register_layout(name: str, priority: int, description: str):
-    """Decorator pair: ``@register_layout(...)`` on a class-free module exposing detect/discover."""
+def register_layout(name: str, description: str, ceiling: float, capabilities: Iterable[str] = ()):
+    """Decorator: ``@register_layout(...)`` on a layout module's discover function, whose
+    ``detect`` attribute returns :class:`Evidence`."""
 
     def wrap(discover_fn: Callable[[str, AuditOptions], Discovery]):
         detect_fn = getattr(discover_fn, "detect", None)
         if detect_fn is None:
             raise ValueError(f"layout {name} needs a detect function (set discover.detect)")  # not a user mistake
-        LAYOUTS[name] = Layout(name, detect_fn, discover_fn, priority, description)
+        LAYOUTS[name] = Layout(name, detect_fn, discover_fn, description, ceiling, frozenset(capabilities))
         return discover_fn
 
     return wrap
@@ -89,6 +146,11 @@ def register_layout(name: str, priority: int, description: str):
 
 def layout_names() -> list[str]:
     return sorted(LAYOUTS)
+
+
+def layouts_with(capability: str) -> list[str]:
+    """The names of the layouts that have ``capability``."""
+    return sorted(name for name, layout in LAYOUTS.items() if layout.can(capability))
 
 
 def discover(root: str, options: AuditOptions) -> Discovery:
@@ -124,7 +186,7 @@ METADATA_FILES = frozenset({"dataset_meta.json", "dataset.json", "meta.json", "l
 
 
 # Files that declare the classes or colours of the dataset of their folder.
-DECLARING_FILES = tuple(sorted(METADATA_FILES | CLASS_NAME_FILES | set(COLOR_MAP_FILES)))
+DECLARING_FILES = tuple(sorted(METADATA_FILES | CLASS_NAME_FILES | set(COLOR_MAP_FILES) | set(CLASS_TABLE_FILES)))
 
 
 def discover_datasets(root: str, options: AuditOptions, stream: bool = False) -> list[Discovery]:
@@ -179,9 +241,19 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
     voc = _voc_root_of_image_sets(root)
     if voc is not None:
         return _discover_datasets(voc, options)
-    layout = detect_layout(root, options)
-    if layout is not None:
-        return [layout.discover(root, options)]
+    found = candidates(root, options)
+    if found and found[0].evidence.below is not None:
+        # What was seen lies in one sub-folder: beside it may lie datasets of other layouts
+        # (a folder of exports), each then audited on its own.
+        parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
+        if len({layout.name for _, layout in parts}) > 1:
+            return [layout.discover(folder, options) for folder, layout in parts]
+    if found:
+        discovery = found[0].layout.discover(root, options)
+        note = near_tie_note(root, found)
+        if note:
+            discovery.notes.append(note)
+        return [discovery]
     if storage.isdir(root):
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
         # Folders of masks are one dataset, unless a part is of another layout or declares
@@ -204,13 +276,54 @@ def _voc_root_of_image_sets(folder: str) -> str | None:
     return None
 
 
+# Candidates whose confidences lie this close are a near-tie: the choice is reported.
+NEAR = 0.05
+
+
+@dataclass(frozen=True)
+class Candidate:
+    layout: Layout
+    evidence: Evidence
+
+
+def candidates(root: str, options: AuditOptions, every: bool = False) -> list[Candidate]:
+    """The layouts that take ``root`` for one of their datasets, most confident first (ties by
+    name), the catch-all layout left out. Layouts are asked from the highest ceiling down,
+    until none left could come within :data:`NEAR` of the best found; with ``every``, all are
+    asked and those that do not apply are listed last with the reasons against them."""
+    found: list[Candidate] = []
+    rejected: list[Candidate] = []
+    best = 0.0
+    for layout in sorted(LAYOUTS.values(), key=lambda item: (-item.ceiling, item.name)):
+        if layout.can(CATCH_ALL):
+            continue
+        if not every and best - layout.ceiling > NEAR:
+            break
+        seen = layout.detect(root, options)
+        if seen:
+            found.append(Candidate(layout, seen))
+            best = max(best, seen.confidence)
+        elif every:
+            rejected.append(Candidate(layout, seen))
+    found.sort(key=lambda c: (-c.evidence.confidence, c.layout.name))
+    return found + rejected
+
+
 def detect_layout(root: str, options: AuditOptions) -> Layout | None:
-    """The first layout, by priority, that takes ``root`` for its own (the catch-all mask
-    layout left out)."""
-    for layout in sorted(LAYOUTS.values(), key=lambda item: item.priority):
-        if layout.name != "masks" and layout.detect(root, options):
-            return layout
-    return None
+    """The layout whose evidence for ``root`` is strongest (the catch-all layout left out)."""
+    found = candidates(root, options)
+    return found[0].layout if found else None
+
+
+def near_tie_note(root: str, found: list[Candidate]) -> str | None:
+    """What the report says when the runner-up's evidence came within :data:`NEAR` of the
+    chosen layout's: both, with their reasons."""
+    if len(found) < 2 or not found[1].evidence or found[0].evidence.confidence - found[1].evidence.confidence > NEAR:
+        return None
+    first, second = found[0], found[1]
+    return (f"{display_path(root)}: read as {first.layout.name} ({'; '.join(first.evidence.reasons)}), "
+            f"though it also looks like {second.layout.name} ({'; '.join(second.evidence.reasons)}); "
+            f"--format {second.layout.name} reads it so")
 
 
 def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int]) -> list[tuple[str, Layout]]:
@@ -223,7 +336,13 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
         seen[0] += 1
         if seen[0] > SUBDATASET_FOLDERS:
             break
-        layout = detect_layout(child, options)
+        seen_here = candidates(child, options)
+        layout = seen_here[0].layout if seen_here else None
+        if layout is not None and seen_here[0].evidence.below is not None and depth > 1:
+            below = _sub_datasets(child, options, depth - 1, seen)
+            if len({part.name for _, part in below}) > 1:
+                found.extend(below)  # a folder of exports beside each other
+                continue
         if layout is not None:
             found.append((child, layout))
         elif _holds_masks(child) or (_declares_metadata(child) and _holds_masks_below(child, depth)):
@@ -254,7 +373,10 @@ def _holds_masks_below(folder: str, depth: int) -> bool:
 
 
 def _holds_masks(folder: str) -> bool:
-    """True when ``folder`` itself holds lossless mask files (JPEGs are taken for photos)."""
+    """True when ``folder`` itself holds lossless mask files (JPEGs are taken for photos); an
+    image folder by its tools' convention (``images_png/``) holds none."""
+    if is_image_dir(os.path.basename(storage.abspath(folder))):
+        return False
     try:
         with storage.scandir(folder) as entries:
             return any(e.is_file() and not e.name.startswith(".") and is_mask_candidate(e.name)

@@ -38,9 +38,14 @@ from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import LISTED, noun, plural, shorten, verb
 from labelguard.errors import ColumnError
-from labelguard.layouts.base import METADATA_FILES, AuditOptions, Discovery, display_path, register_layout
+from labelguard.layouts.base import (
+    IMAGES, METADATA_FILES, TABLES, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout,
+)
+from labelguard.layouts.conventions import CLASS_TABLE_FILES, IMAGE_DIRS, MASK_DIRS
+from labelguard.layouts.pairing import may_pair, pair_in_folder
 from labelguard.layouts.references import resolve_names
 from labelguard.readers.base import ReadError, open_regular, read_head, sniff
+from labelguard.readers.class_tables import is_class_table_text
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.tabular import (
     TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table,
@@ -55,10 +60,7 @@ IMAGE_KINDS = frozenset({"png", "jpeg", "tiff", "bmp", "gif", "riff"})
 SPLIT_NAMES = frozenset({"train", "training", "val", "valid", "validation", "test", "testing", "dev", "eval"})
 # Folder names that make a tree a mask, detection or VOC dataset, never a class.
 STRUCTURE_NAMES = frozenset(n.lower() for n in (
-    "images", "image", "imgs", "img", "masks", "mask", "labels", "label", "annotations", "annotation",
-    "jpegimages", "imagesets", "segmentationclass", "segmentationobject", "gt", "gts", "groundtruth",
-    "ground_truth", "targets", "annots", "imagestr", "labelstr", "imagests", "leftimg8bit", "gtfine",
-    "segmentations", "segmentation", "inputs", "input", "rgb", "photos", "depth",
+    *IMAGE_DIRS, *MASK_DIRS, "ImageSets", "SegmentationObject", "gtFine", "depth",
 ))
 NAME_FILES = frozenset({"labels.txt", "classes.txt", "class_names.txt", "labelmap.txt", "synsets.txt",
                         "readme.txt", "license.txt", "requirements.txt", "dataset.txt"})
@@ -169,7 +171,23 @@ def _sniff_table(path: str, options: AuditOptions):
         return None
     # Its text as read_text gives it: a file longer than the head by the whole lines in it.
     text = table_text(head if len(head) < TABLE_HEAD else head.rsplit(b"\n", 1)[0])
+    if _declares_classes(path, text):
+        return None
     return sniff_layout(path, text, options.path_column, options.label_column)
+
+
+def _declares_classes(path: str, text: str) -> bool:
+    """True for a class table, ``text`` its head: label values and their class names
+    (Roboflow's ``_classes.csv``, "Pixel Value, Class"), which declares a dataset's classes
+    and holds no samples."""
+    return os.path.basename(path).lower() in CLASS_TABLE_FILES or is_class_table_text(text)
+
+
+def _is_class_table(path: str) -> bool:
+    try:
+        return _declares_classes(path, table_text(read_head(path, 4096)))
+    except (OSError, ReadError):
+        return False
 
 
 def _is_table(path: str, options: AuditOptions) -> bool:
@@ -251,16 +269,27 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
     return discovery
 
 
-def _detect_tables(root: str, options: AuditOptions) -> bool:
+def _detect_tables(root: str, options: AuditOptions) -> Evidence:
     check_columns(root, options)
     if storage.isfile(root):
-        return root.lower().endswith(TABLE_EXTENSIONS) and _is_table(root, options)
-    return storage.isdir(root) and bool(_table_files(root, options))
+        if root.lower().endswith(TABLE_EXTENSIONS) and _is_table(root, options):
+            return evidence(0.29, "a table of paths and labels")
+        return no(*_class_table_reasons([root]))
+    tables = _table_files(root, options) if storage.isdir(root) else []
+    if not tables:
+        return no(*_class_table_reasons(_table_candidates(root) if storage.isdir(root) else []))
+    return evidence(0.29, f"{display_path(tables[0])} is a table of paths and labels")
+
+
+def _class_table_reasons(paths: list[str]) -> list[str]:
+    """Why the class tables among ``paths`` are not read as tables of samples."""
+    return [f"{display_path(path)} is a class table (label value -> class name), not a table of samples"
+            for path in paths if path.lower().endswith(TABLE_EXTENSIONS) and _is_class_table(path)]
 
 
 discover_tables.detect = _detect_tables
-register_layout("csv", 60, "classification tables: CSV/TSV path + label columns, 'path label' lists "
-                "(ImageNet train.txt + synsets.txt), MNIST-style CSV")(discover_tables)
+register_layout("csv", "classification tables: CSV/TSV path + label columns, 'path label' lists "
+                "(ImageNet train.txt + synsets.txt), MNIST-style CSV", 0.29, (TABLES, IMAGES))(discover_tables)
 
 
 # ---- ImageFolder -----------------------------------------------------------------------------
@@ -349,32 +378,67 @@ def _looks_like_photo(path: str) -> bool:
     return len(np.unique(flat, axis=0)) > PHOTO_VALUES
 
 
-def _class_folders_ok(split_dir: str, minimum: int) -> bool:
-    """True when a folder's subfolders look like classes of photos."""
+def _class_folders(split_dir: str, minimum: int) -> tuple[bool, str | None]:
+    """(whether a folder's subfolders look like classes of photos, what was seen against
+    it when that is more than a shape that does not fit): a class folder holding image and
+    label folders, or images beside the labels a naming convention pairs with them
+    (DeepGlobe's ``x_sat.jpg`` and ``x_mask.png``, Roboflow's ``x.jpg`` and ``x_mask.png``)."""
     classes = _subdirs(split_dir)
-    if len(classes) < minimum or any(c.lower() in STRUCTURE_NAMES or c.lower() in SPLIT_NAMES for c in classes):
-        return False
+    if len(classes) < minimum or any(c.lower() in SPLIT_NAMES for c in classes):
+        return False, None
+    structure = [c for c in classes if c.lower() in STRUCTURE_NAMES]
+    if structure:
+        return False, f"{display_path(os.path.join(split_dir, structure[0]))} is named as an image or label folder"
     photo_checked = False
     for name in classes[:SAMPLE_FOLDERS]:
-        files, dirs = _entries(os.path.join(split_dir, name), SAMPLE_ENTRIES)
+        folder = os.path.join(split_dir, name)
+        files, dirs = _entries(folder, SAMPLE_ENTRIES)
         while not files and dirs:  # nested class folders (class/sub/x.jpg)
-            files, dirs = _entries(dirs[0], SAMPLE_ENTRIES)
+            structure = [d for d in dirs if os.path.basename(d).lower() in STRUCTURE_NAMES]
+            if structure:
+                return False, (f"{display_path(folder)} holds {os.path.basename(structure[0])}/, an image or label "
+                               "folder: an image and label dataset, not a class")
+            folder = dirs[0]
+            files, dirs = _entries(folder, SAMPLE_ENTRIES)
         if any(not f.lower().endswith(TORCHVISION_EXTENSIONS) for f in files):
-            return False
+            return False, None
+        against = _paired_by_name(folder, files)
+        if against:
+            return False, against
         if files and not photo_checked:
             if not _looks_like_photo(files[0]):
-                return False
+                return False, None
             photo_checked = True
-    return photo_checked
+    return photo_checked, None
 
 
-def _detect_imagefolder(root: str, options: AuditOptions) -> bool:
+def _paired_by_name(folder: str, sample: list[str]) -> str | None:
+    """What shows that a class folder holds labels beside their images: a label of a naming
+    convention (``x_mask.png``) among ``sample``, its files, that pairs with an image of the
+    folder (the folder is listed only then)."""
+    if not may_pair(sample):
+        return None
+    pairing = pair_in_folder(_entries(folder, 1 << 30)[0])
+    if not pairing.pairs:
+        return None
+    label, image = min(pairing.pairs.items())
+    return (f"{display_path(label)} is the label of {os.path.basename(image)} beside it by its name: "
+            "labels with their images, not a class of photos")
+
+
+def _detect_imagefolder(root: str, options: AuditOptions) -> Evidence:
     if not storage.isdir(root):
-        return False
+        return no()
     splits = _splits(root)
     if splits:
-        return all(_class_folders_ok(os.path.join(root, s), 1) for s in splits)
-    return _class_folders_ok(root, 2)
+        verdicts = [_class_folders(os.path.join(root, s), 1) for s in splits]
+        if all(ok for ok, _ in verdicts):
+            return evidence(0.23, f"split folders ({', '.join(splits)}) of class folders of photos")
+        return no(*(against for _, against in verdicts if against))
+    ok, against = _class_folders(root, 2)
+    if ok:
+        return evidence(0.23, "class folders of photos")
+    return no(*([against] if against else []))
 
 
 def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
@@ -423,5 +487,5 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
 
 
 discover_imagefolder.detect = _detect_imagefolder
-register_layout("imagefolder", 70, "ImageFolder trees: <split>/<class>/*.jpg or <class>/*.jpg "
-                "(torchvision, Ultralytics classify)")(discover_imagefolder)
+register_layout("imagefolder", "ImageFolder trees: <split>/<class>/*.jpg or <class>/*.jpg "
+                "(torchvision, Ultralytics classify)", 0.23)(discover_imagefolder)

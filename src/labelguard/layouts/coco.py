@@ -36,7 +36,9 @@ from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, Na
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import spans
-from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
+from labelguard.layouts.base import (
+    IMAGES, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout,
+)
 from labelguard.layouts.references import resolve_names
 from labelguard.readers.coco import CAPTION, NO_ID, CocoRecord, looks_like_coco, peek_categories, read_coco
 from labelguard.rules._annotations import process_annotation
@@ -269,6 +271,10 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
         ]
         if flavour.startswith("panoptic") and storage.isdir(panoptic):
             extra.append(("panoptic_dir", panoptic))
+            # The panoptic PNGs are the JSON's segments: it names each, and the audit checks
+            # that each exists.
+            discovery.left_out.append((storage.relpath(panoptic, root).replace(os.sep, "/") + "/*",
+                                       f"a panoptic mask of {os.path.basename(path)}, which names it"))
         discovery.tasks.append(FileTask(
             processor=process_coco, path=path, display=display_path(path), options=tuple(extra)))
     return discovery
@@ -286,10 +292,14 @@ def _primary(references: dict) -> str | None:
     return None
 
 
-def _detect_coco(root: str, options: AuditOptions) -> bool:
-    return bool(coco_files(root))
+def _detect_coco(root: str, options: AuditOptions) -> Evidence:
+    found = coco_files(root)
+    if not found:
+        return no()
+    return evidence(0.89, f"{display_path(found[0])} holds COCO images/annotations/categories")
 
 
 discover_coco.detect = _detect_coco
-register_layout("coco", 8, "COCO JSON (annotations/instances_*.json, Roboflow _annotations.coco.json)")(
+register_layout("coco", "COCO JSON (annotations/instances_*.json, Roboflow _annotations.coco.json)", 0.89,
+                (IMAGES,))(
     discover_coco)

@@ -11,22 +11,28 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec, class_list_spec
+from labelguard.core.text import shorten
 from labelguard.core.tasks import FileTask
 from labelguard.layouts.base import (
-    AuditOptions, Discovery, display_path, register_layout, select_from_lists, unpaired_findings, walk_files,
+    CATCH_ALL, IMAGES, LISTS, MASKS, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout,
+    select_from_lists, unpaired_findings, walk_files,
+)
+from labelguard.layouts.conventions import (
+    CLASS_TABLE_FILES, HERE, IMAGE_DIRS, MASK_DIRS, SEGNET_LABEL_SUFFIX, FolderPair, folder_pairs, is_mask_dir,
 )
 from labelguard.layouts.pairing import (
     DisplayNames, Pairing, PairingStream, Role, image_sets_rule, inside_root, labels_by_image, linked_outside,
-    may_pair, missing_reason, pair_files, pair_in_folder,
+    may_pair, missing_reason, name_key, pair_files, pair_in_folder, read_metadata, strip_extension,
 )
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
+from labelguard.readers.class_tables import read_class_table
 from labelguard.readers.colormap import (
     ColorMap, camvid_color_map, find_color_map, load_color_map, voc_color_map,
 )
@@ -34,11 +40,6 @@ from labelguard.readers.masks import MASK_EXTENSIONS, is_mask_candidate, mask_ex
 from labelguard.rules._masks import process_mask, process_mask_batch  # noqa: F401  (the per-file processor)
 from labelguard.rules.lg206 import same_geometry  # noqa: F401  (imported from here by callers)
 
-IMAGE_DIRS = frozenset({"images", "image", "imgs", "img", "JPEGImages", "leftImg8bit", "imagesTr",
-                        "imagesTs", "inputs", "input", "rgb", "photos"})
-MASK_DIRS = ("masks", "mask", "labels", "label", "annotations", "annotation", "gt", "gts",
-             "groundtruth", "ground_truth", "segmentations", "segmentation", "SegmentationClass",
-             "labelsTr", "targets", "annot", "annots")
 LIST_EXTENSIONS = tuple(MASK_EXTENSIONS)
 JPEG_EXTENSIONS = (".jpg", ".jpeg")
 
@@ -77,10 +78,11 @@ def _is_mask_file(name: str, include_jpeg: bool) -> bool:
 
 
 def _paired_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorMap | None, masks: Iterable[str],
-                  pairing: PairingStream | None, orphans: bool) -> Iterator[FileTask]:
+                  pairing: PairingStream | None, orphans: bool, all_masks: bool = True) -> Iterator[FileTask]:
     """The task of each of ``masks`` as the walk finds it, with the image it pairs with; once
     they are all paired, the note on ambiguous names and (with ``orphans``) LG002 for the
-    images and masks left alone. Only the images' keys are kept, never the masks."""
+    masks left alone and, when ``masks`` are ``all_masks`` of the images (not one mask file
+    given as PATH), for the images left alone. Only the images' keys are kept, never the masks."""
     alone: list[str] = []
     for mask in masks:
         image = pairing.image_of(mask) if pairing is not None else None
@@ -90,14 +92,15 @@ def _paired_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
     result = pairing.finish() if pairing is not None else Pairing(orphan_labels=alone)
     discovery.notes.extend(result.notes("mask"))
     if orphans:
-        discovery.findings.extend(unpaired_findings(result.orphan_images, result.orphan_labels))
+        discovery.findings.extend(unpaired_findings(result.orphan_images if all_masks else [], result.orphan_labels))
 
 
 def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorMap | None, root: str,
                   jpeg_in: Callable[[str], bool]) -> Iterator[FileTask]:
     """The task of each mask under ``root`` (a file of a mask extension; a JPEG only in a
     folder that ``jpeg_in(folder)``), folder by folder as the walk finds them, its image
-    found beside it by a role word (:func:`pair_in_folder` pairs within one folder); files
+    found beside it by a role word (:func:`pair_in_folder` pairs within one folder, a JPEG
+    photo with the mask named after it: Roboflow's ``x.jpg`` and ``x_mask.png``); files
     that are some mask's image are no masks. One folder's names are held at a time."""
     ambiguous = Pairing()
     shown = DisplayNames()
@@ -116,20 +119,41 @@ def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
         pairing = pair_in_folder(files)
         ambiguous.ambiguous.update(pairing.ambiguous)
         images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
-        for path in files:
+        masks = [path for path in files if _is_mask_file(path, jpeg)]
+        for path in masks:
             if path not in images:
                 yield _task(path, options, color_map, pairing.pairs.get(path))
+        discovery.findings.extend(unpaired_findings(*_alone_in_folder(pairing, masks, set(files) - set(masks))))
     discovery.notes.extend(ambiguous.notes("mask"))
 
 
+def _alone_in_folder(pairing: Pairing, masks: Iterable[str], photos: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(photos, masks) left alone in the folders where masks pair with images by a naming
+    convention (Roboflow's ``x.jpg`` beside ``x_mask.png``): there a photo without its mask,
+    and a mask named as a label without its image, are orphans (LG002). Elsewhere a lone
+    file is a mask of a folder without the convention, never an orphan."""
+    if not pairing.pairs:
+        return [], []
+    folders = {os.path.dirname(mask) for mask in pairing.pairs}
+    images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
+    alone_photos = sorted(p for p in photos if os.path.dirname(p) in folders and p not in images)
+    alone_masks = sorted(m for m in masks if os.path.dirname(m) in folders and m not in images
+                         and m not in pairing.pairs and m not in pairing.ambiguous
+                         and name_key(strip_extension(os.path.basename(m)))[1] == "label")
+    return alone_photos, alone_masks
+
+
 def _kept_names(names: Iterable[str], jpeg: bool, kept: bytearray | None = None) -> Iterator[str]:
-    """The names of ``names`` that are masks' by their extension (JPEGs when ``jpeg``); each
-    name's verdict is appended to ``kept``."""
+    """The names of ``names`` that may pair in one folder: the masks' by their extension
+    (JPEGs when ``jpeg``) and, where JPEGs are no masks, the JPEGs, which may be a mask's
+    image. Whether each name is a mask's is appended to ``kept``."""
     for name in names:
-        keep = _is_mask_file(name, jpeg)
+        extension = mask_extension(name)
+        photo = not jpeg and extension in JPEG_EXTENSIONS
+        keep = not photo and extension in MASK_EXTENSIONS
         if kept is not None:
             kept.append(keep)
-        if keep:
+        if keep or photo:
             yield name
 
 
@@ -143,9 +167,11 @@ def _pair(images: list[str], masks: list[str], image_root: str, mask_root: str,
 
 
 def _metadata_spec(directories: list[str], root: str) -> tuple[LabelSpec, list[str], list[Finding]]:
-    """The spec a dataset declares beside its data: nnU-Net dataset.json or a class-name file;
-    the problems of the files that could not be read; LG005 for those that are links out of
-    the dataset ``root`` (not read: :func:`linked_outside`).
+    """The spec a dataset declares beside its data: nnU-Net dataset.json, a class table
+    (Roboflow's ``_classes.csv``: value -> class) or a class-name file; the problems of the
+    files that could not be read; the findings about them: LG001 for a class table that
+    cannot be read (:func:`read_metadata`), LG005 for a file that is a link out of the
+    dataset ``root`` (not read: :func:`linked_outside`).
 
     ``directories`` go nearest first, the dataset's own folders before the ones above its
     root: a converter's output folder holds the class list of that output, while the folder
@@ -153,20 +179,27 @@ def _metadata_spec(directories: list[str], root: str) -> tuple[LabelSpec, list[s
     first line is not a class of the output).
     """
     problems: list[str] = []
-    outside: list[Finding] = []
+    findings: list[Finding] = []
     for directory in directories:
         path = os.path.join(directory, "dataset.json")
-        if storage.isfile(path) and not _linked_out(path, root, outside):
+        if storage.isfile(path) and not _linked_out(path, root, findings):
             try:
                 meta = parse_json(read_text(path), "dataset.json")
                 labels = meta.get("labels") if isinstance(meta, dict) else None
                 if isinstance(labels, dict) and labels:
-                    return _spec_from_nnunet(labels, path), problems, outside
+                    return _spec_from_nnunet(labels, path), problems, findings
             except (ReadError, ValueError) as exc:
                 problems.append(f"{display_path(path)}: {exc}")
+        for name in CLASS_TABLE_FILES:
+            path = os.path.join(directory, name)
+            if storage.isfile(path):
+                rows, found = read_metadata(path, read_class_table, root, "class table")
+                findings.extend(found)
+                if rows is not None:
+                    return _value_classes_spec(rows, path), problems, findings
         for name in CLASS_NAME_FILES:
             path = os.path.join(directory, name)
-            if storage.isfile(path) and not _linked_out(path, root, outside):
+            if storage.isfile(path) and not _linked_out(path, root, findings):
                 try:
                     names = read_class_names(path)
                 except ReadError as exc:
@@ -174,8 +207,8 @@ def _metadata_spec(directories: list[str], root: str) -> tuple[LabelSpec, list[s
                     continue
                 spec = class_list_spec(names, display_path(path))
                 if spec.is_known:
-                    return spec, problems, outside
-    return LabelSpec(), problems, outside
+                    return spec, problems, findings
+    return LabelSpec(), problems, findings
 
 
 def _linked_out(path: str, root: str, findings: list[Finding]) -> bool:
@@ -195,6 +228,12 @@ def _spec_from_nnunet(labels: dict, path: str) -> LabelSpec:
             pairs.append((value, str(key)))
         elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
             pairs.extend((v, f"{key}") for v in value)  # region-based: the regions' member labels
+    return _value_classes_spec(pairs, path)
+
+
+def _value_classes_spec(pairs: list[tuple[int, str]], path: str) -> LabelSpec:
+    """The spec of (value, class name) pairs a file declares: the classes in value order when
+    the values are 0..N-1, else the values."""
     values = sorted({v for v, _ in pairs})
     names = dict(pairs)
     if values == list(range(len(values))):
@@ -273,22 +312,55 @@ def _parents(path: str, root: str) -> list[str]:
 
 
 def discover_paired(root: str, options: AuditOptions) -> Discovery:
-    """Explicit ``--images DIR --masks DIR``, or sibling image/mask folders under ``root``."""
+    """Explicit ``--images DIR --masks DIR``, or sibling image/mask folders under ``root``.
+
+    The masks are those of ``--masks``, else of a mask folder under ``root`` (masks/,
+    labels/...), else, when ``--images`` says where the images are, ``root``'s own: the mask
+    file ``root``, or the masks of the folder ``root`` outside the image folder (JPEGs there
+    are photos, as in any folder not named for labels). Where none of these is, there is
+    nothing to audit, and a note says what was looked for."""
     discovery = Discovery("paired", root)
-    image_root = flag_folder(root, options.images) or _child(root, IMAGE_DIRS)
+    image_root = flag_folder(root, options.images) or _child(root, sorted(IMAGE_DIRS))
     mask_root = flag_folder(root, options.masks) or _child(root, MASK_DIRS)
-    assert mask_root is not None
+    if mask_root is None and not (options.images and storage.exists(root)):
+        discovery.notes.append(
+            f"no masks to pair: --masks was not given and {display_path(root)} holds no mask folder "
+            f"({shorten((f'{name}/' for name in MASK_DIRS), 4, what='name')}); give --masks DIR (with "
+            "--images DIR), or PATH and --images DIR to pair the masks of PATH")
+        return discovery
+    if image_root is None:
+        discovery.notes.append(f"no image folder was given (--images) or found beside the masks "
+                               f"({shorten((f'{name}/' for name in sorted(IMAGE_DIRS)), 4, what='name')}): "
+                               "the masks were audited without their images (no LG002, no LG206)")
+    masks: Iterable[str]
+    one_file = mask_root is None and storage.isfile(root)
+    if mask_root is not None:
+        masks = _iter_mask_files(mask_root, True)
+    elif one_file:
+        mask_root, masks = os.path.dirname(storage.abspath(root)), [root]
+    else:
+        mask_root, masks = root, _masks_outside(root, image_root)
     images = [p for p in walk_files(image_root) if is_mask_candidate(p)] if image_root else []
     color_map = _declared_color_map(options, _parents(mask_root, root), discovery)
     if not options.lists:
         # The masks are paired as the walk finds them, each task handed on at once.
         pairing = PairingStream(images, image_root or root, mask_root) if images else None
-        discovery.tasks = _paired_tasks(discovery, options, color_map, _iter_mask_files(mask_root, True), pairing,
-                                        orphans=bool(image_root))
+        discovery.tasks = _paired_tasks(discovery, options, color_map, masks, pairing, orphans=bool(image_root),
+                                        all_masks=not one_file)
         return _declare(discovery, color_map, [mask_root])
-    masks = _mask_files(mask_root, include_jpeg=True)
+    masks = list(masks)
     pairs, _, _ = _pair(images, masks, image_root or root, mask_root, discovery)
     return _finish(discovery, options, masks, pairs, color_map, [mask_root], images)
+
+
+def _masks_outside(root: str, image_root: str | None) -> Iterator[str]:
+    """The masks under ``root`` that are not in its image folder ``image_root``, JPEGs left
+    out (photos, in a folder not named for labels)."""
+    skipped = os.path.join(storage.abspath(image_root), "") if image_root else None
+    for prefix, names in storage.iter_folders(root):
+        if skipped is not None and os.path.join(storage.abspath(prefix), "").startswith(skipped):
+            continue
+        yield from (prefix + name for name in names if _is_mask_file(name, False))
 
 
 def flag_folder(root: str, folder: str | None) -> str | None:
@@ -303,7 +375,9 @@ def flag_folder(root: str, folder: str | None) -> str | None:
     return folder
 
 
-def _child(root: str, names) -> str | None:
+def _child(root: str, names: Sequence[str]) -> str | None:
+    """The folder of ``root`` named by the first of ``names`` that one is named (in any case);
+    ``names`` in order, so that the same folder is chosen on every run."""
     if not storage.isdir(root):
         return None
     entries = {e.lower(): e for e in storage.folder_names(root)}
@@ -313,14 +387,19 @@ def _child(root: str, names) -> str | None:
     return None
 
 
-def _detect_paired(root: str, options: AuditOptions) -> bool:
+def _detect_paired(root: str, options: AuditOptions) -> Evidence:
     if options.masks:
-        return True
-    return storage.isdir(root) and _child(root, MASK_DIRS) is not None and _child(root, IMAGE_DIRS) is not None
+        return evidence(1.0, f"--masks {options.masks} names the label folder")
+    if not storage.isdir(root):
+        return no()
+    masks, images = _child(root, MASK_DIRS), _child(root, sorted(IMAGE_DIRS))
+    if masks is None or images is None:
+        return no()
+    return evidence(0.35, f"{os.path.basename(images)}/ and {os.path.basename(masks)}/ side by side")
 
 
 discover_paired.detect = _detect_paired
-register_layout("paired", 50, "image and mask folders paired by name")(discover_paired)
+register_layout("paired", "image and mask folders paired by name", 1.0, (LISTS, IMAGES, MASKS))(discover_paired)
 
 
 def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
@@ -343,8 +422,15 @@ def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
     return _finish(discovery, options, masks, pairs, color_map, [], all_images)
 
 
-discover_nnunet.detect = lambda root, options: storage.isdir(os.path.join(root, "labelsTr"))
-register_layout("nnunet", 20, "nnU-Net raw dataset (imagesTr/labelsTr, dataset.json)")(discover_nnunet)
+def _detect_nnunet(root: str, options: AuditOptions) -> Evidence:
+    if not storage.isdir(os.path.join(root, "labelsTr")):
+        return no()
+    described = storage.isfile(os.path.join(root, "dataset.json"))
+    return evidence(0.83, "labelsTr/ folder", *(["dataset.json beside it"] if described else []))
+
+
+discover_nnunet.detect = _detect_nnunet
+register_layout("nnunet", "nnU-Net raw dataset (imagesTr/labelsTr, dataset.json)", 0.83, (LISTS, MASKS))(discover_nnunet)
 
 
 def voc_segmentation_files(root: str) -> tuple[list[str], list[str]]:
@@ -382,17 +468,19 @@ def discover_voc_segmentation(root: str, options: AuditOptions, selected: list[s
     return _finish(discovery, replace(options, lists=()), masks, pairs, color_map, [])
 
 
-discover_voc_segmentation.detect = lambda root, options: storage.isdir(os.path.join(root, "SegmentationClass"))
-register_layout("voc-segmentation", 30, "Pascal VOC segmentation (SegmentationClass, JPEGImages)")(
+discover_voc_segmentation.detect = lambda root, options: (
+    evidence(0.71, "SegmentationClass/ folder") if storage.isdir(os.path.join(root, "SegmentationClass")) else no())
+register_layout("voc-segmentation", "Pascal VOC segmentation (SegmentationClass, JPEGImages)", 0.71, (LISTS, MASKS))(
     discover_voc_segmentation)
 
 
 def _camvid_splits(root: str) -> list[tuple[str, str]]:
     if not storage.isdir(root):
         return []
-    annotated = [name for name in storage.folder_names(root) if name.endswith("annot")]
-    return [(os.path.join(root, n[:-5]), os.path.join(root, n)) for n in annotated
-            if storage.lexists(os.path.join(root, n[:-5]))]
+    cut = len(SEGNET_LABEL_SUFFIX)
+    annotated = [name for name in storage.folder_names(root) if name.endswith(SEGNET_LABEL_SUFFIX)]
+    return [(os.path.join(root, n[:-cut]), os.path.join(root, n)) for n in annotated
+            if storage.lexists(os.path.join(root, n[:-cut]))]
 
 
 def discover_camvid(root: str, options: AuditOptions) -> Discovery:
@@ -410,8 +498,15 @@ def discover_camvid(root: str, options: AuditOptions) -> Discovery:
     return _finish(discovery, options, masks, pairs, color_map, [])
 
 
-discover_camvid.detect = lambda root, options: bool(_camvid_splits(root))
-register_layout("camvid", 40, "CamVid (train/trainannot, val/valannot...)")(discover_camvid)
+def _detect_camvid(root: str, options: AuditOptions) -> Evidence:
+    splits = _camvid_splits(root)
+    if not splits:
+        return no()
+    return evidence(0.59, ", ".join(f"{os.path.basename(i)}/ beside {os.path.basename(m)}/" for i, m in splits))
+
+
+discover_camvid.detect = _detect_camvid
+register_layout("camvid", "CamVid (train/trainannot, val/valannot...)", 0.59, (LISTS, MASKS))(discover_camvid)
 
 
 def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
@@ -420,6 +515,9 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
     files = walk_files(gt)
     masks = [p for p in files if p.endswith("_labelTrainIds.png")] or [
         p for p in files if p.endswith("_labelIds.png")]
+    for suffix in ("_labelTrainIds.png", "_labelIds.png", "_instanceIds.png", "_color.png", "_polygons.json"):
+        discovery.left_out.append((f"gtFine/*{suffix}", "another encoding of the labels of the Cityscapes "
+                                   "masks audited (or, without them, of none labelguard reads)"))
     encoding = None
     if not masks:
         masks = [p for p in files if p.endswith("_instanceIds.png")]
@@ -444,8 +542,9 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
     return discovery
 
 
-discover_cityscapes.detect = lambda root, options: storage.isdir(os.path.join(root, "gtFine"))
-register_layout("cityscapes", 35, "Cityscapes (gtFine/*_labelIds.png, leftImg8bit)")(discover_cityscapes)
+discover_cityscapes.detect = lambda root, options: (
+    evidence(0.65, "gtFine/ folder") if storage.isdir(os.path.join(root, "gtFine")) else no())
+register_layout("cityscapes", "Cityscapes (gtFine/*_labelIds.png, leftImg8bit)", 0.65, (LISTS, MASKS))(discover_cityscapes)
 
 
 ADE20K_SEG = "_seg.png"
@@ -462,18 +561,20 @@ def _ade20k_stem(path: str) -> str | None:
     return path[:match.start()] if match else None
 
 
-def _detect_ade20k(root: str, options: AuditOptions) -> bool:
-    """True when a folder under ``root`` holds an ``x_seg.png`` beside its ``x.json``."""
+def _detect_ade20k(root: str, options: AuditOptions) -> Evidence:
+    """An ``x_seg.png`` beside its ``x.json`` in a folder under ``root``."""
     if not storage.isdir(root):
-        return False
+        return no()
     for count, (prefix, names) in enumerate(storage.iter_folders(root, suffixes=(".json",))):
         described = {n[:-len(".json")] for n in names if n.endswith(".json")}
-        if described and any(n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described
-                             for n in _names_ending(prefix, (ADE20K_SEG,))):
-            return True
+        seg = next((n for n in _names_ending(prefix, (ADE20K_SEG,))
+                    if n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described), None) if described else None
+        if seg is not None:
+            below = None if storage.abspath(prefix) == storage.abspath(root) else prefix
+            return evidence(0.47, f"{display_path(os.path.join(prefix, seg))} beside its .json", below=below)
         if count >= ADE20K_PROBE_DIRS:
-            return False
-    return False
+            return no(f"no x_seg.png beside its x.json in the first {ADE20K_PROBE_DIRS} folders")
+    return no()
 
 
 def _names_ending(folder: str, suffixes: tuple[str, ...]) -> list[str]:
@@ -503,6 +604,7 @@ def discover_ade20k(root: str, options: AuditOptions) -> Discovery:
     if instance:
         discovery.notes.append(f"{len(instance)} ADE20K instance masks (x/instance_*.png) left out: each is "
                                "one object's binary mask, not a class mask")
+        discovery.left_out.append(("*instance_*.png", "an ADE20K instance mask: one object's binary mask"))
     discovery.notes.append("ADE20K class and part masks decoded as the format stores them: class = R / 10 * 256 "
                            "+ G (B numbers the instances)")
     _finish(discovery, options, masks, pairs, None, [])
@@ -511,7 +613,7 @@ def discover_ade20k(root: str, options: AuditOptions) -> Discovery:
 
 
 discover_ade20k.detect = _detect_ade20k
-register_layout("ade20k", 42, "ADE20K full format (x_seg.png, x_parts_N.png and x.json beside x.jpg)")(
+register_layout("ade20k", "ADE20K full format (x_seg.png, x_parts_N.png and x.json beside x.jpg)", 0.47, (MASKS,))(
     discover_ade20k)
 
 
@@ -521,12 +623,13 @@ MAPILLARY_OTHER = {"instances": "instance masks (class * 256 + instance)",
                    "polygons": "polygon JSON files (the same labels)"}
 
 
-def _detect_mapillary(root: str, options: AuditOptions) -> bool:
+def _detect_mapillary(root: str, options: AuditOptions) -> Evidence:
     """A Mapillary Vistas version folder: ``<split>/v1.2/labels`` beside ``<split>/images``."""
     root = storage.abspath(root)
-    return (bool(MAPILLARY_VERSION.match(os.path.basename(root)))
-            and storage.isdir(os.path.join(root, "labels"))
-            and storage.isdir(os.path.join(os.path.dirname(root), "images")))
+    if (MAPILLARY_VERSION.match(os.path.basename(root)) and storage.isdir(os.path.join(root, "labels"))
+            and storage.isdir(os.path.join(os.path.dirname(root), "images"))):
+        return evidence(0.53, f"version folder {os.path.basename(root)}/ with labels/, beside ../images/")
+    return no()
 
 
 def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
@@ -547,6 +650,7 @@ def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
     if others:
         discovery.notes.append(f"labels/ holds the class masks; left out as other encodings of them: "
                                f"{', '.join(others)}")
+    discovery.left_out.extend((f"{folder}/*", f"Mapillary {what}") for folder, what in MAPILLARY_OTHER.items())
     _finish(discovery, options, masks, pairs, None, [])
     config = os.path.join(os.path.dirname(os.path.dirname(root)), f"config_{os.path.basename(root)}.json")
     if not discovery.spec.is_known and storage.isfile(config) and not _linked_out(config, root, discovery.findings):
@@ -569,12 +673,26 @@ def _mapillary_spec(path: str, discovery: Discovery) -> LabelSpec:
 
 
 discover_mapillary.detect = _detect_mapillary
-register_layout("mapillary", 41, "Mapillary Vistas (<split>/images, <split>/<version>/labels, config_<version>.json)")(
-    discover_mapillary)
+register_layout("mapillary", "Mapillary Vistas (<split>/images, <split>/<version>/labels, config_<version>.json)",
+                0.53, (MASKS,))(discover_mapillary)
 
 
 def discover_masks(root: str, options: AuditOptions) -> Discovery:
-    """Any file or folder of masks; in a folder, JPEGs are taken for images unless forced."""
+    """Any file or folder of masks; in a folder, JPEGs are taken for images unless forced.
+    With ``--images`` or ``--masks``, the masks are paired with their images
+    (:func:`discover_paired`): the folders named for pairing are never dropped. Without
+    them, the image folders that the conventions of :mod:`labelguard.layouts.conventions`
+    name beside or above a label folder, and the files a role word names as a mask's image
+    in its folder, are the images of those masks, never masks; so is ``root`` itself when it
+    is such an image folder (:func:`_image_folder_reason`)."""
+    if options.images or options.masks:
+        paired = discover_paired(root, options)
+        if options.format == "masks":
+            given = " and ".join(flag for flag, value in (("--images", options.images), ("--masks", options.masks))
+                                 if value)
+            paired.notes.append(f"--format masks with {given}: the masks were paired with their images by name, "
+                                "as the paired layout pairs them")
+        return paired
     discovery = Discovery("masks", root)
     if storage.isfile(root):
         color_map = _declared_color_map(options, [os.path.dirname(storage.abspath(root))], discovery)
@@ -591,48 +709,145 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         discovery.findings.append(UNREADABLE.finding(display_path(root), missing_reason(root)))
         return discovery
     forced = options.format == "masks"
-    if not forced and not options.lists and os.path.basename(storage.abspath(root)) in IMAGE_DIRS:
-        discovery.notes.append(f"{display_path(root)} is an image folder ({os.path.basename(storage.abspath(root))}/): "
+    why = None if forced or options.lists else _image_folder_reason(root)
+    if why is not None:
+        discovery.notes.append(f"{display_path(root)} is an image folder ({why}): "
                                "its files are taken for images, not labels; give the dataset folder or its "
                                "label folder (or --format masks to audit these files as masks)")
         return discovery
-    siblings = [] if forced else sibling_folders(root)
-    image_folders = tuple(os.path.join(image_dir, "") for image_dir, _ in siblings)
+    candidates = [] if forced else _image_folder_candidates(root)
+
     def jpeg_in(folder: str) -> bool:
         """Whether JPEGs in ``folder`` are masks (a label folder's)."""
         return forced or _in_mask_dir(folder, root)
 
     jpeg_folders: dict[str, bool] = {}  # of the files listed below: worked out once a folder
 
-    def keep(path: str) -> bool:
+    def is_mask(path: str) -> bool:
         folder = os.path.dirname(path)
         if folder not in jpeg_folders:
             jpeg_folders[folder] = jpeg_in(folder)
-        return not path.startswith(image_folders) and _is_mask_file(path, jpeg_folders[folder])
+        return _is_mask_file(path, jpeg_folders[folder])
 
     color_map = _masks_color_map(root, options, discovery)
-    if not siblings and not options.lists:
+    if not candidates and not options.lists:
         # Each folder's masks are handed on as the walk leaves the folder.
         discovery.tasks = _folder_tasks(discovery, options, color_map, root, jpeg_in)
         return _declare(discovery, color_map, [])
-    files = [path for path in walk_files(root, skip_dirs=IMAGE_DIRS) if keep(path)]
-    pairing = pair_in_folder(files)
+    walked = walk_files(root, skip_dirs=IMAGE_DIRS)
+    folders = _image_folders(candidates, [p for p in walked if is_mask(p)], discovery, options)
+    inside_image_folders = tuple(os.path.join(found.image_dir, "") for found in folders)
+    walked = [p for p in walked if not p.startswith(inside_image_folders)]
+    files = [p for p in walked if is_mask(p)]
+    photos = [p for p in walked if mask_extension(p) in JPEG_EXTENSIONS and not is_mask(p)]
+    pairing = pair_in_folder(files + photos)
     discovery.notes.extend(pairing.notes("mask"))
+    if not options.lists:
+        discovery.findings.extend(unpaired_findings(*_alone_in_folder(pairing, files, photos)))
     # A file that is some label's image is never audited as a label itself.
     images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
     masks = [p for p in files if p not in images]
     pairs = dict(pairing.pairs)
-    for image_dir, label_dir in siblings:
-        # train/ beside train_labels/ (Kaggle's CamVid), train/ beside trainannot/ (SegNet's):
-        # the first folder holds the images of the second's labels.
-        folder_images = _mask_files(image_dir, include_jpeg=True)
-        folder_masks = [m for m in masks if m.startswith(os.path.join(label_dir, ""))]
-        found, orphan_images, orphan_masks = _pair(folder_images, folder_masks, image_dir, label_dir, discovery)
-        pairs.update(found)
-        images.update(folder_images)
-        if not options.lists:
-            discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
+    for found in folders:
+        for mask, image in found.pairs.items():
+            pairs.setdefault(mask, image)  # change detection: the photo before, of the two
+        images.update(found.images)
     return _finish(discovery, options, masks, pairs, color_map, [], sorted(images))
+
+
+def _image_folder_reason(folder: str) -> str | None:
+    """Why ``folder`` holds images, not labels, or None: its name (:data:`IMAGE_DIRS`), or a
+    convention that makes it the image folder of a label folder beside it, whose masks its
+    files pair with (LEVIR-CD's ``A/``, Kaggle CamVid's ``train/`` beside ``train_labels/``)."""
+    folder = storage.abspath(folder)
+    name = os.path.basename(folder)
+    if name in IMAGE_DIRS:
+        return f"named {name}/"
+    parent = os.path.dirname(folder)
+    try:
+        by_name = {os.path.basename(child): child for child in storage.folder_paths(parent, hidden=False)}
+    except OSError:
+        return None
+    for pair in folder_pairs(by_name):
+        if pair.images != name:
+            continue
+        label_dir = parent if pair.labels == HERE else by_name[pair.labels]
+        masks = [path for path in storage.iter_files(label_dir) if _is_mask_file(path, pair.labels != HERE)
+                 and (pair.labels != HERE or os.path.dirname(path) == label_dir)]
+        if pair_files(_mask_files(folder, include_jpeg=True), masks, folder, label_dir).pairs:
+            shown = "the folder above it" if pair.labels == HERE else f"{pair.labels}/ beside it"
+            return f"images of the labels in {shown}; {pair.kind}"
+    return None
+
+
+@dataclass(frozen=True)
+class _ImageFolder:
+    """An image folder and what pairing it with its label folder found."""
+
+    image_dir: str
+    label_dir: str
+    images: list[str]
+    pairs: dict[str, str]  # mask -> image
+
+
+def _image_folder_candidates(root: str, depth: int = 3) -> list[tuple[str, str, FolderPair]]:
+    """(image folder, label folder, convention) for each pair of folders that a convention
+    names (:func:`~labelguard.layouts.conventions.folder_pairs`) in ``root`` and its folders,
+    ``depth`` levels down (LoveDA's ``Train/Rural/images_png``), at most
+    :data:`IMAGE_FOLDER_PROBES` folders looked into; a label folder of
+    :data:`~labelguard.layouts.conventions.HERE` is the folder holding the image folder."""
+    found: list[tuple[str, str, FolderPair]] = []
+    pending = [(root, depth)]
+    looked = 0
+    while pending and looked < IMAGE_FOLDER_PROBES:
+        folder, left = pending.pop(0)
+        looked += 1
+        try:
+            children = storage.folder_paths(folder, hidden=False)
+        except OSError:
+            continue
+        by_name = {os.path.basename(child): child for child in children}
+        named = folder_pairs(by_name)
+        for pair in named:
+            found.append((by_name[pair.images], folder if pair.labels == HERE else by_name[pair.labels], pair))
+        taken = {pair.images for pair in named} | {pair.labels for pair in named}
+        if left > 1:
+            pending.extend((child, left - 1) for name, child in by_name.items() if name not in taken)
+    return found
+
+
+# Folders looked into for image folders beside label folders (a per-dataset cost).
+IMAGE_FOLDER_PROBES = 200
+
+
+def _image_folders(candidates: list[tuple[str, str, FolderPair]], masks: list[str], discovery: Discovery,
+                   options: AuditOptions) -> list[_ImageFolder]:
+    """The candidates whose image folder holds the images of its label folder's ``masks``
+    (by name, the pairing engine's keys): those a convention names by their name alone
+    (``images/``, ``img_dir/``) and those whose files pair with the masks (``A/`` and ``B/``
+    beside ``label/``, ``top/`` above its labels). LG002 for the masks of a label folder that
+    no image folder pairs and for the images without a mask, unless ``--list`` chooses."""
+    accepted: list[_ImageFolder] = []
+    paired: dict[str, set[str]] = {}  # label folder -> its masks that some image folder pairs
+    orphan_masks: dict[str, list[str]] = {}
+    for image_dir, label_dir, pair in candidates:
+        inside = os.path.join(label_dir, "")
+        below = [m for m in masks if os.path.join(os.path.dirname(m), "") == inside] if pair.labels == HERE else \
+            [m for m in masks if m.startswith(inside)]
+        images = _mask_files(image_dir, include_jpeg=True)
+        pairing = pair_files(images, below, image_dir, label_dir)
+        if not pairing.pairs and not pair.by_name:
+            continue  # a folder named like an image folder, whose files are the images of nothing
+        discovery.notes.extend(pairing.notes("mask"))
+        accepted.append(_ImageFolder(image_dir, label_dir, images, pairing.pairs))
+        paired.setdefault(label_dir, set()).update(pairing.pairs)
+        orphan_masks.setdefault(label_dir, pairing.orphan_labels)
+        if not options.lists:
+            discovery.findings.extend(unpaired_findings(pairing.orphan_images, []))
+    if not options.lists:
+        for label_dir, alone in orphan_masks.items():
+            discovery.findings.extend(unpaired_findings([], [m for m in alone if m not in paired[label_dir]]))
+    return accepted
 
 
 def _masks_color_map(root: str, options: AuditOptions, discovery: Discovery) -> ColorMap | None:
@@ -649,39 +864,15 @@ def _masks_color_map(root: str, options: AuditOptions, discovery: Discovery) -> 
     return color_map
 
 
-# A label folder named after its image folder: train_labels/, trainannot/, train_masks/...
-FOLDER_LABEL_SUFFIXES = ("_labels", "_label", "labels", "_annot", "annot", "_annotations", "_masks", "_mask",
-                         "masks", "_gt", "_groundtruth", "_seg", "_segmentation")
-
-
-def sibling_folders(root: str, depth: int = 2) -> list[tuple[str, str]]:
-    """(image folder, label folder) for every folder of ``root`` (and of its subfolders,
-    ``depth`` levels down) beside which a folder of its name plus a label suffix lies."""
-    try:
-        children = storage.folder_paths(root, hidden=False)
-    except OSError:
-        return []
-    by_name = {os.path.basename(child).lower(): child for child in children}
-    found = []
-    for child in children:
-        name = os.path.basename(child).lower()
-        label = next((by_name[name + suffix] for suffix in FOLDER_LABEL_SUFFIXES if name + suffix in by_name), None)
-        if label is not None:
-            found.append((child, label))
-        elif depth > 1:
-            found.extend(sibling_folders(child, depth - 1))
-    return found
-
-
 def _in_mask_dir(folder: str, root: str) -> bool:
     """True when a folder from ``root`` to ``folder`` (both included) is a label folder."""
     parts = [os.path.basename(storage.abspath(root)), *storage.relpath(folder, root).split(os.sep)]
-    names = {n.lower() for n in MASK_DIRS}
-    return any(p.lower() in names for p in parts)
+    return any(is_mask_dir(p) for p in parts)
 
 
-discover_masks.detect = lambda root, options: True
-register_layout("masks", 100, "any folder or file of masks (PNG, TIFF, NPY, NPZ, HDF5, NIfTI)")(discover_masks)
+discover_masks.detect = lambda root, options: evidence(0.10, "any folder or file may hold masks")
+register_layout("masks", "any folder or file of masks (PNG, TIFF, NPY, NPZ, HDF5, NIfTI)", 0.10,
+                (LISTS, CATCH_ALL, IMAGES, MASKS))(discover_masks)
 
 
 def color_proposal(colors: Counter) -> dict[str, int]:

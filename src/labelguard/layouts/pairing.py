@@ -8,9 +8,9 @@ label's path from the image's, that function; this module decides:
 * **pairing** (:func:`pair_files`): images and labels in two folder trees meet by the longest
   name they share. Keys are tried from the most to the least specific, and the first that
   matches wins: the relative folder + the whole stem; the folder + the stem without the
-  naming conventions of known tools (:data:`LABEL_SUFFIXES`, :data:`IMAGE_SUFFIXES`:
-  mmsegmentation ``_img``/``_gt``, Cityscapes ``_leftImg8bit``/``_gtFine_labelIds``,
-  ``_mask``, ``_label``, ``_seg``...); the same with nnU-Net's ``_0000`` channel suffix
+  naming conventions of known tools (:mod:`labelguard.layouts.conventions`: mmsegmentation
+  ``_img``/``_gt``, Cityscapes ``_leftImg8bit``/``_gtFine_labelIds``, DeepGlobe
+  ``_sat``/``_mask``, ``_label``, ``_seg``...); the same with nnU-Net's ``_0000`` channel suffix
   dropped from images; the longest leading part of the label's stem, cut at a separator,
   that is an image's stem; and, last, the stem alone across folders when one image has it.
   Several images under one key are the channels of one case when they differ only by the
@@ -70,23 +70,17 @@ from labelguard.core.cache import note_folder
 from labelguard.core.paths import display_path, inside_root, resolves_inside, take_refused
 from labelguard.core.text import SHOWN, clipped, plural, shorten, verb
 from labelguard.core.findings import Finding
+from labelguard.layouts.conventions import (
+    IMAGE_PREFIXES, IMAGE_SUFFIXES, IMAGE_TOKENS, LABEL_PREFIXES, LABEL_SUFFIXES, LABEL_TOKENS,
+)
 from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, read_bytes, read_head
 from labelguard.readers.lists import ListFile, parse_list
 
 T = TypeVar("T")
 
 # ---- names --------------------------------------------------------------------------------
-
-
-LABEL_SUFFIXES = (
-    "gtFine_labelTrainIds", "gtFine_labelIds", "gtFine_instanceIds", "gtFine_color",
-    "gtCoarse_labelTrainIds", "gtCoarse_labelIds", "gtCoarse_instanceIds", "gtCoarse_color",
-    "labelTrainIds", "labelIds", "mask", "masks", "label", "labels", "gt", "seg", "segmentation",
-    "annotation", "anno", "target",
-)
-IMAGE_SUFFIXES = ("leftImg8bit", "img", "image")
-LABEL_PREFIXES = ("gt", "mask", "label")
-IMAGE_PREFIXES = ("image", "img")
+# The conventions themselves are data in labelguard.layouts.conventions; these are the
+# engine's look-ups built from them.
 
 _SEPARATORS = "_-. "
 # File systems that usually fold case (a listing then cannot tell that "A.PNG" opens "a.png").
@@ -98,9 +92,6 @@ _TAIL_ENDS = frozenset(w.rsplit("_", 1)[-1] for w in _LABEL_WORDS | _IMAGE_WORDS
 _PREFIX_ROLES = {**{w: "label" for w in LABEL_PREFIXES}, **{w: "image" for w in IMAGE_PREFIXES}}
 _CHANNEL = re.compile(r"_\d{4}$")
 
-# Role words inside a name, as one folder holds image and label side by side.
-IMAGE_TOKENS = frozenset({"data", "image", "images", "img", "volume", "vol", "input", "raw", "ct", "mri"})
-LABEL_TOKENS = frozenset({"label", "labels", "mask", "masks", "seg", "gt", "annotation", "target"})
 _ROLE_SPLIT = re.compile(r"([_\-. ])")
 # A role word that runs into a number (StarDist's img2d / mask2d).
 _WORD_NUMBER = re.compile(r"([A-Za-z]+)(\d.*)$")
@@ -111,7 +102,7 @@ _DIGITS = "0123456789"
 # The most names and shapes may_pair remembers having looked at (a memo: forgetting costs time only).
 _LOOKS_KEPT = 4096
 
-# Any word of the conventions above: names without one skip the per-name regexes.
+# Any word of the conventions: names without one skip the per-name regexes.
 _ROLE_HINT = re.compile("|".join(sorted(
     {w.lower() for w in LABEL_SUFFIXES + IMAGE_SUFFIXES + LABEL_PREFIXES + IMAGE_PREFIXES}
     | IMAGE_TOKENS | LABEL_TOKENS, key=len, reverse=True)), re.IGNORECASE)
@@ -256,15 +247,26 @@ class Pairing:
     orphan_images: list[str] = field(default_factory=list)
     orphan_labels: list[str] = field(default_factory=list)
     ambiguous: dict[str, list[str]] = field(default_factory=dict)  # label -> its candidate images
+    # Image folder -> its images, for the image sub-folders whose counterpart holds no label at
+    # all (img_dir/test/ beside ann_dir/train/ alone): a split published without its labels,
+    # as test splits are, whose images are no orphans.
+    unlabelled: dict[str, list[str]] = field(default_factory=dict)
 
     def notes(self, what: str = "label") -> list[str]:
-        if not self.ambiguous:
-            return []
-        label, images = next(iter(sorted(self.ambiguous.items())))
-        count = len(self.ambiguous)
-        return [f"{plural(count, what)} {verb(count, 'matches')} several "
-                f"images by name (e.g. {display_path(label)}: {', '.join(display_path(i) for i in images[:3])}); "
-                "their image sizes are not compared"]
+        found = []
+        if self.ambiguous:
+            label, images = next(iter(sorted(self.ambiguous.items())))
+            count = len(self.ambiguous)
+            found.append(f"{plural(count, what)} {verb(count, 'matches')} several images by name (e.g. "
+                         f"{display_path(label)}: {', '.join(display_path(i) for i in images[:3])}); "
+                         "their image sizes are not compared")
+        if self.unlabelled:
+            count = sum(len(images) for images in self.unlabelled.values())
+            folders = shorten(sorted(self.unlabelled), SHOWN, display_path, what="folder")
+            found.append(f"{plural(count, 'image')} in {folders}: no {what} lies in the matching folder of "
+                         f"the {what} folder, as in a split published without {what}s (test splits are); "
+                         "not paired, not reported as orphans")
+        return found
 
 
 def labels_by_image(pairs: dict[str, str]) -> dict[str, list[str]]:
@@ -313,15 +315,17 @@ class PairingStream:
         for path, key in zip(images, _relative_stems(image_root, images)):
             self.exact.setdefault(key.lower(), []).append(path)
         self.used: set[str] = set()
+        self.label_folders: set[str] = set()  # the labels' folders relative to the label root
         self.result = Pairing()
         self._conventions: tuple[dict, dict, dict] | None = None
 
     def image_of(self, label: str) -> str | None:
         """The image ``label`` pairs with, or None (an orphan, or ambiguous)."""
         key = _relative_stems(self.label_root, [label])[0]
+        folder, _, stem = key.rpartition(os.sep)
+        self.label_folders.add(folder.lower())
         candidates = self.exact.get(key.lower())
         if not candidates:
-            folder, _, stem = key.rpartition(os.sep)
             candidates = self._by_conventions(folder.lower(), stem)
         if not candidates:
             self.result.orphan_labels.append(label)
@@ -333,8 +337,19 @@ class PairingStream:
         return None
 
     def finish(self) -> Pairing:
-        """The orphans and ambiguous labels (``pairs`` is left empty: they were given)."""
-        self.result.orphan_images = sorted(p for paths in self.exact.values() for p in paths if p not in self.used)
+        """The orphans and ambiguous labels (``pairs`` is left empty: they were given); the
+        images of a sub-folder whose counterpart holds no label are no orphans, but
+        ``unlabelled``."""
+        orphans = []
+        for key, paths in self.exact.items():
+            alone = [p for p in paths if p not in self.used]
+            folder = key.rpartition(os.sep)[0]
+            if alone and folder and self.label_folders and folder not in self.label_folders:
+                for path in alone:
+                    self.result.unlabelled.setdefault(os.path.dirname(path), []).append(path)
+            else:
+                orphans.extend(alone)
+        self.result.orphan_images = sorted(orphans)
         return self.result
 
     def _by_conventions(self, folder: str, stem: str) -> list[str] | None:

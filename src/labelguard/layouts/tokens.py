@@ -13,7 +13,8 @@ Layouts found:
   ``input_ids`` (the Hugging Face Hub's ``data/train-00000-of-00001.parquet``), in it or in
   the folders right below it, or one such file given as the path. Telling an Arrow or
   Parquet file's columns needs pyarrow: without it, only ``save_to_disk`` folders and files
-  given as the path are taken for tokenized data, and their audit names the extra.
+  given as the path are taken for tokenized data (and folders with ``--format tokens`` or with
+  JSON lines of token ids), and each Arrow or Parquet file of them is LG001 naming the extra.
 
 One file is one task, streamed by :mod:`labelguard.readers.tokens` in record batches: ``datasets``
 shards what it saves (500 MB a shard), so the files of a large dataset spread over the
@@ -26,11 +27,12 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
+from labelguard._optional import available
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.tokens import TokenBatch
-from labelguard.layouts.base import AuditOptions, Discovery, display_path, register_layout
+from labelguard.layouts.base import AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout
 from labelguard.layouts.pairing import (
     EntryProblem, ListRule, entry_findings, metadata_findings, read_metadata, resolve_declared, walk_files,
 )
@@ -65,6 +67,7 @@ def process_tokens(task: FileTask, spec: LabelSpec) -> FileResult:
 
 def discover_tokens(root: str, options: AuditOptions) -> Discovery:
     discovery = Discovery("tokens", root)
+    discovery.left_out.append(("*cache-*.arrow", "a cache file that datasets' map() leaves beside the data"))
     if storage.isfile(root):
         _add(discovery, [root])
     elif storage.isfile(os.path.join(root, DATASET_DICT_FILE)):
@@ -72,7 +75,7 @@ def discover_tokens(root: str, options: AuditOptions) -> Discovery:
     elif storage.isfile(os.path.join(root, STATE_FILE)):
         _saved_dataset(discovery, root)
     else:
-        _add(discovery, [path for path in walk_files(root) if _data_file(path)])
+        _add(discovery, [path for path in walk_files(root) if _data_file(path, unknown=True)])
     return discovery
 
 
@@ -80,11 +83,17 @@ def _add(discovery: Discovery, paths: list[str]) -> None:
     discovery.tasks.extend(FileTask(process_tokens, path, display_path(path)) for path in paths)
 
 
-def _data_file(path: str) -> bool:
+def _data_file(path: str, unknown: bool = False) -> bool:
+    """True for a data file of token ids; with ``unknown``, also for an Arrow or Parquet file
+    whose columns cannot be told here (no pyarrow): in a dataset taken for tokens it is audited,
+    so that its LG001 names the extra instead of leaving it out unseen. Detection leaves it
+    out: it may be any table."""
     name = os.path.basename(path)
     if not name.lower().endswith(TOKEN_DATA_EXTENSIONS) or name.startswith("cache-"):
         return False
-    return holds_token_ids(path)
+    if holds_token_ids(path):
+        return True
+    return unknown and not available("pyarrow") and token_file_kind(path) not in (None, "jsonl")
 
 
 def _dataset_dict(discovery: Discovery, root: str) -> None:
@@ -140,17 +149,24 @@ def _json(path: str):
     return parse_json(read_text(path), os.path.basename(path))
 
 
-def _detect_tokens(root: str, options: AuditOptions) -> bool:
+def _detect_tokens(root: str, options: AuditOptions) -> Evidence:
     if storage.isfile(root):
-        return token_file_kind(root) is not None
+        kind = token_file_kind(root)
+        return evidence(0.95, f"a {kind} file of token ids") if kind is not None else no()
     if not storage.isdir(root):
-        return False
-    if storage.isfile(os.path.join(root, DATASET_DICT_FILE)) or (
-            storage.isfile(os.path.join(root, STATE_FILE)) and storage.isfile(os.path.join(root, INFO_FILE))):
-        return True
+        return no()
+    if storage.isfile(os.path.join(root, DATASET_DICT_FILE)):
+        return evidence(0.95, f"{DATASET_DICT_FILE} (datasets.save_to_disk)")
+    if storage.isfile(os.path.join(root, STATE_FILE)) and storage.isfile(os.path.join(root, INFO_FILE)):
+        return evidence(0.95, f"{STATE_FILE} and {INFO_FILE} (datasets.save_to_disk)")
     budget = [DETECT_ENTRIES]
     folders = _data_in(root, budget)
-    return folders is True or any(_data_in(folder, budget) is True for folder in folders or ())
+    if folders is True:
+        return evidence(0.95, "data files with input_ids")
+    holding = next((folder for folder in folders or () if _data_in(folder, budget) is True), None)
+    if holding is not None:
+        return evidence(0.95, f"data files with input_ids in {display_path(holding)}", below=holding)
+    return no()
 
 
 def _data_in(folder: str, budget: list[int]) -> bool | list[str]:
@@ -175,5 +191,5 @@ def _data_in(folder: str, budget: list[int]) -> bool | list[str]:
 
 
 discover_tokens.detect = _detect_tokens
-register_layout("tokens", 5, "tokenized text: datasets.save_to_disk folders, Arrow/Parquet files, JSON lines with "
-                "input_ids")(discover_tokens)
+register_layout("tokens", "tokenized text: datasets.save_to_disk folders, Arrow/Parquet files, JSON lines with "
+                "input_ids", 0.95)(discover_tokens)

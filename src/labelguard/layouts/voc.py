@@ -19,7 +19,7 @@ from labelguard.core import storage
 from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.layouts.base import AuditOptions, Discovery, register_layout
+from labelguard.layouts.base import IMAGES, LISTS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
 from labelguard.layouts.masks import discover_voc_segmentation, voc_segmentation_files
 from labelguard.layouts.pairing import (
     IMAGE_EXTENSIONS, DisplayNames, ListRule, Role, display_path, image_sets_rule, inside_root, labels_by_image,
@@ -98,6 +98,10 @@ def _image_reference(task: FileTask, filename: str | None, image_dir: str) -> Im
 
 # ---- discovery --------------------------------------------------------------------------
 
+# Split folders of an annotation folder looked into for XML annotations.
+SPLIT_PROBES = 8
+
+
 def _child_dir(root: str, names) -> str | None:
     for name in names:
         path = os.path.join(root, name)
@@ -114,10 +118,18 @@ def _has_xml(folder: str) -> bool:
 
 
 def _annotation_root(root: str) -> str | None:
-    """The folder holding the XML annotations of ``root``, or None when it is not VOC."""
+    """The folder holding the XML annotations of ``root``, or None when it is not VOC. They
+    may lie in split folders of it (DIOR's ``Annotations/trainval/*.xml``)."""
     folder = _child_dir(root, ANNOTATION_DIRS)
     if folder is not None and _has_xml(folder):
         return folder
+    if folder is not None:
+        try:
+            splits = storage.folder_paths(folder, hidden=False)
+        except OSError:
+            splits = []
+        if any(_has_xml(split) and _looks_like_voc(split) for split in splits[:SPLIT_PROBES]):
+            return folder
     if storage.isdir(root) and _has_xml(root) and _looks_like_voc(root):
         return root
     return None
@@ -136,10 +148,15 @@ def _looks_like_voc(folder: str) -> bool:
     return False
 
 
-def _detect_voc(root: str, options: AuditOptions) -> bool:
+def _detect_voc(root: str, options: AuditOptions) -> Evidence:
     if storage.isfile(root):
-        return root.lower().endswith(".xml")
-    return _annotation_root(root) is not None
+        return evidence(0.77, "an XML annotation file") if root.lower().endswith(".xml") else no()
+    folder = _annotation_root(root)
+    if folder is None:
+        return no()
+    if folder == storage.abspath(root) or folder == root:
+        return evidence(0.77, "XML files with an <annotation> root")
+    return evidence(0.77, f"{os.path.basename(folder)}/ holds XML annotations")
 
 
 def _spec_from_files(directories: list[str], discovery: Discovery) -> LabelSpec:
@@ -280,4 +297,5 @@ def _voc_tasks(xmls: list[str], pairing, image_option: tuple) -> Iterator[FileTa
 
 
 discover_voc.detect = _detect_voc
-register_layout("voc", 25, "Pascal VOC detection (Annotations/*.xml, JPEGImages, ImageSets/Main)")(discover_voc)
+register_layout("voc", "Pascal VOC detection (Annotations/*.xml, JPEGImages, ImageSets/Main)", 0.77,
+                (LISTS, IMAGES))(discover_voc)

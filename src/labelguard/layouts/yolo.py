@@ -22,7 +22,7 @@ from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import clipped, plural
-from labelguard.layouts.base import AuditOptions, Discovery, register_layout
+from labelguard.layouts.base import LISTS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
 from labelguard.layouts.pairing import (
     IMAGE_EXTENSIONS, DisplayNames, EntryProblem, ListRule, ListSelection, Pairing, derived_label, display_path,
     entry_findings, holds_yolo_rows, metadata_findings, pair_derived, pair_files, read_metadata, resolve_declared,
@@ -464,29 +464,42 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
     return discovery
 
 
-def _detect_yolo(root: str, options: AuditOptions) -> bool:
+def _detect_yolo(root: str, options: AuditOptions) -> Evidence:
     if storage.isfile(root):
         lower = root.lower()
         if lower.endswith(".data"):
-            return True
+            return evidence(0.41, "a darknet .data file")
         if lower.endswith((".yaml", ".yml")):
             try:
                 declared = read_data_yaml(root)
             except ReadError:
-                return False
-            return bool(declared.names or declared.nc or declared.splits)
-        return False
+                return no("a YAML file that cannot be read")
+            if declared.names or declared.nc or declared.splits:
+                return evidence(0.41, "a data.yaml naming classes or splits")
+            return no("a YAML file naming no classes, nc or splits")
+        return no()
     if not storage.isdir(root):
-        return False
-    if _dataset_file(root) is not None:
-        return True
-    if any(storage.isfile(os.path.join(root, name)) for name in NAMES_FILES[:3]):
-        return True
-    if _label_dir(root) is not None or _is_label_folder(root):
-        return True
+        return no()
+    dataset_file = _dataset_file(root)
+    if dataset_file is not None:
+        return evidence(0.41, f"{os.path.basename(dataset_file[1])}")
+    names = next((name for name in NAMES_FILES[:3] if storage.isfile(os.path.join(root, name))), None)
+    if names is not None:
+        return evidence(0.41, f"{names}")
+    label_dir = _label_dir(root)
+    if label_dir is not None:
+        return evidence(0.41, f"{os.path.basename(label_dir)}/ holds .txt label files")
+    if _is_label_folder(root):
+        return evidence(0.41, "a labels folder of YOLO rows")
     folders = [root] + [os.path.join(root, d) for d in storage.folder_names(root, hidden=False)]
-    return any(_paired_txt(folder) for folder in folders)
+    paired = next((found for found in map(_paired_txt, folders) if found), None)
+    if paired:
+        folder = os.path.dirname(paired[0])
+        return evidence(0.41, f"{display_path(paired[0])} beside an image of its name",
+                        below=None if folder == root else folder)
+    return no()
 
 
 discover_yolo.detect = _detect_yolo
-register_layout("yolo", 45, "YOLO (data.yaml, obj.data/obj.names, images/ + labels/ .txt rows)")(discover_yolo)
+register_layout("yolo", "YOLO (data.yaml, obj.data/obj.names, images/ + labels/ .txt rows)", 0.41, (LISTS,))(
+    discover_yolo)

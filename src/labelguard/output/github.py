@@ -2,7 +2,8 @@
 
 ``::error file=masks/a.png,title=LG201 mask-value-outside-spec::label value 9 ...`` (``warning``
 and ``notice`` by severity). Findings a baseline holds are not annotated again; one notice
-counts them. Text from the data is shown as every report shows it
+counts them. A finding about a whole dataset has no file; in a report of several datasets its
+message starts with the dataset's root. Text from the data is shown as every report shows it
 (:func:`labelguard.core.text.printable`), then escaped as the runner reads it (``%``, CR and LF
 in the message; also ``:`` and ``,`` in the properties).
 """
@@ -38,6 +39,7 @@ class GithubFormatter(Formatter):
 
     def stop(self, report) -> None:
         known = report.baseline.is_known if report.baseline is not None else (lambda finding: False)
+        several = len(report.datasets) > 1
         lines = []
         for finding in report.findings:
             if known(finding):
@@ -52,6 +54,8 @@ class GithubFormatter(Formatter):
             title = f"{finding.code} {check.name}" if check else finding.code
             properties.append(f"title={escape_property(title)}")
             where = f"{place.element}: " if place.element else ""
+            if finding.path is None and several and finding.dataset is not None:
+                where = f"dataset {finding.dataset}: {where}"
             text = _shown(f"{where}{finding.message}") + (escape_data("\n") + _shown(f"hint: {finding.hint}")
                                                           if finding.hint else "")
             lines.append(f"::{COMMANDS[finding.severity]} {','.join(properties)}::{text}")

@@ -3,7 +3,8 @@
 ``--output-format html --output-file report.html``. The file holds everything it shows: its
 style inline, its charts (matplotlib, the ``html`` extra) and pictures as ``data:`` URIs, no
 script, no font, no link that loads anything: it opens offline, attached to a CI run or
-mailed. It has the summary, the spec of each dataset and where each part came from, the
+mailed. It has the summary, the spec of each dataset and where each part came from (and, when
+the audit found several datasets, a table of them: layout, spec, files and findings of each), the
 value and class distributions as charts, and the findings grouped by code with the code's
 documentation; for mask findings, pictures of the flagged files with the offending pixels
 marked, at most ``--html-thumbnails N`` per code (:mod:`labelguard.output.pictures` reads
@@ -91,6 +92,7 @@ class HtmlFormatter(Formatter):
         ]
         parts += self._summary(report)
         parts += self._specs(report)
+        parts += self._datasets(report)
         charts = [(title, uri) for title, uri in (("Values", value_chart(report)), ("Classes", class_chart(report)))
                   if uri]
         for title, uri in charts:
@@ -150,6 +152,23 @@ class HtmlFormatter(Formatter):
                 parts.append(f"<p>{head}token spec: <code>{_e(spec.tokens.describe())}</code></p>")
         return parts
 
+    def _datasets(self, report) -> list[str]:
+        """A row per dataset, when the audit found several: each one's own spec, files and findings."""
+        if len(report.datasets) < 2:
+            return []
+        parts = ["<h2>Datasets</h2>",
+                 '<table><tr><th>dataset</th><th>layout</th><th>spec</th><th class="num">audited</th>'
+                 "<th>findings</th></tr>"]
+        for dataset in report.datasets:
+            counts = dataset.counts()
+            parts.append(f"<tr><td><code>{_e(dataset.root)}</code></td><td>{_e(dataset.layout)}</td>"
+                         f"<td><code>{_e(dataset.spec.describe())}</code></td>"
+                         f'<td class="num">{dataset.summary.samples}</td>'
+                         f"<td>{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
+                         f"{counts['info']} info</td></tr>")
+        parts.append("</table>")
+        return parts
+
     def _findings(self, report) -> list[str]:
         parts = ["<h2>Findings</h2>"]
         if not self.groups:
@@ -157,6 +176,7 @@ class HtmlFormatter(Formatter):
                             else "<p>No findings.</p>"]
         limits = report.read_limits or ReadLimits()
         known = report.baseline.is_known if report.baseline is not None else (lambda finding: False)
+        several = len(report.datasets) > 1
         order = sorted(self.groups, key=lambda code: (-max(f.severity for f in self.groups[code]), code))
         for code in order:
             group = self.groups[code]
@@ -179,7 +199,9 @@ class HtmlFormatter(Formatter):
             parts.append("<table><tr><th>file</th><th>finding</th><th>hint</th></tr>")
             for finding in group[:ROWS]:
                 badge = ' <span class="known">known</span>' if known(finding) else ""
-                parts.append(f"<tr><td><code>{_e(finding.path or '(dataset)')}</code>{badge}</td>"
+                where = finding.path or (f"(dataset {finding.dataset})" if several and finding.dataset
+                                         else "(dataset)")
+                parts.append(f"<tr><td><code>{_e(where)}</code>{badge}</td>"
                              f"<td>{_e(finding.message)}</td><td>{_e(finding.hint)}</td></tr>")
             parts.append("</table>")
             if len(group) > ROWS:

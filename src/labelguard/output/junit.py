@@ -1,9 +1,10 @@
 """JUnit XML output, as CI systems (GitLab, Jenkins, Azure) show test results.
 
 One test suite per audit, one test case per audited file (and per other file a finding names:
-a list, an orphan image, a metadata file), and one ``dataset`` case for dataset-level
-findings. A finding at or above ``--fail-on`` that a baseline does not hold is a ``failure``
-of its file's case (type: its code); the others are listed in the case's ``system-out``, so
+a list, an orphan image, a metadata file), and one ``(dataset)`` case for dataset-level
+findings (one per dataset, ``(dataset ROOT)``, when the report holds several). A finding at
+or above ``--fail-on`` that a baseline does not hold is a ``failure`` of its file's case
+(type: its code); the others are listed in the case's ``system-out``, so
 that the suite fails exactly when the audit's exit code does. Text from the data is shown as
 every report shows it (:func:`labelguard.core.text.printable`), so the XML is well-formed for
 any name: XML 1.0 has no way to write most control characters, even as references.
@@ -21,9 +22,16 @@ from labelguard.output.places import finding_place
 DATASET_CASE = "(dataset)"
 
 
-def _text(finding) -> str:
+def _case_name(finding, several: bool) -> str:
+    """The test case a finding belongs to: its file's, else its dataset's."""
+    if finding.path:
+        return finding.path
+    return f"(dataset {finding.dataset})" if several and finding.dataset is not None else DATASET_CASE
+
+
+def _text(finding, several: bool) -> str:
     place = finding_place(finding.data).describe()
-    lines = [f"{finding.code} {finding.severity}: {finding.path or DATASET_CASE}"
+    lines = [f"{finding.code} {finding.severity}: {_case_name(finding, several)}"
              + (f" ({place})" if place else ""), finding.message]
     if finding.hint:
         lines.append(f"hint: {finding.hint}")
@@ -43,9 +51,10 @@ class JUnitFormatter(Formatter):
         fail_on = self.settings.get("fail_on") or "error"
         threshold = None if fail_on == "never" else Severity.parse(fail_on)
         known = report.baseline.is_known if report.baseline is not None else (lambda finding: False)
+        several = len(report.datasets) > 1
         by_path: dict[str, list] = {}
         for finding in report.findings:
-            by_path.setdefault(finding.path or DATASET_CASE, []).append(finding)
+            by_path.setdefault(_case_name(finding, several), []).append(finding)
         failures = sum(1 for finding in report.findings
                        if threshold is not None and finding.severity >= threshold and not known(finding))
         # The files' cases first, in the report's order, then those of the other paths findings
@@ -87,9 +96,9 @@ class JUnitFormatter(Formatter):
             self.stream.write(CASE_INDENT + ElementTree.tostring(case, encoding="unicode"))
 
         for path in report.files:
-            write_case(_case(path, by_path.pop(path, ()), threshold, known))
+            write_case(_case(path, by_path.pop(path, ()), threshold, known, several))
         for path in others:
-            write_case(_case(path, by_path[path], threshold, known))
+            write_case(_case(path, by_path[path], threshold, known, several))
         for text in errors_text:
             case = ElementTree.Element("testcase", name="labelguard", classname="labelguard")
             ElementTree.SubElement(case, "error", message=printable(text)).text = printable(text)
@@ -105,7 +114,7 @@ CASE_LEVEL = 2
 CASE_INDENT = "\n" + "  " * CASE_LEVEL
 
 
-def _case(path: str, findings, threshold, known):
+def _case(path: str, findings, threshold, known, several: bool):
     """The test case of one file (or other path) with its findings: a failure for each one at
     or above ``threshold`` that the baseline does not know, the others in ``system-out``."""
     case = ElementTree.Element("testcase", name=printable(path), classname="labelguard")
@@ -113,9 +122,9 @@ def _case(path: str, findings, threshold, known):
     for finding in findings:
         if threshold is not None and finding.severity >= threshold and not known(finding):
             failure = ElementTree.SubElement(case, "failure", type=finding.code, message=printable(finding.message))
-            failure.text = _text(finding)
+            failure.text = _text(finding, several)
         else:
-            others.append(("known (baseline) " if known(finding) else "") + _text(finding))
+            others.append(("known (baseline) " if known(finding) else "") + _text(finding, several))
     if others:
         ElementTree.SubElement(case, "system-out").text = "\n\n".join(others)
     return case

@@ -8,7 +8,8 @@ names one (a list entry, a YOLO row, a table line) or else the element (``object
 finding's stable fingerprint (:mod:`labelguard.baseline`) as a partial fingerprint, so code
 scanning follows a finding across runs. Code scanning shows a result only with a region's start
 line: a finding about a whole file (a mask has no lines) is placed on line 1 and its location's
-message says it is about the whole file; a dataset-level finding points at the dataset folder.
+message says it is about the whole file; a dataset-level finding points at its dataset's folder.
+Each result names its dataset's root in its ``properties`` (``dataset``).
 With ``--baseline``, each result has its ``baselineState`` (``unchanged`` for a known
 finding, ``new`` otherwise) and the baseline's entries no longer found are results of state
 ``absent``.
@@ -57,9 +58,9 @@ def _rule(code: str) -> dict:
     }
 
 
-def _location(path: str | None, data, report) -> dict:
+def _location(path: str | None, data, report, dataset: str | None = None) -> dict:
     place = finding_place(data)
-    target = path if path is not None else (report.paths[0] if report.paths else ".")
+    target = path if path is not None else dataset or (report.paths[0] if report.paths else ".")
     # Code scanning shows a result only with a region's start line: a finding about a whole
     # file (a mask has no lines) or a whole dataset is placed on line 1 and says so.
     physical: dict = {"artifactLocation": {"uri": artifact_uri(target)}, "region": {"startLine": place.line or 1}}
@@ -90,9 +91,11 @@ class SarifFormatter(Formatter):
                 "ruleIndex": index[finding.code],
                 "level": LEVELS[finding.severity],
                 "message": {"text": text},
-                "locations": [_location(finding.path, finding.data, report)],
+                "locations": [_location(finding.path, finding.data, report, finding.dataset)],
                 "partialFingerprints": {FINGERPRINT_KEY: digest},
             }
+            if finding.dataset is not None:
+                result["properties"] = {"dataset": finding.dataset}
             if baseline is not None:
                 result["baselineState"] = "unchanged" if baseline.is_known(finding) else "new"
             results.append(result)

@@ -1,5 +1,9 @@
 """The readable "label audit report": summary first, findings grouped by code, values, next steps.
 
+A report of several datasets (one PATH holding several, or several PATHs) has a section per
+dataset, each with its root, layout, spec, tables and findings as an audit of that dataset alone
+gives them, then the totals.
+
 The text is short but hides no distinct problem: each code group shows one example for every
 distinct class, value and hint it holds (then counts the rest), a group whose findings give
 different hints prints each example's own hint, and every list is capped with a count
@@ -50,19 +54,25 @@ class TextFormatter(Formatter):
         out(f"data:      {', '.join(report.paths)}  (layout: {layouts})")
         for use in report.configs:
             out(f"config:    {use.describe()}")
-        for where, spec in report.dataset_specs():
-            origins = spec.describe_origins()
-            head = f"spec:      {where + ': ' if where else ''}"
-            if spec.is_known or spec.tokens is None:
-                out(f"{head}{spec.describe()}{'  ' + origins if origins else ''}")
-            if spec.tokens is not None:  # token columns are checked against it, label spec or not
-                out(f"{head}tokens: {spec.tokens.describe()}")
-        unit = "file" if set(report.summary.kinds) <= {"mask"} else "sample"
-        samples = plural(report.summary.samples, unit)
+        several = len(report.datasets) > 1
+        if several:
+            out(f"datasets:  {len(report.datasets)}, each below with its own spec, tables and findings; "
+                "then the totals")
+            for dataset in report.datasets:
+                self._dataset(dataset, out)
+            out("")
+            out("Totals")
+            out("-" * 6)
+        else:
+            for where, spec in report.dataset_specs():
+                _spec_lines(spec, f"spec:      {where + ': ' if where else ''}", out)
+        samples = _samples(report.summary)
         if report.sampled:
             samples += (f"  (a random sample of {report.sampled['size']} out of {report.sampled['of']}, "
                         f"seed {report.sampled['seed']}: rerun without --sample for the full audit)")
         out(f"audited:   {samples}")
+        if not several and report.datasets and report.datasets[0].inventory is not None:
+            out(f"coverage:  {report.datasets[0].inventory.coverage()}")
         if report.from_cache:
             out(f"cache:     {report.from_cache:,} of {plural(len(report.files), 'file')} unchanged since an earlier "
                 "audit: their results came from the cache")
@@ -81,9 +91,16 @@ class TextFormatter(Formatter):
                 "background/ignore values")
         if report.summary.unreadable:
             out(f"unreadable: {plural(report.summary.unreadable, 'file')}")
-        self._values(report, out)
-        self._classes(report, out)
-        self._findings(report, out)
+        if several:
+            # The datasets' sections listed every finding; one outside them is listed here.
+            grouped = {id(f) for dataset in report.datasets for f in dataset.findings}
+            self._findings(self._grouped(f for f in report.findings if id(f) not in grouped), out, None)
+        else:
+            self._values(report, out, mixed=bool(report.specs))
+            self._classes(report, out, mixed=bool(report.specs))
+            # An audit of nothing checked nothing: never the words of a clean dataset.
+            self._findings(self.groups, out, "Nothing was checked: no file was audited." if report.audited_nothing
+                           else "No findings.")
         for note in report.notes:
             out(f"note: {_capped(note)}")
         for error in report.errors:
@@ -91,20 +108,57 @@ class TextFormatter(Formatter):
         self._next_steps(report, out)
         self.stream.write("\n".join(lines) + "\n")
 
-    def _values(self, report, out) -> None:
+    def _grouped(self, findings) -> dict[str, list]:
+        """``findings`` by code, without those a baseline holds (counted in its line)."""
+        groups: dict[str, list] = defaultdict(list)
+        for finding in findings:
+            if self.baseline is None or not self.baseline.is_known(finding):
+                groups[finding.code].append(finding)
+        return groups
+
+    def _dataset(self, dataset, out) -> None:
+        """One dataset's section: its root, layout and spec, what it audited, its tables and
+        its findings."""
+        out("")
+        title = f"Dataset {dataset.root}  (layout: {dataset.layout})"
+        out(title)
+        out("-" * min(len(title), 79))
+        _spec_lines(dataset.spec, "spec:      ", out)
+        out(f"audited:   {_samples(dataset.summary)}")
+        if dataset.inventory is not None:
+            out(f"coverage:  {dataset.inventory.coverage()}")
+        groups = self._grouped(dataset.findings)
+        counts = {level: sum(1 for group in groups.values() for f in group if str(f.severity) == level)
+                  for level in ("error", "warning", "info")}
+        out(f"result:    {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
+            f"{counts['info']} info{' (new)' if self.baseline is not None else ''}")
+        if dataset.summary.empty:
+            out(f"empty:     {plural(dataset.summary.empty, 'mask')} {verb(dataset.summary.empty, 'holds')} only "
+                "background/ignore values")
+        if dataset.summary.unreadable:
+            out(f"unreadable: {plural(dataset.summary.unreadable, 'file')}")
+        self._values(dataset, out, mixed=False)
+        self._classes(dataset, out, mixed=False)
+        # A dataset that gave nothing to audit checked nothing: never the words of a clean one.
+        self._findings(groups, out, "No findings." if dataset.summary.samples
+                       else "Nothing was checked: no file of this dataset was audited.")
+
+    def _values(self, report, out, mixed: bool) -> None:
+        """The value table of ``report`` (a Report, or one of its datasets); ``mixed``: its
+        datasets have specs of their own."""
         summary = report.summary
         if not summary.value_files and not report.suggested_color_map:
             return
         out("")
         out("Found values")
         if summary.value_files:
-            self._value_table(report, out)
+            self._value_table(report, out, mixed)
         if report.suggested_color_map:
             colours = report.suggested_color_map.items()
             mapping = shorten(colours, LISTED, lambda item: f"({item[0]}) -> {item[1]}", what="colour")
             out(f"  proposed colour -> index map: {mapping}")
 
-    def _value_table(self, report, out) -> None:
+    def _value_table(self, report, out, mixed: bool) -> None:
         summary = report.summary
         out(f"  {'value':>7}  {'class':<16} {'files':>7} {'pixels':>12}  in spec")
         found = summary.found_values()
@@ -138,13 +192,13 @@ class TextFormatter(Formatter):
             listing = shorten(ranked, LISTED, lambda item: f"{item[0]} in {plural(item[1][0], 'file')} "
                               f"({plural(item[1][1], 'pixel')})", sep="; ", what="value")
             counted = f" (of the {len(found):,} values counted)" if summary.values_capped else ""
-            whose = "a dataset's" if report.specs else "the"
+            whose = "a dataset's" if mixed else "the"
             out(f"  outside {whose} spec{counted}: {listing}")
         if report.suggested_remap:
             mapping = ", ".join(f"{k}: {v}" for k, v in report.suggested_remap.items())
             out(f"  suggested remap: {{{mapping}}}")
 
-    def _classes(self, report, out) -> None:
+    def _classes(self, report, out, mixed: bool) -> None:
         summary = report.summary
         if not summary.class_objects:
             return
@@ -152,7 +206,7 @@ class TextFormatter(Formatter):
         out("Classes")
         out(f"  {'class':<24} {'objects':>9} {'images':>8}  in spec")
         # datasets with different specs: each file's findings say which names are unknown
-        names = set() if report.specs else set(report.spec.classes or ())
+        names = set() if mixed else set(report.spec.classes or ())
         ranked = sorted(summary.class_objects, key=lambda n: (-summary.class_objects[n], n))
         for name in ranked[:CLASS_ROWS]:
             verdict = "-" if not names else ("yes" if name in names else "NO")
@@ -166,15 +220,16 @@ class TextFormatter(Formatter):
                               what="class")
             out(f"  not in the spec: {listing}")
 
-    def _findings(self, report, out) -> None:
-        if not self.groups:
-            out("")
-            # An audit of nothing checked nothing: never the words of a clean dataset.
-            out("Nothing was checked: no file was audited." if report.audited_nothing else "No findings.")
+    def _findings(self, groups: dict[str, list], out, empty: str | None) -> None:
+        """``groups`` of findings by code; with none, the line ``empty`` (if any) says so."""
+        if not groups:
+            if empty:
+                out("")
+                out(empty)
             return
-        order = sorted(self.groups, key=lambda code: (-max(f.severity for f in self.groups[code]), code))
+        order = sorted(groups, key=lambda code: (-max(f.severity for f in groups[code]), code))
         for code in order:
-            group = self.groups[code]
+            group = groups[code]
             check = REGISTRY.get(code)
             files = len({f.path for f in group if f.path})
             out("")
@@ -206,12 +261,15 @@ class TextFormatter(Formatter):
         codes = sorted(self.groups)
         if codes:
             steps.append(f"labelguard rule {codes[0]}   explains a check (why it breaks training, how to fix)")
-        if report.suggested_remap:
-            mapping = ",".join(f"{k}:{v}" for k, v in report.suggested_remap.items())
-            steps.append(f"labelguard fix remap --map {mapping} {' '.join(report.paths)}   (dry run first)")
-        if not report.spec.is_known and (report.summary.value_files or report.summary.class_objects):
-            steps.append(f"labelguard init {report.paths[0]}   writes a label spec from the values found; "
-                         "later audits check new data against it")
+        if len(report.datasets) > 1:
+            steps.extend(_dataset_steps(report.datasets))
+        else:
+            if report.suggested_remap:
+                mapping = ",".join(f"{k}:{v}" for k, v in report.suggested_remap.items())
+                steps.append(f"labelguard fix remap --map {mapping} {' '.join(report.paths)}   (dry run first)")
+            if not report.spec.is_known and (report.summary.value_files or report.summary.class_objects):
+                steps.append(f"labelguard init {report.paths[0]}   writes a label spec from the values found; "
+                             "later audits check new data against it")
         if report.sampled:
             steps.append("rerun without --sample to audit every file")
         steps.append("wrap the training dataset with labelguard.torch.guard(...) to name the sample at load time")
@@ -219,6 +277,36 @@ class TextFormatter(Formatter):
         out("What to run next")
         for step in steps:
             out(f"  {step}")
+
+
+def _spec_lines(spec, head: str, out) -> None:
+    """The spec line (and token spec line) of one spec, each starting with ``head``."""
+    origins = spec.describe_origins()
+    if spec.is_known or spec.tokens is None:
+        out(f"{head}{spec.describe()}{'  ' + origins if origins else ''}")
+    if spec.tokens is not None:  # token columns are checked against it, label spec or not
+        out(f"{head}tokens: {spec.tokens.describe()}")
+
+
+def _samples(summary) -> str:
+    """What a summary audited: masks are files, other records samples."""
+    return plural(summary.samples, "file" if set(summary.kinds) <= {"mask"} else "sample")
+
+
+def _dataset_steps(datasets) -> list[str]:
+    """The next steps of a report of several datasets: each one's remap, and a spec for those
+    that have none."""
+    steps = []
+    for dataset in datasets:
+        if dataset.suggested_remap:
+            mapping = ",".join(f"{k}:{v}" for k, v in dataset.suggested_remap.items())
+            steps.append(f"labelguard fix remap --map {mapping} {dataset.root}   (dry run first)")
+    unspecified = [dataset.root for dataset in datasets if not dataset.spec.is_known
+                   and (dataset.summary.value_files or dataset.summary.class_objects)]
+    if unspecified:
+        steps.append(f"labelguard init DATASET   writes a label spec from the values found, for each dataset "
+                     f"without one ({shorten(unspecified, LISTED)}); later audits check new data against it")
+    return steps
 
 
 def _capped(text: str) -> str:

@@ -24,12 +24,16 @@ import json
 import math
 import os
 import stat
+from types import ModuleType
 from typing import Any, BinaryIO, Iterator
 
+from labelguard._optional import extra_of, require
 from labelguard.core import storage
+from labelguard.core.cache import note_uncacheable
 from labelguard.core.limits import RAISE_WITH, current_limits
 from labelguard.core.paths import LeadsOutside, open_within
 from labelguard.core.text import byte_size
+from labelguard.errors import MissingDependency
 
 
 class ReadError(Exception):
@@ -39,6 +43,27 @@ class ReadError(Exception):
 class LinkedOutside(ReadError):
     """The file is a symbolic link, or lies in a linked folder, that leads outside the data the
     audit was given (:mod:`labelguard.core.paths`): it was not opened (LG005)."""
+
+
+class NeedsExtra(ReadError):
+    """Reading the file needs an optional extra that cannot be imported where it is read: the
+    file was not read (LG001 naming ``extra``), and the other files are audited as usual."""
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+def require_to_read(module: str, purpose: str) -> ModuleType:
+    """``module`` imported, for a reader to ``purpose`` ("read NIfTI masks"); else
+    :class:`NeedsExtra`. It is raised where the file is read (in the worker that reads it), so
+    the file is an LG001 finding of its own, not the end of the audit; and the task's result is
+    not cached, so the first audit after the extra is installed reads the file."""
+    try:
+        return require(module, purpose)
+    except MissingDependency as exc:
+        note_uncacheable(f"{module} cannot be imported")
+        raise NeedsExtra(f"not read: {exc}", extra_of(module)) from None
 
 
 # How deep JSON, YAML and XML documents may nest. Label files nest a handful of levels (a

@@ -30,7 +30,7 @@ from labelguard.core.records import MaskRecord
 from labelguard.core.text import clipped, plural, shorten, show_name
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
 from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds,
-                                     open_regular, read_bytes, read_head, sniff)
+                                     open_regular, read_bytes, read_head, require_to_read, sniff)
 from labelguard.readers.png import array_backed, decode_png
 
 # Array keys as the common tools write them: pytorch-3dunet ``raw``/``label``, ``image``/
@@ -391,7 +391,7 @@ def _read_npz(path: str, declared: str | None, key: str | None, image_key: str |
 
 
 def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str | None = None) -> MaskRecord:
-    h5py = require("h5py", "read HDF5 masks")
+    h5py = require_to_read("h5py", "read HDF5 masks")
     remark = None
     try:
         with _hdf5_file(h5py, path) as handle:
@@ -558,7 +558,7 @@ def _beside(path: str, filename: str) -> str | None:
 
 
 def _read_nifti(path: str, declared: str | None) -> MaskRecord:
-    nib = require("nibabel", "read NIfTI masks")
+    nib = require_to_read("nibabel", "read NIfTI masks")
     try:
         with _nifti_image(nib, path) as (image, size, gzipped):
             _check_nifti_size(image.header, size, gzipped)
@@ -682,7 +682,7 @@ def image_shape(path: str) -> tuple[int, ...]:
     if container == "npy":
         return npy_shape(path)
     if container in ("nifti", "gzip"):
-        nib = require("nibabel", "read NIfTI images")
+        nib = require_to_read("nibabel", "read NIfTI images")
         try:
             with _nifti_image(nib, path) as (image, _, _):
                 return tuple(image.shape)
@@ -819,7 +819,7 @@ def read_mask_image_array_shape(path: str, container: str) -> tuple[int, ...]:
             if key is None:
                 raise ReadError("NPZ holds no arrays")
             return archive.header(key).shape
-    h5py = require("h5py", "read HDF5 images")
+    h5py = require_to_read("h5py", "read HDF5 images")
     try:
         with _hdf5_file(h5py, path) as handle:
             keys, broken, _ = _hdf5_datasets(handle, h5py, path)

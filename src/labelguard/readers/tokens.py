@@ -32,13 +32,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from labelguard._optional import available, require
+from labelguard._optional import available
 from labelguard.core import storage
 from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
 from labelguard.core.text import byte_size, clipped, shorten
 from labelguard.errors import SpecError
 from labelguard.readers.base import (
-    ReadError, check_decoded, open_stream, parse_json, read_head, read_text, stream_size,
+    ReadError, check_decoded, open_stream, parse_json, read_head, read_text, require_to_read, stream_size,
 )
 from labelguard.readers.columnar import IpcLimits, ParquetLimits
 
@@ -335,8 +335,8 @@ def read_token_file(path: str, display: str) -> Iterator[TokenBatch]:
     """The rows of a tokenized data file, :data:`BATCH_ROWS` at most per batch.
 
     Raises:
-        ReadError: the file cannot be read (at the start, or at the batch where it breaks).
-        MissingDependency: an Arrow or Parquet file and no pyarrow.
+        ReadError: the file cannot be read (at the start, or at the batch where it breaks);
+            NeedsExtra for an Arrow or Parquet file where pyarrow cannot be imported.
     """
     with _opened(path) as opened:
         kind = _kind(path, opened.head)
@@ -346,7 +346,7 @@ def read_token_file(path: str, display: str) -> Iterator[TokenBatch]:
         if kind == "jsonl":
             yield from _json_lines(opened.handle, display)
             return
-        pa = require("pyarrow", "read Arrow and Parquet datasets")
+        pa = require_to_read("pyarrow", "read Arrow and Parquet datasets")
         try:
             yield from _arrow_batches(pa, opened, display, kind, ahead=not storage.url_scheme(path))
         except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # pyarrow's errors on damaged data

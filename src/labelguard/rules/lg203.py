@@ -94,7 +94,7 @@ def rgb_among_palette_masks(summary: Summary, spec):
         return []
     examples = summary.palette_examples.get("voc", [])
     return [COLOR_MASK.finding(
-        None,
+        examples[0] if rgb == 1 else None,  # about one file: the finding is that file's
         f"{plural(rgb, 'RGB mask')} ({shorten(examples, len(examples), total=rgb)}) "
         f"among {plural(palette, 'palette PNG')} in a VOC layout: a VOC loader reads "
         "such a mask as (H, W, 3), not as class indices (labelguard decoded the colours "

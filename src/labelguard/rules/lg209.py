@@ -44,7 +44,7 @@ def scaled_binary(summary: Summary, spec: LabelSpec):
     value = scaled[0]
     files = summary.value_files[value]
     return [SCALED_BINARY.finding(
-        None,
+        summary.value_examples[value][0] if files == 1 else None,  # about one file: the finding is that file's
         f"binary masks are stored as {low}/{value} in {plural(files, 'file')} "
         f"while the spec is {{{low}, {high}}}",
         hint=f"Apply the remap {{{value}: {high}}} (`labelguard fix remap --map {value}:{high}`), "

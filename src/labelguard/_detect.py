@@ -1,0 +1,151 @@
+"""``labelguard detect``: what the audit would take each PATH for, and why.
+
+For each PATH: every layout's evidence (the confidence and the reasons for and against), then
+the datasets discovery finds there, each with its layout, root and files by role. It reads no
+label's values: it answers "why wasn't this read as VOC?" before an audit is run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from labelguard.core import storage
+from labelguard.core.limits import ReadLimits, applied_limits
+from labelguard.core.paths import applied_roots, granted_roots
+from labelguard.core.text import plural, printable, shorten
+from labelguard.layouts.base import (
+    LAYOUTS, MASKS, AuditOptions, Candidate, Discovery, candidates, discover_datasets, display_path,
+)
+from labelguard.layouts.inventory import Claims, Found, Inventory, take_inventory
+
+
+@dataclass
+class DatasetFound:
+    """One dataset as discovery found it: its files by role, and what discovery said."""
+
+    root: str
+    layout: str
+    labels: int
+    images: int
+    examples: list[str] = field(default_factory=list)  # the first label files
+    notes: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # discovery's own findings, as "CODE path: message"
+    inventory: Inventory | None = None
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "layout": self.layout, "labels": self.labels, "images": self.images,
+                "examples": self.examples, "notes": self.notes, "findings": self.findings,
+                "inventory": self.inventory.to_dict() if self.inventory is not None else None}
+
+
+@dataclass
+class Detection:
+    """What one PATH was taken for."""
+
+    path: str
+    candidates: list[Candidate]
+    datasets: list[DatasetFound]
+    outside: Inventory | None = None  # the files under the PATH that lie in none of its datasets
+
+    def to_dict(self) -> dict:
+        return {
+            "outside_datasets": self.outside.to_dict() if self.outside is not None else None,
+            "path": self.path,
+            "candidates": [{"layout": c.layout.name, "confidence": c.evidence.confidence,
+                            "reasons": list(c.evidence.reasons), "against": list(c.evidence.against)}
+                           for c in self.candidates],
+            "datasets": [d.to_dict() for d in self.datasets],
+        }
+
+
+# Label files named per dataset in the listing; the counts are always whole.
+EXAMPLES = 5
+
+
+def detect(paths: Iterable[str], options: AuditOptions | None = None) -> list[Detection]:
+    """The evidence of every layout for each of ``paths`` and the datasets discovery finds
+    there, under the same read limits and granted roots as an audit."""
+    paths = [storage.local_path(os.fspath(p)) for p in paths]
+    options = options or AuditOptions()
+    found = []
+    with applied_limits(ReadLimits()), applied_roots(granted_roots(paths)):
+        for path in paths:
+            seen = candidates(path, options, every=True) if storage.isdir(path) or storage.isfile(path) else []
+            discoveries = discover_datasets(path, options)
+            claims = Claims()
+            datasets = [_dataset(d, claims) for d in discoveries]
+            taken = take_inventory(
+                path, [Found(d.root, d.layout, d.layout in LAYOUTS and LAYOUTS[d.layout].can(MASKS), tuple(d.left_out))
+                       for d in discoveries],
+                claims, {d.root: found.labels for d, found in zip(discoveries, datasets)},
+                listed=[d.root for d in discoveries] if options.lists else ())
+            for discovery, dataset in zip(discoveries, datasets):
+                dataset.inventory = taken.get(os.path.normpath(storage.abspath(discovery.root)))
+            found.append(Detection(display_path(path), seen, datasets, taken.get(None)))
+    return found
+
+
+def _dataset(discovery: Discovery, claims: Claims) -> DatasetFound:
+    tasks = list(discovery.tasks)
+    for task in tasks:
+        claims.labels.add(Claims.key(task.path))
+        if task.image:
+            claims.images.add(Claims.key(task.image))
+    for named in (*discovery.lists, *discovery.spec.sources, getattr(discovery.color_map, "source", None)):
+        if named and not storage.url_scheme(named):
+            claims.metadata.add(Claims.key(named))
+    return DatasetFound(
+        root=display_path(discovery.root), layout=discovery.layout, labels=len(tasks),
+        images=sum(1 for task in tasks if task.image), examples=[task.display for task in tasks[:EXAMPLES]],
+        notes=list(discovery.notes),
+        findings=[f"{f.code} {f.path or '-'}: {f.message}" for f in discovery.findings])
+
+
+def render_text(detections: list[Detection]) -> str:
+    """The text ``labelguard detect`` prints."""
+    lines: list[str] = []
+    for detection in detections:
+        lines.append(f"{printable(detection.path)}:")
+        lines.append("  layouts, by the evidence seen:")
+        unseen = []
+        for candidate in detection.candidates:
+            evidence = candidate.evidence
+            if evidence:
+                lines.append(f"    {candidate.layout.name:<17} {evidence.confidence:.2f}  {printable('; '.join(evidence.reasons))}")
+                if evidence.against:
+                    lines.append(f"    {'':<17}       against: {printable('; '.join(evidence.against))}")
+            elif evidence.against:
+                lines.append(f"    {candidate.layout.name:<17} no    {printable('; '.join(evidence.against))}")
+            else:
+                unseen.append(candidate.layout.name)
+        if unseen:
+            lines.append(f"    nothing seen of: {', '.join(unseen)}")
+        lines.append(f"  datasets found: {len(detection.datasets)}")
+        for dataset in detection.datasets:
+            lines.append(f"    {printable(dataset.root)}: {dataset.layout}, {dataset.labels} label files, "
+                         f"{dataset.images} paired with an image")
+            for example in dataset.examples:
+                lines.append(f"      {printable(example)}")
+            if dataset.labels > len(dataset.examples):
+                lines.append(f"      ... {dataset.labels - len(dataset.examples)} more")
+            lines.extend(f"      note: {printable(note)}" for note in dataset.notes)
+            lines.extend(f"      {printable(finding)}" for finding in dataset.findings)
+            if dataset.inventory is not None:
+                _inventory_lines(dataset.inventory, "      ", lines)
+        if detection.outside is not None and detection.outside.unaudited:
+            lines.append("  files in no dataset found:")
+            _unaudited_lines(detection.outside, "    ", lines)
+    return "\n".join(lines) + "\n"
+
+
+def _inventory_lines(inventory: Inventory, indent: str, lines: list[str]) -> None:
+    lines.append(f"{indent}{printable(inventory.coverage())}")
+    _unaudited_lines(inventory, indent, lines)
+
+
+def _unaudited_lines(inventory: Inventory, indent: str, lines: list[str]) -> None:
+    for group in inventory.unaudited.values():
+        lines.append(f"{indent}not audited{' (LG007)' if group.label else ''}: {printable(plural(group.count, group.kind))}, "
+                     f"{printable(group.reason)}: "
+                     f"{printable(shorten(group.files, len(group.files), total=group.count))}")

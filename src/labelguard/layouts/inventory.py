@@ -1,0 +1,315 @@
+"""The inventory: what became of every file under an audited PATH.
+
+Discovery says which files each dataset reads; the inventory walks the PATH once more and
+gives every file that could hold labels a role: a label a dataset audited, an image a label
+was paired with, a file the dataset's metadata or lists named, an image by its content or its
+place, or *not audited*, with the reason. A label-capable file that no dataset audited is
+LG007: a linter that read the wrong files must not say "No findings" about the right ones.
+
+The walk costs one listing of the PATH's folders (the audit has read every label by then), and
+the first bytes of each file whose role its name does not give, for at most
+:data:`EXAMINED` files per PATH; past them, files are counted by extension.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from labelguard.core import storage
+from labelguard.core.findings import Finding
+from labelguard.core.text import plural, shorten
+from labelguard.layouts.conventions import IMAGE_DIRS, LABEL_TOKENS, is_mask_dir
+from labelguard.layouts.pairing import display_path, holds_yolo_rows
+from labelguard.readers.base import ReadError, read_head
+from labelguard.readers.masks import MASK_EXTENSIONS, mask_extension
+
+# Files examined by their first bytes per PATH; the rest are counted, not examined.
+EXAMINED = 2000
+# Files named per reason in a report; the counts are always whole.
+SHOWN = 5
+
+PHOTO_EXTENSIONS = (".jpg", ".jpeg", ".webp", ".bmp", ".gif")
+ANNOTATION_EXTENSIONS = (".xml", ".json", ".txt")
+TOKEN_EXTENSIONS = (".arrow", ".parquet", ".jsonl")
+_IMAGE_DIRS = frozenset(name.lower() for name in IMAGE_DIRS)
+_WORDS = re.compile(r"[^a-z0-9]+")
+# PNG colour types of a photo (RGB, RGBA) as IHDR stores them, at byte 25.
+_PNG_COLOUR = frozenset({2, 6})
+
+
+class _Budget:
+    """The files examined by their bytes so far in one walk, and the photos' stems of each
+    folder listed for :func:`_named_after_a_photo`."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.photos: dict[str, set[str]] = {}
+
+    def spent(self) -> bool:
+        return self.count >= EXAMINED
+
+
+class Claims:
+    """The files the datasets of one audit read, by role: labels, the images they were paired
+    with, and the metadata files and lists they named. Kept as hashes of the paths (a few
+    bytes per file, never a large dataset's paths twice)."""
+
+    def __init__(self) -> None:
+        self.labels: set[int] = set()
+        self.images: set[int] = set()
+        self.metadata: set[int] = set()
+
+    @staticmethod
+    def key(path: str) -> int:
+        return hash(os.path.normpath(storage.abspath(path)))
+
+    def role(self, path: str) -> str | None:
+        """"label", "image", "metadata" or None for a file no dataset read."""
+        key = self.key(path)
+        if key in self.labels:
+            return "label"
+        if key in self.images:
+            return "image"
+        if key in self.metadata:
+            return "metadata"
+        return None
+
+
+@dataclass
+class Unaudited:
+    """Files of one kind no dataset audited, with why."""
+
+    kind: str
+    reason: str
+    files: list[str] = field(default_factory=list)  # the first SHOWN, as shown
+    count: int = 0
+    label: bool = True  # could hold labels (LG007), else only said (an image, not examined)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "reason": self.reason, "count": self.count, "files": self.files,
+                "lg007": self.label}
+
+
+@dataclass
+class Inventory:
+    """What became of the files under one dataset's root (or, for ``dataset`` None, of the
+    files under a PATH that lie in no dataset)."""
+
+    root: str
+    labels: int = 0
+    images: int = 0  # paired with a label
+    photos: int = 0  # images no label was paired with (by their kind or place): not label files
+    metadata: int = 0
+    other: int = 0  # files that hold no labels by their kind (READMEs, licences, code)
+    unaudited: dict[tuple[str, str], Unaudited] = field(default_factory=dict)
+    taken: bool = True
+    why_not: str = ""
+
+    def add(self, path: str, kind: str, reason: str, label: bool) -> None:
+        group = self.unaudited.get((kind, reason))
+        if group is None:
+            group = self.unaudited[(kind, reason)] = Unaudited(kind, reason, label=label)
+        group.count += 1
+        if len(group.files) < SHOWN:
+            group.files.append(display_path(path))
+
+    @property
+    def not_audited(self) -> int:
+        return sum(group.count for group in self.unaudited.values())
+
+    def coverage(self) -> str:
+        """The report's line for this dataset."""
+        if not self.taken:
+            return f"no inventory of the files: {self.why_not}"
+        # Annotation formats name their images inside the files (read by the workers), so
+        # the images discovery paired and the others are one count here.
+        line = (f"audited {plural(self.labels, 'label file')}, {plural(self.images + self.photos, 'image')}, "
+                f"{plural(self.metadata, 'metadata file')} read")
+        if self.unaudited:
+            labels = sum(group.count for group in self.unaudited.values() if group.label)
+            line += f"; not audited: {plural(self.not_audited, 'file')}"
+            if labels:
+                line += f", {labels} of which could hold labels (LG007)"
+        return line
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "taken": self.taken, "why_not": self.why_not or None, "labels": self.labels,
+                "images": self.images, "other_images": self.photos, "metadata": self.metadata, "other": self.other,
+                "not_audited": [group.to_dict() for group in self.unaudited.values()]}
+
+
+@dataclass(frozen=True)
+class Found:
+    """A dataset as the inventory needs it."""
+
+    root: str
+    layout: str
+    masks: bool  # its labels are masks: any mask container it did not read is suspect
+    left_out: tuple[tuple[str, str], ...] = ()  # (glob relative to the root, why)
+
+
+def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dict[str, int],
+                   listed: Iterable[str] = ()) -> dict[str | None, Inventory]:
+    """The inventory of every file under ``path``, per dataset: ``datasets`` are the datasets
+    found under it; ``counts`` the labels each audited (by root as given); ``listed`` the
+    roots whose files were chosen by a list or a sample (their other files are "not listed",
+    not LG007). A file belongs to the deepest dataset root it lies in, or to None when it lies
+    in none."""
+    by_root = {os.path.normpath(storage.abspath(d.root)): d for d in datasets}
+    roots = sorted(((root, d.layout) for root, d in by_root.items()), key=lambda item: -len(item[0]))
+    listed = {os.path.normpath(storage.abspath(root)) for root in listed}
+    inventories: dict[str | None, Inventory] = {
+        root: Inventory(display_path(root)) for root, _ in roots}
+    # ``counts`` are keyed as ``datasets`` give the roots
+    for dataset in datasets:
+        inventories[os.path.normpath(storage.abspath(dataset.root))].labels = counts.get(dataset.root, 0)
+    if storage.url_scheme(path):
+        for inventory in inventories.values():
+            inventory.taken, inventory.why_not = False, "object storage is not walked twice"
+        return inventories
+    examined = _Budget()
+    top = os.path.normpath(storage.abspath(path))
+    files = [top] if storage.isfile(path) else storage.iter_files(path)
+    for file in files:
+        absolute = os.path.normpath(storage.abspath(file))
+        owner = next((root for root, _ in roots if absolute.startswith(root + os.sep) or absolute == root), None)
+        inventory = inventories.get(owner)
+        if inventory is None:
+            inventory = inventories[None] = Inventory(display_path(path))
+        role = claims.role(absolute)
+        if role == "image":
+            inventory.images += 1
+        elif role == "metadata":
+            inventory.metadata += 1
+        elif role is None:
+            _classify(file, absolute, owner, by_root.get(owner), owner in listed, inventory, examined)
+    return inventories
+
+
+def _classify(path: str, absolute: str, owner: str | None, dataset: Found | None, listed: bool,
+              inventory: Inventory, examined: "_Budget") -> None:
+    """Give a file no dataset read its role, or its reason for not being audited."""
+    lower = path.lower()
+    extension = mask_extension(lower)
+    where = os.path.relpath(absolute, owner) if owner else os.path.basename(absolute)
+    words = set(_WORDS.split(where.lower()))
+    folders = {part.lower() for part in where.split(os.sep)[:-1]}
+    read_by = f"the {dataset.layout} layout read this dataset and reads no such file here" if dataset else \
+        "in no dataset found under the PATH"
+    if dataset is not None:
+        relative = where.replace(os.sep, "/")
+        why = next((why for pattern, why in dataset.left_out if fnmatch.fnmatchcase(relative, pattern)), None)
+        if why is not None:
+            inventory.add(path, "file", f"left out by the {dataset.layout} layout: {why}", label=False)
+            return
+    if listed:
+        inventory.add(path, "file", "not named by the list or sample the audit was given", label=False)
+        return
+    if extension in PHOTO_EXTENSIONS:
+        inventory.photos += 1  # a photo no label was paired with (COCO's, an unannotated one)
+        return
+    if extension in MASK_EXTENSIONS:
+        # In a dataset of annotation files, a mask container is an image unless its name or
+        # folder says label; among masks, any one not read is suspect.
+        named_label = bool(words & LABEL_TOKENS) or any(is_mask_dir(folder) for folder in folders) or \
+            _named_after_a_photo(absolute, examined)
+        if folders & _IMAGE_DIRS or (dataset is not None and not dataset.masks and not named_label) or (
+                not named_label and _colour_png(path, examined)):
+            inventory.photos += 1
+            return
+        inventory.add(path, f"{extension[1:].upper()} file", read_by, label=True)
+        return
+    kind = _annotation_kind(path, lower, examined)
+    if kind is None:
+        inventory.other += 1
+    elif kind == "metadata":
+        inventory.metadata += 1
+    else:
+        inventory.add(path, kind, read_by, label=True)
+
+
+def _named_after_a_photo(path: str, examined: "_Budget") -> bool:
+    """True when a photo beside ``path`` has its name up to a separator (``x.jpg`` beside
+    ``x_m.png``, ``x_mask.png``): the file is that photo's label, whatever its colours."""
+    if examined.spent():
+        return False
+    examined.count += 1
+    folder, name = os.path.split(path)
+    stem = name[:-len(mask_extension(name))]
+    photos = examined.photos.get(folder)
+    if photos is None:
+        try:
+            names = storage.listdir(folder)
+        except OSError:
+            names = []
+        photos = examined.photos[folder] = {n[:-len(mask_extension(n))] for n in names
+                                            if mask_extension(n.lower()) in PHOTO_EXTENSIONS}
+    return any(stem.startswith(photo) and len(stem) > len(photo) and stem[len(photo)] in "_-." for photo in photos)
+
+
+def _colour_png(path: str, examined: "_Budget") -> bool:
+    """True when ``path`` is a PNG whose header says RGB or RGBA (a photo, unless its name or
+    folder says label)."""
+    if not path.lower().endswith(".png") or examined.spent():
+        return False
+    examined.count += 1
+    try:
+        head = read_head(path, 33)
+    except ReadError:
+        return False
+    return len(head) > 25 and head[12:16] == b"IHDR" and head[25] in _PNG_COLOUR
+
+
+def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
+    """What a file no dataset read holds, by its first bytes: "VOC XML file", "COCO JSON file",
+    "labelme JSON file", "YOLO label file", "token file", "metadata" (a file that declares something but
+    holds no labels), or None (nothing labelguard knows)."""
+    if lower.endswith(TOKEN_EXTENSIONS):
+        return "token file" if lower.endswith((".arrow", ".parquet")) else _jsonl_kind(path, examined)
+    if not lower.endswith(ANNOTATION_EXTENSIONS) or examined.spent():
+        return None
+    examined.count += 1
+    try:
+        head = read_head(path, 4096)
+    except ReadError:
+        return None
+    if lower.endswith(".xml"):
+        return "VOC XML file" if b"<annotation" in head else None
+    if lower.endswith(".json"):
+        if re.search(rb'"(images|annotations)"\s*:', head) and re.search(rb'"(annotations|categories)"\s*:', head):
+            return "COCO JSON file"
+        if re.search(rb'"shapes"\s*:', head) and re.search(rb'"imagePath"\s*:', head):
+            return "labelme JSON file"
+        return None
+    return "YOLO label file" if holds_yolo_rows(path) and head.strip() else None
+
+
+def _jsonl_kind(path: str, examined: "_Budget") -> str | None:
+    if examined.spent():
+        return None
+    examined.count += 1
+    try:
+        head = read_head(path, 4096)
+    except ReadError:
+        return None
+    return "token file" if b'"input_ids"' in head else None
+
+
+def inventory_findings(inventory: Inventory) -> list[Finding]:
+    """LG007 for each kind of label-capable file no dataset audited."""
+    from labelguard.checks.files import NOT_AUDITED
+
+    findings = []
+    for group in inventory.unaudited.values():
+        if not group.label:
+            continue
+        findings.append(NOT_AUDITED.finding(
+            group.files[0] if group.count == 1 else None,
+            f"{plural(group.count, group.kind)} under {inventory.root} not audited: {group.reason} "
+            f"({shorten(group.files, len(group.files), total=group.count)})",
+            kind=group.kind, count=group.count, files=group.files))
+    return findings
