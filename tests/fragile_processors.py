@@ -25,7 +25,7 @@ from typing import Iterable
 
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.layouts.masks import process_mask
+from labelguard.rules._masks import process_mask
 
 FRAGILE_LAYOUT = "fragile-masks"
 
@@ -95,7 +95,7 @@ def fragile_cli(args: list[str], memory_headroom: int = 0) -> tuple[list[str], d
 def register_fragile_layout() -> None:
     """The masks layout with these processors, as ``--format fragile-masks`` (for a CLI run in
     a subprocess; the test process keeps its layouts as they are)."""
-    from labelguard.layouts.base import LAYOUTS, register_layout
+    from labelguard.layouts.base import LAYOUTS, no, register_layout
 
     masks = LAYOUTS["masks"]
 
@@ -104,5 +104,5 @@ def register_fragile_layout() -> None:
         found.tasks = fragile(found.tasks)  # a layout may give its tasks as an iterator
         return found
 
-    discover.detect = lambda root, options: False
-    register_layout(FRAGILE_LAYOUT, 10_000, "masks whose worker dies on chosen files (tests)")(discover)
+    discover.detect = lambda root, options: no()  # only ever forced with --format
+    register_layout(FRAGILE_LAYOUT, "masks whose worker dies on chosen files (tests)", 0.0)(discover)

@@ -16,7 +16,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.errors import ColumnError
 from labelguard.layouts import AuditOptions
-from labelguard.layouts.classification import process_table
+from labelguard.layouts.tables import process_table
 from labelguard.readers.tabular import read_table
 from audit_helpers import codes, found, run
 

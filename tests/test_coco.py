@@ -473,3 +473,29 @@ def test_a_missing_image_in_a_subfolder_is_found(tmp_path):
     os.remove(tmp_path / "JPEGImages" / "2011_000006.jpg")
     [finding] = found(run(json_path), "LG003")
     assert "1 of 2" in finding.message and "'JPEGImages/2011_000006.jpg'" in finding.message
+
+
+def _vhr10(root: Path, folders: Sequence[str]) -> Path:
+    """NWPU VHR-10's shape: annotations.json at the root naming its images without a folder,
+    the images two levels below it."""
+    images = [coco_image(1, "001.jpg", 64, 48), coco_image(2, "002.jpg", 64, 48)]
+    document = coco_document(images, [coco_box(1, 1, 1), coco_box(2, 2, 2, bbox=(4, 4, 100, 8))], CATS)
+    write_json(root / "annotations.json", document)
+    for folder in folders:
+        for k, image in enumerate(images):
+            write_image(root / "NWPU VHR-10 dataset" / folder / image["file_name"], (64, 48), seed=k)
+    return root
+
+
+def test_images_named_without_a_folder_are_found_in_the_one_folder_below_that_holds_them(tmp_path):
+    report = run(str(_vhr10(tmp_path / "vhr10", ["positive image set"])), LabelSpec(classes=("cat", "dog", "bird")),
+                 cache=False)
+    assert "LG003" not in codes(report)
+    assert not any("folders below it" in note for note in report.notes)
+
+
+def test_images_in_several_folders_below_are_not_guessed_and_the_report_says_so(tmp_path):
+    report = run(str(_vhr10(tmp_path / "vhr10", ["positive image set", "negative image set"])),
+                 LabelSpec(classes=("cat", "dog", "bird")), cache=False)
+    assert "LG003" not in codes(report)
+    assert any("lie in 2 folders below it" in note and "--images" in note for note in report.notes)

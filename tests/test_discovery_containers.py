@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from labelguard import LabelSpec, audit
 from labelguard._detect import detect
@@ -112,3 +114,91 @@ def test_detect_as_json_lists_every_layouts_evidence(tmp_path):
     [entry] = json.loads(result.output)
     assert {c["layout"] for c in entry["candidates"]} >= {"voc", "yolo", "coco", "csv"}
     assert sorted(d["layout"] for d in entry["datasets"]) == ["masks", "voc", "yolo"]
+
+
+def test_a_class_file_above_a_voc_folder_leaves_the_voc_folder_its_own_dataset(tmp_path):
+    """labelme's examples: labels.txt in semantic_segmentation/ above the data_dataset_voc/
+    folder labelme2voc wrote. From any parent, the VOC folder is read as when it is the PATH."""
+    top = tmp_path / "examples" / "semantic_segmentation"
+    voc = top / "data_dataset_voc"
+    (top / "labels.txt").parent.mkdir(parents=True)
+    (top / "labels.txt").write_text("__ignore__\n_background_\ncat\n")
+    mask = np.zeros((8, 8), np.uint8)
+    mask[1:3, 1:3] = 1
+    write_png(voc / "SegmentationClass" / "a.png", mask)
+    write_png(voc / "JPEGImages" / "a.png", np.zeros((8, 8, 3), np.uint8))
+    (voc / "class_names.txt").write_text("_background_\ncat\n")
+    alone = discover_datasets(str(voc), AuditOptions())
+    for start in (tmp_path, tmp_path / "examples", top):
+        found = discover_datasets(str(start), AuditOptions())
+        assert [(d.root, d.layout) for d in found] == [(d.root, d.layout) for d in alone], start
+
+
+def test_folders_of_masks_side_by_side_below_other_datasets_are_one_dataset(tmp_path):
+    """LEVIR-CD below a folder of other datasets: A/, B/ and label/ are one dataset, not three."""
+    top = tmp_path / "data"
+    _yolo(top / "other" / "yolo", {"a": "0 0.5 0.5 0.2 0.2\n"})
+    pair = top / "levircd" / "levircd"
+    for folder in ("A", "B", "label"):
+        mask = np.zeros((8, 8), np.uint8)
+        mask[2:4, 2:4] = 1
+        write_png(pair / folder / "x.png", mask)
+    found = discover_datasets(str(top), AuditOptions())
+    assert sorted((Path(d.root).relative_to(top).as_posix(), d.layout) for d in found) == [
+        ("levircd/levircd", "masks"), ("other", "yolo")]
+
+
+# ---- the property on generated trees -------------------------------------------------------
+
+def _voc_set(root: Path) -> None:
+    (root / "Annotations").mkdir(parents=True, exist_ok=True)
+    (root / "Annotations" / "a.xml").write_text(voc_xml("a.jpg", [("cat", (1, 1, 8, 8))], size=(16, 16)))
+
+
+def _masks_set(root: Path) -> None:
+    mask = np.zeros((8, 8), np.uint8)
+    mask[1:3, 1:3] = 2
+    write_png(root / "masks" / "a.png", mask)
+    write_png(root / "images" / "a.png", np.zeros((8, 8, 3), np.uint8))
+
+
+def _coco_set(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "annotations.json").write_text(json.dumps({
+        "images": [{"id": 1, "file_name": "a.jpg", "width": 8, "height": 8}],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2]}],
+        "categories": [{"id": 1, "name": "cat"}]}))
+
+
+LABEL_FILE = {"yolo": "a.txt", "voc": "Annotations/a.xml", "masks": "masks/a.png", "coco": "annotations.json"}
+BUILDERS = {"yolo": lambda root: _yolo(root, {"a": "0 0.5 0.5 0.2 0.2\n"}), "voc": _voc_set,
+            "masks": _masks_set, "coco": _coco_set}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(sorted(BUILDERS)),
+                          st.lists(st.sampled_from(["x", "y", "data", "sets", "v1"]), min_size=0, max_size=3)),
+                min_size=1, max_size=4))
+def test_every_dataset_of_a_generated_tree_is_found_alike_from_any_folder_above_it(tmp_path_factory, plan):
+    """Datasets of several layouts placed at random depths under one folder: each one that
+    discovery finds from the top is found with the same layout and label files when the
+    audit starts at any folder between the top and it, and when it is the PATH."""
+    top = tmp_path_factory.mktemp("tree")
+    for index, (kind, folders) in enumerate(plan):
+        BUILDERS[kind](top.joinpath(*folders, f"{kind}{index}"))
+    whole = discover_datasets(str(top), AuditOptions())
+    for dataset in whole:
+        expected = (dataset.layout, sorted(t.path for t in dataset.tasks))
+        start = Path(dataset.root)
+        while True:
+            found = {d.root: (d.layout, sorted(t.path for t in d.tasks))
+                     for d in discover_datasets(str(start), AuditOptions())}
+            assert found.get(dataset.root) == expected, (plan, dataset.root, str(start))
+            if start == top:
+                break
+            start = start.parent
+    # every dataset planted is found: each one's label file is audited by some dataset
+    audited = {str(Path(t.path).resolve()) for d in whole for t in d.tasks}
+    for index, (kind, folders) in enumerate(plan):
+        label = top.joinpath(*folders, f"{kind}{index}", LABEL_FILE[kind])
+        assert str(label.resolve()) in audited, (plan, label)

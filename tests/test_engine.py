@@ -24,7 +24,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileResult
 from labelguard.layouts import AuditOptions, discover
-from labelguard.layouts.masks import process_mask
+from labelguard.rules._masks import process_mask
 
 SPEC = LabelSpec(num_classes=3, ignore=(255,))
 

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from labelguard import LabelSpec, audit
 from labelguard.cli import main
+from labelguard.layouts.base import SUBDATASET_DEPTH
 from labelguard.layouts.inventory import Claims, Found, take_inventory
 from tests.annotation_builders import coco_dataset
 from tests.builders import write_png
@@ -139,7 +140,7 @@ def test_files_a_list_did_not_name_are_not_listed_not_lg007(tmp_path):
 
 def test_files_in_no_dataset_found_are_lg007_naming_the_path(tmp_path):
     """A folder of masks deeper than discovery looks for datasets is said, never skipped."""
-    deep = tmp_path / "top" / "a" / "b" / "c" / "d" / "e" / "masks"
+    deep = (tmp_path / "top").joinpath(*["deeper"] * SUBDATASET_DEPTH, "masks")
     _masks(deep, 2)
     coco_dataset(tmp_path / "top" / "coco", layout="flat", n_images=1)
     _, report = _report(tmp_path / "top", "--classes", "cat,dog,bird")

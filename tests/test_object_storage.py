@@ -688,7 +688,7 @@ def test_without_the_s3_extra_a_url_asks_for_it(tmp_path):
 def test_storage_options_are_never_shown():
     access = storage.access_for(["s3://data/ds"], {"key": "AKIA-SECRET-ID", "secret": "very-secret"})
     from labelguard.core.tasks import FileTask
-    from labelguard.layouts.masks import process_mask
+    from labelguard.rules._masks import process_mask
 
     task = FileTask(process_mask, "s3://data/ds/a.png", "s3://data/ds/a.png", options=(("storage", access),))
     assert "secret" not in repr(access) and "AKIA" not in repr(task)

@@ -14,7 +14,7 @@ from builders import write_jpeg, write_png
 from labelguard.checks.masks import VALUE_OUTSIDE_SPEC
 from labelguard.core.rules import RULES, SCOPES, all_rules, rule, unregister
 from labelguard.core.spec import LabelSpec
-from labelguard.layouts.masks import process_mask
+from labelguard.rules._masks import process_mask
 from audit_helpers import codes, run
 from rule_examples import audit_example
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image

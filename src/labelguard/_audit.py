@@ -28,9 +28,9 @@ from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import (
     CATCH_ALL, IMAGES, LAYOUTS, LISTS, MASKS, TABLES, AuditOptions, candidates, discover_datasets, display_path, layouts_with,
 )
-from labelguard.layouts.inventory import Claims, Found, inventory_findings, take_inventory
+from labelguard.layouts.inventory import Claims, Found, inventory_findings, root_key, take_inventory
 from labelguard.layouts.pairing import describe_contents
-from labelguard.layouts.masks import color_proposal
+from labelguard.readers.colormap import color_proposal
 from labelguard.report import DatasetReport, FileList, Report
 
 log = logging.getLogger(__name__)
@@ -488,7 +488,7 @@ def _inventories(paths: list[str], discoveries: list, audited: list[str], specs:
         counts = {d.root: stream.counts.get(id(d), 0) for d in own}
         taken = take_inventory(path, roots, claims, counts, listed=[d.root for d in own] if chosen else ())
         for discovery in own:
-            found[id(discovery)] = taken.get(os.path.normpath(storage.abspath(discovery.root)))
+            found[id(discovery)] = taken.get(root_key(discovery.root))
         if taken.get(None) is not None:
             found[None].append((path, taken[None]))
     return found

@@ -17,7 +17,7 @@ from labelguard.core.text import plural, printable, shorten
 from labelguard.layouts.base import (
     LAYOUTS, MASKS, AuditOptions, Candidate, Discovery, candidates, discover_datasets, display_path,
 )
-from labelguard.layouts.inventory import Claims, Found, Inventory, take_inventory
+from labelguard.layouts.inventory import Claims, Found, Inventory, root_key, take_inventory
 
 
 @dataclass
@@ -81,7 +81,7 @@ def detect(paths: Iterable[str], options: AuditOptions | None = None) -> list[De
                 claims, {d.root: found.labels for d, found in zip(discoveries, datasets)},
                 listed=[d.root for d in discoveries] if options.lists else ())
             for discovery, dataset in zip(discoveries, datasets):
-                dataset.inventory = taken.get(os.path.normpath(storage.abspath(discovery.root)))
+                dataset.inventory = taken.get(root_key(discovery.root))
             found.append(Detection(display_path(path), seen, datasets, taken.get(None)))
     return found
 

@@ -554,7 +554,7 @@ def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -
     current directory), and must lie inside it: pairing folders of another dataset under
     this PATH's name would audit other files than the ones named. ``--images`` alone (where
     COCO, CSV and VOC look for images) may lie anywhere."""
-    from labelguard.layouts.masks import flag_folder
+    from labelguard.layouts.paired import flag_folder
     from labelguard.layouts.pairing import inside_root
 
     given = [(flag, value) for flag, value in (("--images", images), ("--masks", masks)) if value]

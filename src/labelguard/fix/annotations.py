@@ -29,8 +29,8 @@ from labelguard.fix.engine import (
 )
 from labelguard.fix.journal import FixError
 from labelguard.layouts.base import AuditOptions, display_path, walk_files
-from labelguard.layouts.classification import _is_table, process_table
 from labelguard.layouts.coco import process_coco
+from labelguard.layouts.tables import _is_table, process_table
 from labelguard.layouts.voc import process_voc
 from labelguard.layouts.yolo import process_yolo
 from labelguard.readers.base import ReadError, parse_json, read_bytes

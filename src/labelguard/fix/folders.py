@@ -27,7 +27,7 @@ from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange
 from labelguard.fix.engine import Edit, apply_edits, data_root, dataset_specs, in_place_refusal, worse
 from labelguard.fix.journal import FixError, Run
 from labelguard.layouts.base import AuditOptions, display_path
-from labelguard.layouts.classification import process_class_folder
+from labelguard.layouts.imagefolder import process_class_folder
 
 
 def is_imagefolder(path: str) -> bool:

@@ -41,12 +41,12 @@ from labelguard.fix.engine import (
 )
 from labelguard.fix.journal import FixError
 from labelguard.layouts.base import AuditOptions, display_path
-from labelguard.layouts.masks import process_mask
 from labelguard.readers.base import ReadError, read_head, sniff
 from labelguard.readers.colormap import ColorMap, color_histogram, rgb_color, unpack
 from labelguard.readers.masks import (
     IMAGE_FORMATS, LABEL_KEYS, SEVERAL_FILES, hdf5_data_elsewhere, named_file, ome_elsewhere, read_mask, tiff_file,
 )
+from labelguard.rules._masks import process_mask
 
 
 @dataclass

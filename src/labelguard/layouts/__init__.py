@@ -1,15 +1,25 @@
 """Dataset layouts: find the files of a dataset, pair them, and make the per-file tasks.
 
-Each layout module registers itself in :data:`labelguard.layouts.base.LAYOUTS` with a
+One module per layout, registered in :data:`labelguard.layouts.base.LAYOUTS` with a
 ``detect`` function that returns :class:`~labelguard.layouts.base.Evidence` (a confidence and
 the reasons for and against) and a ``discover`` function; the most confident layout reads a
-folder, and near-ties are reported.
+folder, and near-ties are reported. Importing this package imports every layout module in
+it: a new layout is a new module here and its test; nothing lists the layouts by hand. The
+modules of :data:`INFRASTRUCTURE` (the registry and discovery, the pairing engine and its
+naming conventions, the inventory of a dataset's files, the files an annotation names) and
+the private ``_`` modules (``_mask_common``: what the mask layouts share) serve them and
+register none.
 """
 
-from labelguard.layouts import masks  # noqa: F401  (registers the mask layouts)
-from labelguard.layouts import classification, coco  # noqa: F401
-from labelguard.layouts import voc, yolo  # noqa: F401
-from labelguard.layouts import tokens  # noqa: F401
+import importlib
+import pkgutil
+
 from labelguard.layouts.base import LAYOUTS, AuditOptions, Discovery, discover
+
+INFRASTRUCTURE = frozenset({"base", "conventions", "inventory", "pairing", "references"})
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)
+                      if not m.name.startswith("_") and m.name not in INFRASTRUCTURE):
+    importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["LAYOUTS", "AuditOptions", "Discovery", "discover"]

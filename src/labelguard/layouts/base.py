@@ -172,8 +172,8 @@ def discover(root: str, options: AuditOptions) -> Discovery:
 
 
 # Sub-folders examined for datasets below a PATH that is none itself (VOCdevkit/VOC2007...).
-SUBDATASET_DEPTH = 4
-SUBDATASET_FOLDERS = 200
+SUBDATASET_DEPTH = 7
+SUBDATASET_FOLDERS = 1000
 # Folders a file list sits in, below the dataset root it names files of.
 LIST_DIRS = frozenset({"lists", "list", "splits", "split", "sets", "imagesets", "main", "segmentation",
                        "action", "layout"})
@@ -345,11 +345,23 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
                 continue
         if layout is not None:
             found.append((child, layout))
-        elif _holds_masks(child) or (_declares_metadata(child) and _holds_masks_below(child, depth)):
+        elif _holds_masks(child):
             # Masks beside other datasets: the catch-all layout audits them as one dataset.
             found.append((child, LAYOUTS["masks"]))
+        elif _declares_metadata(child) and _holds_masks_below(child, depth):
+            # A class file above masks: the datasets below it are what it holds when a layout
+            # takes them (labelme's labels.txt above the VOC folder labelme2voc wrote), as
+            # when each is audited alone; else its masks are one dataset.
+            below = _sub_datasets(child, options, depth - 1, seen) if depth > 1 else []
+            found.extend(below if any(part.name != "masks" for _, part in below) else [(child, LAYOUTS["masks"])])
         elif depth > 1:
-            found.extend(_sub_datasets(child, options, depth - 1, seen))
+            below = _sub_datasets(child, options, depth - 1, seen)
+            if len(below) > 1 and all(part.name == "masks" and not _declares_metadata(folder) for folder, part in below):
+                # Folders of masks side by side are one dataset, as at the top (LEVIR-CD's
+                # A/, B/ and label/), unless one declares its own classes.
+                found.append((child, LAYOUTS["masks"]))
+            else:
+                found.extend(below)
     return found
 
 

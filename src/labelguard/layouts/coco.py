@@ -40,7 +40,9 @@ from labelguard.layouts.base import (
     IMAGES, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout,
 )
 from labelguard.layouts.references import resolve_names
-from labelguard.readers.coco import CAPTION, NO_ID, CocoRecord, looks_like_coco, peek_categories, read_coco
+from labelguard.readers.coco import (
+    CAPTION, NO_ID, CocoRecord, looks_like_coco, peek_categories, peek_file_name, read_coco,
+)
 from labelguard.rules._annotations import process_annotation
 from labelguard.rules.lg102 import category_index_map, short_map
 
@@ -220,6 +222,39 @@ def image_dirs(path: str, options: AuditOptions) -> tuple[str, ...]:
     return tuple(found)
 
 
+# Folders below a COCO dataset's root looked into for the folder of its images.
+IMAGE_SEARCH_FOLDERS = 50
+
+
+def images_found_below(path: str, dirs: tuple[str, ...]) -> list[str] | None:
+    """The folders below the dataset root of COCO file ``path`` (two levels at most) that hold
+    its first image by its bare ``file_name``, when none of ``dirs`` holds it (NWPU VHR-10's
+    ``NWPU VHR-10 dataset/positive image set/``); None when the name resolves in ``dirs`` or
+    cannot be peeked."""
+    name = peek_file_name(path)
+    if name is None or "/" in name or "\\" in name or any(storage.isfile(os.path.join(d, name)) for d in dirs):
+        return None
+    root = dataset_root(path)
+    found, looked = [], 0
+    level = [root]
+    for _ in range(2):
+        below = []
+        for folder in level:
+            try:
+                children = storage.folder_paths(folder, hidden=False)
+            except OSError:
+                continue
+            for child in children:
+                looked += 1
+                if looked > IMAGE_SEARCH_FOLDERS:
+                    return found
+                if storage.isfile(os.path.join(child, name)):
+                    found.append(child)
+                below.append(child)
+        level = below
+    return found
+
+
 def _holds_files(folder: str) -> bool:
     """True when ``folder`` can hold the images: a file other than JSON, or a subfolder
     (labelme2coco writes ``file_name`` as ``JPEGImages/x.jpg`` beside annotations.json)."""
@@ -261,7 +296,16 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
     for path in files:
         flavour, _ = flavour_and_split(path)
         dirs = image_dirs(path, options)
-        if not dirs:
+        below = images_found_below(path, dirs) if dirs and not options.images else None
+        if below and len(below) == 1:
+            dirs = (below[0], *dirs)
+        elif below:
+            discovery.notes.append(
+                f"{display_path(path)}: its images are named without a folder and lie in "
+                f"{len(below)} folders below it ({', '.join(display_path(b) for b in below)}); which one they are "
+                "taken from is not known, so image files are not checked (pass --images DIR)")
+            dirs = ()
+        elif not dirs:
             discovery.notes.append(f"{display_path(path)}: no image folder found beside it; image files "
                                    "are not checked (pass --images DIR)")
         panoptic = os.path.join(os.path.dirname(path), os.path.basename(path)[: -len(".json")])

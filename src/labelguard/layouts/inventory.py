@@ -65,11 +65,14 @@ class Claims:
 
     @staticmethod
     def key(path: str) -> int:
-        return hash(os.path.normpath(storage.abspath(path)))
+        """The key of a local path (absolute, normalised: one file, however it was spelled)."""
+        return hash(os.path.abspath(path))
 
     def role(self, path: str) -> str | None:
         """"label", "image", "metadata" or None for a file no dataset read."""
-        key = self.key(path)
+        return self.role_of(self.key(path))
+
+    def role_of(self, key: int) -> str | None:
         if key in self.labels:
             return "label"
         if key in self.images:
@@ -159,43 +162,56 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
     roots whose files were chosen by a list or a sample (their other files are "not listed",
     not LG007). A file belongs to the deepest dataset root it lies in, or to None when it lies
     in none."""
-    by_root = {os.path.normpath(storage.abspath(d.root)): d for d in datasets}
+    if storage.url_scheme(path):
+        return {root_key(d.root): Inventory(display_path(d.root), taken=False,
+                                            why_not="object storage is not listed a second time")
+                for d in datasets}
+    by_root = {root_key(d.root): d for d in datasets}
     roots = sorted(((root, d.layout) for root, d in by_root.items()), key=lambda item: -len(item[0]))
-    listed = {os.path.normpath(storage.abspath(root)) for root in listed}
+    listed = {root_key(root) for root in listed}
     inventories: dict[str | None, Inventory] = {
         root: Inventory(display_path(root)) for root, _ in roots}
     # ``counts`` are keyed as ``datasets`` give the roots
     for dataset in datasets:
-        inventories[os.path.normpath(storage.abspath(dataset.root))].labels = counts.get(dataset.root, 0)
-    if storage.url_scheme(path):
-        for inventory in inventories.values():
-            inventory.taken, inventory.why_not = False, "object storage is not walked twice"
-        return inventories
+        inventories[root_key(dataset.root)].labels = counts.get(dataset.root, 0)
     examined = _Budget()
-    top = os.path.normpath(storage.abspath(path))
-    files = [top] if storage.isfile(path) else storage.iter_files(path)
+    files = [path] if storage.isfile(path) else storage.iter_files(path)
+    top = os.path.abspath(path if storage.isdir(path) else os.path.dirname(storage.abspath(path)))
+    folder_owner: dict[str, str | None] = {}  # the dataset of each folder, worked out once
     for file in files:
-        absolute = os.path.normpath(storage.abspath(file))
-        owner = next((root for root, _ in roots if absolute.startswith(root + os.sep) or absolute == root), None)
+        absolute = os.path.abspath(file)
+        folder = os.path.dirname(absolute)
+        if folder in folder_owner:
+            owner = folder_owner[folder]
+        else:
+            owner = folder_owner[folder] = next(
+                (root for root, _ in roots if folder.startswith(root + os.sep) or folder == root), None)
         inventory = inventories.get(owner)
         if inventory is None:
             inventory = inventories[None] = Inventory(display_path(path))
-        role = claims.role(absolute)
+        role = claims.role_of(hash(absolute))
         if role == "image":
             inventory.images += 1
         elif role == "metadata":
             inventory.metadata += 1
         elif role is None:
-            _classify(file, absolute, owner, by_root.get(owner), owner in listed, inventory, examined)
+            _classify(file, os.path.relpath(absolute, owner or top), by_root.get(owner), owner in listed, inventory,
+                      examined)
     return inventories
 
 
-def _classify(path: str, absolute: str, owner: str | None, dataset: Found | None, listed: bool,
-              inventory: Inventory, examined: "_Budget") -> None:
-    """Give a file no dataset read its role, or its reason for not being audited."""
+def root_key(root: str) -> str:
+    """How :func:`take_inventory` keys a dataset's root: absolute, normalised (a URL as it is)."""
+    return root if storage.url_scheme(root) else os.path.abspath(root)
+
+
+def _classify(path: str, where: str, dataset: Found | None, listed: bool, inventory: Inventory,
+              examined: "_Budget") -> None:
+    """Give a file no dataset read its role, or its reason for not being audited; ``where``
+    is its path below its dataset's root (or below the PATH, for a file in no dataset)."""
     lower = path.lower()
     extension = mask_extension(lower)
-    where = os.path.relpath(absolute, owner) if owner else os.path.basename(absolute)
+    absolute = os.path.abspath(path)
     words = set(_WORDS.split(where.lower()))
     folders = {part.lower() for part in where.split(os.sep)[:-1]}
     read_by = f"the {dataset.layout} layout read this dataset and reads no such file here" if dataset else \

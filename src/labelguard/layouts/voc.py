@@ -20,11 +20,11 @@ from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import IMAGES, LISTS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
-from labelguard.layouts.masks import discover_voc_segmentation, voc_segmentation_files
 from labelguard.layouts.pairing import (
     IMAGE_EXTENSIONS, DisplayNames, ListRule, Role, display_path, image_sets_rule, inside_root, labels_by_image,
     pair_files, read_metadata, select_from_lists, strip_extension, unpaired_findings, walk_files,
 )
+from labelguard.layouts.voc_segmentation import discover_voc_segmentation, voc_segmentation_files
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_head
 from labelguard.rules._annotations import process_annotation, process_annotation_batch
 

@@ -545,6 +545,27 @@ def read_coco(path: str, chunk: int = CHUNK) -> CocoRecord:
 
 # ---- a cheap look at the categories, for discovery ------------------------------------------
 
+_FILE_NAME_KEY = re.compile(r'"file_name"\s*:\s*"((?:[^"\\]|\\.){1,1024})"')
+
+
+def peek_file_name(path: str, window: int = CHUNK) -> str | None:
+    """The first image ``file_name`` in a COCO file's first ``window`` bytes (where the
+    ``images`` list of every common writer starts), without reading the rest; None when there
+    is none there."""
+    try:
+        head = read_head(path, window)
+    except ReadError:
+        return None
+    match = _FILE_NAME_KEY.search(head.decode("utf-8", errors="replace"))
+    if match is None:
+        return None
+    try:
+        value = json.loads(f'"{match.group(1)}"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
 def peek_categories(path: str, window: int = CHUNK) -> list[tuple[int, str]] | None:
     """The ``categories`` of a COCO file when they sit in its first or last ``window``
     characters (where every common writer puts them), without reading the rest; None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,6 +123,20 @@ def voc_color_map() -> ColorMap:
 def camvid_color_map() -> ColorMap:
     return ColorMap(tuple(c for _, c in CAMVID_COLORS), tuple(n for n, _ in CAMVID_COLORS),
                     "standard CamVid colours", standard="camvid")
+
+
+def color_proposal(colors: Counter) -> dict[str, int]:
+    """A colour -> index map proposed for colour masks found without a map.
+
+    Standard VOC palette colours keep their VOC index; otherwise black is 0 and the other
+    colours follow by decreasing pixel count.
+    """
+    voc = {c: i for i, c in enumerate(voc_color_map().colors)}
+    parsed = {tuple(int(v) for v in key.split(",")): n for key, n in colors.items()}
+    if parsed and all(c in voc for c in parsed):
+        return {"%d,%d,%d" % c: voc[c] for c in sorted(parsed, key=lambda c: voc[c])}
+    ordered = sorted(parsed, key=lambda c: (c != (0, 0, 0), -parsed[c], c))
+    return {"%d,%d,%d" % c: i for i, c in enumerate(ordered)}
 
 
 def pack(rgb: np.ndarray) -> np.ndarray:

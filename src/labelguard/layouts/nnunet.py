@@ -1,0 +1,44 @@
+"""nnU-Net raw datasets: the masks of ``labelsTr``/``labelsTs`` paired with ``imagesTr``/
+``imagesTs``, the classes in ``dataset.json``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from labelguard.core import storage
+from labelguard.layouts._mask_common import _declared_color_map, _finish, _mask_files, _pair
+from labelguard.layouts.base import (
+    LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout, unpaired_findings,
+)
+
+
+def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
+    discovery = Discovery("nnunet", root)
+    masks, pairs, all_images = [], {}, []
+    for split in ("Tr", "Ts"):
+        label_dir = os.path.join(root, f"labels{split}")
+        image_dir = os.path.join(root, f"images{split}")
+        if not storage.isdir(label_dir):
+            continue
+        split_masks = _mask_files(label_dir, include_jpeg=True)
+        images = _mask_files(image_dir, include_jpeg=True) if storage.isdir(image_dir) else []
+        found, orphan_images, orphan_masks = _pair(images, split_masks, image_dir, label_dir, discovery)
+        if not options.lists and split == "Tr":
+            discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
+        masks.extend(split_masks)
+        all_images.extend(images)
+        pairs.update(found)
+    color_map = _declared_color_map(options, [root], discovery)
+    return _finish(discovery, options, masks, pairs, color_map, [], all_images)
+
+
+def _detect_nnunet(root: str, options: AuditOptions) -> Evidence:
+    if not storage.isdir(os.path.join(root, "labelsTr")):
+        return no()
+    described = storage.isfile(os.path.join(root, "dataset.json"))
+    return evidence(0.83, "labelsTr/ folder", *(["dataset.json beside it"] if described else []))
+
+
+discover_nnunet.detect = _detect_nnunet
+register_layout("nnunet", "nnU-Net raw dataset (imagesTr/labelsTr, dataset.json)", 0.83, (LISTS, MASKS))(discover_nnunet)

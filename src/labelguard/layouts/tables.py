@@ -1,0 +1,259 @@
+"""The ``csv`` layout: label tables in the dataset's folder (or the table given as the path):
+``path,label`` CSVs, one-hot multi-label CSVs, ImageNet ``train.txt`` with ``synsets.txt``,
+Kaggle ``ann.txt``, MNIST-style ``label,pixels...`` CSVs. A ``synsets.txt``/``labels.txt``/
+``classes.txt`` beside the table is the dataset's class list (ids index into it).
+
+Each table is one task: :func:`table_record` reads it into an annotation record (the files
+its path column names looked up under its image folders first) and the annotation rules
+judge it: labels outside the spec LG101/LG102/LG103, rows naming missing files LG003, paths
+leaving the dataset LG005, unreadable rows LG001 with the line, repeated rows and
+conflicting labels LG303. A ``--path-column``/``--label-column`` that no table has is a
+:class:`~labelguard.errors.ColumnError` naming each table's columns.
+"""
+
+from __future__ import annotations
+
+import os
+
+from labelguard.core import storage
+from labelguard.checks.files import UNREADABLE
+from labelguard.core.records import AnnotationRecord, ImageTable
+from labelguard.core.spec import LabelSpec, class_list_spec
+from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.text import LISTED, noun, shorten
+from labelguard.errors import ColumnError
+from labelguard.layouts.base import (
+    IMAGES, METADATA_FILES, TABLES, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout,
+)
+from labelguard.layouts.conventions import CLASS_TABLE_FILES
+from labelguard.layouts.references import resolve_names
+from labelguard.readers.base import ReadError, read_head
+from labelguard.readers.class_tables import is_class_table_text
+from labelguard.readers.colormap import COLOR_MAP_FILES
+from labelguard.readers.tabular import (
+    TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table, sniff_layout,
+    table_text,
+)
+from labelguard.rules._annotations import process_annotation
+
+NAME_FILES = frozenset({"labels.txt", "classes.txt", "class_names.txt", "labelmap.txt", "synsets.txt",
+                        "readme.txt", "license.txt", "requirements.txt", "dataset.txt"})
+# Files that describe a dataset (class lists, colour maps such as CamVid's class_dict.csv),
+# never a table of samples.
+NOT_TABLES = NAME_FILES | METADATA_FILES | frozenset(COLOR_MAP_FILES)
+
+
+ROW_HINT = ("Fix or remove these rows: a Dataset that splits them fails (ValueError, IndexError) or reads "
+            "a wrong label when it reaches them.")
+
+
+def table_record(task: FileTask) -> AnnotationRecord:
+    """One label table as an annotation record: a row per line (its label a name, an integer
+    id when every label is one, or the names of a one-hot row), the files its path column
+    names as an image table looked up under the image folders, and what makes two rows the
+    same (path, label and the other cells)."""
+    table = read_table(task.path, task.option("path_column"), task.option("label_column"))
+    layout = table.layout
+    labels = table.labels
+    if not layout.onehot_columns and labels and all(is_int(label) for label in labels):
+        labels = [int(label) for label in labels]
+    if layout.path_column is not None:
+        images, image_of = _path_table(task, table)
+        keys = list(zip(table.paths, labels, table.rest or [""] * len(labels)))
+    else:  # MNIST-style: each row is a sample of its own
+        images = ImageTable("path", "file", "line", "line {}", [""] * len(labels), places=table.lines)
+        image_of, keys = list(range(len(labels))), None
+    return AnnotationRecord(
+        task.display, "csv", "line", labels, table.lines, keys=keys,
+        problems=table.problems, problem_count=table.problem_count, problem_hint=ROW_HINT,
+        images=images, image_of=image_of,
+        one_label_per_image=layout.path_column is not None and not table.rest and not layout.onehot_columns,
+    )
+
+
+def process_table(task: FileTask, spec: LabelSpec) -> FileResult:
+    """Read one label table and run the annotation rules on it."""
+    return process_annotation(task, spec, table_record, "csv")
+
+
+# Its result is a function of the task, the spec, the table's bytes and the image folders'
+# listings and paths it notes (labelguard.core.cache).
+process_table.cacheable = True  # type: ignore[attr-defined]
+
+
+def _path_table(task: FileTask, table: TableRows) -> tuple[ImageTable, list[int]]:
+    """The distinct files a table names (each at the first line naming it), looked up under
+    the task's image folders, and each row's file."""
+    row_of: dict[str, int] = {}
+    names: list[str] = []
+    places: list[int] = []
+    image_of = []
+    for line, path in zip(table.lines, table.paths):
+        row = row_of.get(path)
+        if row is None:
+            row = row_of[path] = len(names)
+            names.append(path)
+            places.append(line)
+        image_of.append(row)
+    folder = os.path.dirname(storage.abspath(task.path))
+    bases = task.option("image_dirs") or (folder,)
+    root = task.option("root") or folder
+    missing, escaping = resolve_names(names, bases, storage.abspath(root))
+    images = ImageTable("path", "file", "line", "line {}", names, places=places,
+                        folders=tuple(display_path(b) for b in bases), root=display_path(root),
+                        looked_for=sum(1 for name in names if name), missing=missing, escaping=escaping)
+    return images, image_of
+
+
+def _table_candidates(folder: str) -> list[str]:
+    """The files of a folder that may be label tables, by name."""
+    try:
+        names = storage.names_with_suffix(folder, TABLE_EXTENSIONS)
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        path = os.path.join(folder, name)
+        lower = name.lower()
+        if name.startswith(".") or not lower.endswith(TABLE_EXTENSIONS) or not storage.isfile(path):
+            continue
+        if lower in NOT_TABLES or lower.startswith("synsets") or lower.startswith("readme"):
+            continue
+        found.append(path)
+    return found
+
+
+def _table_files(folder: str, options: AuditOptions) -> list[str]:
+    return [path for path in _table_candidates(folder) if _is_table(path, options)]
+
+
+# The bytes of a file that tell whether it is a table (a larger file: its whole lines in them).
+TABLE_HEAD = 1 << 16
+
+
+def _sniff_table(path: str, options: AuditOptions):
+    """The table layout of a file, or None; OSError or ReadError when it cannot be read."""
+    head = read_head(path, TABLE_HEAD)  # one ranged request for an object of object storage
+    if b"\x00" in head:
+        return None
+    # Its text as read_text gives it: a file longer than the head by the whole lines in it.
+    text = table_text(head if len(head) < TABLE_HEAD else head.rsplit(b"\n", 1)[0])
+    if _declares_classes(path, text):
+        return None
+    return sniff_layout(path, text, options.path_column, options.label_column)
+
+
+def _declares_classes(path: str, text: str) -> bool:
+    """True for a class table, ``text`` its head: label values and their class names
+    (Roboflow's ``_classes.csv``, "Pixel Value, Class"), which declares a dataset's classes
+    and holds no samples."""
+    return os.path.basename(path).lower() in CLASS_TABLE_FILES or is_class_table_text(text)
+
+
+def _is_class_table(path: str) -> bool:
+    try:
+        return _declares_classes(path, table_text(read_head(path, 4096)))
+    except (OSError, ReadError):
+        return False
+
+
+def _is_table(path: str, options: AuditOptions) -> bool:
+    try:
+        return _sniff_table(path, options) is not None
+    except (OSError, ReadError):
+        return False
+
+
+def check_columns(root: str, options: AuditOptions) -> None:
+    """ColumnError when ``--path-column``/``--label-column`` name a column that no table at
+    ``root`` has: auditing nothing and reporting no findings would read as a clean dataset."""
+    if not (options.path_column or options.label_column):
+        return
+    candidates = [root] if storage.isfile(root) else _table_candidates(root)
+    headers = []
+    for path in candidates:
+        try:
+            if _sniff_table(path, options) is not None:
+                return
+        except UnknownColumn as exc:
+            headers.append((path, exc))
+        except (OSError, ReadError):
+            continue
+    if not headers:
+        return
+    listing = shorten(headers, LISTED, lambda item: f"{display_path(item[0])}: {item[1]}", sep="; ", what="table")
+    if storage.isfile(root):
+        raise ColumnError(listing)
+    given = [f"--{what}-column {wanted!r}" for what, wanted in
+             (("path", options.path_column), ("label", options.label_column)) if wanted]
+    raise ColumnError(f"no table in {display_path(root)} has the {noun(len(given), 'column')} given "
+                      f"({', '.join(given)}): {listing}")
+
+
+def table_image_dirs(path: str, options: AuditOptions) -> tuple[str, ...]:
+    """Where the files a table names are looked for: ``--images``, else the image folders
+    beside it, then its own folder."""
+    folder = os.path.dirname(storage.abspath(path))
+    if options.images:
+        return (storage.abspath(options.images),)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    names = ["images", "imgs", "img", "data", stem, f"{stem}_images", f"{stem}_imgs", f"{stem}_img"]
+    found = [os.path.join(folder, n) for n in names if storage.isdir(os.path.join(folder, n))]
+    return tuple(dict.fromkeys(found + [folder]))
+
+
+def discover_tables(root: str, options: AuditOptions) -> Discovery:
+    discovery = Discovery("csv", root)
+    check_columns(root, options)
+    if storage.isfile(root):
+        tables = [storage.abspath(root)]
+        folder = os.path.dirname(storage.abspath(root))
+    else:
+        folder = root
+        tables = _table_files(root, options)
+        if not tables:
+            discovery.findings.append(UNREADABLE.finding(
+                display_path(root), "no classification table found (a CSV/TSV with path and label "
+                "columns, or a 'path label' text list)"))
+            return discovery
+    names_file = label_names_file(folder)
+    if names_file is not None and names_file not in tables:
+        try:
+            names = read_names(names_file)
+        except ReadError as exc:
+            discovery.notes.append(f"class names ignored: {display_path(names_file)}: {exc}")
+        else:
+            discovery.spec = class_list_spec(names, display_path(names_file))
+    extra: list[tuple[str, object]] = []
+    if options.path_column:
+        extra.append(("path_column", options.path_column))
+    if options.label_column:
+        extra.append(("label_column", options.label_column))
+    for table in tables:
+        discovery.tasks.append(FileTask(
+            processor=process_table, path=table, display=display_path(table),
+            options=tuple(extra) + (("image_dirs", table_image_dirs(table, options)), ("root", folder))))
+    return discovery
+
+
+def _detect_tables(root: str, options: AuditOptions) -> Evidence:
+    check_columns(root, options)
+    if storage.isfile(root):
+        if root.lower().endswith(TABLE_EXTENSIONS) and _is_table(root, options):
+            return evidence(0.29, "a table of paths and labels")
+        return no(*_class_table_reasons([root]))
+    tables = _table_files(root, options) if storage.isdir(root) else []
+    if not tables:
+        return no(*_class_table_reasons(_table_candidates(root) if storage.isdir(root) else []))
+    return evidence(0.29, f"{display_path(tables[0])} is a table of paths and labels")
+
+
+def _class_table_reasons(paths: list[str]) -> list[str]:
+    """Why the class tables among ``paths`` are not read as tables of samples."""
+    return [f"{display_path(path)} is a class table (label value -> class name), not a table of samples"
+            for path in paths if path.lower().endswith(TABLE_EXTENSIONS) and _is_class_table(path)]
+
+
+discover_tables.detect = _detect_tables
+register_layout("csv", "classification tables: CSV/TSV path + label columns, 'path label' lists "
+                "(ImageNet train.txt + synsets.txt), MNIST-style CSV", 0.29, (TABLES, IMAGES))(discover_tables)
