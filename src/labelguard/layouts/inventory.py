@@ -16,8 +16,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from labelguard.core import storage
 from labelguard.core.findings import Finding
@@ -82,35 +81,37 @@ class Claims:
         return None
 
 
-@dataclass
+# Plain classes, not dataclasses: this module is imported by every audit, and a dataclass
+# costs a fraction of a millisecond of start-up to build.
 class Unaudited:
     """Files of one kind no dataset audited, with why."""
 
-    kind: str
-    reason: str
-    files: list[str] = field(default_factory=list)  # the first SHOWN, as shown
-    count: int = 0
-    label: bool = True  # could hold labels (LG007), else only said (an image, not examined)
+    def __init__(self, kind: str, reason: str, label: bool = True) -> None:
+        self.kind = kind
+        self.reason = reason
+        self.files: list[str] = []  # the first SHOWN, as shown
+        self.count = 0
+        self.label = label  # could hold labels (LG007), else only said (a file left out, not listed)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "reason": self.reason, "count": self.count, "files": self.files,
                 "lg007": self.label}
 
 
-@dataclass
 class Inventory:
     """What became of the files under one dataset's root (or, for ``dataset`` None, of the
     files under a PATH that lie in no dataset)."""
 
-    root: str
-    labels: int = 0
-    images: int = 0  # paired with a label
-    photos: int = 0  # images no label was paired with (by their kind or place): not label files
-    metadata: int = 0
-    other: int = 0  # files that hold no labels by their kind (READMEs, licences, code)
-    unaudited: dict[tuple[str, str], Unaudited] = field(default_factory=dict)
-    taken: bool = True
-    why_not: str = ""
+    def __init__(self, root: str, taken: bool = True, why_not: str = "") -> None:
+        self.root = root
+        self.labels = 0
+        self.images = 0  # paired with a label
+        self.photos = 0  # images no label was paired with (by their kind or place): not label files
+        self.metadata = 0
+        self.other = 0  # files that hold no labels by their kind (READMEs, licences, code)
+        self.unaudited: dict[tuple[str, str], Unaudited] = {}
+        self.taken = taken
+        self.why_not = why_not
 
     def add(self, path: str, kind: str, reason: str, label: bool) -> None:
         group = self.unaudited.get((kind, reason))
@@ -145,14 +146,13 @@ class Inventory:
                 "not_audited": [group.to_dict() for group in self.unaudited.values()]}
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(NamedTuple):
     """A dataset as the inventory needs it."""
 
     root: str
     layout: str
     masks: bool  # its labels are masks: any mask container it did not read is suspect
-    left_out: tuple[tuple[str, str], ...] = ()  # (glob relative to the root, why)
+    left_out: tuple[tuple[str, str], ...] = ()  # (pattern relative to the root, why)
 
 
 def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dict[str, int],
@@ -175,28 +175,32 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
     for dataset in datasets:
         inventories[root_key(dataset.root)].labels = counts.get(dataset.root, 0)
     examined = _Budget()
-    files = [path] if storage.isfile(path) else storage.iter_files(path)
+    if storage.isfile(path):
+        folders = [(os.path.join(os.path.dirname(path), ""), [os.path.basename(path)])]
+    else:
+        folders = storage.iter_folders(path)
     top = os.path.abspath(path if storage.isdir(path) else os.path.dirname(storage.abspath(path)))
-    folder_owner: dict[str, str | None] = {}  # the dataset of each folder, worked out once
-    for file in files:
-        absolute = os.path.abspath(file)
-        folder = os.path.dirname(absolute)
-        if folder in folder_owner:
-            owner = folder_owner[folder]
-        else:
-            owner = folder_owner[folder] = next(
-                (root for root, _ in roots if folder.startswith(root + os.sep) or folder == root), None)
+    labels, images, metadata = claims.labels, claims.images, claims.metadata
+    for prefix, names in folders:
+        # One folder at a time: its absolute path and its dataset worked out once, then one
+        # hash and one set look-up per file.
+        folder = os.path.abspath(prefix)
+        owner = next((root for root, _ in roots if folder.startswith(root + os.sep) or folder == root), None)
         inventory = inventories.get(owner)
         if inventory is None:
             inventory = inventories[None] = Inventory(display_path(path))
-        role = claims.role_of(hash(absolute))
-        if role == "image":
-            inventory.images += 1
-        elif role == "metadata":
-            inventory.metadata += 1
-        elif role is None:
-            _classify(file, os.path.relpath(absolute, owner or top), by_root.get(owner), owner in listed, inventory,
-                      examined)
+        base = folder + os.sep
+        for name in names:
+            key = hash(base + name)
+            if key in labels:
+                continue
+            if key in images:
+                inventory.images += 1
+            elif key in metadata:
+                inventory.metadata += 1
+            else:
+                _classify(prefix + name, os.path.relpath(base + name, owner or top), by_root.get(owner),
+                          owner in listed, inventory, examined)
     return inventories
 
 
