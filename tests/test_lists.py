@@ -233,3 +233,20 @@ def test_a_list_naming_images_selects_their_masks(tmp_path):
     assert sorted(Path(f).name for f in report.files) == ["a.png", "b.png"]
     assert all("masks" in Path(f).parts for f in report.files), report.files
     assert not found(report, "LG003") and not found(report, "LG206")
+
+
+def test_a_list_that_names_only_photos_is_images_without_labels_never_masks(tmp_path):
+    """mmpretrain's ann_without_labels.txt: an inference list of JPEGs. Read as a list of
+    masks, its photos gave LG202/LG203 (or LG001 for git symlink stubs)."""
+    from annotation_builders import write_image
+    from click.testing import CliRunner
+    from labelguard.cli import main
+
+    for name in ("1.jpg", "2.jpeg"):
+        write_image(tmp_path / "dataset" / name, (32, 24))
+    listing = tmp_path / "dataset" / "ann_without_labels.txt"
+    listing.write_text("1.jpg\n2.jpeg\n")
+    result = CliRunner().invoke(main, ["audit", str(listing), "--no-cache", "--no-progress", "--no-config"])
+    assert result.exit_code == 2, result.output
+    assert "names 2 photos" in result.output and "images without labels" in result.output
+    assert "LG20" not in result.output and "LG001" not in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator
 
@@ -15,7 +16,7 @@ from labelguard.config import CONFIG_NAME
 from labelguard.errors import UsageError
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.masks import is_mask_candidate, mask_extension
-from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir
+from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir, is_mask_dir
 # The pairing engine's names, imported here for the layouts and fixers that take them from base.
 from labelguard.layouts.pairing import (  # noqa: F401
     ListSelection, display_path, holds_yolo_rows, inside_root, list_findings, pair_key, read_list,
@@ -434,7 +435,33 @@ def _discover_list(path: str, options: AuditOptions) -> Discovery:
         if layout is not None and layout.name != "csv":
             return layout.discover(candidate, listed)
     root = os.path.dirname(folder) if os.path.basename(folder).lower() in LIST_DIRS else folder
+    photos = _names_only_photos(path)
+    if photos:
+        # mmpretrain's ann_without_labels.txt, an inference list: images, and no label to
+        # audit; never photos read as masks.
+        discovery = Discovery("masks", root)
+        discovery.notes.append(f"{display_path(path)} names {photos} photos (JPEG, WebP, BMP) and no label file: "
+                               "a list of images without labels, so nothing in it is audited; give the labels' "
+                               "list, or the dataset's folder")
+        return discovery
     return LAYOUTS["masks"].discover(root, listed)
+
+
+# Photo extensions: a list naming only these names no label (JPEG would smear a label's values).
+PHOTO_EXTENSIONS = (".jpg", ".jpeg", ".webp", ".bmp")
+
+
+def _names_only_photos(path: str) -> int:
+    """The number of entries of the list ``path`` when each one's first field names a photo
+    by its extension and no label folder, else 0."""
+    listing, _ = read_list(path)
+    if listing is None or not listing.entries:
+        return 0
+    for entry in listing.entries:
+        first = entry.fields[0].lower() if entry.fields else ""
+        if not first.endswith(PHOTO_EXTENSIONS) or any(is_mask_dir(part) for part in re.split(r"[\\/]", first)[:-1]):
+            return 0
+    return len(listing.entries)
 
 
 def _ancestors(folder: str, count: int) -> list[str]:
