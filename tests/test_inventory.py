@@ -163,9 +163,9 @@ def test_detect_prints_each_datasets_inventory(tmp_path):
 
 def test_claims_tell_a_label_from_an_image_and_a_metadata_file(tmp_path):
     claims = Claims()
-    claims.labels.add(Claims.key(str(tmp_path / "m.png")))
-    claims.images.add(Claims.key(str(tmp_path / "i.png")))
-    claims.metadata.add(Claims.key(str(tmp_path / "classes.txt")))
+    claims.add("label", str(tmp_path / "m.png"))
+    claims.add("image", str(tmp_path / "i.png"))
+    claims.add("metadata", str(tmp_path / "classes.txt"))
     assert [claims.role(str(tmp_path / name)) for name in ("m.png", "./i.png", "classes.txt", "x.png")] == [
         "label", "image", "metadata", None]
 

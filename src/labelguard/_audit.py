@@ -480,7 +480,7 @@ def _inventories(paths: list[str], discoveries: list, audited: list[str], specs:
     for discovery, own_spec in zip(discoveries, specs):
         for named in (*discovery.lists, *own_spec.sources, getattr(discovery.color_map, "source", None)):
             if named and not storage.url_scheme(named):
-                claims.metadata.add(Claims.key(named))
+                claims.add("metadata", named)
     found: dict = {None: []}
     for path in dict.fromkeys(paths):
         own = [d for d, under in zip(discoveries, audited) if under == path]
@@ -541,9 +541,9 @@ class _TaskStream:
                     task = replace(task, options=(*task.options, ("storage", self.access)))
                 if not self.keyed and task.path.lower().endswith(KEYED_EXTENSIONS):
                     self.keyed = True
-                self.claims.labels.add(Claims.key(task.path))
+                self.claims.add("label", task.path)
                 if task.image:
-                    self.claims.images.add(Claims.key(task.image))
+                    self.claims.add("image", task.image)
                 self.files.append(task.display)
                 count += 1
                 yield task

@@ -89,12 +89,12 @@ def detect(paths: Iterable[str], options: AuditOptions | None = None) -> list[De
 def _dataset(discovery: Discovery, claims: Claims) -> DatasetFound:
     tasks = list(discovery.tasks)
     for task in tasks:
-        claims.labels.add(Claims.key(task.path))
+        claims.add("label", task.path)
         if task.image:
-            claims.images.add(Claims.key(task.image))
+            claims.add("image", task.image)
     for named in (*discovery.lists, *discovery.spec.sources, getattr(discovery.color_map, "source", None)):
         if named and not storage.url_scheme(named):
-            claims.metadata.add(Claims.key(named))
+            claims.add("metadata", named)
     return DatasetFound(
         root=display_path(discovery.root), layout=discovery.layout, labels=len(tasks),
         images=sum(1 for task in tasks if task.image), examples=[task.display for task in tasks[:EXAMPLES]],
