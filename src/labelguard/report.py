@@ -183,17 +183,26 @@ class DatasetReport:
             "samples": summary["samples"],
             "counts": self.counts(),
             "codes": self.code_counts(),
-            "values": summary["values"],
-            "values_capped": summary["values_capped"],
-            "outside_spec": {str(v): {"files": f, "pixels": p} for v, (f, p) in self.outside_spec().items()},
-            "classes": summary["classes"],
-            "empty_masks": summary["empty_masks"],
-            "unreadable": summary["unreadable"],
-            "suggested_remap": remap_entry(self.suggested_remap),
-            "suggested_color_map": self.suggested_color_map,
+            **tables_entry(summary, self.outside_spec(), self.suggested_remap, self.suggested_color_map),
             "findings": [places[id(f)] for f in self.findings],
             "inventory": self.inventory.to_dict() if self.inventory is not None else None,
         }
+
+
+def tables_entry(summary: dict, outside: dict[int, tuple[int, int]], remap: dict[int, int] | None,
+                 color_map: dict[str, int] | None) -> dict[str, Any]:
+    """The value and class tables as the JSON report writes them, for the whole report and for
+    each dataset alike (``summary``: what :func:`tables` gives)."""
+    return {
+        "values": summary["values"],
+        "values_capped": summary["values_capped"],
+        "outside_spec": {str(v): {"files": f, "pixels": p} for v, (f, p) in outside.items()},
+        "classes": summary["classes"],
+        "empty_masks": summary["empty_masks"],
+        "unreadable": summary["unreadable"],
+        "suggested_remap": remap_entry(remap),
+        "suggested_color_map": color_map,
+    }
 
 
 def severity_counts(findings: Iterable[Finding]) -> dict[str, int]:
@@ -329,14 +338,7 @@ class Report:
                 "sampled": self.sampled,
                 "findings": self.counts(),
                 "codes": self.code_counts(),
-                "values": summary["values"],
-                "values_capped": summary["values_capped"],
-                "outside_spec": {str(v): {"files": f, "pixels": p} for v, (f, p) in self.outside_spec().items()},
-                "classes": summary["classes"],
-                "empty_masks": summary["empty_masks"],
-                "unreadable": summary["unreadable"],
-                "suggested_remap": remap_entry(self.suggested_remap),
-                "suggested_color_map": self.suggested_color_map,
+                **tables_entry(summary, self.outside_spec(), self.suggested_remap, self.suggested_color_map),
                 "notes": self.notes,
                 "errors": self.errors,
                 "audited_nothing": self.audited_nothing,

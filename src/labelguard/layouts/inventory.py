@@ -314,15 +314,15 @@ def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
     """What a file no dataset read holds, by its first bytes: "VOC XML file", "COCO JSON file",
     "labelme JSON file", "YOLO label file", "token file", "metadata" (a file that declares something but
     holds no labels), or None (nothing labelguard knows)."""
-    if lower.endswith(TOKEN_EXTENSIONS):
-        return "token file" if lower.endswith((".arrow", ".parquet")) else _jsonl_kind(path, examined)
-    if not lower.endswith(ANNOTATION_EXTENSIONS) or examined.spent():
+    if lower.endswith((".arrow", ".parquet")):
+        return "token file"
+    if not lower.endswith((*ANNOTATION_EXTENSIONS, *TOKEN_EXTENSIONS)):
         return None
-    examined.count += 1
-    try:
-        head = read_head(path, 4096)
-    except ReadError:
+    head = _head(path, examined)
+    if head is None:
         return None
+    if lower.endswith(".jsonl"):
+        return "token file" if b'"input_ids"' in head else None
     if lower.endswith(".xml"):
         return "VOC XML file" if b"<annotation" in head else None
     if lower.endswith(".json"):
@@ -334,15 +334,16 @@ def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
     return "YOLO label file" if holds_yolo_rows(path) and head.strip() else None
 
 
-def _jsonl_kind(path: str, examined: "_Budget") -> str | None:
+def _head(path: str, examined: "_Budget") -> bytes | None:
+    """The first 4 KiB of ``path``, counted against the walk's budget; None past it or for a
+    file that cannot be read."""
     if examined.spent():
         return None
     examined.count += 1
     try:
-        head = read_head(path, 4096)
+        return read_head(path, 4096)
     except ReadError:
         return None
-    return "token file" if b'"input_ids"' in head else None
 
 
 def inventory_findings(inventory: Inventory) -> list[Finding]:

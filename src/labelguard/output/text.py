@@ -86,11 +86,7 @@ class TextFormatter(Formatter):
             absent = len(self.baseline.absent)
             out(f"baseline:  {plural(len(self.baseline.known), 'known finding')} of {self.baseline.source} "
                 f"not listed; {absent} of its findings no longer found")
-        if report.summary.empty:
-            out(f"empty:     {plural(report.summary.empty, 'mask')} {verb(report.summary.empty, 'holds')} only "
-                "background/ignore values")
-        if report.summary.unreadable:
-            out(f"unreadable: {plural(report.summary.unreadable, 'file')}")
+        _empty_and_unreadable(report.summary, out)
         if several:
             # The datasets' sections listed every finding; one outside them is listed here.
             grouped = {id(f) for dataset in report.datasets for f in dataset.findings}
@@ -132,11 +128,7 @@ class TextFormatter(Formatter):
                   for level in ("error", "warning", "info")}
         out(f"result:    {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
             f"{counts['info']} info{' (new)' if self.baseline is not None else ''}")
-        if dataset.summary.empty:
-            out(f"empty:     {plural(dataset.summary.empty, 'mask')} {verb(dataset.summary.empty, 'holds')} only "
-                "background/ignore values")
-        if dataset.summary.unreadable:
-            out(f"unreadable: {plural(dataset.summary.unreadable, 'file')}")
+        _empty_and_unreadable(dataset.summary, out)
         self._values(dataset, out, mixed=False)
         self._classes(dataset, out, mixed=False)
         # A dataset that gave nothing to audit checked nothing: never the words of a clean one.
@@ -291,6 +283,14 @@ def _spec_lines(spec, head: str, out) -> None:
 def _samples(summary) -> str:
     """What a summary audited: masks are files, other records samples."""
     return plural(summary.samples, "file" if set(summary.kinds) <= {"mask"} else "sample")
+
+
+def _empty_and_unreadable(summary, out) -> None:
+    """The lines of masks holding only background or ignore values and of unreadable files."""
+    if summary.empty:
+        out(f"empty:     {plural(summary.empty, 'mask')} {verb(summary.empty, 'holds')} only background/ignore values")
+    if summary.unreadable:
+        out(f"unreadable: {plural(summary.unreadable, 'file')}")
 
 
 def _dataset_steps(datasets) -> list[str]:
