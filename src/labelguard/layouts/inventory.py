@@ -330,6 +330,8 @@ def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
             return "COCO JSON file"
         if re.search(rb'"shapes"\s*:', head) and re.search(rb'"imagePath"\s*:', head):
             return "labelme JSON file"
+        if re.search(rb'"data_list"\s*:', head) and re.search(rb'"(img_path|gt_label)"\s*:', head):
+            return "OpenMMLab JSON annotation file"  # mmpretrain/mmengine's data_list of img_path, gt_label
         return None
     return "YOLO label file" if holds_yolo_rows(path) and head.strip() else None
 
