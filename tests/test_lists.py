@@ -250,3 +250,19 @@ def test_a_list_that_names_only_photos_is_images_without_labels_never_masks(tmp_
     assert result.exit_code == 2, result.output
     assert "names 2 photos" in result.output and "images without labels" in result.output
     assert "LG20" not in result.output and "LG001" not in result.output
+
+
+def test_a_lists_dataset_is_never_taken_from_another_dataset_found_below_a_parent(tmp_path):
+    """Looking up from a list for its dataset, a parent whose only evidence lies in a sibling
+    folder (an ADE20K tree beside the list's) is not the list's dataset."""
+    import numpy as np
+    from annotation_builders import write_ade20k, write_image
+    from labelguard.layouts.base import discover_datasets
+
+    write_ade20k(tmp_path / "other" / "ade" / "training" / "street", "x", np.ones((8, 8), np.int32))
+    for name in ("1.jpg", "2.jpeg"):
+        write_image(tmp_path / "a" / "b" / "dataset" / name, (32, 24))
+    listing = tmp_path / "a" / "b" / "dataset" / "ann_without_labels.txt"
+    listing.write_text("1.jpg\n2.jpeg\n")
+    [found] = discover_datasets(str(listing), AuditOptions())
+    assert found.layout != "ade20k" and not list(found.tasks)

@@ -430,10 +430,12 @@ def _discover_list(path: str, options: AuditOptions) -> Discovery:
     folder = os.path.dirname(storage.abspath(path))
     voc = _voc_root_of_image_sets(folder)
     for candidate in [voc] if voc else _ancestors(folder, 3):
-        layout = detect_layout(candidate, listed)
-        # The table layout would read the lists beside this one as tables, not this list's dataset.
-        if layout is not None and layout.name != "csv":
-            return layout.discover(candidate, listed)
+        found = candidates(candidate, listed)
+        # The table layout would read the lists beside this one as tables, not this list's
+        # dataset; evidence that lies in a sub-folder (another dataset beside the list's
+        # folder, one that a layout's probe found below a parent) is not about this folder.
+        if found and found[0].layout.name != "csv" and found[0].evidence.below is None:
+            return found[0].layout.discover(candidate, listed)
     root = os.path.dirname(folder) if os.path.basename(folder).lower() in LIST_DIRS else folder
     photos = _names_only_photos(path)
     if photos:
