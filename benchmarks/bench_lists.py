@@ -7,7 +7,7 @@ measures in this one run, each the best of ``--repeat`` interleaved passes:
 
 * the baseline: a loop that strips each line and stats it once (``os.path.isfile``), what
   the smallest loader script does, trying no extension and no second folder;
-* ``labelguard.layouts.pairing.select_from_lists``: the one list reading of the audit (the
+* ``labelguard.layouts.lists.select_from_lists``: the one list reading of the audit (the
   root and the list's folder, every mask extension, the stem fallback, LG003 findings).
 
 The ratio printed is labelguard's time over the baseline's.
@@ -25,7 +25,7 @@ import os
 import tempfile
 import time
 
-from labelguard.layouts.pairing import ListRule, select_from_lists
+from labelguard.layouts.lists import ListRule, select_from_lists
 from labelguard.readers.masks import MASK_EXTENSIONS
 
 

@@ -17,9 +17,9 @@ from audit_helpers import codes, found, run
 from builders import write_png
 from detection_builders import write_darknet, write_image, write_labelme2voc, write_voc, write_yolo, yolo_rows
 from labelguard.layouts import AuditOptions
-from labelguard.layouts.pairing import (
-    ENTRY_FINDINGS, ListRule, display_path, display_paths, pair_derived, resolve_entry, strip_extension,
-)
+from labelguard.core.paths import display_path, display_paths
+from labelguard.layouts.lists import ENTRY_FINDINGS, ListRule, resolve_entry
+from labelguard.layouts.pairing import pair_derived, strip_extension
 from labelguard.layouts.yolo import label_files
 
 BOX = (1, 1, 10, 10)

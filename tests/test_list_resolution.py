@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labelguard.layouts.pairing import DirectoryListings, ListRule, resolve_entry
+from labelguard.layouts.lists import DirectoryListings, ListRule, resolve_entry
 
 EXTENSIONS = (".png", ".nii.gz", ".npy", ".jpg")
 

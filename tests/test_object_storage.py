@@ -25,7 +25,7 @@ from labelguard import audit
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tokens import TokenSpec
-from labelguard.layouts.pairing import display_path, inside_root
+from labelguard.core.paths import display_path, inside_root
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 

@@ -25,7 +25,9 @@ from labelguard.output import write_report
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
-from labelguard.layouts.pairing import describe_contents, inside_root, pair_files, pair_in_folder
+from labelguard.core.paths import inside_root
+from labelguard.layouts.folders import describe_contents
+from labelguard.layouts.pairing import pair_files, pair_in_folder
 
 
 def mmseg_dataset(root: Path, n: int = 3, image_size=None) -> Path:

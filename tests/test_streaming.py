@@ -24,7 +24,10 @@ from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.base import discover_datasets
-from labelguard.layouts.pairing import _NUMBER_TOKEN, _ROLE_HINT, _pair_in_folder, _role_templates, may_pair, name_key, walk_files
+from labelguard.layouts.folders import walk_files
+from labelguard.layouts.pairing import (
+    _NUMBER_TOKEN, _ROLE_HINT, _pair_in_folder, _role_templates, may_pair, name_key,
+)
 from labelguard.output import write_report
 from labelguard.report import FileList
 from labelguard.rules._masks import process_mask

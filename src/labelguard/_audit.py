@@ -18,7 +18,7 @@ from labelguard.core.cache import DEFAULT_MAX_BYTES, CacheSettings, default_cach
 from labelguard.core.engine import LocalEngine, default_workers
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, ReadLimits, applied_limits
-from labelguard.core.paths import applied_roots, granted_roots
+from labelguard.core.paths import applied_roots, display_path, granted_roots
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
@@ -26,10 +26,10 @@ from labelguard.core.text import clipped, plural, shorten, verb
 from labelguard.core.workdir import applied_working_folder, working_folder
 from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import (
-    CATCH_ALL, IMAGES, LAYOUTS, LISTS, MASKS, TABLES, AuditOptions, candidates, discover_datasets, display_path, layouts_with,
+    CATCH_ALL, IMAGES, LAYOUTS, LISTS, MASKS, TABLES, AuditOptions, candidates, discover_datasets, layouts_with,
 )
 from labelguard.layouts.inventory import Claims, Found, inventory_findings, root_key, take_inventory
-from labelguard.layouts.pairing import describe_contents
+from labelguard.layouts.folders import describe_contents
 from labelguard.readers.colormap import color_proposal
 from labelguard.report import DatasetReport, FileList, Report
 

@@ -12,10 +12,10 @@ from typing import Iterable
 
 from labelguard.core import storage
 from labelguard.core.limits import ReadLimits, applied_limits
-from labelguard.core.paths import applied_roots, granted_roots
+from labelguard.core.paths import applied_roots, display_path, granted_roots
 from labelguard.core.text import plural, printable, shorten
 from labelguard.layouts.base import (
-    LAYOUTS, MASKS, AuditOptions, Candidate, Discovery, candidates, discover_datasets, display_path,
+    LAYOUTS, MASKS, AuditOptions, Candidate, Discovery, candidates, discover_datasets,
 )
 from labelguard.layouts.inventory import Claims, Found, Inventory, root_key, take_inventory
 

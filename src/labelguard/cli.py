@@ -555,7 +555,7 @@ def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -
     this PATH's name would audit other files than the ones named. ``--images`` alone (where
     COCO, CSV and VOC look for images) may lie anywhere."""
     from labelguard.layouts.paired import flag_folder
-    from labelguard.layouts.pairing import inside_root
+    from labelguard.core.paths import inside_root
 
     given = [(flag, value) for flag, value in (("--images", images), ("--masks", masks)) if value]
     if not given:

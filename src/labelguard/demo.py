@@ -126,7 +126,8 @@ def write_demo(root: str) -> dict[str, str]:
 def run_demo(directory: str | None, stream: IO[str]) -> int:
     """Write the demo under ``directory`` (a new temporary folder when None) and audit it."""
     from labelguard._audit import audit
-    from labelguard.layouts.base import AuditOptions, display_path
+    from labelguard.core.paths import display_path
+    from labelguard.layouts.base import AuditOptions
     from labelguard.output import write_report
 
     root = directory or tempfile.mkdtemp(prefix="labelguard-demo-")
@@ -162,7 +163,7 @@ def _html_report(root: str) -> str:
     beside them, and say where; without the html extra, say how to get it."""
     from labelguard._audit import audit
     from labelguard._optional import available
-    from labelguard.layouts.base import display_path
+    from labelguard.core.paths import display_path
     from labelguard.output import write_report
 
     if not available("matplotlib"):

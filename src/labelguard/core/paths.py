@@ -6,6 +6,8 @@ what the file system really reaches once every symbolic link is resolved: what a
 write of the path touches. A path a dataset's metadata names (a data.yaml's splits, the
 names file of an obj.data) must pass both before it is read; a file ``fix`` writes must
 pass the second. URLs of object storage have no links: both tests are the same for them.
+:func:`display_path` is a path as a report shows it (:func:`display_paths` and
+:class:`DisplayNames` for many, each folder worked out once).
 
 The *granted roots* of an operation (:class:`Roots`) are what the user named: an audit's
 PATHs (and the dataset a named file belongs to), ``--images``, ``--masks``, ``--list``,
@@ -31,7 +33,7 @@ import contextvars
 import errno
 import os
 import stat
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from labelguard.core import urls
 from labelguard.core.text import clipped, shorten
@@ -71,6 +73,27 @@ def display_path(path: str) -> str:
         # abspath calls: a 20,000-file folder spends a tenth of its discovery here.
         return absolute[len(cwd.rstrip(os.sep)) + 1:]
     return absolute
+
+
+def display_paths(paths: Sequence[str]) -> list[str]:
+    """:func:`display_path` of each of ``paths``, the folder of each worked out once."""
+    shown = DisplayNames()
+    return [shown(path) for path in paths]
+
+
+class DisplayNames:
+    """:func:`display_path` of paths one at a time, each folder's display path worked out
+    once and kept (one entry per folder, never per file)."""
+
+    def __init__(self) -> None:
+        self.folders: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        folder, sep, name = path.rpartition(os.sep)
+        shown = self.folders.get(folder + sep)
+        if shown is None:
+            shown = self.folders[folder + sep] = display_path(folder or sep or os.curdir)
+        return name if shown == os.curdir else os.path.join(shown, name)
 
 
 # ---- the granted roots --------------------------------------------------------------------

@@ -50,11 +50,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from labelguard.core.spec import LabelSpec, normalise_name
-from labelguard.core.paths import resolves_inside
+from labelguard.core.paths import display_path, resolves_inside
 from labelguard.errors import SpecError
 from labelguard.fix.base import FixResult, read_json_file
 from labelguard.fix.journal import FixError
-from labelguard.layouts.base import display_path
 
 FORMAT = "labelguard-harmonize"
 NAMES_FILES = ("obj.names", "classes.names", "coco.names", "classes.txt", "labels.txt")

@@ -28,7 +28,9 @@ from labelguard.fix.engine import (
     target_refusal, unknown_spec_note, worse,
 )
 from labelguard.fix.journal import FixError
-from labelguard.layouts.base import AuditOptions, display_path, walk_files
+from labelguard.core.paths import display_path
+from labelguard.layouts.base import AuditOptions
+from labelguard.layouts.folders import walk_files
 from labelguard.layouts.coco import process_coco
 from labelguard.layouts.tables import _is_table, process_table
 from labelguard.layouts.voc import process_voc

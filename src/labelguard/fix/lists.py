@@ -17,7 +17,7 @@ from typing import Sequence
 
 from labelguard.core import storage
 from labelguard.core.text import noun, printable, shorten
-from labelguard.core.paths import inside_root, resolves_inside
+from labelguard.core.paths import display_path, inside_root, resolves_inside
 from labelguard.fix.base import (
     PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report, report_paths,
 )
@@ -26,7 +26,9 @@ from labelguard.fix.engine import (
 )
 from labelguard.fix.journal import FixError, refuse_object_storage
 from labelguard.fix.remote import is_remote, local_copy, told
-from labelguard.layouts.base import AuditOptions, discover_datasets, display_path, pair_key, strip_extension, walk_files
+from labelguard.layouts.base import AuditOptions, discover_datasets
+from labelguard.layouts.folders import walk_files
+from labelguard.layouts.pairing import pair_key, strip_extension
 from labelguard.readers.base import ReadError, read_bytes
 from labelguard.readers.lists import ListEntry, ListFile, parse_list
 from labelguard.readers.masks import MASK_EXTENSIONS

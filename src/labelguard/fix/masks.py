@@ -40,7 +40,8 @@ from labelguard.fix.engine import (
     target_refusal, unknown_spec_note, worse,
 )
 from labelguard.fix.journal import FixError
-from labelguard.layouts.base import AuditOptions, display_path
+from labelguard.core.paths import display_path
+from labelguard.layouts.base import AuditOptions
 from labelguard.readers.base import ReadError, read_head, sniff
 from labelguard.readers.colormap import ColorMap, color_histogram, rgb_color, unpack
 from labelguard.readers.masks import (

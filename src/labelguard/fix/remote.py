@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from labelguard.core import storage
-from labelguard.core.paths import applied_roots, granted_roots
+from labelguard.core.paths import applied_roots, granted_roots, inside_root
 from labelguard.fix.base import FixResult
 from labelguard.fix.journal import OBJECT_STORAGE_REFUSAL, STATE_DIR, FixError, refuse_object_storage
-from labelguard.layouts.pairing import inside_root
 
 # Bytes copied at a time from an object to its local file.
 CHUNK = 1 << 20

@@ -6,7 +6,8 @@ the reasons for and against) and a ``discover`` function; the most confident lay
 folder, and near-ties are reported. Importing this package imports every layout module in
 it: a new layout is a new module here and its test; nothing lists the layouts by hand. The
 modules of :data:`INFRASTRUCTURE` (the registry and discovery, the pairing engine and its
-naming conventions, the inventory of a dataset's files, the files an annotation names) and
+naming conventions, file lists, metadata files, walking folders, the inventory of a
+dataset's files, the files an annotation names) and
 the private ``_`` modules (``_mask_common``: what the mask layouts share) serve them and
 register none.
 """
@@ -16,7 +17,9 @@ import pkgutil
 
 from labelguard.layouts.base import LAYOUTS, AuditOptions, Discovery, discover
 
-INFRASTRUCTURE = frozenset({"base", "conventions", "inventory", "pairing", "references"})
+INFRASTRUCTURE = frozenset({
+    "base", "conventions", "folders", "inventory", "lists", "metadata", "pairing", "references",
+})
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)
                       if not m.name.startswith("_") and m.name not in INFRASTRUCTURE):

@@ -13,9 +13,12 @@ from labelguard.checks.files import UNREADABLE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileTask
-from labelguard.layouts.base import AuditOptions, Discovery, display_path, select_from_lists
+from labelguard.core.paths import display_path
+from labelguard.layouts.base import AuditOptions, Discovery
 from labelguard.layouts.conventions import CLASS_TABLE_FILES, SEGNET_LABEL_SUFFIX
-from labelguard.layouts.pairing import Role, labels_by_image, linked_outside, pair_files, read_metadata
+from labelguard.layouts.lists import Role, select_from_lists
+from labelguard.layouts.metadata import linked_outside, read_metadata
+from labelguard.layouts.pairing import labels_by_image, pair_files
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
 from labelguard.readers.class_tables import read_class_table
 from labelguard.readers.colormap import ColorMap, find_color_map, load_color_map

@@ -9,9 +9,9 @@ import re
 
 from labelguard.core import storage
 from labelguard.layouts._mask_common import _finish, _task
-from labelguard.layouts.base import (
-    MASKS, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout, walk_files,
-)
+from labelguard.core.paths import display_path
+from labelguard.layouts.base import MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.folders import walk_files
 
 
 ADE20K_SEG = "_seg.png"

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from labelguard.core import storage
 from labelguard.core.findings import Finding
-from labelguard.core.paths import current_roots
+from labelguard.core.paths import current_roots, display_path
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.config import CONFIG_NAME
@@ -17,11 +17,9 @@ from labelguard.errors import UsageError
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.masks import is_mask_candidate, mask_extension
 from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir, is_mask_dir
-# The pairing engine's names, imported here for the layouts and fixers that take them from base.
-from labelguard.layouts.pairing import (  # noqa: F401
-    ListSelection, display_path, holds_yolo_rows, inside_root, list_findings, pair_key, read_list,
-    refused_folder_findings, select_from_lists, strip_extension, unpaired_findings, walk_files,
-)
+from labelguard.layouts.folders import holds_yolo_rows
+from labelguard.layouts.lists import ListSelection, read_list
+from labelguard.layouts.metadata import refused_folder_findings
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 
 from labelguard.layouts._mask_common import _camvid_splits, _declared_color_map, _finish, _mask_files, _pair
-from labelguard.layouts.base import (
-    LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout, unpaired_findings,
-)
+from labelguard.layouts.base import LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.pairing import unpaired_findings
 from labelguard.readers.colormap import camvid_color_map
 
 

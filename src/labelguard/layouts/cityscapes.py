@@ -9,9 +9,9 @@ import os
 
 from labelguard.core import storage
 from labelguard.layouts._mask_common import _declared_color_map, _finish, _pair, _task
-from labelguard.layouts.base import (
-    LISTS, MASKS, AuditOptions, Discovery, evidence, no, register_layout, unpaired_findings, walk_files,
-)
+from labelguard.layouts.base import LISTS, MASKS, AuditOptions, Discovery, evidence, no, register_layout
+from labelguard.layouts.folders import walk_files
+from labelguard.layouts.pairing import unpaired_findings
 
 
 def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:

@@ -36,9 +36,8 @@ from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, Na
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import spans
-from labelguard.layouts.base import (
-    IMAGES, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout,
-)
+from labelguard.core.paths import display_path
+from labelguard.layouts.base import IMAGES, AuditOptions, Discovery, Evidence, evidence, no, register_layout
 from labelguard.layouts.references import resolve_names
 from labelguard.readers.coco import (
     CAPTION, NO_ID, CocoRecord, looks_like_coco, peek_categories, peek_file_name, read_coco,

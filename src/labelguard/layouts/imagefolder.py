@@ -24,7 +24,8 @@ from labelguard.core.records import AnnotationRecord, ClassFolder
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import plural, verb
-from labelguard.layouts.base import AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout
+from labelguard.core.paths import display_path
+from labelguard.layouts.base import AuditOptions, Discovery, Evidence, evidence, no, register_layout
 from labelguard.layouts.conventions import IMAGE_DIRS, MASK_DIRS
 from labelguard.layouts.pairing import may_pair, pair_in_folder
 from labelguard.readers.base import ReadError, open_regular, read_head, sniff

@@ -27,7 +27,8 @@ from labelguard.core import storage
 from labelguard.core.findings import Finding
 from labelguard.core.text import plural, shorten
 from labelguard.layouts.conventions import IMAGE_DIRS, LABEL_TOKENS, is_mask_dir
-from labelguard.layouts.pairing import display_path, holds_yolo_rows
+from labelguard.core.paths import display_path
+from labelguard.layouts.folders import holds_yolo_rows
 from labelguard.readers.base import ReadError, read_head
 from labelguard.readers.masks import MASK_EXTENSIONS, mask_extension
 

@@ -11,10 +11,10 @@ from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts._mask_common import JPEG_EXTENSIONS, _finish, _linked_out, _mask_files, _pair
-from labelguard.layouts.base import (
-    MASKS, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout, unpaired_findings,
-    walk_files,
-)
+from labelguard.core.paths import display_path
+from labelguard.layouts.base import MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.folders import walk_files
+from labelguard.layouts.pairing import unpaired_findings
 from labelguard.readers.base import ReadError, parse_json, read_text
 from labelguard.readers.masks import mask_extension
 

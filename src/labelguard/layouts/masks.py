@@ -17,13 +17,12 @@ from labelguard.layouts._mask_common import (
     JPEG_EXTENSIONS, _camvid_splits, _declare, _declared_color_map, _finish, _is_mask_file, _mask_files,
     _metadata_spec, _task,
 )
-from labelguard.layouts.base import (
-    CATCH_ALL, IMAGES, LISTS, MASKS, AuditOptions, Discovery, display_path, evidence, register_layout,
-    unpaired_findings, walk_files,
-)
+from labelguard.core.paths import DisplayNames, display_path
+from labelguard.layouts.base import CATCH_ALL, IMAGES, LISTS, MASKS, AuditOptions, Discovery, evidence, register_layout
 from labelguard.layouts.conventions import HERE, IMAGE_DIRS, FolderPair, folder_pairs, is_mask_dir
+from labelguard.layouts.folders import missing_reason, walk_files
 from labelguard.layouts.pairing import (
-    DisplayNames, Pairing, may_pair, missing_reason, name_key, pair_files, pair_in_folder, strip_extension,
+    Pairing, may_pair, name_key, pair_files, pair_in_folder, strip_extension, unpaired_findings,
 )
 from labelguard.layouts.paired import discover_paired
 from labelguard.readers.colormap import ColorMap, camvid_color_map

@@ -8,9 +8,8 @@ import os
 
 from labelguard.core import storage
 from labelguard.layouts._mask_common import _declared_color_map, _finish, _mask_files, _pair
-from labelguard.layouts.base import (
-    LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout, unpaired_findings,
-)
+from labelguard.layouts.base import LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.pairing import unpaired_findings
 
 
 def discover_nnunet(root: str, options: AuditOptions) -> Discovery:

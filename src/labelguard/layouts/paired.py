@@ -14,12 +14,13 @@ from labelguard.core.tasks import FileTask
 from labelguard.layouts._mask_common import (
     _declare, _declared_color_map, _finish, _is_mask_file, _iter_mask_files, _pair, _task,
 )
+from labelguard.core.paths import display_path, inside_root
 from labelguard.layouts.base import (
-    IMAGES, LISTS, MASKS, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout,
-    unpaired_findings, walk_files,
+    IMAGES, LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout,
 )
 from labelguard.layouts.conventions import IMAGE_DIRS, MASK_DIRS
-from labelguard.layouts.pairing import Pairing, PairingStream, inside_root
+from labelguard.layouts.folders import walk_files
+from labelguard.layouts.pairing import Pairing, PairingStream, unpaired_findings
 from labelguard.readers.colormap import ColorMap
 from labelguard.readers.masks import is_mask_candidate
 

@@ -2,11 +2,11 @@
 file's ``file_name``s, a table's path column), resolved before the rules judge them.
 
 :func:`resolve_names` is the one policy for such names: a plain relative name is looked up
-under the image folders with one directory listing per folder (the pairing engine's
-:class:`~labelguard.layouts.pairing.DirectoryListings`: a COCO file names up to hundreds of
+under the image folders with one directory listing per folder (the list resolution's
+:class:`~labelguard.layouts.lists.DirectoryListings`: a COCO file names up to hundreds of
 thousands of images); a name written without an extension is found with any image extension; a name that can leave its folder (an
 absolute path, a ``..`` part) is resolved against the first folder and must stay inside the
-dataset root, by the one inside-root test of :mod:`labelguard.layouts.pairing`.
+dataset root, by the one inside-root test of :mod:`labelguard.core.paths`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Sequence
 
 from labelguard.core import storage
 from labelguard.core.cache import note_path
-from labelguard.layouts.pairing import DirectoryListings, inside_root
+from labelguard.core.paths import inside_root
+from labelguard.layouts.lists import DirectoryListings
 from labelguard.readers.base import IMAGE_EXTENSIONS
 
 def may_leave(name: str) -> bool:

@@ -22,8 +22,9 @@ from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import LISTED, noun, shorten
 from labelguard.errors import ColumnError
+from labelguard.core.paths import display_path
 from labelguard.layouts.base import (
-    IMAGES, METADATA_FILES, TABLES, AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout,
+    IMAGES, METADATA_FILES, TABLES, AuditOptions, Discovery, Evidence, evidence, no, register_layout,
 )
 from labelguard.layouts.conventions import CLASS_TABLE_FILES
 from labelguard.layouts.references import resolve_names

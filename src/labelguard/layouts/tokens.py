@@ -32,10 +32,11 @@ from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.tokens import TokenBatch
-from labelguard.layouts.base import AuditOptions, Discovery, Evidence, display_path, evidence, no, register_layout
-from labelguard.layouts.pairing import (
-    EntryProblem, ListRule, entry_findings, metadata_findings, read_metadata, resolve_declared, walk_files,
-)
+from labelguard.core.paths import display_path
+from labelguard.layouts.base import AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.folders import walk_files
+from labelguard.layouts.lists import EntryProblem, ListRule, entry_findings, resolve_declared
+from labelguard.layouts.metadata import metadata_findings, read_metadata
 from labelguard.readers.base import parse_json, read_text
 from labelguard.readers.tokens import TOKEN_DATA_EXTENSIONS, holds_token_ids, read_token_file, token_file_kind
 from labelguard.rules._tokens import process_token_file

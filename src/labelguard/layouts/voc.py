@@ -20,12 +20,13 @@ from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.base import IMAGES, LISTS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
-from labelguard.layouts.pairing import (
-    IMAGE_EXTENSIONS, DisplayNames, ListRule, Role, display_path, image_sets_rule, inside_root, labels_by_image,
-    pair_files, read_metadata, select_from_lists, strip_extension, unpaired_findings, walk_files,
-)
+from labelguard.core.paths import DisplayNames, display_path, inside_root
+from labelguard.layouts.folders import walk_files
+from labelguard.layouts.lists import ListRule, Role, image_sets_rule, select_from_lists
+from labelguard.layouts.metadata import read_metadata
+from labelguard.layouts.pairing import labels_by_image, pair_files, strip_extension, unpaired_findings
 from labelguard.layouts.voc_segmentation import discover_voc_segmentation, voc_segmentation_files
-from labelguard.readers.base import CLASS_NAME_FILES, ReadError, read_class_names, read_head
+from labelguard.readers.base import CLASS_NAME_FILES, IMAGE_EXTENSIONS, ReadError, read_class_names, read_head
 from labelguard.rules._annotations import process_annotation, process_annotation_batch
 
 ANNOTATION_DIRS = ("Annotations", "annotations", "Annotation", "annotation", "xml", "xmls")

@@ -10,10 +10,9 @@ from dataclasses import replace
 
 from labelguard.core import storage
 from labelguard.layouts._mask_common import LIST_EXTENSIONS, _declared_color_map, _finish, _mask_files, _pair
-from labelguard.layouts.base import (
-    LISTS, MASKS, AuditOptions, Discovery, evidence, no, register_layout, select_from_lists, unpaired_findings,
-)
-from labelguard.layouts.pairing import Role, image_sets_rule, labels_by_image
+from labelguard.layouts.base import LISTS, MASKS, AuditOptions, Discovery, evidence, no, register_layout
+from labelguard.layouts.lists import Role, image_sets_rule, select_from_lists
+from labelguard.layouts.pairing import labels_by_image, unpaired_findings
 from labelguard.readers.colormap import voc_color_map
 
 

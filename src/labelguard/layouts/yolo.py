@@ -23,13 +23,15 @@ from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import clipped, plural
 from labelguard.layouts.base import LISTS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
-from labelguard.layouts.pairing import (
-    IMAGE_EXTENSIONS, DisplayNames, EntryProblem, ListRule, ListSelection, Pairing, derived_label, display_path,
-    entry_findings, holds_yolo_rows, metadata_findings, pair_derived, pair_files, read_metadata, resolve_declared,
-    select_from_lists, unpaired_findings, walk_files,
+from labelguard.core.paths import DisplayNames, display_path
+from labelguard.layouts.folders import holds_yolo_rows, walk_files
+from labelguard.layouts.lists import (
+    EntryProblem, ListRule, ListSelection, entry_findings, resolve_declared, select_from_lists,
 )
+from labelguard.layouts.metadata import metadata_findings, read_metadata
+from labelguard.layouts.pairing import Pairing, derived_label, pair_derived, pair_files, unpaired_findings
 from labelguard.rules._annotations import process_annotation
-from labelguard.readers.base import ReadError
+from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError
 from labelguard.readers.yolo import (
     DatasetFile, read_darknet_data, read_data_yaml, read_label_file, read_names,
 )

@@ -4,8 +4,8 @@ COCO panoptic PNGs.
 
 The layout resolves the references (:class:`~labelguard.core.records.ImageReference`,
 :class:`~labelguard.core.records.ImageTable`, :class:`~labelguard.core.records.NamedFiles`);
-these rules judge them. Missing list entries are the pairing engine's
-(:func:`labelguard.layouts.pairing.entry_findings`).
+these rules judge them. Missing list entries are the list resolution's
+(:func:`labelguard.layouts.lists.entry_findings`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ image of a VOC ``<filename>``, the images of a COCO file or a table that lead ou
 dataset root (``../``, an absolute path).
 
 The layout resolves the references with the one inside-root test
-(:func:`labelguard.layouts.pairing.inside_root`); these rules judge them.
+(:func:`labelguard.core.paths.inside_root`); these rules judge them.
 """
 
 from __future__ import annotations

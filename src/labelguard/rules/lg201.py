@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from labelguard.core import storage
+from labelguard.core.paths import display_path
 from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
@@ -75,7 +76,6 @@ def colors_not_in_map(sample: MaskSample, spec: LabelSpec):
     unmapped, color_map = sample.unmapped, sample.color_map
     source = color_map.source
     if storage.exists(source):
-        from labelguard.layouts.base import display_path  # here, not above: the layouts import the rules
         source = display_path(source)
     listing = shorten(sorted(unmapped.items(), key=lambda i: -i[1]), 6, lambda item: f"{item[0]} in {plural(item[1], 'pixel')}")
     message = (f"{noun(len(unmapped), 'colour')} {listing} not in the colour map "
