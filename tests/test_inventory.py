@@ -44,22 +44,39 @@ def _lg007(report: dict) -> list[dict]:
     return [f for f in report["findings"] if f["code"] == "LG007"]
 
 
+def _labelme_json(path: Path) -> None:
+    path.write_text(json.dumps({"version": "5.0.1", "shapes": [{"label": "cat", "points": [[1, 1], [5, 5]]}],
+                                "imagePath": "a.jpg", "imageHeight": 8, "imageWidth": 8}))
+
+
 @pytest.mark.code("LG007", "fail")
-def test_voc_xmls_beside_a_coco_dataset_are_lg007_naming_them_and_the_layout(tmp_path):
-    """mmyolo's test data: a COCO JSON at the root and a VOCdevkit below it, which the COCO
-    layout that takes the folder never reads."""
+def test_labelme_json_beside_a_coco_dataset_is_lg007_naming_it_and_the_layout(tmp_path):
+    """labelme's own per-image JSON beside the COCO file labelme2coco wrote: no layout reads
+    labelme's JSON, and the COCO layout that takes the folder never opens it."""
+    root = tmp_path / "data"
+    coco_dataset(root, layout="flat", n_images=2)
+    _labelme_json(root / "000001.json")
+    _, report = _report(root, "--classes", "cat,dog,bird")
+    [finding] = _lg007(report)
+    assert finding["severity"] == "warning"
+    assert "1 labelme JSON file" in finding["message"] and "the coco layout" in finding["message"]
+    assert finding["path"].endswith("000001.json") and finding["dataset"]
+    [dataset] = report["datasets"]
+    assert dataset["inventory"]["not_audited"][0]["count"] == 1
+
+
+def test_voc_xmls_inside_a_coco_datasets_folder_are_a_dataset_of_their_own(tmp_path):
+    """mmyolo's test data: COCO files at the root, a VOCdevkit below them that the COCO layout
+    reads no file of. The VOC folder is audited as when it is the PATH."""
     root = tmp_path / "data"
     coco_dataset(root, layout="flat", n_images=2)
     annotations = root / "VOCdevkit" / "VOC2007" / "Annotations"
     annotations.mkdir(parents=True)
     (annotations / "000001.xml").write_text(voc_xml("000001.jpg", [("dog", (1, 1, 5, 5))], size=(16, 16)))
     _, report = _report(root, "--classes", "cat,dog,bird")
-    [finding] = _lg007(report)
-    assert finding["severity"] == "warning"
-    assert "1 VOC XML file" in finding["message"] and "the coco layout" in finding["message"]
-    assert finding["path"].endswith("000001.xml") and finding["dataset"]
-    [dataset] = report["datasets"]
-    assert dataset["inventory"]["not_audited"][0]["count"] == 1
+    assert not _lg007(report)
+    assert sorted(d["layout"] for d in report["datasets"]) == ["coco", "voc"]
+    assert any(path.endswith("000001.xml") for path in report["summary"]["files"])
 
 
 @pytest.mark.code("LG007", "fail")
@@ -152,13 +169,11 @@ def test_files_in_no_dataset_found_are_lg007_naming_the_path(tmp_path):
 def test_detect_prints_each_datasets_inventory(tmp_path):
     root = tmp_path / "data"
     coco_dataset(root, layout="flat", n_images=2)
-    annotations = root / "VOCdevkit" / "VOC2007" / "Annotations"
-    annotations.mkdir(parents=True)
-    (annotations / "000001.xml").write_text(voc_xml("000001.jpg", [("dog", (1, 1, 5, 5))], size=(16, 16)))
+    _labelme_json(root / "000001.json")
     result = CliRunner().invoke(main, ["detect", str(root)])
     assert result.exit_code == 0, result.output
     assert "audited 1 label file, 2 images, 0 metadata files read" in result.output
-    assert "not audited (LG007): 1 VOC XML file, the coco layout read this dataset" in result.output
+    assert "not audited (LG007): 1 labelme JSON file, the coco layout read this dataset" in result.output
 
 
 def test_claims_tell_a_label_from_an_image_and_a_metadata_file(tmp_path):
@@ -177,8 +192,10 @@ def test_an_inventory_of_object_storage_says_it_was_not_taken():
 
 
 @pytest.mark.skipif(not REALWORLD.is_dir(), reason="../shared/realworld is absent")
-def test_mmyolos_vocdevkit_beside_its_coco_files_is_lg007():
+def test_mmyolos_vocdevkit_inside_its_coco_folder_is_audited_and_its_missing_image_found():
+    """mmyolo's VOC2012 annotation names 000002.jpg, which the fixture does not ship."""
     data = REALWORLD / "mmyolo" / "tests" / "data"
     report = audit(str(data), LabelSpec(), use_project_config=False, cache=False)
-    named = [f for f in report.findings if f.code == "LG007"]
-    assert named and named[0].data["kind"] == "VOC XML file" and named[0].data["count"] == 2
+    assert not [f for f in report.findings if f.code == "LG007"]
+    assert [Path(f.path).parts[-3:] for f in report.findings if f.code == "LG003" and "VOC2012" in f.path] == [
+        ("VOC2012", "Annotations", "000001.xml")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -246,20 +247,51 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         # (a folder of exports), each then audited on its own.
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
         if len({layout.name for _, layout in parts}) > 1:
-            return [layout.discover(folder, options) for folder, layout in parts]
+            return _with_datasets_inside([layout.discover(folder, options) for folder, layout in parts], options)
     if found:
         discovery = found[0].layout.discover(root, options)
         note = near_tie_note(root, found)
         if note:
             discovery.notes.append(note)
-        return [discovery]
+        return _with_datasets_inside([discovery], options)
     if storage.isdir(root):
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
         # Folders of masks are one dataset, unless a part is of another layout or declares
         # its own classes or colours: then each part is checked against its own.
         if any(layout.name != "masks" or _declares_metadata(folder) for folder, layout in parts):
-            return [layout.discover(folder, options) for folder, layout in parts]
+            return _with_datasets_inside([layout.discover(folder, options) for folder, layout in parts], options)
     return [LAYOUTS["masks"].discover(root, options)]
+
+
+# Evidence at least this confident is of a format (a COCO file, VOC XMLs, YOLO rows, a
+# saved dataset), never of a generic shape (class folders of photos, a table, image and
+# mask folders): only such a dataset is taken for one of its own inside another's folder.
+SPECIFIC = 0.4
+
+
+def _with_datasets_inside(found: list[Discovery], options: AuditOptions) -> list[Discovery]:
+    """``found``, each followed by the datasets of other formats inside its folder that its
+    layout reads no file of (mmyolo's test data: COCO files at the root, a VOCdevkit below
+    them), each audited on its own as when it is the PATH. Only a dataset whose files are
+    listed is looked into (a streamed walk reads its whole tree), and only on a local file
+    system (in object storage, each folder looked into is a request more)."""
+    result = []
+    for discovery in found:
+        result.append(discovery)
+        if not isinstance(discovery.tasks, list) or storage.url_scheme(discovery.root) or \
+                not storage.isdir(discovery.root):
+            continue
+        read = [os.path.abspath(path) for task in discovery.tasks for path in (task.path, task.image) if path]
+        for folder, layout in _sub_datasets(discovery.root, options, SUBDATASET_DEPTH, [0]):
+            if layout.name == discovery.layout or layout.detect(folder, options).confidence < SPECIFIC:
+                continue
+            relative = storage.relpath(folder, discovery.root).replace(os.sep, "/") + "/"
+            if any(fnmatch.fnmatchcase(relative, pattern) for pattern, _ in discovery.left_out):
+                continue  # what the layout leaves out on purpose (Mapillary's panoptic JSON)
+            inside = os.path.join(os.path.abspath(folder), "")
+            if not any(path.startswith(inside) for path in read):
+                result.append(layout.discover(folder, options))
+    return result
 
 
 def _voc_root_of_image_sets(folder: str) -> str | None:
