@@ -172,7 +172,7 @@ def test_detect_prints_each_datasets_inventory(tmp_path):
     _labelme_json(root / "000001.json")
     result = CliRunner().invoke(main, ["detect", str(root)])
     assert result.exit_code == 0, result.output
-    assert "audited 1 label file, 2 images, 0 metadata files read" in result.output
+    assert "to audit: 1 label file, 2 images, 0 metadata files read" in result.output
     assert "not audited (LG007): 1 labelme JSON file, the coco layout read this dataset" in result.output
 
 

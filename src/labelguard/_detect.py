@@ -140,7 +140,7 @@ def render_text(detections: list[Detection]) -> str:
 
 
 def _inventory_lines(inventory: Inventory, indent: str, lines: list[str]) -> None:
-    lines.append(f"{indent}{printable(inventory.coverage())}")
+    lines.append(f"{indent}{printable(inventory.coverage(done=False))}")
     _unaudited_lines(inventory, indent, lines)
 
 

@@ -149,14 +149,15 @@ class Inventory:
     def not_audited(self) -> int:
         return sum(group.count for group in self.unaudited.values())
 
-    def coverage(self) -> str:
-        """The report's line for this dataset."""
+    def coverage(self, done: bool = True) -> str:
+        """The report's line for this dataset (``done``: after the audit; else what an audit
+        would read, as ``labelguard detect`` says it)."""
         if not self.taken:
             return f"no inventory of the files: {self.why_not}"
         # Annotation formats name their images inside the files (read by the workers), so
         # the images discovery paired and the others are one count here.
-        line = (f"audited {plural(self.labels, 'label file')}, {plural(self.images + self.photos, 'image')}, "
-                f"{plural(self.metadata, 'metadata file')} read")
+        line = (f"{'audited' if done else 'to audit:'} {plural(self.labels, 'label file')}, "
+                f"{plural(self.images + self.photos, 'image')}, {plural(self.metadata, 'metadata file')} read")
         if self.unaudited:
             labels = sum(group.count for group in self.unaudited.values() if group.label)
             line += f"; not audited: {plural(self.not_audited, 'file')}"
