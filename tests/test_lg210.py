@@ -84,6 +84,18 @@ def test_a_spec_from_a_config_file_is_the_users_spec_too(tmp_path):
 
 
 @pytest.mark.code("LG210", "pass")
+def test_a_config_the_dataset_ships_is_its_metadata_not_the_users_spec(tmp_path):
+    """A labelguard.toml found with the data is the dataset's word, as its class files are:
+    it never makes the report say "the spec you gave", and the convention fills the rest."""
+    root = labelme2voc(tmp_path / "data")
+    (root / "labelguard.toml").write_text("[labels]\nnum_classes = 3\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["audit", str(root), "-f", "json", "--no-progress", "--no-cache"])
+    report = json.loads(result.output)
+    assert not [f for f in report["findings"] if f["code"] == "LG210"]
+    assert report["summary"]["configs"][0]["trusted"] is False
+
+
+@pytest.mark.code("LG210", "pass")
 @pytest.mark.parametrize("flags", [("--num-classes", "3", "--ignore-index", "255"), ("--ignore-index", "255")],
                          ids=["num-classes-and-ignore-index", "ignore-index-alone"])
 def test_a_declared_ignore_index_is_no_lg210(tmp_path, flags):

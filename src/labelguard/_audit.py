@@ -38,13 +38,14 @@ log = logging.getLogger(__name__)
 
 def resolve_spec(discovered: Iterable[LabelSpec], configs: list, cli: LabelSpec | None = None) -> LabelSpec:
     """The effective spec, layered: dataset metadata < project config < --config < CLI.
-    What a config or the flags (or the API's spec) set is declared; a convention of the
-    metadata that widens a declared spec is LG210."""
+    What the user's own config (``--config``) or the flags (or the API's spec) set is
+    declared; a config found with the data is the dataset's metadata, as its class files are.
+    A convention of the metadata that widens a declared spec is LG210."""
     spec = LabelSpec()
     for found in discovered:
         spec = spec.merged(found)
     for config in configs:
-        spec = spec.merged(config.spec.as_declared())
+        spec = spec.merged(config.spec.as_declared() if config.use.trusted else config.spec)
     if cli is not None:
         spec = spec.merged(cli.as_declared())
     return spec
