@@ -286,6 +286,19 @@ def test_a_config_of_another_user_above_the_data_is_not_read(tmp_path):
     assert not report.findings and use_of(report, "ds/labelguard.toml").applied == ("labels.ignore_index",)
 
 
+@needs_root
+def test_another_users_link_above_the_data_is_not_read_even_to_a_file_of_this_user(tmp_path):
+    """The link is judged as itself: another user's link to root's (or this user's) file
+    would otherwise borrow that file's owner, and make every audit below it fail or obey it."""
+    data, config = shared_folder(tmp_path)
+    target = tmp_path / "mine.toml"
+    config.rename(target)
+    config.symlink_to(target)
+    os.lchown(config, NOBODY, NOBODY)
+    result = run(str(data), "--num-classes", "3", "-f", "json")
+    assert_not_read(result, config, f"it belongs to user {NOBODY}, not to this user (0 or root)")
+
+
 def test_a_config_above_the_data_that_others_may_write_is_not_read(tmp_path):
     data, config = shared_folder(tmp_path)
     config.chmod(0o666)

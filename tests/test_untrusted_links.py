@@ -222,3 +222,23 @@ def test_a_result_cached_by_an_audit_of_the_parent_is_not_reused_for_a_link_out_
     assert not found(child, "LG201") and child.from_cache == 1
     again = run(os.path.join("top", "ds"), SPEC, cache=str(cache))
     assert [f.path for f in found(again, "LG005")] == [os.path.join("top", "ds", "a.png")]
+
+
+def test_a_linked_folder_is_reported_under_the_dataset_it_lies_in(tmp_path):
+    """Two datasets under one PATH, a link out of the data in the second: its LG005 belongs
+    to the second dataset, whichever dataset's walk ended first."""
+    from builders import write_png
+    from labelguard.cli import main as cli_main
+
+    outside = tmp_path / "outside"
+    write_png(outside / "x.png", np.zeros((4, 4), np.uint8))
+    top = tmp_path / "t"
+    for name in ("ds1", "ds2"):
+        write_png(top / name / "m.png", np.zeros((4, 4), np.uint8))
+        (top / name / "classes.txt").write_text("bg\nfg\n")
+    (top / "ds2" / "ext").symlink_to(outside, target_is_directory=True)
+    result = CliRunner().invoke(cli_main, ["audit", str(top), "-f", "json", "--no-cache", "--no-progress",
+                                           "--no-config"])
+    report = json.loads(result.output)
+    [refused] = [f for f in report["findings"] if f["code"] == "LG005"]
+    assert refused["path"].endswith(os.path.join("ds2", "ext")) and refused["dataset"].endswith("ds2")

@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labelguard.core import storage
 from labelguard.core.findings import Severity
-from labelguard.core.owner import not_own
+from labelguard.core.owner import not_own, other_owner
 from labelguard.core.paths import inside_root, resolves_inside
 from labelguard.core.registry import REGISTRY
 from labelguard.core.spec import LabelSpec
@@ -240,7 +241,11 @@ def load_found(path: str, audited: str) -> Config:
     data = data_folder(audited)
     if not inside_root(os.path.dirname(os.path.abspath(path)), data):
         try:
-            problem = not_own(path, os.stat(path), root_too=True, group_may_write=True)
+            # A link is judged as itself first: another user's link to a file of this user's
+            # (or root's) would otherwise borrow its owner.
+            link = os.lstat(path)
+            problem = (other_owner(link, root_too=True) if stat.S_ISLNK(link.st_mode) else None) or \
+                not_own(path, os.stat(path), root_too=True, group_may_write=True)
         except OSError as exc:
             problem = f"it cannot be looked at ({exc.strerror})"
         if problem:

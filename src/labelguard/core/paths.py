@@ -305,12 +305,12 @@ def listing_refused(folder: str, reported: bool = False) -> bool:
     return True
 
 
-def take_refused() -> list[LeadsOutside]:
+def take_refused(under: str | None = None) -> list[LeadsOutside]:
     """The folders whose walk was refused since last asked (:func:`listing_refused`), each
-    once, in path order."""
+    once, in path order; with ``under``, only those inside that folder (a dataset's own), the
+    others kept for whoever asks next."""
     roots = _ROOTS.get()
     if roots is None or not roots.refused:
         return []
-    taken = [roots.refused[folder] for folder in sorted(roots.refused)]
-    roots.refused.clear()
-    return taken
+    folders = sorted(folder for folder in roots.refused if under is None or inside_root(folder, under))
+    return [roots.refused.pop(folder) for folder in folders]

@@ -3,7 +3,7 @@
 One module per layout, registered in :data:`labelguard.layouts.base.LAYOUTS` with a
 ``detect`` function that returns :class:`~labelguard.layouts.base.Evidence` (a confidence and
 the reasons for and against) and a ``discover`` function; the most confident layout reads a
-folder, and near-ties are reported. Importing this package imports every layout module in
+folder. Importing this package imports every layout module in
 it: a new layout is a new module here and its test; nothing lists the layouts by hand. The
 modules of :data:`INFRASTRUCTURE` (the registry and discovery, the pairing engine and its
 naming conventions, file lists, metadata files, walking folders, the inventory of a

@@ -87,10 +87,6 @@ class Evidence:
     def __bool__(self) -> bool:
         return self.confidence > 0
 
-    def weakened(self, by: float, why: str) -> "Evidence":
-        """This evidence less ``by`` for what ``why`` says (0 at most)."""
-        return replace(self, confidence=max(0.0, round(self.confidence - by, 4)), against=(*self.against, why))
-
 
 def evidence(confidence: float, *reasons: str, below: str | None = None) -> Evidence:
     """A layout applies, with ``confidence``, for ``reasons`` (seen in the sub-folder ``below``,
@@ -210,19 +206,22 @@ def discover_datasets(root: str, options: AuditOptions, stream: bool = False) ->
         if roots is not None:
             # The dataset a file given as PATH belongs to (a list's, a data.yaml's) is given too.
             roots.grant(discovery.root for discovery in found)
+        left = [len(found)]
         for discovery in found:
-            discovery.tasks = _with_refused_folders(discovery, discovery.tasks)
+            discovery.tasks = _with_refused_folders(discovery, discovery.tasks, left)
             if not stream:
                 discovery.tasks = list(discovery.tasks)
     return found
 
 
-def _with_refused_folders(discovery: Discovery, tasks: Iterable[FileTask]) -> Iterator[FileTask]:
-    """``tasks``, then LG005 in ``discovery.findings`` for each folder discovery did not look
-    into because it leads outside the data the audit was given through a link
-    (:mod:`labelguard.core.paths`)."""
+def _with_refused_folders(discovery: Discovery, tasks: Iterable[FileTask], left: list[int]) -> Iterator[FileTask]:
+    """``tasks``, then LG005 in ``discovery.findings`` for each folder inside its root that
+    discovery did not look into because it leads outside the data the audit was given through
+    a link (:mod:`labelguard.core.paths`); the last dataset done (``left`` counts them) also
+    takes those that lie in no dataset's folder."""
     yield from tasks
-    discovery.findings.extend(refused_folder_findings())
+    left[0] -= 1
+    discovery.findings.extend(refused_folder_findings(None if not left[0] else discovery.root))
 
 
 def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
@@ -249,11 +248,7 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         if len({layout.name for _, layout in parts}) > 1:
             return _with_datasets_inside([layout.discover(folder, options) for folder, layout in parts], options)
     if found:
-        discovery = found[0].layout.discover(root, options)
-        note = near_tie_note(root, found)
-        if note:
-            discovery.notes.append(note)
-        return _with_datasets_inside([discovery], options)
+        return _with_datasets_inside([found[0].layout.discover(root, options)], options)
     if storage.isdir(root):
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
         # Folders of masks are one dataset, unless a part is of another layout or declares
@@ -307,7 +302,7 @@ def _voc_root_of_image_sets(folder: str) -> str | None:
     return None
 
 
-# Candidates whose confidences lie this close are a near-tie: the choice is reported.
+# Layouts whose ceiling lies this far below the best evidence found are not asked.
 NEAR = 0.05
 
 
@@ -344,17 +339,6 @@ def detect_layout(root: str, options: AuditOptions) -> Layout | None:
     """The layout whose evidence for ``root`` is strongest (the catch-all layout left out)."""
     found = candidates(root, options)
     return found[0].layout if found else None
-
-
-def near_tie_note(root: str, found: list[Candidate]) -> str | None:
-    """What the report says when the runner-up's evidence came within :data:`NEAR` of the
-    chosen layout's: both, with their reasons."""
-    if len(found) < 2 or not found[1].evidence or found[0].evidence.confidence - found[1].evidence.confidence > NEAR:
-        return None
-    first, second = found[0], found[1]
-    return (f"{display_path(root)}: read as {first.layout.name} ({'; '.join(first.evidence.reasons)}), "
-            f"though it also looks like {second.layout.name} ({'; '.join(second.evidence.reasons)}); "
-            f"--format {second.layout.name} reads it so")
 
 
 def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int]) -> list[tuple[str, Layout]]:

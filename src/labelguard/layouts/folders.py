@@ -23,12 +23,6 @@ def walk_files(root: str, skip_dirs: frozenset[str] = frozenset()) -> list[str]:
     return list(storage.iter_files(root, skip_dirs))
 
 
-def relative_files(folder: str) -> list[tuple[str, str]]:
-    """(path relative to ``folder``, path) of every file under ``folder``, sorted."""
-    start = len(folder.rstrip(os.sep)) + 1
-    return [(path[start:], path) for path in walk_files(folder)]
-
-
 def holds_yolo_rows(path: str) -> bool:
     """True when the first lines of a text file are YOLO rows (a class id and 4 or more
     numbers); an empty file counts when it sits in a ``labels`` folder (an image without

@@ -26,11 +26,12 @@ from labelguard.readers.base import ReadError
 T = TypeVar("T")
 
 
-def refused_folder_findings() -> list[Finding]:
+def refused_folder_findings(under: str | None = None) -> list[Finding]:
     """LG005 for each folder discovery did not look into or walk because it leads outside the
-    data the audit was given through a link (:func:`labelguard.core.paths.listing_refused`)."""
+    data the audit was given through a link (:func:`labelguard.core.paths.listing_refused`);
+    with ``under``, only those inside that folder."""
     return [ESCAPES_ROOT.finding(display_path(refused.path), refused.describe("its files were not listed or read"),
-                                 hint=LINK_HINT) for refused in take_refused()]
+                                 hint=LINK_HINT) for refused in take_refused(under)]
 
 
 def linked_outside(path: str, root: str, what: str = "") -> list[Finding]:
