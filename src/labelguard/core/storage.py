@@ -90,12 +90,6 @@ _GRANTED: dict[str, RemoteAccess] = {}
 _FILESYSTEMS: dict[tuple[int, str, str], Any] = {}
 
 
-
-
-
-
-
-
 def location(url: str) -> str:
     """``scheme://bucket`` of a URL: what :func:`grant` allows reading below."""
     normal = normpath(url)
@@ -126,9 +120,6 @@ def revoke(access: RemoteAccess) -> None:
 
 
 # ---- path arithmetic ------------------------------------------------------------------------
-
-
-
 
 
 def isabs(path: str) -> bool:
