@@ -505,6 +505,22 @@ def test_annotations_in_split_folders_are_read_as_voc_each_with_its_image(tmp_pa
     assert [(f.code, Path(f.path).name) for f in report.findings if str(f.severity) == "error"] == [("LG301", "000001.xml")]
 
 
+@pytest.mark.parametrize("start", ["Annotations", "Annotations/trainval"])
+def test_a_split_folder_of_annotations_as_path_finds_its_images_in_the_image_folder_of_that_split(tmp_path, start):
+    """DIOR's ``Annotations/trainval`` audited alone got 6 false LG003: its images were
+    looked for beside the XMLs, not in ``Images/trainval``. The audit matches the
+    dataset's: the same findings, and a missing image is still LG003."""
+    root = _dior(tmp_path / "dior")
+    whole = run(str(root), LabelSpec(classes=("airplane",)), cache=False)
+    alone = run(str(root / start), LabelSpec(classes=("airplane",)), cache=False)
+    assert [(f.code, Path(f.path).name) for f in alone.findings if str(f.severity) == "error"] == \
+        [(f.code, Path(f.path).name) for f in whole.findings if str(f.severity) == "error"] == [("LG301", "000001.xml")]
+    (root / "Images" / "trainval" / "000000.jpg").unlink()
+    missing = run(str(root / start), LabelSpec(classes=("airplane",)), cache=False)
+    assert sorted((f.code, Path(f.path).name) for f in missing.findings if str(f.severity) == "error") == \
+        [("LG003", "000000.xml"), ("LG301", "000001.xml")]
+
+
 @pytest.mark.skipif(not (Path(__file__).resolve().parents[1].parent / "shared" / "realworld2").is_dir(),
                     reason="../shared/realworld2 is absent")
 def test_the_real_dior_copy_is_voc_without_errors():

@@ -220,18 +220,14 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
     if annotation_dir is None:
         discovery.notes.append(f"no Annotations/*.xml under {display_path(root)}")
         return discovery
-    # PATH may be the Annotations folder itself: its images, lists and class list sit in
-    # the VOC folder above it.
-    voc_root = root
-    parent = os.path.dirname(storage.abspath(root))
-    if annotation_dir == root and os.path.basename(storage.abspath(root)) in ANNOTATION_DIRS and (
-            _child_dir(parent, IMAGE_DIRS) or storage.isdir(os.path.join(parent, "ImageSets"))):
-        voc_root = parent
+    voc_root, split = _voc_root_of(root) if annotation_dir == root else (root, "")
     xmls = [path for path in walk_files(annotation_dir) if path[-4:].lower() == ".xml"]
     if options.images:
         image_dir: str | None = options.images
     elif annotation_dir != voc_root:
         image_dir = _child_dir(voc_root, IMAGE_DIRS)
+        if split and image_dir is not None:
+            image_dir = _child_dir(image_dir, (split,))
     else:
         image_dir = root
     images = [path for path in walk_files(image_dir) if path[path.rfind("."):].lower() in IMAGE_EXTENSIONS] \
@@ -284,6 +280,23 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
             discovery.spec = found.spec
         discovery.notes.append(f"SegmentationClass masks audited too ({len(found.tasks)} files)")
     return discovery
+
+
+def _voc_root_of(folder: str) -> tuple[str, str]:
+    """(VOC folder, split) of ``folder``, a folder of XML annotations given as PATH: its
+    images, lists and class list sit in the VOC folder above it, beside ``Annotations/``
+    (VOC's ``Annotations/`` itself; DIOR's ``Annotations/trainval/``, whose images are in
+    ``Images/trainval/``). ``(folder, "")`` when it is the VOC folder itself."""
+    here = storage.abspath(folder)
+    parent = os.path.dirname(here)
+    if os.path.basename(here) in ANNOTATION_DIRS and (
+            _child_dir(parent, IMAGE_DIRS) or storage.isdir(os.path.join(parent, "ImageSets"))):
+        return parent, ""
+    grandparent = os.path.dirname(parent)
+    images = _child_dir(grandparent, IMAGE_DIRS) if os.path.basename(parent) in ANNOTATION_DIRS else None
+    if images is not None and storage.isdir(os.path.join(images, os.path.basename(here))):
+        return grandparent, os.path.basename(here)
+    return folder, ""
 
 
 def _voc_tasks(xmls: list[str], pairing, image_option: tuple) -> Iterator[FileTask]:
