@@ -257,6 +257,19 @@ def test_the_same_folder_holds_both_roles(tmp_path):
     assert not [f for f in report.findings if f.path and Path(f.path).name in ("case_image.png", "shot.jpg")]
 
 
+@pytest.mark.code("LG206", "fail")
+def test_landcover_tiles_x_m_png_are_the_labels_of_the_photos_of_their_name(tmp_path):
+    # LandCover.ai's output/: the tiles cut from each scene, x.jpg beside x_m.png.
+    for index in range(3):
+        write_jpeg(tmp_path / f"M-33-20_{index}.jpg", rgb_image((32, 24) if index == 2 else (32, 32), seed=index))
+        write_png(tmp_path / f"M-33-20_{index}_m.png", organic_mask((32, 32), seed=index))
+    labels, _ = roles(tmp_path)
+    assert labels == {f"M-33-20_{index}_m.png": f"M-33-20_{index}.jpg" for index in range(3)}
+    report = run(tmp_path, LabelSpec(num_classes=3), workers=1)
+    assert [(f.code, Path(f.path).name) for f in report.findings if f.severity == Severity.ERROR] == [
+        ("LG206", "M-33-20_2_m.png")]
+
+
 @pytest.mark.parametrize("given", ["A", "B"])
 def test_a_change_detection_photo_folder_given_as_path_is_not_read_as_labels(tmp_path, given):
     levircd(tmp_path)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from labelguard import LabelSpec, audit
 from labelguard._detect import detect
 from labelguard.layouts.base import discover_datasets, AuditOptions
-from tests.builders import write_png
+from tests.builders import write_jpeg, write_png
 from tests.detection_builders import voc_xml
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -146,6 +146,82 @@ def test_folders_of_masks_side_by_side_below_other_datasets_are_one_dataset(tmp_
     found = discover_datasets(str(top), AuditOptions())
     assert sorted((Path(d.root).relative_to(top).as_posix(), d.layout) for d in found) == [
         ("levircd/levircd", "masks"), ("other", "yolo")]
+
+
+def _landcover(root: Path, tile_value: int = 3) -> Path:
+    """LandCover.ai's shape: a scene in images/ beside its mask in masks/, and output/ with
+    the tiles cut from it, x.jpg beside x_m.png, named by train.txt without folder or
+    extension."""
+    scene = np.zeros((16, 16), np.uint8)
+    scene[4:8, 4:8] = 2
+    write_png(root / "masks" / "M-1.png", scene)
+    write_png(root / "images" / "M-1.png", np.zeros((16, 16, 3), np.uint8))
+    for index in (0, 1):
+        tile = np.zeros((8, 8), np.uint8)
+        tile[1:3, 1:3] = tile_value if index else 1
+        write_png(root / "output" / f"M-1_{index}_m.png", tile)
+        write_jpeg(root / "output" / f"M-1_{index}.jpg", np.full((8, 8, 3), 90, np.uint8))
+    (root / "train.txt").write_text("M-1_0\nM-1_1\n")
+    return root
+
+
+def _errors(report) -> list[tuple[str, str]]:
+    return sorted((f.code, Path(f.path).name) for f in report.findings if str(f.severity) == "error")
+
+
+def test_tiles_beside_their_photos_inside_a_paired_dataset_are_a_dataset_of_their_own(tmp_path):
+    """LandCover.ai: output/*_m.png were left unaudited (LG007) under the images/ + masks/
+    dataset; x.jpg beside x_m.png is a naming convention, and the tiles are audited as when
+    output/ is the PATH, their photos as their images."""
+    root = _landcover(tmp_path / "landcoverai")
+    whole = audit(str(root), LabelSpec(num_classes=3), use_project_config=False, cache=False)
+    assert sorted((Path(d.root).name, d.layout) for d in discover_datasets(str(root), AuditOptions())) == [
+        ("landcoverai", "paired"), ("output", "masks")]
+    alone = audit(str(root / "output"), LabelSpec(num_classes=3), use_project_config=False, cache=False)
+    assert _errors(whole) == _errors(alone) == [("LG201", "M-1_1_m.png")]
+    assert not [f for f in whole.findings if f.code == "LG007"]
+    assert sorted(Path(f).name for f in alone.files) == ["M-1_0_m.png", "M-1_1_m.png"]
+
+
+def test_pngs_that_pair_with_no_photo_by_name_stay_unaudited_inside_a_dataset(tmp_path):
+    """Only masks named as the label of a photo beside them make a folder a dataset of its
+    own: colour renderings with names of their own stay what no layout read (LG007)."""
+    root = _landcover(tmp_path / "landcoverai")
+    for index in (0, 1):
+        (root / "output" / f"M-1_{index}_m.png").rename(root / "output" / f"render_{index}.png")
+    found = discover_datasets(str(root), AuditOptions())
+    assert [(Path(d.root).name, d.layout) for d in found] == [("landcoverai", "paired")]
+    report = audit(str(root), LabelSpec(num_classes=3), use_project_config=False, cache=False)
+    assert [(f.code, f.data.get("count")) for f in report.findings if f.code == "LG007"] == [("LG007", 2)]
+
+
+def test_a_list_naming_files_of_one_dataset_audits_that_one_and_says_the_other_was_not(tmp_path):
+    """torchgeo reads the tiles train.txt names; the scene in masks/ got an LG003 per line
+    (and exit 2) because the list was resolved against the images/ + masks/ dataset."""
+    root = _landcover(tmp_path / "landcoverai")
+    report = audit(str(root), LabelSpec(num_classes=3), options=AuditOptions(lists=(str(root / "train.txt"),)),
+                   use_project_config=False, cache=False)
+    assert _errors(report) == [("LG201", "M-1_1_m.png")]
+    assert sorted(Path(f).name for f in report.files) == ["M-1_0_m.png", "M-1_1_m.png"]
+    assert any("names no file of the paired dataset" in note for note in report.notes)
+    # A stale list, which names no file of any dataset, is still one LG003 per line.
+    (root / "train.txt").write_text("M-9_0\nM-9_1\n")
+    stale = audit(str(root), LabelSpec(num_classes=3), options=AuditOptions(lists=(str(root / "train.txt"),)),
+                  use_project_config=False, cache=False)
+    assert [f.code for f in stale.findings if f.code == "LG003"] == ["LG003"] * 4
+
+
+def test_photos_named_with_a_size_suffix_are_never_labels(tmp_path):
+    """x_m.jpg (a medium-size copy, as photo sites name them) beside x.jpg: JPEGs stay photos
+    whatever their name, so a folder of them holds no mask dataset."""
+    for index in range(3):
+        write_jpeg(tmp_path / "gallery" / f"p{index}.jpg", np.full((8, 8, 3), 90, np.uint8))
+        write_jpeg(tmp_path / "gallery" / f"p{index}_m.jpg", np.full((4, 4, 3), 90, np.uint8))
+    mask = np.zeros((8, 8), np.uint8)
+    write_png(tmp_path / "masks" / "a.png", mask)
+    report = audit(str(tmp_path), LabelSpec(num_classes=3), use_project_config=False, cache=False)
+    assert sorted(Path(f).name for f in report.files) == ["a.png"]
+    assert not _errors(report)
 
 
 # ---- the property on generated trees -------------------------------------------------------

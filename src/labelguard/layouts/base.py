@@ -21,6 +21,7 @@ from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir, is_m
 from labelguard.layouts.folders import holds_yolo_rows
 from labelguard.layouts.lists import ListSelection, read_list
 from labelguard.layouts.metadata import refused_folder_findings
+from labelguard.layouts.pairing import pair_in_folder
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class Discovery:
     # the layout knows and leaves out on purpose (other encodings of the labels it reads); the
     # inventory names them so, never as unaudited labels.
     left_out: list[tuple[str, str]] = field(default_factory=list)
+    # The folders a layout whose tasks are streamed walks for its labels and images, when
+    # they are not its whole root (the paired layout's images/ and masks/): what lies beside
+    # them is none of its files.
+    walked: list[str] = field(default_factory=list)
 
     def add_lists(self, selection: ListSelection) -> None:
         """What a reading of file lists found: its findings, and the lists it read."""
@@ -202,6 +207,8 @@ def discover_datasets(root: str, options: AuditOptions, stream: bool = False) ->
     # each (storage.listings_kept). A streamed walk lists afresh as it goes.
     with storage.listings_kept():
         found = _discover_datasets(root, options)
+        if options.lists:
+            found = _datasets_of_lists(found, options.lists)
         roots = current_roots()
         if roots is not None:
             # The dataset a file given as PATH belongs to (a list's, a data.yaml's) is given too.
@@ -212,6 +219,26 @@ def discover_datasets(root: str, options: AuditOptions, stream: bool = False) ->
             if not stream:
                 discovery.tasks = list(discovery.tasks)
     return found
+
+
+def _datasets_of_lists(found: list[Discovery], lists: tuple[str, ...]) -> list[Discovery]:
+    """The datasets of ``found`` that the ``--list`` files select a file of, when a PATH
+    holding several datasets was given lists that name files of some of them only
+    (LandCover.ai's train.txt names the tiles in output/, none of the scenes of masks/):
+    the others are not what the lists ask for, and a note says so instead of an LG003 per
+    entry. Where the lists select no file of any dataset, every dataset keeps its findings
+    (a stale list)."""
+    if len(found) < 2 or not all(isinstance(discovery.tasks, list) for discovery in found):
+        return found
+    selected = [discovery for discovery in found if discovery.tasks]
+    if not selected or len(selected) == len(found):
+        return found
+    named = ", ".join(display_path(path) for path in lists)
+    for discovery in found:
+        if not discovery.tasks:
+            selected[0].notes.append(f"{named} names no file of the {discovery.layout} dataset "
+                                     f"{display_path(discovery.root)}: it was not audited")
+    return selected
 
 
 def _with_refused_folders(discovery: Discovery, tasks: Iterable[FileTask], left: list[int]) -> Iterator[FileTask]:
@@ -268,25 +295,48 @@ def _with_datasets_inside(found: list[Discovery], options: AuditOptions) -> list
     """``found``, each followed by the datasets of other formats inside its folder that its
     layout reads no file of (mmyolo's test data: COCO files at the root, a VOCdevkit below
     them), each audited on its own as when it is the PATH. Only a dataset whose files are
-    listed is looked into (a streamed walk reads its whole tree), and only on a local file
+    listed, or whose streamed walk covers the folders it names (``walked``), is looked into
+    (a streamed walk of the whole root reads its whole tree), and only on a local file
     system (in object storage, each folder looked into is a request more)."""
     result = []
     for discovery in found:
         result.append(discovery)
-        if not isinstance(discovery.tasks, list) or storage.url_scheme(discovery.root) or \
+        if not (isinstance(discovery.tasks, list) or discovery.walked) or storage.url_scheme(discovery.root) or \
                 not storage.isdir(discovery.root):
             continue
-        read = [os.path.abspath(path) for task in discovery.tasks for path in (task.path, task.image) if path]
+        if isinstance(discovery.tasks, list):
+            read = [os.path.abspath(path) for task in discovery.tasks for path in (task.path, task.image) if path]
+        else:
+            read = [os.path.join(os.path.abspath(folder), "") for folder in discovery.walked]
         for folder, layout in _sub_datasets(discovery.root, options, SUBDATASET_DEPTH, [0]):
-            if layout.name == discovery.layout or layout.detect(folder, options).confidence < SPECIFIC:
+            if layout.name == discovery.layout and not layout.can(CATCH_ALL):
+                continue
+            if layout.detect(folder, options).confidence < SPECIFIC and not (
+                    layout.can(CATCH_ALL) and _masks_pair_with_photos(folder)):
                 continue
             relative = storage.relpath(folder, discovery.root).replace(os.sep, "/") + "/"
             if any(fnmatch.fnmatchcase(relative, pattern) for pattern, _ in discovery.left_out):
                 continue  # what the layout leaves out on purpose (Mapillary's panoptic JSON)
             inside = os.path.join(os.path.abspath(folder), "")
-            if not any(path.startswith(inside) for path in read):
+            if not any(path.startswith(inside) or inside.startswith(path) for path in read):
                 result.append(layout.discover(folder, options))
     return result
+
+
+def _masks_pair_with_photos(folder: str) -> bool:
+    """True when every mask in ``folder`` is named as the label of a photo beside it
+    (LandCover.ai's ``x.jpg`` beside ``x_m.png``, Roboflow's ``x.jpg`` beside ``x_mask.png``):
+    a dataset of its own, whatever the folder's name."""
+    try:
+        with storage.scandir(folder) as entries:
+            names = [e.name for e in entries if e.is_file() and not e.name.startswith(".")]
+    except OSError:
+        return False
+    masks = [name for name in names if is_mask_candidate(name) and mask_extension(name) not in (".jpg", ".jpeg")]
+    if not masks or len(names) > SUBDATASET_FOLDERS * 10:
+        return False
+    pairing = pair_in_folder([os.path.join(folder, name) for name in names])
+    return all(os.path.join(folder, name) in pairing.pairs for name in masks)
 
 
 def _voc_root_of_image_sets(folder: str) -> str | None:

@@ -32,6 +32,7 @@ LABEL_SUFFIXES = (
     "15label",  # GID-15 as mmsegmentation and torchgeo write it (x_15label.png)
     "gt",  # mmsegmentation's custom datasets (x_gt.png)
     "seg", "segmentation", "annotation", "anno", "target",
+    "m",  # LandCover.ai's tiles (output/x.jpg beside output/x_m.png); JPEGs stay photos whatever their name
 )
 IMAGE_SUFFIXES = (
     "leftImg8bit",  # Cityscapes

@@ -185,7 +185,7 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
     """The inventory of every file under ``path``, per dataset: ``datasets`` are the datasets
     found under it; ``counts`` the labels each audited (by root as given); ``listed`` the
     roots whose files were chosen by a list or a sample (their other files are "not listed",
-    not LG007). A file belongs to the deepest dataset root it lies in, or to None when it lies
+    not LG007, and so are the files in no dataset when there are such roots). A file belongs to the deepest dataset root it lies in, or to None when it lies
     in none."""
     if storage.url_scheme(path):
         return {root_key(d.root): Inventory(display_path(d.root), taken=False,
@@ -228,7 +228,7 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
             for index in np.flatnonzero(roles == 0).tolist():
                 name = chunk[index]
                 _classify(prefix + name, os.path.relpath(base + name, owner or top), by_root.get(owner),
-                          owner in listed, inventory, examined)
+                          owner in listed or (owner is None and bool(listed)), inventory, examined)
     return inventories
 
 

@@ -66,9 +66,12 @@ def _alone_in_folder(pairing: Pairing, masks: Iterable[str], photos: Iterable[st
     convention (Roboflow's ``x.jpg`` beside ``x_mask.png``): there a photo without its mask,
     and a mask named as a label without its image, are orphans (LG002). Elsewhere a lone
     file is a mask of a folder without the convention, never an orphan."""
-    if not pairing.pairs:
+    masks = set(masks)
+    # Only a mask pairing by name makes a folder one of the convention: a photo named like a
+    # label (x_m.jpg, a medium-size copy, beside x.jpg) is a photo still.
+    folders = {os.path.dirname(mask) for mask in pairing.pairs if mask in masks}
+    if not folders:
         return [], []
-    folders = {os.path.dirname(mask) for mask in pairing.pairs}
     images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
     alone_photos = sorted(p for p in photos if os.path.dirname(p) in folders and p not in images)
     alone_masks = sorted(m for m in masks if os.path.dirname(m) in folders and m not in images

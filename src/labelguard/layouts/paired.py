@@ -94,6 +94,8 @@ def discover_paired(root: str, options: AuditOptions) -> Discovery:
         pairing = PairingStream(images, image_root or root, mask_root) if images else None
         discovery.tasks = _paired_tasks(discovery, options, color_map, masks, pairing, orphans=bool(image_root),
                                         all_masks=not one_file)
+        if mask_root != root:
+            discovery.walked = [folder for folder in (mask_root, image_root) if folder]
         return _declare(discovery, color_map, [mask_root])
     masks = list(masks)
     pairs, _, _ = _pair(images, masks, image_root or root, mask_root, discovery)
