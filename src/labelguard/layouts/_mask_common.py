@@ -22,11 +22,10 @@ from labelguard.layouts.pairing import labels_by_image, pair_files
 from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
 from labelguard.readers.class_tables import read_class_table
 from labelguard.readers.colormap import ColorMap, find_color_map, load_color_map
-from labelguard.readers.masks import MASK_EXTENSIONS, mask_extension
+from labelguard.readers.masks import JPEG_EXTENSIONS, MASK_EXTENSIONS, mask_extension
 from labelguard.rules._masks import process_mask
 
 LIST_EXTENSIONS = tuple(MASK_EXTENSIONS)
-JPEG_EXTENSIONS = (".jpg", ".jpeg")
 
 
 def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: str | None = None,

@@ -10,7 +10,7 @@ import re
 from labelguard.core import storage
 from labelguard.layouts._mask_common import _finish, _task
 from labelguard.core.paths import display_path
-from labelguard.layouts.base import MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import MASKS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout
 from labelguard.layouts.folders import walk_files
 
 
@@ -38,7 +38,8 @@ def _detect_ade20k(root: str, options: AuditOptions) -> Evidence:
                     if n.endswith(ADE20K_SEG) and n[:-len(ADE20K_SEG)] in described), None) if described else None
         if seg is not None:
             below = None if storage.abspath(prefix) == storage.abspath(root) else prefix
-            return evidence(0.47, f"{display_path(os.path.join(prefix, seg))} beside its .json", below=below)
+            seen = Seen(f"{display_path(os.path.join(prefix, seg))} beside its .json", NAMES)
+            return evidence(0.47, seen, below=below)
         if count >= ADE20K_PROBE_DIRS:
             return no(f"no x_seg.png beside its x.json in the first {ADE20K_PROBE_DIRS} folders")
     return no()

@@ -16,7 +16,7 @@ from labelguard.core.tasks import FileTask
 from labelguard.config import CONFIG_NAME
 from labelguard.errors import UsageError
 from labelguard.readers.colormap import COLOR_MAP_FILES
-from labelguard.readers.masks import is_mask_candidate, mask_extension
+from labelguard.readers.masks import JPEG_EXTENSIONS, is_mask_candidate, mask_extension
 from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir, is_mask_dir
 from labelguard.layouts.folders import holds_yolo_rows
 from labelguard.layouts.lists import ListSelection, read_list
@@ -73,13 +73,38 @@ class Discovery:
 
 
 @dataclass(frozen=True)
+class Seen:
+    """One thing a layout's detection saw for it: what (in the words ``detect`` prints) and
+    how much that says of its format (:data:`GIVEN` ... :data:`SHAPE`)."""
+
+    text: str
+    weight: float
+
+
+# How much one thing seen says for a layout. Several things seen corroborate each other: the
+# share of a layout's level its evidence leaves unconfirmed is the product of (1 - weight)
+# over them (:func:`evidence`).
+GIVEN = 1.0  # the user's word: a flag names the layout's folders
+CONTENT = 0.75  # a file read is the format's (COCO's keys, VOC's <annotation> root, YOLO rows, token ids)
+DECLARED = 0.6  # a file that declares the dataset's parts (nnU-Net's dataset.json, YOLO's data.yaml)
+NAMES = 0.4  # folder or file names of the format's convention (labelsTr/, SegmentationClass/, images/ + masks/)
+SHAPE = 0.2  # a shape other data shares (class folders of photos)
+
+# The most of a layout's level that weak evidence loses: one thing of the convention's names
+# alone gives (1 - SPREAD * (1 - NAMES)) of it; the same with a file read of the format, all
+# but a little.
+SPREAD = 0.2
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Why a layout does or does not take a path for one of its datasets.
 
-    ``confidence`` is 0 when the layout does not apply, else how specific what it saw is: a
-    file only that format writes (nnU-Net's ``labelsTr`` beside ``dataset.json``) says more
-    than a generic shape (class folders of photos). ``reasons`` say what was seen for it,
-    ``against`` what was seen that speaks against it (and lowered or zeroed the confidence)."""
+    ``confidence`` is 0 when the layout does not apply, else how strongly what it saw speaks
+    for it: the layout's level (how specific its format is: a COCO file says more than class
+    folders of photos) lowered by what its evidence leaves unconfirmed (a file read of the
+    format confirms more than a folder's name; each thing seen more confirms more).
+    ``reasons`` say what was seen for it, ``against`` what was seen that rules it out."""
 
     confidence: float = 0.0
     reasons: tuple[str, ...] = ()
@@ -93,10 +118,17 @@ class Evidence:
         return self.confidence > 0
 
 
-def evidence(confidence: float, *reasons: str, below: str | None = None) -> Evidence:
-    """A layout applies, with ``confidence``, for ``reasons`` (seen in the sub-folder ``below``,
-    when not at the path itself)."""
-    return Evidence(confidence, reasons, below=below)
+def evidence(level: float, *seen: Seen, below: str | None = None) -> Evidence:
+    """A layout of ``level`` (its ``ceiling``) applies, for what was ``seen`` (in the
+    sub-folder ``below``, when not at the path itself): the confidence is ``level`` lowered by
+    :data:`SPREAD` times the share its evidence leaves unconfirmed, the product of
+    ``1 - weight`` over what was seen."""
+    if not seen:
+        raise ValueError("evidence needs what was seen")  # a layout's mistake, not the user's
+    unconfirmed = 1.0
+    for item in seen:
+        unconfirmed *= 1.0 - item.weight
+    return Evidence(level * (1.0 - SPREAD * unconfirmed), tuple(item.text for item in seen), below=below)
 
 
 def no(*against: str) -> Evidence:
@@ -275,7 +307,9 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         if len({layout.name for _, layout in parts}) > 1:
             return _with_datasets_inside([layout.discover(folder, options) for folder, layout in parts], options)
     if found:
-        return _with_datasets_inside([found[0].layout.discover(root, options)], options)
+        discovery = found[0].layout.discover(root, options)
+        discovery.notes.extend(near_ties(found))
+        return _with_datasets_inside([discovery], options)
     if storage.isdir(root):
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
         # Folders of masks are one dataset, unless a part is of another layout or declares
@@ -332,7 +366,7 @@ def _masks_pair_with_photos(folder: str) -> bool:
             names = [e.name for e in entries if e.is_file() and not e.name.startswith(".")]
     except OSError:
         return False
-    masks = [name for name in names if is_mask_candidate(name) and mask_extension(name) not in (".jpg", ".jpeg")]
+    masks = [name for name in names if is_mask_candidate(name) and mask_extension(name) not in JPEG_EXTENSIONS]
     if not masks or len(names) > SUBDATASET_FOLDERS * 10:
         return False
     pairing = pair_in_folder([os.path.join(folder, name) for name in names])
@@ -383,6 +417,20 @@ def candidates(root: str, options: AuditOptions, every: bool = False) -> list[Ca
             rejected.append(Candidate(layout, seen))
     found.sort(key=lambda c: (-c.evidence.confidence, c.layout.name))
     return found + rejected
+
+
+def near_ties(found: list[Candidate]) -> list[str]:
+    """What to say of the layouts of ``found`` (:func:`candidates`' answer) whose evidence
+    comes within :data:`NEAR` of the layout taken: the evidence decided, and the user may
+    decide otherwise."""
+    if not found or not found[0].evidence:
+        return []
+    best = found[0]
+    near = [c for c in found[1:] if c.evidence and best.evidence.confidence - c.evidence.confidence <= NEAR]
+    return [f"{best.layout.name} ({best.evidence.confidence:.2f}: {'; '.join(best.evidence.reasons)}) was taken "
+            f"over {c.layout.name} ({c.evidence.confidence:.2f}: {'; '.join(c.evidence.reasons)}), whose "
+            f"evidence comes within {NEAR}; --format {c.layout.name} reads the folder as that instead"
+            for c in near]
 
 
 def detect_layout(root: str, options: AuditOptions) -> Layout | None:
@@ -457,7 +505,7 @@ def _holds_masks(folder: str) -> bool:
     try:
         with storage.scandir(folder) as entries:
             return any(e.is_file() and not e.name.startswith(".") and is_mask_candidate(e.name)
-                       and mask_extension(e.name) not in (".jpg", ".jpeg") for e in entries)
+                       and mask_extension(e.name) not in JPEG_EXTENSIONS for e in entries)
     except OSError:
         return False
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 
 from labelguard.layouts._mask_common import _camvid_splits, _declared_color_map, _finish, _mask_files, _pair
-from labelguard.layouts.base import LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import (
+    LISTS, MASKS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
+)
 from labelguard.layouts.pairing import unpaired_findings
 from labelguard.readers.colormap import camvid_color_map
 
@@ -31,7 +33,8 @@ def _detect_camvid(root: str, options: AuditOptions) -> Evidence:
     splits = _camvid_splits(root)
     if not splits:
         return no()
-    return evidence(0.59, ", ".join(f"{os.path.basename(i)}/ beside {os.path.basename(m)}/" for i, m in splits))
+    folders = ", ".join(f"{os.path.basename(i)}/ beside {os.path.basename(m)}/" for i, m in splits)
+    return evidence(0.59, Seen(folders, NAMES))
 
 
 discover_camvid.detect = _detect_camvid

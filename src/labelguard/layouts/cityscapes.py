@@ -9,7 +9,7 @@ import os
 
 from labelguard.core import storage
 from labelguard.layouts._mask_common import _declared_color_map, _finish, _pair, _task
-from labelguard.layouts.base import LISTS, MASKS, AuditOptions, Discovery, evidence, no, register_layout
+from labelguard.layouts.base import LISTS, MASKS, NAMES, AuditOptions, Discovery, Seen, evidence, no, register_layout
 from labelguard.layouts.folders import walk_files
 from labelguard.layouts.pairing import unpaired_findings
 
@@ -48,5 +48,6 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
 
 
 discover_cityscapes.detect = lambda root, options: (
-    evidence(0.65, "gtFine/ folder") if storage.isdir(os.path.join(root, "gtFine")) else no())
+    evidence(0.65, Seen("gtFine/ folder", NAMES))
+    if storage.isdir(os.path.join(root, "gtFine")) else no())
 register_layout("cityscapes", "Cityscapes (gtFine/*_labelIds.png, leftImg8bit)", 0.65, (LISTS, MASKS))(discover_cityscapes)

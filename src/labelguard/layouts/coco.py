@@ -37,7 +37,9 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import spans
 from labelguard.core.paths import display_path
-from labelguard.layouts.base import IMAGES, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import (
+    CONTENT, IMAGES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
+)
 from labelguard.layouts.references import resolve_names
 from labelguard.readers.coco import (
     CAPTION, NO_ID, CocoRecord, looks_like_coco, peek_categories, peek_file_name, read_coco,
@@ -339,7 +341,7 @@ def _detect_coco(root: str, options: AuditOptions) -> Evidence:
     found = coco_files(root)
     if not found:
         return no()
-    return evidence(0.89, f"{display_path(found[0])} holds COCO images/annotations/categories")
+    return evidence(0.89, Seen(f"{display_path(found[0])} holds COCO images/annotations/categories", CONTENT))
 
 
 discover_coco.detect = _detect_coco

@@ -25,10 +25,11 @@ from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import plural, verb
 from labelguard.core.paths import display_path
-from labelguard.layouts.base import AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import NAMES, SHAPE, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout
 from labelguard.layouts.conventions import IMAGE_DIRS, MASK_DIRS
 from labelguard.layouts.pairing import may_pair, pair_in_folder
 from labelguard.readers.base import ReadError, open_regular, read_head, sniff
+from labelguard.readers.masks import JPEG_EXTENSIONS, mask_extension
 from labelguard.readers.tabular import label_names_file, read_names
 from labelguard.rules._annotations import process_annotation
 from labelguard.rules.lg104 import class_folders_missing_from_a_split
@@ -173,9 +174,11 @@ def _paired_by_name(folder: str, sample: list[str]) -> str | None:
     if not may_pair(sample):
         return None
     pairing = pair_in_folder(_entries(folder, 1 << 30)[0])
-    if not pairing.pairs:
+    # A photo named like a label (x_m.jpg, a medium-size copy of x.jpg) is a photo still.
+    pairs = {label: image for label, image in pairing.pairs.items() if mask_extension(label) not in JPEG_EXTENSIONS}
+    if not pairs:
         return None
-    label, image = min(pairing.pairs.items())
+    label, image = min(pairs.items())
     return (f"{display_path(label)} is the label of {os.path.basename(image)} beside it by its name: "
             "labels with their images, not a class of photos")
 
@@ -187,11 +190,12 @@ def _detect_imagefolder(root: str, options: AuditOptions) -> Evidence:
     if splits:
         verdicts = [_class_folders(os.path.join(root, s), 1) for s in splits]
         if all(ok for ok, _ in verdicts):
-            return evidence(0.23, f"split folders ({', '.join(splits)}) of class folders of photos")
+            return evidence(0.23, Seen("class folders of photos", SHAPE),
+                            Seen(f"split folders {', '.join(splits)}", NAMES))
         return no(*(against for _, against in verdicts if against))
     ok, against = _class_folders(root, 2)
     if ok:
-        return evidence(0.23, "class folders of photos")
+        return evidence(0.23, Seen("class folders of photos", SHAPE))
     return no(*([against] if against else []))
 
 

@@ -30,7 +30,9 @@ from labelguard.layouts.conventions import IMAGE_DIRS, LABEL_TOKENS, is_mask_dir
 from labelguard.core.paths import display_path
 from labelguard.layouts.folders import holds_yolo_rows
 from labelguard.readers.base import ReadError, read_head
+from labelguard.readers.class_tables import is_class_table_text
 from labelguard.readers.masks import MASK_EXTENSIONS, mask_extension
+from labelguard.readers.tabular import sniff_layout, table_text
 
 # Files examined by their first bytes per PATH; the rest are counted, not examined.
 EXAMINED = 2000
@@ -40,7 +42,7 @@ SHOWN = 5
 CHUNK = 4096
 
 PHOTO_EXTENSIONS = (".jpg", ".jpeg", ".webp", ".bmp", ".gif")
-ANNOTATION_EXTENSIONS = (".xml", ".json", ".txt")
+ANNOTATION_EXTENSIONS = (".xml", ".json", ".txt", ".csv", ".tsv")
 TOKEN_EXTENSIONS = (".arrow", ".parquet", ".jsonl")
 _IMAGE_DIRS = frozenset(name.lower() for name in IMAGE_DIRS)
 _WORDS = re.compile(r"[^a-z0-9]+")
@@ -314,8 +316,9 @@ def _colour_png(path: str, examined: "_Budget") -> bool:
 
 def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
     """What a file no dataset read holds, by its first bytes: "VOC XML file", "COCO JSON file",
-    "labelme JSON file", "YOLO label file", "token file", "metadata" (a file that declares something but
-    holds no labels), or None (nothing labelguard knows)."""
+    "labelme JSON file", "YOLO label file", "token file", "table of paths and labels",
+    "metadata" (a file that declares something but holds no labels), or None (nothing
+    labelguard knows)."""
     if lower.endswith((".arrow", ".parquet")):
         return "token file"
     if not lower.endswith((*ANNOTATION_EXTENSIONS, *TOKEN_EXTENSIONS)):
@@ -335,6 +338,15 @@ def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
         if re.search(rb'"data_list"\s*:', head) and re.search(rb'"(img_path|gt_label)"\s*:', head):
             return "OpenMMLab JSON annotation file"  # mmpretrain/mmengine's data_list of img_path, gt_label
         return None
+    if lower.endswith((".csv", ".tsv")):
+        # A table of paths and labels (Kaggle's train.csv); a class table declares, holds no samples.
+        text = table_text(head if len(head) < 4096 else head.rsplit(b"\n", 1)[0])
+        if b"\x00" in head or is_class_table_text(text):
+            return None
+        try:
+            return "table of paths and labels" if sniff_layout(path, text) is not None else None
+        except ReadError:
+            return None
     return "YOLO label file" if holds_yolo_rows(path) and head.strip() else None
 
 

@@ -12,7 +12,7 @@ from labelguard.checks.files import UNREADABLE
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts._mask_common import JPEG_EXTENSIONS, _finish, _linked_out, _mask_files, _pair
 from labelguard.core.paths import display_path
-from labelguard.layouts.base import MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import MASKS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout
 from labelguard.layouts.folders import walk_files
 from labelguard.layouts.pairing import unpaired_findings
 from labelguard.readers.base import ReadError, parse_json, read_text
@@ -29,7 +29,7 @@ def _detect_mapillary(root: str, options: AuditOptions) -> Evidence:
     root = storage.abspath(root)
     if (MAPILLARY_VERSION.match(os.path.basename(root)) and storage.isdir(os.path.join(root, "labels"))
             and storage.isdir(os.path.join(os.path.dirname(root), "images"))):
-        return evidence(0.53, f"version folder {os.path.basename(root)}/ with labels/, beside ../images/")
+        return evidence(0.53, Seen(f"version folder {os.path.basename(root)}/ with labels/, beside ../images/", NAMES))
     return no()
 
 

@@ -18,7 +18,9 @@ from labelguard.layouts._mask_common import (
     _metadata_spec, _task,
 )
 from labelguard.core.paths import DisplayNames, display_path
-from labelguard.layouts.base import CATCH_ALL, IMAGES, LISTS, MASKS, AuditOptions, Discovery, evidence, register_layout
+from labelguard.layouts.base import (
+    CATCH_ALL, IMAGES, LISTS, MASKS, SHAPE, AuditOptions, Discovery, Seen, evidence, register_layout,
+)
 from labelguard.layouts.conventions import HERE, IMAGE_DIRS, FolderPair, folder_pairs, is_mask_dir
 from labelguard.layouts.folders import missing_reason, walk_files
 from labelguard.layouts.pairing import (
@@ -287,6 +289,6 @@ def _in_mask_dir(folder: str, root: str) -> bool:
     return any(is_mask_dir(p) for p in parts)
 
 
-discover_masks.detect = lambda root, options: evidence(0.10, "any folder or file may hold masks")
+discover_masks.detect = lambda root, options: evidence(0.10, Seen("any folder or file may hold masks", SHAPE))
 register_layout("masks", "any folder or file of masks (PNG, TIFF, NPY, NPZ, HDF5, NIfTI)", 0.10,
                 (LISTS, CATCH_ALL, IMAGES, MASKS))(discover_masks)

@@ -8,7 +8,9 @@ import os
 
 from labelguard.core import storage
 from labelguard.layouts._mask_common import _declared_color_map, _finish, _mask_files, _pair
-from labelguard.layouts.base import LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import (
+    DECLARED, LISTS, MASKS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
+)
 from labelguard.layouts.pairing import unpaired_findings
 
 
@@ -36,7 +38,8 @@ def _detect_nnunet(root: str, options: AuditOptions) -> Evidence:
     if not storage.isdir(os.path.join(root, "labelsTr")):
         return no()
     described = storage.isfile(os.path.join(root, "dataset.json"))
-    return evidence(0.83, "labelsTr/ folder", *(["dataset.json beside it"] if described else []))
+    return evidence(0.83, Seen("labelsTr/ folder", NAMES),
+                    *([Seen("dataset.json beside it", DECLARED)] if described else []))
 
 
 discover_nnunet.detect = _detect_nnunet

@@ -16,7 +16,7 @@ from labelguard.layouts._mask_common import (
 )
 from labelguard.core.paths import display_path, inside_root
 from labelguard.layouts.base import (
-    IMAGES, LISTS, MASKS, AuditOptions, Discovery, Evidence, evidence, no, register_layout,
+    GIVEN, IMAGES, LISTS, MASKS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
 )
 from labelguard.layouts.conventions import IMAGE_DIRS, MASK_DIRS
 from labelguard.layouts.folders import walk_files
@@ -138,13 +138,13 @@ def _child(root: str, names: Sequence[str]) -> str | None:
 
 def _detect_paired(root: str, options: AuditOptions) -> Evidence:
     if options.masks:
-        return evidence(1.0, f"--masks {options.masks} names the label folder")
+        return evidence(1.0, Seen(f"--masks {options.masks} names the label folder", GIVEN))
     if not storage.isdir(root):
         return no()
     masks, images = _child(root, MASK_DIRS), _child(root, sorted(IMAGE_DIRS))
     if masks is None or images is None:
         return no()
-    return evidence(0.35, f"{os.path.basename(images)}/ and {os.path.basename(masks)}/ side by side")
+    return evidence(0.35, Seen(f"{os.path.basename(images)}/ and {os.path.basename(masks)}/ side by side", NAMES))
 
 
 discover_paired.detect = _detect_paired

@@ -24,7 +24,7 @@ from labelguard.core.text import LISTED, noun, shorten
 from labelguard.errors import ColumnError
 from labelguard.core.paths import display_path
 from labelguard.layouts.base import (
-    IMAGES, METADATA_FILES, TABLES, AuditOptions, Discovery, Evidence, evidence, no, register_layout,
+    CONTENT, IMAGES, METADATA_FILES, TABLES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
 )
 from labelguard.layouts.conventions import CLASS_TABLE_FILES
 from labelguard.layouts.references import resolve_names
@@ -241,12 +241,12 @@ def _detect_tables(root: str, options: AuditOptions) -> Evidence:
     check_columns(root, options)
     if storage.isfile(root):
         if root.lower().endswith(TABLE_EXTENSIONS) and _is_table(root, options):
-            return evidence(0.29, "a table of paths and labels")
+            return evidence(0.29, Seen("a table of paths and labels", CONTENT))
         return no(*_class_table_reasons([root]))
     tables = _table_files(root, options) if storage.isdir(root) else []
     if not tables:
         return no(*_class_table_reasons(_table_candidates(root) if storage.isdir(root) else []))
-    return evidence(0.29, f"{display_path(tables[0])} is a table of paths and labels")
+    return evidence(0.29, Seen(f"{display_path(tables[0])} is a table of paths and labels", CONTENT))
 
 
 def _class_table_reasons(paths: list[str]) -> list[str]:

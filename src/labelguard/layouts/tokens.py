@@ -33,7 +33,9 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.tokens import TokenBatch
 from labelguard.core.paths import display_path
-from labelguard.layouts.base import AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import (
+    CONTENT, DECLARED, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
+)
 from labelguard.layouts.folders import walk_files
 from labelguard.layouts.lists import EntryProblem, ListRule, entry_findings, resolve_declared
 from labelguard.layouts.metadata import metadata_findings, read_metadata
@@ -153,20 +155,20 @@ def _json(path: str):
 def _detect_tokens(root: str, options: AuditOptions) -> Evidence:
     if storage.isfile(root):
         kind = token_file_kind(root)
-        return evidence(0.95, f"a {kind} file of token ids") if kind is not None else no()
+        return evidence(0.95, Seen(f"a {kind} file of token ids", CONTENT)) if kind is not None else no()
     if not storage.isdir(root):
         return no()
     if storage.isfile(os.path.join(root, DATASET_DICT_FILE)):
-        return evidence(0.95, f"{DATASET_DICT_FILE} (datasets.save_to_disk)")
+        return evidence(0.95, Seen(f"{DATASET_DICT_FILE} (datasets.save_to_disk)", DECLARED))
     if storage.isfile(os.path.join(root, STATE_FILE)) and storage.isfile(os.path.join(root, INFO_FILE)):
-        return evidence(0.95, f"{STATE_FILE} and {INFO_FILE} (datasets.save_to_disk)")
+        return evidence(0.95, Seen(f"{STATE_FILE} and {INFO_FILE} (datasets.save_to_disk)", DECLARED))
     budget = [DETECT_ENTRIES]
     folders = _data_in(root, budget)
     if folders is True:
-        return evidence(0.95, "data files with input_ids")
+        return evidence(0.95, Seen("data files with input_ids", CONTENT))
     holding = next((folder for folder in folders or () if _data_in(folder, budget) is True), None)
     if holding is not None:
-        return evidence(0.95, f"data files with input_ids in {display_path(holding)}", below=holding)
+        return evidence(0.95, Seen(f"data files with input_ids in {display_path(holding)}", CONTENT), below=holding)
     return no()
 
 

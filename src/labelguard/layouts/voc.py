@@ -19,7 +19,9 @@ from labelguard.core import storage
 from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.layouts.base import IMAGES, LISTS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import (
+    CONTENT, IMAGES, LISTS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
+)
 from labelguard.core.paths import DisplayNames, display_path, inside_root
 from labelguard.layouts.folders import walk_files
 from labelguard.layouts.lists import ListRule, Role, image_sets_rule, select_from_lists
@@ -151,13 +153,16 @@ def _looks_like_voc(folder: str) -> bool:
 
 def _detect_voc(root: str, options: AuditOptions) -> Evidence:
     if storage.isfile(root):
-        return evidence(0.77, "an XML annotation file") if root.lower().endswith(".xml") else no()
+        return evidence(0.77, Seen("an XML annotation file", NAMES)) if root.lower().endswith(".xml") else no()
     folder = _annotation_root(root)
     if folder is None:
         return no()
     if folder == storage.abspath(root) or folder == root:
-        return evidence(0.77, "XML files with an <annotation> root")
-    return evidence(0.77, f"{os.path.basename(folder)}/ holds XML annotations")
+        return evidence(0.77, Seen("XML files with an <annotation> root", CONTENT))
+    seen = [Seen(f"{os.path.basename(folder)}/ holds XML files", NAMES)]
+    if _looks_like_voc(folder):
+        seen.append(Seen("with an <annotation> root", CONTENT))
+    return evidence(0.77, *seen)
 
 
 def _spec_from_files(directories: list[str], discovery: Discovery) -> LabelSpec:

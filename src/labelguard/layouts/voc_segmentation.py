@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from labelguard.core import storage
 from labelguard.layouts._mask_common import LIST_EXTENSIONS, _declared_color_map, _finish, _mask_files, _pair
-from labelguard.layouts.base import LISTS, MASKS, AuditOptions, Discovery, evidence, no, register_layout
+from labelguard.layouts.base import LISTS, MASKS, NAMES, AuditOptions, Discovery, Seen, evidence, no, register_layout
 from labelguard.layouts.lists import Role, image_sets_rule, select_from_lists
 from labelguard.layouts.pairing import labels_by_image, unpaired_findings
 from labelguard.readers.colormap import voc_color_map
@@ -52,6 +52,7 @@ def discover_voc_segmentation(root: str, options: AuditOptions, selected: list[s
 
 
 discover_voc_segmentation.detect = lambda root, options: (
-    evidence(0.71, "SegmentationClass/ folder") if storage.isdir(os.path.join(root, "SegmentationClass")) else no())
+    evidence(0.71, Seen("SegmentationClass/ folder", NAMES))
+    if storage.isdir(os.path.join(root, "SegmentationClass")) else no())
 register_layout("voc-segmentation", "Pascal VOC segmentation (SegmentationClass, JPEGImages)", 0.71, (LISTS, MASKS))(
     discover_voc_segmentation)

@@ -22,7 +22,9 @@ from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import clipped, plural
-from labelguard.layouts.base import LISTS, AuditOptions, Discovery, Evidence, evidence, no, register_layout
+from labelguard.layouts.base import (
+    CONTENT, DECLARED, LISTS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
+)
 from labelguard.core.paths import DisplayNames, display_path
 from labelguard.layouts.folders import holds_yolo_rows, walk_files
 from labelguard.layouts.lists import (
@@ -470,34 +472,37 @@ def _detect_yolo(root: str, options: AuditOptions) -> Evidence:
     if storage.isfile(root):
         lower = root.lower()
         if lower.endswith(".data"):
-            return evidence(0.41, "a darknet .data file")
+            return evidence(0.41, Seen("a darknet .data file", DECLARED))
         if lower.endswith((".yaml", ".yml")):
             try:
                 declared = read_data_yaml(root)
             except ReadError:
                 return no("a YAML file that cannot be read")
             if declared.names or declared.nc or declared.splits:
-                return evidence(0.41, "a data.yaml naming classes or splits")
+                return evidence(0.41, Seen("a data.yaml naming classes or splits", DECLARED))
             return no("a YAML file naming no classes, nc or splits")
         return no()
     if not storage.isdir(root):
         return no()
+    seen = []
     dataset_file = _dataset_file(root)
     if dataset_file is not None:
-        return evidence(0.41, f"{os.path.basename(dataset_file[1])}")
+        seen.append(Seen(os.path.basename(dataset_file[1]), DECLARED))
     names = next((name for name in NAMES_FILES[:3] if storage.isfile(os.path.join(root, name))), None)
     if names is not None:
-        return evidence(0.41, f"{names}")
+        seen.append(Seen(names, DECLARED))
     label_dir = _label_dir(root)
     if label_dir is not None:
-        return evidence(0.41, f"{os.path.basename(label_dir)}/ holds .txt label files")
+        seen.append(Seen(f"{os.path.basename(label_dir)}/ holds .txt label files", NAMES))
+    if seen:
+        return evidence(0.41, *seen)
     if _is_label_folder(root):
-        return evidence(0.41, "a labels folder of YOLO rows")
+        return evidence(0.41, Seen("a labels folder of YOLO rows", CONTENT))
     folders = [root] + [os.path.join(root, d) for d in storage.folder_names(root, hidden=False)]
     paired = next((found for found in map(_paired_txt, folders) if found), None)
     if paired:
         folder = os.path.dirname(paired[0])
-        return evidence(0.41, f"{display_path(paired[0])} beside an image of its name",
+        return evidence(0.41, Seen(f"{display_path(paired[0])} beside an image of its name", NAMES),
                         below=None if folder == root else folder)
     return no()
 

@@ -40,6 +40,8 @@ IMAGE_KEYS = ("image", "images", "img", "raw", "data", "x")
 IMAGE_FORMATS = ("png", "jpeg", "tiff", "bmp", "gif", "riff")
 # One read of this many bytes sniffs the format and holds a whole PNG mask of usual size.
 FIRST_READ = 1 << 16
+# Lossy photo formats: a file of these is a photo, never a mask, unless the user says otherwise.
+JPEG_EXTENSIONS = (".jpg", ".jpeg")
 MASK_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".npy", ".npz",
                    ".h5", ".hdf5", ".nii", ".nii.gz", ".gif", ".webp")
 
