@@ -124,7 +124,7 @@ def evidence(level: float, *seen: Seen, below: str | None = None) -> Evidence:
     :data:`SPREAD` times the share its evidence leaves unconfirmed, the product of
     ``1 - weight`` over what was seen."""
     if not seen:
-        raise ValueError("evidence needs what was seen")  # a layout's mistake, not the user's
+        raise ValueError("evidence needs what was seen")  # not a user mistake: a layout's
     unconfirmed = 1.0
     for item in seen:
         unconfirmed *= 1.0 - item.weight

@@ -344,9 +344,11 @@ def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
         if b"\x00" in head or is_class_table_text(text):
             return None
         try:
-            return "table of paths and labels" if sniff_layout(path, text) is not None else None
+            layout = sniff_layout(path, text)
         except ReadError:
             return None
+        # Only a table that names files: a table of numbers may be anything (metrics, statistics).
+        return "table of paths and labels" if layout is not None and layout.path_column is not None else None
     return "YOLO label file" if holds_yolo_rows(path) and head.strip() else None
 
 

@@ -1,6 +1,7 @@
 """The ``csv`` layout: label tables in the dataset's folder (or the table given as the path):
 ``path,label`` CSVs, one-hot multi-label CSVs, ImageNet ``train.txt`` with ``synsets.txt``,
-Kaggle ``ann.txt``, MNIST-style ``label,pixels...`` CSVs. A ``synsets.txt``/``labels.txt``/
+Kaggle ``ann.txt``, MNIST-style ``label,pixels...`` CSVs, OpenMMLab annotation files
+(mmpretrain's ``ann.json``, :mod:`labelguard.readers.openmmlab`). A ``synsets.txt``/``labels.txt``/
 ``classes.txt`` beside the table is the dataset's class list (ids index into it).
 
 Each table is one task: :func:`table_record` reads it into an annotation record (the files
@@ -14,6 +15,7 @@ conflicting labels LG303. A ``--path-column``/``--label-column`` that no table h
 from __future__ import annotations
 
 import os
+import re
 
 from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
@@ -31,6 +33,7 @@ from labelguard.layouts.references import resolve_names
 from labelguard.readers.base import ReadError, read_head
 from labelguard.readers.class_tables import is_class_table_text
 from labelguard.readers.colormap import COLOR_MAP_FILES
+from labelguard.readers.openmmlab import is_data_list_head, read_data_list
 from labelguard.readers.tabular import (
     TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table, sniff_layout,
     table_text,
@@ -52,7 +55,10 @@ def table_record(task: FileTask) -> AnnotationRecord:
     """One label table as an annotation record: a row per line (its label a name, an integer
     id when every label is one, or the names of a one-hot row), the files its path column
     names as an image table looked up under the image folders, and what makes two rows the
-    same (path, label and the other cells)."""
+    same (path, label and the other cells). An OpenMMLab annotation file is a table too
+    (:func:`data_list_record`)."""
+    if task.path.lower().endswith(".json"):
+        return data_list_record(task)
     table = read_table(task.path, task.option("path_column"), task.option("label_column"))
     layout = table.layout
     labels = table.labels
@@ -70,6 +76,35 @@ def table_record(task: FileTask) -> AnnotationRecord:
         images=images, image_of=image_of,
         one_label_per_image=layout.path_column is not None and not table.rest and not layout.onehot_columns,
     )
+
+
+def data_list_record(task: FileTask) -> AnnotationRecord:
+    """An OpenMMLab annotation file as an annotation record: an object per class id of each
+    sample (one for a single-label sample, each of a multi-label one's), placed at its
+    number (``data_list`` index + 1), with the ``img_path`` files looked up under the image folders. A
+    multi-task sample's ids are of its tasks' own classes: its image is looked for, its
+    labels are not checked."""
+    found = read_data_list(task.path)
+    labels: list[int] = []
+    places: list[int] = []
+    image_of: list[int] = []
+    for row, (sample, ids) in enumerate(zip(found.samples, found.labels)):
+        for label in ids or ():
+            labels.append(label)
+            places.append(sample + 1)  # the sample's number, 1-based as lines are
+            image_of.append(row)
+    images = _named_images(task, found.paths, found.samples, "img_path", "sample", "data_list[{}]")
+    return AnnotationRecord(
+        task.display, "csv", "sample", labels, places,
+        problems=found.problems, problem_count=found.problem_count,
+        problem_hint=SAMPLE_HINT, images=images, image_of=image_of,
+        keys=[(found.paths[row], label) for row, label in zip(image_of, labels)],
+        one_label_per_image=found.kind == "single-label",
+    )
+
+
+SAMPLE_HINT = ("Fix or remove these samples: mmengine's BaseDataset reads img_path and gt_label of every "
+               "sample and fails (KeyError, TypeError) or reads a wrong label when it reaches them.")
 
 
 def process_table(task: FileTask, spec: LabelSpec) -> FileResult:
@@ -96,27 +131,34 @@ def _path_table(task: FileTask, table: TableRows) -> tuple[ImageTable, list[int]
             names.append(path)
             places.append(line)
         image_of.append(row)
+    return _named_images(task, names, places, "path", "line", "line {}"), image_of
+
+
+def _named_images(task: FileTask, names: list[str], places: list[int], what: str, unit: str,
+                  place_format: str) -> ImageTable:
+    """The files ``names`` (each first named at its place of ``places``), looked up under the
+    task's image folders and kept inside its root."""
     folder = os.path.dirname(storage.abspath(task.path))
     bases = task.option("image_dirs") or (folder,)
     root = task.option("root") or folder
     missing, escaping = resolve_names(names, bases, storage.abspath(root))
-    images = ImageTable("path", "file", "line", "line {}", names, places=places,
-                        folders=tuple(display_path(b) for b in bases), root=display_path(root),
-                        looked_for=sum(1 for name in names if name), missing=missing, escaping=escaping)
-    return images, image_of
+    return ImageTable(what, "file", unit, place_format, names, places=places,
+                      folders=tuple(display_path(b) for b in bases), root=display_path(root),
+                      looked_for=sum(1 for name in names if name), missing=missing, escaping=escaping)
 
 
 def _table_candidates(folder: str) -> list[str]:
-    """The files of a folder that may be label tables, by name."""
+    """The files of a folder that may be label tables, by name (a JSON file: an OpenMMLab
+    annotation file, perhaps)."""
     try:
-        names = storage.names_with_suffix(folder, TABLE_EXTENSIONS)
+        names = storage.names_with_suffix(folder, (*TABLE_EXTENSIONS, ".json"))
     except OSError:
         return []
     found = []
     for name in names:
         path = os.path.join(folder, name)
         lower = name.lower()
-        if name.startswith(".") or not lower.endswith(TABLE_EXTENSIONS) or not storage.isfile(path):
+        if name.startswith(".") or not lower.endswith((*TABLE_EXTENSIONS, ".json")) or not storage.isfile(path):
             continue
         if lower in NOT_TABLES or lower.startswith("synsets") or lower.startswith("readme"):
             continue
@@ -133,10 +175,13 @@ TABLE_HEAD = 1 << 16
 
 
 def _sniff_table(path: str, options: AuditOptions):
-    """The table layout of a file, or None; OSError or ReadError when it cannot be read."""
+    """The table layout of a file (True for an OpenMMLab annotation file), or None; OSError
+    or ReadError when it cannot be read."""
     head = read_head(path, TABLE_HEAD)  # one ranged request for an object of object storage
     if b"\x00" in head:
         return None
+    if path.lower().endswith(".json"):
+        return True if is_data_list_head(head[:4096]) else None
     # Its text as read_text gives it: a file longer than the head by the whole lines in it.
     text = table_text(head if len(head) < TABLE_HEAD else head.rsplit(b"\n", 1)[0])
     if _declares_classes(path, text):
@@ -231,6 +276,10 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
     if options.label_column:
         extra.append(("label_column", options.label_column))
     for table in tables:
+        if table.lower().endswith(".json") and _multi_task(table):
+            discovery.notes.append(f"{display_path(table)} holds multi-task labels (the ids of each task's own "
+                                   "classes, metainfo.tasks): its img_path files are looked for, its labels are "
+                                   "not checked against the spec")
         discovery.tasks.append(FileTask(
             processor=process_table, path=table, display=display_path(table),
             options=tuple(extra) + (("image_dirs", table_image_dirs(table, options)), ("root", folder))))
@@ -240,13 +289,28 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
 def _detect_tables(root: str, options: AuditOptions) -> Evidence:
     check_columns(root, options)
     if storage.isfile(root):
-        if root.lower().endswith(TABLE_EXTENSIONS) and _is_table(root, options):
-            return evidence(0.29, Seen("a table of paths and labels", CONTENT))
+        if root.lower().endswith((*TABLE_EXTENSIONS, ".json")) and _is_table(root, options):
+            return evidence(0.29, Seen(_what_table(root), CONTENT))
         return no(*_class_table_reasons([root]))
     tables = _table_files(root, options) if storage.isdir(root) else []
     if not tables:
         return no(*_class_table_reasons(_table_candidates(root) if storage.isdir(root) else []))
-    return evidence(0.29, Seen(f"{display_path(tables[0])} is a table of paths and labels", CONTENT))
+    return evidence(0.29, Seen(f"{display_path(tables[0])} is {_what_table(tables[0])}", CONTENT))
+
+
+def _multi_task(path: str) -> bool:
+    """True when the first samples of the OpenMMLab annotation file ``path`` have a
+    ``gt_label`` per task (an object)."""
+    try:
+        return b"{" in b"".join(re.findall(rb'"gt_label"\s*:\s*(.)', read_head(path, TABLE_HEAD)))
+    except (OSError, ReadError):
+        return False
+
+
+def _what_table(path: str) -> str:
+    if path.lower().endswith(".json"):
+        return "an OpenMMLab data_list of img_path and gt_label"
+    return "a table of paths and labels"
 
 
 def _class_table_reasons(paths: list[str]) -> list[str]:
@@ -257,4 +321,5 @@ def _class_table_reasons(paths: list[str]) -> list[str]:
 
 discover_tables.detect = _detect_tables
 register_layout("csv", "classification tables: CSV/TSV path + label columns, 'path label' lists "
-                "(ImageNet train.txt + synsets.txt), MNIST-style CSV", 0.29, (TABLES, IMAGES))(discover_tables)
+                "(ImageNet train.txt + synsets.txt), MNIST-style CSV, OpenMMLab data_list JSON (mmpretrain)",
+                0.29, (TABLES, IMAGES))(discover_tables)

@@ -42,7 +42,7 @@ def process_annotation(task: FileTask, spec: LabelSpec, reader: Reader, kind: st
     if record.folder is not None:
         _count_folder(result.summary, task.display, record)
     elif record.images is not None:
-        _count_images(result.summary, task.display, record)
+        _count_images(result.summary, task.display, record, spec)
     elif len(record.labels):
         result.summary.add_classes(task.display, Counter(class_key(label, spec) for label in record.labels))
     return result
@@ -106,7 +106,7 @@ def _count_folder(summary: Summary, display: str, record: AnnotationRecord) -> N
     summary.class_examples.setdefault(folder.name, []).append(display)
 
 
-def _count_images(summary: Summary, display: str, record: AnnotationRecord) -> None:
+def _count_images(summary: Summary, display: str, record: AnnotationRecord, spec: LabelSpec) -> None:
     """A file of many images: its images are the samples; per class, its objects and the
     images holding them (the categories of a file's own class table by name, undeclared
     ids left out: they are reported, not counted)."""
@@ -115,7 +115,7 @@ def _count_images(summary: Summary, display: str, record: AnnotationRecord) -> N
     if record.classes is not None:
         objects, images = _count_categories(record, np.asarray(images_of))
     else:
-        objects, images = _count_labels(record, images_of)
+        objects, images = _count_labels(record, images_of, spec)
     summary.class_objects.update(objects)
     summary.class_images.update(images)
     for name in objects:
@@ -150,12 +150,14 @@ def _count_categories(record: AnnotationRecord, images_of: np.ndarray) -> tuple[
     return objects, images
 
 
-def _count_labels(record: AnnotationRecord, images_of) -> tuple[Counter, Counter]:
+def _count_labels(record: AnnotationRecord, images_of, spec: LabelSpec) -> tuple[Counter, Counter]:
+    """Per class (:func:`class_key`: an id by the spec's name of it), its objects and the
+    images holding them."""
     objects: Counter = Counter()
     holding: dict = {}
     for label, image in zip(record.labels, images_of):
         for name in label if isinstance(label, tuple) else (label,):
-            key = name if isinstance(name, str) else str(name)
+            key = class_key(name, spec)
             objects[key] += 1
             holding.setdefault(key, set()).add(image)
     return objects, Counter({key: len(rows) for key, rows in holding.items()})
