@@ -26,9 +26,9 @@ from labelguard.core.text import clipped, plural, shorten, verb
 from labelguard.core.workdir import applied_working_folder, working_folder
 from labelguard.errors import OptionError, UsageError
 from labelguard.layouts.base import (
-    CATCH_ALL, IMAGES, LAYOUTS, LISTS, MASKS, TABLES, AuditOptions, candidates, discover_datasets, layouts_with,
+    CATCH_ALL, IMAGES, LAYOUTS, LISTS, TABLES, AuditOptions, candidates, discover_datasets, layouts_with,
 )
-from labelguard.layouts.inventory import Claims, Found, inventory_findings, root_key, take_inventory
+from labelguard.layouts.inventory import Claims, inventories_of, inventory_findings, root_key
 from labelguard.layouts.folders import describe_contents
 from labelguard.readers.colormap import color_proposal
 from labelguard.report import DatasetReport, FileList, Report
@@ -479,15 +479,12 @@ def _inventories(paths: list[str], discoveries: list, audited: list[str], specs:
     the files were chosen by a list or a sample, so the others are not listed, not LG007."""
     claims = stream.claims
     for discovery, own_spec in zip(discoveries, specs):
-        for named in (*discovery.lists, *own_spec.sources, getattr(discovery.color_map, "source", None)):
-            if named and not storage.url_scheme(named):
-                claims.add("metadata", named)
+        claims.add_read(discovery, own_spec.sources)
     found: dict = {None: []}
     for path in dict.fromkeys(paths):
         own = [d for d, under in zip(discoveries, audited) if under == path]
-        roots = [Found(d.root, d.layout, _can(d.layout, MASKS), tuple(d.left_out)) for d in own]
         counts = {d.root: stream.counts.get(id(d), 0) for d in own}
-        taken = take_inventory(path, roots, claims, counts, listed=[d.root for d in own] if chosen else ())
+        taken = inventories_of(path, own, claims, counts, chosen)
         for discovery in own:
             found[id(discovery)] = taken.get(root_key(discovery.root))
         if taken.get(None) is not None:
@@ -542,9 +539,7 @@ class _TaskStream:
                     task = replace(task, options=(*task.options, ("storage", self.access)))
                 if not self.keyed and task.path.lower().endswith(KEYED_EXTENSIONS):
                     self.keyed = True
-                self.claims.add("label", task.path)
-                if task.image:
-                    self.claims.add("image", task.image)
+                self.claims.add_task(task)
                 self.files.append(task.display)
                 count += 1
                 yield task

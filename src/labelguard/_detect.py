@@ -14,10 +14,8 @@ from labelguard.core import storage
 from labelguard.core.limits import ReadLimits, applied_limits
 from labelguard.core.paths import applied_roots, display_path, granted_roots
 from labelguard.core.text import plural, printable, shorten
-from labelguard.layouts.base import (
-    LAYOUTS, MASKS, AuditOptions, Candidate, Discovery, candidates, discover_datasets,
-)
-from labelguard.layouts.inventory import Claims, Found, Inventory, root_key, take_inventory
+from labelguard.layouts.base import AuditOptions, Candidate, Discovery, candidates, discover_datasets
+from labelguard.layouts.inventory import Claims, Inventory, inventories_of, root_key
 
 
 @dataclass
@@ -75,11 +73,8 @@ def detect(paths: Iterable[str], options: AuditOptions | None = None) -> list[De
             discoveries = discover_datasets(path, options)
             claims = Claims()
             datasets = [_dataset(d, claims) for d in discoveries]
-            taken = take_inventory(
-                path, [Found(d.root, d.layout, d.layout in LAYOUTS and LAYOUTS[d.layout].can(MASKS), tuple(d.left_out))
-                       for d in discoveries],
-                claims, {d.root: found.labels for d, found in zip(discoveries, datasets)},
-                listed=[d.root for d in discoveries] if options.lists else ())
+            taken = inventories_of(path, discoveries, claims,
+                                   {d.root: found.labels for d, found in zip(discoveries, datasets)}, bool(options.lists))
             for discovery, dataset in zip(discoveries, datasets):
                 dataset.inventory = taken.get(root_key(discovery.root))
             found.append(Detection(display_path(path), seen, datasets, taken.get(None)))
@@ -89,12 +84,8 @@ def detect(paths: Iterable[str], options: AuditOptions | None = None) -> list[De
 def _dataset(discovery: Discovery, claims: Claims) -> DatasetFound:
     tasks = list(discovery.tasks)
     for task in tasks:
-        claims.add("label", task.path)
-        if task.image:
-            claims.add("image", task.image)
-    for named in (*discovery.lists, *discovery.spec.sources, getattr(discovery.color_map, "source", None)):
-        if named and not storage.url_scheme(named):
-            claims.add("metadata", named)
+        claims.add_task(task)
+    claims.add_read(discovery, discovery.spec.sources)
     return DatasetFound(
         root=display_path(discovery.root), layout=discovery.layout, labels=len(tasks),
         images=sum(1 for task in tasks if task.image), examples=[task.display for task in tasks[:EXAMPLES]],

@@ -23,9 +23,12 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 if TYPE_CHECKING:
     import numpy as np
 
+    from labelguard.core.tasks import FileTask
+
 from labelguard.core import storage
 from labelguard.core.findings import Finding
 from labelguard.core.text import plural, shorten
+from labelguard.layouts.base import LAYOUTS, MASKS, Discovery
 from labelguard.layouts.conventions import IMAGE_DIRS, LABEL_TOKENS, is_mask_dir
 from labelguard.core.paths import display_path
 from labelguard.layouts.folders import holds_yolo_rows
@@ -81,6 +84,19 @@ class Claims:
         """Note that a dataset read ``path`` as a "label", an "image" or "metadata"."""
         self._held[ROLES.index(role) - 1].append(self.key(path))
         self._sorted = None
+
+    def add_task(self, task: "FileTask") -> None:
+        """Note a task's label and the image it was paired with."""
+        self.add("label", task.path)
+        if task.image:
+            self.add("image", task.image)
+
+    def add_read(self, discovery: Discovery, sources: Iterable[str]) -> None:
+        """Note the metadata a dataset read: its lists, the files its spec came from
+        (``sources``) and its colour map."""
+        for named in (*discovery.lists, *sources, getattr(discovery.color_map, "source", None)):
+            if named and not storage.url_scheme(named):
+                self.add("metadata", named)
 
     def roles(self, keys: "np.ndarray") -> "np.ndarray":
         """For each of ``keys``: 1 a label's, 2 an image's, 3 a metadata file's, 0 none's (a
@@ -187,8 +203,8 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
     """The inventory of every file under ``path``, per dataset: ``datasets`` are the datasets
     found under it; ``counts`` the labels each audited (by root as given); ``listed`` the
     roots whose files were chosen by a list or a sample (their other files are "not listed",
-    not LG007, and so are the files in no dataset when there are such roots). A file belongs to the deepest dataset root it lies in, or to None when it lies
-    in none."""
+    not LG007, and so are the files in no dataset when there are such roots). A file belongs
+    to the deepest dataset root it lies in, or to None when it lies in none."""
     if storage.url_scheme(path):
         return {root_key(d.root): Inventory(display_path(d.root), taken=False,
                                             why_not="object storage is not listed a second time")
@@ -232,6 +248,15 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
                 _classify(prefix + name, os.path.relpath(base + name, owner or top), by_root.get(owner),
                           owner in listed or (owner is None and bool(listed)), inventory, examined)
     return inventories
+
+
+def inventories_of(path: str, discoveries: list[Discovery], claims: Claims, counts: dict[str, int],
+                   chosen: bool) -> dict[str | None, Inventory]:
+    """:func:`take_inventory` of the datasets ``discoveries`` found under ``path``;
+    ``chosen``: their files were chosen by a list or a sample."""
+    found = [Found(d.root, d.layout, d.layout in LAYOUTS and LAYOUTS[d.layout].can(MASKS), tuple(d.left_out))
+             for d in discoveries]
+    return take_inventory(path, found, claims, counts, listed=[d.root for d in discoveries] if chosen else ())
 
 
 def root_key(root: str) -> str:
