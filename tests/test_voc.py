@@ -505,6 +505,22 @@ def test_annotations_in_split_folders_are_read_as_voc_each_with_its_image(tmp_pa
     assert [(f.code, Path(f.path).name) for f in report.findings if str(f.severity) == "error"] == [("LG301", "000001.xml")]
 
 
+def test_a_voc_folder_without_an_image_folder_says_its_images_were_not_looked_for(tmp_path):
+    """Datumaro's voc_dataset2: Annotations/ and ImageSets/, no JPEGImages/. Nothing was
+    said; the audit now says the images were not looked for, and --images looks for them."""
+    (tmp_path / "Annotations").mkdir()
+    (tmp_path / "Annotations" / "a.xml").write_text(voc_xml("a.jpg", [("cat", (1, 1, 8, 8))], (16, 16)),
+                                                  encoding="utf-8")
+    report = run(str(tmp_path), LabelSpec(classes=("cat",)), cache=False)
+    assert any("no image folder beside Annotations/" in note and "--images" in note for note in report.notes)
+    assert not [f for f in report.findings if f.code == "LG003"]
+    (tmp_path / "photos").mkdir()
+    given = run(str(tmp_path), LabelSpec(classes=("cat",)), cache=False,
+                options=AuditOptions(images=str(tmp_path / "photos")))
+    assert [f.code for f in given.findings if f.code == "LG003"] == ["LG003"]
+    assert not any("no image folder" in note for note in given.notes)
+
+
 @pytest.mark.parametrize("start", ["Annotations", "Annotations/trainval"])
 def test_a_split_folder_of_annotations_as_path_finds_its_images_in_the_image_folder_of_that_split(tmp_path, start):
     """DIOR's ``Annotations/trainval`` audited alone got 6 false LG003: its images were

@@ -237,6 +237,11 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
         image_dir = root
     images = [path for path in walk_files(image_dir) if path[path.rfind("."):].lower() in IMAGE_EXTENSIONS] \
         if image_dir else []
+    if image_dir is None:
+        discovery.notes.append(
+            f"no image folder beside {os.path.basename(annotation_dir)}/ in {display_path(voc_root)} "
+            f"({'/, '.join(IMAGE_DIRS)}/): the images the annotations' <filename> names were not looked for "
+            "(pass --images DIR)")
     pairing = pair_files(images, xmls, image_dir or annotation_dir, annotation_dir)
     discovery.notes.extend(pairing.notes("annotation"))
     roles = [Role("annotation", xmls, annotation_dir, ".xml")]
