@@ -338,21 +338,21 @@ def _with_datasets_inside(found: list[Discovery], options: AuditOptions) -> list
         if not (isinstance(discovery.tasks, list) or discovery.walked) or storage.url_scheme(discovery.root) or \
                 not storage.isdir(discovery.root):
             continue
-        if isinstance(discovery.tasks, list):
-            read = [os.path.abspath(path) for task in discovery.tasks for path in (task.path, task.image) if path]
-        else:
-            read = [os.path.join(os.path.abspath(folder), "") for folder in discovery.walked]
-        for folder, layout in _sub_datasets(discovery.root, options, SUBDATASET_DEPTH, [0]):
+        # The folders a streamed walk reads whole are not looked into: all in them is read.
+        walked = tuple(os.path.join(os.path.abspath(folder), "") for folder in discovery.walked)
+        read = [os.path.abspath(path) for task in discovery.tasks for path in (task.path, task.image) if path] \
+            if isinstance(discovery.tasks, list) else []
+        for folder, layout in _sub_datasets(discovery.root, options, SUBDATASET_DEPTH, [0], walked):
             if layout.name == discovery.layout and not layout.can(CATCH_ALL):
-                continue
-            if layout.detect(folder, options).confidence < SPECIFIC and not (
-                    layout.can(CATCH_ALL) and _masks_pair_with_photos(folder)):
                 continue
             relative = storage.relpath(folder, discovery.root).replace(os.sep, "/") + "/"
             if any(fnmatch.fnmatchcase(relative, pattern) for pattern, _ in discovery.left_out):
                 continue  # what the layout leaves out on purpose (Mapillary's panoptic JSON)
             inside = os.path.join(os.path.abspath(folder), "")
-            if not any(path.startswith(inside) or inside.startswith(path) for path in read):
+            if inside.startswith(walked) or any(path.startswith(inside) for path in (*walked, *read)):
+                continue  # it holds files the dataset reads
+            if layout.detect(folder, options).confidence >= SPECIFIC or (
+                    layout.can(CATCH_ALL) and _masks_pair_with_photos(folder)):
                 result.append(layout.discover(folder, options))
     return result
 
@@ -439,20 +439,25 @@ def detect_layout(root: str, options: AuditOptions) -> Layout | None:
     return found[0].layout if found else None
 
 
-def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int]) -> list[tuple[str, Layout]]:
+def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int],
+                  skipped: tuple[str, ...] = ()) -> list[tuple[str, Layout]]:
+    """(folder, layout) of the datasets below ``folder``, ``depth`` levels at most; the
+    folders of ``skipped`` (absolute, each ending in a separator) are not looked into."""
     try:
         children = storage.folder_paths(folder, hidden=False)
     except OSError:
         return []
     found: list[tuple[str, Layout]] = []
     for child in children:
+        if skipped and os.path.join(os.path.abspath(child), "").startswith(skipped):
+            continue
         seen[0] += 1
         if seen[0] > SUBDATASET_FOLDERS:
             break
         seen_here = candidates(child, options)
         layout = seen_here[0].layout if seen_here else None
         if layout is not None and seen_here[0].evidence.below is not None and depth > 1:
-            below = _sub_datasets(child, options, depth - 1, seen)
+            below = _sub_datasets(child, options, depth - 1, seen, skipped)
             if len({part.name for _, part in below}) > 1:
                 found.extend(below)  # a folder of exports beside each other
                 continue
@@ -465,10 +470,10 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
             # A class file above masks: the datasets below it are what it holds when a layout
             # takes them (labelme's labels.txt above the VOC folder labelme2voc wrote), as
             # when each is audited alone; else its masks are one dataset.
-            below = _sub_datasets(child, options, depth - 1, seen) if depth > 1 else []
+            below = _sub_datasets(child, options, depth - 1, seen, skipped) if depth > 1 else []
             found.extend(below if any(part.name != "masks" for _, part in below) else [(child, LAYOUTS["masks"])])
         elif depth > 1:
-            below = _sub_datasets(child, options, depth - 1, seen)
+            below = _sub_datasets(child, options, depth - 1, seen, skipped)
             if len(below) > 1 and all(part.name == "masks" and not _declares_metadata(folder) for folder, part in below):
                 # Folders of masks side by side are one dataset, as at the top (LEVIR-CD's
                 # A/, B/ and label/), unless one declares its own classes.
