@@ -36,6 +36,24 @@ from labelguard.core.text import byte_size
 from labelguard.errors import MissingDependency
 
 
+# Problems with rows or samples kept per file, with their places; the count is always whole.
+PROBLEMS_KEPT = 100
+
+
+class ProblemLog:
+    """What of a file's rows or samples could not be read: ``problems``, the first
+    :data:`PROBLEMS_KEPT` as (place, what is wrong), and ``problem_count``, how many in all
+    (the fields are the dataclass's that takes this in)."""
+
+    problems: list[tuple[int, str]]
+    problem_count: int
+
+    def problem(self, place: int, text: str) -> None:
+        self.problem_count += 1
+        if len(self.problems) < PROBLEMS_KEPT:
+            self.problems.append((place, text))
+
+
 class ReadError(Exception):
     """A file cannot be read, decoded or parsed; the message says why, for an LG001 finding."""
 

@@ -17,12 +17,11 @@ import re
 from dataclasses import dataclass, field
 
 from labelguard.core.text import clipped
-from labelguard.readers.base import ReadError, parse_json, read_text
+from labelguard.readers.base import ProblemLog, ReadError, parse_json, read_text
 
 # What makes a JSON file one of these, in its first bytes.
 _DATA_LIST = re.compile(rb'"data_list"\s*:')
 _SAMPLE_KEYS = re.compile(rb'"(img_path|gt_label)"\s*:')
-PROBLEMS_KEPT = 100
 
 
 def is_data_list_head(head: bytes) -> bool:
@@ -32,7 +31,7 @@ def is_data_list_head(head: bytes) -> bool:
 
 
 @dataclass
-class DataList:
+class DataList(ProblemLog):
     """The samples of one annotation file.
 
     Attributes:
@@ -55,11 +54,6 @@ class DataList:
     classes: tuple[str, ...] | None = None
     problems: list[tuple[int, str]] = field(default_factory=list)
     problem_count: int = 0
-
-    def problem(self, place: int, text: str) -> None:
-        self.problem_count += 1
-        if len(self.problems) < PROBLEMS_KEPT:
-            self.problems.append((place, text))
 
 
 def read_data_list(path: str) -> DataList:

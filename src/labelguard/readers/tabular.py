@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from labelguard.core import storage
 from labelguard.core.text import LISTED, clipped, plural, shorten
-from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError, decode_text, read_text_bytes
+from labelguard.readers.base import IMAGE_EXTENSIONS, ProblemLog, ReadError, decode_text, read_text_bytes
 
 PATH_NAMES = ("path", "image_path", "filepath", "file_path", "img_path", "image", "image_name", "img_name",
               "filename", "file_name", "fname", "file", "img", "image_id", "img_id", "imageid", "id_code",
@@ -37,7 +37,6 @@ LABEL_NAMES = ("label", "labels", "label_name", "label_id", "class", "class_name
 TABLE_EXTENSIONS = (".csv", ".tsv", ".txt")
 # Rows past which the layout detection stops looking.
 SNIFF_ROWS = 20
-PROBLEMS_KEPT = 100
 _SYNSET = re.compile(r"^n\d{8}\s")
 _INT = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -62,7 +61,7 @@ class TableLayout:
 
 
 @dataclass
-class TableRows:
+class TableRows(ProblemLog):
     """The rows of one table.
 
     Attributes:
@@ -82,11 +81,6 @@ class TableRows:
     rest: list[str] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)
     problem_count: int = 0
-
-    def problem(self, line: int, text: str) -> None:
-        self.problem_count += 1
-        if len(self.problems) < PROBLEMS_KEPT:
-            self.problems.append((line, text))
 
 
 def looks_like_path(cell: str) -> bool:
