@@ -341,6 +341,34 @@ def test_files_a_datasets_own_config_names_stay_inside_the_data(tmp_path):
 
 # ---- a layout hint from the data --------------------------------------------------------------
 
+def test_detect_takes_the_layout_hint_of_a_found_config_as_the_audit_does(tmp_path):
+    """`labelguard detect` said what the audit takes a folder for without the configs the
+    audit reads: a found config's format hint that the audit applied went unseen."""
+    from labelguard._detect import detect, render_text
+
+    data = tmp_path / "ds"
+    masks = [organic_mask((16, 16), classes=(0, 1), seed=index) for index in range(2)]
+    paired_dataset(data, ["0", "1"], masks)
+    (data / "train.csv").write_text("image,label\nimages/0.png,cat\nimages/1.png,dog\n", encoding="utf-8")
+    [plain] = detect([str(data)])
+    assert [d.layout for d in plain.datasets] == ["paired"] and plain.configs == []
+    config = data / "labelguard.toml"
+    config.write_text('[audit]\nformat = "csv"\n', encoding="utf-8")
+    [hinted] = detect([str(data)])
+    assert [d.layout for d in hinted.datasets] == ["csv"]
+    assert hinted.configs == [f"{config} (found with the data): applied audit.format"]
+    assert f"config: {config} (found with the data): applied audit.format" in render_text([hinted])
+    report = json.loads(run(str(data), "-f", "json").stdout)
+    assert report["summary"]["layouts"] == ["csv"]
+    # A hint detection does not take is refused, in detect as in the audit.
+    config.write_text('[audit]\nformat = "imagefolder"\n', encoding="utf-8")
+    [refused] = detect([str(data)])
+    assert [d.layout for d in refused.datasets] == ["paired"]
+    assert refused.configs == [f"{config} (found with the data): applied nothing; not applied: audit.format"]
+    [ignored] = detect([str(data)], use_project_config=False)
+    assert ignored.configs == [] and [d.layout for d in ignored.datasets] == ["paired"]
+
+
 def test_a_layout_hint_of_the_data_never_makes_the_audit_skip_the_labels(tmp_path):
     data = tmp_path / "ds"
     masks = [organic_mask((16, 16), classes=(0, 1), seed=index) for index in range(4)]

@@ -158,8 +158,8 @@ def audit(
         settings.update(config.audit)
         overrides.update(config.severity)
     overrides.update(severity or {})
-    hint = _layout_hint(configs, options)
-    options = _with_settings(options, settings, hint)
+    hint = layout_hint(configs, options)
+    options = with_settings(options, settings, hint)
     choice = engine_choice(engine, scheduler, client, settings)
     if choice.name == "dask":
         # The workers may run on other machines, from other folders: they get absolute paths.
@@ -314,7 +314,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     named_parts: list[tuple[layouts.Discovery, str]] = []
     unhinted: list[tuple[str, list[layouts.Discovery]]] = []
     for path in paths:
-        found = _discover_hinted(path, options, hint, unhinted)
+        found = discover_hinted(path, options, hint, unhinted)
         discoveries.extend(found)
         audited.extend(path for _ in found)
         if len(found) > 1:
@@ -327,7 +327,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         else:
             layout_names.extend(d.layout for d in found)
     if unhinted:
-        _refuse_hint(hint, unhinted, applied_elsewhere=len(unhinted) < len(paths))
+        refuse_hint(hint, unhinted, applied_elsewhere=len(unhinted) < len(paths))
     _refuse_options_that_do_not_apply(options, discoveries)
     # Each dataset is checked against its own metadata and the config above it; --config and
     # the flags apply to all of them.
@@ -643,9 +643,9 @@ def _forced_format_advice(paths: list[str], options: AuditOptions) -> str:
             "found there")
 
 
-def _with_settings(options: AuditOptions, settings: dict, hint: Config | None) -> AuditOptions:
+def with_settings(options: AuditOptions, settings: dict, hint: Config | None) -> AuditOptions:
     """Options the caller left unset take the config's [audit] values; a format that is only
-    a ``hint`` (:func:`_layout_hint`) is applied per PATH (:func:`_discover_hinted`)."""
+    a ``hint`` (:func:`layout_hint`) is applied per PATH (:func:`discover_hinted`)."""
     changes = {}
     for key in ("format", "key", "color_map"):
         if getattr(options, key) is None and settings.get(key) and not (key == "format" and hint):
@@ -653,7 +653,7 @@ def _with_settings(options: AuditOptions, settings: dict, hint: Config | None) -
     return replace(options, **changes) if changes else options
 
 
-def _layout_hint(configs: list[Config], options: AuditOptions) -> Config | None:
+def layout_hint(configs: list[Config], options: AuditOptions) -> Config | None:
     """The config found with the data whose [audit] format the audit takes, when neither a
     flag nor a config of the user's names the format: then it is a hint, not an order."""
     setters = [config for config in configs if "format" in config.audit]
@@ -662,7 +662,7 @@ def _layout_hint(configs: list[Config], options: AuditOptions) -> Config | None:
     return None
 
 
-def _discover_hinted(path: str, options: AuditOptions, hint: Config | None,
+def discover_hinted(path: str, options: AuditOptions, hint: Config | None,
                      unhinted: list[tuple[str, list[layouts.Discovery]]]) -> list[layouts.Discovery]:
     """The datasets at ``path``. The format a config found with the data hints at is applied
     only where that layout's own detection takes ``path``: a layout hint from the data never
@@ -682,7 +682,7 @@ def _discover_hinted(path: str, options: AuditOptions, hint: Config | None,
     return found
 
 
-def _refuse_hint(hint: Config, unhinted: list[tuple[str, list[layouts.Discovery]]], applied_elsewhere: bool) -> None:
+def refuse_hint(hint: Config, unhinted: list[tuple[str, list[layouts.Discovery]]], applied_elsewhere: bool) -> None:
     """Name, in the hinting config's use, the PATHs its format was not applied to and the
     layouts detected there instead (a warning in every report)."""
     name = hint.audit["format"]

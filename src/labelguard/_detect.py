@@ -10,11 +10,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from labelguard._audit import config_uses, discover_hinted, layout_hint, refuse_hint, with_settings
+from labelguard.config import ConfigFinder
 from labelguard.core import storage
 from labelguard.core.limits import ReadLimits, applied_limits
 from labelguard.core.paths import applied_roots, display_path, granted_roots
 from labelguard.core.text import plural, printable, shorten
-from labelguard.layouts.base import AuditOptions, Candidate, Discovery, candidates, discover_datasets
+from labelguard.layouts.base import AuditOptions, Candidate, Discovery, candidates
 from labelguard.layouts.inventory import Claims, Inventory, inventories_of, root_key
 
 
@@ -45,9 +47,11 @@ class Detection:
     candidates: list[Candidate]
     datasets: list[DatasetFound]
     outside: Inventory | None = None  # the files under the PATH that lie in none of its datasets
+    configs: list[str] = field(default_factory=list)  # each config read, what it set and was refused
 
     def to_dict(self) -> dict:
         return {
+            "configs": self.configs,
             "outside_datasets": self.outside.to_dict() if self.outside is not None else None,
             "path": self.path,
             "candidates": [{"layout": c.layout.name, "confidence": c.evidence.confidence,
@@ -61,16 +65,26 @@ class Detection:
 EXAMPLES = 5
 
 
-def detect(paths: Iterable[str], options: AuditOptions | None = None) -> list[Detection]:
+def detect(paths: Iterable[str], options: AuditOptions | None = None, config_file: str | None = None,
+           use_project_config: bool = True) -> list[Detection]:
     """The evidence of every layout for each of ``paths`` and the datasets discovery finds
-    there, under the same read limits and granted roots as an audit."""
+    there, under the same read limits and granted roots as an audit, and with its configs: a
+    config's [audit] format, key and colour map apply as in an audit (one found with the data
+    hints at a format, which applies only where that layout's detection takes the data)."""
     paths = [storage.local_path(os.fspath(p)) for p in paths]
     options = options or AuditOptions()
+    configs = ConfigFinder(config_file, use_project_config).configs(paths[0]) if paths else []
+    settings: dict = {}
+    for config in configs:
+        settings.update(config.audit)
+    hint = layout_hint(configs, options)
+    options = with_settings(options, settings, hint)
     found = []
+    unhinted: list = []
     with applied_limits(ReadLimits()), applied_roots(granted_roots(paths)):
         for path in paths:
             seen = candidates(path, options, every=True) if storage.isdir(path) or storage.isfile(path) else []
-            discoveries = discover_datasets(path, options)
+            discoveries = discover_hinted(path, options, hint, unhinted)
             claims = Claims()
             datasets = [_dataset(d, claims) for d in discoveries]
             taken = inventories_of(path, discoveries, claims,
@@ -78,6 +92,11 @@ def detect(paths: Iterable[str], options: AuditOptions | None = None) -> list[De
             for discovery, dataset in zip(discoveries, datasets):
                 dataset.inventory = taken.get(root_key(discovery.root))
             found.append(Detection(display_path(path), seen, datasets, taken.get(None)))
+    if hint is not None and unhinted:
+        refuse_hint(hint, unhinted, applied_elsewhere=len(unhinted) < len(paths))
+    uses = config_uses(configs)
+    for detection in found:
+        detection.configs = [use.describe() for use in uses]
     return found
 
 
@@ -98,6 +117,7 @@ def render_text(detections: list[Detection]) -> str:
     lines: list[str] = []
     for detection in detections:
         lines.append(f"{printable(detection.path)}:")
+        lines.extend(f"  config: {printable(config)}" for config in detection.configs)
         lines.append("  layouts, by the evidence seen:")
         unseen = []
         for candidate in detection.candidates:

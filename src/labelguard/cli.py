@@ -654,16 +654,22 @@ def _indent(text: str) -> str:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=PathOrUrl(exists=True))
 @layout_options
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              help="Your labelguard.toml / pyproject.toml: its [audit] format, key and color_map apply, as for audit.")
+@click.option("--no-config", is_flag=True, help="Ignore labelguard.toml / pyproject.toml found at or above the data.")
 @click.option("-f", "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def detect(paths, layout, images, masks, lists, key, color_map, path_column, label_column, output_format) -> None:
+def detect(paths, layout, images, masks, lists, key, color_map, path_column, label_column, config_file, no_config,
+           output_format) -> None:
     """Show what the audit takes each PATH for: every layout's evidence, then the datasets found.
 
     Reads no label's values; use it when a dataset is read as the wrong layout or not at all.
+    The configs an audit would read apply (a layout hint of one found with the data included).
     """
     from labelguard._detect import detect as detect_paths, render_text
     from labelguard.core.text import printable_data
 
-    found = detect_paths(paths, _options(layout, images, masks, lists, key, color_map, path_column, label_column))
+    found = detect_paths(paths, _options(layout, images, masks, lists, key, color_map, path_column, label_column),
+                         config_file=config_file, use_project_config=not no_config)
     if output_format == "json":
         click.echo(json.dumps(printable_data([d.to_dict() for d in found]), indent=1))
     else:

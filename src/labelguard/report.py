@@ -31,7 +31,12 @@ JSON schema, version 1::
         "values": {...}, "values_capped": ..., "outside_spec": {...}, "classes": {...},
         "empty_masks": int, "unreadable": int,
         "suggested_remap": {"<from>": to} | null, "suggested_color_map": {"r,g,b": index} | null,
-        "findings": [int]
+        "findings": [int],
+        "inventory": null | {
+          "root": str, "taken": bool, "why_not": null | str,
+          "labels": int, "images": int, "other_images": int, "metadata": int, "other": int,
+          "not_audited": [{"kind": str, "reason": str, "count": int, "files": [str], "lg007": bool}]
+        }
       }, ...],
       "findings": [{"code", "severity", "path", "message", "hint", "data", "dataset"}, ...]
     }
@@ -46,7 +51,12 @@ layout, spec and tables as an audit of that dataset alone gives them, counted fr
 only; its dataset-level findings come from its own tables. Its ``findings`` are the places of
 its findings in the report's ``findings`` list. ``summary`` holds the totals over every dataset.
 Each finding's ``dataset`` is the root of the dataset it belongs to; its ``path`` is the file it
-is about, null only for a finding about a dataset as a whole.
+is about, null only for a finding about a dataset as a whole. A dataset's ``inventory`` says what
+became of every file under its root (:mod:`labelguard.layouts.inventory`): the labels audited,
+the images paired with them, other images, metadata read, other files, and each kind of file
+not audited with the reason, its count and its first files (``lg007``: it could hold labels,
+and an LG007 finding names it); ``taken`` is false, with ``why_not``, where the files were not
+listed (object storage), and the inventory is null where none was taken.
 
 ``path`` is relative to the current directory when the file is inside it (a URL for an
 object of object storage). Every string of the JSON output (paths, messages, class names,
