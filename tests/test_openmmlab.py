@@ -127,3 +127,16 @@ def test_a_generated_data_list_reads_back_as_written(tmp_path_factory, samples):
     assert found.paths == [p.strip() for p, _ in samples]
     assert found.labels == [tuple(label) if isinstance(label, list) else (label,) for _, label in samples]
     assert found.problem_count == 0
+
+
+def test_column_flags_name_a_csv_column_and_never_make_a_json_list_be_read_by_them(tmp_path):
+    """--label-column names a CSV's column: an annotation file beside the CSV is then not
+    read by it, and says so (LG007), instead of the flag being silently ignored for it."""
+    root = _dataset(tmp_path, [{"img_path": "a/1.jpg", "gt_label": 0}])
+    (root / "train.csv").write_text("path,kind\na/1.jpg,cat\n")
+    from labelguard.layouts.base import AuditOptions
+
+    report = audit(str(root), LabelSpec(classes=("cat", "dog")), options=AuditOptions(label_column="kind"),
+                   use_project_config=False, cache=False)
+    assert sorted(Path(f).name for f in report.files) == ["train.csv"]
+    assert [(f.code, Path(f.path).name) for f in report.findings if f.code == "LG007"] == [("LG007", "ann.json")]

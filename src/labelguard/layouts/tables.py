@@ -181,7 +181,9 @@ def _sniff_table(path: str, options: AuditOptions):
     if b"\x00" in head:
         return None
     if path.lower().endswith(".json"):
-        return True if is_data_list_head(head[:4096]) else None
+        # Its fields are img_path and gt_label: a column named by flag is a CSV's, never its.
+        columns = options.path_column or options.label_column
+        return True if not columns and is_data_list_head(head[:4096]) else None
     # Its text as read_text gives it: a file longer than the head by the whole lines in it.
     text = table_text(head if len(head) < TABLE_HEAD else head.rsplit(b"\n", 1)[0])
     if _declares_classes(path, text):
