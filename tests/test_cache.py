@@ -35,6 +35,7 @@ from labelguard.core.cache import (
 from labelguard.core.rules import all_rules, rule, unregister
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
+from labelguard.core.tasks import FileResult
 from labelguard.errors import SpecError
 from labelguard.checks.masks import VALUE_OUTSIDE_SPEC
 from rule_examples import write_example_file
@@ -73,6 +74,18 @@ def comparable(report) -> dict:
 
 
 # ---- where the cache lives ------------------------------------------------------------------
+
+def test_the_suite_never_defaults_to_the_users_cache_folder(tmp_path):
+    """The session points the cache into a folder of its own (conftest.py), in this process
+    and in the commands a test starts, so that no test writes into the user's real cache and
+    no other labelguard process writing there can fail a good run."""
+    user = os.environ["LABELGUARD_TEST_USER_CACHE"]
+    show = "from labelguard.core.cache import default_cache_dir; print(default_cache_dir())"
+    started = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, check=True, cwd=tmp_path)
+    for folder in (default_cache_dir(), started.stdout.strip()):
+        assert folder != user and not folder.startswith(os.path.join(user, "")), folder
+    assert Path(os.environ["LABELGUARD_TEST_SESSION_CACHE"]).is_dir()
+
 
 def test_the_default_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
     monkeypatch.delenv("LABELGUARD_CACHE_DIR")
@@ -503,19 +516,50 @@ def test_a_batch_of_unchanged_files_is_read_from_one_entry(tmp_path):
 
 def test_batches_sized_by_time_still_find_the_entries_of_the_batches_before_them(tmp_path):
     """A pool's batches grow with the speed of their files (a cached audit's are larger than
-    the first audit's), but the entries of batches cover the same blocks of files in both."""
+    the first audit's), but the entries of batches cover the same blocks of files in both.
+
+    The batches' times are given (``took``), not measured: on a loaded machine, measured
+    times made batches smaller than a block, and the test counted on the machine's speed."""
+    from labelguard.core.engine import TimedBatches, run_batch
+    from labelguard.layouts.base import AuditOptions, discover_datasets
+
     root = tmp_path / "data"
-    for index in range(1300):  # more than the first batches' worth: a stream
+    for index in range(300):
         write_png(root / f"m{index:04d}.png", np.full((4, 4), index % 3, dtype=np.uint8))
     age(root)
-    cache = tmp_path / "cache"
-    reference = cached_run(root, cache, workers=2)
-    assert open_cache(CacheSettings(str(cache))).info().batches >= 1300 // 32
-    for path in entries(cache):
+    [dataset] = discover_datasets(str(root), AuditOptions())
+    tasks = list(dataset.tasks)
+    spec = LabelSpec(num_classes=3)
+    settings = CacheSettings(str(tmp_path / "cache"))
+
+    def audit_in_batches(per_file_seconds: list[float]) -> tuple[list[int], int, FileResult]:
+        """Batches of ``tasks`` as a pool cuts them when each batch's files took the next
+        of ``per_file_seconds`` each: (the batches' sizes, the files from the cache, the merge)."""
+        timed = TimedBatches(iter(tasks), 20, most=1024)
+        sizes, cached, merged = [], 0, Summary()
+        for number, batch in enumerate(timed):
+            result = run_batch(batch, spec, settings, timed.block)
+            sizes.append(len(batch))
+            cached += result.cached
+            merged.update(result.summary)
+            timed.took(len(batch), per_file_seconds[min(number, len(per_file_seconds) - 1)] * len(batch))
+        return sizes, cached, merged
+
+    # Fast files (batches of several blocks), then slow ones (batches of a part of a block:
+    # 14 files, then the 6 left of that block), then fast ones again.
+    first_sizes, first_cached, first = audit_in_batches([0.001, 0.02, 0.02, 0.02, 0.0001])
+    assert first_cached == 0 and min(first_sizes) < 20 < max(first_sizes)
+    for path in entries(tmp_path / "cache"):
         path.unlink()  # only the batches' entries are left
-    for workers in (2, 1):
-        again = cached_run(root, cache, workers=workers)
-        assert again.from_cache == 1300 and comparable(again) == comparable(reference)
+    blocks = sum(1 for _ in (tmp_path / "cache" / "v1").rglob("*.batch"))
+    sizes, cached, again = audit_in_batches([0.00002])
+    assert sizes != first_sizes and max(sizes) > max(first_sizes)
+    # The blocks the first audit ran whole are found whole; a block it ran in parts had no
+    # entry of its own (its files' entries answer for it, deleted here).
+    assert 0 < blocks < 300 // 20 and cached == 20 * blocks
+    counted = (300, Counter({value: 100 for value in range(3)}), Counter({value: 100 * 16 for value in range(3)}))
+    assert (first.samples, first.value_files, first.value_pixels) == counted
+    assert (again.samples, again.value_files, again.value_pixels) == counted
 
 
 def test_an_entry_cannot_make_the_audit_call_a_function(tmp_path):

@@ -101,9 +101,12 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings |
     """
     processor = tasks[0].processor if tasks else None
     if cache is not None and any(getattr(task.processor, "cacheable", False) for task in tasks):
-        if block is None or len(tasks) <= block:
+        if block is None:
             return _run_cached(tasks, spec, cache)
-        return _merged(tasks, [_run_cached(tasks[start:start + block], spec, cache)
+        # An entry per whole block; a part of a block (a batch of slow files) is looked up
+        # file by file: an entry of its own would cover files no other audit's batch does.
+        return _merged(tasks, [_run_cached(tasks[start:start + block], spec, cache,
+                                           entry=len(tasks) - start >= block)
                                for start in range(0, len(tasks), block)])
     batched = getattr(processor, "batch", None)
     if batched is not None and all(task.processor is processor for task in tasks):
@@ -116,20 +119,22 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings |
     return _merged(tasks, (run_one(task, spec) for task in tasks))
 
 
-def _run_cached(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings) -> FileResult:
-    """:func:`run_batch` file by file, each through the cache (a result is stored per file)."""
+def _run_cached(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings, entry: bool = True) -> FileResult:
+    """:func:`run_batch` file by file, each through the cache (a result is stored per file);
+    with ``entry``, the batch has an entry of its own too, looked up first."""
     store = open_cache(cache)
     context = store.context(spec)
-    batch = store.batch(tasks, context)
-    if batch.hit is not None:
+    batch = store.batch(tasks, context) if entry else None
+    if batch is not None and batch.hit is not None:
         return _merged(tasks, [batch.hit])
     merged = _merged(tasks, (_run_through(store, task, spec, context, batch, index)
                              for index, task in enumerate(tasks)))
-    store.store_batch(batch, merged)
+    if batch is not None:
+        store.store_batch(batch, merged)
     return merged
 
 
-def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, context: bytes, batch: Batch,
+def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, context: bytes, batch: Batch | None,
                  index: int) -> FileResult | CachedResult:
     """One task through the cache; a failure of the cache itself only costs the lookup."""
     try:
@@ -138,7 +143,8 @@ def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, context: b
         raise
     except Exception:
         log.debug("the result cache failed on %s; checking it without", task.path, exc_info=True)
-        batch.dependencies[index] = None
+        if batch is not None:
+            batch.dependencies[index] = None
         return run_one(task, spec)
 
 
