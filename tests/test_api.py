@@ -28,6 +28,7 @@ SRC = Path(labelguard.__file__).parent
 
 PUBLIC = {
     "labelguard": [
+        "AuditOptions",
         "Finding",
         "LabelError",
         "LabelSpec",
@@ -212,6 +213,64 @@ def test_an_unknown_layout_is_a_usage_error(tmp_path):
 
     with pytest.raises(UsageError, match="unknown format 'nope'; known: .*voc"):
         labelguard.audit(tmp_path, options=AuditOptions(format="nope"))
+
+
+def test_a_spec_may_be_a_mapping_as_a_labels_table_is(tmp_path):
+    from builders import write_png
+    import numpy as np
+
+    mask = np.zeros((8, 8), np.uint8)
+    mask[1:3, 1:3] = 5
+    write_png(tmp_path / "masks" / "a.png", mask)
+    by_mapping = labelguard.audit(tmp_path, {"num_classes": 3, "ignore_index": [255]}, use_project_config=False,
+                                  cache=False)
+    by_spec = labelguard.audit(tmp_path, LabelSpec(num_classes=3, ignore=(255,)), use_project_config=False,
+                               cache=False)
+    assert [f.to_dict() for f in by_mapping.findings] == [f.to_dict() for f in by_spec.findings]
+    assert [f.code for f in by_mapping.findings if f.code == "LG201"] == ["LG201"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"num_clases": 3}, "unknown label spec key num_clases"),
+    ({"num_classes": "three"}, "num_classes must be an integer"),
+    (3, "spec must be a LabelSpec or a mapping"),
+])
+def test_a_wrong_spec_argument_is_a_spec_error_not_a_builtin_one(tmp_path, spec, message):
+    """``audit(p, {"num_classes": 3})`` raised a bare AttributeError."""
+    with pytest.raises(SpecError, match=message):
+        labelguard.audit(tmp_path, spec)
+
+
+def test_options_may_be_a_mapping_of_their_fields_and_an_unknown_one_is_a_usage_error(tmp_path):
+    from builders import write_png
+    import numpy as np
+
+    write_png(tmp_path / "a.png", np.zeros((8, 8), np.uint8))
+    report = labelguard.audit(tmp_path, {"num_classes": 2}, options={"format": "masks"}, use_project_config=False,
+                              cache=False)
+    assert report.layouts == ["masks"]
+    assert labelguard.AuditOptions(format="masks") == labelguard.AuditOptions(**{"format": "masks"})
+    with pytest.raises(UsageError, match="unknown audit option fromat; known: .*format"):
+        labelguard.audit(tmp_path, options={"fromat": "voc"})
+
+
+def test_a_report_writes_itself_in_every_format_to_a_string_a_path_or_a_stream(tmp_path):
+    import io
+    import json
+
+    from builders import write_png
+    import numpy as np
+
+    write_png(tmp_path / "data" / "a.png", np.full((8, 8), 7, np.uint8))
+    report = labelguard.audit(tmp_path / "data", {"num_classes": 2}, use_project_config=False, cache=False)
+    assert json.loads(report.write("json"))["summary"]["codes"]["LG201"] == 1
+    assert "LG201" in report.write()
+    report.write("sarif", tmp_path / "report.sarif")
+    assert json.loads((tmp_path / "report.sarif").read_text(encoding="utf-8"))["runs"][0]["results"]
+    stream = io.StringIO()
+    assert report.write("junit", stream) is None and "<testsuite" in stream.getvalue()
+    with pytest.raises(UsageError, match="unknown output format 'xml'"):
+        report.write("xml")
 
 
 def test_an_unknown_severity_is_a_usage_error():

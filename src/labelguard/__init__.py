@@ -2,9 +2,13 @@
 
 Public API::
 
-    audit(paths, spec) -> Report     audit datasets against a label spec
+    audit(paths, spec, options=...) -> Report
+                                     audit datasets against a label spec (a LabelSpec or a
+                                     mapping: {"num_classes": 3}); options: AuditOptions or
+                                     a mapping of its fields ({"format": "voc"})
     LabelSpec                        what labels are legal
-    Report, Finding, Severity        what an audit returns
+    AuditOptions                     how the datasets are laid out (format, images, masks, lists...)
+    Report, Finding, Severity        what an audit returns; Report.write(format, file) renders it
     LabelguardError and its subclasses (the tree is in labelguard.errors):
         UsageError, SpecError, UnsupportedError, MissingDependency, LabelError
 
@@ -28,6 +32,7 @@ from labelguard.errors import (
 # The names that need numpy and the readers, imported on first use (PEP 562), so that
 # ``labelguard --version``, ``rules`` or ``explain`` start without them.
 _LAZY = {
+    "AuditOptions": "labelguard.layouts.base",
     "Finding": "labelguard.core.findings",
     "LabelSpec": "labelguard.core.spec",
     "Report": "labelguard.report",
@@ -36,6 +41,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "AuditOptions",
     "Finding",
     "LabelError",
     "LabelSpec",

@@ -6,8 +6,8 @@ import contextlib
 import itertools
 import logging
 import os
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from labelguard import layouts
 from labelguard.core import storage
@@ -24,7 +24,7 @@ from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
 from labelguard.core.text import clipped, plural, shorten, verb
 from labelguard.core.workdir import applied_working_folder, working_folder
-from labelguard.errors import OptionError, UsageError
+from labelguard.errors import OptionError, SpecError, UsageError
 from labelguard.layouts.base import (
     CATCH_ALL, IMAGES, LAYOUTS, LISTS, TABLES, AuditOptions, candidates, discover_datasets, layouts_with,
 )
@@ -65,9 +65,9 @@ def dataset_settings(datasets: Iterable[tuple[layouts.Discovery, str]], finder: 
 
 def audit(
     paths: str | os.PathLike | Sequence[str | os.PathLike],
-    spec: LabelSpec | None = None,
+    spec: LabelSpec | Mapping[str, Any] | None = None,
     *,
-    options: AuditOptions | None = None,
+    options: AuditOptions | Mapping[str, Any] | None = None,
     config_file: str | None = None,
     use_project_config: bool = True,
     workers: int | None | str = 1,
@@ -87,8 +87,12 @@ def audit(
 
     Args:
         paths: dataset folders or files.
-        spec: the label spec; it overrides what the dataset and config files declare.
-        options: layout options (forced format, --images/--masks, lists, npz key, colour map).
+        spec: the label spec; it overrides what the dataset and config files declare. A
+            mapping is read as a ``[labels]`` table is (``{"num_classes": 3, "ignore_index":
+            [255]}``); an unknown key or a value of the wrong kind is a SpecError.
+        options: layout options (forced format, --images/--masks, lists, npz key, colour map):
+            an :class:`AuditOptions`, or a mapping of its fields (``{"format": "voc"}``); an
+            unknown field is a UsageError.
         config_file: the caller's config file, above the project config in priority: all of
             its settings apply.
         use_project_config: look for labelguard.toml / pyproject.toml at or above the data.
@@ -142,7 +146,8 @@ def audit(
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [storage.local_path(os.fspath(p)) for p in paths]
-    options = _local_paths(options or AuditOptions())
+    spec = _spec_argument(spec)
+    options = _local_paths(_options_argument(options))
     # What object storage this audit may read: the buckets of the URLs it was given, and no
     # other (a URL spelled by the data is a path that does not exist).
     access = storage.access_for([*paths, *_option_paths(options)], storage_options)
@@ -641,6 +646,37 @@ def _forced_format_advice(paths: list[str], options: AuditOptions) -> str:
     commands = " and ".join(f"`labelguard detect {display_path(path)}`" for path in paths)
     return (f"{'. '.join(said)}. {commands} {verb(len(paths), 'shows')} every layout's evidence and the datasets "
             "found there")
+
+
+def _spec_argument(spec: LabelSpec | Mapping[str, Any] | None) -> LabelSpec | None:
+    """``audit``'s spec argument as a spec: a mapping is read as a [labels] table."""
+    if spec is None or isinstance(spec, LabelSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return LabelSpec.from_mapping(spec)
+    raise SpecError(f"spec must be a LabelSpec or a mapping such as {{'num_classes': 3}}, not a "
+                    f"{type(spec).__name__}")
+
+
+def _options_argument(options: AuditOptions | Mapping[str, Any] | None) -> AuditOptions:
+    """``audit``'s options argument as AuditOptions: a mapping names its fields."""
+    if options is None:
+        return AuditOptions()
+    if isinstance(options, AuditOptions):
+        return options
+    if not isinstance(options, Mapping):
+        raise UsageError(f"options must be AuditOptions or a mapping of its fields, not a {type(options).__name__}")
+    known = {field.name for field in fields(AuditOptions)}
+    unknown = sorted(str(key) for key in options if key not in known)
+    if unknown:
+        raise UsageError(f"unknown audit {'option' if len(unknown) == 1 else 'options'} {', '.join(unknown)}; "
+                         f"known: {', '.join(sorted(known))}")
+    given = dict(options)
+    if isinstance(given.get("lists"), (str, os.PathLike)):
+        given["lists"] = (given["lists"],)
+    if given.get("lists") is not None:
+        given["lists"] = tuple(os.fspath(path) for path in given["lists"])
+    return AuditOptions(**given)
 
 
 def with_settings(options: AuditOptions, settings: dict, hint: Config | None) -> AuditOptions:

@@ -83,10 +83,11 @@ was not read at all.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from labelguard._version import __version__
 from labelguard.core.findings import Finding, Severity
@@ -329,6 +330,28 @@ class Report:
     def outside_spec(self) -> dict[int, tuple[int, int]]:
         """value -> (files, pixels) for every found value the spec does not allow."""
         return outside_spec(self.summary, self.value_in_spec)
+
+    def write(self, format: str = "text", to: "str | os.PathLike | IO[str] | None" = None, **options: Any) -> str | None:
+        """Render the report as ``labelguard audit --output-format FORMAT`` does (text, json,
+        sarif, junit, github, html, baseline; ``labelguard formats`` lists them) to ``to``: a
+        path (the file is written, replacing one there), a text stream, or None to return the
+        text. ``options`` are the format's own (``fail_on="warning"``, ``thumbnails=...``);
+        an unknown format is a UsageError."""
+        import io
+
+        from labelguard.output import get_formatter, write_report
+
+        get_formatter(format).check_available()
+        if to is None:
+            buffer = io.StringIO()
+            write_report(self, format, buffer, **options)
+            return buffer.getvalue()
+        if isinstance(to, (str, os.PathLike)):
+            with open(to, "w", encoding="utf-8") as handle:
+                write_report(self, format, handle, **options)
+            return None
+        write_report(self, format, to, **options)
+        return None
 
     def to_dict(self, files: bool = True) -> dict[str, Any]:
         """The report as the JSON schema above; without ``files``, ``summary.files`` is left
