@@ -331,7 +331,8 @@ class Report:
         """value -> (files, pixels) for every found value the spec does not allow."""
         return outside_spec(self.summary, self.value_in_spec)
 
-    def write(self, format: str = "text", to: "str | os.PathLike | IO[str] | None" = None, **options: Any) -> str | None:
+    def write(self, format: str = "text", to: "str | os.PathLike | IO[str] | None" = None,
+              **options: Any) -> str | None:
         """Render the report as ``labelguard audit --output-format FORMAT`` does (text, json,
         sarif, junit, github, html, baseline; ``labelguard formats`` lists them) to ``to``: a
         path (the file is written, replacing one there), a text stream, or None to return the

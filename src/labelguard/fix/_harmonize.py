@@ -54,9 +54,9 @@ from labelguard.core.paths import display_path, resolves_inside
 from labelguard.errors import SpecError
 from labelguard.fix.base import FixResult, read_json_file
 from labelguard.fix.journal import FixError
+from labelguard.readers.base import NAME_LIST_FILES
 
 FORMAT = "labelguard-harmonize"
-NAMES_FILES = ("obj.names", "classes.names", "coco.names", "classes.txt", "labels.txt")
 
 
 @dataclass
@@ -204,7 +204,7 @@ def _same_class(a: str, b: str) -> bool:
 
 def _names_file(spec: LabelSpec) -> str | None:
     """The class-name file (classes.txt, obj.names...) the dataset's class list was read from."""
-    return next((s for s in spec.sources if os.path.basename(s) in NAMES_FILES and os.path.isfile(s)), None)
+    return next((s for s in spec.sources if os.path.basename(s) in NAME_LIST_FILES and os.path.isfile(s)), None)
 
 
 def _read(path: str) -> DatasetLabels:

@@ -19,7 +19,7 @@ from labelguard.layouts.conventions import CLASS_TABLE_FILES, SEGNET_LABEL_SUFFI
 from labelguard.layouts.lists import Role, select_from_lists
 from labelguard.layouts.metadata import linked_outside, read_metadata
 from labelguard.layouts.pairing import labels_by_image, pair_files
-from labelguard.readers.base import CLASS_NAME_FILES, ReadError, parse_json, read_class_names, read_text
+from labelguard.readers.base import PLAIN_NAME_FILES, ReadError, parse_json, read_class_names, read_text
 from labelguard.readers.class_tables import read_class_table
 from labelguard.readers.colormap import ColorMap, find_color_map, load_color_map
 from labelguard.readers.masks import JPEG_EXTENSIONS, MASK_EXTENSIONS, mask_extension
@@ -100,7 +100,7 @@ def _metadata_spec(directories: list[str], root: str) -> tuple[LabelSpec, list[s
                 findings.extend(found)
                 if rows is not None:
                     return _value_classes_spec(rows, path), problems, findings
-        for name in CLASS_NAME_FILES:
+        for name in PLAIN_NAME_FILES:
             path = os.path.join(directory, name)
             if storage.isfile(path) and not _linked_out(path, root, findings):
                 try:

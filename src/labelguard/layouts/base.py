@@ -15,6 +15,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.config import CONFIG_NAME
 from labelguard.errors import UsageError
+from labelguard.readers.base import CLASS_NAME_FILES
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.masks import JPEG_EXTENSIONS, is_mask_candidate, mask_extension
 from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir, is_mask_dir
@@ -210,8 +211,6 @@ SUBDATASET_FOLDERS = 1000
 # Folders a file list sits in, below the dataset root it names files of.
 LIST_DIRS = frozenset({"lists", "list", "splits", "split", "sets", "imagesets", "main", "segmentation",
                        "action", "layout"})
-CLASS_NAME_FILES = frozenset({"obj.names", "classes.names", "coco.names", "classes.txt", "labels.txt",
-                              "class_names.txt", "labelmap.txt"})
 DESCRIPTOR_EXTENSIONS = (".json", ".yaml", ".yml", ".xml", ".toml", ".csv", ".tsv")
 # Files that describe the dataset of their folder (class names, colours, splits).
 METADATA_FILES = frozenset({"dataset_meta.json", "dataset.json", "meta.json", "labelmap.csv",
@@ -219,7 +218,7 @@ METADATA_FILES = frozenset({"dataset_meta.json", "dataset.json", "meta.json", "l
 
 
 # Files that declare the classes or colours of the dataset of their folder.
-DECLARING_FILES = tuple(sorted(METADATA_FILES | CLASS_NAME_FILES | set(COLOR_MAP_FILES) | set(CLASS_TABLE_FILES)))
+DECLARING_FILES = tuple(sorted(METADATA_FILES | set(CLASS_NAME_FILES) | set(COLOR_MAP_FILES) | set(CLASS_TABLE_FILES)))
 
 
 def discover_datasets(root: str, options: AuditOptions, stream: bool = False) -> list[Discovery]:

@@ -30,7 +30,7 @@ from labelguard.layouts.base import (
 )
 from labelguard.layouts.conventions import CLASS_TABLE_FILES
 from labelguard.layouts.references import resolve_names
-from labelguard.readers.base import ReadError, read_head
+from labelguard.readers.base import CLASS_NAME_FILES, SYNSETS_FILE, ReadError, read_head
 from labelguard.readers.class_tables import is_class_table_text
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.openmmlab import is_data_list_head, read_data_list
@@ -40,8 +40,8 @@ from labelguard.readers.tabular import (
 )
 from labelguard.rules._annotations import process_annotation
 
-NAME_FILES = frozenset({"labels.txt", "classes.txt", "class_names.txt", "labelmap.txt", "synsets.txt",
-                        "readme.txt", "license.txt", "requirements.txt", "dataset.txt"})
+NAME_FILES = frozenset({*CLASS_NAME_FILES, SYNSETS_FILE, "readme.txt", "license.txt", "requirements.txt",
+                        "dataset.txt"})
 # Files that describe a dataset (class lists, colour maps such as CamVid's class_dict.csv),
 # never a table of samples.
 NOT_TABLES = NAME_FILES | METADATA_FILES | frozenset(COLOR_MAP_FILES)

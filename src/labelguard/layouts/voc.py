@@ -28,12 +28,14 @@ from labelguard.layouts.lists import ListRule, Role, image_sets_rule, select_fro
 from labelguard.layouts.metadata import read_metadata
 from labelguard.layouts.pairing import labels_by_image, pair_files, strip_extension, unpaired_findings
 from labelguard.layouts.voc_segmentation import discover_voc_segmentation, voc_segmentation_files
-from labelguard.readers.base import CLASS_NAME_FILES, IMAGE_EXTENSIONS, ReadError, read_class_names, read_head
+from labelguard.readers.base import (
+    IMAGE_EXTENSIONS, LABEL_MAP_FILE, PLAIN_NAME_FILES, ReadError, read_class_names, read_head,
+)
 from labelguard.rules._annotations import process_annotation, process_annotation_batch
 
 ANNOTATION_DIRS = ("Annotations", "annotations", "Annotation", "annotation", "xml", "xmls")
 IMAGE_DIRS = ("JPEGImages", "images", "Images", "image", "img", "imgs")
-SPEC_FILES = ("labelmap.txt", *CLASS_NAME_FILES)
+SPEC_FILES = (LABEL_MAP_FILE, *PLAIN_NAME_FILES)
 
 
 # ---- per-file processor -----------------------------------------------------------------

@@ -33,13 +33,13 @@ from labelguard.layouts.lists import (
 from labelguard.layouts.metadata import metadata_findings, read_metadata
 from labelguard.layouts.pairing import Pairing, derived_label, pair_derived, pair_files, unpaired_findings
 from labelguard.rules._annotations import process_annotation
-from labelguard.readers.base import IMAGE_EXTENSIONS, ReadError
+from labelguard.readers.base import DARKNET_NAME_FILES, IMAGE_EXTENSIONS, PLAIN_NAME_FILES, ReadError
 from labelguard.readers.yolo import (
     DatasetFile, read_darknet_data, read_data_yaml, read_label_file, read_names,
 )
 
 YAML_NAMES = ("data.yaml", "data.yml", "dataset.yaml", "dataset.yml")
-NAMES_FILES = ("obj.names", "classes.names", "coco.names", "classes.txt", "labels.txt")
+NAMES_FILES = (*DARKNET_NAME_FILES, *PLAIN_NAME_FILES)  # darknet's first
 LABEL_DIRS = ("labels", "Labels", "Annotations", "annotations")
 
 
@@ -488,7 +488,7 @@ def _detect_yolo(root: str, options: AuditOptions) -> Evidence:
     dataset_file = _dataset_file(root)
     if dataset_file is not None:
         seen.append(Seen(os.path.basename(dataset_file[1]), DECLARED))
-    names = next((name for name in NAMES_FILES[:3] if storage.isfile(os.path.join(root, name))), None)
+    names = next((name for name in DARKNET_NAME_FILES if storage.isfile(os.path.join(root, name))), None)
     if names is not None:
         seen.append(Seen(names, DECLARED))
     label_dir = _label_dir(root)

@@ -357,9 +357,14 @@ def read_text(path: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-# Class-name files a dataset keeps beside its data, in the order they are looked for in one
-# folder (labelme2voc writes class_names.txt into its output folder).
-CLASS_NAME_FILES = ("labels.txt", "classes.txt", "class_names.txt")
+# The files that hold a dataset's class names, the one list of them: each format looks for
+# those it reads in its own order, and every other part of labelguard asks these names.
+PLAIN_NAME_FILES = ("labels.txt", "classes.txt", "class_names.txt")  # labelme, LabelImg; labelme2voc's
+DARKNET_NAME_FILES = ("obj.names", "classes.names", "coco.names")  # darknet and YOLO tools
+NAME_LIST_FILES = PLAIN_NAME_FILES + DARKNET_NAME_FILES  # one class name a line
+LABEL_MAP_FILE = "labelmap.txt"  # Datumaro's and CVAT's VOC export: name:r,g,b:parts:actions
+SYNSETS_FILE = "synsets.txt"  # ImageNet: a WordNet id and its names a line
+CLASS_NAME_FILES = NAME_LIST_FILES + (LABEL_MAP_FILE,)
 
 
 def read_class_names(path: str) -> list[str]:

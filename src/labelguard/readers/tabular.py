@@ -26,7 +26,10 @@ from dataclasses import dataclass, field
 
 from labelguard.core import storage
 from labelguard.core.text import LISTED, clipped, plural, shorten
-from labelguard.readers.base import IMAGE_EXTENSIONS, ProblemLog, ReadError, decode_text, read_text_bytes
+from labelguard.readers.base import (
+    IMAGE_EXTENSIONS, LABEL_MAP_FILE, PLAIN_NAME_FILES, SYNSETS_FILE, ProblemLog, ReadError, decode_text,
+    read_text_bytes,
+)
 
 PATH_NAMES = ("path", "image_path", "filepath", "file_path", "img_path", "image", "image_name", "img_name",
               "filename", "file_name", "fname", "file", "img", "image_id", "img_id", "imageid", "id_code",
@@ -348,7 +351,7 @@ def label_names_file(folder: str) -> str | None:
         names = sorted(storage.listdir(folder))
     except OSError:
         return None
-    for wanted in ("synsets.txt", "labels.txt", "classes.txt", "class_names.txt", "labelmap.txt"):
+    for wanted in (SYNSETS_FILE, *PLAIN_NAME_FILES, LABEL_MAP_FILE):
         if wanted in names:
             return os.path.join(folder, wanted)
     synsets = [n for n in names if n.startswith("synsets") and n.endswith(".txt")]
