@@ -162,12 +162,22 @@ class DaskEngine:
 
         def submit() -> None:
             while len(running) < window:
-                batch_id, batch = again.popleft() if again else next(fresh, (None, None))
-                if batch is None:
-                    return
+                if again:
+                    # A file of a batch whose worker died runs alone on the cluster, nothing
+                    # beside it: were another task on its worker, a death there would not
+                    # say which of them killed it (an innocent file named, its findings lost).
+                    if running:
+                        return
+                    batch_id, batch = again.popleft()
+                else:
+                    batch_id, batch = next(fresh, (None, None))
+                    if batch is None:
+                        return
                 future = self.client.submit(run_batch_on_worker, job, batch_id, batch, key=prefix + batch_id)
                 running[future.key] = (future, batch_id, batch)
                 completed.add(future)
+                if len(batch) == 1 and "." in batch_id:
+                    return  # one file alone at a time
 
         try:
             submit()
