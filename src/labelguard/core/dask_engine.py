@@ -23,7 +23,9 @@ Lost workers: a batch is one Dask task with a key of its own, so when the worker
 dies the scheduler runs it again elsewhere and the client receives its result once; the
 client also counts a batch's result once by its id. A batch whose workers kept dying (Dask's
 ``KilledWorker``, after ``distributed.scheduler.allowed-failures`` retries) runs again file
-by file, and a file that kills its worker alone is an error naming it, as in the local pool.
+by file, one file at a time with nothing else running on the cluster (a death beside it would
+not say which task caused it), and a file that kills its worker alone is an error naming it,
+as in the local pool.
 """
 
 from __future__ import annotations
