@@ -87,8 +87,8 @@ def detect(paths: Iterable[str], options: AuditOptions | None = None, config_fil
             discoveries = discover_hinted(path, options, hint, unhinted)
             claims = Claims()
             datasets = [_dataset(d, claims) for d in discoveries]
-            taken = inventories_of(path, discoveries, claims,
-                                   {d.root: found.labels for d, found in zip(discoveries, datasets)}, bool(options.lists))
+            counts = {d.root: found.labels for d, found in zip(discoveries, datasets)}
+            taken = inventories_of(path, discoveries, claims, counts, bool(options.lists))
             for discovery, dataset in zip(discoveries, datasets):
                 dataset.inventory = taken.get(root_key(discovery.root))
             found.append(Detection(display_path(path), seen, datasets, taken.get(None)))
@@ -123,7 +123,8 @@ def render_text(detections: list[Detection]) -> str:
         for candidate in detection.candidates:
             evidence = candidate.evidence
             if evidence:
-                lines.append(f"    {candidate.layout.name:<17} {evidence.confidence:.2f}  {printable('; '.join(evidence.reasons))}")
+                reasons = printable("; ".join(evidence.reasons))
+                lines.append(f"    {candidate.layout.name:<17} {evidence.confidence:.2f}  {reasons}")
                 if evidence.against:
                     lines.append(f"    {'':<17}       against: {printable('; '.join(evidence.against))}")
             elif evidence.against:
@@ -157,6 +158,7 @@ def _inventory_lines(inventory: Inventory, indent: str, lines: list[str]) -> Non
 
 def _unaudited_lines(inventory: Inventory, indent: str, lines: list[str]) -> None:
     for group in inventory.unaudited.values():
-        lines.append(f"{indent}not audited{' (LG007)' if group.label else ''}: {printable(plural(group.count, group.kind))}, "
+        code = " (LG007)" if group.label else ""
+        lines.append(f"{indent}not audited{code}: {printable(plural(group.count, group.kind))}, "
                      f"{printable(group.reason)}: "
                      f"{printable(shorten(group.files, len(group.files), total=group.count))}")

@@ -148,7 +148,8 @@ def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_z
             with open(classes_file, encoding="utf-8-sig") as handle:
                 names = tuple(line.strip() for line in handle if line.strip())
         except OSError as exc:
-            raise click.BadParameter(f"cannot read {classes_file}: {exc.strerror}", param_hint="--classes-file")
+            raise click.BadParameter(f"cannot read {classes_file}: {exc.strerror}", param_hint="--classes-file") \
+                from None
     if classes is not None:
         parts = [c.strip() for c in classes.split(",")]
         if len(parts) > 1 and not parts[-1]:
@@ -312,7 +313,8 @@ def _progress(enabled: bool):
 @click.argument("paths", nargs=-1, type=click.Path())
 @spec_options
 @layout_options
-@click.option("--image-key", help="Array key of the image in NPZ/HDF5 files (its shape is checked against the label's).")
+@click.option("--image-key",
+              help="Array key of the image in NPZ/HDF5 files (its shape is checked against the label's).")
 @click.option("-f", "--output-format", default="text", show_default=True,
               help="Report format: text, json, sarif, junit, github, html or baseline (see `labelguard formats`).")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),

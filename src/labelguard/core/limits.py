@@ -45,8 +45,9 @@ RAISE_WITH = {
     "max_file_bytes": "--max-file-bytes N or max_file_bytes = N under [audit] of a --config file",
 }
 
+# ReadLimits is a frozen dataclass: one shared default is never changed.
 _LIMITS: contextvars.ContextVar[ReadLimits] = contextvars.ContextVar("labelguard_read_limits",
-                                                                     default=ReadLimits())
+                                                                     default=ReadLimits())  # noqa: B039
 
 
 def current_limits() -> ReadLimits:

@@ -129,8 +129,8 @@ def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Fi
     rules that read no particular field, then, field by field, those reading a field the
     subject fills (one look per field; the audit sorts the findings). A rule that raises adds
     an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
-    for field, rules in _GROUPS.get(scope, ()):
-        if field is not None and getattr(subject, field) is None:
+    for needed, rules in _GROUPS.get(scope, ()):
+        if needed is not None and getattr(subject, needed) is None:
             continue
         for registered in rules:
             try:

@@ -29,7 +29,8 @@ _SOURCE_LINE = re.compile(r"(?P<file>[A-Za-z0-9_]+\.(?:cu|cuh|cpp|cc|c|h|hpp)):(
 _ASSERTION = re.compile(r"Assertion\s{0,8}[`'\"]?(?P<condition>.{1,300}?)[`'\"]?\s{1,8}failed")
 # Quantifiers are bounded where a search restarts at every occurrence of the prefix: an
 # unbounded "[^\]]*" after "block: [" made "block: [" x 20,000 cost 2 * 10^8 steps.
-_BLOCK_THREAD = re.compile(r"block:\s{0,8}\[(?P<block>[^\]\n]{0,64})\],?\s{0,8}thread:\s{0,8}\[(?P<thread>[^\]\n]{0,64})\]")
+_BLOCK_THREAD = re.compile(r"block:\s{0,8}\[(?P<block>[^\]\n]{0,64})\],?\s{0,8}"
+                           r"thread:\s{0,8}\[(?P<thread>[^\]\n]{0,64})\]")
 
 # An exception line: at the start of the line or after a logger's prefix ("ERROR ... ] ").
 _ERROR = re.compile(
@@ -314,7 +315,7 @@ def _location(text: str, *, last: bool) -> tuple[str, str, int, int] | None:
     Chinese words) outside and costs nothing on logs with thousands of such lines.
     """
     found = None
-    for found in _SOURCE_LINE.finditer(text):
+    for found in _SOURCE_LINE.finditer(text):  # noqa: B007  (the first match, or with ``last`` the last)
         if not last:
             break
     if found is None:

@@ -473,7 +473,8 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
             found.extend(below if any(part.name != "masks" for _, part in below) else [(child, LAYOUTS["masks"])])
         elif depth > 1:
             below = _sub_datasets(child, options, depth - 1, seen, skipped)
-            if len(below) > 1 and all(part.name == "masks" and not _declares_metadata(folder) for folder, part in below):
+            if len(below) > 1 and all(part.name == "masks" and not _declares_metadata(folder)
+                                      for folder, part in below):
                 # Folders of masks side by side are one dataset, as at the top (LEVIR-CD's
                 # A/, B/ and label/), unless one declares its own classes.
                 found.append((child, LAYOUTS["masks"]))

@@ -50,4 +50,5 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
 discover_cityscapes.detect = lambda root, options: (
     evidence(0.65, Seen("gtFine/ folder", NAMES))
     if storage.isdir(os.path.join(root, "gtFine")) else no())
-register_layout("cityscapes", "Cityscapes (gtFine/*_labelIds.png, leftImg8bit)", 0.65, (LISTS, MASKS))(discover_cityscapes)
+register_layout("cityscapes", "Cityscapes (gtFine/*_labelIds.png, leftImg8bit)", 0.65, (LISTS, MASKS))(
+    discover_cityscapes)

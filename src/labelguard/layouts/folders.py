@@ -73,7 +73,7 @@ def describe_contents(root: str) -> str:
     if not storage.isdir(root):
         return missing_reason(root)
     counts: Counter = Counter()
-    for directory, dirs, files in storage.walk(root):
+    for _, dirs, files in storage.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
             if not name.startswith("."):

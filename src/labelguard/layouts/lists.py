@@ -205,9 +205,9 @@ _LIST_PROBLEMS = {
 def list_findings(listing: ListFile, display: str) -> list[Finding]:
     findings = []
     for problem, lines in listing.problems.items():
-        shown = shorten(lines, SHOWN, lambda n: f"line {n}" + (
-            f" {clipped(listing.examples[n], ENTRY_SHOWN)!r}" if problem in ("whitespace", "comment", "duplicate")
-            else ""))
+        quoted = problem in ("whitespace", "comment", "duplicate")
+        shown = shorten(lines, SHOWN, lambda n, quoted=quoted: f"line {n}" + (
+            f" {clipped(listing.examples[n], ENTRY_SHOWN)!r}" if quoted else ""))
         findings.append(UNCLEAN_LIST.finding(
             display,
             f"the list {_LIST_PROBLEMS.get(problem, problem)}: {shown}",

@@ -43,4 +43,5 @@ def _detect_nnunet(root: str, options: AuditOptions) -> Evidence:
 
 
 discover_nnunet.detect = _detect_nnunet
-register_layout("nnunet", "nnU-Net raw dataset (imagesTr/labelsTr, dataset.json)", 0.83, (LISTS, MASKS))(discover_nnunet)
+register_layout("nnunet", "nnU-Net raw dataset (imagesTr/labelsTr, dataset.json)", 0.83, (LISTS, MASKS))(
+    discover_nnunet)

@@ -4,9 +4,10 @@ file's ``file_name``s, a table's path column), resolved before the rules judge t
 :func:`resolve_names` is the one policy for such names: a plain relative name is looked up
 under the image folders with one directory listing per folder (the list resolution's
 :class:`~labelguard.layouts.lists.DirectoryListings`: a COCO file names up to hundreds of
-thousands of images); a name written without an extension is found with any image extension; a name that can leave its folder (an
-absolute path, a ``..`` part) is resolved against the first folder and must stay inside the
-dataset root, by the one inside-root test of :mod:`labelguard.core.paths`.
+thousands of images); a name written without an extension is found with any image extension;
+a name that can leave its folder (an absolute path, a ``..`` part) is resolved against the
+first folder and must stay inside the dataset root, by the one inside-root test of
+:mod:`labelguard.core.paths`.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ ROWS = 200
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1100px;
        padding: 0 24px 48px; color: #1f2328; }
-h1 { font-size: 22px; margin: 24px 0 8px; } h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; }
+h1 { font-size: 22px; margin: 24px 0 8px; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; }
 table { border-collapse: collapse; margin: 8px 0; } td, th { padding: 3px 10px; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; } tr:nth-child(even) td { background: #fafbfc; }
 .summary td:first-child { color: #59636e; } .num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -37,12 +38,14 @@ th { background: #f6f8fa; } tr:nth-child(even) td { background: #fafbfc; }
 .known { color: #59636e; font-size: 12px; border: 1px solid #d0d7de; border-radius: 8px; padding: 0 6px; }
 details { border: 1px solid #d0d7de; border-radius: 6px; margin: 12px 0; padding: 0 12px; }
 summary { cursor: pointer; padding: 10px 0; font-size: 15px; } code { font-size: 13px; }
-.docs { color: #3d444d; margin: 0 0 8px; } .docs dt { font-weight: 600; margin-top: 6px; } .docs dd { margin: 0 0 0 16px; }
+.docs { color: #3d444d; margin: 0 0 8px; } .docs dt { font-weight: 600; margin-top: 6px; }
+.docs dd { margin: 0 0 0 16px; }
 .pictures { display: flex; flex-wrap: wrap; gap: 14px; margin: 10px 0; }
 figure { margin: 0; max-width: 480px; } figure img { image-rendering: pixelated; border: 1px solid #d0d7de; }
 figcaption { font-size: 12px; color: #3d444d; max-width: 460px; word-break: break-word; }
 .panels { display: flex; gap: 8px; align-items: flex-start; }
-.swatch { display: inline-block; width: 12px; height: 12px; border: 1px solid #888; vertical-align: middle; margin-right: 4px; }
+.swatch { display: inline-block; width: 12px; height: 12px; border: 1px solid #888; vertical-align: middle;
+          margin-right: 4px; }
 .note { color: #59636e; } .chart { max-width: 100%; }
 """
 

@@ -219,7 +219,8 @@ def _side_by_side(sample, task, mask_rgb: np.ndarray) -> list[Panel]:
         image_rgb = np.repeat(_as_bytes(grey)[..., None], 3, axis=-1)
     scale = SIDE / max(*image_rgb.shape[:2], *mask_rgb.shape[:2], 1)
     return [Panel(_png(_scaled(image_rgb, None, scale)), f"image {name}: {image_rgb.shape[1]}x{image_rgb.shape[0]}"),
-            Panel(_png(_scaled(mask_rgb, None, scale)), f"mask {task.display}: {mask_rgb.shape[1]}x{mask_rgb.shape[0]}")]
+            Panel(_png(_scaled(mask_rgb, None, scale)),
+                  f"mask {task.display}: {mask_rgb.shape[1]}x{mask_rgb.shape[0]}")]
 
 
 def _boxes_panel(finding, task) -> Panel:

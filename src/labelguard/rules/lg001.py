@@ -4,8 +4,8 @@ objects or rows of an annotation that a loader cannot read, elements of wrong JS
 that hold no ids (text, missing values).
 
 The code itself (``file-unreadable``) is defined with the other file codes in
-:mod:`labelguard.checks.files`; these rules are the mask and annotation sides of it (a file that cannot be read at all is
-reported by the processor that tried to read it).
+:mod:`labelguard.checks.files`; these rules are the mask and annotation sides of it (a file
+that cannot be read at all is reported by the processor that tried to read it).
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ def colors_not_in_map(sample: MaskSample, spec: LabelSpec):
     source = color_map.source
     if storage.exists(source):
         source = display_path(source)
-    listing = shorten(sorted(unmapped.items(), key=lambda i: -i[1]), 6, lambda item: f"{item[0]} in {plural(item[1], 'pixel')}")
+    listing = shorten(sorted(unmapped.items(), key=lambda i: -i[1]), 6,
+                      lambda item: f"{item[0]} in {plural(item[1], 'pixel')}")
     message = (f"{noun(len(unmapped), 'colour')} {listing} not in the colour map "
                f"({source}, {len(color_map.colors)} colours)")
     extra = {}
