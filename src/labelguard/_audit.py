@@ -74,7 +74,7 @@ def audit(
     sample: int | None = None,
     seed: int = 0,
     severity: dict[str, Severity] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
     max_pixels: int | None = None,
     max_file_bytes: int | None = None,
     cache: bool | str | os.PathLike | None = None,
@@ -145,18 +145,19 @@ def audit(
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    paths = [storage.local_path(os.fspath(p)) for p in paths]
+    # The paths as text from here on (a local path, or a URL of object storage).
+    named = [storage.local_path(os.fspath(p)) for p in paths]
     spec = _spec_argument(spec)
     options = _local_paths(_options_argument(options))
     # What object storage this audit may read: the buckets of the URLs it was given, and no
     # other (a URL spelled by the data is a path that does not exist).
-    access = storage.access_for([*paths, *_option_paths(options)], storage_options)
+    access = storage.access_for([*named, *_option_paths(options)], storage_options)
     if access is not None:
         storage.grant(access)
     # What a link in the data may lead to: what was named here (labelguard.core.paths).
-    roots = granted_roots([*paths, *_option_paths(options)])
+    roots = granted_roots([*named, *_option_paths(options)])
     finder = ConfigFinder(config_file, use_project_config)
-    configs = finder.configs(paths[0])
+    configs = finder.configs(named[0])
     settings: dict = {}
     overrides: dict[str, Severity] = {}
     for config in configs:
@@ -168,14 +169,14 @@ def audit(
     choice = engine_choice(engine, scheduler, client, settings)
     if choice.name == "dask":
         # The workers may run on other machines, from other folders: they get absolute paths.
-        paths = [absolute_path(p) for p in paths]
+        named = [absolute_path(p) for p in named]
         options = _absolute_options(options)
     limits = ReadLimits(
         max_pixels=_limit("max_pixels", max_pixels, settings, DEFAULT_MAX_PIXELS),
         max_file_bytes=_limit("max_file_bytes", max_file_bytes, settings, DEFAULT_MAX_FILE_BYTES))
     # The working folder is looked up once for the audit, not once per display path.
     with applied_limits(limits), applied_working_folder(working_folder()), applied_roots(roots):
-        report = _audit_paths(paths, spec, options, settings, configs, overrides, workers=workers, sample=sample,
+        report = _audit_paths(named, spec, options, settings, configs, overrides, workers=workers, sample=sample,
                               seed=seed, progress=progress, finder=finder, hint=hint,
                               cache=cache_settings(cache, settings), engine=choice, access=access)
     report.read_limits = limits
@@ -294,7 +295,7 @@ def opened_engine(choice: EngineChoice, workers: int | None) -> Iterator[Any]:
 
 def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
                  overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
-                 progress: Callable[[int, int], None] | None, finder: ConfigFinder, hint: Config | None,
+                 progress: Callable[[int, int | None], None] | None, finder: ConfigFinder, hint: Config | None,
                  cache: CacheSettings | None, engine: EngineChoice,
                  access: storage.RemoteAccess | None = None) -> Report:
     """:func:`audit` once the settings and read limits are known."""
@@ -332,6 +333,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         else:
             layout_names.extend(d.layout for d in found)
     if unhinted:
+        assert hint is not None  # not a user mistake: only a hint leaves a PATH unhinted
         refuse_hint(hint, unhinted, applied_elsewhere=len(unhinted) < len(paths))
     _refuse_options_that_do_not_apply(options, discoveries)
     # Each dataset is checked against its own metadata and the config above it; --config and
@@ -365,7 +367,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     flagged: dict[str, FileTask] = {}
     done = from_cache = 0
     refused = open_cache(cache).refused(again=True) if cache is not None else None
-    if refused:
+    if cache is not None and refused:  # (only a cache is refused)
         note = f"the result cache {display_path(cache.directory)} was not used, so every file was read and checked: " \
             + refused
         log.warning(note)  # also on stderr: a report written to a file may be read late or never
@@ -384,11 +386,12 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     parts: list[tuple[Summary, list[Finding]]] = []
     with opened_engine(engine, workers) if any(t is not None for t in first) else contextlib.nullcontext(None) \
             as runner:
-        for own_spec, head, own_tasks in zip(specs, first, streams):
+        for own_spec, head, rest in zip(specs, first, streams):
             own_summary = Summary() if len(discoveries) > 1 else summary
             own_findings: list[Finding] = []
             if head is not None:
-                for batch, result in runner.run(itertools.chain([head], own_tasks), own_spec, cache):
+                assert runner is not None  # not a user mistake: an engine opens when a dataset has a task
+                for batch, result in runner.run(itertools.chain([head], rest), own_spec, cache):
                     own_findings.extend(result.findings)
                     own_summary.update(result.summary)
                     errors.extend(result.errors)
@@ -451,7 +454,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         where = f"{display_path(discovery.root)}: " if distinct else ""
         notes.extend(where + note for note in own_spec.provenance_notes() if where + note not in notes)
     nothing = None if len(stream.files) else nothing_audited(paths, discoveries, options)
-    named = {f.path for f in findings}
+    reported = {f.path for f in findings}
     if nothing:
         notes.append(nothing)
     return Report(
@@ -470,7 +473,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         if distinct else [],
         audited_nothing=nothing,
         files=stream.files,
-        flagged_tasks={path: task for path, task in sorted(flagged.items()) if path in named},
+        flagged_tasks={path: task for path, task in sorted(flagged.items()) if path in reported},
         from_cache=from_cache,
         configs=uses,
         datasets=datasets,
@@ -513,7 +516,7 @@ def dataset_findings(summary: Summary, spec: LabelSpec, errors: list[str]) -> li
 def config_uses(configs: list) -> list:
     """What each config file decided (:class:`labelguard.config.ConfigUse`), once per file,
     its path as the report shows paths."""
-    uses = {}
+    uses: dict[str, Any] = {}
     for config in configs:
         uses.setdefault(config.path, replace(config.use, path=display_path(config.path)))
     return list(uses.values())

@@ -40,7 +40,7 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, overload
 
 from labelguard._version import __version__
 from labelguard.core.paths import inside_root
@@ -63,6 +63,12 @@ IDENTITY_KEYS = (
 )
 
 Identity = tuple[str, str | None, str]
+
+
+@overload
+def relative_path(path: str, roots: Sequence[str]) -> str: ...
+@overload
+def relative_path(path: None, roots: Sequence[str]) -> None: ...
 
 
 def relative_path(path: str | None, roots: Sequence[str]) -> str | None:

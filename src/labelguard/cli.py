@@ -299,7 +299,7 @@ def _progress(enabled: bool):
         task = bar.add_task("audit", total=None)
         last = [0.0]
 
-        def update(done: int, total: int) -> None:
+        def update(done: int, total: int | None) -> None:
             bar.update(task, completed=done, total=total)
             now = time.monotonic()
             if now - last[0] > 0.1 or done == total:
@@ -570,6 +570,7 @@ def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -
     resolved = {}
     for flag, value in given:
         folder = flag_folder(root, value) if storage.isdir(root) else value
+        assert folder is not None  # not a user mistake: only an empty value has no folder, and given has none
         if not storage.isdir(folder):
             raise click.UsageError(f"{flag} {value}: no such folder (looked in {root} and in the current directory)")
         if masks and not alone and not inside_root(folder, root) and not storage.isfile(root):
@@ -709,6 +710,7 @@ def _cache_here(cache_dir: str | None, config_file: str | None = None):
         settings.update(config.audit)
     _warn_of_configs(config_uses(configs))
     chosen = cache_settings(cache_dir or settings.get("cache_dir") or default_cache_dir(), settings)
+    assert chosen is not None  # not a user mistake: a cache folder is always given here, so one is used
     return open_cache(chosen)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 from PIL import Image
@@ -110,8 +110,10 @@ def write_demo(root: str) -> dict[str, str]:
         mask = (_blobs(rng, SIZE, [1]) * 255).astype(np.uint8)
         size = (SIZE, SIZE)
         if index == 2:
-            small = Image.fromarray(mask).resize((SIZE // 2, SIZE // 2), Image.NEAREST)
-            mask = np.asarray(small.resize((SIZE, SIZE), Image.BILINEAR))
+            # Pillow 9.0 has no Image.Resampling; later versions still set these names, in a loop
+            # that their type stubs do not show.
+            small = Image.fromarray(mask).resize((SIZE // 2, SIZE // 2), Image.NEAREST)  # type: ignore[attr-defined]
+            mask = np.asarray(small.resize((SIZE, SIZE), Image.BILINEAR))  # type: ignore[attr-defined]
         if index == 3:
             size = (SIZE + 32, SIZE)
         photo = rng.integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)
@@ -134,7 +136,7 @@ def run_demo(directory: str | None, stream: IO[str]) -> int:
     os.makedirs(root, exist_ok=True)
     sets = write_demo(root)
     stream.write(f"labelguard demo: wrote three small datasets with planted faults to {display_path(root)}\n\n")
-    runs = [
+    runs: list[tuple[str, str, dict[str, Any]]] = [
         ("swin_unet", "labelguard audit {p} --list {p}/lists/train.txt",
          dict(options=AuditOptions(lists=(os.path.join(sets["swin_unet"], "lists", "train.txt"),)))),
         ("voc_seg", "labelguard audit {p}", {}),

@@ -152,14 +152,17 @@ def id_findings(
         what = noun(len(found), "class id")
         if spec.is_contiguous():
             n = spec.effective_num_classes
+            assert n is not None  # not a user mistake: a known spec (checked above) counts its classes
             names = f" ({plural(len(spec.classes), 'class name')})" if spec.classes else ""
             message = (f"{what} {listing} {verb(len(found), 'is')} >= num_classes={n}{names}: "
                        f"ids must be 0..{n - 1} ({_where(unit, where)})")
             hint = (f"If the data is right, set num_classes (YOLO: nc) to the largest id found + 1; "
                     f"otherwise remap the ids to 0..{n - 1}.")
-            extra = {"num_classes": n, "allowed": None}
+            extra: dict[str, int | list[int] | None] = {"num_classes": n, "allowed": None}
         else:
-            values = list(spec.allowed_values())  # not an interval from 0: the spec's own values
+            allowed = spec.allowed_values()
+            assert allowed is not None  # not a user mistake: a known spec (checked above) has its values
+            values = list(allowed)  # not an interval from 0: the spec's own values
             message = (f"{what} {listing} {verb(len(found), 'is')} not among the allowed "
                        f"values [{shorten(values, LISTED)}] ({_where(unit, where)})")
             hint = "Remap the ids to the spec's values, or add them to the spec."

@@ -27,7 +27,7 @@ __all__ = [
 
 
 def value_findings(
-    display: str,
+    display: str | None,
     array: np.ndarray,
     spec: LabelSpec,
     *,
@@ -40,12 +40,14 @@ def value_findings(
     TypeError when the dtype holds no labels.
     """
     sample = label_sample(MaskSample(display, MaskRecord(array, "array", None, str(array.dtype))), array)
+    values, counts = sample.values, sample.counts
+    assert values is not None and counts is not None  # not a user mistake: label_sample sets both (or raises)
     findings = list(not_whole_numbers(sample, spec))
     if sample.looks_like_image:
         findings.append(image_finding(sample, spec))
     else:
-        bad = violations(sample.values, sample.counts, spec)
+        bad = violations(values, counts, spec)
         if bad is not None:
             findings.append(outside_spec(display, bad, spec, value_name))
     findings.extend(only_background(sample, spec))
-    return findings, sample.values, sample.counts
+    return findings, values, counts

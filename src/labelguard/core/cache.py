@@ -74,7 +74,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 
@@ -486,7 +486,7 @@ def _source_digest(package: str, memo: str | None = None) -> bytes:
     the signatures of one before reads the digest instead of every source (some 10 ms of a
     one-file audit); a source edited since has another signature, so its bytes are hashed
     again. Sources modified within :data:`RACY_SECONDS` are never kept."""
-    sources = []
+    sources: list[str] = []
     for directory, dirs, files in os.walk(package):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         sources.extend(os.path.join(directory, name) for name in sorted(files) if name.endswith(".py"))
@@ -512,7 +512,8 @@ def _source_digest(package: str, memo: str | None = None) -> bytes:
             digest.update(hashlib.sha256(handle.read()).digest())
     found = digest.digest()
     now = time.time_ns()
-    if place is not None and not any(_racy(st, now) for st in stats):
+    # (a place is set only once the stats were read)
+    if place is not None and stats is not None and not any(_racy(st, now) for st in stats):
         _write_atomically(place, signed + found)
     return found
 
@@ -542,7 +543,11 @@ def _module_source(module_name: str) -> bytes:
         elif _in_package(module_name):
             found = b""
         else:
-            found = _hash_file(path)[1]
+            digest = _hash_file(path)[1]
+            # No digest for a source reached through a link that leads outside the granted
+            # roots: a digest of this process alone, so that no later audit takes an entry
+            # made with it (the source it would vouch for was not read).
+            found = digest if digest is not None else canonical(("unread source", module_name, os.urandom(16)))
         _MODULE_SOURCES[module_name] = found
     return found
 
@@ -778,13 +783,14 @@ class ResultCache:
                 log.debug("task of %s has an option without a canonical form: not cached", task.path,
                           exc_info=True)
                 return batch
-        batch.key = hashlib.sha256(":".join(batch.identities).encode()).hexdigest()[:32] + BATCH_SUFFIX
+        identities = cast("list[str]", batch.identities)  # every task's was set above
+        batch.key = hashlib.sha256(":".join(identities).encode()).hexdigest()[:32] + BATCH_SUFFIX
         entry = self._read(batch.key)
         if entry is not None and all(_unchanged(dependency) for dependency in entry.dependencies):
             batch.hit = CachedResult(tasks[0].display, entry.findings, _parts_view(entry.summary), entry.files)
             if time.time() - entry.used > TOUCH_AFTER_SECONDS:
                 # The files' entries are used with it: after an edit they answer for the batch.
-                for identity in batch.identities:
+                for identity in identities:
                     self._touch(identity)
         return batch
 
@@ -817,10 +823,10 @@ class ResultCache:
         before = [_hash_file(path, limit) for path in declared]
         if any(digest is None for _, digest in before):
             return runner(task, spec)
-        token = _NOTED.set([])
+        noted: list = []  # what the runner reads beyond its files, noted there
+        token = _NOTED.set(noted)
         try:
             result = runner(task, spec)
-            noted = _NOTED.get()
         finally:
             _NOTED.reset(token)
         if not result.errors:
@@ -833,7 +839,8 @@ class ResultCache:
         """Store the merged ``result`` of a batch whose every task was stored or reused."""
         if batch.key is None or result.errors or any(found is None for found in batch.dependencies):
             return
-        dependencies = [dependency for found in batch.dependencies for dependency in found]
+        known = cast("list[list]", batch.dependencies)  # none is None: checked above
+        dependencies = [dependency for found in known for dependency in found]
         self._write(_Entry(batch.key, dependencies, result.findings, _summary_parts(result.summary), result.files))
 
     def _identity(self, task: FileTask, context: bytes) -> str:

@@ -172,9 +172,10 @@ class DaskEngine:
                         return
                     batch_id, batch = again.popleft()
                 else:
-                    batch_id, batch = next(fresh, (None, None))
-                    if batch is None:
+                    pair = next(fresh, None)
+                    if pair is None:
                         return
+                    batch_id, batch = pair
                 future = self.client.submit(run_batch_on_worker, job, batch_id, batch, key=prefix + batch_id)
                 running[future.key] = (future, batch_id, batch)
                 completed.add(future)
@@ -260,6 +261,7 @@ def local_cluster(workers: int) -> Iterator[str]:
                 [sys.executable, "-c", f"from {__name__} import serve_local_cluster; serve_local_cluster()",
                  str(workers), scratch],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file, env=env, start_new_session=True)
+        assert helper.stdin is not None and helper.stdout is not None  # not a user mistake: both are pipes
         try:
             address = helper.stdout.readline().decode("utf-8", "replace").strip()
             if not address.startswith("tcp://"):

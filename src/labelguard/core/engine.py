@@ -375,7 +375,7 @@ def _run_pooled(
             continue
         # One file at a time in a one-worker pool (a file handed out while another runs would
         # fail with it): a death now names its file.
-        alone = deque([task] for batch in struck for task in batch)
+        alone: deque[Sequence[FileTask]] = deque([task] for batch in struck for task in batch)
         struck.clear()
         while alone:
             died: deque[Sequence[FileTask]] = deque()

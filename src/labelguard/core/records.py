@@ -14,6 +14,7 @@ builds no record and reads no file.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -64,7 +65,8 @@ class MaskSample:
     """One mask as the per-file rules see it.
 
     Attributes:
-        display: the file as shown in findings.
+        display: the file as shown in findings; None for an array the guard checks that came
+            from no file.
         record: the mask as stored.
         color_container: True when the stored array is an image's colour channels (H, W, C).
         labels: the label values to check (colours decoded), or None when nothing can be checked.
@@ -85,7 +87,7 @@ class MaskSample:
         paired_display / paired_shape: the paired image file as shown, and its geometry once read.
     """
 
-    display: str
+    display: str | None
     record: MaskRecord
     color_container: bool = False
     labels: np.ndarray | None = None
@@ -197,6 +199,8 @@ class ImageTable:
         escaping: rows whose name leads outside ``root``.
     """
 
+    # An attribute is named "field": to the type checker it hides dataclasses.field in this
+    # class, so that one is named in full below.
     field: str
     noun: str
     unit: str
@@ -204,14 +208,14 @@ class ImageTable:
     names: list[str]
     places: list[int] | None = None
     ids: np.ndarray | None = None
-    id_names: dict[int, str] = field(default_factory=dict)
+    id_names: dict[int, str] = dataclasses.field(default_factory=dict)
     widths: np.ndarray | None = None
     heights: np.ndarray | None = None
     folders: tuple[str, ...] = ()
     root: str | None = None
     looked_for: int = 0
-    missing: list[int] = field(default_factory=list)
-    escaping: list[int] = field(default_factory=list)
+    missing: list[int] = dataclasses.field(default_factory=list)
+    escaping: list[int] = dataclasses.field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.names)

@@ -377,6 +377,8 @@ class LabelSpec:
             notes.append(f"token spec: {self.tokens.describe()}")
             notes.extend(self.tokens.notes)
         if self.count_disagrees:
+            # count_disagrees holds only when both are given
+            assert self.classes is not None and self.num_classes is not None  # not a user mistake: see above
             names = len(self.classes)
             guess = ""
             if names + 1 == self.num_classes:

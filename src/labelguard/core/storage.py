@@ -369,7 +369,7 @@ class _FolderIndex:
     def files(self, suffixes: tuple[str, ...], kinds: str = "fo") -> list[str] | None:
         """The sorted names of the files (of the ``kinds``: letters) whose name, in lower
         case, ends with one of ``suffixes``; None when the group of one was dropped."""
-        found = []
+        found: list[str] = []
         for suffix in suffixes:
             found_here = self._group(suffix[suffix.rfind("."):].lower())
             if found_here is None:
@@ -802,7 +802,8 @@ def iter_folders(root: Any, skip_dirs: frozenset[str] = frozenset(), suffixes: t
         folders: list[str] = []
         if url_scheme(folder) is None:
             try:
-                names = _indexed_walk(folder, skip_dirs, suffixes, folders) if suffixes is not None else None
+                names: SortedNames | list[str] | None = (
+                    _indexed_walk(folder, skip_dirs, suffixes, folders) if suffixes is not None else None)
                 if names is None:
                     names = _scanned_walk(folder, skip_dirs, suffixes, folders)
             except OSError:
@@ -810,8 +811,8 @@ def iter_folders(root: Any, skip_dirs: frozenset[str] = frozenset(), suffixes: t
             yield prefix, names
             del names
         else:
-            names = _remote_files(folder, skip_dirs, folders)
-            yield prefix, names if suffixes is None else (name for name in names if name.lower().endswith(suffixes))
+            keys = _remote_files(folder, skip_dirs, folders)
+            yield prefix, keys if suffixes is None else (name for name in keys if name.lower().endswith(suffixes))
         pending.extend(prefix + name for name in sorted(folders, reverse=True))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Iterable
 
 EXAMPLES_KEPT = 5
@@ -116,8 +117,9 @@ class Summary:
             if len(examples) < EXAMPLES_KEPT:
                 examples.append(path)
 
-    def update(self, other: "Summary") -> "Summary":
-        """Add ``other`` into this summary (in place) and return self."""
+    def update(self, other: "Summary | SimpleNamespace") -> "Summary":
+        """Add ``other`` into this summary (in place) and return self. ``other`` may be a
+        read-only view of a summary's parts (a cached result's): it is only read."""
         # Called once per file or batch: empty parts of ``other`` (most of them, for one
         # file) are skipped rather than merged.
         self.samples += other.samples

@@ -155,16 +155,16 @@ def _loss_evidence(series: dict[str, _Series]) -> list[Evidence]:
     """NaN from the start, growth before the NaN (the series that grew most), a steady run
     before it, and a run of finite values (training ran before the error)."""
     evidence: list[Evidence] = []
-    nonfinite = sorted((s for s in series.values() if s.nonfinite), key=lambda s: s.nonfinite[0])
+    nonfinite = sorted((s for s in series.values() if s.nonfinite), key=lambda s: _nonfinite(s)[0])
     if nonfinite:
         first = nonfinite[0]
-        line, raw = first.nonfinite
+        line, raw = _nonfinite(first)
         after = f"after {plural(len(first.finite), 'finite value')}" if first.finite else "its first printed value"
         evidence.append(Evidence(
             LOSS_NONFINITE, f"line {line}: {first.name}: {raw}, the first non-finite loss, {after}", line))
         from_start = next((s for s in nonfinite if not s.finite), None)
         if from_start is not None:
-            line, raw = from_start.nonfinite
+            line, raw = _nonfinite(from_start)
             evidence.append(Evidence(
                 LOSS_NAN_FROM_START, f"line {line}: {from_start.name} was {raw} from its first "
                 "printed value: the first steps already failed", line))
@@ -181,7 +181,7 @@ def _loss_evidence(series: dict[str, _Series]) -> list[Evidence]:
             LOSS_STEADY, f"{steady.name} stayed between {min(values):g} and {max(values):g} over "
             f"{plural(len(values), 'printed value')} (lines {steady.finite[0][0]}-{steady.finite[-1][0]}) "
             "before it became non-finite: no growth the log shows (values printed between them "
-            "are not in the log)", steady.nonfinite[0]))
+            "are not in the log)", _nonfinite(steady)[0]))
     trained = max(series.values(), key=lambda s: len(s.finite), default=None)
     if trained is not None and len(trained.finite) >= 2:
         evidence.append(Evidence(
@@ -189,6 +189,13 @@ def _loss_evidence(series: dict[str, _Series]) -> list[Evidence]:
             f"(lines {trained.finite[0][0]}-{trained.finite[-1][0]}): training ran before the error",
             trained.finite[0][0]))
     return evidence
+
+
+def _nonfinite(series: _Series) -> tuple[int, str]:
+    """The first non-finite value of a series picked for having one."""
+    # Not a user mistake: only series whose non-finite value is set reach here.
+    assert series.nonfinite is not None
+    return series.nonfinite
 
 
 def _growth(values: list[tuple[int, float]]) -> tuple[float, tuple[int, float], tuple[int, float]] | None:

@@ -273,13 +273,13 @@ def harmonize(paths: Sequence[str | os.PathLike], spec: LabelSpec | None = None)
         FixError: fewer than two paths, a path without labels, or datasets of mixed kinds
             (mask values against class names) that have no common ground.
     """
-    paths = [os.fspath(p) for p in paths]
-    if len(paths) < 2:
-        raise FixError(f"harmonize compares two or more datasets; got {len(paths)}")
-    for path in paths:
+    folders = [os.fspath(p) for p in paths]
+    if len(folders) < 2:
+        raise FixError(f"harmonize compares two or more datasets; got {len(folders)}")
+    for path in folders:
         if not os.path.exists(path):
             raise FixError(f"{path}: no such file or directory")
-    datasets = [_read(p) for p in paths]
+    datasets = [_read(p) for p in folders]
     named = [d for d in datasets if d.kind == "names" or d.classes]
     if named and len(named) != len(datasets):
         numeric = ", ".join(f"{d.path} ({d.layout})" for d in datasets if d not in named)
@@ -347,6 +347,9 @@ def _harmonize_numbers(datasets: list[DatasetLabels], spec: LabelSpec | None) ->
         common_spec = LabelSpec(num_classes=max(1, max(len(v) for v in value_sets)), sources=("harmonize",))
     # The class values in order, as a ValueSet: zipped with the values found, never listed whole.
     allowed = common_spec.allowed_values()
+    # Not a user mistake: a spec given with class values is used, else one of num_classes,
+    # and either has its values.
+    assert allowed is not None
     notes = _invalid_notes(datasets)
     for dataset, values in zip(datasets, value_sets):
         if len(values) > allowed.size:
@@ -400,6 +403,7 @@ def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names
             result = rename(dataset.path, {str(k): str(v) for k, v in dataset.map.items()}, spec=plan.spec,
                             apply=apply)
             if extra:
+                assert dataset.names_file is not None  # not a user mistake: ``extra`` is only set with one
                 result.notes.append(f"{display_path(dataset.names_file)} still lists the old class names; "
                                     "set it to the common list")
         else:

@@ -434,13 +434,16 @@ def _table_edit(change: CellChange, rename_header: bool
                 lines[header_line] = _set_cell(lines[header_line], layout.separator, k, layout.width, names[k],
                                                header_line + 1)
         else:
+            column = layout.label_column
+            # Not a user mistake: a table read without one-hot columns always has a label column.
+            assert column is not None
             for number in table.lines:
-                cell = _cell_text(lines[number - 1], layout.separator, layout.label_column, layout.width, number)
+                cell = _cell_text(lines[number - 1], layout.separator, column, layout.width, number)
                 renamed = change(cell)
                 if renamed is None:
                     continue
                 counts[renamed[0]] = counts.get(renamed[0], 0) + 1
-                lines[number - 1] = _set_cell(lines[number - 1], layout.separator, layout.label_column,
+                lines[number - 1] = _set_cell(lines[number - 1], layout.separator, column,
                                               layout.width, renamed[1], number)
         if not counts:
             return None, counts

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Sequence, TypeAlias
 
 import numpy as np
 
@@ -21,7 +21,8 @@ from labelguard.fix.remote import local_copy, told
 from labelguard.readers.base import ReadError
 from labelguard.readers.colormap import ColorMap, load_color_map
 
-PathsArg = "str | os.PathLike | Sequence[str | os.PathLike] | None"
+# The paths a fix function takes; kept as text, as the annotations that name it are.
+PathsArg: TypeAlias = "str | os.PathLike | Sequence[str | os.PathLike] | None"
 
 
 def _paths(paths, report: dict | None) -> list[str]:

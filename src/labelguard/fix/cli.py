@@ -135,6 +135,7 @@ def _show(result: FixResult, as_json: bool) -> None:
         if not result.applied and result.count(PLANNED):
             click.echo("dry run: nothing was written; add --apply to write (originals are backed up)", err=True)
         if result.run_id:
+            assert result.journal is not None  # not a user mistake: a run's id and journal are set together
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(result.journal))))
             click.echo(printable(f"run {result.run_id} journaled; undo with: labelguard fix undo {root}"), err=True)
     if not result.ok:

@@ -71,7 +71,8 @@ class Edit:
 
     change: FileChange
     target: str
-    write: Callable[[str], None] | None = None
+    # What ``write`` returns is not used (a copy returns its hash).
+    write: Callable[[str], object] | None = None
     verify: Callable[[str], str | None] | None = None
     companion: bool = False
     perform: Callable[[Run], None] | None = None
@@ -205,6 +206,9 @@ def bytes_edit(change: FileChange, target: str, data: bytes, verify: Callable[[s
 def _produce(edit: Edit, temp: str, check: Callable[[str], str | None] | None) -> tuple[str, str] | None:
     """Write ``edit``'s new file to ``temp`` and check it: None when it may replace the target,
     else (skipped or refused, why)."""
+    # Not a user mistake: every edit planned to be written has a ``write`` (the dry run picks
+    # those; a run hands the edits with a ``perform`` to it instead).
+    assert edit.write is not None
     try:
         edit.write(temp)
         fsync_file(temp)

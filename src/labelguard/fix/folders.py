@@ -46,7 +46,7 @@ class _Plan:
 
 
 def _files_under(folder: str) -> list[str]:
-    found = []
+    found: list[str] = []
     for directory, dirs, files in os.walk(folder):
         dirs.sort()
         found.extend(os.path.join(directory, name) for name in sorted(files))

@@ -251,7 +251,7 @@ class DataLock:
         try:
             _lock(self._fd)
         except BlockingIOError:
-            holder = self._holder()
+            holder = self._holder(self._fd)
             os.close(self._fd)
             self._fd = None
             raise FixError(f"another labelguard fix is running on this data ({holder}; lock {self.path}); "
@@ -265,10 +265,10 @@ class DataLock:
         os.lseek(self._fd, 0, os.SEEK_SET)
         os.write(self._fd, json.dumps(record).encode("utf-8"))
 
-    def _holder(self) -> str:
+    def _holder(self, fd: int) -> str:
         try:
-            os.lseek(self._fd, 0, os.SEEK_SET)
-            record = parse_json(os.read(self._fd, 4096).decode("utf-8"), "lock file")
+            os.lseek(fd, 0, os.SEEK_SET)
+            record = parse_json(os.read(fd, 4096).decode("utf-8"), "lock file")
             return f"pid {int(record['pid'])}: {str(record['what'])[:200]}, since {str(record['since'])[:40]}"
         except (OSError, ValueError, ReadError, KeyError, TypeError):
             return "a process that has not said what it runs yet"
@@ -293,13 +293,14 @@ except ImportError:  # Windows
 
     def _lock(fd: int) -> None:
         try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            # The stubs hold these only for Windows; mypy checks this branch as on the machine it runs on.
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
         except OSError:
             raise BlockingIOError("locked") from None
 
     def _unlock(fd: int) -> None:
         os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]  # Windows only, as above
 
 
 class Run:
@@ -364,8 +365,9 @@ class Run:
         target = os.path.abspath(target)
         relative = self._relative(target)
         after = sha256_file(temp)
-        backup = f"{FILES}/{self.written:06d}-{_short(os.path.basename(target))}"
-        before = copy_file(target, os.path.join(self.dir, backup), 0o600)
+        backup_name = f"{FILES}/{self.written:06d}-{_short(os.path.basename(target))}"
+        before = copy_file(target, os.path.join(self.dir, backup_name), 0o600)
+        backup: str | None = backup_name
         if before is None:
             backup = None
             os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -461,7 +463,7 @@ def _remove_run(directory: str) -> None:
 
 # The fields each kind of line must have, with the types they may hold.
 _OPTIONAL_TEXT = (str, type(None))
-_FIELDS = {
+_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "write": {"path": (str,), "backup": _OPTIONAL_TEXT, "before": _OPTIONAL_TEXT, "after": _OPTIONAL_TEXT},
     "move": {"path": (str,), "source": (str,), "after": _OPTIONAL_TEXT},
     "mkdir": {"path": (str,)},

@@ -83,19 +83,20 @@ def clean_list(
                            + (f"; {'; '.join(ignored)}" if ignored else ""))
     if isinstance(lists, (str, os.PathLike)):
         lists = [lists]
-    lists = [storage.local_path(os.fspath(p)) for p in lists]
+    # A name of its own: the parameter's declared type is wider than these plain paths.
+    files = [storage.local_path(os.fspath(p)) for p in lists]
     if root is not None:
         root = storage.local_path(os.fspath(root))
-    if any(is_remote(p) for p in lists):
+    if any(is_remote(p) for p in files):
         if root is None or not is_remote(root):
-            raise FixError(f"{next(p for p in lists if is_remote(p))} is in object storage: give --root, the prefix "
+            raise FixError(f"{next(p for p in files if is_remote(p))} is in object storage: give --root, the prefix "
                            "its entries are relative to, which is copied with the list to the local --out folder "
                            "(a fix never writes object storage)")
-        with local_copy([root, *lists], out, apply, storage_options) as (local, fix_out, staging):
+        with local_copy([root, *files], out, apply, storage_options) as (local, fix_out, staging):
             result = _clean_lists(local[1:], local[0], drop_missing, apply, fix_out, force)
         return told(result, staging, out)
     refuse_object_storage([root] if root is not None else [])
-    result = _clean_lists(lists, root, drop_missing, apply, out, force)
+    result = _clean_lists(files, root, drop_missing, apply, out, force)
     result.notes.extend(ignored)
     return result
 

@@ -24,7 +24,7 @@ import os
 import shutil
 import zipfile
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar, cast
 
 import numpy as np
 from PIL import Image, PngImagePlugin
@@ -76,11 +76,13 @@ class LabelFile:
 # editor(path, container, key) -> LabelFile, per container name of the mask reader
 MaskEditor = Callable[[str, str, "str | None"], LabelFile]
 MASK_EDITORS: dict[str, MaskEditor] = {}
+# An editor as its own signature gives it (the TIFF editor's ``container`` has a default).
+_Editor = TypeVar("_Editor", bound=MaskEditor)
 
 
-def mask_editor(*containers: str) -> Callable[[MaskEditor], MaskEditor]:
+def mask_editor(*containers: str) -> Callable[[_Editor], _Editor]:
     """Register the editor that rewrites masks stored in ``containers``."""
-    def wrap(editor: MaskEditor) -> MaskEditor:
+    def wrap(editor: _Editor) -> _Editor:
         for container in containers:
             MASK_EDITORS[container] = editor
         return editor
@@ -100,6 +102,8 @@ def open_label_file(path: str, key: str | None = None) -> LabelFile:
     editor = MASK_EDITORS.get(container or "")
     if editor is None:
         raise CannotFix(f"not a mask format labelguard can rewrite ({container or 'unknown bytes'})")
+    # Not a user mistake: no editor is registered under an empty name, so the format is known.
+    assert container is not None
     return editor(path, container, key)
 
 
@@ -125,8 +129,9 @@ def _open_image(path: str, container: str, key: str | None = None) -> LabelFile:
         _refuse_ome_elsewhere(image, path)
         image.load()
         mode, fmt, info = image.mode, image.format, dict(image.info)
-        palette = image.getpalette(rawmode=image.palette.mode) if mode == "P" and image.palette else None
-        palette_mode = image.palette.mode if palette else None
+        image_palette = image.palette if mode == "P" else None
+        palette = image.getpalette(rawmode=image_palette.mode) if image_palette else None
+        palette_mode = image_palette.mode if image_palette and palette else None
         kept = _image_metadata(image)
         text = dict(getattr(image, "text", None) or {})
         array = np.asarray(image)
@@ -138,7 +143,8 @@ def _open_image(path: str, container: str, key: str | None = None) -> LabelFile:
         if mode == "P":
             out = Image.frombytes("P", (new.shape[1], new.shape[0]), _fit(new, np.uint8, mode).tobytes())
             if palette is not None:
-                out.putpalette(palette, rawmode=palette_mode)
+                # The mode is known whenever the palette read holds colours (see above).
+                out.putpalette(palette, rawmode=cast(str, palette_mode))
         else:
             out = Image.fromarray(_fit(new, array.dtype, mode))
         out.save(dest, format=fmt, **_save_metadata(fmt, info, text))
@@ -173,7 +179,7 @@ def _image_metadata(image: Image.Image) -> dict:
     return kept
 
 
-def _save_metadata(fmt: str, info: dict, text: dict) -> dict:
+def _save_metadata(fmt: str | None, info: dict, text: dict) -> dict:
     """The ``save`` arguments that write an opened image's ``info`` and PNG ``text`` chunks back
     in format ``fmt``."""
     params = {name: info[name] for name in IMAGE_METADATA if name in info and name != "compression"}
@@ -183,7 +189,8 @@ def _save_metadata(fmt: str, info: dict, text: dict) -> dict:
         chunks = PngImagePlugin.PngInfo()
         for name, value in text.items():
             if isinstance(value, PngImagePlugin.iTXt):
-                chunks.add_itxt(name, value, value.lang, value.tkey)
+                # An iTXt chunk read from a file has both (Pillow decodes them to text).
+                chunks.add_itxt(name, value, cast(str, value.lang), cast(str, value.tkey))
             else:
                 chunks.add_text(name, value)
         params["pnginfo"] = chunks
@@ -608,7 +615,8 @@ def find_masks(paths: Sequence[str], spec: LabelSpec | None = None,
                 dataset.files.append(task.path)
                 dataset.specs[task.path] = dataset_spec
                 # The map the audit decodes this mask through (its dataset's own), if any.
-                dataset.color_maps[task.path] = task.option("color_map") or discovery.color_map
+                # (A discovery's colour map is typed as any object; it is a ColorMap.)
+                dataset.color_maps[task.path] = cast("ColorMap | None", task.option("color_map") or discovery.color_map)
             if masks and not dataset_spec.is_known:
                 dataset.unspecified.append(display_path(discovery.root))
             dataset.notes.extend(discovery.notes)
@@ -617,7 +625,7 @@ def find_masks(paths: Sequence[str], spec: LabelSpec | None = None,
 
 def audit_file(path: str, spec: LabelSpec, key: str | None, color_map: ColorMap | None = None) -> FileResult:
     """The audit's per-file processing of the mask ``path``."""
-    options = []
+    options: list[tuple[str, str | ColorMap]] = []
     if key:
         options.append(("key", key))
     if color_map is not None:

@@ -120,6 +120,9 @@ def stage(paths: Sequence[str], out: str | None, apply: bool,
     if apply and os.path.exists(out) and not os.path.isdir(out):
         raise FixError(f"--out {out} is a file, not a folder")
     access = storage.access_for(remote, storage_options)
+    # Not a user mistake: ``remote`` is not empty and holds only URLs of object storage, which
+    # is what access_for grants access to.
+    assert access is not None
     storage.grant(access)
     kinds = {}
     for url in remote:

@@ -6,7 +6,7 @@ masks. No layout is registered here; each mask layout is a module of its own.
 from __future__ import annotations
 
 import os
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
@@ -30,7 +30,7 @@ LIST_EXTENSIONS = tuple(MASK_EXTENSIONS)
 
 def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: str | None = None,
           encoding: str | None = None, shown: str | None = None) -> FileTask:
-    extra = []
+    extra: list[tuple[str, Any]] = []
     if options.key:
         extra.append(("key", options.key))
     if options.image_key:

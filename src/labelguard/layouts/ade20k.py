@@ -65,6 +65,7 @@ def discover_ade20k(root: str, options: AuditOptions) -> Discovery:
     pairs = {}
     for mask in masks:
         stem = _ade20k_stem(mask)
+        assert stem is not None  # not a user mistake: masks are the files that have an ADE20K stem
         image = next((stem + ext for ext in (".jpg", ".png", ".jpeg") if stem + ext in present), None)
         if image is not None:
             pairs[mask] = image
@@ -80,6 +81,6 @@ def discover_ade20k(root: str, options: AuditOptions) -> Discovery:
     return discovery
 
 
-discover_ade20k.detect = _detect_ade20k
+discover_ade20k.detect = _detect_ade20k  # type: ignore[attr-defined]  # read by register_layout
 register_layout("ade20k", "ADE20K full format (x_seg.png, x_parts_N.png and x.json beside x.jpg)", 0.47, (MASKS,))(
     discover_ade20k)

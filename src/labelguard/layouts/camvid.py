@@ -37,5 +37,5 @@ def _detect_camvid(root: str, options: AuditOptions) -> Evidence:
     return evidence(0.59, Seen(folders, NAMES))
 
 
-discover_camvid.detect = _detect_camvid
+discover_camvid.detect = _detect_camvid  # type: ignore[attr-defined]  # read by register_layout
 register_layout("camvid", "CamVid (train/trainannot, val/valannot...)", 0.59, (LISTS, MASKS))(discover_camvid)

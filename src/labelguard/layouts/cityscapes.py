@@ -47,7 +47,7 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
     return discovery
 
 
-discover_cityscapes.detect = lambda root, options: (
+discover_cityscapes.detect = lambda root, options: (  # type: ignore[attr-defined]  # read by register_layout
     evidence(0.65, Seen("gtFine/ folder", NAMES))
     if storage.isdir(os.path.join(root, "gtFine")) else no())
 register_layout("cityscapes", "Cityscapes (gtFine/*_labelIds.png, leftImg8bit)", 0.65, (LISTS, MASKS))(

@@ -236,7 +236,8 @@ def images_found_below(path: str, dirs: tuple[str, ...]) -> list[str] | None:
     if name is None or "/" in name or "\\" in name or any(storage.isfile(os.path.join(d, name)) for d in dirs):
         return None
     root = dataset_root(path)
-    found, looked = [], 0
+    found: list[str] = []
+    looked = 0
     level = [root]
     for _ in range(2):
         below = []
@@ -282,18 +283,22 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
         members.sort(key=lambda p: (flavour_and_split(p)[1].lower() not in ("train", "train2017"),
                                     "train" not in p.lower(), p))
         if members:
-            references[flavour] = (members[0], tuple(peeked[members[0]]), display_path(members[0]))
+            first = peeked[members[0]]
+            assert first is not None  # not a user mistake: members are files whose categories were peeked
+            references[flavour] = (members[0], tuple(first), display_path(members[0]))
     primary = _primary(references)
     discovered = None
     if primary is not None:
-        names = [name for _, name in sorted(peeked[primary])]
+        categories = peeked[primary]
+        assert categories is not None  # not a user mistake: it is a reference: its categories were peeked
+        names = [name for _, name in sorted(categories)]
         discovered = tuple(names)
         discovery.spec = LabelSpec(classes=discovered, sources=(display_path(primary),))
-        ids = sorted(cat_id for cat_id, _ in peeked[primary])
+        ids = sorted(cat_id for cat_id, _ in categories)
         if ids != list(range(len(ids))):
             discovery.notes.append(
                 f"{display_path(primary)}: category ids {spans(ids)} are not class indices; training code "
-                f"maps them to 0..{len(ids) - 1} with {short_map(category_index_map(dict(peeked[primary])))}")
+                f"maps them to 0..{len(ids) - 1} with {short_map(category_index_map(dict(categories)))}")
     for path in files:
         flavour, _ = flavour_and_split(path)
         dirs = image_dirs(path, options)
@@ -344,7 +349,7 @@ def _detect_coco(root: str, options: AuditOptions) -> Evidence:
     return evidence(0.89, Seen(f"{display_path(found[0])} holds COCO images/annotations/categories", CONTENT))
 
 
-discover_coco.detect = _detect_coco
+discover_coco.detect = _detect_coco  # type: ignore[attr-defined]  # read by register_layout
 register_layout("coco", "COCO JSON (annotations/instances_*.json, Roboflow _annotations.coco.json)", 0.89,
                 (IMAGES,))(
     discover_coco)

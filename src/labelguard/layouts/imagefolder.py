@@ -101,7 +101,8 @@ def _splits(root: str) -> list[str]:
 
 def _entries(folder: str, limit: int) -> tuple[list[str], list[str]]:
     """Up to ``limit`` (files, subfolders) of a folder, hidden entries skipped."""
-    files, dirs = [], []
+    files: list[str] = []
+    dirs: list[str] = []
     try:
         with storage.scandir(folder) as scan:
             for entry in scan:
@@ -244,6 +245,6 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
     return discovery
 
 
-discover_imagefolder.detect = _detect_imagefolder
+discover_imagefolder.detect = _detect_imagefolder  # type: ignore[attr-defined]  # read by register_layout
 register_layout("imagefolder", "ImageFolder trees: <split>/<class>/*.jpg or <class>/*.jpg "
                 "(torchvision, Ultralytics classify)", 0.23)(discover_imagefolder)

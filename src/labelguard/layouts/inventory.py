@@ -218,6 +218,7 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
     for dataset in datasets:
         inventories[root_key(dataset.root)].labels = counts.get(dataset.root, 0)
     examined = _Budget()
+    folders: Iterable[tuple[str, Iterable[str]]]
     if storage.isfile(path):
         folders = [(os.path.join(os.path.dirname(path), ""), [os.path.basename(path)])]
     else:
@@ -245,7 +246,8 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
             inventory.metadata += int(np.count_nonzero(roles == 3))
             for index in np.flatnonzero(roles == 0).tolist():
                 name = chunk[index]
-                _classify(prefix + name, os.path.relpath(base + name, owner or top), by_root.get(owner),
+                _classify(prefix + name, os.path.relpath(base + name, owner or top),
+                          by_root.get(owner) if owner is not None else None,
                           owner in listed or (owner is None and bool(listed)), inventory, examined)
     return inventories
 

@@ -206,8 +206,11 @@ def list_findings(listing: ListFile, display: str) -> list[Finding]:
     findings = []
     for problem, lines in listing.problems.items():
         quoted = problem in ("whitespace", "comment", "duplicate")
-        shown = shorten(lines, SHOWN, lambda n, quoted=quoted: f"line {n}" + (
-            f" {clipped(listing.examples[n], ENTRY_SHOWN)!r}" if quoted else ""))
+
+        def line_shown(n: int, quoted: bool = quoted) -> str:
+            return f"line {n}" + (f" {clipped(listing.examples[n], ENTRY_SHOWN)!r}" if quoted else "")
+
+        shown = shorten(lines, SHOWN, line_shown)
         findings.append(UNCLEAN_LIST.finding(
             display,
             f"the list {_LIST_PROBLEMS.get(problem, problem)}: {shown}",
@@ -505,11 +508,11 @@ class DirectoryListings:
         key = (bases, folder)
         places = self._plain.get(key)
         if places is None:
-            places = []
+            looked_up: list[tuple[str, _Listing, bool]] = []
             for base in dict.fromkeys(bases):
                 where = storage.normpath(os.path.join(base, folder)) if folder else base
-                places.append((where, self._listing(where), inside_root(where, root)))
-            places = self._plain[key] = tuple(places)
+                looked_up.append((where, self._listing(where), inside_root(where, root)))
+            places = self._plain[key] = tuple(looked_up)
         for where, listing, inside in places:
             entries = listing.entries if folders else listing.files
             if name in entries:

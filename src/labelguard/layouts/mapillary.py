@@ -73,6 +73,6 @@ def _mapillary_spec(path: str, discovery: Discovery) -> LabelSpec:
     return LabelSpec(classes=names, sources=(shown,), origins=(("classes", shown),))
 
 
-discover_mapillary.detect = _detect_mapillary
+discover_mapillary.detect = _detect_mapillary  # type: ignore[attr-defined]  # read by register_layout
 register_layout("mapillary", "Mapillary Vistas (<split>/images, <split>/<version>/labels, config_<version>.json)",
                 0.53, (MASKS,))(discover_mapillary)

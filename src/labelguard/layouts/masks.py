@@ -289,6 +289,7 @@ def _in_mask_dir(folder: str, root: str) -> bool:
     return any(is_mask_dir(p) for p in parts)
 
 
-discover_masks.detect = lambda root, options: evidence(0.10, Seen("any folder or file may hold masks", SHAPE))
+discover_masks.detect = lambda root, options: (  # type: ignore[attr-defined]  # read by register_layout
+    evidence(0.10, Seen("any folder or file may hold masks", SHAPE)))
 register_layout("masks", "any folder or file of masks (PNG, TIFF, NPY, NPZ, HDF5, NIfTI)", 0.10,
                 (LISTS, CATCH_ALL, IMAGES, MASKS))(discover_masks)

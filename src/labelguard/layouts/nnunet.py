@@ -42,6 +42,6 @@ def _detect_nnunet(root: str, options: AuditOptions) -> Evidence:
                     *([Seen("dataset.json beside it", DECLARED)] if described else []))
 
 
-discover_nnunet.detect = _detect_nnunet
+discover_nnunet.detect = _detect_nnunet  # type: ignore[attr-defined]  # read by register_layout
 register_layout("nnunet", "nnU-Net raw dataset (imagesTr/labelsTr, dataset.json)", 0.83, (LISTS, MASKS))(
     discover_nnunet)

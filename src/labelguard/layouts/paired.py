@@ -147,5 +147,5 @@ def _detect_paired(root: str, options: AuditOptions) -> Evidence:
     return evidence(0.35, Seen(f"{os.path.basename(images)}/ and {os.path.basename(masks)}/ side by side", NAMES))
 
 
-discover_paired.detect = _detect_paired
+discover_paired.detect = _detect_paired  # type: ignore[attr-defined]  # read by register_layout
 register_layout("paired", "image and mask folders paired by name", 1.0, (LISTS, IMAGES, MASKS))(discover_paired)

@@ -321,7 +321,7 @@ def _class_table_reasons(paths: list[str]) -> list[str]:
             for path in paths if path.lower().endswith(TABLE_EXTENSIONS) and _is_class_table(path)]
 
 
-discover_tables.detect = _detect_tables
+discover_tables.detect = _detect_tables  # type: ignore[attr-defined]  # read by register_layout
 register_layout("csv", "classification tables: CSV/TSV path + label columns, 'path label' lists "
                 "(ImageNet train.txt + synsets.txt), MNIST-style CSV, OpenMMLab data_list JSON (mmpretrain)",
                 0.29, (TABLES, IMAGES))(discover_tables)

@@ -25,7 +25,7 @@ workers. The token rules need the token spec (``--model-config``, ``--tokenizer`
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import Iterator, cast
 
 from labelguard._optional import available
 from labelguard.core import storage
@@ -110,7 +110,8 @@ def _dataset_dict(discovery: Discovery, root: str) -> None:
         splits = None
     if splits is None:  # the folders that look like splits
         splits = [name for name in storage.folder_names(root) if storage.isfile(os.path.join(root, name, STATE_FILE))]
-    missing, escaping = [], []
+    missing: list[EntryProblem] = []
+    escaping: list[EntryProblem] = []
     for split in splits:
         folder, escapes, why = resolve_declared(split, root, root, ListRule(stems=False, folders=True))
         if folder is None:
@@ -136,7 +137,7 @@ def _saved_dataset(discovery: Discovery, folder: str) -> None:
                                if name.startswith("data-") and name.endswith(".arrow")))
         return
     found, missing, escaping = [], [], []
-    for index, name in enumerate(names):
+    for index, name in enumerate(cast("list[str]", names)):  # each a str: the test above
         resolved, escapes, why = resolve_declared(name, folder, folder, DATA_FILE_NAME)
         if escapes:
             escaping.append(EntryProblem(f"_data_files[{index}]", name, detail=why))
@@ -193,6 +194,6 @@ def _data_in(folder: str, budget: list[int]) -> bool | list[str]:
     return sorted(folders)
 
 
-discover_tokens.detect = _detect_tokens
+discover_tokens.detect = _detect_tokens  # type: ignore[attr-defined]  # read by register_layout
 register_layout("tokens", "tokenized text: datasets.save_to_disk folders, Arrow/Parquet files, JSON lines with "
                 "input_ids", 0.95)(discover_tokens)

@@ -322,6 +322,6 @@ def _voc_tasks(xmls: list[str], pairing, image_option: tuple) -> Iterator[FileTa
                        options=image_option)
 
 
-discover_voc.detect = _detect_voc
+discover_voc.detect = _detect_voc  # type: ignore[attr-defined]  # read by register_layout
 register_layout("voc", "Pascal VOC detection (Annotations/*.xml, JPEGImages, ImageSets/Main)", 0.77,
                 (LISTS, IMAGES))(discover_voc)

@@ -51,7 +51,7 @@ def discover_voc_segmentation(root: str, options: AuditOptions, selected: list[s
     return _finish(discovery, replace(options, lists=()), masks, pairs, color_map, [])
 
 
-discover_voc_segmentation.detect = lambda root, options: (
+discover_voc_segmentation.detect = lambda root, options: (  # type: ignore[attr-defined]  # read by register_layout
     evidence(0.71, Seen("SegmentationClass/ folder", NAMES))
     if storage.isdir(os.path.join(root, "SegmentationClass")) else no())
 register_layout("voc-segmentation", "Pascal VOC segmentation (SegmentationClass, JPEGImages)", 0.71, (LISTS, MASKS))(

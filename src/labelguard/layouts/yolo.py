@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, cast
 
 from labelguard.core import storage
 from labelguard.checks.files import UNREADABLE
@@ -61,7 +61,9 @@ def yolo_record(task: FileTask) -> AnnotationRecord:
                for values, kind, checked in zip(labels.values, labels.kinds, normalised)]
     return AnnotationRecord(
         task.display, "yolo", "row", list(labels.ids), list(labels.lines),
-        keys=list(zip(labels.ids, labels.values)), normalised=normalised, extents=extents,
+        # A box or pose row starts with 4 box values: values[2:4] is its (width, height).
+        keys=list(zip(labels.ids, labels.values)), normalised=normalised,
+        extents=cast("list[tuple[float, float] | None]", extents),
         problems=list(labels.problems), problem_hint=ROW_HINT,
     )
 
@@ -507,6 +509,6 @@ def _detect_yolo(root: str, options: AuditOptions) -> Evidence:
     return no()
 
 
-discover_yolo.detect = _detect_yolo
+discover_yolo.detect = _detect_yolo  # type: ignore[attr-defined]  # read by register_layout
 register_layout("yolo", "YOLO (data.yaml, obj.data/obj.names, images/ + labels/ .txt rows)", 0.41, (LISTS,))(
     discover_yolo)

@@ -41,6 +41,10 @@ BOX_COLOUR = (255, 32, 32)
 # The codes a picture is drawn for.
 PICTURED = ("LG201", "LG202", "LG203", "LG206", "LG301")
 _PALETTE = np.array(voc_palette_colors(256), dtype=np.uint8)
+# Resampling filters. Pillow 9.0 has no Image.Resampling; later versions still set these names,
+# in a loop that their type stubs do not show.
+_NEAREST = Image.NEAREST  # type: ignore[attr-defined]
+_BOX = Image.BOX  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -188,12 +192,12 @@ def _scaled(rgb: np.ndarray, marks: np.ndarray | None, scale: float) -> Image.Im
     marks in magenta: a block of the source holding one mark is marked."""
     height, width = rgb.shape[:2]
     size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    image = Image.fromarray(np.ascontiguousarray(rgb)).resize(size, Image.NEAREST)
+    image = Image.fromarray(np.ascontiguousarray(rgb)).resize(size, _NEAREST)
     if marks is None or not marks.any():
         return image
     shown = np.asarray(image).astype(np.uint16)
     dimmed = ((shown + 2 * 60) // 3).astype(np.uint8)  # toward grey, so the magenta stands out
-    resample = Image.BOX if scale < 1 else Image.NEAREST
+    resample = _BOX if scale < 1 else _NEAREST
     marked = np.asarray(Image.fromarray(marks.astype(np.uint8) * 255).resize(size, resample)) > 0
     dimmed[marked] = MARK
     return Image.fromarray(dimmed)
@@ -236,7 +240,7 @@ def _boxes_panel(finding, task) -> Panel:
     if all(isinstance(v, (int, float)) and 1 <= v <= 1 << 16 for v in declared) and declared != (width, height):
         # Boxes are in the size the annotation states: the image is drawn at that size.
         resized = f", drawn at the annotation's size {declared[0]:g}x{declared[1]:g}"
-        rgb = np.asarray(Image.fromarray(rgb).resize((round(declared[0]), round(declared[1])), Image.NEAREST))
+        rgb = np.asarray(Image.fromarray(rgb).resize((round(declared[0]), round(declared[1])), _NEAREST))
         height, width = rgb.shape[:2]
     boxes = [b for b in finding.data["boxes"] if isinstance(b, dict) and isinstance(b.get("box"), list)]
     corners = np.array([b["box"] for b in boxes], dtype=np.float64).reshape(-1, 4)

@@ -32,7 +32,7 @@ class TextFormatter(Formatter):
     examples = EXAMPLES
 
     def start(self, report) -> None:
-        self.groups = defaultdict(list)
+        self.groups: dict[str, list] = defaultdict(list)
         self.baseline = report.baseline
 
     def handle(self, finding) -> None:

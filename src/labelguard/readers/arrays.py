@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 import numpy as np
 
@@ -117,10 +117,11 @@ def read_npy_data(stream: BinaryIO, header: NpyHeader, holds: int, what: str) ->
     nbytes = check_array(what, header.shape, header.dtype.itemsize, header.dtype)
     check_holds(what, nbytes, holds)
     buffer = np.empty(nbytes, dtype=np.uint8)  # not zero-filled: every byte is read into it
-    view = memoryview(buffer)
+    view = memoryview(buffer)  # type: ignore[arg-type]  # numpy declares ndarray's __buffer__ for Python 3.12+ only
     done = 0
     while done < nbytes:
-        got = stream.readinto(view[done:done + READ_PIECE])
+        # Every stream given here (a file, BytesIO, a zip member) has readinto.
+        got = stream.readinto(view[done:done + READ_PIECE])  # type: ignore[attr-defined]  # BinaryIO omits it
         if not got:
             raise ReadError(f"{what} ends after {done:,} of its {nbytes:,} data bytes: truncated")
         done += got
@@ -221,7 +222,7 @@ class _Member:
             raise ReadError(f"cannot open {self.what}: {_reason(exc)}") from None
         return self.stream, self.what
 
-    def __exit__(self, kind, error, trace) -> bool:
+    def __exit__(self, kind, error, trace) -> Literal[False]:
         if self.stream is not None:
             self.stream.close()
         if error is None or isinstance(error, ReadError):

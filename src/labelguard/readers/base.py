@@ -153,7 +153,7 @@ def open_stream(path: str, what: str = "file") -> BinaryIO:
         return open_regular(path, what)
     with _from_object_storage(path, what):
         # Buffered as a local file is: readline(size) and readinto, over fsspec's ranged reads.
-        return io.BufferedReader(storage.open_object(path))
+        return io.BufferedReader(storage.open_object(path))  # type: ignore[type-var]  # fsspec's file has readinto
 
 
 def stream_size(handle: BinaryIO) -> int:

@@ -27,6 +27,7 @@ import re
 import sys
 from array import array
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import numpy as np
 
@@ -141,7 +142,7 @@ class _Stream:
     def peek(self) -> str:
         """The next non-blank character ('' at the end of the file)."""
         while True:
-            self.pos = _WS.match(self.buf, self.pos).end()
+            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]  # [ \t\n\r]* always matches
             if self.pos < len(self.buf) or self.eof:
                 return self.buf[self.pos] if self.pos < len(self.buf) else ""
             self.fill()
@@ -276,7 +277,7 @@ def _shown(value, limit: int = 60) -> str:
     return clipped(text, limit)
 
 
-def _is_number(value) -> bool:
+def _is_number(value) -> TypeGuard[float]:
     kind = type(value)
     if kind is int:
         return -_FLOAT_INT < value < _FLOAT_INT
@@ -289,7 +290,7 @@ _INT64 = 2 ** 63
 _FLOAT_INT = 2 ** 1023
 
 
-def _is_id(value) -> bool:
+def _is_id(value) -> TypeGuard[int]:
     return type(value) is int and -_INT64 <= value < _INT64
 
 
@@ -434,6 +435,7 @@ class _Builder:
                          f"{place} has id {_shown(ann_id)}")
         if not _is_id(ann_id):
             ann_id = NO_ID
+        category: int | None
         if "caption" in obj and "bbox" not in obj:
             self.record.captions += 1
             category = CAPTION

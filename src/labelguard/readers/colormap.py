@@ -131,7 +131,7 @@ def color_proposal(colors: Counter) -> dict[str, int]:
     Standard VOC palette colours keep their VOC index; otherwise black is 0 and the other
     colours follow by decreasing pixel count.
     """
-    voc = {c: i for i, c in enumerate(voc_color_map().colors)}
+    voc: dict[tuple[int, ...], int] = {c: i for i, c in enumerate(voc_color_map().colors)}
     parsed = {tuple(int(v) for v in key.split(",")): n for key, n in colors.items()}
     if parsed and all(c in voc for c in parsed):
         return {"%d,%d,%d" % c: voc[c] for c in sorted(parsed, key=lambda c: voc[c])}
@@ -202,7 +202,8 @@ def _from_meta_json(text: str, path: str) -> ColorMap:
 
 
 def _from_label_colors(text: str, path: str) -> ColorMap:
-    colors, names = [], []
+    colors: list[RGB] = []
+    names: list[str] = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -248,7 +249,8 @@ def _from_csv(text: str, path: str) -> ColorMap:
     name_key = fields.get("name") or fields.get("class") or fields.get("label")
     if None in keys:
         raise ReadError(f"{os.path.basename(path)} has no r, g, b columns")
-    colors, names = [], []
+    colors: list[RGB] = []
+    names: list[str] = []
     for number, row in enumerate(reader, 2):
         try:
             rgb = [int(row[k]) for k in keys]

@@ -217,7 +217,7 @@ def _opener(container: str) -> tuple[Callable, Callable | None]:
 REMOTE_HEADER_BYTES = 1 << 16
 
 
-def _open_image(data: bytes | BinaryIO, container: str) -> Image.Image:
+def _open_image(data: bytes | BinaryIO, container: str) -> ImageFile.ImageFile:
     """The image in ``data`` (its bytes, or the open file), opened (not decoded).
 
     The bytes name the format, so the image is opened as ``Image.open`` opens that format,
@@ -252,22 +252,23 @@ def _check_image_size(image: Image.Image, frames: int) -> None:
     """ReadError when the image's declared size is over the read limits."""
     width, height = image.size
     bands = len(image.getbands())
-    shape = (frames, height, width) if frames > 1 else (height, width)
+    shape: tuple[int, ...] = (frames, height, width) if frames > 1 else (height, width)
     if bands > 1:
         shape += (bands,)
     check_array(f"the {image.format or 'image'} header", shape, _MODE_BYTES.get(image.mode, 1),
                 f"{image.mode}-mode")
 
 
-def _verify_png(image: Image.Image, data: bytes) -> None:
+def _verify_png(image: ImageFile.ImageFile, data: bytes) -> None:
     """``PngImageFile.verify()`` (every chunk's checksum from the first IDAT to IEND) on the
     bytes of the opened ``image``, which stays loadable: no second ``Image.open``."""
     # Imported here: a PNG that the libdeflate path decodes never needs Pillow's plugin
     # (some 8 ms of start-up).
     from PIL import PngImagePlugin
 
-    stream = PngImagePlugin.ChunkStream(io.BytesIO(data))
-    stream.fp.seek(image.tile[0][2] - 8)
+    data_file = io.BytesIO(data)
+    stream = PngImagePlugin.ChunkStream(data_file)  # its fp is data_file, placed by the seek below
+    data_file.seek(image.tile[0][2] - 8)
     stream.verify()
 
 
@@ -292,7 +293,7 @@ def _tiff_frames(image: Image.Image) -> np.ndarray:
     """Every page of a multi-page TIFF opened by Pillow, as one (pages, H, W) volume: a stack
     is never read as its first page. ReadError when the pages differ or one cannot be read."""
     frames = []
-    for index in range(image.n_frames):
+    for index in range(image.n_frames):  # type: ignore[attr-defined]  # only images of several pages come here
         image.seek(index)
         image.load()
         frames.append(np.asarray(image))
@@ -604,6 +605,7 @@ def _nifti_pair(nib, path: str, files: contextlib.ExitStack):
     out of the folder nor a named pipe is ever opened. Other images of several files
     (Analyze, PAR/REC, AFNI) are not read."""
     match = SEVERAL_FILES.search(path)
+    assert match is not None  # not a user mistake: called only for a path SEVERAL_FILES matches
     suffix, compression = match.group(1), match.group(2) or ""
     name = os.path.basename(path)
     if suffix.lower() not in NIFTI_PAIR_PARTS or compression.lower() not in ("", ".gz"):
@@ -640,7 +642,7 @@ def _nifti_pair(nib, path: str, files: contextlib.ExitStack):
 def _nifti_from_bytes(nib, data: bytes):
     """The NIfTI-1 or NIfTI-2 image in ``data`` (gzip-compressed or not), its voxels read from
     memory when asked for: nibabel's own loading needs a file name."""
-    stream: BinaryIO = io.BytesIO(data)
+    stream: io.BufferedIOBase = io.BytesIO(data)
     if data[:2] == b"\x1f\x8b":
         stream = gzip.GzipFile(fileobj=stream)
     head = stream.read(540)

@@ -288,8 +288,10 @@ def read_table(path: str, path_column: str | None = None, label_column: str | No
         if len(cells) != width:
             table.problem(number, f"has {plural(len(cells), 'field')}, expected {width}")
             continue
+        label: str | tuple[str, ...]
         if onehot:
-            names = []
+            assert header is not None  # not a user mistake: one-hot columns are only found by name, in a header
+            names: list[str] = []
             bad = None
             for k in onehot:
                 cell = cells[k].strip()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, cast
 
 import numpy as np
 
@@ -240,7 +240,8 @@ def _tokenizer_json(path: str, shown: str) -> tuple[list[int], list[tuple[str, i
     if bad:
         raise SpecError(f"tokenizer {shown}: token ids must be whole numbers >= 0, found "
                         f"{shorten(bad, 5, lambda v: clipped(repr(v)))}")
-    return ids, special
+    # Each special id is in ids too: the check above leaves whole numbers only.
+    return ids, cast("list[tuple[str, int]]", special)
 
 
 def _vocab_txt(path: str, shown: str) -> tuple[list[int], list[tuple[str, int]]]:
@@ -516,12 +517,12 @@ def _judged_batches(pa, batches: Iterable, columns: tuple, display: str) -> Iter
     for batch in batches:
         for first in range(0, batch.num_rows, BATCH_ROWS):
             part = batch if batch.num_rows <= BATCH_ROWS else batch.slice(first, BATCH_ROWS)
-            columns = {}
+            batch_columns: dict[str, TokenColumn] = {}
             for name in names:
                 array = part.column(name)
                 array.validate(full=True)  # offsets inside their buffers before numpy views them
-                columns[name] = _arrow_column(pa, name, array, classes.get(name))
-            yield TokenBatch(display, start, part.num_rows, columns, problems=list(unread))
+                batch_columns[name] = _arrow_column(pa, name, array, classes.get(name))
+            yield TokenBatch(display, start, part.num_rows, batch_columns, problems=list(unread))
             start += part.num_rows
 
 
@@ -671,6 +672,7 @@ def _json_lines(handle, display: str) -> Iterator[TokenBatch]:
             start += len(records)
             records, lines, held = [], [], 0
         held += len(line)
+        problem: str | None
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:

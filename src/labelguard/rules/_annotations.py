@@ -97,6 +97,7 @@ def check_annotation(task: FileTask, spec: LabelSpec, reader: Reader, kind: str,
 def _count_folder(summary: Summary, display: str, record: AnnotationRecord) -> None:
     """A class folder: each image is a sample and an object of the folder's class."""
     folder = record.folder
+    assert folder is not None  # not a user mistake: called only for a class folder's record
     summary.unreadable += len(folder.unreadable)
     if not folder.images:
         return
@@ -110,6 +111,7 @@ def _count_images(summary: Summary, display: str, record: AnnotationRecord, spec
     """A file of many images: its images are the samples; per class, its objects and the
     images holding them (the categories of a file's own class table by name, undeclared
     ids left out: they are reported, not counted)."""
+    assert record.images is not None  # not a user mistake: called only for a file of many images
     summary.samples += len(record.images)
     images_of = record.image_written if record.image_written is not None else record.image_of
     if record.classes is not None:
@@ -123,6 +125,7 @@ def _count_images(summary: Summary, display: str, record: AnnotationRecord, spec
 
 
 def _count_categories(record: AnnotationRecord, images_of: np.ndarray) -> tuple[Counter, Counter]:
+    assert record.classes is not None  # not a user mistake: called only for a file with its own class table
     names = record.classes.names
     labels = np.asarray(record.labels)
     objects: Counter = Counter()

@@ -91,6 +91,7 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
     if any(f.code == "LG205" for f in findings[start:]):
         summary.empty += 1
     values, counts = sample.values, sample.counts
+    assert counts is not None  # not a user mistake: label_sample sets the counts with the values
     if sample.looks_like_image:
         # A photograph's grey levels are no classes: LG201 names it, class statistics skip it.
         return
@@ -114,10 +115,11 @@ def read_sample(path: str, display: str, key: str | None = None, color_map: Colo
     if record.container in IMAGE_FORMATS and array.ndim == 3 and array.shape[-1] in (2, 3, 4):
         sample.color_container = True
         sample.channels = array.shape[-1]
-        array = _ade20k_plane(array) if encoding == "ade20k" and sample.channels >= 3 else \
+        plane = _ade20k_plane(array) if encoding == "ade20k" and sample.channels >= 3 else \
             _color_plane(sample, array, color_map)
-        if array is None:
+        if plane is None:
             return sample
+        array = plane
     elif array.ndim == 0:
         sample.unusable = "holds a single number, not a label array"
         return sample
@@ -131,13 +133,15 @@ def read_sample(path: str, display: str, key: str | None = None, color_map: Colo
     except TypeError as exc:
         sample.unusable = f"not a label array: {exc}"
         return sample
-    values, counts = sample.values, sample.counts
+    labels, values, counts = sample.labels, sample.values, sample.counts
+    # not a user mistake: label_sample (above) set all three
+    assert labels is not None and values is not None and counts is not None
     if sample.looks_like_image:
         return sample
     if record.lossy:
         sample.fringe_values, sample.fringe_pixels = jpeg_stray(values, counts)
-    elif sample.labels.dtype.kind in "iu":
-        fringe = lossless_fringe(sample.labels, values, counts)
+    elif labels.dtype.kind in "iu":
+        fringe = lossless_fringe(labels, values, counts)
         if fringe is not None:
             sample.fringe_values, sample.fringe_pixels, sample.main_values = fringe
     return sample

@@ -67,6 +67,7 @@ def image_sizes(record: AnnotationRecord) -> tuple[np.ndarray, np.ndarray]:
         known = rows >= 0
         at = rows.clip(min=0)
         widths, heights = record.images.widths, record.images.heights
+        assert heights is not None  # not a user mistake: an image table gives heights with its widths
         if not len(widths):
             return np.full(n, np.nan), np.full(n, np.nan)
         return np.where(known, widths[at], np.nan), np.where(known, heights[at], np.nan)

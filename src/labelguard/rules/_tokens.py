@@ -177,7 +177,7 @@ def merge_findings(findings: list[Finding]) -> list[Finding]:
     for finding in findings:
         data = finding.data
         if "row_count" in data:
-            key = (finding.code, finding.path, data["column"], data["phrase"], data["expected"])
+            key: tuple = (finding.code, finding.path, data["column"], data["phrase"], data["expected"])
         else:
             key = (finding.code, finding.path, finding.message)
         first = merged.get(key)

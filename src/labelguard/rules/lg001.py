@@ -41,9 +41,9 @@ def renamed_container(sample: MaskSample, spec):
     that go by the name (np.load, nibabel, PIL) cannot open it. A JPEG under an image name is
     LG202's; image formats under each other's names open in PIL."""
     record = sample.record
-    if not record.renamed or record.lossy or (
+    if sample.display is None or not record.renamed or record.lossy or (
             record.container in IMAGE_FORMATS and record.declared in IMAGE_FORMATS):
-        return ()
+        return ()  # (an array from no file has no name to disagree with its content)
     real = _FORMAT_NAMES.get(record.container, record.container.upper())
     return (UNREADABLE.finding(
         sample.display,
@@ -106,14 +106,14 @@ def unreadable_objects(record: AnnotationRecord, spec):
             record.display,
             f"{plural(total, unit)} cannot be read: {sample(items, total)}; the other {noun(2, unit)} "
             "are still checked",
-            hint=record.problem_hint, **{f"{unit}s": [p for p, _ in record.problems[:PLACES_KEPT]]}, count=total,
+            hint=record.problem_hint or "", **{f"{unit}s": [p for p, _ in record.problems[:PLACES_KEPT]]}, count=total,
         )]
     findings = []
     shown = record.problems[:OBJECT_PROBLEMS_SHOWN]
     for place, problem in shown:
         findings.append(UNREADABLE.finding(
             record.display, f"{unit} {place} {problem}" if place else problem,
-            hint=record.problem_hint, **{unit: place or None},
+            hint=record.problem_hint or "", **{unit: place or None},
         ))
     extra = record.problems[OBJECT_PROBLEMS_SHOWN:]
     more = total - len(shown)
@@ -122,7 +122,7 @@ def unreadable_objects(record: AnnotationRecord, spec):
         findings.append(UNREADABLE.finding(
             record.display, f"{plural(more, f'more unreadable {unit}')} "
             f"({unit}s {shorten(places, 10, total=more)})",
-            hint=record.problem_hint, **{f"{unit}s": places[:PLACES_KEPT]}, count=more,
+            hint=record.problem_hint or "", **{f"{unit}s": places[:PLACES_KEPT]}, count=more,
         ))
     return findings
 
@@ -137,7 +137,7 @@ def mistyped_elements(record: AnnotationRecord, spec):
         record.display,
         f"{group.what} in {plural(group.count, 'place')}: {sample(group.details, group.count)}; "
         "the rest of the file is still checked",
-        hint=record.problem_hint, problem=group.what, places=group.places, count=group.count,
+        hint=record.problem_hint or "", problem=group.what, places=group.places, count=group.count,
     ) for group in record.problem_groups]
 
 

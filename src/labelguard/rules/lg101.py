@@ -101,6 +101,7 @@ def _category_names_outside_the_classes(record: AnnotationRecord, spec: LabelSpe
     """The names of a file's own categories against the classes the user gave (one finding
     per name, every object of it placed); the ids are judged per category, not per object."""
     table = record.classes
+    assert table is not None  # not a user mistake: called only for a file with its own class table
     classes = table.user_classes(spec)
     if classes is None:
         return []
@@ -235,7 +236,8 @@ def object_ids(record: AnnotationRecord, spec: LabelSpec):
     names_are_ids = spec.classes is None
     if not names_are_ids and all(type(label) is str for label in record.labels):
         return [], []
-    ids, places = [], []
+    ids: list[int] = []
+    places = []
     for i, label in enumerate(record.labels):
         if isinstance(label, tuple):
             if names_are_ids:
@@ -277,6 +279,8 @@ def _labelled(record: AnnotationRecord) -> np.ndarray:
 
 
 def _declared_ids(record: AnnotationRecord) -> np.ndarray:
+    # not a user mistake: asked only of a file with its own class table (callers check record.classes)
+    assert record.classes is not None
     names = record.classes.names
     return np.fromiter(names, dtype=np.int64, count=len(names))
 

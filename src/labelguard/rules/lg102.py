@@ -98,6 +98,7 @@ def category_ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     listing = spans(found)
     where = [record.where(int(r)) for r in over[:PLACES_KEPT]]
     if spec.is_contiguous():
+        assert n is not None  # not a user mistake: a spec with allowed values (checked above) counts its classes
         head = (f"{noun(len(found), 'category id')} {listing} {verb(len(found), 'is')} "
                 f">= num_classes={n} in {plural(len(over), record.unit)}")
         if n_cats <= n:
@@ -135,18 +136,19 @@ def class_folder_index_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     if folder is None or not folder.images or not spec.is_known or (
             spec.classes is not None and not spec.count_disagrees):
         return ()
-    allowed = spec.allowed_values()
+    allowed, n = spec.allowed_values(), spec.effective_num_classes
+    assert allowed is not None and n is not None  # not a user mistake: a known spec (checked above) has both
     if folder.index in allowed:
         return ()
     where = f"{folder.split}/" if folder.split else "the dataset"
-    expected = f"0..{spec.effective_num_classes - 1}" if spec.is_contiguous() else str(list(allowed))
+    expected = f"0..{n - 1}" if spec.is_contiguous() else str(list(allowed))
     return (ID_TOO_LARGE.finding(
         record.display,
         f"class folder {folder.name!r} ({plural(folder.images, 'image')}) gets class index {folder.index}: "
         f"{where} has {folder.classes} class folders, which ImageFolder numbers 0..{folder.classes - 1} in "
         f"sorted order, but the spec allows {expected} ({spec.describe()})",
         hint=f"Set num_classes to {folder.classes}, or remove the class folders that are not classes.",
-        ids=[folder.index], num_classes=spec.effective_num_classes if spec.is_contiguous() else None,
+        ids=[folder.index], num_classes=n if spec.is_contiguous() else None,
         allowed=None if spec.is_contiguous() else list(allowed), unit="image", places=[], count=folder.images,
     ),)
 

@@ -57,12 +57,14 @@ EXAMPLES = (
 
 @rule(VALUE_OUTSIDE_SPEC, "mask", EXAMPLES)
 def values_outside_spec(sample: MaskSample, spec: LabelSpec):
-    if sample.values is None:
+    values, counts = sample.values, sample.counts
+    if values is None:
         return ()
+    assert counts is not None  # not a user mistake: label_sample sets the counts with the values
     if sample.looks_like_image and sample.colors is None and not sample.unmapped:
         # Colour photographs are named by LG203 (no map) or by the colours a map lacks.
         return (image_finding(sample, spec),)
-    bad = violations(sample.values, sample.counts, spec)
+    bad = violations(values, counts, spec)
     if bad is None:
         return ()
     return (outside_spec(sample.display, bad, spec),)
@@ -102,6 +104,9 @@ def _evidence(sample: MaskSample) -> str:
 
 
 def image_finding(sample: MaskSample, spec: LabelSpec):
+    values, counts = sample.values, sample.counts
+    # not a user mistake: callers pass a sample with its histogram (label_sample)
+    assert values is not None and counts is not None
     evidence = sample.image_evidence
     return VALUE_OUTSIDE_SPEC.finding(
         sample.display,
@@ -110,12 +115,12 @@ def image_finding(sample: MaskSample, spec: LabelSpec):
         f"{'; expected ' + spec.describe() if spec.is_known else ''})",
         hint="The image was saved where the label should be: check the export step that "
         "writes labels (and the image/label folders of the pairing).",
-        values=sample.values[:20].tolist(), counts=sample.counts[:20].tolist(), **{LOOKS_LIKE_IMAGE: True},
+        values=values[:20].tolist(), counts=counts[:20].tolist(), **{LOOKS_LIKE_IMAGE: True},
         **evidence,
     )
 
 
-def outside_spec(display: str, bad, spec: LabelSpec, value_name: str = "label value"):
+def outside_spec(display: str | None, bad, spec: LabelSpec, value_name: str = "label value"):
     # bad.values are what the loss sees; the finding names the stored value as the summary
     # and the report do.
     stored = bad.stored

@@ -70,7 +70,8 @@ def colors_without_map(sample: MaskSample, spec):
 def _voc_masks(rgb: bool) -> dict:
     indices = np.zeros((8, 8), np.uint8)
     indices[2:6, 2:6] = 1
-    files = {"SegmentationClass/a.png": ("P", indices), "SegmentationClass/b.png": ("P", indices)}
+    files: dict[str, tuple[str, np.ndarray] | np.ndarray] = {
+        "SegmentationClass/a.png": ("P", indices), "SegmentationClass/b.png": ("P", indices)}
     if rgb:
         files["SegmentationClass/c.png"] = np.where(indices[..., None] == 1, np.array([128, 0, 0], np.uint8),
                                                     np.zeros(3, np.uint8))

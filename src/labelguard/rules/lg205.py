@@ -29,14 +29,15 @@ EXAMPLES = (
 
 @rule(EMPTY_MASK, "mask", EXAMPLES)
 def only_background(sample: MaskSample, spec: LabelSpec):
-    values = sample.values
+    values, counts = sample.values, sample.counts
     if values is None or not len(values) or sample.looks_like_image:
         return ()
+    assert counts is not None  # not a user mistake: label_sample sets the counts with the values
     if not all(v == spec.background or spec.is_ignored(v) for v in values.tolist()):
         return ()
     return (EMPTY_MASK.finding(
         sample.display,
-        f"all {int(sample.counts.sum())} pixels are background/ignore "
+        f"all {int(counts.sum())} pixels are background/ignore "
         f"(values {', '.join(str(v) for v in values.tolist())})",
         hint="Nothing to do if empty samples are expected; otherwise drop or down-sample them.",
     ),)

@@ -84,6 +84,7 @@ def mask_sizes_differ_from_images(record: AnnotationRecord, spec):
     sizes, images = record.mask_sizes, record.images
     if sizes is None or not len(sizes) or images is None or images.widths is None or not len(images.widths):
         return ()
+    assert images.heights is not None  # not a user mistake: an image table gives heights with its widths
     objects, mask_height, mask_width = sizes.T
     rows = np.asarray(record.image_of)[objects]
     height, width = images.heights[rows.clip(min=0)], images.widths[rows.clip(min=0)]

@@ -43,7 +43,9 @@ def one_based_labels(summary: Summary, spec: LabelSpec):
     # distinct sorted values are consecutive when their count spans them (no list of the
     # span: one value of 50,000,000 must cost nothing).
     consecutive = classes[0] == spec.background + 1 and classes[-1] - classes[0] + 1 == len(classes)
-    if not consecutive or classes[-1] != allowed.highest + 1:
+    highest = allowed.highest
+    assert highest is not None  # not a user mistake: the background is among the allowed values (checked above)
+    if not consecutive or classes[-1] != highest + 1:
         return []
     remap = {v: v - 1 for v in classes}
     return [ONE_BASED.finding(

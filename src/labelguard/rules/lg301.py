@@ -130,6 +130,7 @@ def _one_image_finding(record: AnnotationRecord, indices: np.ndarray):
 def _many_images_findings(record: AnnotationRecord, degenerate: np.ndarray, outside: np.ndarray) -> list:
     """One finding per kind for a file of many images, each box with its image."""
     images = record.images
+    assert images is not None  # not a user mistake: called only for a record with an image table
     rows = np.asarray(record.image_of)
     findings = []
     if len(degenerate):
@@ -177,6 +178,7 @@ def _corner_problem(box, size) -> tuple[str, str]:
 
 
 def _extent_findings(record: AnnotationRecord) -> list:
+    assert record.extents is not None  # not a user mistake: called only for a record with extents
     degenerate = [(record.place(i), extent) for i, extent in enumerate(record.extents)
                   if extent is not None and not (extent[0] > 0.0 and extent[1] > 0.0)]
     if not degenerate:

@@ -56,8 +56,8 @@ def class_imbalance(summary: Summary, spec: LabelSpec):
         counts = {v: c for v, c in counts.items() if spec.is_legal(v)}
     if len(counts) < 2:
         return []
-    rarest = min(counts, key=counts.get)
-    commonest = max(counts, key=counts.get)
+    rarest = min(counts, key=counts.__getitem__)
+    commonest = max(counts, key=counts.__getitem__)
     if counts[rarest] >= IMBALANCE_RATIO * counts[commonest]:
         return []
     total = sum(counts.values())

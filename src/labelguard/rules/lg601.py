@@ -56,13 +56,17 @@ def token_ids_past_embedding(batch: TokenBatch, spec: LabelSpec):
     for name in TOKEN_ID_COLUMNS:
         column = batch.column(name)
         if column is not None:
-            found += offending_values(TOKEN_PAST_EMBEDDING, batch, column, tokens.token_ids,
+            token_ids = tokens.token_ids
+            assert token_ids is not None  # not a user mistake: built from id_limit, checked above
+            found += offending_values(TOKEN_PAST_EMBEDDING, batch, column, token_ids,
                                       phrase="holds token ids outside", noun="ids",
                                       expected=lambda: _table(tokens), hint=hint, limit=tokens.id_limit)
     column = batch.column("labels") if tokens.labels_are_tokens else None
     if column is not None:
         ignored = ", ".join(str(v) for v in tokens.label_ignore)
-        found += offending_values(TOKEN_PAST_EMBEDDING, batch, column, tokens.token_labels,
+        token_labels = tokens.token_labels
+        assert token_labels is not None  # not a user mistake: built from id_limit, checked above
+        found += offending_values(TOKEN_PAST_EMBEDDING, batch, column, token_labels,
                                   phrase="holds label token ids outside", noun="ids",
                                   expected=lambda: f"{_table(tokens)}, {ignored} ignored", hint=hint,
                                   limit=tokens.id_limit)

@@ -57,8 +57,10 @@ def sequences_longer_than_positions(batch: TokenBatch, spec: LabelSpec):
                                      hint=SEQUENCE_TOO_LONG.fix, limit=tokens.longest)
     positions = batch.column(POSITION_COLUMN)
     if positions is not None:
+        legal = tokens.positions
+        assert legal is not None  # not a user mistake: a longest sequence (checked above) means a position table
         found += offending_values(
-            SEQUENCE_TOO_LONG, batch, positions, tokens.positions, phrase="holds position ids outside", noun="ids",
+            SEQUENCE_TOO_LONG, batch, positions, legal, phrase="holds position ids outside", noun="ids",
             expected=lambda: f"the position table's {tokens.max_position_embeddings} rows ({_table(tokens)})",
             hint="Compute position_ids below max_position_embeddings, or leave them to the model.",
             limit=tokens.max_position_embeddings)
@@ -89,9 +91,11 @@ def _too_long(column: TokenColumn, tokens: TokenSpec) -> tuple[np.ndarray, np.nd
     over = np.flatnonzero(lengths > tokens.longest)
     if not len(over) or not tokens.position_offset or tokens.pad_token_id is None:
         return over, lengths[over]
+    offsets = column.offsets
+    assert offsets is not None  # not a user mistake: the caller passes a column of sequences
     padding_before = np.zeros(len(column.values) + 1, dtype=np.int64)
     np.cumsum(column.values == tokens.pad_token_id, out=padding_before[1:])
-    padding = padding_before[column.offsets[over + 1]] - padding_before[column.offsets[over]]
+    padding = padding_before[offsets[over + 1]] - padding_before[offsets[over]]
     counted = lengths[over] - padding
     keep = counted > tokens.longest
     return over[keep], counted[keep]

@@ -42,8 +42,10 @@ def token_types_past_table(batch: TokenBatch, spec: LabelSpec):
     column = batch.column(TOKEN_TYPE_COLUMN)
     if tokens is None or tokens.type_vocab_size is None or column is None:
         return []
+    rows, legal = tokens.type_vocab_size, tokens.token_types
+    assert legal is not None  # not a user mistake: built from type_vocab_size, checked above
     return offending_values(
-        TOKEN_TYPE_PAST_TABLE, batch, column, tokens.token_types, phrase="holds segment ids outside", noun="ids",
-        expected=lambda: (f"the token type embedding's {plural(tokens.type_vocab_size, 'row')} "
+        TOKEN_TYPE_PAST_TABLE, batch, column, legal, phrase="holds segment ids outside", noun="ids",
+        expected=lambda: (f"the token type embedding's {plural(rows, 'row')} "
                           f"({tokens.described('type_vocab_size', 'type_vocab_size')})"),
-        hint=TOKEN_TYPE_PAST_TABLE.fix, limit=tokens.type_vocab_size)
+        hint=TOKEN_TYPE_PAST_TABLE.fix, limit=rows)

@@ -32,6 +32,10 @@ class SampleError(LabelError):
             process from a DataLoader worker, else None.
     """
 
+    # Set only on the error of a sample the dataset itself failed to load (the exception's
+    # text); absent otherwise, so readers use getattr(error, "raised", None).
+    raised: str
+
     def __init__(
         self,
         message: str,

@@ -30,7 +30,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 import torch
@@ -65,7 +65,7 @@ from labelguard.torch._errors import SampleError, raise_sample_error
 try:
     import fcntl
 except ImportError:  # Windows: records are appended without a lock
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # the module or None; its users test for None
 
 log = logging.getLogger("labelguard.torch")
 
@@ -590,7 +590,9 @@ def guard(
         rules = rules_for(spec, num_classes, ignore_index, loss)
     sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine), tokens=tokens,
                                 check_inputs=check_inputs,
-                                input_range=None if input_range is None else tuple(map(float, input_range)))
+                                # _is_range (above) checked that it holds two numbers
+                                input_range=None if input_range is None
+                                else cast(tuple[float, float], tuple(map(float, input_range))))
     if isinstance(dataset, IterableDataset):
         return GuardedIterableDataset(dataset, sample_guard)
     if not hasattr(dataset, "__getitem__"):

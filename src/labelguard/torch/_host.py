@@ -21,6 +21,7 @@ class HostCopy:
     def __init__(self, tensor: torch.Tensor) -> None:
         tensor = tensor.detach()
         self._device_tensor: torch.Tensor | None = None
+        self._host: torch.Tensor | None  # None until value() copies a tensor of another device
         self._event = None
         if tensor.device.type == "cuda":
             self._host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
@@ -42,6 +43,8 @@ class HostCopy:
         if self._event is not None:
             self._event.synchronize()
         if self._host is None:
+            # not a user mistake: a tensor of another device is kept here until this first copy
+            assert self._device_tensor is not None
             self._host = self._device_tensor.to("cpu")
             self._device_tensor = None
         return self._host

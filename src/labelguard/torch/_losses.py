@@ -446,6 +446,7 @@ class CheckedLoss(nn.Module):
         shape), then the target masked on its device."""
         if target.is_floating_point() and target.shape == input.shape:
             return self.loss_fn(input, target, *args, **kwargs)  # class probabilities
+        classes: int | None
         if self.info.mode is LossMode.INDEX:
             classes = class_axis_size(input)
             findings = _index_call_findings(self.info, input, target, self.num_classes,
@@ -463,10 +464,12 @@ class CheckedLoss(nn.Module):
     def _expected(self, input: torch.Tensor) -> str:
         if self.info.mode is LossMode.BINARY:
             return "input and target in [0, 1]" if not self.info.logits else "finite input, target in [0, 1]"
+        ignore = () if self.info.ignore_index is None else (self.info.ignore_index,)
         if self.info.mode is None:
-            ignore = () if self.info.ignore_index is None else (self.info.ignore_index,)
             return LabelSpec(num_classes=self.num_classes, ignore=ignore).describe()
-        return LabelSpec(num_classes=class_axis_size(input), ignore=(self.info.ignore_index,)).describe()
+        # A loss of class indices has an ignore_index (cross_entropy's default -100); a one-hot
+        # loss (dice) has none.
+        return LabelSpec(num_classes=class_axis_size(input), ignore=ignore).describe()
 
     def extra_repr(self) -> str:
         return f"enabled={self.enabled}" + (", on_device='mask'" if self.monitor is not None else "")

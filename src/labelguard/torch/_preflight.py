@@ -27,7 +27,7 @@ import itertools
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 import torch
@@ -221,7 +221,8 @@ class _Preflight:
             self.model.train(was_training)
         if self.heads:
             name, module = self.heads[-1]
-            size = getattr(module, "out_features", None) or getattr(module, "out_channels", None)
+            # A head has an int out_features or out_channels: _install_hooks picks no other module.
+            size = cast(int, getattr(module, "out_features", None) or getattr(module, "out_channels", None))
             self.report.head = {"module": name, "type": type(module).__name__, "outputs": int(size)}
         self.report.target_values = dict(sorted(self.counts.items()))
         self._cross_check()
@@ -272,9 +273,9 @@ class _Preflight:
         return LabelSpec(num_classes=self.classes, ignore=tuple(sorted(ignore)))
 
     def _weight_mismatch(self) -> bool:
-        weight = self.info.weight if self.info is not None else None
-        return (isinstance(weight, torch.Tensor) and self.info.mode is LossMode.INDEX
-                and weight.numel() != self.classes)
+        info = self.info
+        return (info is not None and isinstance(info.weight, torch.Tensor) and info.mode is LossMode.INDEX
+                and info.weight.numel() != self.classes)
 
     def _value_findings(self, where: str, array: np.ndarray) -> list[Finding]:
         ignore = tuple(sorted(set(self.spec.ignore) | self.loss_ignore))
@@ -293,6 +294,7 @@ class _Preflight:
         except (RuntimeError, IndexError, ValueError) as exc:
             if not any(marker in str(exc) for marker in _ONE_HOT_ERRORS):
                 raise
+            assert self.info is not None  # not a user mistake: a loss_fn is described by self.info
             head = self._head(())
             present = sorted(v for v in self.counts
                              if self.spec.is_ignored(v, reduce=False) or not head.is_legal(v, reduce=False))
@@ -351,6 +353,8 @@ class _Preflight:
                 loss_ignore_index=info.ignore_index,
             ))
         if self._weight_mismatch():
+            # not a user mistake: _weight_mismatch holds only for a loss with a weight tensor
+            assert info is not None and info.weight is not None
             weight = info.weight
             report.findings.append(HEAD_MISMATCH.finding(
                 None,

@@ -312,7 +312,7 @@ class TargetRules:
     """The checks a target gets: the spec, what the target feeds and whether that was declared."""
 
     spec: LabelSpec
-    mode: LossMode = LossMode.INDEX
+    mode: LossMode | None = LossMode.INDEX  # None: a declared loss labelguard does not know (a custom Dice...)
     loss_name: str | None = None  # set when the loss was declared: enables the dtype checks
 
     def expected(self) -> str:
@@ -569,6 +569,7 @@ def geometry_finding(display: str | None, image: Any, target: Any) -> Finding | 
     image_shape, mask_shape = shape_of(image), shape_of(target)
     if image_shape is None or mask_shape is None or len(mask_shape) < 2 or len(image_shape) < 2:
         return None
+    target_shape = mask_shape  # as the target holds it, before a leading channel of 1 is dropped
     if len(mask_shape) > 2 and mask_shape[0] == 1:
         mask_shape = mask_shape[1:]
     k = len(mask_shape)
@@ -576,10 +577,10 @@ def geometry_finding(display: str | None, image: Any, target: Any) -> Finding | 
         return None
     return GEOMETRY.finding(
         display,
-        f"image shape {image_shape} and mask shape {shape_of(target)} differ in size",
+        f"image shape {image_shape} and mask shape {target_shape} differ in size",
         hint="Resize the mask with the image (nearest-neighbour for the mask), or crop both "
         "with the same parameters.",
-        image_shape=list(image_shape), mask_shape=list(shape_of(target)),
+        image_shape=list(image_shape), mask_shape=list(target_shape),
     )
 
 

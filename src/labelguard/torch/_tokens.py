@@ -143,10 +143,10 @@ def _nested(value: Any) -> bool:
 
 def _column(key: str, value: Any, one_sample: bool) -> TokenColumn | str:
     if isinstance(value, torch.Tensor):
-        array = value.detach().cpu()
-        if array.is_floating_point() or array.is_complex():
-            array = array.double() if not array.is_complex() else array
-        array = array.numpy()
+        tensor = value.detach().cpu()
+        if tensor.is_floating_point() or tensor.is_complex():
+            tensor = tensor.double() if not tensor.is_complex() else tensor
+        array = tensor.numpy()
         if array.dtype.kind == "c":
             return f"holds {array.dtype} values, not ids"
         if one_sample:

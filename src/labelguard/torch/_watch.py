@@ -254,11 +254,11 @@ class DivergenceWatch:
                 f"the output of {module_label(self.modules[position], self._watched[position])} grew from "
                 f"max |x| {base:.3g} ({_steps(start, end)}) to {value:.3g} at step {step} "
                 f"({_times(ratio)}), the first module in the forward to grow past {threshold:g}x")
-        for signal, (ratio, value), name in (("grad_norm", grown_grad, "gradient norm"),
-                                             ("loss", grown_loss, "loss")):
-            if value is not None and signal in self._baseline:
+        for signal, (grown, largest), name in (("grad_norm", grown_grad, "gradient norm"),
+                                               ("loss", grown_loss, "loss")):
+            if largest is not None and signal in self._baseline:
                 base, (start, end) = self._baseline[signal]
-                parts.append(f"{name} {base:.3g} ({_steps(start, end)}) -> {value:.3g} ({_times(ratio)})")
+                parts.append(f"{name} {base:.3g} ({_steps(start, end)}) -> {largest:.3g} ({_times(grown)})")
         settings, unusual = _optimizer_settings(self.optimizer)
         message = f"training is diverging ({_steps(*steps)}): {'; '.join(parts)}"
         if settings:
@@ -354,7 +354,9 @@ class DivergenceWatch:
         starting at ``first``) showed, and whether that is growth (at least the square root
         of ``growth``: one of its two orders of magnitude)."""
         parts, ratios = [], []
-        series = [("the loss", "loss", loss[:offset], 1), ("the gradient norm", "grad_norm", grad[:offset], 1)]
+        # A signal is named by its text (loss, grad_norm) or by a watched module's position.
+        series: list[tuple[str, str | int, np.ndarray, int]] = [
+            ("the loss", "loss", loss[:offset], 1), ("the gradient norm", "grad_norm", grad[:offset], 1)]
         rows_before = rows[:offset // self.sample_every + (offset % self.sample_every > 0)]
         series += [(f"the output of {module_label(self.modules[i], self._watched[i])}", i, rows_before[:, i],
                     self.sample_every) for i in range(len(self._watched))]

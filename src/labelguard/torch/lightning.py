@@ -45,7 +45,7 @@ try:
     import lightning.pytorch as pl
 except ImportError:
     try:
-        import pytorch_lightning as pl
+        import pytorch_lightning as pl  # type: ignore[no-redef]  # the older package name of the same API
     except ImportError:
         raise MissingDependency(
             "LabelGuardCallback needs PyTorch Lightning: pip install lightning"
@@ -135,7 +135,8 @@ class LabelGuardCallback(pl.Callback):
                 log.info("%s", self.report)
         num_classes = self.num_classes or self.spec.effective_num_classes
         if num_classes is None and info is not None and info.mode is LossMode.INDEX and self.report:
-            num_classes = self.report.output_shape[1] if len(self.report.output_shape or ()) > 1 else None
+            shape = self.report.output_shape or []
+            num_classes = shape[1] if len(shape) > 1 else None
         spec = self.spec.merged(LabelSpec(
             num_classes=num_classes, ignore=(ignore,) if ignore is not None else ()))
         self._rules = TargetRules(spec) if spec.is_known else None
