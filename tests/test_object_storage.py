@@ -383,7 +383,7 @@ def test_a_url_that_was_not_given_is_a_path_that_does_not_exist(s3_server, uploa
     _, bucket = uploaded
     url = f"{bucket}/masks_ds/masks/a.png"
     storage.revoke(storage.access_for([url], s3_server.options))
-    assert not storage.is_remote(url) and not storage.exists(url) and not storage.isfile(url)
+    assert not storage.is_granted_url(url) and not storage.exists(url) and not storage.isfile(url)
     write_png(tmp_path / "masks" / "x.png", organic_mask((8, 8), (0, 1)))
     write_list(tmp_path / "lists" / "train.txt", ["masks/x.png", url])
     report = audit(str(tmp_path), SPEC, use_project_config=False, cache=False,

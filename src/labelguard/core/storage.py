@@ -137,8 +137,10 @@ def relpath(path: str, start: str = os.curdir) -> str:
     return posixpath.relpath("/" + normpath(path)[cut:], "/" + normpath(start)[cut:])
 
 
-def is_remote(path: Any) -> bool:
-    """True for a URL below a granted location: one that is read from object storage."""
+def is_granted_url(path: Any) -> bool:
+    """True for a URL below a granted location: one that is read from object storage (a URL
+    in object storage that was not granted is a path that does not exist;
+    :func:`in_object_storage` says whether a path names object storage at all)."""
     return url_scheme(path) is not None and _access(path) is not None
 
 

@@ -25,7 +25,7 @@ from labelguard.fix.engine import (
     FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
 )
 from labelguard.fix.journal import FixError, refuse_object_storage
-from labelguard.fix.remote import is_remote, local_copy, told
+from labelguard.fix.remote import local_copy, told
 from labelguard.layouts.base import AuditOptions, discover_datasets
 from labelguard.layouts.folders import walk_files
 from labelguard.layouts.pairing import pair_key, strip_extension
@@ -87,9 +87,10 @@ def clean_list(
     files = [storage.local_path(os.fspath(p)) for p in lists]
     if root is not None:
         root = storage.local_path(os.fspath(root))
-    if any(is_remote(p) for p in files):
-        if root is None or not is_remote(root):
-            raise FixError(f"{next(p for p in files if is_remote(p))} is in object storage: give --root, the prefix "
+    remote = [p for p in files if storage.in_object_storage(os.fspath(p))]
+    if remote:
+        if root is None or not storage.in_object_storage(os.fspath(root)):
+            raise FixError(f"{remote[0]} is in object storage: give --root, the prefix "
                            "its entries are relative to, which is copied with the list to the local --out folder "
                            "(a fix never writes object storage)")
         with local_copy([root, *files], out, apply, storage_options) as (local, fix_out, staging):

@@ -31,10 +31,6 @@ from labelguard.fix.journal import OBJECT_STORAGE_REFUSAL, STATE_DIR, FixError, 
 CHUNK = 1 << 20
 
 
-def is_remote(path: str | os.PathLike) -> bool:
-    return storage.in_object_storage(os.fspath(path))
-
-
 @dataclass
 class Staging:
     """The local copy of the objects a fix was given.
@@ -104,12 +100,13 @@ def stage(paths: Sequence[str], out: str | None, apply: bool,
         FixError: some paths are URLs and some not; no ``out`` (or ``out`` in object storage);
             ``out`` holds files already; nothing at a URL.
     """
-    remote = [os.fspath(p) for p in paths if is_remote(p)]
+    remote = [os.fspath(p) for p in paths if storage.in_object_storage(os.fspath(p))]
     if not remote:
         return None
     if len(remote) != len(paths):
+        local = next(os.fspath(p) for p in paths if os.fspath(p) not in remote)
         raise FixError("a fix takes local paths or URLs of object storage, not both: "
-                       f"{remote[0]} is in object storage and {next(p for p in paths if not is_remote(p))} is not")
+                       f"{remote[0]} is in object storage and {local} is not")
     if out is None:
         raise FixError(OBJECT_STORAGE_REFUSAL.format(path=remote[0]))
     refuse_object_storage([out])

@@ -177,7 +177,7 @@ def _read_remote(url: str, what: str, size: int | None = None) -> bytes:
 def _from_object_storage(url: str, what: str) -> Iterator[None]:
     """A read of the object at ``url``: refused for a URL outside the locations the audit was
     given, and the store's errors said as a :class:`ReadError` (as a file's are)."""
-    if not storage.is_remote(url):
+    if not storage.is_granted_url(url):
         raise ReadError(f"cannot open: {url} is on object storage outside the locations this audit was given "
                         "(the buckets of its PATH, --images, --masks and --list): not read")
     try:
