@@ -116,6 +116,12 @@ def byte_size(count: int) -> str:
     return f"about 10^{len(str(count)) - 1} bytes"
 
 
+def cut(text: str, width: int) -> str:
+    """``text`` within ``width`` characters, ``...`` ending one that was longer: a table cell, a
+    line quoted in one line of a report (:func:`clipped` also says how long a value was)."""
+    return text if len(text) <= width else text[:max(width - 3, 1)] + "..."
+
+
 def clipped(text: str, limit: int = 60) -> str:
     """``text`` cut to ``limit`` characters, saying how long it was: a value quoted from a file
     (a 100 MB line, a 5,000-digit number) must not become a 100 MB message."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from labelguard.core.text import cut
 from labelguard.explain._evidence import Evidence, gather
 from labelguard.explain._extract import Facts, digest, extract, normalise
 from labelguard.explain._flight import (
@@ -391,5 +392,4 @@ def _summary(found: list[tuple[Match, Entry, dict]]) -> str:
 
 
 def _shorten(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut(" ".join(text.split()), limit)

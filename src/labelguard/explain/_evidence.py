@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from labelguard.core.text import plural
+from labelguard.core.text import cut, plural
 
 # Keys of evidence, named by the causes of the knowledge base.
 LOSS_NONFINITE = "loss-nonfinite"
@@ -233,6 +233,5 @@ def _code_evidence(found: dict[str, Evidence], line: str, number: int) -> None:
     for hit in _CODE.finditer(line):
         key = _CODE_KEYS[hit.group("code")]
         if key not in found:
-            shown = " ".join(line.split())
-            shown = shown if len(shown) <= 160 else shown[:157] + "..."
+            shown = cut(" ".join(line.split()), 160)
             found[key] = Evidence(key, f"line {number}: labelguard reported {hit.group('code')}: {shown}", number)

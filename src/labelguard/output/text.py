@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from labelguard.core.registry import REGISTRY
 from labelguard.core.summary import VALUES_KEPT
-from labelguard.core.text import LISTED, plural, printable, shorten, show_name, verb
+from labelguard.core.text import LISTED, cut, plural, printable, shorten, show_name, verb
 from labelguard.output import Formatter, register
 
 EXAMPLES = 5
@@ -317,8 +317,7 @@ def _capped(text: str) -> str:
 
 def _cell(name: str, width: int) -> str:
     """A name for a table column: quoted when its blanks would not show, cut to ``width``."""
-    shown = show_name(name)
-    return shown if len(shown) <= width else shown[: width - 3] + "..."
+    return cut(show_name(name), width)
 
 
 def _problems(finding) -> set:
