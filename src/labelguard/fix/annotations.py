@@ -32,7 +32,7 @@ from labelguard.core.paths import display_path
 from labelguard.layouts.base import AuditOptions
 from labelguard.layouts.folders import walk_files
 from labelguard.layouts.coco import process_coco
-from labelguard.layouts.tables import _is_table, process_table
+from labelguard.layouts.tables import is_table, process_table
 from labelguard.layouts.voc import process_voc
 from labelguard.layouts.yolo import process_yolo
 from labelguard.readers.base import ReadError, parse_json, read_bytes
@@ -117,7 +117,7 @@ def _loose_files(path: str, editors: Sequence[AnnotationEditor], options: AuditO
     found = []
     for candidate in [path] if os.path.isfile(path) else walk_files(path):
         editor = next((e for e in editors if candidate.lower().endswith(e.suffixes)), None)
-        if editor is None or (editor.processor is process_table and not _is_table(candidate, options)):
+        if editor is None or (editor.processor is process_table and not is_table(candidate, options)):
             continue
         found.append(FileTask(editor.processor, candidate, display_path(candidate)))
     return found

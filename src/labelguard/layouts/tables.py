@@ -167,7 +167,7 @@ def _table_candidates(folder: str) -> list[str]:
 
 
 def _table_files(folder: str, options: AuditOptions) -> list[str]:
-    return [path for path in _table_candidates(folder) if _is_table(path, options)]
+    return [path for path in _table_candidates(folder) if is_table(path, options)]
 
 
 # The bytes of a file that tell whether it is a table (a larger file: its whole lines in them).
@@ -205,7 +205,9 @@ def _is_class_table(path: str) -> bool:
         return False
 
 
-def _is_table(path: str, options: AuditOptions) -> bool:
+def is_table(path: str, options: AuditOptions) -> bool:
+    """True when the file ``path`` is a table of samples this layout reads (a class table, a
+    file of another kind or one that cannot be read is not)."""
     try:
         return _sniff_table(path, options) is not None
     except (OSError, ReadError):
@@ -291,7 +293,7 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
 def _detect_tables(root: str, options: AuditOptions) -> Evidence:
     check_columns(root, options)
     if storage.isfile(root):
-        if root.lower().endswith((*TABLE_EXTENSIONS, ".json")) and _is_table(root, options):
+        if root.lower().endswith((*TABLE_EXTENSIONS, ".json")) and is_table(root, options):
             return evidence(0.29, Seen(_what_table(root), CONTENT))
         return no(*_class_table_reasons([root]))
     tables = _table_files(root, options) if storage.isdir(root) else []
