@@ -45,7 +45,7 @@ from labelguard.layouts.base import AuditOptions
 from labelguard.readers.base import ReadError, read_head, sniff
 from labelguard.readers.colormap import ColorMap, color_histogram, rgb_color, unpack
 from labelguard.readers.masks import (
-    IMAGE_FORMATS, LABEL_KEYS, SEVERAL_FILES, hdf5_data_elsewhere, named_file, ome_elsewhere, read_mask, tiff_file,
+    IMAGE_FORMATS, SEVERAL_FILES, hdf5_data_elsewhere, named_file, ome_elsewhere, pick_key, read_mask, tiff_file,
 )
 from labelguard.rules._masks import process_mask
 
@@ -296,16 +296,11 @@ def _open_npy(path: str, container: str = "npy", key: str | None = None) -> Labe
 
 
 def _pick(keys: list[str], key: str | None, what: str) -> str:
-    if key is not None:
-        if key not in keys:
-            raise CannotFix(f"{what} has no array {key!r} (keys: {', '.join(keys) or 'none'})")
-        return key
-    found = next((k for k in LABEL_KEYS if k in keys), None)
-    if found is None and len(keys) == 1:
-        found = keys[0]
-    if found is None:
-        raise CannotFix(f"{what} has no label array among {', '.join(keys)}; pass --key")
-    return found
+    """The label array's key, as the audit picks it (:func:`~labelguard.readers.masks.pick_key`)."""
+    try:
+        return pick_key(keys, key, what)
+    except ReadError as exc:
+        raise CannotFix(str(exc)) from None
 
 
 @mask_editor("zip")

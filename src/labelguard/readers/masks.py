@@ -357,7 +357,10 @@ def _read_npy(path: str, declared: str | None) -> MaskRecord:
     return MaskRecord(array=array, container="npy", declared=declared, mode=str(array.dtype))
 
 
-def _pick_key(keys: list[str], key: str | None, path_kind: str) -> str:
+def pick_key(keys: list[str], key: str | None, path_kind: str) -> str:
+    """The key of the label array among ``keys`` of an NPZ or HDF5 file: ``key`` (--key) when
+    given, else the first of :data:`LABEL_KEYS` there, else the one array; ReadError naming
+    the keys otherwise (the audit and fix pick alike)."""
     if key is not None:
         if key not in keys:
             raise ReadError(f"{path_kind} has no array {key!r} (keys: {', '.join(keys) or 'none'})")
@@ -385,7 +388,7 @@ def _image_key(keys: list[str], label_key: str, key: str | None, path_kind: str)
 
 def _read_npz(path: str, declared: str | None, key: str | None, image_key: str | None = None) -> MaskRecord:
     with NpzArchive(path) as archive:
-        chosen = _pick_key(archive.keys, key, "NPZ")
+        chosen = pick_key(archive.keys, key, "NPZ")
         image_key = _image_key(archive.keys, chosen, image_key, "NPZ")
         array = archive.array(chosen)
         image_shape = archive.header(image_key).shape if image_key else None
@@ -399,7 +402,7 @@ def _read_hdf5(path: str, declared: str | None, key: str | None, image_key: str 
     try:
         with _hdf5_file(h5py, path) as handle:
             keys, broken, external = _hdf5_datasets(handle, h5py, path)
-            chosen = _pick_key(keys + list(external) + list(broken), key, "HDF5 file")
+            chosen = pick_key(keys + list(external) + list(broken), key, "HDF5 file")
             if chosen in broken:
                 raise ReadError(broken[chosen])
             if chosen in external:
