@@ -14,15 +14,14 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
 
 def test_rules_reference_is_current():
     assert DOCS.read_text(encoding="utf-8") == rules_markdown(), (
-        "docs/rules.md is stale: regenerate it with `labelguard rules --markdown > docs/rules.md` "
-        "once src/labelguard/data/catalog.json is current (it prints the catalog)"
+        "docs/rules.md is stale: regenerate it with `PYTHONPATH=src python -m labelguard._catalog --write`"
     )
 
 
 def test_shipped_catalog_is_current():
     assert Path(CATALOG).read_text(encoding="utf-8") == catalog_text(), (
-        "src/labelguard/data/catalog.json is stale: regenerate it with "
-        "`PYTHONPATH=src python -m labelguard._catalog > src/labelguard/data/catalog.json`"
+        "src/labelguard/data/catalog.json is stale: regenerate it (and docs/rules.md) with "
+        "`PYTHONPATH=src python -m labelguard._catalog --write`"
     )
 
 
@@ -33,3 +32,18 @@ def test_shipped_catalog_reads_back_as_the_registries():
         ((layout.name, layout.ceiling, tuple(sorted(layout.capabilities)), layout.description)
          for layout in LAYOUTS.values()),
         key=lambda entry: (-entry[1], entry[0]))
+
+
+def test_one_command_regenerates_both_files(tmp_path, monkeypatch):
+    """`python -m labelguard._catalog --write` writes the catalog, then docs/rules.md from it:
+    in a checkout laid out as this one, the same two files the repository holds."""
+    import labelguard._catalog as catalog_module
+
+    catalog = tmp_path / "src" / "labelguard" / "data" / "catalog.json"
+    catalog.parent.mkdir(parents=True)
+    (tmp_path / "docs").mkdir()
+    monkeypatch.setattr(catalog_module, "CATALOG", str(catalog))
+    written = catalog_module.write_generated()
+    assert written == [str(catalog), str(tmp_path / "docs" / "rules.md")]
+    assert catalog.read_text(encoding="utf-8") == Path(CATALOG).read_text(encoding="utf-8")
+    assert (tmp_path / "docs" / "rules.md").read_text(encoding="utf-8") == DOCS.read_text(encoding="utf-8")

@@ -6,10 +6,11 @@ them (every rule module, every layout module), and those import numpy, Pillow an
 readers: a quarter of a second before one line is printed. So the listings are read from
 :data:`CATALOG`, a JSON file generated from the registries and shipped in the package::
 
-    python -m labelguard._catalog > src/labelguard/data/catalog.json
+    python -m labelguard._catalog --write     # the catalog, then docs/rules.md from it
 
-``tests/test_docs.py`` keeps the file equal to the registries: a new rule or layout that
-leaves it stale fails there with the command above. Nothing reads the catalog to run a
+(``python -m labelguard._catalog`` alone prints the catalog.) ``tests/test_docs.py`` keeps both
+files equal to the registries: a new rule or layout that leaves them stale fails there with
+the command above. Nothing reads the catalog to run a
 check; the audit always uses the registries themselves.
 """
 
@@ -72,5 +73,25 @@ def shipped_catalog() -> Catalog:
                              for entry in document["layouts"]])
 
 
+def write_generated() -> list[str]:
+    """Regenerate, in the checkout this package lies in, the two files generated from the
+    registries: :data:`CATALOG`, then ``docs/rules.md`` from it (what ``labelguard rules
+    --markdown`` prints); the paths written."""
+    from labelguard.core.registry import rules_markdown
+
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(CATALOG))))  # src/labelguard/data/
+    docs = os.path.join(checkout, "docs", "rules.md")
+    if not os.path.isdir(os.path.dirname(docs)):
+        raise SystemExit(f"no docs/ folder at {os.path.dirname(docs)}: --write regenerates a checkout's files")
+    for path, text in ((CATALOG, catalog_text), (docs, lambda: rules_markdown(shipped_catalog().checks))):
+        content = text()
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(content)
+    return [CATALOG, docs]
+
+
 if __name__ == "__main__":
-    sys.stdout.write(catalog_text())
+    if sys.argv[1:] == ["--write"]:
+        print("\n".join(write_generated()))
+    else:
+        sys.stdout.write(catalog_text())
