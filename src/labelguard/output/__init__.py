@@ -16,12 +16,13 @@ given for a format that does not use it).
 from __future__ import annotations
 
 import importlib
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from labelguard.errors import UsageError
 
-if TYPE_CHECKING:  # `labelguard formats` lists the formats without numpy, which the report imports
-    from labelguard.report import Report
+# The report a formatter renders (labelguard.report.Report), not imported here: the report
+# renders itself through these formatters (Report.write), and the registry stays below it.
+Report = Any
 
 FORMATTERS: dict[str, type["Formatter"]] = {}
 # The built-in formats and the module of each, imported when its format is asked for: sarif's
