@@ -4,7 +4,8 @@ Marking the check codes a test covers
 -------------------------------------
 Every registered check code needs a test that shows it firing on bad data (a "fail" case)
 and a test that shows it silent on good data (a "pass" case); ``tests/test_meta.py`` fails,
-naming the code and the missing kind, until both exist. Mark such tests::
+naming the code and the missing kind, until both exist. A rule's own failing and passing
+``Example``s count (``tests/test_rules.py`` audits each on real files); other tests are marked::
 
     @pytest.mark.code("LG201", "fail")   # asserts LG201 IS reported for this data
     @pytest.mark.code("LG201", "pass")   # asserts LG201 is NOT reported for this data

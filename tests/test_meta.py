@@ -54,15 +54,32 @@ def test_code_is_documented(code):
     assert check.scope in ("file", "dataset", "runtime")
 
 
+def example_kinds() -> dict[str, set[str]]:
+    """code -> the kinds ("fail", "pass") its rules' own ``Example``s show: each is audited on
+    real files by ``tests/test_rules.py::test_rule_example``, so it counts as a case."""
+    from labelguard.core.rules import all_rules
+
+    kinds: dict[str, set[str]] = {}
+    for registered in all_rules():
+        for example in registered.examples:
+            kinds.setdefault(registered.code, set()).add("fail" if example.fails else "pass")
+    return kinds
+
+
+EXAMPLE_KINDS = example_kinds()
+
+
 @pytest.mark.parametrize("code", CODES)
 def test_code_has_a_failing_and_a_passing_case(code):
-    missing = [kind for kind in KINDS if not MARKERS.get(code, {}).get(kind)]
+    """A test marked with the code and the kind, or a rule's own Example of that kind."""
+    missing = [kind for kind in KINDS
+               if not MARKERS.get(code, {}).get(kind) and kind not in EXAMPLE_KINDS.get(code, set())]
     assert not missing, (
         f"{code} has no test marked @pytest.mark.code({code!r}, {missing[0]!r})"
         + (f" nor @pytest.mark.code({code!r}, {missing[1]!r})" if len(missing) > 1 else "")
         + ": add a test on real files that shows the code "
         + " and ".join({"fail": "firing on bad data", "pass": "silent on good data"}[k] for k in missing)
-        + " (see tests/conftest.py)"
+        + " (see tests/conftest.py), and no rule of it has an Example of that kind"
     )
 
 
@@ -95,3 +112,13 @@ def test_c():
 '''
     found = sorted((code, kind) for code, kind, _ in markers_in_source(source))
     assert found == [("LG001", "fail"), ("LG201", "fail"), ("LG201", "pass"), ("LG205", "pass")]
+
+
+def test_a_rules_examples_count_as_its_cases():
+    """The meta-test used to ignore a rule's own examples: every code whose rules show both
+    kinds by example has them counted, whatever its markers."""
+    shown = {code for code, kinds in EXAMPLE_KINDS.items() if kinds >= set(KINDS)}
+    assert shown and "LG201" in shown
+    for code in shown:
+        assert not [kind for kind in KINDS
+                    if not MARKERS.get(code, {}).get(kind) and kind not in EXAMPLE_KINDS.get(code, set())]
