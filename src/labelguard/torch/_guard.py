@@ -52,13 +52,13 @@ from labelguard.torch._targets import (
     input_finding,
     input_name,
     named_finding,
-    rules_for,
     sample_error,
     select_input,
     select_target,
     target_arrays,
 )
 from labelguard.torch._collate import remember_sample
+from labelguard.torch._losses import rules_for
 from labelguard.torch._tokens import holds_tokens, token_findings, token_spec_of
 from labelguard.torch._errors import SampleError, raise_sample_error
 

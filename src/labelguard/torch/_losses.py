@@ -15,8 +15,11 @@ loss's ignore_index on the device and reports them one call later (or at ``.repo
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +32,9 @@ from labelguard.core.text import plural
 from labelguard.errors import SpecError, UnsupportedError, UsageError
 from labelguard.torch._batch import BatchSamples, batch_item
 from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
-from labelguard.torch._tensors import all_finite, finite_mask, tensor_stats
+from labelguard.torch._tensors import all_finite, finite_mask, invalid_targets, tensor_stats
+
+log = logging.getLogger("labelguard.torch")
 
 _CE_DEFAULT_IGNORE = -100
 ON_DEVICE = ("check", "mask")
@@ -190,19 +195,6 @@ def _index_call_findings(info, input, target, num_classes, ignore, where, check_
         return sorted(findings, key=lambda f: -f.severity)
     findings.extend(_target_value_findings(target, classes, ignore, where))
     return sorted(findings, key=lambda f: -f.severity)
-
-
-def invalid_targets(target: torch.Tensor, classes: int, ignore: int | None) -> torch.Tensor:
-    """A boolean tensor, True where ``target`` is no class index of ``[0, classes)`` and not
-    ``ignore``: elementwise operations on the target's device, no sync. Fractional and NaN
-    values of a float target are invalid."""
-    wide = target.long() if target.dtype == torch.bool else target
-    bad = (wide < 0) | (wide >= classes)
-    if wide.is_floating_point():
-        bad |= wide != wide.floor()  # NaN compares unequal to anything: caught too
-    if ignore is not None:
-        bad &= wide != ignore
-    return bad
 
 
 def _target_value_findings(target: torch.Tensor, classes: int, ignore: int | None,
@@ -531,3 +523,39 @@ def checked(
     """
     return CheckedLoss(loss_fn, num_classes=num_classes, ignore_index=ignore_index, enabled=enabled,
                        on_device=on_device, on_error=on_error)
+
+
+def rules_for(
+    spec: LabelSpec | Mapping[str, Any] | None,
+    num_classes: int | None,
+    ignore_index: int | Sequence[int] | None,
+    loss: Any = None,
+) -> TargetRules:
+    """Combine a spec, the keyword shortcuts and a declared loss into TargetRules."""
+    if isinstance(spec, Mapping):
+        spec = LabelSpec.from_mapping(spec, source="guard(spec=...)")
+    spec = spec or LabelSpec()
+    info = LossInfo.of(loss) if loss is not None else None
+    if ignore_index is None and info is not None and info.ignore_index is not None and spec.ignore == ():
+        ignore_index = info.ignore_index
+    override = LabelSpec(
+        num_classes=num_classes,
+        ignore=_ignore_tuple(ignore_index),
+        sources=("guard arguments",),
+    )
+    spec = spec.merged(override)
+    mode = info.mode if info is not None else LossMode.INDEX
+    if mode is not LossMode.BINARY and not spec.is_known:
+        log.warning(
+            "no num_classes or label spec given: only non-finite and non-integer targets "
+            "are checked; pass num_classes=... to check the values"
+        )
+    return TargetRules(spec=spec, mode=mode, loss_name=info.name if info else None)
+
+
+def _ignore_tuple(ignore_index: int | Sequence[int] | None) -> tuple[int, ...]:
+    if ignore_index is None:
+        return ()
+    if isinstance(ignore_index, (int, np.integer)):
+        return (int(ignore_index),)
+    return tuple(int(v) for v in ignore_index)

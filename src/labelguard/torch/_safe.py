@@ -37,8 +37,8 @@ from labelguard.errors import UsageError
 from labelguard.torch._batch import BatchSamples, batch_item
 from labelguard.torch._errors import SampleError
 from labelguard.torch._host import HostCopy
-from labelguard.torch._losses import invalid_targets
 from labelguard.torch._sources import source_lookup
+from labelguard.torch._tensors import invalid_targets
 
 log = logging.getLogger("labelguard.torch")
 

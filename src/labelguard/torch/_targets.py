@@ -407,47 +407,11 @@ class TargetRules:
         )]
 
 
-def rules_for(
-    spec: LabelSpec | Mapping[str, Any] | None,
-    num_classes: int | None,
-    ignore_index: int | Sequence[int] | None,
-    loss: Any = None,
-) -> TargetRules:
-    """Combine a spec, the keyword shortcuts and a declared loss into TargetRules."""
-    from labelguard.torch._losses import LossInfo
-
-    if isinstance(spec, Mapping):
-        spec = LabelSpec.from_mapping(spec, source="guard(spec=...)")
-    spec = spec or LabelSpec()
-    info = LossInfo.of(loss) if loss is not None else None
-    if ignore_index is None and info is not None and info.ignore_index is not None and spec.ignore == ():
-        ignore_index = info.ignore_index
-    override = LabelSpec(
-        num_classes=num_classes,
-        ignore=_ignore_tuple(ignore_index),
-        sources=("guard arguments",),
-    )
-    spec = spec.merged(override)
-    mode = info.mode if info is not None else LossMode.INDEX
-    if mode is not LossMode.BINARY and not spec.is_known:
-        log.warning(
-            "no num_classes or label spec given: only non-finite and non-integer targets "
-            "are checked; pass num_classes=... to check the values"
-        )
-    return TargetRules(spec=spec, mode=mode, loss_name=info.name if info else None)
-
-
 def _names_non_finite(finding: Finding) -> bool:
     data = finding.data
     return bool(data.get("non_finite") or data.get("non_finite_pixels"))
 
 
-def _ignore_tuple(ignore_index: int | Sequence[int] | None) -> tuple[int, ...]:
-    if ignore_index is None:
-        return ()
-    if isinstance(ignore_index, (int, np.integer)):
-        return (int(ignore_index),)
-    return tuple(int(v) for v in ignore_index)
 
 
 def _id_findings(

@@ -47,3 +47,16 @@ def tensor_stats(tensor: torch.Tensor) -> dict[str, Any]:
 def module_label(name: str, module: Any) -> str:
     """A module as messages name it: ``'encoder.conv1' (Conv2d)``, or the model itself."""
     return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
+
+
+def invalid_targets(target: torch.Tensor, classes: int, ignore: int | None) -> torch.Tensor:
+    """A boolean tensor, True where ``target`` is no class index of ``[0, classes)`` and not
+    ``ignore``: elementwise operations on the target's device, no sync. Fractional and NaN
+    values of a float target are invalid."""
+    wide = target.long() if target.dtype == torch.bool else target
+    bad = (wide < 0) | (wide >= classes)
+    if wide.is_floating_point():
+        bad |= wide != wide.floor()  # NaN compares unequal to anything: caught too
+    if ignore is not None:
+        bad &= wide != ignore
+    return bad
