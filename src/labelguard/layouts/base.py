@@ -17,7 +17,7 @@ from labelguard.config import CONFIG_NAME
 from labelguard.errors import UsageError
 from labelguard.readers.base import CLASS_NAME_FILES
 from labelguard.readers.colormap import COLOR_MAP_FILES
-from labelguard.readers.masks import JPEG_EXTENSIONS, is_mask_candidate, mask_extension
+from labelguard.readers.masks import JPEG_EXTENSIONS, PHOTO_EXTENSIONS, is_mask_candidate, mask_extension
 from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir, is_mask_dir
 from labelguard.layouts.folders import holds_yolo_rows
 from labelguard.layouts.lists import ListSelection, read_list
@@ -339,21 +339,36 @@ def _with_datasets_inside(found: list[Discovery], options: AuditOptions) -> list
             continue
         # The folders a streamed walk reads whole are not looked into: all in them is read.
         walked = tuple(os.path.join(os.path.abspath(folder), "") for folder in discovery.walked)
-        read = [os.path.abspath(path) for task in discovery.tasks for path in (task.path, task.image) if path] \
-            if isinstance(discovery.tasks, list) else []
-        for folder, layout in _sub_datasets(discovery.root, options, SUBDATASET_DEPTH, [0], walked):
+        holding = _folders_holding(discovery, walked)
+        confidence: dict[str, float] = {}
+        for folder, layout in _sub_datasets(discovery.root, options, SUBDATASET_DEPTH, [0], walked, confidence):
             if layout.name == discovery.layout and not layout.can(CATCH_ALL):
                 continue
             relative = storage.relpath(folder, discovery.root).replace(os.sep, "/") + "/"
             if any(fnmatch.fnmatchcase(relative, pattern) for pattern, _ in discovery.left_out):
                 continue  # what the layout leaves out on purpose (Mapillary's panoptic JSON)
-            inside = os.path.join(os.path.abspath(folder), "")
-            if inside.startswith(walked) or any(path.startswith(inside) for path in (*walked, *read)):
+            if os.path.abspath(folder) in holding:
                 continue  # it holds files the dataset reads
-            if layout.detect(folder, options).confidence >= SPECIFIC or (
-                    layout.can(CATCH_ALL) and _masks_pair_with_photos(folder)):
+            if confidence.get(folder, 0.0) >= SPECIFIC or (layout.can(CATCH_ALL) and _masks_pair_with_photos(folder)):
                 result.append(layout.discover(folder, options))
     return result
+
+
+def _folders_holding(discovery: Discovery, walked: tuple[str, ...]) -> set[str]:
+    """The folders (absolute) under ``discovery``'s root that hold a file it reads, at any
+    depth: the folders of its tasks' labels and images, and of the folders it walks whole,
+    with every folder between them and the root. A sub-folder is then looked up once, not
+    compared with every file read."""
+    root = os.path.abspath(discovery.root)
+    starts = {os.path.dirname(os.path.abspath(path)) for task in discovery.tasks
+              for path in (task.path, task.image) if path} if isinstance(discovery.tasks, list) else set()
+    starts.update(folder.rstrip(os.sep) for folder in walked)
+    holding: set[str] = set()
+    for folder in starts:
+        while folder not in holding and (folder == root or folder.startswith(root + os.sep)):
+            holding.add(folder)
+            folder = os.path.dirname(folder)
+    return holding
 
 
 def _masks_pair_with_photos(folder: str) -> bool:
@@ -439,9 +454,12 @@ def detect_layout(root: str, options: AuditOptions) -> Layout | None:
 
 
 def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int],
-                  skipped: tuple[str, ...] = ()) -> list[tuple[str, Layout]]:
+                  skipped: tuple[str, ...] = (), confidence: dict[str, float] | None = None
+                  ) -> list[tuple[str, Layout]]:
     """(folder, layout) of the datasets below ``folder``, ``depth`` levels at most; the
-    folders of ``skipped`` (absolute, each ending in a separator) are not looked into."""
+    folders of ``skipped`` (absolute, each ending in a separator) are not looked into. Into
+    ``confidence``, the confidence of the layout detected for each folder found (none for the
+    catch-all layout's)."""
     try:
         children = storage.folder_paths(folder, hidden=False)
     except OSError:
@@ -456,12 +474,14 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
         seen_here = candidates(child, options)
         layout = seen_here[0].layout if seen_here else None
         if layout is not None and seen_here[0].evidence.below is not None and depth > 1:
-            below = _sub_datasets(child, options, depth - 1, seen, skipped)
+            below = _sub_datasets(child, options, depth - 1, seen, skipped, confidence)
             if len({part.name for _, part in below}) > 1:
                 found.extend(below)  # a folder of exports beside each other
                 continue
         if layout is not None:
             found.append((child, layout))
+            if confidence is not None:
+                confidence[child] = seen_here[0].evidence.confidence
         elif _holds_masks(child):
             # Masks beside other datasets: the catch-all layout audits them as one dataset.
             found.append((child, LAYOUTS["masks"]))
@@ -469,10 +489,10 @@ def _sub_datasets(folder: str, options: AuditOptions, depth: int, seen: list[int
             # A class file above masks: the datasets below it are what it holds when a layout
             # takes them (labelme's labels.txt above the VOC folder labelme2voc wrote), as
             # when each is audited alone; else its masks are one dataset.
-            below = _sub_datasets(child, options, depth - 1, seen, skipped) if depth > 1 else []
+            below = _sub_datasets(child, options, depth - 1, seen, skipped, confidence) if depth > 1 else []
             found.extend(below if any(part.name != "masks" for _, part in below) else [(child, LAYOUTS["masks"])])
         elif depth > 1:
-            below = _sub_datasets(child, options, depth - 1, seen, skipped)
+            below = _sub_datasets(child, options, depth - 1, seen, skipped, confidence)
             if len(below) > 1 and all(part.name == "masks" and not _declares_metadata(folder)
                                       for folder, part in below):
                 # Folders of masks side by side are one dataset, as at the top (LEVIR-CD's
@@ -564,10 +584,6 @@ def _discover_list(path: str, options: AuditOptions) -> Discovery:
                                "list, or the dataset's folder")
         return discovery
     return LAYOUTS["masks"].discover(root, listed)
-
-
-# Photo extensions: a list naming only these names no label (JPEG would smear a label's values).
-PHOTO_EXTENSIONS = (".jpg", ".jpeg", ".webp", ".bmp")
 
 
 def _names_only_photos(path: str) -> int:

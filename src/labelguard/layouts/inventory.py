@@ -33,9 +33,8 @@ from labelguard.layouts.conventions import IMAGE_DIRS, LABEL_TOKENS, is_mask_dir
 from labelguard.core.paths import display_path
 from labelguard.layouts.folders import holds_yolo_rows
 from labelguard.readers.base import ReadError, read_head
-from labelguard.readers.class_tables import is_class_table_text
-from labelguard.readers.masks import MASK_EXTENSIONS, mask_extension
-from labelguard.readers.tabular import sniff_layout, table_text
+from labelguard.readers.masks import MASK_EXTENSIONS, PHOTO_EXTENSIONS, mask_extension
+from labelguard.readers.tabular import head_layout
 
 # Files examined by their first bytes per PATH; the rest are counted, not examined.
 EXAMINED = 2000
@@ -44,7 +43,6 @@ SHOWN = 5
 # Files of one folder looked up at a time.
 CHUNK = 4096
 
-PHOTO_EXTENSIONS = (".jpg", ".jpeg", ".webp", ".bmp", ".gif")
 ANNOTATION_EXTENSIONS = (".xml", ".json", ".txt", ".csv", ".tsv")
 TOKEN_EXTENSIONS = (".arrow", ".parquet", ".jsonl")
 _IMAGE_DIRS = frozenset(name.lower() for name in IMAGE_DIRS)
@@ -366,12 +364,9 @@ def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
             return "OpenMMLab JSON annotation file"  # mmpretrain/mmengine's data_list of img_path, gt_label
         return None
     if lower.endswith((".csv", ".tsv")):
-        # A table of paths and labels (Kaggle's train.csv); a class table declares, holds no samples.
-        text = table_text(head if len(head) < 4096 else head.rsplit(b"\n", 1)[0])
-        if b"\x00" in head or is_class_table_text(text):
-            return None
+        # A table of paths and labels (Kaggle's train.csv), read as the table layout reads one.
         try:
-            layout = sniff_layout(path, text)
+            layout = head_layout(path, head, len(head) < 4096)
         except ReadError:
             return None
         # Only a table that names files: a table of numbers may be anything (metrics, statistics).

@@ -35,7 +35,7 @@ from labelguard.readers.class_tables import is_class_table_text
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.openmmlab import is_data_list_head, read_data_list
 from labelguard.readers.tabular import (
-    TABLE_EXTENSIONS, TableRows, UnknownColumn, is_int, label_names_file, read_names, read_table, sniff_layout,
+    TABLE_EXTENSIONS, TableRows, UnknownColumn, head_layout, is_int, label_names_file, read_names, read_table,
     table_text,
 )
 from labelguard.rules._annotations import process_annotation
@@ -178,29 +178,23 @@ def _sniff_table(path: str, options: AuditOptions):
     """The table layout of a file (True for an OpenMMLab annotation file), or None; OSError
     or ReadError when it cannot be read."""
     head = read_head(path, TABLE_HEAD)  # one ranged request for an object of object storage
-    if b"\x00" in head:
-        return None
     if path.lower().endswith(".json"):
         # Its fields are img_path and gt_label: a column named by flag is a CSV's, never its.
         columns = options.path_column or options.label_column
-        return True if not columns and is_data_list_head(head[:4096]) else None
-    # Its text as read_text gives it: a file longer than the head by the whole lines in it.
-    text = table_text(head if len(head) < TABLE_HEAD else head.rsplit(b"\n", 1)[0])
-    if _declares_classes(path, text):
-        return None
-    return sniff_layout(path, text, options.path_column, options.label_column)
-
-
-def _declares_classes(path: str, text: str) -> bool:
-    """True for a class table, ``text`` its head: label values and their class names
-    (Roboflow's ``_classes.csv``, "Pixel Value, Class"), which declares a dataset's classes
-    and holds no samples."""
-    return os.path.basename(path).lower() in CLASS_TABLE_FILES or is_class_table_text(text)
+        return True if not columns and b"\x00" not in head and is_data_list_head(head[:4096]) else None
+    if os.path.basename(path).lower() in CLASS_TABLE_FILES:
+        return None  # Roboflow's _classes.csv ("Pixel Value, Class"): it declares classes
+    return head_layout(path, head, len(head) < TABLE_HEAD, options.path_column, options.label_column)
 
 
 def _is_class_table(path: str) -> bool:
+    """True for a class table (label values and their class names: Roboflow's
+    ``_classes.csv``, "Pixel Value, Class"), which declares a dataset's classes and holds no
+    samples."""
+    if os.path.basename(path).lower() in CLASS_TABLE_FILES:
+        return True
     try:
-        return _declares_classes(path, table_text(read_head(path, 4096)))
+        return is_class_table_text(table_text(read_head(path, 4096)))
     except (OSError, ReadError):
         return False
 

@@ -42,6 +42,9 @@ IMAGE_FORMATS = ("png", "jpeg", "tiff", "bmp", "gif", "riff")
 FIRST_READ = 1 << 16
 # Lossy photo formats: a file of these is a photo, never a mask, unless the user says otherwise.
 JPEG_EXTENSIONS = (".jpg", ".jpeg")
+# Photo formats: a file list naming only these names no label; a file of these that no
+# dataset read is a picture, never a label left unaudited (GIF: web pictures and animations).
+PHOTO_EXTENSIONS = (*JPEG_EXTENSIONS, ".webp", ".bmp", ".gif")
 MASK_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".npy", ".npz",
                    ".h5", ".hdf5", ".nii", ".nii.gz", ".gif", ".webp")
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from labelguard.core import storage
 from labelguard.core.text import LISTED, clipped, plural, shorten
+from labelguard.readers.class_tables import is_class_table_text
 from labelguard.readers.base import (
     IMAGE_EXTENSIONS, LABEL_MAP_FILE, PLAIN_NAME_FILES, SYNSETS_FILE, ProblemLog, ReadError, decode_text,
     read_text_bytes,
@@ -253,6 +254,20 @@ def sniff_layout(path: str, text: str, path_column: str | None = None,
     if all(looks_like_path(r[0]) for r in rows) and not any(looks_like_path(c) for r in rows for c in r[1:]):
         return TableLayout(separator, None, 0, 1, [], width)  # path,label,box...
     return None
+
+
+def head_layout(path: str, head: bytes, complete: bool, path_column: str | None = None,
+                label_column: str | None = None) -> TableLayout | None:
+    """The layout of a table of samples from ``head``, the first bytes of ``path`` (the whole
+    file when ``complete``); None for binary data, a class table (label values and their
+    class names, which declares classes and holds no samples) or no table at all."""
+    if b"\x00" in head:
+        return None
+    # Its text as read_text gives it: a file longer than the head by the whole lines in it.
+    text = table_text(head if complete else head.rsplit(b"\n", 1)[0])
+    if is_class_table_text(text):
+        return None
+    return sniff_layout(path, text, path_column, label_column)
 
 
 def read_table(path: str, path_column: str | None = None, label_column: str | None = None) -> TableRows:
