@@ -87,7 +87,8 @@ def _own_result_cache(tmp_path_factory, monkeypatch):
 
 def pytest_unconfigure(config):
     shutil.rmtree(config.hypothesis_home, ignore_errors=True)
-    shutil.rmtree(config.session_cache, ignore_errors=True)
+    if getattr(config, "session_cache", None):  # absent when configure failed before making it
+        shutil.rmtree(config.session_cache, ignore_errors=True)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -17,7 +17,7 @@ from audit_helpers import codes, found, run
 from builders import write_png
 from detection_builders import write_darknet, write_image, write_labelme2voc, write_voc, write_yolo, yolo_rows
 from labelguard.layouts import AuditOptions
-from labelguard.core.paths import display_path, display_paths
+from labelguard.core.paths import DisplayNames, display_path
 from labelguard.layouts.lists import ENTRY_FINDINGS, ListRule, resolve_entry
 from labelguard.layouts.pairing import pair_derived, strip_extension
 from labelguard.layouts.yolo import label_files
@@ -330,5 +330,6 @@ def test_strip_extension_cuts_as_splitext_does(stem, extension):
 @given(st.lists(st.sampled_from(["a.png", "b/c.jpg", "../d.png", "/abs/e.png", "f/../g.png", "./h.png", "i//j.png",
                                   os.path.join(os.getcwd(), "k.png"), os.path.join(os.getcwd(), "l", "m.png"), "/n.png"]),
                 max_size=6))
-def test_display_paths_shows_each_path_as_display_path_does(paths):
-    assert display_paths(paths) == [display_path(p) for p in paths]
+def test_display_names_show_each_path_as_display_path_does(paths):
+    shown = DisplayNames()
+    assert [shown(p) for p in paths] == [display_path(p) for p in paths]

@@ -23,8 +23,10 @@ PACKAGE = Path(labelguard.layouts.__file__).parent
 REGISTRY = """
 import json, sys
 import labelguard.layouts
-print(json.dumps({"layouts": {name: layout.discover.__module__ for name, layout in labelguard.layouts.LAYOUTS.items()},
-                  "file": labelguard.layouts.__file__, "modules": sorted(sys.modules)}))
+LAYOUTS = labelguard.layouts.LAYOUTS
+print(json.dumps({"layouts": {name: layout.discover.__module__ for name, layout in LAYOUTS.items()},
+                  "file": labelguard.layouts.__file__, "modules": sorted(sys.modules),
+                  "example": LAYOUTS["example"].detect(".", None).confidence if "example" in LAYOUTS else None}))
 """
 
 
@@ -60,10 +62,10 @@ def test_a_layout_module_dropped_into_the_package_is_registered_and_private_modu
     copy = tmp_path / "labelguard"
     shutil.copytree(Path(labelguard.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "layouts" / "example.py").write_text(
-        "from labelguard.layouts.base import Discovery, evidence, register_layout\n\n\n"
+        "from labelguard.layouts.base import NAMES, Discovery, Seen, evidence, register_layout\n\n\n"
         "def discover_example(root, options):\n"
         "    return Discovery('example', root)\n\n\n"
-        "discover_example.detect = lambda root, options: evidence(0.01, 'an example')\n"
+        "discover_example.detect = lambda root, options: evidence(0.01, Seen('an example', NAMES))\n"
         "register_layout('example', 'an example layout', 0.01)(discover_example)\n", encoding="utf-8")
     # Private modules serve the layouts that import them; the package never imports one itself.
     (copy / "layouts" / "_example_helpers.py").write_text("raise ImportError('imported by the package')\n",
@@ -73,6 +75,7 @@ def test_a_layout_module_dropped_into_the_package_is_registered_and_private_modu
     assert found["layouts"]["example"] == "labelguard.layouts.example"
     assert set(found["layouts"]) == set(labelguard.layouts.LAYOUTS) | {"example"}
     assert "labelguard.layouts._example_helpers" not in found["modules"]
+    assert 0 < found["example"] <= 0.01  # its detect gives evidence as CONTRIBUTING says to write it
 
 
 def test_importing_every_layout_loads_no_image_plugin_and_no_optional_reader():

@@ -69,11 +69,15 @@ def example_kinds() -> dict[str, set[str]]:
 EXAMPLE_KINDS = example_kinds()
 
 
+def missing_kinds(code: str, markers: dict, examples: dict[str, set[str]]) -> list[str]:
+    """The kinds ("fail", "pass") of which ``code`` has neither a marked test nor an Example."""
+    return [kind for kind in KINDS if not markers.get(code, {}).get(kind) and kind not in examples.get(code, set())]
+
+
 @pytest.mark.parametrize("code", CODES)
 def test_code_has_a_failing_and_a_passing_case(code):
     """A test marked with the code and the kind, or a rule's own Example of that kind."""
-    missing = [kind for kind in KINDS
-               if not MARKERS.get(code, {}).get(kind) and kind not in EXAMPLE_KINDS.get(code, set())]
+    missing = missing_kinds(code, MARKERS, EXAMPLE_KINDS)
     assert not missing, (
         f"{code} has no test marked @pytest.mark.code({code!r}, {missing[0]!r})"
         + (f" nor @pytest.mark.code({code!r}, {missing[1]!r})" if len(missing) > 1 else "")
@@ -115,10 +119,11 @@ def test_c():
 
 
 def test_a_rules_examples_count_as_its_cases():
-    """The meta-test used to ignore a rule's own examples: every code whose rules show both
-    kinds by example has them counted, whatever its markers."""
-    shown = {code for code, kinds in EXAMPLE_KINDS.items() if kinds >= set(KINDS)}
-    assert shown and "LG201" in shown
-    for code in shown:
-        assert not [kind for kind in KINDS
-                    if not MARKERS.get(code, {}).get(kind) and kind not in EXAMPLE_KINDS.get(code, set())]
+    """The meta-test used to ignore a rule's own examples: with no marked test at all, a code
+    whose rules show both kinds by example misses nothing, one whose examples show only the
+    failing kind misses "pass", and one with neither misses both."""
+    both = next(code for code, kinds in EXAMPLE_KINDS.items() if kinds >= set(KINDS))
+    assert missing_kinds(both, {}, EXAMPLE_KINDS) == []
+    assert missing_kinds(both, {}, {both: {"fail"}}) == ["pass"]
+    assert missing_kinds(both, {}, {}) == ["fail", "pass"]
+    assert missing_kinds(both, {both: {"pass": ["a test"]}}, {both: {"fail"}}) == []

@@ -369,6 +369,23 @@ def test_detect_takes_the_layout_hint_of_a_found_config_as_the_audit_does(tmp_pa
     assert ignored.configs == [] and [d.layout for d in ignored.datasets] == ["paired"]
 
 
+def test_detect_on_the_command_line_takes_the_users_config_and_no_config_ignores_the_datas(tmp_path):
+    data = tmp_path / "ds"
+    masks = [organic_mask((16, 16), classes=(0, 1), seed=index) for index in range(2)]
+    paired_dataset(data, ["0", "1"], masks)
+    (data / "train.csv").write_text("image,label\nimages/0.png,cat\nimages/1.png,dog\n", encoding="utf-8")
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[audit]\nformat = "csv"\n', encoding="utf-8")
+    given = CliRunner().invoke(main, ["detect", str(data), "--config", str(mine), "-f", "json"])
+    assert given.exit_code == 0, given.output
+    [entry] = json.loads(given.output)
+    assert [d["layout"] for d in entry["datasets"]] == ["csv"] and str(mine) in entry["configs"][0]
+    (data / "labelguard.toml").write_text('[audit]\nformat = "csv"\n', encoding="utf-8")
+    ignored = CliRunner().invoke(main, ["detect", str(data), "--no-config", "-f", "json"])
+    [entry] = json.loads(ignored.output)
+    assert [d["layout"] for d in entry["datasets"]] == ["paired"] and entry["configs"] == []
+
+
 def test_a_layout_hint_of_the_data_never_makes_the_audit_skip_the_labels(tmp_path):
     data = tmp_path / "ds"
     masks = [organic_mask((16, 16), classes=(0, 1), seed=index) for index in range(4)]

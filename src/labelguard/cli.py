@@ -376,7 +376,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         from labelguard._audit import audit as run_audit
         from labelguard.config import known_code
         from labelguard.core.findings import Severity
-        from labelguard.output import get_formatter, write_report
+        from labelguard.output import get_formatter
 
         get_formatter(output_format).check_available()
     finally:
@@ -459,12 +459,9 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         if "thumbnails" not in get_formatter(output_format).options:
             report.notes.append(f"--html-thumbnails {html_thumbnails} was not used: it sets the pictures of "
                                 "--output-format html")
+    report.write(output_format, output_file or sys.stdout, **format_options)
     if output_file:
-        with open(output_file, "w", encoding="utf-8") as handle:
-            write_report(report, output_format, handle, **format_options)
         click.echo(f"report written to {output_file}", err=True)
-    else:
-        write_report(report, output_format, sys.stdout, **format_options)
     if report.audited_nothing:
         click.echo(_printable(f"labelguard: error: {report.audited_nothing}"), err=True)
     sys.exit(report.exit_code(fail_on))

@@ -171,15 +171,17 @@ class DaskEngine:
                     if running:
                         return
                     batch_id, batch = again.popleft()
+                    alone = True
                 else:
                     pair = next(fresh, None)
                     if pair is None:
                         return
                     batch_id, batch = pair
+                    alone = False
                 future = self.client.submit(run_batch_on_worker, job, batch_id, batch, key=prefix + batch_id)
                 running[future.key] = (future, batch_id, batch)
                 completed.add(future)
-                if len(batch) == 1 and "." in batch_id:
+                if alone:
                     return  # one file alone at a time
 
         try:

@@ -6,8 +6,8 @@ what the file system really reaches once every symbolic link is resolved: what a
 write of the path touches. A path a dataset's metadata names (a data.yaml's splits, the
 names file of an obj.data) must pass both before it is read; a file ``fix`` writes must
 pass the second. URLs of object storage have no links: both tests are the same for them.
-:func:`display_path` is a path as a report shows it (:func:`display_paths` and
-:class:`DisplayNames` for many, each folder worked out once).
+:func:`display_path` is a path as a report shows it (:class:`DisplayNames` for many, each
+folder worked out once).
 
 The *granted roots* of an operation (:class:`Roots`) are what the user named: an audit's
 PATHs (and the dataset a named file belongs to), ``--images``, ``--masks``, ``--list``,
@@ -33,7 +33,7 @@ import contextvars
 import errno
 import os
 import stat
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator
 
 from labelguard.core import urls
 from labelguard.core.text import clipped, shorten
@@ -73,12 +73,6 @@ def display_path(path: str) -> str:
         # abspath calls: a 20,000-file folder spends a tenth of its discovery here.
         return absolute[len(cwd.rstrip(os.sep)) + 1:]
     return absolute
-
-
-def display_paths(paths: Sequence[str]) -> list[str]:
-    """:func:`display_path` of each of ``paths``, the folder of each worked out once."""
-    shown = DisplayNames()
-    return [shown(path) for path in paths]
 
 
 class DisplayNames:

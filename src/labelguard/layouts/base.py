@@ -440,7 +440,8 @@ def near_ties(found: list[Candidate]) -> list[str]:
     if not found or not found[0].evidence:
         return []
     best = found[0]
-    near = [c for c in found[1:] if c.evidence and best.evidence.confidence - c.evidence.confidence <= NEAR]
+    # (a gap of NEAR computed in floating point may exceed it by a rounding error: still near)
+    near = [c for c in found[1:] if c.evidence and best.evidence.confidence - c.evidence.confidence <= NEAR + 1e-9]
     return [f"{best.layout.name} ({best.evidence.confidence:.2f}: {'; '.join(best.evidence.reasons)}) was taken "
             f"over {c.layout.name} ({c.evidence.confidence:.2f}: {'; '.join(c.evidence.reasons)}), whose "
             f"evidence comes within {NEAR}; --format {c.layout.name} reads the folder as that instead"

@@ -34,6 +34,7 @@ from labelguard.core.paths import display_path
 from labelguard.layouts.folders import holds_yolo_rows
 from labelguard.readers.base import ReadError, read_head
 from labelguard.readers.masks import MASK_EXTENSIONS, PHOTO_EXTENSIONS, mask_extension
+from labelguard.readers.openmmlab import is_data_list_head
 from labelguard.readers.tabular import head_layout
 
 # Files examined by their first bytes per PATH; the rest are counted, not examined.
@@ -360,7 +361,7 @@ def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
             return "COCO JSON file"
         if re.search(rb'"shapes"\s*:', head) and re.search(rb'"imagePath"\s*:', head):
             return "labelme JSON file"
-        if re.search(rb'"data_list"\s*:', head) and re.search(rb'"(img_path|gt_label)"\s*:', head):
+        if is_data_list_head(head):
             return "OpenMMLab JSON annotation file"  # mmpretrain/mmengine's data_list of img_path, gt_label
         return None
     if lower.endswith((".csv", ".tsv")):

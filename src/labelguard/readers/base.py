@@ -371,7 +371,7 @@ def read_class_names(path: str) -> list[str]:
     """Class names from labels.txt / classes.txt / class_names.txt / obj.names (one per line, blank lines
     skipped) or a Datumaro/CVAT ``labelmap.txt`` (``name:r,g,b:parts:actions``, ``#``
     comments); ReadError when unreadable."""
-    labelmap = os.path.basename(path).lower() == "labelmap.txt"
+    labelmap = os.path.basename(path).lower() == LABEL_MAP_FILE
     names = []
     for line in read_text(path).splitlines():
         text = line.strip()

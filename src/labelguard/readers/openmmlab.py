@@ -40,8 +40,6 @@ class DataList(ProblemLog):
         labels: per sample, the class ids (one for a single-label sample, any number for a
             multi-label one); None for a multi-task sample, whose ids are of its tasks.
         kind: "single-label", "multi-label" or "multi-task" (the file's first sample's).
-        classes: the class names ``metainfo`` declares (``classes``, or ``categories``
-            by id), or None.
         problems: (the sample's number, data_list index + 1; what is wrong), the first
             ``PROBLEMS_KEPT``.
         problem_count: how many samples could not be read.
@@ -51,7 +49,6 @@ class DataList(ProblemLog):
     samples: list[int] = field(default_factory=list)
     labels: list[tuple[int, ...] | None] = field(default_factory=list)
     kind: str = "single-label"
-    classes: tuple[str, ...] | None = None
     problems: list[tuple[int, str]] = field(default_factory=list)
     problem_count: int = 0
 
@@ -61,7 +58,7 @@ def read_data_list(path: str) -> DataList:
     value = parse_json(read_text(path), "OpenMMLab annotation file")
     if not isinstance(value, dict) or not isinstance(value.get("data_list"), list):
         raise ReadError("no 'data_list' array: not an OpenMMLab annotation file")
-    found = DataList(classes=_classes(value.get("metainfo")))
+    found = DataList()
     kinds = set()
     for index, sample in enumerate(value["data_list"]):
         if not isinstance(sample, dict):
@@ -84,28 +81,9 @@ def read_data_list(path: str) -> DataList:
                                      "no class id (an integer) or list of them")
             continue
         kinds.add(kind)
-        found.paths.append(image.strip())
+        found.paths.append(image)  # as mmengine joins it: " a.jpg" names no a.jpg
         found.samples.append(index)
         found.labels.append(tuple(ids) if ids is not None else None)
     found.kind = "multi-task" if "multi-task" in kinds else "multi-label" if "multi-label" in kinds \
         else "single-label"
     return found
-
-
-def _classes(metainfo) -> tuple[str, ...] | None:
-    """The class names of ``metainfo``: ``classes``, or the ``category_name`` of each of
-    ``categories`` in the order of their ids (mmpretrain writes both)."""
-    if not isinstance(metainfo, dict):
-        return None
-    classes = metainfo.get("classes")
-    if isinstance(classes, list) and all(isinstance(name, str) for name in classes):
-        return tuple(classes)
-    categories = metainfo.get("categories")
-    if isinstance(categories, list) and categories and all(
-            isinstance(c, dict) and isinstance(c.get("id"), int) and isinstance(c.get("category_name"), str)
-            for c in categories):
-        by_id = {c["id"]: c["category_name"] for c in categories}
-        if sorted(by_id) == list(range(len(by_id))):
-            return tuple(by_id[i] for i in range(len(by_id)))
-    return None
-

@@ -384,7 +384,7 @@ def read_names(path: str) -> list[str]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        if os.path.basename(path) == "labelmap.txt":
+        if os.path.basename(path).lower() == LABEL_MAP_FILE:
             line = line.split(":")[0].strip()
         elif _SYNSET.match(line):
             line = line.split()[0]
