@@ -31,6 +31,11 @@ def holds_yolo_rows(path: str) -> bool:
         head = read_head(path, 4096)
     except ReadError:
         return False
+    return yolo_rows_in(head, path)
+
+
+def yolo_rows_in(head: bytes, path: str) -> bool:
+    """:func:`holds_yolo_rows` of ``head``, the first 4 KiB of ``path``, already read."""
     lines = [line.split() for line in head.decode("utf-8", errors="replace").splitlines()[:5] if line.strip()]
     if not lines:
         return os.path.basename(os.path.dirname(storage.abspath(path))).lower() == "labels"

@@ -31,7 +31,7 @@ from labelguard.core.text import plural, shorten
 from labelguard.layouts.base import LAYOUTS, MASKS, Discovery
 from labelguard.layouts.conventions import IMAGE_DIRS, LABEL_TOKENS, is_mask_dir
 from labelguard.core.paths import display_path
-from labelguard.layouts.folders import holds_yolo_rows
+from labelguard.layouts.folders import yolo_rows_in
 from labelguard.readers.base import ReadError, read_head
 from labelguard.readers.masks import MASK_EXTENSIONS, PHOTO_EXTENSIONS, mask_extension
 from labelguard.readers.openmmlab import is_data_list_head
@@ -372,7 +372,7 @@ def _annotation_kind(path: str, lower: str, examined: "_Budget") -> str | None:
             return None
         # Only a table that names files: a table of numbers may be anything (metrics, statistics).
         return "table of paths and labels" if layout is not None and layout.path_column is not None else None
-    return "YOLO label file" if holds_yolo_rows(path) and head.strip() else None
+    return "YOLO label file" if head.strip() and yolo_rows_in(head, path) else None
 
 
 def _head(path: str, examined: "_Budget") -> bytes | None:
