@@ -136,7 +136,7 @@ def _checkout_junk() -> set[str] | None:
 
 def pytest_runtest_setup(item):
     from labelguard.core.registry import REGISTRY
-    import labelguard.checks  # noqa: F401  (registers every code)
+    import labelguard.rules  # noqa: F401  (registers every code)
 
     for mark in item.iter_markers("code"):
         if len(mark.args) != 2 or mark.kwargs:

@@ -7,7 +7,7 @@ from pathlib import Path
 from labelguard._catalog import CATALOG, catalog_text, shipped_catalog
 from labelguard.core.registry import REGISTRY, rules_markdown
 from labelguard.layouts import LAYOUTS
-import labelguard.checks  # noqa: F401
+import labelguard.rules  # noqa: F401
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
 

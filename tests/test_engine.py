@@ -135,7 +135,10 @@ def test_adding_files_one_by_one_equals_merging_their_summaries(files):
 def test_the_dataset_checks_do_not_depend_on_the_order_summaries_are_merged_in(objects, pixels, rng):
     """A pool or a cluster merges batches as they finish: equal counts (ties) must not let that
     order show in a finding (LG105's spellings, LG401's listing)."""
-    from labelguard.checks.dataset import DATASET_CHECKS
+    import labelguard.rules  # noqa: F401  (registers every rule)
+    from labelguard.core.rules import rules_for
+
+    DATASET_CHECKS = rules_for("dataset")
 
     parts = []
     for name, count in objects:

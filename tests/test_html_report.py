@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from builders import organic_mask, rgb_image, write_npy, write_png
+from builders import rgb_image, write_npy, write_png
 from detection_builders import voc_xml, write_image
 from labelguard._audit import audit
 from labelguard.cli import main

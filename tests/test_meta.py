@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import labelguard.checks  # noqa: F401  (registers every code)
+import labelguard.rules  # noqa: F401  (registers every code)
 from code_markers import KINDS, find_test_files, markers_in_source, scan
 from labelguard.core.registry import REGISTRY
 

@@ -11,8 +11,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from labelguard import layouts
 from labelguard.core import storage
-from labelguard.checks.dataset import DATASET_CHECKS, suggested_remap
-from labelguard.checks.files import LINK_HINT
+from labelguard.core.rules import rules_for
+from labelguard.rules._dataset import suggested_remap
+from labelguard.rules._unread import LINK_HINT
 from labelguard.config import NOT_DETECTED, Config, ConfigFinder, Refusal
 from labelguard.core.cache import DEFAULT_MAX_BYTES, CacheSettings, default_cache_dir, open_cache
 from labelguard.core.engine import LocalEngine, default_workers
@@ -504,7 +505,7 @@ def dataset_findings(summary: Summary, spec: LabelSpec, errors: list[str]) -> li
     """The dataset rules' findings on one dataset's merged ``summary``; a rule that crashes is
     an entry of ``errors``, and the others still run."""
     findings: list[Finding] = []
-    for check in DATASET_CHECKS:
+    for check in rules_for("dataset"):
         try:
             findings.extend(check(summary, spec))
         except Exception as exc:  # one crashing check must not lose the others

@@ -49,7 +49,7 @@ class Catalog:
 def catalog_text() -> str:
     """The catalog of the live registries as the JSON text :data:`CATALOG` holds (imports
     every rule and layout)."""
-    import labelguard.checks  # noqa: F401  (registers every code)
+    import labelguard.rules  # noqa: F401  (registers every code)
     from labelguard.core.registry import REGISTRY
     from labelguard.layouts import LAYOUTS
 

@@ -414,7 +414,7 @@ def _audit_value(key: str, value: Any, path: str) -> Any:
 def known_code(code: str, where: str) -> str:
     """``code`` as registered (upper case); SpecError naming it, ``where`` it was written and
     the codes of its family (or the families, when it is in none) otherwise."""
-    import labelguard.checks  # noqa: F401  (registers every code)
+    import labelguard.rules  # noqa: F401  (registers every code)
 
     normal = code.strip().upper()
     if normal in REGISTRY:

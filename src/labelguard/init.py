@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from labelguard._audit import audit
-from labelguard.checks.files import refuse_unread_for_extras
+from labelguard.rules._unread import refuse_unread_for_extras
 from labelguard.config import format_config
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import UsageError

@@ -9,7 +9,7 @@ import traceback
 import pytest
 from explain_fixtures import read_log
 
-import labelguard.checks  # noqa: F401  (registers every code)
+import labelguard.rules  # noqa: F401  (registers every code)
 from labelguard.core.registry import REGISTRY
 from labelguard.explain import explain
 from labelguard.explain._extract import decode, extract, normalise

@@ -12,7 +12,7 @@ from PIL import Image
 from builders import jpeg_roundtrip, organic_mask, truncate, voc_palette, write_npz, write_png
 from fix_data import digests
 from labelguard import LabelSpec
-from labelguard.checks.masks import COLOR_MASK
+from labelguard.rules.lg203 import COLOR_MASK
 from labelguard.cli import main
 from labelguard.core.tasks import FileResult
 from labelguard.fix import colors, remap, undo

@@ -23,7 +23,7 @@ def run(code):
 
 
 def test_import_labelguard_does_not_import_torch():
-    result = run("import sys, labelguard, labelguard.checks, labelguard.explain, labelguard.fix\n"
+    result = run("import sys, labelguard, labelguard.rules, labelguard.explain, labelguard.fix\n"
                  "print('torch' in sys.modules)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"

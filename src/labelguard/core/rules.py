@@ -16,6 +16,16 @@ severity, documentation), the scope it reads and its examples:
 * ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of one dataset (an
   audit of several runs these rules once per dataset, on that dataset's files only).
 
+The same rules judge what the PyTorch guard sees at run time: a target tensor becomes the
+record its scope reads (a mask tensor a ``mask`` sample whose container is ``"array"``), and
+``guard()`` runs the rules of that scope through :func:`run_rules` with ``at_run_time=True``.
+A rule about how a *file* stores its labels (a JPEG container, a declared storage dtype, a
+mask without its image file) says ``files_only=True`` and is left out there; every other
+rule runs in both, so a rule is written once for the audit and the guard. A rule that can
+report only values the spec does not allow (or that are not whole numbers) says
+``only_bad_values=True``: the guard then skips it on a tensor its pre-screen proves clean
+(:func:`screened`).
+
 Every rule is ``rule(subject, spec) -> iterable of findings``. :func:`run_rules` calls each
 rule of a scope on its own: a rule that raises becomes an internal-error note naming the
 rule and the file, and the next rule still runs. A rule of a check only some formats can
@@ -67,6 +77,8 @@ class Rule:
     apply: Callable[[Any, Any], Iterable[Finding]]
     examples: tuple[Example, ...] = ()
     reads: str | None = None  # the subject's field it needs; None: it runs on every subject
+    files_only: bool = False  # about how a file stores its labels: not run on tensors at run time
+    only_bad_values: bool = False  # reports only values the spec does not allow or that are not whole
 
     @property
     def code(self) -> str:
@@ -86,14 +98,18 @@ RULES: dict[str, list[Rule]] = {scope: [] for scope in SCOPES}
 _GROUPS: dict[str, list[tuple[str | None, list[Rule]]]] = {}
 
 
-def rule(check: Check, scope: str, examples: Iterable[Example] = (), reads: str | None = None) -> Callable:
+def rule(check: Check, scope: str, examples: Iterable[Example] = (), reads: str | None = None,
+         files_only: bool = False, only_bad_values: bool = False) -> Callable:
     """Register the decorated function as a rule reporting ``check`` on ``scope``; with
-    ``reads``, only for subjects whose field of that name is not None."""
+    ``reads``, only for subjects whose field of that name is not None; with ``files_only``,
+    in the audit of files only (not on the tensors the guard checks); with ``only_bad_values``,
+    the rule reports nothing unless a value is one the spec does not allow or is not a whole
+    number, so the guard's pre-screen (every value whole and legal) may pass it by."""
     if scope not in RULES:
         raise ValueError(f"unknown rule scope {scope!r}; known: {', '.join(SCOPES)}")  # not a user mistake
 
     def register(func: Callable[[Any, Any], Iterable[Finding]]) -> Callable:
-        RULES[scope].append(Rule(check, scope, func, tuple(examples), reads))
+        RULES[scope].append(Rule(check, scope, func, tuple(examples), reads, files_only, only_bad_values))
         _group(scope)
         return func
 
@@ -103,6 +119,13 @@ def rule(check: Check, scope: str, examples: Iterable[Example] = (), reads: str 
 def rules_for(scope: str) -> list[Rule]:
     """The registered rules of ``scope``, in registration order (the live list)."""
     return RULES[scope]
+
+
+def screened(scope: str) -> bool:
+    """True when every rule of ``scope`` that runs at run time reports only values the spec does
+    not allow or that are not whole numbers: a tensor whose values a pre-screen proves whole and
+    legal needs no rule of that scope. A rule added without ``only_bad_values`` turns it off."""
+    return all(r.files_only or r.only_bad_values for r in RULES[scope])
 
 
 def all_rules() -> list[Rule]:
@@ -124,15 +147,18 @@ def _group(scope: str) -> None:
 
 
 def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Finding],
-              errors: list[str]) -> None:
+              errors: list[str], at_run_time: bool = False) -> None:
     """Run every rule of ``scope`` that applies to ``subject``, appending to ``findings``: the
     rules that read no particular field, then, field by field, those reading a field the
     subject fills (one look per field; the audit sorts the findings). A rule that raises adds
-    an internal-error note to ``errors`` naming the rule and ``where``, and the others run."""
+    an internal-error note to ``errors`` naming the rule and ``where``, and the others run.
+    ``at_run_time``: the subject is a tensor of the guard; rules of files only are left out."""
     for needed, rules in _GROUPS.get(scope, ()):
         if needed is not None and getattr(subject, needed) is None:
             continue
         for registered in rules:
+            if at_run_time and registered.files_only:
+                continue
             try:
                 found = registered.apply(subject, spec)
                 if found:

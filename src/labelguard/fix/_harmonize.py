@@ -209,7 +209,7 @@ def _names_file(spec: LabelSpec) -> str | None:
 
 def _read(path: str) -> DatasetLabels:
     from labelguard._audit import audit
-    from labelguard.checks.files import refuse_unread_for_extras
+    from labelguard.rules._unread import refuse_unread_for_extras
 
     report = audit(path, use_project_config=False)
     refuse_unread_for_extras(report.findings, "class map")

@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 from labelguard import layouts
 from labelguard._audit import dataset_settings
-from labelguard.checks.files import ESCAPES_ROOT
+from labelguard.rules.lg005 import ESCAPES_ROOT
 from labelguard.config import ConfigFinder
 from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec

@@ -9,7 +9,7 @@ import os
 from typing import Any, Iterator, Sequence
 
 from labelguard.core import storage
-from labelguard.checks.files import UNREADABLE
+from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileTask

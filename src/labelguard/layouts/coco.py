@@ -30,7 +30,7 @@ import re
 import numpy as np
 
 from labelguard.core import storage
-from labelguard.checks.files import UNREADABLE
+from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.cache import note_path
 from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, NamedFiles
 from labelguard.core.spec import LabelSpec

@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from labelguard.core import storage
-from labelguard.checks.files import UNREADABLE
+from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.records import AnnotationRecord, ClassFolder
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask

@@ -389,7 +389,7 @@ def _head(path: str, examined: "_Budget") -> bytes | None:
 
 def inventory_findings(inventory: Inventory) -> list[Finding]:
     """LG007 for each kind of label-capable file no dataset audited."""
-    from labelguard.checks.files import NOT_AUDITED
+    from labelguard.rules.lg007 import NOT_AUDITED
 
     findings = []
     for group in inventory.unaudited.values():

@@ -34,7 +34,10 @@ from functools import partial
 from typing import Any, Callable, Container, Sequence
 
 from labelguard.core import storage
-from labelguard.checks.files import ESCAPES_ROOT, MISSING, UNCLEAN_LIST, UNREADABLE
+from labelguard.rules.lg001 import UNREADABLE
+from labelguard.rules.lg003 import MISSING
+from labelguard.rules.lg004 import UNCLEAN_LIST
+from labelguard.rules.lg005 import ESCAPES_ROOT
 from labelguard.core.cache import note_folder
 from labelguard.core.paths import display_path, inside_root, resolves_inside
 from labelguard.core.text import SHOWN, clipped, plural, shorten

@@ -8,7 +8,7 @@ import os
 import re
 
 from labelguard.core import storage
-from labelguard.checks.files import UNREADABLE
+from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts._mask_common import JPEG_EXTENSIONS, _finish, _linked_out, _mask_files, _pair
 from labelguard.core.paths import display_path

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from labelguard.core import storage
-from labelguard.checks.files import UNREADABLE
+from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.tasks import FileTask
 from labelguard.layouts._mask_common import (
     JPEG_EXTENSIONS, _camvid_splits, _declare, _declared_color_map, _finish, _is_mask_file, _mask_files,

@@ -18,7 +18,9 @@ import os
 from typing import Callable, Sequence, TypeVar
 
 from labelguard.core import storage
-from labelguard.checks.files import ESCAPES_ROOT, LINK_HINT, UNREADABLE
+from labelguard.rules._unread import LINK_HINT
+from labelguard.rules.lg001 import UNREADABLE
+from labelguard.rules.lg005 import ESCAPES_ROOT
 from labelguard.core.paths import display_path, inside_root, resolves_inside, take_refused
 from labelguard.core.findings import Finding
 from labelguard.readers.base import ReadError

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Container, Iterable, Sequence
 
 from labelguard.core import storage
-from labelguard.checks.files import UNPAIRED
+from labelguard.rules.lg002 import UNPAIRED
 from labelguard.core.paths import display_path
 from labelguard.core.text import SHOWN, plural, shorten, verb
 from labelguard.core.findings import Finding

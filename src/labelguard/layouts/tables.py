@@ -18,7 +18,7 @@ import os
 import re
 
 from labelguard.core import storage
-from labelguard.checks.files import UNREADABLE
+from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.records import AnnotationRecord, ImageTable
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask

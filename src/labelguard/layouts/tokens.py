@@ -41,7 +41,7 @@ from labelguard.layouts.lists import EntryProblem, ListRule, entry_findings, res
 from labelguard.layouts.metadata import metadata_findings, read_metadata
 from labelguard.readers.base import parse_json, read_text
 from labelguard.readers.tokens import TOKEN_DATA_EXTENSIONS, holds_token_ids, read_token_file, token_file_kind
-from labelguard.rules._tokens import process_token_file
+from labelguard.rules._token_files import process_token_file
 
 STATE_FILE = "state.json"
 DATASET_DICT_FILE = "dataset_dict.json"

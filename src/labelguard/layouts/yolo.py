@@ -17,7 +17,7 @@ import os
 from typing import Iterator, Sequence, cast
 
 from labelguard.core import storage
-from labelguard.checks.files import UNREADABLE
+from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask

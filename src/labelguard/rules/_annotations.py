@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from labelguard.checks.files import not_read
+from labelguard.rules._unread import not_read
 from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import run_rules

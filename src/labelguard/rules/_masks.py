@@ -11,7 +11,6 @@ from typing import Sequence
 
 import numpy as np
 
-from labelguard.checks.files import UNREADABLE, not_read
 from labelguard.core.findings import Finding
 from labelguard.core.records import MaskSample
 from labelguard.core.rules import run_rules
@@ -24,6 +23,8 @@ from labelguard.readers.base import ReadError
 from labelguard.readers.colormap import ColorMap, decode, pack, unpack
 from labelguard.readers.masks import IMAGE_FORMATS, image_shape, read_mask
 from labelguard.rules._analysis import image_evidence, jpeg_stray, lossless_fringe
+from labelguard.rules._unread import not_read
+from labelguard.rules.lg001 import UNREADABLE
 
 # Colours of an undecoded colour mask kept in its sample (and the summary's proposal).
 COLORS_KEPT = 256

@@ -20,21 +20,15 @@ rows it names (the CI formats point at them).
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Union
+from typing import Callable, Union
 
 import numpy as np
 
-from labelguard.checks.files import UNREADABLE, not_read
 from labelguard.core.findings import Finding
 from labelguard.core.registry import Check
-from labelguard.core.rules import run_rules
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import noun, plural, shorten, verb
 from labelguard.core.tokens import TokenBatch, TokenColumn
-from labelguard.readers.base import ReadError
-
-Reader = Callable[[FileTask], Iterator[TokenBatch]]
 
 # Rows a finding's data names (its row_count counts them all), and the first of them a
 # message shows; the lowest offending values kept and shown.
@@ -42,45 +36,6 @@ ROWS_KEPT = 100
 ROWS_SHOWN = 10
 VALUES_KEPT = 20
 VALUES_SHOWN = 6
-
-
-def process_token_file(task: FileTask, spec: LabelSpec, reader: Reader) -> FileResult:
-    """Stream one tokenized data file through the ``tokens`` rules, batch by batch, and merge
-    the findings of its batches; a file that breaks midway keeps the findings of the rows
-    before it and adds LG001 saying where it broke."""
-    result = FileResult(task.display)
-    summary = result.summary
-    summary.kinds["tokens"] += 1
-    found: list[Finding] = []
-    errors: list[str] = []
-    rows = 0
-    try:
-        for batch in reader(task):
-            rows += batch.rows
-            run_rules("tokens", batch, spec, task.display, found, errors)
-            if spec.tokens is None:
-                _count_columns(summary, batch)
-    except ReadError as exc:
-        if rows:
-            found.append(UNREADABLE.finding(task.display, f"{exc} (after row {rows - 1}: the rows before it were "
-                                            "checked)"))
-        else:
-            summary.unreadable += 1
-            found.append(not_read(task.display, exc))
-    summary.samples += rows
-    result.findings = merge_findings(found)
-    result.errors = list(dict.fromkeys(errors))
-    return result
-
-
-def _count_columns(summary, batch: TokenBatch) -> None:
-    """Without a token spec, what the rules could not check: per token column, its rows and
-    its highest value (LG006 lists them)."""
-    for name, column in batch.columns.items():
-        summary.token_rows[name] += batch.rows
-        if len(column.values) and column.values.dtype.kind in "iu":
-            highest = int(column.values.max())
-            summary.token_highest[name] = max(highest, summary.token_highest.get(name, highest))
 
 
 Expected = Union[str, Callable[[], str]]

@@ -3,17 +3,16 @@ objects or rows of an annotation that a loader cannot read, elements of wrong JS
 (COCO), image ids that more than one image uses (COCO), and columns of a tokenized dataset
 that hold no ids (text, missing values).
 
-The code itself (``file-unreadable``) is defined with the other file codes in
-:mod:`labelguard.checks.files`; these rules are the mask and annotation sides of it (a file
-that cannot be read at all is reported by the processor that tried to read it).
+These rules are the mask and annotation sides of the code; a file that cannot be read at all
+is reported by the processor that tried to read it (:mod:`labelguard.rules._unread`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from labelguard.checks.files import UNREADABLE
-from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.registry import define
+from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import NO_ID, AnnotationRecord, MaskSample
 from labelguard.core.rules import Example, rule
 from labelguard.core.summary import Summary
@@ -23,6 +22,18 @@ from labelguard.core.tokens import TokenBatch
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, token_lines, voc_xml
 from labelguard.rules._objects import sample
 from labelguard.rules._tokens import tally_finding
+
+UNREADABLE = define(
+    "LG001", "file-unreadable", "error",
+    summary="a file cannot be read, decoded or parsed",
+    why="""
+A DataLoader worker that meets this file raises mid-epoch (or, worse, a dataset class
+swallows the error and feeds an empty or partial target). Interrupted copies, zero-byte files
+and files written by the wrong tool are the usual causes.""",
+    bad="masks/case_017.png  (0 bytes: the copy was interrupted)",
+    good="masks/case_017.png  (a complete PNG that decodes to a 512x512 label map)",
+    fix="Re-export or re-copy the file from its source; remove it from the lists if it cannot be recovered.",
+)
 
 # Unreadable objects or rows listed one by one; the rest in one finding.
 OBJECT_PROBLEMS_SHOWN = 20
@@ -35,7 +46,7 @@ EXAMPLES = (
 )
 
 
-@rule(UNREADABLE, "mask", EXAMPLES)
+@rule(UNREADABLE, "mask", EXAMPLES, files_only=True)
 def renamed_container(sample: MaskSample, spec):
     """LG001 for a file whose bytes are of another format than its name says, where readers
     that go by the name (np.load, nibabel, PIL) cannot open it. A JPEG under an image name is

@@ -11,13 +11,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from labelguard.checks.files import UNPAIRED
-from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.registry import define
+from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord, MaskSample
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import SHOWN, plural, verb
 from labelguard.rules._examples import coco_box, coco_json, image, voc_xml
 from labelguard.rules._objects import sample
+
+UNPAIRED = define(
+    "LG002", "image-without-label", "error",
+    summary="an image has no annotation/mask, or an annotation/mask has no image",
+    why="""
+Datasets that pair images and labels by name fail with FileNotFoundError on the missing
+side, or silently train on fewer samples than intended.""",
+    bad="images/0042.png exists, masks/0042.png does not",
+    good="images/0042.png and masks/0042.png (or masks/0042_mask.png) both exist",
+    fix="Restore the missing file, or remove the orphan from the dataset and its lists.",
+)
 
 EXAMPLES = (
     Example(True, "a VOC annotation without <filename> and without a JPEG of its name",
@@ -57,7 +68,7 @@ PAIRS_EXAMPLES = (
 )
 
 
-@rule(UNPAIRED, "mask", PAIRS_EXAMPLES)
+@rule(UNPAIRED, "mask", PAIRS_EXAMPLES, files_only=True)
 def mask_without_required_image(sample: MaskSample, spec):
     """Strict admission (``require_pairs = true``): a mask with no image paired by name and
     none stored in its own file. The layouts report orphans among paired folders

@@ -10,12 +10,23 @@ these rules judge them. Missing list entries are the list resolution's
 
 from __future__ import annotations
 
-from labelguard.checks.files import MISSING
-from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.registry import define
+from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
 from labelguard.rules._objects import sample
+
+MISSING = define(
+    "LG003", "listed-file-missing", "error",
+    summary="a file named by a list or annotation does not exist",
+    why="""
+The dataset opens the file named in the list, XML <filename>, COCO file_name or CSV row and
+fails with FileNotFoundError, often only when that sample is drawn, hours into training.""",
+    bad="train.txt names case0031_slice007 but train_npz/case0031_slice007.npz does not exist",
+    good="every entry of train.txt resolves to a file under the data root",
+    fix="Regenerate the list from the files on disk, or restore the missing files.",
+)
 
 EXAMPLES = (
     Example(True, "<filename> names b.jpg; only c.jpg exists",

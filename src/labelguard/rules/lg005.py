@@ -8,13 +8,24 @@ The layout resolves the references with the one inside-root test
 
 from __future__ import annotations
 
-from labelguard.checks.files import ESCAPES_ROOT
-from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.registry import define
+from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import noun, verb
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
 from labelguard.rules._objects import sample
+
+ESCAPES_ROOT = define(
+    "LG005", "path-escapes-root", "error",
+    summary="a path in a list or annotation escapes the dataset root",
+    why="""
+'../' or absolute paths make a dataset depend on one machine's layout (it breaks when the
+data moves) and can read files that are not part of the dataset at all.""",
+    bad="train.txt: ../../other_project/masks/0001.png  or  /home/someone/data/0001.png",
+    good="train.txt: masks/0001.png (relative to the dataset root)",
+    fix="Rewrite the entries relative to the dataset root, or copy the files into the dataset.",
+)
 
 EXAMPLES = (
     Example(True, "<filename> climbs out of JPEGImages",

@@ -2,30 +2,45 @@
 
 * Names of objects, rows and lines (VOC, YOLO, CSV/TSV tables, multi-label one-hot rows)
   and the category names of a COCO file against the spec's classes: the message and its
-  "did you mean" come from :func:`labelguard.checks.labels.name_findings`.
+  "did you mean" come from :func:`name_findings`.
 * A file with its own class table (COCO ``categories``): an object of a category id the
   table does not declare, and, when the user gave no classes, a category name missing from
   the reference file of the dataset (the training split of the same flavour).
 * An ImageFolder class folder whose name is not a class of the spec.
-
-The code (``unknown-class-name``) is defined with the class codes in
-:mod:`labelguard.checks.classes`.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from functools import lru_cache
 
 import numpy as np
 
-from labelguard.checks.classes import UNKNOWN_CLASS
-from labelguard.checks.labels import PLACES_KEPT, name_findings
+from labelguard.core.registry import define
+from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import did_you_mean, plural, spans
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
+from labelguard.rules._labels import (PLACES_KEPT, class_set, declared_ids, declared_objects, integer_name,
+                                      labelled_rows, named_objects, places_at, places_of, places_text)
 from labelguard.rules._objects import sample
+from labelguard.rules.lg102 import too_large_findings
+from labelguard.rules.lg103 import negative_findings
+
+UNKNOWN_CLASS = define(
+    "LG101", "class-name-not-in-spec", "error",
+    summary="a class name is not in the spec",
+    why="""
+The dataset looks the name up in its class list: a KeyError, or an index past the head of
+the model that becomes "device-side assert triggered" in the loss. A stray annotation file
+from another dataset is the classic cause.""",
+    bad="<object><name>dgo</name></object>  with classes [cat, dog]",
+    good="<object><name>dog</name></object>",
+    fix="Rename the class (`labelguard fix rename --map dgo=dog`), add it to the spec, or remove the stray file.",
+)
 
 EXAMPLES = (
     Example(True, "a VOC object named 'dgo' in a dataset of cat and dog",
@@ -85,13 +100,13 @@ def unknown_class_names(record: AnnotationRecord, spec: LabelSpec):
         return _category_names_outside_the_classes(record, spec)
     if spec.classes is not None:
         # The common case, every name a class of the spec, is one subset test.
-        if _class_set(spec.classes).issuperset(labels):
+        if class_set(spec.classes).issuperset(labels):
             return ()
     elif not spec.is_known:
         return ()
     names, places = named_objects(record)
     if spec.classes is None:
-        kept = [i for i, name in enumerate(names) if not _integer(name)]
+        kept = [i for i, name in enumerate(names) if not integer_name(name)]
         names, places = [names[i] for i in kept], [places[i] for i in kept]
     return [f for f in name_findings(record.display, names, spec, unit=record.unit, places=places)
             if f.code == UNKNOWN_CLASS.code]
@@ -107,7 +122,7 @@ def _category_names_outside_the_classes(record: AnnotationRecord, spec: LabelSpe
         return []
     rows = declared_objects(record)
     ids = np.asarray(record.labels)[rows]
-    allowed = _class_set(classes)
+    allowed = class_set(classes)
     bad_ids = [c for c in np.unique(ids).tolist() if table.names[c] not in allowed]
     if not bad_ids:
         return []
@@ -123,8 +138,8 @@ def undeclared_category_ids(record: AnnotationRecord, spec: LabelSpec):
     if record.classes is None or not len(record.labels):
         return ()
     labels = np.asarray(record.labels)
-    labelled = _labelled(record)
-    rows = labelled[~np.isin(labels[labelled], _declared_ids(record))]
+    labelled = labelled_rows(record)
+    rows = labelled[~np.isin(labels[labelled], declared_ids(record))]
     if not len(rows):
         return ()
     declared = sorted(record.classes.names)
@@ -156,7 +171,7 @@ def names_missing_from_the_reference(record: AnnotationRecord, spec: LabelSpec):
     if table is None or table.reference is None or table.user_classes(spec) is not None or not len(record.labels):
         return ()
     rows = declared_objects(record)
-    allowed = _class_set(table.reference)
+    allowed = class_set(table.reference)
     labels = np.asarray(record.labels)
     values, counts = np.unique(labels[rows], return_counts=True)
     reference_spec = LabelSpec(classes=table.reference)
@@ -203,91 +218,75 @@ def class_folder_not_in_the_spec(record: AnnotationRecord, spec: LabelSpec):
 
 
 @lru_cache(maxsize=16)
-def _class_set(classes: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(classes)
+def _allowed_names(spec: LabelSpec) -> frozenset[str] | None:
+    # Memoised per spec: membership is then one hash per name, whatever the class count.
+    return frozenset(spec.classes) if spec.classes is not None else None
+def name_findings(
+    display: str,
+    names: Sequence[str],
+    spec: LabelSpec,
+    *,
+    unit: str = "object",
+    places: Sequence[int] | None = None,
+) -> list[Finding]:
+    """LG101 for every name of one file that the spec does not allow (one finding per name).
 
-
-def named_objects(record: AnnotationRecord) -> tuple[list[str], list[int]]:
-    """The class names of a record's objects and their places (objects given by id left out;
-    each name of a multi-label row at the row's place)."""
-    labels = record.labels
-    if all(type(label) is str for label in labels):
-        return labels, record.places or list(range(1, len(labels) + 1))
-    names, places = [], []
-    for i, label in enumerate(labels):
-        if isinstance(label, str):
-            names.append(label)
-            places.append(record.place(i))
-        elif isinstance(label, tuple):
-            names.extend(label)
-            places.extend([record.place(i)] * len(label))
-    return names, places
-
-
-def object_ids(record: AnnotationRecord, spec: LabelSpec):
-    """The integer class ids of a record's objects and their places: ids as given, and under a
-    spec that names no classes, names that are integers (VOC files labelled "0", "1"). The
-    category ids of a file's own class table count only against a number of classes or
-    values given (they are not class indices), and come as arrays."""
-    if record.classes is not None:
-        rows = judged_category_objects(record, spec)
-        places = np.asarray(record.places)[rows] if record.places is not None else rows + 1
-        return np.asarray(record.labels)[rows], places
-    names_are_ids = spec.classes is None
-    if not names_are_ids and all(type(label) is str for label in record.labels):
-        return [], []
+    Args:
+        display: the file as shown in findings.
+        names: the class names in file order.
+        spec: the label spec.
+        unit: what a place counts ("object", "row", "annotation").
+        places: the 1-based place of each name (defaults to its position + 1).
+    """
+    allowed = _allowed_names(spec)
+    if allowed is None:
+        return _names_as_ids(display, names, spec, unit, places) if spec.is_known else []
+    unknown = [i for i, name in enumerate(names) if name not in allowed]
+    if not unknown:
+        return []
+    by_name: dict[str, list[int]] = {}
+    for i in unknown:
+        by_name.setdefault(names[i], []).append(i)
+    findings = []
+    n = len(allowed)
+    for name, indices in by_name.items():
+        where = places_at(indices, places)
+        suggestions = spec.closest_classes(name)
+        guess = did_you_mean(suggestions)
+        findings.append(UNKNOWN_CLASS.finding(
+            display,
+            f"class {name!r} is not one of the {n} classes of the spec ({places_text(unit, where)}){guess}",
+            hint=(f"Rename it to {suggestions[0]!r}" if suggestions else "Rename it to a class of the spec")
+            + ", add it to the class list, or remove the file if it comes from another dataset.",
+            **{"class": name},
+            suggestions=suggestions, unit=unit, places=where[:PLACES_KEPT], count=len(where),
+        ))
+    return findings
+def _names_as_ids(display: str, names: Sequence[str], spec: LabelSpec, unit: str,
+                  places: Sequence[int] | None) -> list[Finding]:
+    """A spec of ids only: integer names are ids, any other name is unknown."""
     ids: list[int] = []
-    places = []
-    for i, label in enumerate(record.labels):
-        if isinstance(label, tuple):
-            if names_are_ids:
-                ids.extend(int(name) for name in label if _integer(name))
-                places.extend(record.place(i) for name in label if _integer(name))
+    id_places: list[int] = []
+    others: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        try:
+            value = int(name)
+        except ValueError:
+            others.setdefault(name, []).append(i)
             continue
-        if isinstance(label, str):
-            if not (names_are_ids and _integer(label)):
-                continue
-            label = int(label)
-        ids.append(label)
-        places.append(record.place(i))
-    return ids, places
-
-
-def judged_category_objects(record: AnnotationRecord, spec: LabelSpec) -> np.ndarray:
-    """The objects whose category id is judged as a class id: those of declared categories,
-    when a number of classes or values is given (category ids are not class indices)."""
-    if spec.num_classes is None and spec.values is None:
-        return np.zeros(0, np.int64)
-    return declared_objects(record)
-
-
-def declared_objects(record: AnnotationRecord) -> np.ndarray:
-    """The indices of the objects whose class is an id the file's own class table declares."""
-    labelled = _labelled(record)
-    return labelled[np.isin(np.asarray(record.labels)[labelled], _declared_ids(record))]
-
-
-def places_of(record: AnnotationRecord, rows) -> list[int]:
-    """The 1-based places of the objects at ``rows``."""
-    if record.places is None:
-        return [int(r) + 1 for r in rows]
-    return np.asarray(record.places)[rows].tolist()
-
-
-def _labelled(record: AnnotationRecord) -> np.ndarray:
-    return np.flatnonzero(record.labelled) if record.labelled is not None else np.arange(len(record.labels))
-
-
-def _declared_ids(record: AnnotationRecord) -> np.ndarray:
-    # not a user mistake: asked only of a file with its own class table (callers check record.classes)
-    assert record.classes is not None
-    names = record.classes.names
-    return np.fromiter(names, dtype=np.int64, count=len(names))
-
-
-def _integer(name: str) -> bool:
-    try:
-        int(name)
-    except ValueError:
-        return False
-    return True
+        ids.append(value)
+        id_places.append(places[i] if places is not None else i + 1)
+    findings = (too_large_findings(display, ids, spec, unit=unit, places=id_places)
+                + negative_findings(display, ids, spec, unit=unit, places=id_places))
+    for name, indices in others.items():
+        where = places_at(indices, places)
+        findings.append(UNKNOWN_CLASS.finding(
+            display,
+            f"class {name!r} is not an integer id, and the spec names no classes "
+            f"({spec.describe()}): {places_text(unit, where)}",
+            hint="Give the class names (--classes, a labels.txt beside the annotations), "
+            "or remove the file if it comes from another dataset.",
+            **{"class": name},
+            suggestions=[], unit=unit, places=where[:PLACES_KEPT], count=len(where),
+        ))
+    return findings

@@ -2,30 +2,42 @@
 among its values), in every format.
 
 * Ids of objects, rows and lines (YOLO, VOC names that are integers, CSV labels): the
-  message comes from :func:`labelguard.checks.labels.id_findings`.
+  message comes from :func:`too_large_findings`.
 * The category ids of a file's own class table (COCO): they are not class indices, so they
   are judged only against a number of classes or values given, and the finding carries the
   contiguous ``category_index_map`` (id -> index, ids sorted as torchvision, detectron2 and
   mmdet build it).
 * An ImageFolder class folder's index (its place among the split's sorted class folders)
   under a spec of ids only.
-
-The code (``class-id-out-of-range``) is defined in :mod:`labelguard.checks.classes`.
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
-from labelguard.checks.classes import ID_TOO_LARGE
-from labelguard.checks.labels import PLACES_KEPT, id_findings
+from labelguard.core.registry import define
+from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import LISTED, noun, plural, shorten, spans, verb
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, yolo_rows
 from labelguard.rules._objects import sample
-from labelguard.rules.lg101 import judged_category_objects, object_ids, places_of
+from labelguard.rules._labels import (PLACES_KEPT, illegal_places, judged_category_objects, object_ids, places_at,
+                                      places_of, places_text)
+
+ID_TOO_LARGE = define(
+    "LG102", "class-id-out-of-range", "error",
+    summary="an integer class id is >= num_classes",
+    why="""
+cross_entropy / nll_loss index the logits with the id; an id >= num_classes is the
+"t >= 0 && t < n_classes" device-side assert on a GPU and "Target N is out of bounds" on the CPU.""",
+    bad="YOLO row '3 0.5 0.5 0.2 0.2' with nc: 3",
+    good="YOLO row '2 0.5 0.5 0.2 0.2' with nc: 3",
+    fix="Set num_classes to the real number of classes, or remap the ids to 0..num_classes-1.",
+)
 
 EXAMPLES = (
     Example(True, "a YOLO row of class 3 with nc=3",
@@ -71,8 +83,7 @@ def ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     ids, places = object_ids(record, spec)
     if not ids:
         return ()
-    return [f for f in id_findings(record.display, ids, spec, unit=record.unit, places=places)
-            if f.code == ID_TOO_LARGE.code]
+    return too_large_findings(record.display, ids, spec, unit=record.unit, places=places)
 
 
 @rule(ID_TOO_LARGE, "annotation", CATEGORY_EXAMPLES, reads="classes")
@@ -166,3 +177,40 @@ def short_map(mapping: dict[int, int], limit: int = 6) -> str:
     head = ", ".join(f"{k}: {v}" for k, v in items[: limit - 2])
     tail = ", ".join(f"{k}: {v}" for k, v in items[-2:])
     return "{" + head + ", ..., " + tail + "}"
+
+
+def too_large_findings(display: str, ids: Sequence[int], spec: LabelSpec, *, unit: str = "row",
+                       places: Sequence[int] | None = None) -> list[Finding]:
+    """LG102 for the ids of one file that are not negative and not allowed by the spec: one
+    finding naming the ids and every place (``data``: ``ids``, ``num_classes`` or, for a spec
+    of values that are not 0..n-1, ``allowed``, ``unit``, ``places``, ``count``)."""
+    too_large = illegal_places(ids, spec)[1]
+    if not too_large:
+        return []
+    found = sorted({ids[i] for i in too_large})
+    where = places_at(too_large, places)
+    listing = shorten(found, 10)
+    what = noun(len(found), "class id")
+    if spec.is_contiguous():
+        n = spec.effective_num_classes
+        assert n is not None  # not a user mistake: a known spec (checked above) counts its classes
+        names = f" ({plural(len(spec.classes), 'class name')})" if spec.classes else ""
+        message = (f"{what} {listing} {verb(len(found), 'is')} >= num_classes={n}{names}: "
+                   f"ids must be 0..{n - 1} ({places_text(unit, where)})")
+        hint = (f"If the data is right, set num_classes (YOLO: nc) to the largest id found + 1; "
+                f"otherwise remap the ids to 0..{n - 1}.")
+        if found[-1] == n and 0 not in ids and len(set(ids)) > 1:
+            hint += f" Ids of 1..{n} with no 0 are often 1-based: subtract 1."
+        extra: dict[str, int | list[int] | None] = {"num_classes": n, "allowed": None}
+    else:
+        allowed = spec.allowed_values()
+        assert allowed is not None  # not a user mistake: a known spec (checked above) has its values
+        values = list(allowed)  # not an interval from 0: the spec's own values
+        message = (f"{what} {listing} {verb(len(found), 'is')} not among the allowed "
+                   f"values [{shorten(values, LISTED)}] ({places_text(unit, where)})")
+        hint = "Remap the ids to the spec's values, or add them to the spec."
+        extra = {"num_classes": None, "allowed": values}
+    return [ID_TOO_LARGE.finding(
+        display, message, hint=hint,
+        ids=found, **extra, unit=unit, places=where[:PLACES_KEPT], count=len(where),
+    )]

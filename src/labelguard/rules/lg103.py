@@ -2,21 +2,34 @@
 ids, integer names and CSV labels; a COCO file's category ids when a number of classes is
 given).
 
-The code (``negative-class-id``) is defined in :mod:`labelguard.checks.classes`; the message
-comes from :func:`labelguard.checks.labels.id_findings`.
+The message comes from :func:`negative_findings`.
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
-from labelguard.checks.classes import NEGATIVE_ID
-from labelguard.checks.labels import id_findings
+from labelguard.core.registry import define
+from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import LISTED, noun, shorten
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
-from labelguard.rules.lg101 import object_ids
+from labelguard.rules._labels import PLACES_KEPT, illegal_places, object_ids, places_at, places_text
+
+NEGATIVE_ID = define(
+    "LG103", "class-id-negative", "error",
+    summary="a negative class id that is not the ignore index",
+    why="""
+-1 is a common "unknown" marker, but losses only skip it when it is their ignore_index
+(CrossEntropyLoss's default is -100); otherwise the same out-of-range assert fires.""",
+    bad="label -1 with ignore_index=-100",
+    good="label -1 with ignore_index=-1, or the sample dropped",
+    fix="Declare the value as ignore index (`--ignore-index -1`) and pass it to the loss, or drop those samples.",
+)
 
 EXAMPLES = (
     Example(True, "a VOC object of class -1 under a spec of ids 0..2",
@@ -50,5 +63,26 @@ def negative_ids(record: AnnotationRecord, spec: LabelSpec):
         ids, places = ids[negative].tolist(), places[negative].tolist()
     if not ids or min(ids) >= 0:
         return ()
-    return [f for f in id_findings(record.display, ids, spec, unit=record.unit, places=places)
-            if f.code == NEGATIVE_ID.code]
+    return negative_findings(record.display, ids, spec, unit=record.unit, places=places)
+
+
+def negative_findings(display: str, ids: Sequence[int], spec: LabelSpec, *, unit: str = "row",
+                      places: Sequence[int] | None = None) -> list[Finding]:
+    """LG103 for the negative ids of one file that the spec does not ignore: one finding
+    naming the ids and every place (``data``: ``ids``, ``ignore``, ``unit``, ``places``,
+    ``count``)."""
+    negative = illegal_places(ids, spec)[0]
+    if not negative:
+        return []
+    found = sorted({ids[i] for i in negative})
+    where = places_at(negative, places)
+    ignore = list(spec.ignore)
+    declared = f"ignore index {ignore}" if ignore else "no ignore index"
+    return [NEGATIVE_ID.finding(
+        display,
+        f"negative {noun(len(found), 'class id')} {shorten(found, LISTED)} "
+        f"({declared} declared): {places_text(unit, where)}",
+        hint=f"Declare {found[0]} as the ignore index (`--ignore-index {found[0]}`, ignore_index={found[0]}) and "
+        "pass it to the loss, or drop those labels.",
+        ids=found, ignore=ignore, unit=unit, places=where[:PLACES_KEPT], count=len(where),
+    )]

@@ -1,8 +1,7 @@
 """LG104 on the merged summary: a class of the spec that no mask value or object carries;
 and, at discovery, an ImageFolder split that lacks class folders of the training split.
 
-The code (``class-never-used``) is defined with the class codes in
-:mod:`labelguard.checks.classes`; :func:`classes_never_seen` is its dataset-level rule:
+:func:`classes_never_seen` is its dataset-level rule:
 ``data["missing"]`` lists the never-seen class values, the first :data:`MISSING_KEPT` of them;
 when there are more (a spec of 100,000,000 classes), ``data["missing_count"]`` has their number.
 :func:`class_folders_missing_from_a_split` is the same code on the folders of the splits,
@@ -16,7 +15,7 @@ import itertools
 
 import numpy as np
 
-from labelguard.checks.classes import CLASS_UNUSED
+from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.core.summary import Summary
@@ -24,6 +23,18 @@ from labelguard.core.text import LISTED, SHOWN, noun, plural, shorten, verb
 from labelguard.rules._dataset import class_label, suggested_remap
 from labelguard.rules.lg208 import one_based_labels
 from labelguard.rules.lg209 import scaled_binary
+
+CLASS_UNUSED = define(
+    "LG104", "class-never-seen", "warning",
+    summary="a class of the spec never occurs in the data",
+    why="""
+Either the spec is wrong (one class too many: the head is larger than the data needs) or
+data is missing (a split lacks a class, or a value was merged into another).""",
+    bad="spec 0..4, found values [0, 2, 3, 4]  (1 never used)",
+    good="spec 0..4, found values [0, 1, 2, 3, 4]",
+    fix="Check the spec against the annotation protocol; remap the values if a class was renumbered.",
+    scope="dataset",
+)
 
 # Entries of label maps that no annotated object carries: VOC/Datumaro labelmap.txt starts
 # with "background" and may end with "ignored" (the void colour).

@@ -1,17 +1,26 @@
 """LG105 on the merged summary: class names of the annotations that differ only by case,
 whitespace or punctuation.
-
-The code (``class-name-variants``) is defined with the class codes in
-:mod:`labelguard.checks.classes`; this rule is its dataset-level logic.
 """
 
 from __future__ import annotations
 
-from labelguard.checks.classes import CLASS_VARIANTS
+from labelguard.core.registry import define
 from labelguard.core.rules import rule
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.core.summary import Summary
 from labelguard.core.text import plural, show_name
+
+CLASS_VARIANTS = define(
+    "LG105", "class-name-variants", "warning",
+    summary="class names that differ only by case, whitespace or punctuation",
+    why="""
+"dog" and "Dog " are different keys: one of them is unknown to the class list (KeyError),
+or both get separate indices and the model learns two classes for one concept.""",
+    bad="names found: 'dog' (812 objects), 'Dog ' (3 objects)",
+    good="names found: 'dog' (815 objects)",
+    fix="Rename the variants to one spelling (`labelguard fix rename --map \"Dog =dog\"`).",
+    scope="dataset",
+)
 
 
 @rule(CLASS_VARIANTS, "dataset")

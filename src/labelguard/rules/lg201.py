@@ -55,7 +55,7 @@ EXAMPLES = (
 )
 
 
-@rule(VALUE_OUTSIDE_SPEC, "mask", EXAMPLES)
+@rule(VALUE_OUTSIDE_SPEC, "mask", EXAMPLES, only_bad_values=True)
 def values_outside_spec(sample: MaskSample, spec: LabelSpec):
     values, counts = sample.values, sample.counts
     if values is None:
@@ -70,7 +70,7 @@ def values_outside_spec(sample: MaskSample, spec: LabelSpec):
     return (outside_spec(sample.display, bad, spec),)
 
 
-@rule(VALUE_OUTSIDE_SPEC, "mask")
+@rule(VALUE_OUTSIDE_SPEC, "mask", files_only=True)
 def colors_not_in_map(sample: MaskSample, spec: LabelSpec):
     """Colours a declared (or standard) colour map does not list decode to no class."""
     if not sample.unmapped:

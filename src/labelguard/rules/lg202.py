@@ -58,7 +58,7 @@ FRINGE_EXAMPLES = (
 )
 
 
-@rule(LOSSY, "mask", EXAMPLES)
+@rule(LOSSY, "mask", EXAMPLES, files_only=True)
 def jpeg_stored(sample: MaskSample, spec):
     record = sample.record
     if not record.lossy:
@@ -83,7 +83,7 @@ def jpeg_stored(sample: MaskSample, spec):
     ),)
 
 
-@rule(LOSSY, "mask", FRINGE_EXAMPLES)
+@rule(LOSSY, "mask", FRINGE_EXAMPLES, files_only=True)
 def edge_fringe(sample: MaskSample, spec):
     """Lossless containers (PNG, NPY, NPZ, HDF5, TIFF...) holding an array that went through
     JPEG or interpolation once."""

@@ -42,7 +42,7 @@ EXAMPLES = (
 )
 
 
-@rule(COLOR_MASK, "mask", EXAMPLES)
+@rule(COLOR_MASK, "mask", EXAMPLES, files_only=True)
 def colors_without_map(sample: MaskSample, spec):
     if sample.colors is None:
         return ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from labelguard.core.findings import Finding
 from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
@@ -28,7 +29,7 @@ EXAMPLES = (
 )
 
 
-@rule(NON_INTEGER, "mask", EXAMPLES)
+@rule(NON_INTEGER, "mask", EXAMPLES, only_bad_values=True)
 def not_whole_numbers(sample: MaskSample, spec):
     fractional, non_finite, beyond = sample.non_integer, sample.non_finite, sample.beyond_int64
     if not (fractional or non_finite or beyond) or sample.looks_like_image:
@@ -51,3 +52,20 @@ def not_whole_numbers(sample: MaskSample, spec):
         beyond_int64_pixels=beyond,
         examples=examples + sample.beyond_examples,
     ),)
+
+
+def ids_not_whole(display: str | None, dtype: str, fractional: int, non_finite: int, examples: list) -> Finding:
+    """LG204 for the class ids of a float target (a tensor of the guard) that are not whole
+    numbers or not finite."""
+    parts = []
+    if fractional:
+        parts.append(f"{plural(fractional, 'class id')} not whole (e.g. {', '.join(f'{v:g}' for v in examples)})")
+    if non_finite:
+        parts.append(f"{non_finite} NaN/Inf")
+    return NON_INTEGER.finding(
+        display,
+        f"{' and '.join(parts)} in a {dtype} target; class ids must be whole numbers",
+        hint="Return integer class ids (int64); a NaN id usually comes from a failed lookup or a division in the "
+        "dataset code.",
+        non_integer=fractional, non_finite=non_finite, examples=examples,
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from labelguard.checks.labels import PLACES_KEPT
+from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord, MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
@@ -46,7 +46,7 @@ RLE_EXAMPLES = (
 )
 
 
-@rule(GEOMETRY, "mask", EXAMPLES)
+@rule(GEOMETRY, "mask", EXAMPLES, files_only=True)
 def stored_image_geometry(sample: MaskSample, spec):
     record = sample.record
     mask_shape = sample.stored_shape

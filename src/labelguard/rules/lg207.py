@@ -28,7 +28,7 @@ EXAMPLES = (
 )
 
 
-@rule(LAYOUT, "mask", EXAMPLES)
+@rule(LAYOUT, "mask", EXAMPLES, files_only=True)
 def extra_channels(sample: MaskSample, spec):
     if sample.alpha:
         return (LAYOUT.finding(
@@ -53,7 +53,7 @@ DTYPE_EXAMPLES = (
 )
 
 
-@rule(LAYOUT, "mask", DTYPE_EXAMPLES)
+@rule(LAYOUT, "mask", DTYPE_EXAMPLES, files_only=True)
 def other_than_declared_dtype(sample: MaskSample, spec):
     """Strict admission: the spec's ``dtype`` is the one type every mask is stored as."""
     stored = sample.record.array
@@ -68,7 +68,7 @@ def other_than_declared_dtype(sample: MaskSample, spec):
     ),)
 
 
-@rule(LAYOUT, "mask")
+@rule(LAYOUT, "mask", files_only=True)
 def wider_dtype(sample: MaskSample, spec):
     stored = sample.record.array
     if spec.dtype is not None:  # a declared dtype is judged by other_than_declared_dtype alone

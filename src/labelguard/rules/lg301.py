@@ -14,13 +14,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from labelguard.checks.boxes import BAD_BOX
-from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.registry import define
+from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import SHOWN, plural, shorten
 from labelguard.rules._examples import coco_box, coco_json, voc_xml, yolo_rows
 from labelguard.rules._objects import box_text, image_sizes, number, sample
+
+BAD_BOX = define(
+    "LG301", "box-degenerate-or-outside", "error",
+    summary="a box is degenerate (xmin >= xmax, ymin >= ymax) or lies outside the image",
+    why="""
+Zero or negative box sizes give NaN/Inf in IoU and box-regression losses (log of a width
+of 0), which later surfaces as a NaN loss or a device-side assert in a sampling kernel.""",
+    bad="<bndbox><xmin>120</xmin><xmax>80</xmax>...  (corners flipped)",
+    good="<bndbox><xmin>80</xmin><xmax>120</xmax>...",
+    fix="Swap flipped corners, clip boxes to the image, drop zero-area boxes.",
+)
 
 BOXES_LISTED = 20
 

@@ -7,12 +7,23 @@ flags left out).
 
 from __future__ import annotations
 
-from labelguard.checks.boxes import YOLO_NOT_NORMALISED
-from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.registry import define
+from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import SHOWN, plural, shorten
 from labelguard.rules._examples import yolo_rows
+
+YOLO_NOT_NORMALISED = define(
+    "LG302", "yolo-coordinates-not-normalised", "error",
+    summary="YOLO coordinates are not normalised to [0, 1]",
+    why="""
+YOLO rows hold centre and size as fractions of the image; pixel coordinates put every box
+far outside the image and the loader drops or clips them.""",
+    bad="0 320 240 64 48",
+    good="0 0.5 0.5 0.1 0.1",
+    fix="Divide x and width by the image width, y and height by the image height.",
+)
 
 # Coordinates above this are taken for pixels in the message.
 PIXEL_HINT = 2.0

@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from labelguard.checks.boxes import DUPLICATE_BOX
-from labelguard.checks.labels import PLACES_KEPT
+from labelguard.core.registry import define
+from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import SHOWN, plural, shorten, verb
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml, yolo_rows
 from labelguard.rules._objects import box_text, label_text, sample
+
+DUPLICATE_BOX = define(
+    "LG303", "duplicate-annotation", "warning",
+    summary="duplicate boxes or rows in one annotation",
+    why="Duplicates double the weight of an object in the loss and distort the matching of anchors.",
+    bad="two identical rows '0 0.5 0.5 0.2 0.2' in one label file",
+    good="one row per object",
+    fix="Remove the repeated rows or objects.",
+)
 
 EXAMPLES = (
     Example(True, "a YOLO row written twice",

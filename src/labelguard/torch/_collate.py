@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 from torch.utils.data import default_collate
 
-from labelguard.checks.masks import GEOMETRY
+from labelguard.rules.lg206 import GEOMETRY
 from labelguard.torch._targets import sample_error, shape_of
 from labelguard.torch._errors import SampleError, raise_sample_error
 

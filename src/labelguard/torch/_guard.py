@@ -36,8 +36,10 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from labelguard.checks.files import MISSING, UNCLEAN_LIST, UNREADABLE
-from labelguard.checks.runtime import TARGET_DTYPE
+from labelguard.rules.lg001 import UNREADABLE
+from labelguard.rules.lg003 import MISSING
+from labelguard.rules.lg004 import UNCLEAN_LIST
+from labelguard.rules.lg505 import TARGET_DTYPE
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import clipped, plural
 from labelguard.errors import UnsupportedError, UsageError

@@ -25,14 +25,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from labelguard.checks.runtime import HEAD_MISMATCH, LOSS_DOMAIN, NON_FINITE, TARGET_DTYPE
+from labelguard.rules.lg501 import LOSS_DOMAIN
+from labelguard.rules.lg502 import NON_FINITE
+from labelguard.rules.lg503 import HEAD_MISMATCH
+from labelguard.rules.lg505 import TARGET_DTYPE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import plural
 from labelguard.errors import SpecError, UnsupportedError, UsageError
 from labelguard.torch._batch import BatchSamples, batch_item
 from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
-from labelguard.torch._tensors import all_finite, finite_mask, invalid_targets, tensor_stats
+from labelguard.torch._tensors import all_finite, finite_mask, invalid_targets, loss_legal_values, tensor_stats
 
 log = logging.getLogger("labelguard.torch")
 
@@ -200,7 +203,7 @@ def _index_call_findings(info, input, target, num_classes, ignore, where, check_
 def _target_value_findings(target: torch.Tensor, classes: int, ignore: int | None,
                            where: str | None) -> list[Finding]:
     """The value findings of a class-index target; one reduction and one sync when clean."""
-    if not bool(invalid_targets(target, classes, ignore).any()):
+    if not bool(invalid_targets(target, loss_legal_values(classes, ignore)).any()):
         return []
     wide = target.long() if target.dtype == torch.bool else target
     spec = LabelSpec(num_classes=classes, ignore=() if ignore is None else (ignore,))
@@ -430,7 +433,7 @@ class CheckedLoss(nn.Module):
             return None
         classes = self.num_classes if self.num_classes is not None else class_axis_size(input)
         ignore = self.info.ignore_index if ignore is None else ignore
-        bad = invalid_targets(target, classes, ignore).reshape(-1).nonzero()
+        bad = invalid_targets(target, loss_legal_values(classes, ignore)).reshape(-1).nonzero()
         return batch_item(int(bad[0]), tuple(target.shape)) if len(bad) else None
 
     def _masked(self, input: torch.Tensor, target: torch.Tensor, samples: Any, *args: Any, **kwargs: Any):

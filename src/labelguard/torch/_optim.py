@@ -9,7 +9,8 @@ from typing import Iterable
 import torch
 from torch import nn
 
-from labelguard.checks.runtime import FROZEN_IN_OPTIMIZER, NOOP_FREEZE
+from labelguard.rules.lg504 import FROZEN_IN_OPTIMIZER
+from labelguard.rules.lg507 import NOOP_FREEZE
 from labelguard.core.findings import Finding
 from labelguard.core.text import did_you_mean, plural, shorten, verb
 from labelguard.errors import UsageError

@@ -33,9 +33,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from labelguard.checks.classes import CLASS_UNUSED
-from labelguard.checks.masks import NON_INTEGER, VALUE_OUTSIDE_SPEC
-from labelguard.checks.runtime import HEAD_MISMATCH, INDEX_OUT_OF_TABLE
+from labelguard.rules.lg104 import CLASS_UNUSED
+from labelguard.rules.lg201 import VALUE_OUTSIDE_SPEC
+from labelguard.rules.lg204 import NON_INTEGER
+from labelguard.rules.lg503 import HEAD_MISMATCH
+from labelguard.rules.lg506 import INDEX_OUT_OF_TABLE
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.registry import get as get_check
 from labelguard.core.spec import IGNORE_REDUCED, LabelSpec
@@ -319,8 +321,10 @@ class _Preflight:
         if self.binary or not classes or not counts:
             return
         ignore = self.loss_ignore | set(spec.ignore)
+        head = self._head(ignore)
         seen = sorted(v for v in counts if v not in ignore)
-        too_large = [v for v in seen if v >= classes]
+        outside = [v for v in seen if not head.is_legal(v, reduce=False)]
+        too_large = [v for v in outside if v >= 0]
         if too_large:
             hint = (f"num_classes must be {max(too_large) + 1} (build the head with that many "
                     "outputs), or remap the values")
@@ -333,7 +337,7 @@ class _Preflight:
                 "past the logits (on a GPU: the \"device-side assert triggered\" in the loss)",
                 hint=hint + ".", outputs=classes, values=too_large,
             ))
-        negative = [v for v in seen if v < 0]
+        negative = [v for v in outside if v < 0]
         if negative and not spec.is_known:
             report.findings.append(VALUE_OUTSIDE_SPEC.finding(
                 None,

@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from labelguard.checks.classes import ID_TOO_LARGE, NEGATIVE_ID
-from labelguard.checks.masks import NON_INTEGER, VALUE_OUTSIDE_SPEC
+from labelguard.rules.lg102 import ID_TOO_LARGE
+from labelguard.rules.lg103 import NEGATIVE_ID
+from labelguard.rules.lg201 import VALUE_OUTSIDE_SPEC
+from labelguard.rules.lg204 import NON_INTEGER
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import plural
 from labelguard.errors import UsageError
@@ -38,7 +40,7 @@ from labelguard.torch._batch import BatchSamples, batch_item
 from labelguard.torch._errors import SampleError
 from labelguard.torch._host import HostCopy
 from labelguard.torch._sources import source_lookup
-from labelguard.torch._tensors import invalid_targets
+from labelguard.torch._tensors import invalid_targets, loss_legal_values
 
 log = logging.getLogger("labelguard.torch")
 
@@ -131,7 +133,7 @@ class TargetMonitor:
         self.calls += 1
         if not target.numel():
             return target  # nothing to mask, nothing to report
-        invalid = invalid_targets(target, classes, ignore)
+        invalid = invalid_targets(target, loss_legal_values(classes, ignore))
         masked = torch.where(invalid, ignore, target)  # a Python scalar keeps the target's dtype
         flat = invalid.reshape(-1)
         count = flat.sum()

@@ -1,8 +1,9 @@
 """Finding the target in a sample and checking its values with the core's rules.
 
-The value rules themselves live in :mod:`labelguard.core.values` and
-:func:`labelguard.checks.masks.value_findings`; this module only decides which of them a
-target needs (mask or class ids, which loss it feeds) and turns tensors into arrays.
+A mask target is judged by the registered ``mask`` rules as the audit judges a mask file,
+class ids as it judges a file's labels (:mod:`labelguard.rules._runtime`); this module only
+decides what a target is (mask or class ids, which loss it feeds) and turns tensors into
+arrays.
 """
 
 from __future__ import annotations
@@ -16,13 +17,18 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from labelguard.checks.classes import ID_TOO_LARGE, NEGATIVE_ID
-from labelguard.checks.masks import GEOMETRY, NON_INTEGER, VALUE_OUTSIDE_SPEC, value_findings
-from labelguard.checks.runtime import INPUT_INVALID, LOSS_DOMAIN, TARGET_DTYPE
+from labelguard.rules.lg102 import ID_TOO_LARGE
+from labelguard.core.rules import screened
+from labelguard.rules._runtime import id_findings, tensor_findings
+from labelguard.rules.lg201 import VALUE_OUTSIDE_SPEC
+from labelguard.rules.lg204 import NON_INTEGER
+from labelguard.rules.lg206 import GEOMETRY
+from labelguard.rules.lg501 import LOSS_DOMAIN
+from labelguard.rules.lg505 import TARGET_DTYPE
+from labelguard.rules.lg509 import INPUT_INVALID
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import clipped, noun, plural, shorten, show_name, verb
-from labelguard.core.values import histogram, violations
+from labelguard.core.text import clipped, plural, shorten, show_name, verb
 from labelguard.errors import UsageError
 from labelguard.torch._tensors import all_finite
 from labelguard.torch._errors import SampleError
@@ -332,6 +338,8 @@ class TargetRules:
         if (self.mode is not LossMode.INDEX or self.loss_name is not None or legal is None
                 or array.size == 0 or array.dtype.kind not in "biuf"):
             return False
+        if array.ndim >= 2 and not screened("mask"):
+            return False  # a registered mask rule judges more than the values: every mask gets the rules
         low, high = array.min(), array.max()
         if not (low >= legal.start and high < legal.stop):
             return False
@@ -352,9 +360,9 @@ class TargetRules:
         cast, array = self._cast_non_finite(display, array, dtype)
         findings.extend(cast)
         if array.ndim >= 2:
-            found, values, _ = value_findings(display, array, self.spec)
+            found, values, _ = tensor_findings(display, array, self.spec)
         else:
-            found, values = _id_findings(display, array, self.spec, dtype)
+            found, values = id_findings(display, array, self.spec, dtype)
         findings.extend(found)
         if self.mode is LossMode.ONE_HOT:
             present = [v for v in values.tolist() if self.spec.is_ignored(v)]
@@ -412,70 +420,6 @@ def _names_non_finite(finding: Finding) -> bool:
     return bool(data.get("non_finite") or data.get("non_finite_pixels"))
 
 
-
-
-def _id_findings(
-    display: str | None, array: np.ndarray, spec: LabelSpec, dtype: str
-) -> tuple[list[Finding], np.ndarray]:
-    """LG204/LG102/LG103 on class ids (a scalar or a 1-D vector of targets) of dtype ``dtype``."""
-    findings: list[Finding] = []
-    flat = array.reshape(-1)
-    if flat.dtype.kind == "f":
-        finite = np.isfinite(flat)
-        whole = finite & (np.floor(flat) == flat)
-        non_finite = int(flat.size - np.count_nonzero(finite))
-        fractional = int(np.count_nonzero(finite & ~whole))
-        if non_finite or fractional:
-            examples = np.unique(flat[finite & ~whole])[:5].tolist()
-            parts = []
-            if fractional:
-                parts.append(f"{plural(fractional, 'class id')} not whole "
-                             f"(e.g. {', '.join(f'{v:g}' for v in examples)})")
-            if non_finite:
-                parts.append(f"{non_finite} NaN/Inf")
-            findings.append(NON_INTEGER.finding(
-                display,
-                f"{' and '.join(parts)} in a {dtype} target; class ids must be whole numbers",
-                hint="Return integer class ids (int64); a NaN id usually comes from a failed "
-                "lookup or a division in the dataset code.",
-                non_integer=fractional, non_finite=non_finite, examples=examples,
-            ))
-        flat = flat[whole].astype(np.int64)
-    values, counts = histogram(flat)
-    bad = violations(values, counts, spec)
-    if bad is None:
-        return findings, values
-    n = spec.effective_num_classes
-    large = [(v, c) for v, c in zip(bad.values, bad.counts) if v >= 0]
-    negative = [(v, c) for v, c in zip(bad.values, bad.counts) if v < 0]
-    tail = (f"outside {spec.describe()}. On a GPU this is the \"device-side assert "
-            "triggered\" in cross_entropy/nll_loss")
-    if large:
-        highest = max(v for v, _ in large)
-        hint = (f"If {highest} is a real class, num_classes must be at least {highest + 1}; "
-                "otherwise remap the ids to 0..num_classes-1")
-        if n is not None and highest == n and 0 not in values.tolist():
-            hint += " (ids look 1-based: subtract 1)"
-        findings.append(ID_TOO_LARGE.finding(
-            display, f"{_counted('class id', large, flat.size)} {tail}", hint=hint + ".",
-            values=[v for v, _ in large], counts=[c for _, c in large],
-        ))
-    if negative:
-        value = negative[0][0]
-        findings.append(NEGATIVE_ID.finding(
-            display, f"{_counted('class id', negative, flat.size)} {tail}",
-            hint=f"If {value} means 'unknown', declare ignore_index={value} and pass it to the "
-            "loss (CrossEntropyLoss ignores -100 by default), or drop those samples.",
-            values=[v for v, _ in negative], counts=[c for _, c in negative],
-        ))
-    return findings, values
-
-
-def _counted(what: str, pairs: list[tuple[int, int]], total: int) -> str:
-    if total == 1:
-        return f"{what} {pairs[0][0]} is"
-    listed = shorten(pairs, 8, lambda pair: f"{pair[0]} ({pair[1]} of {total})")
-    return f"{noun(len(pairs), what)} {listed} {verb(len(pairs), 'is')}"
 
 
 def one_hot_finding(display: str | None, present: list[int], loss_name: str | None) -> Finding:
@@ -638,11 +582,13 @@ def sample_error(
 
 
 def finding_values(finding: Finding) -> list | None:
-    """The offending values a finding names: class values, non-integer examples (NaN for
-    non-finite ones) or the wrong dtype."""
+    """The offending values a finding names: mask values, class ids, non-integer examples (NaN
+    for non-finite ones) or the wrong dtype."""
     data = finding.data
     if "values" in data:
         return list(data["values"])
+    if "ids" in data:
+        return list(data["ids"])
     if "dtype" in data:
         return [data["dtype"]]
     if "examples" in data or "non_finite" in data or "non_finite_pixels" in data:

@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from labelguard.core.spec import LabelSpec, ValueSet
+
 _INF = float("inf")
 
 
@@ -49,14 +51,22 @@ def module_label(name: str, module: Any) -> str:
     return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
 
 
-def invalid_targets(target: torch.Tensor, classes: int, ignore: int | None) -> torch.Tensor:
-    """A boolean tensor, True where ``target`` is no class index of ``[0, classes)`` and not
-    ``ignore``: elementwise operations on the target's device, no sync. Fractional and NaN
-    values of a float target are invalid."""
+def loss_legal_values(classes: int, ignore: int | None) -> ValueSet:
+    """What a loss of ``classes`` outputs and one ``ignore_index`` takes, as the spec's one
+    legality function decides it (:meth:`LabelSpec.legal_values`)."""
+    legal = LabelSpec(num_classes=max(classes, 0), ignore=() if ignore is None else (ignore,)).legal_values()
+    assert legal is not None  # not a user mistake: a spec with num_classes knows its values
+    return legal
+
+
+def invalid_targets(target: torch.Tensor, legal: ValueSet) -> torch.Tensor:
+    """A boolean tensor, True where ``target`` holds a value not in ``legal`` (a spec's
+    :meth:`~LabelSpec.legal_values`): elementwise operations on the target's device, no sync.
+    Fractional and NaN values of a float target are invalid."""
     wide = target.long() if target.dtype == torch.bool else target
-    bad = (wide < 0) | (wide >= classes)
+    bad = (wide < legal.start) | (wide >= legal.stop)
     if wide.is_floating_point():
         bad |= wide != wide.floor()  # NaN compares unequal to anything: caught too
-    if ignore is not None:
-        bad &= wide != ignore
+    for value in legal.others:
+        bad &= wide != value
     return bad

@@ -31,7 +31,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from labelguard.checks.runtime import DIVERGING, NON_FINITE
+from labelguard.rules.lg502 import NON_FINITE
+from labelguard.rules.lg508 import DIVERGING
 from labelguard.core.findings import Finding
 from labelguard.core.text import shorten
 from labelguard.errors import UsageError

@@ -1,0 +1,63 @@
+"""What the PyTorch guard sees, as the records the audit checks: a mask tensor becomes the
+``mask`` sample of a file (its container ``"array"``), a vector of class ids the ``annotation``
+record of a file of labels (its unit ``"label"``), and the registered rules of that scope
+judge it through :func:`labelguard.core.rules.run_rules` with ``at_run_time=True``: a rule
+written once runs in the audit and in ``guard()``, with the same message."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labelguard.core.findings import Finding
+from labelguard.core.records import AnnotationRecord, MaskRecord, MaskSample
+from labelguard.core.rules import run_rules
+from labelguard.core.spec import LabelSpec
+from labelguard.rules._masks import label_sample
+from labelguard.rules.lg204 import ids_not_whole
+
+
+def tensor_findings(display: str | None, array: np.ndarray, spec: LabelSpec) -> tuple[list[Finding], np.ndarray,
+                                                                                   np.ndarray]:
+    """The registered ``mask`` rules on a label array that comes from no file (a target tensor
+    of the guard), with its histogram: the array becomes the sample the audit checks (its
+    container ``"array"``) and every rule that is not about a file's storage judges it.
+
+    Float arrays holding only whole numbers are checked as integers; otherwise LG204 names
+    the non-integer and non-finite pixel counts and the histogram is of the whole numbers.
+    TypeError when the dtype holds no labels; RuntimeError naming the rule when a rule crashes
+    (a bug of labelguard, never of the data)."""
+    sample = label_sample(MaskSample(display, MaskRecord(array, "array", None, str(array.dtype))), array)
+    assert sample.values is not None and sample.counts is not None  # not a user mistake: label_sample sets both
+    findings: list[Finding] = []
+    errors: list[str] = []
+    run_rules("mask", sample, spec, display or "a target", findings, errors, at_run_time=True)
+    if errors:
+        raise RuntimeError("; ".join(errors))  # not a user mistake: a rule of labelguard crashed
+    return findings, sample.values, sample.counts
+
+
+def id_findings(display: str | None, array: np.ndarray, spec: LabelSpec, dtype: str) -> tuple[list[Finding],
+                                                                                           np.ndarray]:
+    """The registered ``annotation`` rules on class ids that come from no file (a scalar or a
+    vector target of the guard), with the distinct whole ids: the ids become a record of
+    labels, each at its 1-based place. Float ids that are not whole numbers (or NaN/Inf) are
+    LG204 and left out of the record. RuntimeError naming the rule when a rule crashes."""
+    findings: list[Finding] = []
+    flat = array.reshape(-1)
+    places = None  # each id at its own place, unless some were left out
+    if flat.dtype.kind == "f":
+        finite = np.isfinite(flat)
+        whole = finite & (np.floor(flat) == flat)
+        non_finite = int(flat.size - np.count_nonzero(finite))
+        fractional = int(np.count_nonzero(finite & ~whole))
+        if non_finite or fractional:
+            examples = np.unique(flat[finite & ~whole])[:5].tolist()
+            findings.append(ids_not_whole(display, dtype, fractional, non_finite, examples))
+            places = (np.flatnonzero(whole) + 1).tolist()
+        flat = flat[whole].astype(np.int64)
+    record = AnnotationRecord(display or "the target", "tensor", unit="label", labels=flat.tolist(), places=places)
+    errors: list[str] = []
+    run_rules("annotation", record, spec, display or "a target", findings, errors, at_run_time=True)
+    if errors:
+        raise RuntimeError("; ".join(errors))  # not a user mistake: a rule of labelguard crashed
+    return findings, np.unique(flat)
