@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from labelguard.explain._flight import DEFAULT_KEEP, FlightRecordWriter
+from labelguard.flight import DEFAULT_KEEP, FlightRecordWriter
 
 TARGET_US_PER_BATCH = 200  # the recorder must cost the loop a fraction of a millisecond
 

@@ -96,7 +96,7 @@ def scan(path: Path) -> int:
 def audit(folder: Path) -> int:
     from labelguard import audit as run_audit
     from labelguard.core.spec import LabelSpec
-    from labelguard.core.tokens import TokenSpec
+    from labelguard.core.spec import TokenSpec
 
     spec = LabelSpec(tokens=TokenSpec(vocab_size=VOCAB, max_position_embeddings=POSITIONS, type_vocab_size=2,
                                       num_labels=CLASSES))

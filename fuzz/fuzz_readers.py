@@ -400,7 +400,7 @@ class Format:
 
         if not self.tokens:
             return labelguard.LabelSpec(num_classes=3)
-        from labelguard.core.tokens import TokenSpec
+        from labelguard.core.spec import TokenSpec
 
         return labelguard.LabelSpec(num_classes=3, tokens=TokenSpec(
             vocab_size=200, max_position_embeddings=8, position_offset=2, pad_token_id=1, type_vocab_size=2,

@@ -302,7 +302,7 @@ def test_a_contradictory_spec_and_a_missing_config_are_spec_errors(tmp_path):
 
 def test_replay_with_a_reference_that_names_nothing_is_a_usage_error(tmp_path):
     from labelguard.explain import FlightRecordError, read_record, replay
-    from labelguard.explain._flight import FlightRecordWriter
+    from labelguard.flight import FlightRecordWriter
 
     with pytest.raises(FlightRecordError, match="no flight record"):
         read_record(tmp_path / "missing.json")

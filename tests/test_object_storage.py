@@ -24,7 +24,7 @@ from s3_server import s3_server  # noqa: F401  (the fixture)
 from labelguard import audit
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tokens import TokenSpec
+from labelguard.core.spec import TokenSpec
 from labelguard.core.paths import display_path, inside_root
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

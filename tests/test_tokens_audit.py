@@ -255,7 +255,7 @@ def test_rows_are_numbered_across_batches_and_row_groups(tmp_path, writer, name)
 
 
 def token_spec_from_files_values(**values):
-    from labelguard.core.tokens import TokenSpec
+    from labelguard.core.spec import TokenSpec
 
     return TokenSpec(**values, origins=(("vocab_size", "the test"),))
 
@@ -344,7 +344,7 @@ PEAK_RSS = """
 import sys
 from labelguard._audit import audit
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tokens import TokenSpec
+from labelguard.core.spec import TokenSpec
 spec = LabelSpec(tokens=TokenSpec(vocab_size=30000, max_position_embeddings=128))
 report = audit(sys.argv[1], spec, use_project_config=False, workers=1, cache=False)
 assert report.findings == [] and report.errors == [], (report.findings, report.errors)

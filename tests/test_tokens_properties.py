@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import labelguard.readers.tokens as token_reader
 from audit_helpers import found, run
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tokens import TokenSpec
+from labelguard.core.spec import TokenSpec
 from labelguard.layouts.base import AuditOptions
 
 VOCAB = 100

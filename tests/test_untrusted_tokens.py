@@ -29,7 +29,7 @@ from audit_helpers import found, peak_of, run
 from nlp_builders import arrow_stream_claiming_a_terabyte_body
 from s3_server import s3_server  # noqa: F401  (the fixture)
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tokens import TokenSpec
+from labelguard.core.spec import TokenSpec
 from test_hostile_dataset import audit_limited
 
 pa = pytest.importorskip("pyarrow")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from labelguard._cli_options import storage_options_of
 from labelguard._version import __version__
 from labelguard.core import storage
 from labelguard.errors import LabelguardError, SpecError
@@ -235,22 +236,6 @@ class PathOrUrl(click.Path):
         return super().convert(storage.local_path(value), param, ctx)
 
 
-def _storage_options(text: str | None) -> dict | None:
-    """The --storage-options JSON object (fsspec storage options, e.g. endpoint_url)."""
-    if not text:
-        return None
-    from labelguard.readers.base import ReadError, parse_json
-
-    try:
-        value = parse_json(text)
-    except ReadError as exc:
-        raise click.BadParameter(str(exc), param_hint="--storage-options") from None
-    if not isinstance(value, dict):
-        raise click.BadParameter(f"a JSON object is needed, like '{{\"endpoint_url\": \"http://...\"}}', "
-                                 f"got {type(value).__name__}", param_hint="--storage-options")
-    return value
-
-
 def layout_options(func):
     options = [
         click.option("--format", "layout", help="Force a layout (see `labelguard formats`)."),
@@ -386,7 +371,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         if not masks:
             raise click.UsageError("give a dataset PATH (or --masks DIR)")
         paths = (masks,)
-    storage_options = _storage_options(storage_options_json)
+    storage_options = storage_options_of(storage_options_json)
     paths = tuple(storage.local_path(path) for path in paths)
     access = storage.access_for([p for p in (*paths, images, masks, *lists, color_map) if p], storage_options)
     if access is not None:

@@ -321,7 +321,7 @@ def within_trust(config: Config, data: str | None = None) -> Config:
     and the files it names (tokens.*, audit.color_map) must lie, links resolved, in its own
     folder and, when it lies at or under ``data`` (the dataset's own), in ``data`` too; every
     other setting is refused, in ``use.refused`` with why, for the report to warn of."""
-    from labelguard.core.tokens import FILE_KEYS
+    from labelguard.core.spec import FILE_KEYS
 
     if data is None:
         return replace(config, spec=_with_tokens(config.spec, config.tokens, config.path))
@@ -360,7 +360,7 @@ def _data_may_set(setting: str) -> bool:
 
 def _token_table(table: dict[str, Any], path: str) -> dict[str, Any]:
     """A ``[tokens]`` table checked: its files are paths, its numbers a token spec."""
-    from labelguard.core.tokens import FILE_KEYS, TokenSpec
+    from labelguard.core.spec import FILE_KEYS, TokenSpec
 
     for key in FILE_KEYS:
         value = table.get(key)
@@ -373,7 +373,7 @@ def _token_table(table: dict[str, Any], path: str) -> dict[str, Any]:
 def _with_tokens(spec: LabelSpec, table: dict[str, Any], path: str | None) -> LabelSpec:
     """``spec`` with the token spec of a ``[tokens]`` table: the model config and tokenizer
     it names (relative to the config file), with the numbers it gives over what they say."""
-    from labelguard.core.tokens import FILE_KEYS, TokenSpec
+    from labelguard.core.spec import FILE_KEYS, TokenSpec
     from labelguard.readers.tokens import token_spec_from_files
 
     if not table:

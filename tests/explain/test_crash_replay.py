@@ -207,7 +207,7 @@ def test_replay_finds_unequal_sizes_per_sample(tmp_path, monkeypatch):
             return [torch.zeros(3, 8, 8), torch.zeros(3, 8, 8), torch.zeros(3, 16, 16)]
     '''))
     monkeypatch.syspath_prepend(str(tmp_path))
-    from labelguard.explain._flight import FlightRecordWriter
+    from labelguard.flight import FlightRecordWriter
 
     FlightRecordWriter(tmp_path / "f.json", sync=True).handed(0, 0, [0, 1, 2], None)
     report = replay(tmp_path / "f.json", "sizes_data:make")

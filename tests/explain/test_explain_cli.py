@@ -13,7 +13,7 @@ from explain_fixtures import LOGS, read_log
 
 from labelguard.cli import main
 from labelguard.explain import explain
-from labelguard.explain._flight import FlightRecordWriter
+from labelguard.flight import FlightRecordWriter
 
 
 def run(*args, input=None):

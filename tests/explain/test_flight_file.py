@@ -9,7 +9,7 @@ import time
 import pytest
 
 from labelguard.explain import FlightRecordError, explain, read_record
-from labelguard.explain._flight import FlightRecordWriter
+from labelguard.flight import FlightRecordWriter
 
 
 def test_writer_keeps_the_last_batches_and_leaves_no_temporary_file(tmp_path):

@@ -1,4 +1,5 @@
-"""LabelSpec: what label values and class names are legal."""
+"""LabelSpec: what label values and class names are legal; TokenSpec: what a model's
+embedding tables take (it rides on the label spec as ``LabelSpec.tokens``)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,13 @@ import os
 import re
 from collections.abc import Iterator, Set
 from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from functools import cached_property, lru_cache
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from labelguard.core.text import noun
 from labelguard.errors import SpecError
-
-if TYPE_CHECKING:
-    from labelguard.core.tokens import TokenSpec
 
 IGNORE_REDUCED = 255  # mmsegmentation's reduce_zero_label sends 0 here
 # Every number of a spec is an int64, the widest type a label tensor has: past it a value
@@ -237,7 +235,7 @@ class LabelSpec:
             :data:`PARTS`); filled from ``sources`` when not given.
         notes: what merging the spec's layers replaced, for the report.
         tokens: what the model's embedding tables take, for token sequences
-            (:class:`~labelguard.core.tokens.TokenSpec`: ``--model-config``, ``--tokenizer``,
+            (:class:`TokenSpec`: ``--model-config``, ``--tokenizer``,
             a ``[tokens]`` table, or a model's own modules); None when nothing was said.
         dtype: the integer dtype masks must be stored as (strict admission: a mask stored
             otherwise is LG207), or None.
@@ -703,3 +701,215 @@ def _ints(value: Any, key: str) -> tuple[int, ...]:
     if not isinstance(value, Iterable):
         raise SpecError(f"{key} must be a list of integers, got {value!r}")
     return tuple(_int(v, key) for v in value)
+
+
+# Hugging Face's losses (CrossEntropyLoss's default) skip this label: padding of token
+# labels, the unmasked tokens of masked language modelling.
+HF_IGNORE_INDEX = -100
+
+# The parts of a token spec whose origin the report names, in the order it names them.
+TOKEN_PARTS = ("vocab_size", "max_position_embeddings", "type_vocab_size", "num_labels", "tokenizer")
+
+@dataclass(frozen=True)
+class TokenSpec:
+    """What a model's embedding tables and head take, and what its tokenizer produces.
+
+    Attributes:
+        vocab_size: rows of the word embedding: token ids must be below it.
+        max_position_embeddings: rows of a learned position table; None when the model has
+            none (rotary, relative or sinusoidal positions take any length).
+        position_offset: positions the table reserves before the first token: RoBERTa-style
+            models number positions from ``pad_token_id + 1``, so a 514-row table takes 512
+            tokens.
+        type_vocab_size: rows of the segment (token type) embedding.
+        num_labels: classes of the classification head; None when the model has none.
+        label_ignore: label values the loss skips (``-100``).
+        labels_are_tokens: the model's labels are token ids (masked or causal language
+            modelling): they must be below ``vocab_size``, not ``num_labels``.
+        pad_token_id: the padding id (RoBERTa-style positions do not count it).
+        model_type: the model family, for messages (``roberta``).
+        tokenizer_size: the tokenizer's highest id + 1, added tokens included.
+        special_ids: (token, id) of the tokenizer's special tokens.
+        origins: ``(part, origin)`` pairs naming the file or module behind each part of
+            :data:`TOKEN_PARTS`.
+        notes: what the report must say about the spec (a table that was not checked, why).
+    """
+
+    vocab_size: int | None = None
+    max_position_embeddings: int | None = None
+    position_offset: int = 0
+    type_vocab_size: int | None = None
+    num_labels: int | None = None
+    label_ignore: tuple[int, ...] = (HF_IGNORE_INDEX,)
+    labels_are_tokens: bool = False
+    pad_token_id: int | None = None
+    model_type: str | None = None
+    tokenizer_size: int | None = None
+    special_ids: tuple[tuple[str, int], ...] = ()
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "max_position_embeddings", "type_vocab_size", "num_labels", "tokenizer_size"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= INT64_MAX:
+                raise SpecError(f"{name} must be a whole number from 1 to {INT64_MAX}, got {value}")
+        if self.position_offset < 0:
+            raise SpecError(f"position_offset must be 0 or more, got {self.position_offset}")
+        if self.max_position_embeddings is not None and self.position_offset >= self.max_position_embeddings:
+            raise SpecError(f"position_offset {self.position_offset} leaves no position of the "
+                            f"{self.max_position_embeddings} of max_position_embeddings")
+
+    @property
+    def is_known(self) -> bool:
+        """True when the spec says anything a token column can be checked against."""
+        return any(value is not None for value in (self.vocab_size, self.max_position_embeddings,
+                                                   self.type_vocab_size, self.num_labels, self.tokenizer_size))
+
+    @property
+    def longest(self) -> int | None:
+        """The most tokens one sequence may hold (positions less the padding offset)."""
+        if self.max_position_embeddings is None:
+            return None
+        return self.max_position_embeddings - self.position_offset
+
+    @property
+    def id_limit(self) -> int | None:
+        """Token ids must be below this: the embedding's rows, or without a model the
+        tokenizer's size (an id past it came from no such tokenizer)."""
+        return self.vocab_size if self.vocab_size is not None else self.tokenizer_size
+
+    def origin(self, part: str) -> str | None:
+        """The file or module that gave ``part`` (one of :data:`TOKEN_PARTS`), when known."""
+        return self._origin_of.get(part)
+
+    @cached_property
+    def _origin_of(self) -> dict[str, str]:
+        return dict(self.origins)
+
+    def described(self, part: str, text: str) -> str:
+        """``text`` with where ``part`` came from: ``vocab_size 30522 from config.json``."""
+        origin = self.origin(part)
+        return f"{text} from {origin}" if origin else text
+
+    # The legality of each column, asked of a LabelSpec like every other label value:
+    # built once per spec (not fields: equality and hashing ignore them).
+    @cached_property
+    def token_ids(self) -> LabelSpec | None:
+        """The legal token ids, ``[0, id_limit)``."""
+        return None if self.id_limit is None else LabelSpec(num_classes=self.id_limit)
+
+    @cached_property
+    def token_labels(self) -> LabelSpec | None:
+        """The legal labels of a language model: token ids, and the ignore values."""
+        return None if self.id_limit is None else LabelSpec(num_classes=self.id_limit, ignore=self.label_ignore)
+
+    @cached_property
+    def token_types(self) -> LabelSpec | None:
+        return None if self.type_vocab_size is None else LabelSpec(num_classes=self.type_vocab_size)
+
+    @cached_property
+    def positions(self) -> LabelSpec | None:
+        return None if self.max_position_embeddings is None else LabelSpec(num_classes=self.max_position_embeddings)
+
+    def class_labels(self, classes: int) -> LabelSpec:
+        """The legal values of a label column of ``classes`` classes: the classes and the
+        ignore values."""
+        return class_label_spec(classes, self.label_ignore)
+
+    def merged(self, other: "TokenSpec") -> "TokenSpec":
+        """A copy where every part ``other`` (a higher-priority source) sets wins."""
+        changes: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name in ("origins", "notes"):
+                continue
+            value = getattr(other, f.name)
+            if value != f.default and value is not None:
+                changes[f.name] = value
+        origins = dict(self.origins)
+        origins.update(other.origins)
+        notes = tuple(dict.fromkeys(self.notes + other.notes))
+        return replace(self, **changes, origins=tuple(origins.items()), notes=notes)
+
+    def describe(self) -> str:
+        """The spec in one line with where its parts came from: ``vocab_size 30522,
+        type_vocab_size 2 (from config.json); tokenizer of 30524 ids (from tokenizer.json)``."""
+        parts: list[tuple[str, str]] = []
+        if self.vocab_size is not None:
+            parts.append(("vocab_size", f"vocab_size {self.vocab_size}"))
+        if self.max_position_embeddings is not None:
+            offset = f" less padding offset {self.position_offset}" if self.position_offset else ""
+            parts.append(("max_position_embeddings",
+                          f"max_position_embeddings {self.max_position_embeddings}{offset}"))
+        if self.type_vocab_size is not None:
+            parts.append(("type_vocab_size", f"type_vocab_size {self.type_vocab_size}"))
+        if self.num_labels is not None:
+            parts.append(("num_labels", f"num_labels {self.num_labels}"))
+        if self.tokenizer_size is not None:
+            parts.append(("tokenizer", f"tokenizer of {self.tokenizer_size} ids"))
+        if not parts:
+            return "nothing known"
+        groups: dict[str | None, list[str]] = {}
+        for part, text in parts:
+            groups.setdefault(self.origin(part), []).append(text)
+        text = "; ".join(", ".join(texts) + (f" (from {origin})" if origin else "") for origin, texts in groups.items())
+        return text + ("; labels are token ids" if self.labels_are_tokens else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("origins", "notes")}
+        data["label_ignore"] = list(self.label_ignore)
+        data["special_ids"] = {token: id_ for token, id_ in self.special_ids}
+        data["origins"] = dict(self.origins)
+        return data
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], source: str = "") -> "TokenSpec":
+        """A spec from a config table of numbers; unknown keys are an error naming them."""
+        unknown = sorted(set(data) - set(CONFIG_KEYS))
+        if unknown:
+            where = f" in {source}" if source else ""
+            raise SpecError(f"unknown token spec {noun(len(unknown), 'key')} {', '.join(unknown)}{where}; "
+                            f"known keys: {', '.join(sorted(CONFIG_KEYS) + sorted(FILE_KEYS))}")
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "label_ignore_index":
+                values["label_ignore"] = _whole_numbers(value, key, source)
+            elif key == "labels_are_tokens":
+                if not isinstance(value, bool):
+                    raise SpecError(f"{key} must be true or false{_in(source)}, got {value!r}")
+                values[key] = value
+            else:
+                values[key] = _whole_number(value, key, source)
+        parts = {"vocab_size": "vocab_size", "max_position_embeddings": "max_position_embeddings",
+                 "position_offset": "max_position_embeddings", "type_vocab_size": "type_vocab_size",
+                 "num_labels": "num_labels"}
+        origins = tuple(dict.fromkeys((parts[key], source) for key in values if key in parts and source))
+        return cls(**values, origins=origins)
+
+
+@lru_cache(maxsize=256)
+def class_label_spec(classes: int, ignore: tuple[int, ...]) -> LabelSpec:
+    """The legal labels of ``classes`` classes with ``ignore`` values: one spec per pair, built
+    once (a file's batches all ask for the same)."""
+    return LabelSpec(num_classes=classes, ignore=ignore)
+
+
+# The keys of a [tokens] config table that are numbers, and those that name files.
+CONFIG_KEYS = ("vocab_size", "max_position_embeddings", "position_offset", "type_vocab_size", "num_labels",
+               "label_ignore_index", "labels_are_tokens")
+FILE_KEYS = ("model_config", "tokenizer")
+
+
+def _in(source: str) -> str:
+    return f" in {source}" if source else ""
+
+
+def _whole_number(value: Any, key: str, source: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"{key} must be a whole number{_in(source)}, got {value!r}")
+    return value
+
+
+def _whole_numbers(value: Any, key: str, source: str) -> tuple[int, ...]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return tuple(_whole_number(v, key, source) for v in values)

@@ -14,7 +14,7 @@ reference that names nothing callable.
 
 from labelguard.explain._engine import Explanation, Match, RankedCause, RecordSummary, explain
 from labelguard.explain._extract import Assertion, Facts, Frame
-from labelguard.explain._flight import BatchRecord, FlightRecord, FlightRecordError, read_record
+from labelguard.flight import BatchRecord, FlightRecord, FlightRecordError, read_record
 from labelguard.explain._replay import BatchReplay, ReplayReport, SampleReplay, replay
 
 __all__ = [

@@ -17,7 +17,7 @@ import click
 
 from labelguard.explain._engine import explain
 from labelguard.explain._extract import decode
-from labelguard.explain._flight import FlightRecordError
+from labelguard.flight import FlightRecordError
 
 OUTPUT_FORMATS = ("text", "json")
 # An argument with no spaces that looks like a file name is a file, even when it is missing.

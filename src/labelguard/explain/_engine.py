@@ -17,7 +17,7 @@ from typing import Any
 from labelguard.core.text import cut
 from labelguard.explain._evidence import Evidence, gather
 from labelguard.explain._extract import Facts, digest, extract, normalise
-from labelguard.explain._flight import (
+from labelguard.flight import (
     ORDER_EXACT,
     BatchRecord,
     FlightRecord,

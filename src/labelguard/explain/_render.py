@@ -8,7 +8,7 @@ from datetime import datetime
 
 from labelguard.core.text import plural
 from labelguard.explain._engine import Explanation, RecordSummary
-from labelguard.explain._flight import BatchRecord
+from labelguard.flight import BatchRecord
 from labelguard.explain._replay import ReplayReport
 
 WIDTH = 100

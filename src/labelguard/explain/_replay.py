@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from labelguard._optional import require
 from labelguard.core.text import plural, shorten, verb
 from labelguard.errors import LabelError, UsageError
-from labelguard.explain._flight import BatchRecord, FlightRecord, read_record
+from labelguard.flight import BatchRecord, FlightRecord, read_record
 
 if TYPE_CHECKING:  # `labelguard explain` imports this package, and runs without numpy
     from labelguard.core.spec import LabelSpec

@@ -11,6 +11,7 @@ import os
 
 import click
 
+from labelguard._cli_options import storage_options_of
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import printable, printable_data
@@ -44,12 +45,6 @@ def remote_options(func):
         "--storage-options", "storage_options_json", metavar="JSON",
         help="fsspec storage options for PATHS that are URLs (as for audit). A dataset in object storage is "
              "never written: it is copied to the local --out folder and fixed there.")(func)
-
-
-def _storage(text: str | None) -> dict | None:
-    from labelguard.cli import _storage_options
-
-    return _storage_options(text)
 
 
 _MARK = {PLANNED: "would fix", WRITTEN: "fixed", UNCHANGED: "unchanged", SKIPPED: "skipped", REFUSED: "refused"}
@@ -181,10 +176,10 @@ def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classe
         if not mapping or not paths:
             raise click.UsageError("--ids needs PATHS and --map")
         _show(remap_ids(list(paths), mapping, spec=spec, apply=apply, out=out, force=force,
-                        storage_options=_storage(storage_options_json)), as_json)
+                        storage_options=storage_options_of(storage_options_json)), as_json)
         return
     result = remap(list(paths) or None, mapping, spec=spec, options=_layout(layout, key), from_report=from_report,
-                   apply=apply, out=out, force=force, storage_options=_storage(storage_options_json))
+                   apply=apply, out=out, force=force, storage_options=storage_options_of(storage_options_json))
     _show(result, as_json)
 
 
@@ -220,7 +215,7 @@ def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, 
     if not mapping or not paths:
         raise click.UsageError("give PATHS and --map OLD=NEW,... (or --map-file FILE), or --from-mapping FILE")
     _show(rename(list(paths), mapping, spec=_spec(None, None, classes, ()), apply=apply, out=out, force=force,
-                 storage_options=_storage(storage_options_json)), as_json)
+                 storage_options=storage_options_of(storage_options_json)), as_json)
 
 
 def _name_map_file(path: str) -> dict[str, str]:
@@ -273,7 +268,7 @@ def colors_command(paths, color_map, unmapped, mode, num_classes, values, classe
         raise click.UsageError("give the PATHS of the colour masks, or --from-report REPORT")
     result = colors(list(paths) or None, color_map, spec=_spec(num_classes, values, classes, ignore_index),
                     options=_layout(layout, key), from_report=from_report, unmapped=unmapped, mode=mode,
-                    apply=apply, out=out, force=force, storage_options=_storage(storage_options_json))
+                    apply=apply, out=out, force=force, storage_options=storage_options_of(storage_options_json))
     _show(result, as_json)
 
 
@@ -293,7 +288,7 @@ def list_command(lists, root, keep_missing, apply, out, from_report, as_json, fo
     if not lists and not from_report:
         raise click.UsageError("give the LISTS to clean, or --from-report REPORT")
     result = clean_list(list(lists) or None, root=root, drop_missing=not keep_missing, from_report=from_report,
-                        apply=apply, out=out, force=force, storage_options=_storage(storage_options_json))
+                        apply=apply, out=out, force=force, storage_options=storage_options_of(storage_options_json))
     _show(result, as_json)
 
 

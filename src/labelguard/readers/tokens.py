@@ -34,7 +34,8 @@ import numpy as np
 
 from labelguard._optional import available
 from labelguard.core import storage
-from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
+from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn
+from labelguard.core.spec import TokenSpec
 from labelguard.core.text import byte_size, clipped, shorten
 from labelguard.errors import SpecError
 from labelguard.readers.base import (

@@ -11,7 +11,7 @@ from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.text import plural, shorten
-from labelguard.core.tokens import TokenSpec
+from labelguard.core.spec import TokenSpec
 from labelguard.rules._examples import token_lines
 
 NO_SPEC = define(

@@ -14,7 +14,8 @@ from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import plural
-from labelguard.core.tokens import TOKEN_ID_COLUMNS, TokenBatch, TokenSpec
+from labelguard.core.tokens import TOKEN_ID_COLUMNS, TokenBatch
+from labelguard.core.spec import TokenSpec
 from labelguard.rules._examples import token_lines
 from labelguard.rules._tokens import offending_values
 

@@ -8,7 +8,8 @@ import numpy as np
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tokens import POSITION_COLUMN, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
+from labelguard.core.tokens import POSITION_COLUMN, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn
+from labelguard.core.spec import TokenSpec
 from labelguard.rules._examples import token_lines
 from labelguard.rules._tokens import offending_sequences, offending_values
 

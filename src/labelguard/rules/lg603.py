@@ -6,7 +6,8 @@ from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import plural
-from labelguard.core.tokens import TOKEN_TYPE_COLUMN, TokenBatch, TokenSpec
+from labelguard.core.tokens import TOKEN_TYPE_COLUMN, TokenBatch
+from labelguard.core.spec import TokenSpec
 from labelguard.rules._examples import token_lines
 from labelguard.rules._tokens import offending_values
 

@@ -9,7 +9,8 @@ from functools import lru_cache
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tokens import HF_IGNORE_INDEX, LABEL_COLUMNS, TokenBatch, TokenSpec, class_label_spec
+from labelguard.core.tokens import LABEL_COLUMNS, TokenBatch
+from labelguard.core.spec import HF_IGNORE_INDEX, TokenSpec, class_label_spec
 from labelguard.rules._examples import token_lines
 from labelguard.rules._tokens import offending_values
 

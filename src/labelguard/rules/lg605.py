@@ -13,7 +13,7 @@ from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.text import plural, shorten
-from labelguard.core.tokens import TokenSpec
+from labelguard.core.spec import TokenSpec
 from labelguard.rules._examples import token_lines
 
 TOKENIZER_PAST_EMBEDDING = define(

@@ -19,7 +19,7 @@ from collections import deque
 from typing import Any, Callable, Iterator
 
 from labelguard._optional import require
-from labelguard.explain._flight import (
+from labelguard.flight import (
     DEFAULT_KEEP,
     ORDER_EXACT,
     ORDER_UNAVAILABLE,

@@ -23,7 +23,8 @@ from labelguard.core.findings import Finding
 from labelguard.core.rules import run_rules
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import UnsupportedError
-from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn, TokenSpec
+from labelguard.core.tokens import READ_COLUMNS, TOKEN_ID_COLUMNS, TokenBatch, TokenColumn
+from labelguard.core.spec import TokenSpec
 from labelguard.readers.tokens import CLASS_LABEL_HEADS, PADDING_OFFSET_POSITIONS, TOKEN_LABEL_HEADS, json_column
 from labelguard.rules._tokens import merge_findings
 import labelguard.rules  # noqa: F401  (registers the token rules)
