@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from labelguard import layouts
 from labelguard.core import storage
-from labelguard.core.rules import rules_for
+from labelguard.core.rules import run_rules
 from labelguard.rules._dataset import suggested_remap
 from labelguard.rules._unread import LINK_HINT
 from labelguard.config import NOT_DETECTED, Config, ConfigFinder, Refusal
@@ -83,6 +83,7 @@ def audit(
     scheduler: str | None = None,
     client: Any = None,
     storage_options: dict | None = None,
+    **layout_options: Any,
 ) -> Report:
     """Audit the datasets at ``paths`` against ``spec`` and return a :class:`Report`.
 
@@ -94,6 +95,8 @@ def audit(
         options: layout options (forced format, --images/--masks, lists, npz key, colour map):
             an :class:`AuditOptions`, or a mapping of its fields (``{"format": "voc"}``); an
             unknown field is a UsageError.
+        **layout_options: the same fields as keywords (``audit(path, format="voc", key="label")``),
+            over those of ``options``; an unknown one is a UsageError.
         config_file: the caller's config file, above the project config in priority: all of
             its settings apply.
         use_project_config: look for labelguard.toml / pyproject.toml at or above the data.
@@ -149,7 +152,7 @@ def audit(
     # The paths as text from here on (a local path, or a URL of object storage).
     named = [storage.local_path(os.fspath(p)) for p in paths]
     spec = _spec_argument(spec)
-    options = _local_paths(_options_argument(options))
+    options = _local_paths(_options_argument(options, layout_options))
     # What object storage this audit may read: the buckets of the URLs it was given, and no
     # other (a URL spelled by the data is a path that does not exist).
     access = storage.access_for([*named, *_option_paths(options)], storage_options)
@@ -387,7 +390,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     parts: list[tuple[Summary, list[Finding]]] = []
     with opened_engine(engine, workers) if any(t is not None for t in first) else contextlib.nullcontext(None) \
             as runner:
-        for own_spec, head, rest in zip(specs, first, streams):
+        for own_discovery, own_spec, head, rest in zip(discoveries, specs, first, streams):
             own_summary = Summary() if len(discoveries) > 1 else summary
             own_findings: list[Finding] = []
             if head is not None:
@@ -401,7 +404,8 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
                     _keep_flagged(flagged, batch, result)
                     if progress:
                         progress(done, stream.total)
-            own_findings.extend(dataset_findings(own_summary, own_spec, errors))
+            errors.extend(own_discovery.errors)  # complete: its tasks were all taken
+            own_findings.extend(dataset_findings(own_summary, own_spec, errors, display_path(own_discovery.root)))
             if own_summary is not summary:
                 summary.update(own_summary)
             parts.append((own_summary, own_findings))
@@ -501,16 +505,11 @@ def _inventories(paths: list[str], discoveries: list, audited: list[str], specs:
     return found
 
 
-def dataset_findings(summary: Summary, spec: LabelSpec, errors: list[str]) -> list[Finding]:
-    """The dataset rules' findings on one dataset's merged ``summary``; a rule that crashes is
-    an entry of ``errors``, and the others still run."""
+def dataset_findings(summary: Summary, spec: LabelSpec, errors: list[str], where: str = "the dataset") -> list[Finding]:
+    """The dataset rules' findings on one dataset's merged ``summary``, through the one
+    runner: a rule that crashes is an entry of ``errors``, and the others still run."""
     findings: list[Finding] = []
-    for check in rules_for("dataset"):
-        try:
-            findings.extend(check(summary, spec))
-        except Exception as exc:  # one crashing check must not lose the others
-            log.debug("dataset check %s failed", check.__name__, exc_info=True)
-            errors.append(f"dataset check {check.__name__} crashed: {type(exc).__name__}: {exc}")
+    run_rules("dataset", summary, spec, where, findings, errors)
     return findings
 
 
@@ -662,8 +661,15 @@ def _spec_argument(spec: LabelSpec | Mapping[str, Any] | None) -> LabelSpec | No
                     f"{type(spec).__name__}")
 
 
-def _options_argument(options: AuditOptions | Mapping[str, Any] | None) -> AuditOptions:
-    """``audit``'s options argument as AuditOptions: a mapping names its fields."""
+def _options_argument(options: AuditOptions | Mapping[str, Any] | None,
+                      keywords: Mapping[str, Any] | None = None) -> AuditOptions:
+    """``audit``'s options argument as AuditOptions: a mapping names its fields; ``keywords``
+    (the fields given as keyword arguments) go over it."""
+    if keywords:
+        if isinstance(options, AuditOptions):
+            options = {f.name: getattr(options, f.name) for f in fields(AuditOptions)}
+        if options is None or isinstance(options, Mapping):
+            options = {**(options or {}), **keywords}
     if options is None:
         return AuditOptions()
     if isinstance(options, AuditOptions):

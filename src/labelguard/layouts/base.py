@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import re
+import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator
 
@@ -14,7 +16,7 @@ from labelguard.core.paths import current_roots, display_path
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.config import CONFIG_NAME
-from labelguard.errors import UsageError
+from labelguard.errors import LabelguardError, UsageError
 from labelguard.readers.base import CLASS_NAME_FILES
 from labelguard.readers.colormap import COLOR_MAP_FILES
 from labelguard.readers.masks import JPEG_EXTENSIONS, PHOTO_EXTENSIONS, is_mask_candidate, mask_extension
@@ -39,6 +41,8 @@ class AuditOptions:
     path_column: str | None = None
     label_column: str | None = None
 
+
+log = logging.getLogger(__name__)
 
 @dataclass
 class Discovery:
@@ -66,6 +70,9 @@ class Discovery:
     # they are not its whole root (the paired layout's images/ and masks/): what lies beside
     # them is none of its files.
     walked: list[str] = field(default_factory=list)
+    # Internal errors: the layout's own code crashed (a bug of labelguard, never of the data);
+    # complete once ``tasks`` is exhausted, like ``findings``.
+    errors: list[str] = field(default_factory=list)
 
     def add_lists(self, selection: ListSelection) -> None:
         """What a reading of file lists found: its findings, and the lists it read."""
@@ -282,6 +289,44 @@ def _with_refused_folders(discovery: Discovery, tasks: Iterable[FileTask], left:
     discovery.findings.extend(refused_folder_findings(None if not left[0] else discovery.root))
 
 
+def run_layout(layout: Any, root: str, options: AuditOptions) -> Discovery:
+    """``layout.discover(root, options)``, isolated as the rules are: a layout whose code
+    raises (a bug of labelguard: anything but a LabelguardError, which says what the user
+    asked for cannot be done) gives a discovery of no files with the crash as an internal
+    error naming the layout, and the other datasets are still audited; a walk that raises
+    midway keeps the files it found before."""
+    try:
+        discovery = layout.discover(root, options)
+    except LabelguardError:
+        raise
+    except Exception as exc:  # a bug in one layout must not cost the audit of the others
+        log.debug("layout %s crashed on %s", layout.name, root, exc_info=True)
+        discovery = Discovery(layout.name, root)
+        discovery.errors.append(_crash(layout.name, root, exc, "discovering the dataset"))
+        return discovery
+    if not isinstance(discovery.tasks, list):
+        discovery.tasks = _isolated_walk(layout.name, discovery, discovery.tasks)
+    return discovery
+
+
+def _isolated_walk(name: str, discovery: Discovery, tasks: Iterable[FileTask]) -> Iterator[FileTask]:
+    found = 0
+    try:
+        for task in tasks:
+            found += 1
+            yield task
+    except LabelguardError:
+        raise
+    except Exception as exc:  # the files found before the crash are still audited
+        log.debug("layout %s crashed walking %s", name, discovery.root, exc_info=True)
+        discovery.errors.append(_crash(name, discovery.root, exc, f"walking the dataset, after {found} files"))
+
+
+def _crash(name: str, root: str, exc: Exception, doing: str) -> str:
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return f"{display_path(root)}: layout {name!r} crashed while {doing}: {detail}"
+
+
 def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
     if options.format:
         try:
@@ -290,9 +335,9 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
             raise UsageError(
                 f"unknown format {options.format!r}; known: {', '.join(layout_names())}"
             ) from None
-        return [layout.discover(root, options)]
+        return [run_layout(layout, root, options)]
     if options.masks:
-        return [LAYOUTS["paired"].discover(root, options)]
+        return [run_layout(LAYOUTS["paired"], root, options)]
     if storage.isfile(root):
         return _discover_file(root, options)
     voc = _voc_root_of_image_sets(root)
@@ -304,9 +349,9 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         # (a folder of exports), each then audited on its own.
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
         if len({layout.name for _, layout in parts}) > 1:
-            return _with_datasets_inside([layout.discover(folder, options) for folder, layout in parts], options)
+            return _with_datasets_inside([run_layout(layout, folder, options) for folder, layout in parts], options)
     if found:
-        discovery = found[0].layout.discover(root, options)
+        discovery = run_layout(found[0].layout, root, options)
         discovery.notes.extend(near_ties(found))
         return _with_datasets_inside([discovery], options)
     if storage.isdir(root):
@@ -314,8 +359,8 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         # Folders of masks are one dataset, unless a part is of another layout or declares
         # its own classes or colours: then each part is checked against its own.
         if any(layout.name != "masks" or _declares_metadata(folder) for folder, layout in parts):
-            return _with_datasets_inside([layout.discover(folder, options) for folder, layout in parts], options)
-    return [LAYOUTS["masks"].discover(root, options)]
+            return _with_datasets_inside([run_layout(layout, folder, options) for folder, layout in parts], options)
+    return [run_layout(LAYOUTS["masks"], root, options)]
 
 
 # Evidence at least this confident is of a format (a COCO file, VOC XMLs, YOLO rows, a
@@ -350,7 +395,7 @@ def _with_datasets_inside(found: list[Discovery], options: AuditOptions) -> list
             if os.path.abspath(folder) in holding:
                 continue  # it holds files the dataset reads
             if confidence.get(folder, 0.0) >= SPECIFIC or (layout.can(CATCH_ALL) and _masks_pair_with_photos(folder)):
-                result.append(layout.discover(folder, options))
+                result.append(run_layout(layout, folder, options))
     return result
 
 
@@ -540,16 +585,16 @@ def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
     name = os.path.basename(path).lower()
     folder = os.path.dirname(storage.abspath(path))
     if name == "dataset.json" and storage.isdir(os.path.join(folder, "labelsTr")):
-        return [LAYOUTS["nnunet"].discover(folder, options)]
+        return [run_layout(LAYOUTS["nnunet"], folder, options)]
     if name in CLASS_NAME_FILES or name in METADATA_FILES:
         return _discover_datasets(folder, options)
     if name.endswith(".txt"):
         if os.path.basename(folder).lower() in LIST_DIRS:
             return [_discover_list(path, options)]
         if LAYOUTS["csv"].detect(path, options):
-            return [LAYOUTS["csv"].discover(path, options)]
+            return [run_layout(LAYOUTS["csv"], path, options)]
         if holds_yolo_rows(path):
-            return [LAYOUTS["yolo"].discover(path, options)]
+            return [run_layout(LAYOUTS["yolo"], path, options)]
         return [_discover_list(path, options)]
     layout = detect_layout(path, options)
     if layout is None and name.endswith(DESCRIPTOR_EXTENSIONS):
@@ -559,7 +604,7 @@ def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
         found[0].notes.append(f"{display_path(path)} is no label file labelguard reads; the dataset of "
                               f"its folder {display_path(folder)} was audited")
         return found
-    return [(layout or LAYOUTS["masks"]).discover(path, options)]
+    return [run_layout(layout or LAYOUTS["masks"], path, options)]
 
 
 def _discover_list(path: str, options: AuditOptions) -> Discovery:
@@ -573,7 +618,7 @@ def _discover_list(path: str, options: AuditOptions) -> Discovery:
         # dataset; evidence that lies in a sub-folder (another dataset beside the list's
         # folder, one that a layout's probe found below a parent) is not about this folder.
         if found and found[0].layout.name != "csv" and found[0].evidence.below is None:
-            return found[0].layout.discover(candidate, listed)
+            return run_layout(found[0].layout, candidate, listed)
     root = os.path.dirname(folder) if os.path.basename(folder).lower() in LIST_DIRS else folder
     photos = _names_only_photos(path)
     if photos:
@@ -584,7 +629,7 @@ def _discover_list(path: str, options: AuditOptions) -> Discovery:
                                "a list of images without labels, so nothing in it is audited; give the labels' "
                                "list, or the dataset's folder")
         return discovery
-    return LAYOUTS["masks"].discover(root, listed)
+    return run_layout(LAYOUTS["masks"], root, listed)
 
 
 def _names_only_photos(path: str) -> int:
