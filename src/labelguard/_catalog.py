@@ -25,6 +25,9 @@ from typing import Any
 from labelguard.core.findings import Severity
 from labelguard.core.registry import Check
 
+# Check fields the catalog leaves out: the code is its key; the fix examples are functions
+# (their descriptions ship as ``fix_example``).
+NOT_SHIPPED = ("code", "fix_examples")
 CATALOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "catalog.json")
 
 
@@ -54,7 +57,7 @@ def catalog_text() -> str:
     from labelguard.layouts import LAYOUTS
 
     document: dict[str, Any] = {
-        "checks": {code: {f.name: str(getattr(check, f.name)) for f in fields(Check) if f.name != "code"}
+        "checks": {code: {f.name: str(getattr(check, f.name)) for f in fields(Check) if f.name not in NOT_SHIPPED}
                    for code, check in sorted(REGISTRY.items())},
         "layouts": [{"name": layout.name, "ceiling": layout.ceiling, "capabilities": sorted(layout.capabilities),
                      "description": layout.description}

@@ -630,6 +630,10 @@ def rule(code: str) -> None:
     click.echo("Good:\n" + _indent(check.good))
     click.echo("")
     click.echo("Fix:\n" + _indent(check.fix))
+    click.echo("")
+    click.echo("Fix safety:\n" + _indent(check.fix_safety_text))
+    if check.fix_cases:
+        click.echo("Fixed examples (tested):\n" + _indent("\n".join(check.fix_cases)))
 
 
 def _indent(text: str) -> str:

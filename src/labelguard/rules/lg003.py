@@ -10,7 +10,9 @@ these rules judge them. Missing list entries are the list resolution's
 
 from __future__ import annotations
 
-from labelguard.core.registry import define
+import numpy as np
+
+from labelguard.core.registry import FixExample, define
 from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
@@ -26,6 +28,12 @@ fails with FileNotFoundError, often only when that sample is drawn, hours into t
     bad="train.txt names case0031_slice007 but train_npz/case0031_slice007.npz does not exist",
     good="every entry of train.txt resolves to a file under the data root",
     fix="Regenerate the list from the files on disk, or restore the missing files.",
+    fix_safety="unsafe", fix_command="labelguard fix list",
+    fix_examples=(FixExample(
+        "train.txt naming c.png, which does not exist -> the entry removed (listed in the fix's result)",
+        lambda: {"a.png": np.eye(4, dtype=np.uint8), "train.txt": "a.png\nc.png\n"},
+        "clean_list", {"lists": ["train.txt"]}, lambda: {"train.txt": "a.png\n"},
+        spec={"num_classes": 2}, options={"lists": ["train.txt"]}),),
 )
 
 EXAMPLES = (

@@ -27,6 +27,7 @@ person can judge them, but nothing was checked against what the model expects.""
     fix="Give the spec: --num-classes/--classes/--values (and --ignore-index), a [labels] table in "
     "labelguard.toml, or the dataset's own metadata (dataset.json, labels.txt, a colour map).",
     scope="dataset",
+    fix_safety="display-only",
 )
 
 # Values and classes named in the finding.

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from labelguard.core.registry import define
+from labelguard.core.registry import FixExample, define
 from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
@@ -40,6 +40,14 @@ from another dataset is the classic cause.""",
     bad="<object><name>dgo</name></object>  with classes [cat, dog]",
     good="<object><name>dog</name></object>",
     fix="Rename the class (`labelguard fix rename --map dgo=dog`), add it to the spec, or remove the stray file.",
+    fix_safety="unsafe", fix_command="labelguard fix rename",
+    fix_examples=(FixExample(
+        "a VOC object named 'dgo' with classes cat, dog -> `--map dgo=dog`",
+        lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9)), ("dgo", (2, 2, 8, 8))]),
+                 "JPEGImages/a.jpg": image()},
+        "rename", {"mapping": {"dgo": "dog"}},
+        lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9)), ("dog", (2, 2, 8, 8))])},
+        spec={"classes": ("cat", "dog")}),),
 )
 
 EXAMPLES = (

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from labelguard.core.registry import define
+from labelguard.core.registry import FixExample, define
 from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
@@ -37,6 +37,12 @@ cross_entropy / nll_loss index the logits with the id; an id >= num_classes is t
     bad="YOLO row '3 0.5 0.5 0.2 0.2' with nc: 3",
     good="YOLO row '2 0.5 0.5 0.2 0.2' with nc: 3",
     fix="Set num_classes to the real number of classes, or remap the ids to 0..num_classes-1.",
+    fix_safety="unsafe", fix_command="labelguard fix remap --ids",
+    fix_examples=(FixExample(
+        "a YOLO row of class 3 with nc=3, where 3 was meant as 2 -> `--ids --map 3:2`",
+        lambda: {"labels/a.txt": yolo_rows([(0, .5, .5, .2, .2), (3, .4, .4, .1, .1)])},
+        "remap_ids", {"mapping": {3: 2}},
+        lambda: {"labels/a.txt": yolo_rows([(0, .5, .5, .2, .2), (2, .4, .4, .1, .1)])}, spec={"num_classes": 3}),),
 )
 
 EXAMPLES = (

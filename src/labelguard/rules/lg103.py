@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from labelguard.core.registry import define
+from labelguard.core.registry import FixExample, define
 from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
@@ -29,6 +29,12 @@ NEGATIVE_ID = define(
     bad="label -1 with ignore_index=-100",
     good="label -1 with ignore_index=-1, or the sample dropped",
     fix="Declare the value as ignore index (`--ignore-index -1`) and pass it to the loss, or drop those samples.",
+    fix_safety="unsafe", fix_command="labelguard fix remap --ids",
+    fix_examples=(FixExample(
+        "a CSV label -1 with num_classes=2, where -1 meant class 1 -> `--ids --map -1:1`",
+        lambda: {"train.csv": csv_table([("a.jpg", 0), ("b.jpg", -1)]), "a.jpg": image(), "b.jpg": image()},
+        "remap_ids", {"mapping": {-1: 1}}, lambda: {"train.csv": csv_table([("a.jpg", 0), ("b.jpg", 1)])},
+        spec={"num_classes": 2}),),
 )
 
 EXAMPLES = (

@@ -34,6 +34,7 @@ data is missing (a split lacks a class, or a value was merged into another).""",
     good="spec 0..4, found values [0, 1, 2, 3, 4]",
     fix="Check the spec against the annotation protocol; remap the values if a class was renumbered.",
     scope="dataset",
+    fix_safety="display-only",
 )
 
 # Entries of label maps that no annotated object carries: VOC/Datumaro labelmap.txt starts

@@ -4,7 +4,8 @@ whitespace or punctuation.
 
 from __future__ import annotations
 
-from labelguard.core.registry import define
+from labelguard.core.registry import FixExample, define
+from labelguard.rules._examples import image, voc_xml
 from labelguard.core.rules import rule
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.core.summary import Summary
@@ -20,6 +21,13 @@ or both get separate indices and the model learns two classes for one concept.""
     good="names found: 'dog' (815 objects)",
     fix="Rename the variants to one spelling (`labelguard fix rename --map \"Dog =dog\"`).",
     scope="dataset",
+    fix_safety="unsafe", fix_command="labelguard fix rename",
+    fix_examples=(FixExample(
+        "VOC objects named 'dog' in one file and 'Dog ' in another -> `--map \"Dog =dog\"`",
+        lambda: {"Annotations/a.xml": voc_xml([("dog", (1, 1, 9, 9))]), "JPEGImages/a.jpg": image(),
+                 "Annotations/b.xml": voc_xml([("Dog ", (1, 1, 9, 9))], filename="b.jpg"), "JPEGImages/b.jpg": image()},
+        "rename", {"mapping": {"Dog ": "dog"}},
+        lambda: {"Annotations/b.xml": voc_xml([("dog", (1, 1, 9, 9))], filename="b.jpg")}),),
 )
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from labelguard.core import storage
 from labelguard.core.paths import display_path
 from labelguard.core.records import MaskSample
-from labelguard.core.registry import define
+from labelguard.core.registry import FixExample, define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import noun, plural, shorten, verb
@@ -31,6 +31,11 @@ device-side assert on a GPU, raised late and without naming the file: the #1 cau
     good="mask values {0, 1, 2} with num_classes=3; or 255 borders with --ignore-index 255",
     fix="Set num_classes to include background, declare border values as ignore_index (and pass "
     "it to the loss), or remap the values (`labelguard fix remap`).",
+    fix_safety="unsafe", fix_command="labelguard fix remap",
+    fix_examples=(FixExample(
+        "a mask holding 3 with num_classes=3, where 3 was a stray background value -> `--map 3:0`",
+        lambda: {"a.png": _with(3)}, "remap", {"mapping": {3: 0}}, lambda: {"a.png": _with(0)},
+        spec={"num_classes": 3}),),
 )
 
 # The key of ``Finding.data`` that marks a file as a photograph rather than a label map;
@@ -149,3 +154,9 @@ def outside_spec(display: str | None, bad, spec: LabelSpec, value_name: str = "l
         values=list(stored[:VALUES_KEPT]), counts=list(bad.counts[:VALUES_KEPT]), distinct=distinct,
         pixels=int(sum(bad.counts)),
     )
+
+
+def _with(value: int) -> np.ndarray:
+    """A 4x4 mask of classes 0, 1 and 2 whose first pixel holds ``value``."""
+    mask = np.diag(np.array([value, 1, 2, 0], np.uint8))
+    return mask

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from labelguard.core.records import MaskSample
-from labelguard.core.registry import define
+from labelguard.core.registry import FixExample, define
 from labelguard.core.rules import Example, rule
 from labelguard.core.summary import Summary
 from labelguard.core.text import plural, shorten
@@ -21,6 +21,11 @@ and every colour channel value above num_classes is out of range.""",
     good="masks/0001.png  mode L or P, values {0, 1, 2}; or a declared colour map",
     fix="Declare the colour map (dataset_meta.json, labelmap.txt, --color-map) so labelguard "
     "decodes it, or convert the masks to index masks (`labelguard fix colors`).",
+    fix_safety="unsafe", fix_command="labelguard fix colors",
+    fix_examples=(FixExample(
+        "an RGB mask of black, (128,0,0) and (0,128,0) -> class indices 0, 1, 2 with that colour map",
+        lambda: {"a.png": _colored()}, "colors", {"color_map": {"0,0,0": 0, "128,0,0": 1, "0,128,0": 2}},
+        lambda: {"a.png": _indices()}, spec={"num_classes": 3}),),
 )
 
 # Colours of a colour mask kept in a finding's data.
@@ -103,3 +108,13 @@ def rgb_among_palette_masks(summary: Summary, spec):
         hint="Save them as palette (mode P) PNGs with the VOC palette (`labelguard fix colors`).",
         files=examples, rgb_masks=rgb, palette_masks=palette,
     )]
+
+
+def _indices() -> np.ndarray:
+    mask = np.zeros((4, 4), np.uint8)
+    mask[0], mask[1] = 1, 2
+    return mask
+
+
+def _colored() -> np.ndarray:
+    return np.array([(0, 0, 0), (128, 0, 0), (0, 128, 0)], np.uint8)[_indices()]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from labelguard.core.registry import define
+from labelguard.core.registry import FixExample, define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
@@ -20,6 +20,11 @@ num_classes and is out of range, and class 0 is never trained.""",
     good="values found {0, 1, 2}, or the remap {1: 0, 2: 1, 3: 2} applied",
     fix="Apply the suggested remap (`labelguard fix remap`), or make the spec say what the data means.",
     scope="dataset",
+    fix_safety="unsafe", fix_command="labelguard fix remap",
+    fix_examples=(FixExample(
+        "three masks of classes 1..3 with num_classes=3 (ITK-SNAP numbering) -> `--map 1:0,2:1,3:2`",
+        lambda: {f"{i}.png": _rows(i, 1) for i in range(3)}, "remap", {"mapping": {1: 0, 2: 1, 3: 2}},
+        lambda: {f"{i}.png": _rows(i, 0) for i in range(3)}, spec={"num_classes": 3}),),
 )
 
 EXAMPLES = (
@@ -56,3 +61,11 @@ def one_based_labels(summary: Summary, spec: LabelSpec):
         + ",".join(f"{a}:{b}" for a, b in remap.items()) + "`), or set the spec to these values.",
         remap={str(k): v for k, v in remap.items()},
     )]
+
+
+def _rows(i: int, first: int) -> np.ndarray:
+    """Mask ``i`` of a one-based set (``first`` 1) or of the same set renumbered from 0."""
+    mask = np.full((4, 4), first, np.uint8)
+    mask[i, :] = first + 1
+    mask[3, :] = first + 2
+    return mask

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from labelguard.core.registry import define
+from labelguard.core.registry import FixExample, define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
@@ -21,6 +21,13 @@ foreground pixel is out of range.""",
     good="masks holding {0, 1}; or `mask = mask // 255` in the dataset",
     fix="Apply the remap {255: 1} (`labelguard fix remap --map 255:1`).",
     scope="dataset",
+    fix_safety="unsafe", fix_command="labelguard fix remap",
+    fix_examples=(FixExample(
+        "binary masks stored as 0/255 with num_classes=2 -> `--map 255:1` (the report's suggested remap)",
+        lambda: {"a.png": np.eye(4, dtype=np.uint8) * 255, "b.png": (1 - np.eye(4, dtype=np.uint8)) * 255},
+        "remap", {"mapping": {255: 1}},
+        lambda: {"a.png": np.eye(4, dtype=np.uint8), "b.png": 1 - np.eye(4, dtype=np.uint8)},
+        spec={"num_classes": 2}),),
 )
 
 EXAMPLES = (

@@ -12,4 +12,5 @@ BCELoss takes probabilities. Logits (no sigmoid) or NaN fail the
     good="loss = nn.BCEWithLogitsLoss()(model(x), y)",
     fix="Use BCEWithLogitsLoss on logits (numerically stable), or add a sigmoid before BCELoss.",
     scope="runtime",
+    fix_safety="display-only",
 )

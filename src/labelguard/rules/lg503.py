@@ -12,4 +12,5 @@ device-side assert.""",
     good="SwinUnet(num_classes=3)",
     fix="Make the head's out_features/out_channels equal to num_classes (background included).",
     scope="runtime",
+    fix_safety="display-only",
 )

@@ -15,4 +15,5 @@ that something else unfreezes later, or trainable parameters that no param group
     good="optim.Adam(filter(lambda p: p.requires_grad, model.parameters()))",
     fix="Build the optimizer over the trainable parameters only.",
     scope="runtime",
+    fix_safety="display-only",
 )

@@ -12,4 +12,5 @@ integer targets must be int64; a mask of shape (N, 1, H, W) fails against logits
     good="F.cross_entropy(logits, mask.long().squeeze(1))",
     fix="Convert class-index targets with .long() and give them the input's shape without the class axis.",
     scope="runtime",
+    fix_safety="display-only",
 )

@@ -23,4 +23,5 @@ stay fixed (RCAN's MeanShift subtracting the RGB mean) drifts with the rest.""",
     "underscore) or p.requires_grad = False for each p in module.parameters(), on the model "
     "you train, not on a copy.",
     scope="runtime",
+    fix_safety="display-only",
 )
