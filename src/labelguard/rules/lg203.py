@@ -24,8 +24,8 @@ and every colour channel value above num_classes is out of range.""",
     fix_safety="unsafe", fix_command="labelguard fix colors",
     fix_examples=(FixExample(
         "an RGB mask of black, (128,0,0) and (0,128,0) -> class indices 0, 1, 2 with that colour map",
-        lambda: {"a.png": _colored()}, "colors", {"color_map": {"0,0,0": 0, "128,0,0": 1, "0,128,0": 2}},
-        lambda: {"a.png": _indices()}, spec={"num_classes": 3}),),
+        lambda: {"a.png": _three_colors()}, "colors", {"color_map": {"0,0,0": 0, "128,0,0": 1, "0,128,0": 2}},
+        lambda: {"a.png": _three_classes()}, spec={"num_classes": 3}),),
 )
 
 # Colours of a colour mask kept in a finding's data.
@@ -110,11 +110,11 @@ def rgb_among_palette_masks(summary: Summary, spec):
     )]
 
 
-def _indices() -> np.ndarray:
+def _three_classes() -> np.ndarray:
     mask = np.zeros((4, 4), np.uint8)
     mask[0], mask[1] = 1, 2
     return mask
 
 
-def _colored() -> np.ndarray:
-    return np.array([(0, 0, 0), (128, 0, 0), (0, 128, 0)], np.uint8)[_indices()]
+def _three_colors() -> np.ndarray:
+    return np.array([(0, 0, 0), (128, 0, 0), (0, 128, 0)], np.uint8)[_three_classes()]
