@@ -619,7 +619,7 @@ def test_fix_list_cleans_a_remote_list_in_a_local_copy_of_its_root(s3_server, up
 
 
 def test_a_key_that_leads_outside_the_copy_is_never_given_a_local_place(tmp_path):
-    from labelguard.fix.remote import Staging, _local
+    from labelguard.fix._remote import Staging, _local
 
     staging = Staging([], str(tmp_path / "copy"), "s3://data/ds", temporary=False)
     assert _local("s3://data/ds", staging) == str(tmp_path / "copy")

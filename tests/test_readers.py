@@ -297,7 +297,7 @@ def test_palette_png_is_read_as_indices_not_colours(tmp_path):
 
 
 def test_every_sniffed_container_has_a_reader_and_every_editor_a_reader():
-    from labelguard.fix.masks import MASK_EDITORS
+    from labelguard.fix._masks import MASK_EDITORS
     from labelguard.readers.base import MAGIC
     from labelguard.readers.masks import MASK_READERS
 

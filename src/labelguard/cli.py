@@ -43,8 +43,8 @@ class LabelguardGroup(click.Group):
     lazy_commands = {
         "explain": ("labelguard.explain._cli", "explain_command"),
         "replay": ("labelguard.explain._cli", "replay_command"),
-        "fix": ("labelguard.fix.cli", "fix"),
-        "harmonize": ("labelguard.fix.cli", "harmonize_command"),
+        "fix": ("labelguard.fix._cli", "fix"),
+        "harmonize": ("labelguard.fix._cli", "harmonize_command"),
     }
 
     def list_commands(self, ctx):
@@ -427,7 +427,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         why = " (masks hold values, not names)" if report.summary.kinds.get("mask") else ""
         report.notes.append(f"--write-classes: {write_classes} not written: no class names were found{why}")
     elif write_classes:
-        from labelguard.fix.journal import atomic_write
+        from labelguard.fix._journal import atomic_write
 
         atomic_write(write_classes, "".join(f"{name}\n" for name in names).encode("utf-8"))
         click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from fix_data import digests, mask_dataset
 from labelguard.cli import main
-from labelguard.fix.journal import JOURNAL, PAUSE_ENV
+from labelguard.fix._journal import JOURNAL, PAUSE_ENV
 
 
 def invoke(*args):

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from labelguard.fix.journal import FixError, Run, atomic_write, find_runs, undo
+from labelguard.fix._journal import FixError, Run, atomic_write, find_runs, undo
 
 
 def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):

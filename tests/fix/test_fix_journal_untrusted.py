@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labelguard.fix.journal import FixError, Run, find_runs, temp_path_for, undo
+from labelguard.fix._journal import FixError, Run, find_runs, temp_path_for, undo
 
 
 def make_run(root, names=("a.txt", "b.txt")):

@@ -18,7 +18,7 @@ import pytest
 from fix_data import binary_255_mask, digests, write_mask
 from labelguard import LabelSpec
 from labelguard.fix import remap, undo
-from labelguard.fix.journal import find_runs
+from labelguard.fix._journal import find_runs
 
 pytestmark = pytest.mark.slow
 

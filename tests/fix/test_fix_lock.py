@@ -15,7 +15,7 @@ from fix_data import digests, mask_dataset
 from labelguard import LabelSpec
 from labelguard.cli import main
 from labelguard.fix import FixError, remap, undo
-from labelguard.fix.journal import JOURNAL, PAUSE_ENV, find_runs
+from labelguard.fix._journal import JOURNAL, PAUSE_ENV, find_runs
 
 
 def start_paused_run(folder):

@@ -16,7 +16,7 @@ from labelguard.rules.lg203 import COLOR_MASK
 from labelguard.cli import main
 from labelguard.core.tasks import FileResult
 from labelguard.fix import colors, remap, undo
-from labelguard.fix.masks import not_a_clean_label
+from labelguard.fix._masks import not_a_clean_label
 
 SPEC = LabelSpec(num_classes=2)
 

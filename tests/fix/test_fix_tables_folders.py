@@ -142,7 +142,7 @@ def test_table_rename_keeps_every_other_cell(tmp_path_factory):
 
     from hypothesis import given, settings, strategies as st
 
-    from labelguard.fix.annotations import _table_rename
+    from labelguard.fix._annotations import _table_rename
     from labelguard.readers.tabular import read_table
 
     names = st.sampled_from(["Dog", "dog", "cat", "big cat", "a,b", 'say "hi"', "dgo"])

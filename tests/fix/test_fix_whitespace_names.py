@@ -11,7 +11,7 @@ from detection_builders import write_voc
 from fix_data import digests
 from labelguard.cli import main
 from labelguard.fix import FixError, rename, undo
-from labelguard.fix.base import parse_name_map
+from labelguard.fix._base import parse_name_map
 from labelguard.readers.voc import read_voc
 
 

@@ -52,8 +52,8 @@ from typing import Any, Sequence
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.core.paths import display_path, resolves_inside
 from labelguard.errors import SpecError
-from labelguard.fix.base import FixResult, read_json_file
-from labelguard.fix.journal import FixError
+from labelguard.fix._base import FixResult, read_json_file
+from labelguard.fix._journal import FixError
 from labelguard.readers.base import NAME_LIST_FILES
 
 FORMAT = "labelguard-harmonize"
@@ -378,8 +378,8 @@ def apply_mapping(mapping_file: str, *, kinds: Sequence[str] = ("values", "names
     Returns:
         One :class:`FixResult` per dataset that has something to change.
     """
-    from labelguard.fix.annotations import remap_class_ids, rename_classes
-    from labelguard.fix.api import remap, rename
+    from labelguard.fix._annotations import remap_class_ids, rename_classes
+    from labelguard.fix._api import remap, rename
 
     plan = Harmonization.load(mapping_file)
     results = []

@@ -81,7 +81,7 @@ class ReadRequest:
 
 
 # container name (as :func:`labelguard.readers.base.sniff` says it) -> reader; the fixers'
-# editors are registered under the same names (``labelguard.fix.masks.MASK_EDITORS``).
+# editors are registered under the same names (``labelguard.fix._masks.MASK_EDITORS``).
 MASK_READERS: dict[str, Callable[[ReadRequest], MaskRecord]] = {}
 
 

@@ -1,9 +1,9 @@
 """The one apply engine of every fix: plan -> temp file -> verify (re-read, re-audit) -> atomic
 replace -> journal.
 
-A format's editor (:mod:`~labelguard.fix.masks`, :mod:`~labelguard.fix.annotations`,
-:mod:`~labelguard.fix.lists`, :mod:`~labelguard.fix.folders`) plans: it reads each file and
-turns what would change into an :class:`Edit` holding a :class:`~labelguard.fix.base.FileChange`
+A format's editor (:mod:`~labelguard.fix._masks`, :mod:`~labelguard.fix._annotations`,
+:mod:`~labelguard.fix._lists`, :mod:`~labelguard.fix._folders`) plans: it reads each file and
+turns what would change into an :class:`Edit` holding a :class:`~labelguard.fix._base.FileChange`
 (``planned``, or why not) and how to write and check the new content. Everything that
 ``--apply`` would refuse is decided while planning, so a dry run shows it too: a file that is a
 symbolic link or reached through one from outside the data (:func:`in_place_refusal`), a
@@ -13,7 +13,7 @@ scratch folder outside the data and checks it exactly as ``--apply`` will.
 
 :func:`apply_edits` writes: the new content goes to a temporary file beside its target (named
 in the journal before it exists), is fsynced and verified, and only then replaces the target
-through one journaled, locked :class:`~labelguard.fix.journal.Run`, so every write is atomic,
+through one journaled, locked :class:`~labelguard.fix._journal.Run`, so every write is atomic,
 backed up and undoable. A file that changed between planning and writing is refused.
 
 Files reached through a symbolic link are refused, not written through: replacing the link
@@ -39,8 +39,8 @@ from labelguard.core.tasks import FileResult
 from labelguard.core.text import plural, verb
 from labelguard.core.paths import inside_root, resolves_inside
 from labelguard.errors import MissingDependency
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, CannotFix, FileChange, FixResult
-from labelguard.fix.journal import FixError, Run, copy_file, fsync_file, refuse_object_storage
+from labelguard.fix._base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, CannotFix, FileChange, FixResult
+from labelguard.fix._journal import FixError, Run, copy_file, fsync_file, refuse_object_storage
 from labelguard.layouts.base import AuditOptions, discover_datasets
 
 # (device, inode, size, mtime, ctime, mode): what a write to the file would change.

@@ -10,14 +10,14 @@ import numpy as np
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import shorten
-from labelguard.fix.base import CannotFix, FixResult, load_report, parse_name_map, parse_value_map, report_paths
-from labelguard.fix.journal import FixError
-from labelguard.fix.masks import (
+from labelguard.fix._base import CannotFix, FixResult, load_report, parse_name_map, parse_value_map, report_paths
+from labelguard.fix._journal import FixError
+from labelguard.fix._masks import (
     LabelFile, color_table, colors_to_indices, describe_counts, find_masks, open_color_file, open_label_file,
     remap_array, run_mask_fix, values_of,
 )
 from labelguard.layouts.base import AuditOptions
-from labelguard.fix.remote import local_copy, told
+from labelguard.fix._remote import fixed_locally
 from labelguard.readers.base import ReadError
 from labelguard.readers.colormap import ColorMap, load_color_map
 
@@ -27,7 +27,7 @@ PathsArg: TypeAlias = "str | os.PathLike | Sequence[str | os.PathLike] | None"
 
 def _paths(paths, report: dict | None) -> list[str]:
     """The paths given (or the report's), ``file://`` URLs as their paths; URLs of object
-    storage as they are (:func:`labelguard.fix.remote.local_copy` copies them)."""
+    storage as they are (:func:`labelguard.fix._remote.local_copy` copies them)."""
     if paths is None or (not isinstance(paths, (str, os.PathLike)) and not list(paths)):
         if report is None:
             raise FixError("no paths given")
@@ -103,12 +103,12 @@ def remap(
         return new, f"{describe_counts(counts, value_map)}; values {before} -> {after}", {
             "pixels": {str(k): v for k, v in counts.items()}, "before": before, "after": after}
 
-    with local_copy(_paths(paths, report), out, apply, storage_options) as (local, fix_out, staging):
-        dataset = find_masks(local, spec, options)
-        result = run_mask_fix("remap", dataset, open_label_file, transform, key=(options or AuditOptions()).key,
-                              apply=apply, out=fix_out, force=force,
-                              command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
-    return told(result, staging, out)
+    def fix(local: list[str], fix_out: str | None, staging) -> FixResult:
+        return run_mask_fix("remap", find_masks(local, spec, options), open_label_file, transform,
+                            key=(options or AuditOptions()).key, apply=apply, out=fix_out, force=force,
+                            command="fix remap --map " + ",".join(f"{k}:{v}" for k, v in value_map.items()))
+
+    return fixed_locally(_paths(paths, report), out, apply, storage_options, fix)
 
 
 def _load_map(color_map: "str | os.PathLike | dict | ColorMap") -> "dict | ColorMap":
@@ -152,11 +152,10 @@ def colors(
     if mode not in ("P", "L"):
         raise FixError(f"mode must be P or L, got {mode!r}")
     report = load_report(from_report) if from_report else None
-    with local_copy(_paths(paths, report), out, apply, storage_options) as (paths, fix_out, staging):
+    return fixed_locally(_paths(paths, report), out, apply, storage_options, lambda local, fix_out, staging: _colors(
+        local, color_map, report, spec, options, unmapped, mode, apply, fix_out, force,
         # A copy of a remote dataset is not cached: its paths are gone once the fix is done.
-        result = _colors(paths, color_map, report, spec, options, unmapped, mode, apply, fix_out, force,
-                         cache=None if staging is None else False)
-    return told(result, staging, out)
+        cache=None if staging is None else False))
 
 
 def _colors(paths: list[str], color_map, report: dict | None, spec: LabelSpec | None, options: AuditOptions | None,
@@ -238,18 +237,19 @@ def rename(
         >>> result = rename("voc/", "Dog=dog,dgo=dog", apply=True)  # doctest: +SKIP
         >>> undo("voc/")  # doctest: +SKIP
     """
-    from labelguard.fix.annotations import rename_classes
-    from labelguard.fix.folders import is_imagefolder, rename_folders
+    from labelguard.fix._annotations import rename_classes
+    from labelguard.fix._folders import is_imagefolder, rename_folders
 
     name_map = parse_name_map(mapping)
-    with local_copy(_paths(paths, None), out, apply, storage_options) as (paths, fix_out, staging):
-        if any(is_imagefolder(p) for p in paths):
-            result = rename_folders(paths, name_map, spec=spec, apply=apply, out=fix_out)
-            if force:
-                result.notes.append("force changes nothing for class folders: moving a folder rewrites no file")
-        else:
-            result = rename_classes(paths, name_map, spec=spec, apply=apply, out=fix_out, force=force)
-    return told(result, staging, out)
+    def fix(local: list[str], fix_out: str | None, staging) -> FixResult:
+        if not any(is_imagefolder(p) for p in local):
+            return rename_classes(local, name_map, spec=spec, apply=apply, out=fix_out, force=force)
+        result = rename_folders(local, name_map, spec=spec, apply=apply, out=fix_out)
+        if force:
+            result.notes.append("force changes nothing for class folders: moving a folder rewrites no file")
+        return result
+
+    return fixed_locally(_paths(paths, None), out, apply, storage_options, fix)
 
 
 def remap_ids(
@@ -276,9 +276,10 @@ def remap_ids(
         out: write the remapped files under this folder instead.
         force: also rewrite read-only and hard-linked files (see :func:`remap`).
     """
-    from labelguard.fix.annotations import remap_class_ids
+    from labelguard.fix._annotations import remap_class_ids
 
     value_map = parse_value_map(mapping)
-    with local_copy(_paths(paths, None), out, apply, storage_options) as (paths, fix_out, staging):
-        result = remap_class_ids(paths, value_map, spec=spec, apply=apply, out=fix_out, force=force)
-    return told(result, staging, out)
+    def fix(local: list[str], fix_out: str | None, staging) -> FixResult:
+        return remap_class_ids(local, value_map, spec=spec, apply=apply, out=fix_out, force=force)
+
+    return fixed_locally(_paths(paths, None), out, apply, storage_options, fix)

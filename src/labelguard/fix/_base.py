@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labelguard.errors import LabelguardError
-from labelguard.fix.journal import FixError
+from labelguard.fix._journal import FixError
 from labelguard.readers.base import ReadError, parse_json
 
 PLANNED = "planned"  # dry run: would be written

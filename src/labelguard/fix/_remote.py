@@ -20,12 +20,12 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.core.paths import applied_roots, granted_roots, inside_root
-from labelguard.fix.base import FixResult
-from labelguard.fix.journal import OBJECT_STORAGE_REFUSAL, STATE_DIR, FixError, refuse_object_storage
+from labelguard.fix._base import FixResult
+from labelguard.fix._journal import OBJECT_STORAGE_REFUSAL, STATE_DIR, FixError, refuse_object_storage
 
 # Bytes copied at a time from an object to its local file.
 CHUNK = 1 << 20
@@ -181,8 +181,14 @@ def local_copy(paths: list[str], out: str | None, apply: bool,
         staging.close()
 
 
-def told(result: FixResult, staging: Staging | None, out: str | None) -> FixResult:
-    """``result``, told in terms of the store when it was computed on a copy."""
+def fixed_locally(paths: list[str], out: str | None, apply: bool, storage_options: dict | None,
+                  fix: Callable[[list[str], str | None, Staging | None], FixResult]) -> FixResult:
+    """What every public fix does around its work: ``fix(local paths, --out for the fix,
+    staging)`` run on ``paths`` as they are, or for URLs of object storage on their local copy
+    (:func:`local_copy`), and its result told in terms of the store when it was computed on a
+    copy."""
+    with local_copy(paths, out, apply, storage_options) as (local, fix_out, staging):
+        result = fix(local, fix_out, staging)
     return staging.describe(result, os.path.abspath(out)) if staging is not None and out else result
 
 

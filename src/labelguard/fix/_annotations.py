@@ -22,12 +22,12 @@ from xml.sax.saxutils import escape, unescape
 
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult
-from labelguard.fix.engine import (
+from labelguard.fix._base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult
+from labelguard.fix._engine import (
     Edit, apply_edits, bytes_edit, check_out, data_root, dataset_specs, file_state, output_target, preview_edits,
     target_refusal, unknown_spec_note, worse,
 )
-from labelguard.fix.journal import FixError
+from labelguard.fix._journal import FixError
 from labelguard.core.paths import display_path
 from labelguard.layouts.base import AuditOptions
 from labelguard.layouts.folders import walk_files

@@ -18,14 +18,14 @@ from typing import Sequence
 from labelguard.core import storage
 from labelguard.core.text import noun, printable, shorten
 from labelguard.core.paths import display_path, inside_root, resolves_inside
-from labelguard.fix.base import (
+from labelguard.fix._base import (
     PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report, report_paths,
 )
-from labelguard.fix.engine import (
+from labelguard.fix._engine import (
     FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
 )
-from labelguard.fix.journal import FixError, refuse_object_storage
-from labelguard.fix.remote import local_copy, told
+from labelguard.fix._journal import FixError, refuse_object_storage
+from labelguard.fix._remote import fixed_locally
 from labelguard.layouts.base import AuditOptions, discover_datasets
 from labelguard.layouts.folders import walk_files
 from labelguard.layouts.pairing import pair_key, strip_extension
@@ -71,7 +71,7 @@ def clean_list(
         force: also rewrite read-only lists and lists with other hard links.
         storage_options: fsspec options for lists in object storage. Such lists need ``root``
             (its prefix) and ``out``: the prefix is copied there whole and its lists cleaned in
-            that copy (:mod:`labelguard.fix.remote`).
+            that copy (:mod:`labelguard.fix._remote`).
     """
     ignored: list[str] = []
     if lists is None or (not isinstance(lists, (str, os.PathLike)) and not list(lists)):
@@ -93,9 +93,8 @@ def clean_list(
             raise FixError(f"{remote[0]} is in object storage: give --root, the prefix "
                            "its entries are relative to, which is copied with the list to the local --out folder "
                            "(a fix never writes object storage)")
-        with local_copy([root, *files], out, apply, storage_options) as (local, fix_out, staging):
-            result = _clean_lists(local[1:], local[0], drop_missing, apply, fix_out, force)
-        return told(result, staging, out)
+        return fixed_locally([root, *files], out, apply, storage_options, lambda local, fix_out, staging: _clean_lists(
+            local[1:], local[0], drop_missing, apply, fix_out, force))
     refuse_object_storage([root] if root is not None else [])
     result = _clean_lists(files, root, drop_missing, apply, out, force)
     result.notes.extend(ignored)

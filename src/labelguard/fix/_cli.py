@@ -16,8 +16,8 @@ from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import printable, printable_data
 from labelguard.errors import SpecError
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FixResult, read_json_file
-from labelguard.fix.journal import OBJECT_STORAGE_REFUSAL, FixError
+from labelguard.fix._base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FixResult, read_json_file
+from labelguard.fix._journal import OBJECT_STORAGE_REFUSAL, FixError
 
 class LocalPath(click.Path):
     """A path a fix writes: on this machine (a ``file://`` URL is its path); a URL of object
@@ -31,7 +31,7 @@ class LocalPath(click.Path):
 
 class DataPath(LocalPath):
     """The data a fix reads: a local path, or a URL of object storage, which the fix copies to
-    its local --out folder and fixes there (checked by the fix: :mod:`labelguard.fix.remote`)."""
+    its local --out folder and fixes there (checked by the fix: :mod:`labelguard.fix._remote`)."""
 
     def convert(self, value, param, ctx):
         if storage.in_object_storage(value):
@@ -161,7 +161,7 @@ def remap_command(paths, mapping, ids, from_mapping, num_classes, values, classe
                   apply, out, from_report, as_json, force, storage_options_json):
     """Replace mask values in every mask under PATHS (PNG, TIFF, NPY, NPZ, HDF5, NIfTI), or with
     --ids the class ids of YOLO rows, COCO categories and CSV/TSV label tables."""
-    from labelguard.fix.api import remap, remap_ids
+    from labelguard.fix._api import remap, remap_ids
 
     if from_mapping:
         if mapping or paths or from_report or out:
@@ -198,7 +198,7 @@ def rename_command(paths, mapping, map_file, from_mapping, classes, apply, out, 
                    storage_options_json):
     """Rename classes under PATHS: VOC XML <name> texts, COCO categories, CSV/TSV label cells, and
     ImageFolder class folders (merged file by file into a folder that already has the new name)."""
-    from labelguard.fix.api import rename
+    from labelguard.fix._api import rename
 
     if from_report:
         raise click.UsageError("rename takes --map; a report suggests no renames")
@@ -262,7 +262,7 @@ def _show_all(mapping_file: str, kinds: tuple[str, ...], apply: bool, as_json: b
 def colors_command(paths, color_map, unmapped, mode, num_classes, values, classes, ignore_index, key, layout,
                    apply, out, from_report, as_json, force, storage_options_json):
     """Convert colour masks under PATHS to index masks."""
-    from labelguard.fix.api import colors
+    from labelguard.fix._api import colors
 
     if not paths and not from_report:
         raise click.UsageError("give the PATHS of the colour masks, or --from-report REPORT")
@@ -283,7 +283,7 @@ def colors_command(paths, color_map, unmapped, mode, num_classes, values, classe
 @remote_options
 def list_command(lists, root, keep_missing, apply, out, from_report, as_json, force, storage_options_json):
     """Clean file lists: BOM, CRLF, whitespace, blank and duplicate lines, entries without a file."""
-    from labelguard.fix.lists import clean_list
+    from labelguard.fix._lists import clean_list
 
     if not lists and not from_report:
         raise click.UsageError("give the LISTS to clean, or --from-report REPORT")
@@ -299,7 +299,7 @@ def list_command(lists, root, keep_missing, apply, out, from_report, as_json, fo
 @click.option("--list", "show_runs", is_flag=True, help="List the recorded runs instead.")
 def undo_command(path, run_id, force, show_runs):
     """Restore the exact bytes every file had before a fix run (PATH: the data root)."""
-    from labelguard.fix.journal import find_runs, undo
+    from labelguard.fix._journal import find_runs, undo
 
     if show_runs:
         runs = find_runs(path)

@@ -23,9 +23,9 @@ from labelguard import layouts
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.core.text import plural, shorten, verb
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult
-from labelguard.fix.engine import Edit, apply_edits, data_root, dataset_specs, in_place_refusal, worse
-from labelguard.fix.journal import FixError, Run
+from labelguard.fix._base import PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult
+from labelguard.fix._engine import Edit, apply_edits, data_root, dataset_specs, in_place_refusal, worse
+from labelguard.fix._journal import FixError, Run
 from labelguard.core.paths import display_path
 from labelguard.layouts.base import AuditOptions
 from labelguard.layouts.imagefolder import process_class_folder

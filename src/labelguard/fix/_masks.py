@@ -10,7 +10,7 @@ other files is refused before anything is read from them or written: an HDF5 fil
 links, external storage or virtual datasets mapped from other files (a write could land there),
 an OME-TIFF placing planes in other files, a NIfTI header/image pair (two files, never replaced
 as one). :func:`run_mask_fix` plans every mask with a transform and writes through
-:func:`labelguard.fix.engine.apply_edits`.
+:func:`labelguard.fix._engine.apply_edits`.
 
 A file whose audit says it is not a clean label (an image saved as the label, or a mask with
 JPEG damage: LG202) is refused unless ``force``: a remap would turn it into a clean-looking
@@ -34,12 +34,12 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.core.text import shorten
 from labelguard.errors import MissingDependency
-from labelguard.fix.base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult, Refusal
-from labelguard.fix.engine import (
+from labelguard.fix._base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult, Refusal
+from labelguard.fix._engine import (
     Edit, apply_edits, check_out, copy_edit, data_root, dataset_specs, file_state, output_target, preview_edits,
     target_refusal, unknown_spec_note, worse,
 )
-from labelguard.fix.journal import FixError
+from labelguard.fix._journal import FixError
 from labelguard.core.paths import display_path
 from labelguard.layouts.base import AuditOptions
 from labelguard.readers.base import ReadError, read_head, sniff
