@@ -96,8 +96,8 @@ def test_cli_flags_win_over_config_files(tmp_path):
 
 
 def test_merged_spec_keeps_a_class_list_of_another_length_and_states_it():
-    base = LabelSpec(classes=("a", "b"), sources=("labels.txt",))
-    merged = base.merged(LabelSpec(num_classes=3, ignore=(255,), sources=("cli",)))
+    base = LabelSpec.from_source("labels.txt", classes=("a", "b"))
+    merged = base.merged(LabelSpec.from_source("cli", num_classes=3, ignore=(255,)))
     assert (merged.classes, merged.num_classes, merged.ignore) == (("a", "b"), 3, (255,))
     assert merged.allowed_values() == {0, 1, 2}
     assert merged.sources == ("labels.txt", "cli")
@@ -244,3 +244,21 @@ def test_init_on_data_with_no_values_or_classes_writes_nothing_and_says_why(tmp_
     assert "found no label values or class names" in result.output and "nothing written" in result.output
     assert not (data / "labelguard.toml").exists()
     assert "labelguard init" not in cli("audit", str(data), "--no-progress", "--no-cache").output
+
+
+def test_the_spec_constructor_takes_the_users_fields_and_provenance_is_set_by_labelguard():
+    """``LabelSpec(...)`` names what is legal; where each part came from is labelguard's to
+    record (read-only properties, set by from_source / with_origins / merged)."""
+    import inspect
+
+    public = [name for name in inspect.signature(LabelSpec).parameters if not name.startswith("_")]
+    assert public == ["classes", "values", "num_classes", "ignore", "background", "reduce_zero_label", "tokens",
+                      "dtype", "require_pairs", "max_files_unreadable"]
+    with pytest.raises(TypeError):
+        LabelSpec(num_classes=3, sources=("x",))  # type: ignore[call-arg]
+    spec = LabelSpec.from_source("labels.txt", classes=("a", "b"))
+    assert spec.sources == ("labels.txt",) and spec.origin("classes") == "labels.txt"
+    given = LabelSpec(num_classes=3).with_origins([("num_classes", "--num-classes 3")])
+    assert given.origins == (("num_classes", "--num-classes 3"),) and given.sources == ("--num-classes 3",)
+    with pytest.raises(AttributeError):
+        spec.sources = ()  # type: ignore[misc]

@@ -215,7 +215,7 @@ def test_token_labels_with_minus_100_inside_the_head_are_clean(tmp_path):
 
 def test_the_label_spec_flags_check_label_columns_too(tmp_path):
     write_jsonl(tmp_path / "train.jsonl", {"input_ids": [[1, 2], [1, 3]], "label": [0, 4]})
-    report = run(tmp_path / "train.jsonl", LabelSpec(num_classes=3, origins=(("num_classes", "--num-classes 3"),)))
+    report = run(tmp_path / "train.jsonl", LabelSpec(num_classes=3).with_origins([("num_classes", "--num-classes 3")]))
     [finding] = found(report, "LG604")
     assert finding.data["rows"] == [1] and "the label spec [0, 3)" in finding.message
 

@@ -180,9 +180,8 @@ def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_z
         return LabelSpec(
             classes=names, values=_int_list(values) or None, num_classes=num_classes,
             ignore=_int_list(ignore_index), background=background if background is not None else 0,
-            reduce_zero_label=reduce_zero_label, sources=tuple(origin for _, origin in origins),
-            origins=tuple(origins),
-        )
+            reduce_zero_label=reduce_zero_label,
+        ).with_origins(origins)
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None
 

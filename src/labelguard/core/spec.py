@@ -229,11 +229,11 @@ class LabelSpec:
         background: the background value (usually 0), or None when there is none.
         reduce_zero_label: mmsegmentation's option: 0 becomes 255 and every other value
             shifts down by one before checking.
-        sources: the files and flags the spec came from (plain paths, so that a fixer can
-            open a class-name file).
-        origins: ``(part, origin)`` pairs naming which file or flag gave each part (see
-            :data:`PARTS`); filled from ``sources`` when not given.
-        notes: what merging the spec's layers replaced, for the report.
+        sources: (read-only) the files and flags the spec came from (plain paths, so that a
+            fixer can open a class-name file): :meth:`from_source`, :meth:`with_origins`.
+        origins: (read-only) ``(part, origin)`` pairs naming which file or flag gave each part
+            (see :data:`PARTS`); filled from ``sources`` when not given.
+        notes: (read-only) what merging the spec's layers replaced, for the report.
         tokens: what the model's embedding tables take, for token sequences
             (:class:`TokenSpec`: ``--model-config``, ``--tokenizer``,
             a ``[tokens]`` table, or a model's own modules); None when nothing was said.
@@ -243,10 +243,10 @@ class LabelSpec:
             same file (strict admission: a mask without one is LG002).
         max_files_unreadable: the most files of a dataset that may be unreadable (strict
             admission: more is a dataset-level LG001), or None for no bound.
-        conventional_ignore: the ignore values a tool's convention gave rather than a
+        conventional_ignore: (read-only) the ignore values a tool's convention gave rather than a
             declaration (labelme2voc's ``__ignore__``, stored as 255 and -1): legal all the
             same; the ignore_index origin names the convention and the file that made it one.
-        declared: the parts of :data:`PARTS` the user declared (flags, the API's spec, a
+        declared: (read-only) the parts of :data:`PARTS` the user declared (flags, the API's spec, a
             config: :meth:`as_declared`), as against those that dataset metadata or a
             convention filled; :meth:`merged` keeps them.
 
@@ -272,15 +272,17 @@ class LabelSpec:
     ignore: tuple[int, ...] = ()
     background: int | None = 0
     reduce_zero_label: bool = False
-    sources: tuple[str, ...] = field(default=(), compare=False)
-    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
-    notes: tuple[str, ...] = field(default=(), compare=False)
     tokens: TokenSpec | None = None
     dtype: str | None = None
     require_pairs: bool = False
     max_files_unreadable: int | None = None
-    conventional_ignore: tuple[int, ...] = ()
-    declared: tuple[str, ...] = ()
+    # Provenance, set by labelguard (from_source, with_origins, merged, as_declared), never by
+    # the constructor's user: keyword-only and private; read them through the properties.
+    _sources: tuple[str, ...] = field(default=(), compare=False, kw_only=True, repr=False)
+    _origins: tuple[tuple[str, str], ...] = field(default=(), compare=False, kw_only=True, repr=False)
+    _notes: tuple[str, ...] = field(default=(), compare=False, kw_only=True, repr=False)
+    _conventional_ignore: tuple[int, ...] = field(default=(), kw_only=True, repr=False)
+    _declared: tuple[str, ...] = field(default=(), kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         if self.dtype is not None and self.dtype not in MASK_DTYPES:
@@ -298,7 +300,7 @@ class LabelSpec:
         # A spec built from its sources alone got every part it sets from them.
         if not self.origins and self.sources:
             origin = ", ".join(self.sources)
-            object.__setattr__(self, "origins", tuple((part, origin) for part in self.set_parts()))
+            object.__setattr__(self, "_origins", tuple((part, origin) for part in self.set_parts()))
         if self.values is not None and self.num_classes is not None:
             if len(self.values) > self.num_classes:
                 raise SpecError(
@@ -306,9 +308,40 @@ class LabelSpec:
                     f"num_classes={self.num_classes}"
                 )
 
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return self._sources
+
+    @property
+    def origins(self) -> tuple[tuple[str, str], ...]:
+        return self._origins
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self._notes
+
+    @property
+    def conventional_ignore(self) -> tuple[int, ...]:
+        return self._conventional_ignore
+
+    @property
+    def declared(self) -> tuple[str, ...]:
+        return self._declared
+
+    @classmethod
+    def from_source(cls, source: str, **parts: Any) -> "LabelSpec":
+        """A spec whose every part ``source`` (a file, a flag) gave: what the report names as
+        its origin."""
+        return cls(**parts, _sources=(source,) if source else ())
+
+    def with_origins(self, origins: Iterable[tuple[str, str]]) -> "LabelSpec":
+        """This spec with each part's origin named: ``(part, origin)`` pairs of :data:`PARTS`."""
+        origins = tuple(origins)
+        return replace(self, _sources=tuple(dict.fromkeys(origin for _, origin in origins)), _origins=origins)
+
     def as_declared(self) -> "LabelSpec":
         """This spec as the user's own declaration: every part it sets is :attr:`declared`."""
-        return replace(self, declared=self.set_parts())
+        return replace(self, _declared=self.set_parts())
 
     def unsaid_ignore(self) -> tuple[int, ...]:
         """The ignore values legal only by a convention in a spec the user gave: the user
@@ -321,7 +354,7 @@ class LabelSpec:
         if not conventional:
             return ()
         without = replace(self, ignore=tuple(v for v in self.ignore if v not in conventional),
-                          conventional_ignore=())
+                          _conventional_ignore=())
         return tuple(v for v in conventional if not without.is_legal(v))
 
     def set_parts(self) -> tuple[str, ...]:
@@ -533,7 +566,7 @@ class LabelSpec:
         """
         changes: dict[str, Any] = {}
         for f in fields(self):
-            if f.name in ("sources", "origins", "notes", "conventional_ignore", "declared"):
+            if f.name.startswith("_"):  # provenance: merged below
                 continue
             value = getattr(other, f.name)
             if f.name == "tokens" and value is not None and self.tokens is not None:
@@ -559,11 +592,11 @@ class LabelSpec:
         # The ignore values are those of the highest layer that sets them, and so is which of
         # them a convention gave.
         conventional = other.conventional_ignore if other.ignore else self.conventional_ignore
-        result = replace(self, **changes, sources=merged_sources, origins=(), notes=tuple(notes),
-                         conventional_ignore=conventional)
+        result = replace(self, **changes, _sources=merged_sources, _origins=(), _notes=tuple(notes),
+                         _conventional_ignore=conventional)
         kept = tuple((part, origins[part]) for part in PARTS if part in origins and part in result.set_parts())
         declared = tuple(part for part in result.set_parts() if part in self.declared + other.declared)
-        return replace(result, origins=kept, declared=declared)
+        return replace(result, _origins=kept, _declared=declared)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -607,7 +640,7 @@ class LabelSpec:
             ignore=_ints(ignore, "ignore_index") if ignore is not None else (),
             background=_int(data["background"], "background") if data.get("background") is not None else 0,
             reduce_zero_label=_bool(data.get("reduce_zero_label", False), "reduce_zero_label"),
-            sources=(source,) if source else (),
+            _sources=(source,) if source else (),
             dtype=_dtype(data["dtype"]) if data.get("dtype") is not None else None,
             require_pairs=_bool(data.get("require_pairs", False), "require_pairs"),
             max_files_unreadable=_int(data["max_files_unreadable"], "max_files_unreadable")
@@ -636,8 +669,8 @@ def class_list_spec(names: Iterable[str], shown: str) -> "LabelSpec":
         ignore = LABELME_IGNORE_VALUES
         origins.append(("ignore_index", f"{shown}: labelme2voc's {LABELME_IGNORE}, 255 in PNG masks and "
                                         "-1 in .npy"))
-    return LabelSpec(classes=tuple(names), ignore=ignore, sources=(shown,), origins=tuple(origins),
-                     conventional_ignore=ignore)
+    return LabelSpec(classes=tuple(names), ignore=ignore, _sources=(shown,), _origins=tuple(origins),
+                     _conventional_ignore=ignore)
 
 
 def normalise_name(name: str) -> str:

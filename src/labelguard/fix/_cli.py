@@ -63,10 +63,9 @@ def _spec(num_classes, values, classes, ignore_index) -> LabelSpec | None:
     if not any((num_classes, values, classes, ignore_index)):
         return None
     try:
-        return LabelSpec(num_classes=num_classes, values=_ints(values, "--values"),
-                         classes=tuple(c.strip() for c in classes.split(",")) if classes else None,
-                         ignore=_ints(",".join(ignore_index), "--ignore-index") or (),
-                         sources=("command line",))
+        return LabelSpec.from_source("command line", num_classes=num_classes, values=_ints(values, "--values"),
+                                     classes=tuple(c.strip() for c in classes.split(",")) if classes else None,
+                                     ignore=_ints(",".join(ignore_index), "--ignore-index") or ())
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -334,7 +334,7 @@ def _harmonize_names(datasets: list[DatasetLabels], spec: LabelSpec | None) -> H
                     notes.append(f"{dataset.path}: class {name!r} has no counterpart in the common spec")
                 elif target != name:
                     dataset.map[name] = target
-    return Harmonization(LabelSpec(classes=tuple(canonical), sources=("harmonize",)), datasets, notes)
+    return Harmonization(LabelSpec.from_source("harmonize", classes=tuple(canonical)), datasets, notes)
 
 
 def _harmonize_numbers(datasets: list[DatasetLabels], spec: LabelSpec | None) -> Harmonization:
@@ -344,7 +344,7 @@ def _harmonize_numbers(datasets: list[DatasetLabels], spec: LabelSpec | None) ->
     if spec is not None and spec.allowed_values():
         common_spec = spec
     else:
-        common_spec = LabelSpec(num_classes=max(1, max(len(v) for v in value_sets)), sources=("harmonize",))
+        common_spec = LabelSpec.from_source("harmonize", num_classes=max(1, max(len(v) for v in value_sets)))
     # The class values in order, as a ValueSet: zipped with the values found, never listed whole.
     allowed = common_spec.allowed_values()
     # Not a user mistake: a spec given with class values is used, else one of num_classes,

@@ -140,8 +140,8 @@ def _value_classes_spec(pairs: list[tuple[int, str]], path: str) -> LabelSpec:
     values = sorted({v for v, _ in pairs})
     names = dict(pairs)
     if values == list(range(len(values))):
-        return LabelSpec(classes=tuple(names[v] for v in values), sources=(display_path(path),))
-    return LabelSpec(values=tuple(values), sources=(display_path(path),))
+        return LabelSpec.from_source(display_path(path), classes=tuple(names[v] for v in values))
+    return LabelSpec.from_source(display_path(path), values=tuple(values))
 
 
 def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs: dict[str, str],
@@ -174,7 +174,7 @@ def _declare(discovery: Discovery, color_map: ColorMap | None, extra_dirs: list[
         discovery.spec = spec
     elif color_map is not None and storage.exists(color_map.source):
         # A map the dataset declares is its spec; a built-in palette only decodes colours.
-        discovery.spec = LabelSpec(classes=color_map.names, sources=(_source_name(color_map),))
+        discovery.spec = LabelSpec.from_source(_source_name(color_map), classes=color_map.names)
     discovery.color_map = color_map
     return discovery
 

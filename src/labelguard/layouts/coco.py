@@ -293,7 +293,7 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
         assert categories is not None  # not a user mistake: it is a reference: its categories were peeked
         names = [name for _, name in sorted(categories)]
         discovered = tuple(names)
-        discovery.spec = LabelSpec(classes=discovered, sources=(display_path(primary),))
+        discovery.spec = LabelSpec.from_source(display_path(primary), classes=discovered)
         ids = sorted(cat_id for cat_id, _ in categories)
         if ids != list(range(len(ids))):
             discovery.notes.append(

@@ -219,8 +219,7 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
         discovery.spec = class_list_spec(declared, display_path(names_file))
     if not discovery.spec.is_known and classes_of[reference]:
         shown = display_path(os.path.join(root, reference)) if reference else display_path(root)
-        discovery.spec = LabelSpec(classes=tuple(classes_of[reference]),
-                                   sources=(f"class folders of {shown}",))
+        discovery.spec = LabelSpec.from_source(f"class folders of {shown}", classes=tuple(classes_of[reference]))
     for split, folder in split_dirs:
         loose = [f for f in _entries(folder, 1 << 30)[0]]
         if loose:

@@ -70,7 +70,7 @@ def _mapillary_spec(path: str, discovery: Discovery) -> LabelSpec:
         return LabelSpec()
     if not names:
         return LabelSpec()
-    return LabelSpec(classes=names, sources=(shown,), origins=(("classes", shown),))
+    return LabelSpec(classes=names).with_origins([("classes", shown)])
 
 
 discover_mapillary.detect = _detect_mapillary  # type: ignore[attr-defined]  # read by register_layout

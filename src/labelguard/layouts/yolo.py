@@ -188,9 +188,9 @@ def _spec(names: list[str] | None, nc: int | None, source: str, discovery: Disco
             discovery.notes.append(
                 f"{source}: nc: {nc} but {len(names)} names; Ultralytics uses the {len(names)} names "
                 f"(YOLOv5 stops on the mismatch): ids are checked against {len(names)}")
-        return LabelSpec(classes=tuple(names), sources=(source,))
+        return LabelSpec.from_source(source, classes=tuple(names))
     if nc is not None:
-        return LabelSpec(num_classes=nc, sources=(source,))
+        return LabelSpec.from_source(source, num_classes=nc)
     return LabelSpec()
 
 
