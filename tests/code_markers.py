@@ -1,5 +1,8 @@
 """Find the ``@pytest.mark.code(CODE, KIND)`` markers in test sources by reading them.
 
+``python tests/code_markers.py LG201`` lists every test of a code: its file of examples and
+own tests (``tests/rules/test_lg201.py``) and the tests elsewhere marked for it.
+
 Reading the sources (rather than collecting tests) gives the meta-test the same answer
 whether it runs alone or in the whole suite.
 """
@@ -39,7 +42,8 @@ def scan(files: Iterable[Path]) -> dict[str, dict[str, list[str]]]:
     table: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for path in files:
         try:
-            markers = markers_in_source(path.read_text(encoding="utf-8"), path.name)
+            shown = "/".join(path.parts[path.parts.index("tests"):]) if "tests" in path.parts else path.name
+            markers = markers_in_source(path.read_text(encoding="utf-8"), shown)
         except SyntaxError:  # pytest reports that file's own collection error
             continue
         for code, kind, place in markers:
@@ -49,3 +53,16 @@ def scan(files: Iterable[Path]) -> dict[str, dict[str, list[str]]]:
 
 def find_test_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("test_*.py") if "__pycache__" not in p.parts)
+
+
+if __name__ == "__main__":
+    import sys
+
+    tests = Path(__file__).resolve().parent
+    table = scan(find_test_files(tests))
+    for code in (c.upper() for c in sys.argv[1:]):
+        own = tests / "rules" / f"test_{code.lower()}.py"
+        print(f"{code}: {own.relative_to(tests.parent) if own.exists() else 'no tests/rules file'}")
+        for kind in KINDS:
+            for place in table.get(code, {}).get(kind, []):
+                print(f"  {kind}: {place}")

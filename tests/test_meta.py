@@ -56,7 +56,7 @@ def test_code_is_documented(code):
 
 def example_kinds() -> dict[str, set[str]]:
     """code -> the kinds ("fail", "pass") its rules' own ``Example``s show: each is audited on
-    real files by ``tests/test_rules.py::test_rule_example``, so it counts as a case."""
+    real files by its code's ``tests/rules/test_lgNNN.py``, so it counts as a case."""
     from labelguard.core.rules import all_rules
 
     kinds: dict[str, set[str]] = {}
@@ -127,3 +127,11 @@ def test_a_rules_examples_count_as_its_cases():
     assert missing_kinds(both, {}, {both: {"fail"}}) == ["pass"]
     assert missing_kinds(both, {}, {}) == ["fail", "pass"]
     assert missing_kinds(both, {both: {"pass": ["a test"]}}, {both: {"fail"}}) == []
+
+
+def test_every_code_of_a_rule_has_its_test_file_and_every_test_file_its_code():
+    """``tests/rules/test_lgNNN.py`` holds a code's own tests (its examples first); the runtime
+    codes of labelguard.torch (LG5xx), reported by no rule, are tested in ``tests/torch/``."""
+    files = {p.stem[len("test_"):].upper() for p in (TESTS / "rules").glob("test_lg*.py")}
+    assert files <= set(REGISTRY), sorted(files - set(REGISTRY))
+    assert sorted(code for code in REGISTRY if REGISTRY[code].scope != "runtime" and code not in files) == []

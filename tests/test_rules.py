@@ -1,5 +1,5 @@
-"""The rule layer: every rule's own examples, the registry by scope, and isolation of a
-crashing rule (a real rule registered here that raises)."""
+"""The rule layer: the registry by scope, and isolation of a crashing rule (a real rule
+registered here that raises). Each rule's own examples are tested in ``tests/rules/``."""
 
 from __future__ import annotations
 
@@ -19,21 +19,6 @@ from labelguard.rules._masks import process_mask
 from audit_helpers import codes, run
 from rule_examples import audit_example
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image
-
-EXAMPLES = [pytest.param(r, e, id=f"{r.__name__}-{'fail' if e.fails else 'pass'}-{i}")
-            for r in all_rules() for i, e in enumerate(r.examples)]
-
-
-@pytest.mark.parametrize("registered, example", EXAMPLES)
-def test_rule_example(registered, example, tmp_path):
-    report = audit_example(example, tmp_path)
-    assert report.errors == []
-    reported = [f for f in report.findings if f.code == registered.code]
-    if example.fails:
-        assert reported, f"{registered.__name__}: {example.description}: no {registered.code}"
-    else:
-        assert not reported, f"{registered.__name__}: {example.description}: {[f.message for f in reported]}"
-
 
 # Codes whose findings discovery still builds while it pairs and resolves files (its facts
 # are not yet records that rules read): their modules hold the definition only.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from labelguard.core.registry import FixExample, define
 from labelguard.rules._examples import image, voc_xml
-from labelguard.core.rules import rule
+from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec, normalise_name
 from labelguard.core.summary import Summary
 from labelguard.core.text import plural, show_name
@@ -31,7 +31,19 @@ or both get separate indices and the model learns two classes for one concept.""
 )
 
 
-@rule(CLASS_VARIANTS, "dataset")
+EXAMPLES = (
+    Example(True, "VOC objects named 'dog' in one file and 'Dog ' in another",
+            lambda: {"Annotations/a.xml": voc_xml([("dog", (1, 1, 9, 9))]), "JPEGImages/a.jpg": image(),
+                     "Annotations/b.xml": voc_xml([("Dog ", (1, 1, 9, 9))], filename="b.jpg"),
+                     "JPEGImages/b.jpg": image()}),
+    Example(False, "VOC objects named 'dog' and 'cat'",
+            lambda: {"Annotations/a.xml": voc_xml([("dog", (1, 1, 9, 9))]), "JPEGImages/a.jpg": image(),
+                     "Annotations/b.xml": voc_xml([("cat", (1, 1, 9, 9))], filename="b.jpg"),
+                     "JPEGImages/b.jpg": image()}),
+)
+
+
+@rule(CLASS_VARIANTS, "dataset", EXAMPLES)
 def class_name_variants(summary: Summary, spec: LabelSpec):
     groups: dict[str, list[str]] = {}
     for name in sorted(summary.class_objects):

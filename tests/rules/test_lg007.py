@@ -23,7 +23,7 @@ from tests.annotation_builders import coco_dataset
 from tests.builders import write_png
 from tests.detection_builders import voc_xml
 
-REALWORLD = Path(__file__).resolve().parents[1].parent / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[2].parent / "shared" / "realworld"
 
 
 def _masks(folder: Path, count: int, value: int = 1) -> None:

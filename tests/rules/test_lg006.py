@@ -10,6 +10,7 @@ from builders import write_png
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from audit_helpers import codes, found, run
+from rule_cases import examples_of, proves
 
 
 def masks(root, values=(0, 1, 2, 7)):
@@ -77,3 +78,8 @@ def test_the_hint_names_the_config_table_the_config_reads(tmp_path):
     config = tmp_path / "labelguard.toml"
     config.write_text("[labels]\nnum_classes = 3\nignore_index = [255]\n")
     assert load_config(str(config)).spec.num_classes == 3
+
+
+@examples_of("LG006")
+def test_lg006_example(registered, example, tmp_path):
+    proves(registered, example, tmp_path)

