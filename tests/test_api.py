@@ -107,7 +107,7 @@ NAMESPACES = [
 ]
 # Submodules that are part of the API, imported on their own; every other implementation
 # module of these packages is private (its name starts with "_").
-PUBLIC_SUBMODULES = {"labelguard.torch": {"lightning"}, "labelguard.explain": set()}
+PUBLIC_SUBMODULES = {"labelguard.torch": {"lightning"}, "labelguard.explain": set(), "labelguard.fix": set()}
 
 
 def loaded_namespaces():
