@@ -44,5 +44,8 @@ def write_example_file(path: Path, content) -> None:
 def audit_example(example: Example, root: Path):
     for relative, content in example.files().items():
         write_example_file(root / relative, content)
-    return audit(root, LabelSpec(**example.spec), options=AuditOptions(**example.options),
+    options = dict(example.options)
+    if "lists" in options:
+        options["lists"] = tuple(str(root / name) for name in options["lists"])
+    return audit(root / example.path, LabelSpec(**example.spec), options=AuditOptions(**options),
                  use_project_config=False, workers=1)

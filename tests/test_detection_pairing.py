@@ -18,7 +18,8 @@ from builders import write_png
 from detection_builders import write_darknet, write_image, write_labelme2voc, write_voc, write_yolo, yolo_rows
 from labelguard.layouts import AuditOptions
 from labelguard.core.paths import DisplayNames, display_path
-from labelguard.layouts.lists import ENTRY_FINDINGS, ListRule, resolve_entry
+from labelguard.layouts.lists import ListRule, resolve_entry
+from labelguard.rules._entries import ENTRY_FINDINGS
 from labelguard.layouts.pairing import pair_derived, strip_extension
 from labelguard.layouts.yolo import label_files
 

@@ -106,3 +106,20 @@ def test_layout_options_are_keywords_of_audit_too_and_an_unknown_one_is_a_usage_
     assert "LG201" in [f.code for f in by_keyword.findings]
     with pytest.raises(UsageError, match="unknown audit option colour_map"):
         audit(str(tmp_path), {"num_classes": 3}, workers=1, cache=False, colour_map="x.json")
+
+
+def test_an_entries_rule_that_raises_is_an_internal_error_and_the_list_is_still_judged(tmp_path):
+    from labelguard.rules.lg003 import MISSING
+
+    @rule(MISSING, "entries")
+    def crashing_entries_rule(record, spec):
+        raise KeyError("a bug")
+
+    write_png(tmp_path / "a.png", np.zeros((8, 8), np.uint8))
+    (tmp_path / "train.txt").write_bytes(b"a.png \r\nc.png\r\n")
+    try:
+        report = audit(str(tmp_path), {"num_classes": 3}, workers=1, cache=False, lists=[str(tmp_path / "train.txt")])
+    finally:
+        unregister(crashing_entries_rule)
+    assert any("rule LG003" in e and "crashing_entries_rule" in e and "KeyError" in e for e in report.errors)
+    assert {"LG003", "LG004"} <= {f.code for f in report.findings}  # the real rules still ran

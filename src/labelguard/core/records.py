@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -422,3 +422,51 @@ class AnnotationRecord:
         boxes = self.boxes if self.boxes is not None else [None] * len(self.labels)
         return [ObjectRecord(label, None if box is None else tuple(box), self.place(i), self.unit)
                 for i, (label, box) in enumerate(zip(self.labels, boxes))]
+
+
+@dataclass(frozen=True)
+class EntryProblem:
+    """An entry of a list or dataset file that names no file, or a file outside the root.
+
+    Attributes:
+        place: where it is written ("line 3", or the key of a dataset file: "test").
+        entry: the entry as written.
+        says: what is wrong with it, when that is not that it does not exist under the root
+            (LG003) or points outside it (LG005).
+        detail: what was looked for, said after that ("no Annotations/x.xml").
+        data: the finding's data (``line`` or ``split``).
+    """
+
+    place: str
+    entry: str
+    says: str = ""
+    detail: str = ""
+    data: tuple[tuple[str, object], ...] = ()
+
+
+@dataclass(frozen=True)
+class EntriesRecord:
+    """A file that names other files (a file list, a data.yaml's splits, a saved dataset's
+    state), as discovery resolved it: what the ``entries`` rules judge (LG003 names no file,
+    LG005 leads outside the root, LG004 unclean lines of a list).
+
+    Attributes:
+        display: the file as shown in findings.
+        root: the dataset root its names are resolved in, as shown.
+        missing: the entries that name no file under the root.
+        escaping: the entries that lead outside the root (never opened).
+        hint: what to do about an entry that names no file (a list: regenerate it).
+        escape_hint: what to do about one that leads outside.
+        unclean: for a file list, its unclean lines: problem (``crlf``, ``whitespace``,
+            ``blank``, ``comment``, ``duplicate``, ``bom``) -> line numbers.
+        lines: the text of the lines ``unclean`` quotes, by line number.
+    """
+
+    display: str
+    root: str
+    missing: Sequence[EntryProblem] = ()
+    escaping: Sequence[EntryProblem] = ()
+    hint: str = ""
+    escape_hint: str = ""
+    unclean: Mapping[str, Sequence[int]] | None = None
+    lines: Mapping[int, str] = field(default_factory=dict)

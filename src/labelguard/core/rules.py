@@ -13,6 +13,8 @@ severity, documentation), the scope it reads and its examples:
 * ``"tokens"``: rows of a tokenized dataset (a record batch of a file, or a batch of tensors
   on the torch side), as a :class:`~labelguard.core.tokens.TokenBatch`; a file's batches are
   judged one by one and their findings merged per file;
+* ``"entries"``: a file that names other files (a file list, a data.yaml's splits), as
+  discovery resolved its names: an :class:`~labelguard.core.records.EntriesRecord`;
 * ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of one dataset (an
   audit of several runs these rules once per dataset, on that dataset's files only).
 
@@ -45,7 +47,7 @@ from labelguard.core.registry import Check
 
 log = logging.getLogger(__name__)
 
-SCOPES = ("mask", "pair", "annotation", "tokens", "dataset")
+SCOPES = ("mask", "pair", "annotation", "tokens", "entries", "dataset")
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,10 @@ class Example:
         files: relative path -> what to write there: an array (written as the extension
             says: .png, .jpg, .npy, .tif), a dict of arrays (.npz, .h5) or text.
         spec: the label spec's fields (``num_classes``, ``ignore``...); none means no spec.
-        options: audit options (``key``, ``image_key``, ``color_map``...).
+        options: audit options (``key``, ``image_key``, ``color_map``...; ``lists`` relative to
+            where the files are written).
+        path: the folder audited, relative to where the files are written (default: that
+            folder itself).
     """
 
     fails: bool
@@ -66,6 +71,7 @@ class Example:
     files: Callable[[], Mapping[str, Any]]
     spec: Mapping[str, Any] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
+    path: str = ""
 
 
 @dataclass(frozen=True)

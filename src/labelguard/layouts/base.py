@@ -78,6 +78,7 @@ class Discovery:
         """What a reading of file lists found: its findings, and the lists it read."""
         self.findings.extend(selection.findings)
         self.lists.extend(selection.lists)
+        self.errors.extend(selection.errors)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ of a name a list or a dataset file writes.
 * **names**: :func:`resolve_entry` is the one resolution of a name written in a list or a
   dataset file, :func:`resolve_declared` of a path a dataset file declares in a field;
   :class:`DirectoryListings` answers "does it exist" for many names at once.
-* **findings**: :func:`entry_findings` makes every LG003 (names no file) and LG005 (leads
-  outside the root) about such names, with one cap (:data:`ENTRY_FINDINGS`) and a count of
-  the rest; :func:`read_list` gives LG004 (unclean lines).
+* **findings**: none are made here: what was resolved becomes an
+  :class:`~labelguard.core.records.EntriesRecord` (the entries that name no file, those that
+  lead outside the root, a list's unclean lines), judged by the ``entries`` rules (LG003,
+  LG004, LG005) through :func:`judged`.
 * **the dataset root** of what a list or a dataset file names is the folder of the file that
   names it (a data.yaml's or obj.data's folder, or the folder below it that a data.yaml's
   ``path`` names), or the root of the layout that reads a list; every path a field names
@@ -31,22 +32,24 @@ import os
 import sys
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Container, Sequence
+from typing import Callable, Container, Sequence
 
 from labelguard.core import storage
-from labelguard.rules.lg001 import UNREADABLE
-from labelguard.rules.lg003 import MISSING
-from labelguard.rules.lg004 import UNCLEAN_LIST
-from labelguard.rules.lg005 import ESCAPES_ROOT
+import labelguard.rules  # noqa: F401  (registers every rule: the entries rules judge what is read here)
+from labelguard.core.records import EntriesRecord, EntryProblem
+from labelguard.core.rules import run_rules
+from labelguard.core.spec import LabelSpec
+from labelguard.rules._unread import not_read
 from labelguard.core.cache import note_folder
 from labelguard.core.paths import display_path, inside_root, resolves_inside
-from labelguard.core.text import SHOWN, clipped, plural, shorten
 from labelguard.core.findings import Finding
 from labelguard.layouts.metadata import linked_outside
 from labelguard.layouts.pairing import extension_of, may_carry_convention, pair_key, strip_extension
 from labelguard.readers.base import ReadError
 from labelguard.readers.lists import ListFile, parse_list
 
+# The spec the entries rules are given: they judge the names a file writes, not labels.
+NO_SPEC = LabelSpec()
 # File systems that usually fold case (a listing then cannot tell that "A.PNG" opens "a.png").
 CASE_FOLDING = sys.platform in ("darwin", "win32", "cygwin")
 
@@ -125,113 +128,24 @@ class ListSelection:
     unlabelled: list[str] = field(default_factory=list)  # images named where images suffice, without a label
     findings: list[Finding] = field(default_factory=list)
     lists: list[str] = field(default_factory=list)  # the list files read, as given
+    errors: list[str] = field(default_factory=list)  # internal errors of the rules that judged them
 
 
-@dataclass(frozen=True)
-class EntryProblem:
-    """An entry of a list or dataset file that names no file, or a file outside the root.
-
-    Attributes:
-        place: where it is written ("line 3", or the key of a dataset file: "test").
-        entry: the entry as written.
-        says: what is wrong with it, when that is not that it does not exist under the root
-            (LG003) or points outside it (LG005).
-        detail: what was looked for, said after that ("no Annotations/x.xml").
-        data: the finding's data (``line`` or ``split``).
-    """
-
-    place: str
-    entry: str
-    says: str = ""
-    detail: str = ""
-    data: tuple[tuple[str, object], ...] = ()
-
-
-# Findings of one kind (LG003, LG005) made for the entries of one list, one each; the
-# entries past them are counted and named in one more finding.
-ENTRY_FINDINGS = 100
-# Entries the finding of the rest names in its data (a report stays small); its count says all.
-ENTRIES_KEPT = 1000
-LIST_HINT = "Regenerate the list from the files on disk, or restore the file."
-# Characters of one entry a finding quotes: a path is shorter; a longer line (a key, a dump
-# read as a list) is cut, so that a file named as a list is never copied into the report.
-ENTRY_SHOWN = 256
-
-
-def entry_findings(source: str, missing: Sequence[EntryProblem], escaping: Sequence[EntryProblem],
-                   root: str, hint: str = LIST_HINT, escape_hint: str = "") -> list[Finding]:
-    """LG003 for the entries of ``source`` (a list, a dataset file) that name no file and
-    LG005 for those that lead outside ``root``: the one place these findings are made.
-
-    The first :data:`ENTRY_FINDINGS` problems of each kind are a finding each; the rest are
-    one finding that says how many there are (``count``) and names the first of them (its
-    data holds the first :data:`ENTRIES_KEPT`), so that a list of 50,000 stale entries is
-    not 50,000 findings, a report stays small and nothing is left out silently. An entry is
-    quoted up to :data:`ENTRY_SHOWN` characters. ``hint`` goes with the LG003 findings,
-    ``escape_hint`` with the LG005 ones."""
-    findings = []
-    shown = display_path(root)
-    for check, problems, says, what, check_hint in (
-            (ESCAPES_ROOT, escaping, f"points outside the dataset root {shown}",
-             f"point outside the dataset root {shown}", escape_hint),
-            (MISSING, missing, f"does not exist under {shown}", f"name no file under {shown}", hint)):
-        for problem in problems[:ENTRY_FINDINGS]:
-            detail = f" ({problem.detail})" if problem.detail else ""
-            entry = clipped(problem.entry, ENTRY_SHOWN)
-            findings.append(check.finding(source, f"{problem.place}: {entry!r} {problem.says or says}{detail}",
-                                          hint=check_hint, **dict(problem.data), entry=entry))
-        rest = problems[ENTRY_FINDINGS:]
-        if rest:
-            kept = rest[:ENTRIES_KEPT]
-            data: dict[str, Any] = {"entries": [clipped(p.entry, ENTRY_SHOWN) for p in kept], "count": len(rest)}
-            for key in dict.fromkeys(key for p in kept for key, _ in p.data):
-                data[f"{key}s"] = [dict(p.data).get(key) for p in kept]
-            findings.append(check.finding(
-                source,
-                f"{plural(len(rest), 'more entry')} {what}: "
-                f"{shorten(rest, SHOWN, lambda p: f'{p.place} {clipped(p.entry, ENTRY_SHOWN)!r}', what='entry')}",
-                hint=check_hint, **data,
-            ))
-    return findings
-
-
-_LIST_PROBLEMS = {
-    "bom": "starts with a UTF-8 byte order mark",
-    "crlf": "has Windows (CRLF) line endings",
-    "whitespace": "has leading/trailing whitespace",
-    "blank": "has blank lines",
-    "comment": "has # comment lines, which a loader reading every line opens as file names",
-    "duplicate": "has duplicated entries",
-}
-
-
-def list_findings(listing: ListFile, display: str) -> list[Finding]:
-    findings = []
-    for problem, lines in listing.problems.items():
-        quoted = problem in ("whitespace", "comment", "duplicate")
-
-        def line_shown(n: int, quoted: bool = quoted) -> str:
-            return f"line {n}" + (f" {clipped(listing.examples[n], ENTRY_SHOWN)!r}" if quoted else "")
-
-        shown = shorten(lines, SHOWN, line_shown)
-        findings.append(UNCLEAN_LIST.finding(
-            display,
-            f"the list {_LIST_PROBLEMS.get(problem, problem)}: {shown}",
-            hint="Code that does not strip each line opens 'name ' or 'name\\r' and fails; "
-            "clean the list (`labelguard fix list`).",
-            problem=problem, lines=lines,
-        ))
-    return findings
+def judged(record: EntriesRecord, errors: list[str]) -> list[Finding]:
+    """The findings of the ``entries`` rules (LG003, LG004, LG005) on what discovery resolved of
+    a file that names other files, through the one runner: a rule that crashes is an entry of
+    ``errors`` and the others still run."""
+    found: list[Finding] = []
+    run_rules("entries", record, NO_SPEC, record.display, found, errors)
+    return found
 
 
 def read_list(list_path: str) -> tuple[ListFile | None, list[Finding]]:
-    """A parsed file list and the findings about it (LG004 unclean lines, LG001 unreadable)."""
-    shown = display_path(list_path)
+    """A parsed file list, or None and the LG001 finding of a list that cannot be read."""
     try:
-        listing = parse_list(list_path)
+        return parse_list(list_path), []
     except ReadError as exc:
-        return None, [UNREADABLE.finding(shown, f"cannot read the file list: {exc}")]
-    return listing, list_findings(listing, shown)
+        return None, [not_read(display_path(list_path), ReadError(f"cannot read the file list: {exc}"))]
 
 
 def stem_index(candidates: Sequence[str]) -> dict[str, list[str]]:
@@ -304,7 +218,9 @@ class _Lists:
             for name, says, detail, escapes in problems:
                 (escaping if escapes else missing).append(
                     EntryProblem(f"line {entry.line}", name, says, detail, (("line", entry.line),)))
-        self.selection.findings.extend(entry_findings(display_path(list_path), missing, escaping, self.root))
+        self.selection.findings.extend(judged(EntriesRecord(
+            display_path(list_path), display_path(self.root), missing, escaping, unclean=listing.problems,
+            lines=listing.examples), self.selection.errors))
 
     def _choose(self, label: str, image: str | None = None) -> None:
         if label not in self.chosen:

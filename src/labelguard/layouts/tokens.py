@@ -37,7 +37,8 @@ from labelguard.layouts.base import (
     CONTENT, DECLARED, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
 )
 from labelguard.layouts.folders import walk_files
-from labelguard.layouts.lists import EntryProblem, ListRule, entry_findings, resolve_declared
+from labelguard.core.records import EntriesRecord, EntryProblem
+from labelguard.layouts.lists import ListRule, judged, resolve_declared
 from labelguard.layouts.metadata import metadata_findings, read_metadata
 from labelguard.readers.base import parse_json, read_text
 from labelguard.readers.tokens import TOKEN_DATA_EXTENSIONS, holds_token_ids, read_token_file, token_file_kind
@@ -118,7 +119,8 @@ def _dataset_dict(discovery: Discovery, root: str) -> None:
             (escaping if escapes else missing).append(EntryProblem(f"split {split!r}", split, detail=why))
             continue
         _saved_dataset(discovery, folder)
-    discovery.findings.extend(entry_findings(display_path(path), missing, escaping, root, hint=STATE_HINT))
+    discovery.findings.extend(judged(EntriesRecord(display_path(path), display_path(root), missing, escaping,
+                                                   hint=STATE_HINT), discovery.errors))
 
 
 def _saved_dataset(discovery: Discovery, folder: str) -> None:
@@ -145,7 +147,8 @@ def _saved_dataset(discovery: Discovery, folder: str) -> None:
             missing.append(EntryProblem(f"_data_files[{index}]", name))
         else:
             found.append(resolved)
-    discovery.findings.extend(entry_findings(display_path(path), missing, escaping, folder, hint=STATE_HINT))
+    discovery.findings.extend(judged(EntriesRecord(display_path(path), display_path(folder), missing, escaping,
+                                                   hint=STATE_HINT), discovery.errors))
     _add(discovery, found)
 
 

@@ -27,9 +27,8 @@ from labelguard.layouts.base import (
 )
 from labelguard.core.paths import DisplayNames, display_path
 from labelguard.layouts.folders import holds_yolo_rows, walk_files
-from labelguard.layouts.lists import (
-    EntryProblem, ListRule, ListSelection, entry_findings, resolve_declared, select_from_lists,
-)
+from labelguard.core.records import EntriesRecord, EntryProblem
+from labelguard.layouts.lists import ListRule, ListSelection, judged, resolve_declared, select_from_lists
 from labelguard.layouts.metadata import metadata_findings, read_metadata
 from labelguard.layouts.pairing import Pairing, derived_label, pair_derived, pair_files, unpaired_findings
 from labelguard.rules._annotations import process_annotation
@@ -203,7 +202,8 @@ def _declared(discovery: Discovery, key: str, entry: str, root: str, folder: str
     if path is None:
         problem = EntryProblem(key, entry, detail=why, data=(("split", key),) if split else ())
         missing, escaping = ([], [problem]) if leaves else ([problem], [])
-        discovery.findings.extend(entry_findings(source, missing, escaping, root, hint=hint, escape_hint=OUTSIDE_HINT))
+        discovery.findings.extend(judged(EntriesRecord(source, display_path(root), missing, escaping, hint=hint,
+                                                       escape_hint=OUTSIDE_HINT), discovery.errors))
     return path
 
 
@@ -246,8 +246,9 @@ def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discove
         # The dataset is the data.yaml's folder, or the folder below it that `path` names.
         declared_root, leaves, why = resolve_declared(declared.root, folder, folder, DATASET_ROOT)
         if leaves:
-            discovery.findings.extend(entry_findings(
-                source, [], [EntryProblem("path", declared.root, detail=why)], folder, escape_hint=ROOT_HINT))
+            discovery.findings.extend(judged(EntriesRecord(
+                source, display_path(folder), escaping=[EntryProblem("path", declared.root, detail=why)],
+                escape_hint=ROOT_HINT), discovery.errors))
         if declared_root is not None and storage.isdir(declared_root):
             root = storage.normpath(declared_root)
         else:

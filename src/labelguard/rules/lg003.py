@@ -5,7 +5,7 @@ COCO panoptic PNGs.
 The layout resolves the references (:class:`~labelguard.core.records.ImageReference`,
 :class:`~labelguard.core.records.ImageTable`, :class:`~labelguard.core.records.NamedFiles`);
 these rules judge them. Missing list entries are the list resolution's
-(:func:`labelguard.layouts.lists.entry_findings`).
+(the ``entries`` rule below).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import numpy as np
 
 from labelguard.core.registry import FixExample, define
 from labelguard.rules._labels import PLACES_KEPT
-from labelguard.core.records import AnnotationRecord
+from labelguard.core.records import AnnotationRecord, EntriesRecord
 from labelguard.core.rules import Example, rule
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
+from labelguard.rules._entries import LIST_HINT, entry_problem_findings
 from labelguard.rules._objects import sample
 
 MISSING = define(
@@ -123,3 +124,20 @@ def named_files_missing(record: AnnotationRecord, spec):
         hint=f"Restore the {named.noun}s, or remove their annotations.",
         missing=named.missing[:PLACES_KEPT], count=count,
     ),)
+
+
+ENTRIES_EXAMPLES = (
+    Example(True, "a list naming c.png, which does not exist",
+            lambda: {"a.png": np.eye(4, dtype=np.uint8), "train.txt": "a.png\nc.png\n"},
+            spec={"num_classes": 2}, options={"lists": ("train.txt",)}),
+    Example(False, "a list naming a.png, which exists",
+            lambda: {"a.png": np.eye(4, dtype=np.uint8), "train.txt": "a.png\n"},
+            spec={"num_classes": 2}, options={"lists": ("train.txt",)}),
+)
+
+
+@rule(MISSING, "entries", ENTRIES_EXAMPLES)
+def entries_naming_no_file(record: EntriesRecord, spec):
+    """An entry of a list (or a dataset file's field) that names no file under the root."""
+    return entry_problem_findings(MISSING, record, record.missing, f"does not exist under {record.root}",
+                                  f"name no file under {record.root}", record.hint or LIST_HINT)

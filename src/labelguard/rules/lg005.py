@@ -8,12 +8,15 @@ The layout resolves the references with the one inside-root test
 
 from __future__ import annotations
 
+import numpy as np
+
 from labelguard.core.registry import define
 from labelguard.rules._labels import PLACES_KEPT
-from labelguard.core.records import AnnotationRecord
+from labelguard.core.records import AnnotationRecord, EntriesRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import noun, verb
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
+from labelguard.rules._entries import entry_problem_findings
 from labelguard.rules._objects import sample
 
 ESCAPES_ROOT = define(
@@ -77,3 +80,22 @@ def image_files_outside(record: AnnotationRecord, spec):
         "it is copied.",
         entries=entries[:PLACES_KEPT], count=count,
     ),)
+
+
+ENTRIES_EXAMPLES = (
+    Example(True, "a list entry ../other/a.png, outside the dataset",
+            lambda: {"data/a.png": np.eye(4, dtype=np.uint8), "other/a.png": np.eye(4, dtype=np.uint8),
+                     "data/train.txt": "a.png\n../other/a.png\n"},
+            spec={"num_classes": 2}, options={"lists": ("data/train.txt",)}, path="data"),
+    Example(False, "list entries inside the dataset",
+            lambda: {"data/a.png": np.eye(4, dtype=np.uint8), "data/train.txt": "a.png\n"},
+            spec={"num_classes": 2}, options={"lists": ("data/train.txt",)}, path="data"),
+)
+
+
+@rule(ESCAPES_ROOT, "entries", ENTRIES_EXAMPLES)
+def entries_outside_the_root(record: EntriesRecord, spec):
+    """An entry that leads outside the dataset root: never opened."""
+    return entry_problem_findings(ESCAPES_ROOT, record, record.escaping,
+                                  f"points outside the dataset root {record.root}",
+                                  f"point outside the dataset root {record.root}", record.escape_hint)
