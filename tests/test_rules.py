@@ -20,11 +20,6 @@ from audit_helpers import codes, run
 from rule_examples import audit_example
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image
 
-# Codes whose findings discovery still builds while it pairs and resolves files (its facts
-# are not yet records that rules read): their modules hold the definition only.
-BUILT_BY_DISCOVERY = {"LG004", "LG007"}
-
-
 def test_every_code_has_one_module_named_after_it_with_its_definition_and_rules():
     modules = [m.name for m in pkgutil.iter_modules(labelguard.rules.__path__) if not m.name.startswith("_")]
     assert modules
@@ -35,7 +30,7 @@ def test_every_code_has_one_module_named_after_it_with_its_definition_and_rules(
         defined = [v for v in vars(module).values() if isinstance(v, Check) and v.code == code]
         assert defined and REGISTRY[code] is defined[0], f"{name} does not define {code}"
         codes_of_module = {r.code for r in all_rules() if r.apply.__module__ == module.__name__}
-        if REGISTRY[code].scope == "runtime" or code in BUILT_BY_DISCOVERY:
+        if REGISTRY[code].scope == "runtime":
             assert not codes_of_module, f"{name} registers rules of {codes_of_module}"
         else:
             assert codes_of_module == {code}, f"{name} registers rules of {codes_of_module or 'no code'}"

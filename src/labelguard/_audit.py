@@ -20,7 +20,7 @@ from labelguard.core.engine import LocalEngine, default_workers
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, ReadLimits, applied_limits
 from labelguard.core.paths import applied_roots, display_path, granted_roots
-from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import NO_SPEC, LabelSpec
 from labelguard.core.summary import Summary
 from labelguard.core.tasks import FileTask
 from labelguard.core.text import clipped, plural, shorten, verb
@@ -29,7 +29,7 @@ from labelguard.errors import OptionError, SpecError, UsageError
 from labelguard.layouts.base import (
     CATCH_ALL, IMAGES, LAYOUTS, LISTS, TABLES, AuditOptions, candidates, discover_datasets, layouts_with,
 )
-from labelguard.layouts.inventory import Claims, inventories_of, inventory_findings, root_key
+from labelguard.layouts.inventory import Claims, inventories_of, inventory_facts, root_key
 from labelguard.layouts.folders import describe_contents
 from labelguard.readers.colormap import color_proposal
 from labelguard.report import DatasetReport, FileList, Report
@@ -421,8 +421,10 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     for discovery, own_spec, (own_summary, own_findings) in zip(discoveries, specs, parts):
         # Discovery's own findings, complete once its tasks were all taken.
         inventory = inventories.get(id(discovery))
-        own_findings = _unpaired_once([*own_findings, *discovery.findings,
-                                       *(inventory_findings(inventory) if inventory else ())])
+        unread: list[Finding] = []
+        if inventory:
+            run_rules("files", inventory_facts(inventory), own_spec, display_path(discovery.root), unread, errors)
+        own_findings = _unpaired_once([*own_findings, *discovery.findings, *unread])
         if overrides:
             own_findings = [f.with_severity(overrides[f.code]) if f.code in overrides else f for f in own_findings]
         root = display_path(discovery.root)
@@ -436,7 +438,9 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     for path, loose in inventories[None]:
         # Files under a PATH that lie in none of its datasets: their LG007 names the PATH.
         where = display_path(path)
-        findings.extend(f.in_dataset(where) for f in inventory_findings(loose))
+        unread = []
+        run_rules("files", inventory_facts(loose), NO_SPEC, where, unread, errors)
+        findings.extend(f.in_dataset(where) for f in unread)
     findings.sort(key=Finding.sort_key)
     for discovery, name in named_parts:
         # Each dataset's notes name it; one that gave nothing to audit is said, never

@@ -470,3 +470,34 @@ class EntriesRecord:
     escape_hint: str = ""
     unclean: Mapping[str, Sequence[int]] | None = None
     lines: Mapping[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UnauditedLabels:
+    """Files of one kind that can hold labels, under a dataset's root (or a PATH), that no
+    dataset read: ``count`` of them, the first ``files`` as shown, and why."""
+
+    kind: str
+    reason: str
+    count: int
+    files: Sequence[str]
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What discovery found about a dataset's files as files, for the ``files`` rules: images
+    and labels left without their pair (LG002) and label files no dataset read (LG007).
+
+    Attributes:
+        root: the dataset root (or the PATH) as shown.
+        orphan_images: images with no label of a matching name (paths).
+        orphan_labels: labels with no image of a matching name (paths).
+        label_kind: what a label is called in messages (``mask``, ``label``, ``annotation``).
+        unaudited: the groups of label files no dataset read.
+    """
+
+    root: str = ""
+    orphan_images: Sequence[str] = ()
+    orphan_labels: Sequence[str] = ()
+    label_kind: str = "mask"
+    unaudited: Sequence[UnauditedLabels] = ()

@@ -15,6 +15,8 @@ severity, documentation), the scope it reads and its examples:
   judged one by one and their findings merged per file;
 * ``"entries"``: a file that names other files (a file list, a data.yaml's splits), as
   discovery resolved its names: an :class:`~labelguard.core.records.EntriesRecord`;
+* ``"files"``: what discovery found about a dataset's files as files (orphans of the
+  pairing, label files no dataset read): a :class:`~labelguard.core.records.FileFacts`;
 * ``"dataset"``: the merged :class:`~labelguard.core.summary.Summary` of one dataset (an
   audit of several runs these rules once per dataset, on that dataset's files only).
 
@@ -47,7 +49,7 @@ from labelguard.core.registry import Check
 
 log = logging.getLogger(__name__)
 
-SCOPES = ("mask", "pair", "annotation", "tokens", "entries", "dataset")
+SCOPES = ("mask", "pair", "annotation", "tokens", "entries", "files", "dataset")
 
 
 @dataclass(frozen=True)
@@ -174,3 +176,16 @@ def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Fi
                 detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
                 errors.append(f"{where}: rule {registered.code} ({registered.check.name}, "
                               f"{registered.apply.__name__}) crashed: {detail}")
+
+
+def judge(scope: str, subject: Any, spec: Any, where: str) -> list[Finding]:
+    """:func:`run_rules` for a caller with no list of internal errors of its own (discovery,
+    inside a layout): a rule that crashes raises RuntimeError naming it, after every other
+    rule ran, for the caller's own isolation to report (:func:`labelguard.layouts.base.run_layout`
+    makes it an internal error naming the layout)."""
+    findings: list[Finding] = []
+    errors: list[str] = []
+    run_rules(scope, subject, spec, where, findings, errors)
+    if errors:
+        raise RuntimeError("; ".join(errors))  # not a user mistake: a rule of labelguard crashed
+    return findings

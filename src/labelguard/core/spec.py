@@ -946,3 +946,8 @@ def _whole_number(value: Any, key: str, source: str) -> int:
 def _whole_numbers(value: Any, key: str, source: str) -> tuple[int, ...]:
     values = value if isinstance(value, (list, tuple)) else [value]
     return tuple(_whole_number(v, key, source) for v in values)
+
+
+# The spec of rules that judge no label values (the names a list writes, the files a pairing
+# left alone): it says nothing, so it allows everything.
+NO_SPEC = LabelSpec()

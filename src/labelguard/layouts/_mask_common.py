@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator, Sequence
 
+from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileTask
@@ -189,13 +189,13 @@ def _declared_color_map(options: AuditOptions, directories: list[str], discovery
         try:
             return load_color_map(options.color_map)
         except ReadError as exc:
-            discovery.findings.append(UNREADABLE.finding(display_path(options.color_map), f"colour map: {exc}"))
+            discovery.findings.append(unreadable(display_path(options.color_map), f"colour map: {exc}"))
             return default
     outside: list[Finding] = []
     color_map, problem = find_color_map(directories, lambda path: not _linked_out(path, discovery.root, outside))
     discovery.findings.extend(outside)
     if problem:
-        discovery.findings.append(UNREADABLE.finding(None, f"colour map {problem}"))
+        discovery.findings.append(unreadable(None, f"colour map {problem}"))
     return color_map or default
 
 

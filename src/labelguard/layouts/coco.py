@@ -29,8 +29,8 @@ import re
 
 import numpy as np
 
+from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.cache import note_path
 from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, NamedFiles
 from labelguard.core.spec import LabelSpec
@@ -274,7 +274,7 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
     if not files:
         shown = display_path(root)
         message = "no COCO JSON file found (annotations/*.json, *.json, <split>/_annotations.coco.json)"
-        discovery.findings.append(UNREADABLE.finding(shown, message))
+        discovery.findings.append(unreadable(shown, message))
         return discovery
     peeked = {path: peek_categories(path) for path in files}
     references: dict[str, tuple] = {}

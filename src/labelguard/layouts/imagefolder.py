@@ -18,8 +18,8 @@ import os
 
 import numpy as np
 
+from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.records import AnnotationRecord, ClassFolder
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
@@ -203,7 +203,7 @@ def _detect_imagefolder(root: str, options: AuditOptions) -> Evidence:
 def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
     discovery = Discovery("imagefolder", root)
     if not storage.isdir(root):
-        discovery.findings.append(UNREADABLE.finding(display_path(root), "no such directory"))
+        discovery.findings.append(unreadable(display_path(root), "no such directory"))
         return discovery
     splits = _splits(root)
     split_dirs = [(s, os.path.join(root, s)) for s in splits] or [("", root)]

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
     from labelguard.core.tasks import FileTask
 
+from labelguard.core.records import FileFacts, UnauditedLabels
 from labelguard.core import storage
-from labelguard.core.findings import Finding
-from labelguard.core.text import plural, shorten
+from labelguard.core.text import plural
 from labelguard.layouts.base import LAYOUTS, MASKS, Discovery
 from labelguard.layouts.conventions import IMAGE_DIRS, LABEL_TOKENS, is_mask_dir
 from labelguard.core.paths import display_path
@@ -387,17 +387,9 @@ def _head(path: str, examined: "_Budget") -> bytes | None:
         return None
 
 
-def inventory_findings(inventory: Inventory) -> list[Finding]:
-    """LG007 for each kind of label-capable file no dataset audited."""
-    from labelguard.rules.lg007 import NOT_AUDITED
-
-    findings = []
-    for group in inventory.unaudited.values():
-        if not group.label:
-            continue
-        findings.append(NOT_AUDITED.finding(
-            group.files[0] if group.count == 1 else None,
-            f"{plural(group.count, group.kind)} under {inventory.root} not audited: {group.reason} "
-            f"({shorten(group.files, len(group.files), total=group.count)})",
-            kind=group.kind, count=group.count, files=group.files))
-    return findings
+def inventory_facts(inventory: Inventory) -> FileFacts:
+    """What the ``files`` rules judge of an inventory (LG007): each kind of label-capable file
+    no dataset audited."""
+    return FileFacts(root=inventory.root, unaudited=[
+        UnauditedLabels(group.kind, group.reason, group.count, tuple(group.files))
+        for group in inventory.unaudited.values() if group.label])

@@ -38,7 +38,7 @@ from labelguard.core import storage
 import labelguard.rules  # noqa: F401  (registers every rule: the entries rules judge what is read here)
 from labelguard.core.records import EntriesRecord, EntryProblem
 from labelguard.core.rules import run_rules
-from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import NO_SPEC
 from labelguard.rules._unread import not_read
 from labelguard.core.cache import note_folder
 from labelguard.core.paths import display_path, inside_root, resolves_inside
@@ -48,8 +48,6 @@ from labelguard.layouts.pairing import extension_of, may_carry_convention, pair_
 from labelguard.readers.base import ReadError
 from labelguard.readers.lists import ListFile, parse_list
 
-# The spec the entries rules are given: they judge the names a file writes, not labels.
-NO_SPEC = LabelSpec()
 # File systems that usually fold case (a listing then cannot tell that "A.PNG" opens "a.png").
 CASE_FOLDING = sys.platform in ("darwin", "win32", "cygwin")
 

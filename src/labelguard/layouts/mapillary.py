@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import re
 
+from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts._mask_common import JPEG_EXTENSIONS, _finish, _linked_out, _mask_files, _pair
 from labelguard.core.paths import display_path
@@ -66,7 +66,7 @@ def _mapillary_spec(path: str, discovery: Discovery) -> LabelSpec:
         labels = parse_json(read_text(path), "Mapillary config").get("labels")
         names = tuple(str(label["name"]) for label in labels)
     except (ReadError, ValueError, AttributeError, KeyError, TypeError) as exc:
-        discovery.findings.append(UNREADABLE.finding(shown, f"Mapillary config: {exc!r} (no labels[].name list)"))
+        discovery.findings.append(unreadable(shown, f"Mapillary config: {exc!r} (no labels[].name list)"))
         return LabelSpec()
     if not names:
         return LabelSpec()

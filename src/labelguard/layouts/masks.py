@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
+from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.tasks import FileTask
 from labelguard.layouts._mask_common import (
     JPEG_EXTENSIONS, _camvid_splits, _declare, _declared_color_map, _finish, _is_mask_file, _mask_files,
@@ -125,7 +125,7 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
         discovery.color_map = color_map
         return discovery
     if not storage.isdir(root):
-        discovery.findings.append(UNREADABLE.finding(display_path(root), missing_reason(root)))
+        discovery.findings.append(unreadable(display_path(root), missing_reason(root)))
         return discovery
     forced = options.format == "masks"
     why = None if forced or options.lists else _image_folder_reason(root)

@@ -18,9 +18,7 @@ import os
 from typing import Callable, Sequence, TypeVar
 
 from labelguard.core import storage
-from labelguard.rules._unread import LINK_HINT
-from labelguard.rules.lg001 import UNREADABLE
-from labelguard.rules.lg005 import ESCAPES_ROOT
+from labelguard.rules._unread import linked_out, unreadable
 from labelguard.core.paths import display_path, inside_root, resolves_inside, take_refused
 from labelguard.core.findings import Finding
 from labelguard.readers.base import ReadError
@@ -32,8 +30,8 @@ def refused_folder_findings(under: str | None = None) -> list[Finding]:
     """LG005 for each folder discovery did not look into or walk because it leads outside the
     data the audit was given through a link (:func:`labelguard.core.paths.listing_refused`);
     with ``under``, only those inside that folder."""
-    return [ESCAPES_ROOT.finding(display_path(refused.path), refused.describe("its files were not listed or read"),
-                                 hint=LINK_HINT) for refused in take_refused(under)]
+    return [linked_out(display_path(refused.path), refused.describe("its files were not listed or read"))
+            for refused in take_refused(under)]
 
 
 def linked_outside(path: str, root: str, what: str = "") -> list[Finding]:
@@ -49,9 +47,9 @@ def linked_outside(path: str, root: str, what: str = "") -> list[Finding]:
     folder = root if inside_root(path, root) else os.path.dirname(storage.abspath(path))
     if resolves_inside(path, folder):
         return []
-    return [ESCAPES_ROOT.finding(
+    return [linked_out(
         display_path(path), f"{what + ': ' if what else ''}a link to {display_path(os.path.realpath(path))}, "
-        f"outside the dataset root {display_path(folder)}: not read", hint=LINK_HINT)]
+        f"outside the dataset root {display_path(folder)}: not read")]
 
 
 def read_metadata(path: str, reader: Callable[[str], T], root: str, what: str = "") -> tuple[T | None, list[Finding]]:
@@ -64,10 +62,10 @@ def read_metadata(path: str, reader: Callable[[str], T], root: str, what: str = 
     try:
         return reader(path), []
     except ReadError as exc:
-        return None, [UNREADABLE.finding(display_path(path), f"{what}: {exc}" if what else str(exc))]
+        return None, [unreadable(display_path(path), f"{what}: {exc}" if what else str(exc))]
 
 
 def metadata_findings(path: str, problems: Sequence[str], hint: str = "") -> list[Finding]:
     """LG001 for each thing wrong in a metadata file that could be read (a key of the wrong
     type, a line that is no ``key = value``)."""
-    return [UNREADABLE.finding(display_path(path), problem, hint=hint) for problem in problems]
+    return [unreadable(display_path(path), problem, hint=hint) for problem in problems]

@@ -42,7 +42,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Container, Iterable, Sequence
 
 from labelguard.core import storage
-from labelguard.rules.lg002 import UNPAIRED
+import labelguard.rules  # noqa: F401  (registers every rule: the files rules judge the orphans)
+from labelguard.core.records import FileFacts
+from labelguard.core.rules import judge
+from labelguard.core.spec import NO_SPEC
 from labelguard.core.paths import display_path
 from labelguard.core.text import SHOWN, plural, shorten, verb
 from labelguard.core.findings import Finding
@@ -486,17 +489,6 @@ def _claim(result: Pairing, labels: list[str], images: list[str], claimed: set[s
 
 
 def unpaired_findings(orphans_images: list[str], orphans_masks: list[str], what: str = "mask") -> list[Finding]:
-    findings = []
-    for path in orphans_images:
-        findings.append(UNPAIRED.finding(
-            display_path(path), f"image has no {what} (no {what} file with a matching name)",
-            hint="Restore the missing file, or remove the image from the dataset and its lists.",
-            side="image",
-        ))
-    for path in orphans_masks:
-        findings.append(UNPAIRED.finding(
-            display_path(path), f"{what} has no image (no image file with a matching name)",
-            hint="Restore the image, or remove the orphan from the dataset and its lists.",
-            side=what,
-        ))
-    return findings
+    """The ``files`` rules' findings (LG002) on the images and labels a pairing left alone."""
+    return judge("files", FileFacts(orphan_images=orphans_images, orphan_labels=orphans_masks, label_kind=what),
+                 NO_SPEC, "the pairing")

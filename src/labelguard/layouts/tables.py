@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import re
 
+from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.records import AnnotationRecord, ImageTable
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
@@ -256,7 +256,7 @@ def discover_tables(root: str, options: AuditOptions) -> Discovery:
         folder = root
         tables = _table_files(root, options)
         if not tables:
-            discovery.findings.append(UNREADABLE.finding(
+            discovery.findings.append(unreadable(
                 display_path(root), "no classification table found (a CSV/TSV with path and label "
                 "columns, or a 'path label' text list)"))
             return discovery

@@ -16,8 +16,8 @@ import itertools
 import os
 from typing import Iterator, Sequence, cast
 
+from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.rules.lg001 import UNREADABLE
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
@@ -453,7 +453,7 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
             discovery.tasks.append(FileTask(process_yolo, root, display_path(root)))
         return discovery
     if not storage.isdir(root):
-        discovery.findings.append(UNREADABLE.finding(display_path(root), "no such file or directory"))
+        discovery.findings.append(unreadable(display_path(root), "no such file or directory"))
         return discovery
     found = _dataset_file(root)
     if found is not None:

@@ -1,5 +1,6 @@
-"""A file a reader did not read, as a finding: LG005 for a link out of the data, LG001 with the
-reader's reason otherwise (and, for want of an extra, what to install)."""
+"""A file that was not read, as a finding: LG005 for a link out of the data, LG001 with the
+reader's (or discovery's) reason otherwise (and, for want of an extra, what to install). The
+one place these findings are made for files that no rule reads."""
 
 from typing import Iterable
 
@@ -43,3 +44,15 @@ def refuse_unread_for_extras(findings: Iterable[Finding], inferred: str) -> None
         f"{plural(len(unread), 'file')} of the data ({shorten(f.path for f in unread)}) {verb(len(unread), 'needs')} "
         f"an extra that cannot be imported here ({commands}): no {inferred} was inferred from the other files, "
         "as it could miss classes that only these files hold")
+
+
+def unreadable(path: str | None, message: str, hint: str = "") -> Finding:
+    """LG001 for a file or folder discovery could not read or find (a metadata file, a colour
+    map, a PATH that holds no dataset of the layout asked for), with what went wrong."""
+    return UNREADABLE.finding(path, message, hint=hint)
+
+
+def linked_out(path: str | None, message: str) -> Finding:
+    """LG005 for a file or folder that is a link leading outside the data the audit was given:
+    never opened, listed or read."""
+    return ESCAPES_ROOT.finding(path, message, hint=LINK_HINT)

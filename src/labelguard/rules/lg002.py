@@ -13,7 +13,8 @@ import numpy as np
 
 from labelguard.core.registry import define
 from labelguard.rules._labels import PLACES_KEPT
-from labelguard.core.records import AnnotationRecord, MaskSample
+from labelguard.core.paths import display_path
+from labelguard.core.records import AnnotationRecord, FileFacts, MaskSample
 from labelguard.core.rules import Example, rule
 from labelguard.core.text import SHOWN, plural, verb
 from labelguard.rules._examples import coco_box, coco_json, image, voc_xml
@@ -135,3 +136,25 @@ def class_folder_without_images(record: AnnotationRecord, spec):
         hint="Add the class's images, or remove the empty folder (and the class from the spec).",
         side="label", **{"class": folder.name},
     ),)
+
+
+ORPHAN_EXAMPLES = (
+    Example(True, "images/a.png and masks/a.png, and images/b.png without its mask",
+            lambda: {"images/a.png": image(), "images/b.png": image(), "masks/a.png": np.eye(8, 10, dtype=np.uint8)},
+            spec={"num_classes": 2}),
+    Example(False, "images/a.png and masks/a.png",
+            lambda: {"images/a.png": image(), "masks/a.png": np.eye(8, 10, dtype=np.uint8)}, spec={"num_classes": 2}),
+)
+
+
+@rule(UNPAIRED, "files", ORPHAN_EXAMPLES)
+def orphans_of_the_pairing(facts: FileFacts, spec):
+    """Images left without their label and labels without their image, one finding each."""
+    what = facts.label_kind
+    return [*(UNPAIRED.finding(
+        display_path(path), f"image has no {what} (no {what} file with a matching name)",
+        hint="Restore the missing file, or remove the image from the dataset and its lists.", side="image",
+    ) for path in facts.orphan_images), *(UNPAIRED.finding(
+        display_path(path), f"{what} has no image (no image file with a matching name)",
+        hint="Restore the image, or remove the orphan from the dataset and its lists.", side=what,
+    ) for path in facts.orphan_labels)]
