@@ -13,7 +13,11 @@ from labelguard.core.records import AnnotationRecord, MaskRecord, MaskSample
 from labelguard.core.rules import run_rules
 from labelguard.core.spec import LabelSpec
 from labelguard.rules._masks import label_sample
-from labelguard.rules.lg204 import ids_not_whole
+from labelguard.core.registry import get as get_check
+from labelguard.errors import LabelError
+from labelguard.rules.lg102 import ID_TOO_LARGE
+from labelguard.rules.lg201 import VALUE_OUTSIDE_SPEC
+from labelguard.rules.lg204 import NON_INTEGER, ids_not_whole
 
 
 def tensor_findings(display: str | None, array: np.ndarray, spec: LabelSpec) -> tuple[list[Finding], np.ndarray,
@@ -61,3 +65,39 @@ def id_findings(display: str | None, array: np.ndarray, spec: LabelSpec, dtype: 
     if errors:
         raise RuntimeError("; ".join(errors))  # not a user mistake: a rule of labelguard crashed
     return findings, np.unique(flat)
+
+
+def binary_target_findings(display: str | None, array: np.ndarray, loss: str) -> list[Finding]:
+    """The findings of a float target of a BCE loss (``loss`` names it): NaN/Inf values
+    (LG204) and values outside [0, 1] (LG201 in a mask, LG102 in a vector of labels)."""
+    findings = []
+    finite = np.isfinite(array)
+    non_finite = int(array.size - np.count_nonzero(finite))
+    if non_finite:
+        findings.append(NON_INTEGER.finding(
+            display, f"{non_finite} target values are NaN/Inf ({loss} target)",
+            hint="Find where the dataset produces NaN (a division by zero in normalisation, a "
+            "failed lookup) and fix it there.",
+            non_finite=non_finite,
+        ))
+    outside = finite & ((array < 0) | (array > 1))
+    n_outside = int(np.count_nonzero(outside))
+    if n_outside:
+        values, counts = np.unique(array[outside], return_counts=True)
+        pairs = ", ".join(f"{v:g} in {c}" for v, c in zip(values[:8].tolist(), counts[:8].tolist()))
+        check = VALUE_OUTSIDE_SPEC if array.ndim >= 2 else ID_TOO_LARGE
+        hint = ("Binary masks stored as 0/255: divide by 255 (or remap {255: 1})."
+                if 255 in values.tolist() else "Scale the targets into [0, 1].")
+        findings.append(check.finding(
+            display,
+            f"{n_outside} target values outside [0, 1] ({pairs}); {loss} needs targets in [0, 1]",
+            hint=hint, values=values[:20].tolist(), counts=counts[:20].tolist(),
+        ))
+    return findings
+
+
+def finding_of(error: LabelError) -> Finding:
+    """The finding a guard's error was raised for, as a report lists it (the preflight's
+    report of a sample its guarded dataset refused)."""
+    message, _, hint = error.message.partition(" Hint: ")
+    return get_check(error.code or "").finding(error.source, message, hint, index=error.index, values=error.values)

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from labelguard._optional import install_command
 from labelguard.core.findings import Finding
+from labelguard.core.registry import Check
 from labelguard.core.text import plural, shorten, verb
 from labelguard.errors import MissingDependency
 from labelguard.readers.base import LinkedOutside, NeedsExtra, ReadError
@@ -56,3 +57,9 @@ def linked_out(path: str | None, message: str) -> Finding:
     """LG005 for a file or folder that is a link leading outside the data the audit was given:
     never opened, listed or read."""
     return ESCAPES_ROOT.finding(path, message, hint=LINK_HINT)
+
+
+def load_failure(check: Check, text: str, hint: str) -> Finding:
+    """LG003 (a missing file) or LG001 (any other error) for a sample the dataset itself
+    failed to load at run time: ``text`` is what it raised."""
+    return check.finding(None, f"the dataset raised {text}", hint=hint, error=text)

@@ -15,6 +15,8 @@ import itertools
 
 import numpy as np
 
+from labelguard.core.spec import IGNORE_REDUCED
+from labelguard.core.findings import Finding
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec, normalise_name
@@ -127,3 +129,18 @@ def class_folders_missing_from_a_split(shown: str, split: str, reference: str,
         "them), or build every split with the class list of the training split (class_to_idx).",
         missing=missing, split=split, reference=reference, shifted=shifted,
     )]
+
+
+def one_class_reaches_the_loss(value: int, batches: int, classes: int) -> Finding:
+    """LG104 (preflight) for targets that reach the loss with one class besides the ignore
+    value (reduce_zero_label on binary masks), while the model has ``classes``."""
+    return CLASS_UNUSED.finding(
+        None,
+        f"the targets reaching the loss hold one class ({value}) besides the "
+        f"ignore value {IGNORE_REDUCED} in {batches} batches, while the model has "
+        f"{classes} classes",
+        hint="With reduce_zero_label=True a binary {0, 1} mask becomes {255, 0}: the "
+        "background is ignored and one class is left; set reduce_zero_label=False for "
+        "binary data.",
+        values=[value],
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from labelguard.core.findings import Finding
 from labelguard.core import storage
 from labelguard.core.paths import display_path
 from labelguard.core.records import MaskSample
@@ -160,3 +161,26 @@ def _with(value: int) -> np.ndarray:
     """A 4x4 mask of classes 0, 1 and 2 whose first pixel holds ``value``."""
     mask = np.diag(np.array([value, 1, 2, 0], np.uint8))
     return mask
+
+
+def negative_not_ignored_by_the_loss(negative: list[int], ignore_index: int | None) -> Finding:
+    """LG201 (preflight, no spec given) for negative target values the loss does not ignore."""
+    return VALUE_OUTSIDE_SPEC.finding(
+        None,
+        f"the targets hold negative values {', '.join(map(str, negative))} that the loss "
+        f"does not ignore (ignore_index={ignore_index})",
+        hint=f"Build the loss with ignore_index={negative[0]}, or drop those pixels.",
+        values=negative,
+    )
+
+
+def ignore_value_not_the_losses(value: int, seen: int, loss: str, ignore_index: int | None) -> Finding:
+    """LG201 (preflight) for the spec's ignore value that the loss does not ignore: it reaches
+    the loss as a class index."""
+    return VALUE_OUTSIDE_SPEC.finding(
+        None,
+        f"the data marks ignored pixels with {value} ({seen} seen) but "
+        f"{loss} ignores {ignore_index}: {value} reaches the loss as a class index",
+        hint=f"Build the loss with ignore_index={value}.", values=[value],
+        loss_ignore_index=ignore_index,
+    )

@@ -69,3 +69,17 @@ def ids_not_whole(display: str | None, dtype: str, fractional: int, non_finite: 
         "dataset code.",
         non_integer=fractional, non_finite=non_finite, examples=examples,
     )
+
+
+def cast_from_nan(display: str | None, count: int, lowest: int, dtype: str) -> Finding:
+    """LG204 for the ``count`` values of a target tensor that hold ``lowest``, what NaN and
+    +-Inf become when cast to a signed integer (``.long()``: -9223372036854775808)."""
+    return NON_INTEGER.finding(
+        display,
+        f"{plural(count, 'target value')} {verb(count, 'is')} {lowest}, what NaN and +-Inf become "
+        f"when cast to {dtype} (.long()/.int()): the target was NaN before the cast",
+        hint="Find where the dataset produces NaN in the label (a failed lookup, a division, "
+        "an interpolated float mask) and keep float targets checked before the cast: "
+        "guard() the dataset that returns them.",
+        non_finite=count, cast_from_nan=True, examples=[],
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from labelguard.core.findings import Finding
 from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord, MaskSample
 from labelguard.core.registry import define
@@ -125,3 +126,29 @@ def same_geometry(mask: tuple[int, ...], image: tuple[int, ...]) -> bool:
     if len(mask) == len(image) + 1 and 1 in (mask[0], mask[-1]):
         return tuple(m for m in mask if m != 1) == tuple(i for i in image if i != 1)
     return False
+
+
+def tensor_sizes_differ(display: str | None, image_shape: tuple[int, ...], target_shape: tuple[int, ...]) -> Finding:
+    """LG206 for a sample whose input tensor and mask target differ in spatial size (the
+    guard's check, before a DataLoader stacks them)."""
+    return GEOMETRY.finding(
+        display,
+        f"image shape {image_shape} and mask shape {target_shape} differ in size",
+        hint="Resize the mask with the image (nearest-neighbour for the mask), or crop both "
+        "with the same parameters.",
+        image_shape=list(image_shape), mask_shape=list(target_shape),
+    )
+
+
+def batch_sizes_differ(source: str | None, field: str, first: tuple[tuple, str], other: tuple[tuple, str]) -> Finding:
+    """LG206 for two samples of one batch whose ``field`` differs in shape: ``(shape, the
+    sample described)`` of each; default_collate cannot stack them."""
+    (shape_a, described_a), (shape_b, described_b) = first, other
+    return GEOMETRY.finding(
+        source,
+        f"field {field} has shape {shape_a} in {described_a} but {shape_b} in {described_b}; default_collate "
+        "cannot stack them (\"stack expects each tensor to be equal size\")",
+        hint="Resize or crop every sample to one size in the dataset's transform (masks with "
+        "nearest-neighbour), or collate with padding.",
+        values=[list(shape_a), list(shape_b)],
+    )

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 from torch.utils.data import default_collate
 
-from labelguard.rules.lg206 import GEOMETRY
+from labelguard.rules.lg206 import batch_sizes_differ
 from labelguard.torch._targets import sample_error, shape_of
 from labelguard.torch._errors import SampleError, raise_sample_error
 
@@ -82,15 +82,8 @@ def _mismatch(batch: list, field: str, a: tuple[int, tuple], b: tuple[int, tuple
     names = _batch_names(batch)
     (pos_a, shape_a), (pos_b, shape_b) = a, b
     (index_a, source_a), (index_b, source_b) = names[pos_a], names[pos_b]
-    finding = GEOMETRY.finding(
-        source_b,
-        f"field {field} has shape {shape_a} in {_describe(index_a, source_a, pos_a)} but "
-        f"{shape_b} in {_describe(index_b, source_b, pos_b)}; default_collate cannot stack "
-        "them (\"stack expects each tensor to be equal size\")",
-        hint="Resize or crop every sample to one size in the dataset's transform (masks with "
-        "nearest-neighbour), or collate with padding.",
-        values=[list(shape_a), list(shape_b)],
-    )
+    finding = batch_sizes_differ(source_b, field, (shape_a, _describe(index_a, source_a, pos_a)),
+                                 (shape_b, _describe(index_b, source_b, pos_b)))
     error = sample_error(finding, where="batch", index=index_b, source=None,
                          expected=f"shape {shape_a} in every sample")
     error.source = source_b  # both files are in the message; the attribute names the odd one

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from labelguard.rules._unread import load_failure
 from labelguard.rules.lg001 import UNREADABLE
 from labelguard.rules.lg003 import MISSING
 from labelguard.rules.lg004 import UNCLEAN_LIST
@@ -218,7 +219,7 @@ class _SampleGuard:
         else:
             check, hint = UNREADABLE, ("Fix or remove the file (labelguard audit lists every file it "
                                        "cannot read as LG001), or fix the dataset code that raised.")
-        finding = check.finding(None, f"the dataset raised {text}", hint=hint, error=text)
+        finding = load_failure(check, text, hint)
         error = sample_error(finding, where=where, index=index, source=source,
                              expected="a sample the dataset can load")
         error.raised = text

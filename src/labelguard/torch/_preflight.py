@@ -33,13 +33,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from labelguard.rules.lg104 import CLASS_UNUSED
-from labelguard.rules.lg201 import VALUE_OUTSIDE_SPEC
+from labelguard.rules._runtime import finding_of
+from labelguard.rules.lg104 import one_class_reaches_the_loss
+from labelguard.rules.lg201 import ignore_value_not_the_losses, negative_not_ignored_by_the_loss
 from labelguard.rules.lg204 import NON_INTEGER
 from labelguard.rules.lg503 import HEAD_MISMATCH
 from labelguard.rules.lg506 import INDEX_OUT_OF_TABLE
 from labelguard.core.findings import Finding, Severity
-from labelguard.core.registry import get as get_check
 from labelguard.core.spec import IGNORE_REDUCED, LabelSpec
 from labelguard.core.text import plural
 from labelguard.errors import LabelError
@@ -339,23 +339,11 @@ class _Preflight:
             ))
         negative = [v for v in outside if v < 0]
         if negative and not spec.is_known:
-            report.findings.append(VALUE_OUTSIDE_SPEC.finding(
-                None,
-                f"the targets hold negative values {', '.join(map(str, negative))} that the loss "
-                f"does not ignore (ignore_index={info.ignore_index if info else None})",
-                hint=f"Build the loss with ignore_index={negative[0]}, or drop those pixels.",
-                values=negative,
-            ))
+            report.findings.append(negative_not_ignored_by_the_loss(negative, info.ignore_index if info else None))
         data_ignore = sorted(v for v in set(spec.ignore) - self.loss_ignore if v in counts)
         if info is not None and info.mode is LossMode.INDEX and data_ignore:
             value = data_ignore[0]
-            report.findings.append(VALUE_OUTSIDE_SPEC.finding(
-                None,
-                f"the data marks ignored pixels with {value} ({counts[value]} seen) but "
-                f"{info.name} ignores {info.ignore_index}: {value} reaches the loss as a class index",
-                hint=f"Build the loss with ignore_index={value}.", values=[value],
-                loss_ignore_index=info.ignore_index,
-            ))
+            report.findings.append(ignore_value_not_the_losses(value, counts[value], info.name, info.ignore_index))
         if self._weight_mismatch():
             # not a user mistake: _weight_mismatch holds only for a loss with a weight tensor
             assert info is not None and info.weight is not None
@@ -371,16 +359,7 @@ class _Preflight:
         classes_seen = [v for v in seen if 0 <= v < classes]
         if len(classes_seen) == 1 and classes >= 2 and (
                 spec.reduce_zero_label or set(counts) == {classes_seen[0], IGNORE_REDUCED}):
-            report.findings.append(CLASS_UNUSED.finding(
-                None,
-                f"the targets reaching the loss hold one class ({classes_seen[0]}) besides the "
-                f"ignore value {IGNORE_REDUCED} in {report.batches} batches, while the model has "
-                f"{classes} classes",
-                hint="With reduce_zero_label=True a binary {0, 1} mask becomes {255, 0}: the "
-                "background is ignored and one class is left; set reduce_zero_label=False for "
-                "binary data.",
-                values=classes_seen,
-            ))
+            report.findings.append(one_class_reaches_the_loss(classes_seen[0], report.batches, classes))
 
 
 def _cpu_model(model: nn.Module) -> nn.Module:
@@ -443,8 +422,7 @@ def _batches(loader: Iterable, count: int, report: PreflightReport) -> Iterable:
             for worker in getattr(iterator, "_workers", ()):
                 worker.terminate()
             message, _, hint = error.message.partition(" Hint: ")
-            report.findings.append(get_check(error.code).finding(
-                error.source, message, hint, index=error.index, values=error.values))
+            report.findings.append(finding_of(error))
             return
 
 

@@ -17,18 +17,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from labelguard.rules.lg102 import ID_TOO_LARGE
+from labelguard.rules.lg206 import tensor_sizes_differ
+from labelguard.rules.lg204 import cast_from_nan
 from labelguard.core.rules import screened
-from labelguard.rules._runtime import id_findings, tensor_findings
-from labelguard.rules.lg201 import VALUE_OUTSIDE_SPEC
-from labelguard.rules.lg204 import NON_INTEGER
-from labelguard.rules.lg206 import GEOMETRY
+from labelguard.rules._runtime import binary_target_findings, id_findings, tensor_findings
 from labelguard.rules.lg501 import LOSS_DOMAIN
 from labelguard.rules.lg505 import TARGET_DTYPE
 from labelguard.rules.lg509 import INPUT_INVALID
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import clipped, plural, shorten, show_name, verb
+from labelguard.core.text import clipped, shorten, show_name
 from labelguard.errors import UsageError
 from labelguard.torch._tensors import all_finite
 from labelguard.torch._errors import SampleError
@@ -385,16 +383,7 @@ class TargetRules:
         count = int(np.count_nonzero(cast))
         legal = self.spec.legal_values()
         stand_in = next(iter(legal), 0) if legal is not None else 0
-        finding = NON_INTEGER.finding(
-            display,
-            f"{plural(count, 'target value')} {verb(count, 'is')} {lowest}, what NaN and +-Inf become "
-            f"when cast to {dtype} (.long()/.int()): the target was NaN before the cast",
-            hint="Find where the dataset produces NaN in the label (a failed lookup, a division, "
-            "an interpolated float mask) and keep float targets checked before the cast: "
-            "guard() the dataset that returns them.",
-            non_finite=count, cast_from_nan=True, examples=[],
-        )
-        return [finding], np.where(cast, stand_in, array)
+        return [cast_from_nan(display, count, lowest, dtype)], np.where(cast, stand_in, array)
 
     def _dtype_findings(self, display: str | None, array: np.ndarray, dtype: str) -> list[Finding]:
         if self.loss_name is None or dtype == "int64":
@@ -446,30 +435,7 @@ def _binary_findings(display: str | None, array: np.ndarray, loss: str, dtype: s
             hint="Return the target as float: torch.as_tensor(mask, dtype=torch.float32).",
             dtype=dtype,
         )]
-    findings = []
-    finite = np.isfinite(array)
-    non_finite = int(array.size - np.count_nonzero(finite))
-    if non_finite:
-        findings.append(NON_INTEGER.finding(
-            display, f"{non_finite} target values are NaN/Inf ({loss} target)",
-            hint="Find where the dataset produces NaN (a division by zero in normalisation, a "
-            "failed lookup) and fix it there.",
-            non_finite=non_finite,
-        ))
-    outside = finite & ((array < 0) | (array > 1))
-    n_outside = int(np.count_nonzero(outside))
-    if n_outside:
-        values, counts = np.unique(array[outside], return_counts=True)
-        pairs = ", ".join(f"{v:g} in {c}" for v, c in zip(values[:8].tolist(), counts[:8].tolist()))
-        check = VALUE_OUTSIDE_SPEC if array.ndim >= 2 else ID_TOO_LARGE
-        hint = ("Binary masks stored as 0/255: divide by 255 (or remap {255: 1})."
-                if 255 in values.tolist() else "Scale the targets into [0, 1].")
-        findings.append(check.finding(
-            display,
-            f"{n_outside} target values outside [0, 1] ({pairs}); {loss} needs targets in [0, 1]",
-            hint=hint, values=values[:20].tolist(), counts=counts[:20].tolist(),
-        ))
-    return findings
+    return binary_target_findings(display, array, loss)
 
 
 def geometry_finding(display: str | None, image: Any, target: Any) -> Finding | None:
@@ -483,13 +449,7 @@ def geometry_finding(display: str | None, image: Any, target: Any) -> Finding | 
     k = len(mask_shape)
     if image_shape[-k:] == mask_shape or image_shape[:k] == mask_shape:
         return None
-    return GEOMETRY.finding(
-        display,
-        f"image shape {image_shape} and mask shape {target_shape} differ in size",
-        hint="Resize the mask with the image (nearest-neighbour for the mask), or crop both "
-        "with the same parameters.",
-        image_shape=list(image_shape), mask_shape=list(target_shape),
-    )
+    return tensor_sizes_differ(display, image_shape, target_shape)
 
 
 def input_finding(display: str | None, value: Any, name: str,
