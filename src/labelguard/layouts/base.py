@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from labelguard.core import storage
 from labelguard.core.findings import Finding
-from labelguard.core.paths import current_roots, display_path
+from labelguard.core.paths import current_roots, display_path, is_below
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.config import CONFIG_NAME
@@ -411,7 +411,7 @@ def _folders_holding(discovery: Discovery, walked: tuple[str, ...]) -> set[str]:
     starts.update(folder.rstrip(os.sep) for folder in walked)
     holding: set[str] = set()
     for folder in starts:
-        while folder not in holding and (folder == root or folder.startswith(root + os.sep)):
+        while folder not in holding and is_below(folder, root):
             holding.add(folder)
             folder = os.path.dirname(folder)
     return holding

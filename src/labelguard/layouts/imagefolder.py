@@ -23,7 +23,7 @@ from labelguard.core import storage
 from labelguard.core.records import AnnotationRecord, ClassFolder
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.core.text import plural, verb
+from labelguard.core.text import plural, shorten, verb
 from labelguard.core.paths import display_path
 from labelguard.layouts.base import NAMES, SHAPE, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout
 from labelguard.layouts.conventions import IMAGE_DIRS, MASK_DIRS
@@ -237,9 +237,8 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
                          ("classes", len(classes_of[split])))))
     numeric = classes_of[reference]
     if len(numeric) > 10 and all(n.isdigit() for n in numeric) and numeric != sorted(numeric, key=int):
-        order = ", ".join(numeric[:4])
         discovery.notes.append(
-            f"class folders are numbers: torchvision's ImageFolder sorts them as text ({order}, ...), so "
+            f"class folders are numbers: torchvision's ImageFolder sorts them as text ({shorten(numeric, 4)}), so "
             f"folder {numeric[2]!r} gets index 2; pass the class order explicitly if the names are ids")
     return discovery
 

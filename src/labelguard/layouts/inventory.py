@@ -30,7 +30,7 @@ from labelguard.core import storage
 from labelguard.core.text import plural
 from labelguard.layouts.base import LAYOUTS, MASKS, Discovery
 from labelguard.layouts.conventions import IMAGE_DIRS, LABEL_TOKENS, is_mask_dir
-from labelguard.core.paths import display_path
+from labelguard.core.paths import display_path, is_below
 from labelguard.layouts.folders import yolo_rows_in
 from labelguard.readers.base import ReadError, read_head
 from labelguard.readers.masks import MASK_EXTENSIONS, PHOTO_EXTENSIONS, mask_extension
@@ -229,7 +229,7 @@ def take_inventory(path: str, datasets: list[Found], claims: Claims, counts: dic
         # One folder at a time: its absolute path and its dataset worked out once, then the
         # roles of all its files in one look-up of their hashes.
         folder = os.path.abspath(prefix)
-        owner = next((root for root, _ in roots if folder.startswith(root + os.sep) or folder == root), None)
+        owner = next((root for root, _ in roots if is_below(folder, root)), None)
         inventory = inventories.get(owner)
         if inventory is None:
             inventory = inventories[None] = Inventory(display_path(path))

@@ -337,7 +337,7 @@ def _read_tiff_stack(path: str, declared: str | None) -> MaskRecord | None:
             _refuse_ome_elsewhere(_first_description(tiff), path)
             series = tiff.series
             if len(series) > 1:
-                shapes = ", ".join(str(tuple(s.shape)) for s in series[:4])
+                shapes = shorten(series, 4, lambda s: str(tuple(s.shape)))
                 raise ReadError(f"inconsistent multi-page TIFF: its {pages} pages form {len(series)} "
                                 f"images of different shapes ({shapes}); it is no single volume")
             if series:

@@ -7,6 +7,7 @@ import numpy as np
 
 from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
+from labelguard.core.text import shorten
 from labelguard.core.rules import Example, rule
 from labelguard.rules._analysis import RARE_SHARE
 
@@ -72,9 +73,8 @@ def jpeg_stored(sample: MaskSample, spec):
     if sample.fringe_values:
         values = list(sample.fringe_values)
         stray = {"stray_values": values[:STRAY_KEPT], "stray_pixels": sample.fringe_pixels}
-        shown = ", ".join(str(v) for v in values[:8])
         message += (f"; {sample.fringe_pixels} pixels hold {len(values)} stray values "
-                    f"({shown}{'...' if len(values) > 8 else ''}), each under {RARE_SHARE:.0%} of the mask")
+                    f"({shorten(values, 8)}), each under {RARE_SHARE:.0%} of the mask")
     return (LOSSY.finding(
         sample.display, message,
         hint="Re-export the mask losslessly (PNG, TIFF, NPY) from the source labels; "
@@ -97,7 +97,7 @@ def edge_fringe(sample: MaskSample, spec):
     return (LOSSY.finding(
         sample.display,
         f"{sample.fringe_pixels} pixels along class edges{where} hold {len(rare)} stray values "
-        f"({', '.join(str(v) for v in rare[:8])}{'...' if len(rare) > 8 else ''}) between the main "
+        f"({shorten(rare, 8)}) between the main "
         f"values {common[:6]}: the mask went through JPEG or was resized with interpolation",
         hint="Re-export the mask losslessly from the source labels, and resize masks with nearest-neighbour "
         "interpolation only.",

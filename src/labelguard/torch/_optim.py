@@ -183,7 +183,7 @@ def _optimizer_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> l
     shared = {names.get(i, f"<tensor {tuple(tensors[i].shape)}>"): g
               for i, g in groups_of.items() if len(g) > 1}
     if shared:
-        listed = ", ".join(f"{n} (groups {', '.join(map(str, g))})" for n, g in list(shared.items())[:_LISTED])
+        listed = shorten(shared.items(), _LISTED, lambda item: f"{item[0]} (groups {', '.join(map(str, item[1]))})")
         findings.append(FROZEN_IN_OPTIMIZER.finding(
             None,
             f"{len(shared)} parameters are in more than one param group: {listed}",
@@ -192,7 +192,7 @@ def _optimizer_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> l
         ))
     foreign = [t for i, t in tensors.items() if i not in names]
     if foreign:
-        shapes = ", ".join(str(tuple(t.shape)) for t in foreign[:_LISTED])
+        shapes = shorten(foreign, _LISTED, lambda t: str(tuple(t.shape)))
         findings.append(FROZEN_IN_OPTIMIZER.finding(
             None,
             f"{len(foreign)} tensors in the optimizer are not parameters of this model "

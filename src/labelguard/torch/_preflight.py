@@ -41,7 +41,7 @@ from labelguard.rules.lg503 import HEAD_MISMATCH
 from labelguard.rules.lg506 import INDEX_OUT_OF_TABLE
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import IGNORE_REDUCED, LabelSpec
-from labelguard.core.text import plural
+from labelguard.core.text import plural, shorten
 from labelguard.errors import LabelError
 from labelguard.torch._targets import (
     TARGET_KEYS,
@@ -96,7 +96,7 @@ class PreflightReport:
     def __str__(self) -> str:
         head = (f"{self.head['module']} ({self.head['type']}, {self.head['outputs']} outputs)"
                 if self.head else "not found")
-        values = ", ".join(str(v) for v in sorted(self.target_values)[:20]) or "none"
+        values = shorten(sorted(self.target_values), 20) or "none"
         if self.batches:
             lines = [
                 f"preflight: {self.batches} batches, loss {self.loss}, head {head}, output "
