@@ -25,7 +25,7 @@ import math
 import os
 import stat
 from types import ModuleType
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from labelguard._optional import extra_of, require
 from labelguard.core import storage
@@ -90,7 +90,9 @@ def require_to_read(module: str, purpose: str) -> ModuleType:
 MAX_NESTING = 100
 
 
-MAGIC = (
+# (magic bytes, container) of every container :func:`sniff` knows; a container a reader adds
+# registers its own (:func:`register_container`).
+MAGIC: list[tuple[bytes, str]] = [
     (b"\x89PNG\r\n\x1a\n", "png"),
     (b"\xff\xd8\xff", "jpeg"),
     (b"II*\x00", "tiff"),
@@ -105,18 +107,30 @@ MAGIC = (
     (b"\x1f\x8b", "gzip"),
     (b"GIF8", "gif"),
     (b"RIFF", "riff"),
-)
+]
 
 # Extensions of image files, as the tools that read datasets accept them (Ultralytics' list,
 # a superset of VOC's and most tools', with the netpbm files torchvision reads), lower case.
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif", ".dng", ".mpo",
                               ".pfm", ".heic", ".ppm", ".pgm"})
 
-EXTENSION_KINDS = {
+# extension -> the container files so named hold (what a name declares).
+EXTENSION_KINDS: dict[str, str] = {
     ".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".tif": "tiff", ".tiff": "tiff",
     ".bmp": "bmp", ".npy": "npy", ".npz": "zip", ".h5": "hdf5", ".hdf5": "hdf5",
     ".nii": "nifti", ".gz": "gzip", ".gif": "gif", ".webp": "riff",
 }
+
+
+def register_container(kind: str, *, magic: Iterable[bytes] = (), extensions: Iterable[str] = ()) -> None:
+    """Make the container ``kind`` known: :func:`sniff` tells it by ``magic`` (the bytes its
+    files start with) and a name ending in one of ``extensions`` (lower case, with the dot)
+    declares it."""
+    for start in magic:
+        if (start, kind) not in MAGIC:
+            MAGIC.append((start, kind))
+    for extension in extensions:
+        EXTENSION_KINDS[extension] = kind
 
 
 def sniff(head: bytes) -> str | None:

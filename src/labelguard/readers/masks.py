@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import importlib
+import pkgutil
 import io
 import logging
 import os
@@ -17,7 +18,7 @@ import re
 import struct
 import warnings
 from dataclasses import dataclass
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Iterable
 
 import numpy as np
 from PIL import Image, ImageFile, UnidentifiedImageError
@@ -29,8 +30,9 @@ from labelguard.core.paths import is_below
 from labelguard.core.records import MaskRecord
 from labelguard.core.text import clipped, plural, shorten, show_name
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
-from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds,
-                                     open_regular, read_bytes, read_head, require_to_read, sniff)
+from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds, open_regular,
+                                     read_bytes, read_head, register_container, require_to_read, sniff)
+from labelguard.readers import containers
 from labelguard.readers.png import array_backed, decode_png
 
 # Array keys as the common tools write them: pytorch-3dunet ``raw``/``label``, ``image``/
@@ -45,8 +47,9 @@ JPEG_EXTENSIONS = (".jpg", ".jpeg")
 # Photo formats: a file list naming only these names no label; a file of these that no
 # dataset read is a picture, never a label left unaudited (GIF: web pictures and animations).
 PHOTO_EXTENSIONS = (*JPEG_EXTENSIONS, ".webp", ".bmp", ".gif")
-MASK_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".npy", ".npz",
-                   ".h5", ".hdf5", ".nii", ".nii.gz", ".gif", ".webp")
+# Extensions of files that may hold masks; a container a reader adds registers its own.
+MASK_EXTENSIONS: list[str] = [".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".npy", ".npz",
+                              ".h5", ".hdf5", ".nii", ".nii.gz", ".gif", ".webp"]
 
 
 def mask_extension(path: str) -> str:
@@ -85,11 +88,20 @@ class ReadRequest:
 MASK_READERS: dict[str, Callable[[ReadRequest], MaskRecord]] = {}
 
 
-def mask_reader(*containers: str):
-    """Register the decorated function as the reader of masks stored in ``containers``."""
+def mask_reader(*containers: str, magic: Iterable[bytes] = (), extensions: Iterable[str] = ()):
+    """Register the decorated function as the reader of masks stored in ``containers``.
+
+    A new container gives its ``magic`` bytes and ``extensions`` here too: that one
+    registration makes it sniffable (:func:`labelguard.readers.base.register_container`), its
+    files mask candidates by name, and read by this reader; its module goes in
+    ``labelguard/readers/containers/``, which this module imports whole."""
+    extensions = tuple(extensions)
+
     def register(reader: Callable[[ReadRequest], MaskRecord]):
         for container in containers:
             MASK_READERS[container] = reader
+            register_container(container, magic=magic, extensions=extensions)
+        MASK_EXTENSIONS.extend(e for e in extensions if e not in MASK_EXTENSIONS)
         return reader
 
     return register
@@ -841,3 +853,8 @@ def read_mask_image_array_shape(path: str, container: str) -> tuple[int, ...]:
         raise
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as exc:
         raise ReadError(f"cannot read HDF5: {exc}") from None
+
+
+# Containers added in modules of their own: each registers its reader with @mask_reader.
+for _module in sorted(m.name for m in pkgutil.iter_modules(containers.__path__) if not m.name.startswith("_")):
+    importlib.import_module(f"{containers.__name__}.{_module}")
