@@ -123,3 +123,22 @@ def test_an_entries_rule_that_raises_is_an_internal_error_and_the_list_is_still_
         unregister(crashing_entries_rule)
     assert any("rule LG003" in e and "crashing_entries_rule" in e and "KeyError" in e for e in report.errors)
     assert {"LG003", "LG004"} <= {f.code for f in report.findings}  # the real rules still ran
+
+
+def test_a_layout_whose_detection_raises_is_an_internal_error_and_another_layout_reads_the_folder(tmp_path):
+    def discover(root, options):
+        return Discovery("crashing_detect", root)
+
+    def detect(root, options):
+        raise ZeroDivisionError("boom in detection")
+
+    discover.detect = detect
+    register_layout("crashing_detect", "a layout whose detection crashes", 0.99)(discover)
+    try:
+        write_png(tmp_path / "a.png", np.full((8, 8), 5, np.uint8))
+        report = audit(str(tmp_path), {"num_classes": 3}, workers=1, cache=False)
+    finally:
+        del LAYOUTS["crashing_detect"]
+    assert any("layout 'crashing_detect' crashed while detecting the dataset: ZeroDivisionError: boom in detection"
+               in e for e in report.errors), report.errors
+    assert [f.code for f in report.findings if f.code == "LG201"] == ["LG201"]  # the masks layout read it

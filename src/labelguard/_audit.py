@@ -27,7 +27,8 @@ from labelguard.core.text import clipped, plural, shorten, verb
 from labelguard.core.workdir import applied_working_folder, working_folder
 from labelguard.errors import OptionError, SpecError, UsageError
 from labelguard.layouts.base import (
-    CATCH_ALL, IMAGES, LAYOUTS, LISTS, TABLES, AuditOptions, candidates, discover_datasets, layouts_with,
+    CATCH_ALL, IMAGES, LAYOUTS, LISTS, TABLES, AuditOptions, candidates, detection_crashes, discover_datasets,
+    layouts_with,
 )
 from labelguard.layouts.inventory import Claims, inventories_of, inventory_facts, root_key
 from labelguard.layouts.folders import describe_contents
@@ -297,11 +298,20 @@ def opened_engine(choice: EngineChoice, workers: int | None) -> Iterator[Any]:
         yield engine
 
 
-def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
-                 overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
-                 progress: Callable[[int, int | None], None] | None, finder: ConfigFinder, hint: Config | None,
-                 cache: CacheSettings | None, engine: EngineChoice,
-                 access: storage.RemoteAccess | None = None) -> Report:
+def _audit_paths(*args: Any, **kwargs: Any) -> Report:
+    """:func:`_audited_paths`, with the crashes of layouts' detection (a layout whose detection
+    raised was taken as not applying) added to the report's internal errors."""
+    with detection_crashes() as crashed:
+        report = _audited_paths(*args, **kwargs)
+    report.errors.extend(crashed)
+    return report
+
+
+def _audited_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
+                   overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
+                   progress: Callable[[int, int | None], None] | None, finder: ConfigFinder,
+                   hint: Config | None, cache: CacheSettings | None, engine: EngineChoice,
+                   access: storage.RemoteAccess | None = None) -> Report:
     """:func:`audit` once the settings and read limits are known."""
     if workers == "config":
         workers = settings.get("workers")

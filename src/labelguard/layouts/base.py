@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import fnmatch
 import logging
 import os
@@ -456,6 +458,41 @@ class Candidate:
     evidence: Evidence
 
 
+# The crashes of layouts' detection during one audit (:func:`detection_crashes`).
+_DETECTION_CRASHES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("detection_crashes",
+                                                                                      default=None)
+
+
+@contextlib.contextmanager
+def detection_crashes() -> Iterator[list[str]]:
+    """The internal errors of the layouts whose detection raised while the block ran (each
+    once): such a layout is taken as not applying, and the audit reports the crash."""
+    crashes: list[str] = []
+    token = _DETECTION_CRASHES.set(crashes)
+    try:
+        yield crashes
+    finally:
+        _DETECTION_CRASHES.reset(token)
+
+
+def _detected(layout: Layout, root: str, options: AuditOptions) -> Evidence:
+    """``layout.detect(root, options)``, isolated: a detection that raises (a bug of
+    labelguard) is evidence against the layout naming the crash, and an internal error of the
+    audit; a LabelguardError still stops the audit."""
+    try:
+        return layout.detect(root, options)
+    except LabelguardError:
+        raise
+    except Exception as exc:  # a bug in one layout must not cost the detection of the others
+        log.debug("layout %s crashed detecting %s", layout.name, root, exc_info=True)
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        crashes = _DETECTION_CRASHES.get()
+        message = _crash(layout.name, root, exc, "detecting the dataset")
+        if crashes is not None and message not in crashes:
+            crashes.append(message)
+        return no(f"its detection crashed ({detail})")
+
+
 def candidates(root: str, options: AuditOptions, every: bool = False) -> list[Candidate]:
     """The layouts that take ``root`` for one of their datasets, most confident first (ties by
     name), the catch-all layout left out. Layouts are asked from the highest ceiling down,
@@ -469,7 +506,7 @@ def candidates(root: str, options: AuditOptions, every: bool = False) -> list[Ca
             continue
         if not every and best - layout.ceiling > NEAR:
             break
-        seen = layout.detect(root, options)
+        seen = _detected(layout, root, options)
         if seen:
             found.append(Candidate(layout, seen))
             best = max(best, seen.confidence)
