@@ -34,6 +34,7 @@ machine write there (``tests/test_cache.py`` checks the default).
 """
 
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,12 @@ def pytest_configure(config):
     # Scripts and commands the tests start (with cwd=tmp_path) import this checkout's labelguard,
     # not whichever one the interpreter would find from their folder.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))
+    # A suite started as a background job of a non-interactive shell (`.ci/run &`, nohup)
+    # inherits SIGINT ignored, and so would every command it starts: the tests of Ctrl-C would
+    # see an audit that cannot be interrupted. A caught handler is reset to the default by
+    # exec, so the commands get Python's own Ctrl-C again.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.hypothesis_home = tempfile.mkdtemp(prefix="labelguard-hypothesis-")
     set_hypothesis_home_dir(config.hypothesis_home)
     config.checkout_before = _checkout_junk()
