@@ -250,7 +250,7 @@ def test_options_may_be_a_mapping_of_their_fields_and_an_unknown_one_is_a_usage_
                               cache=False)
     assert report.layouts == ["masks"]
     assert labelguard.AuditOptions(format="masks") == labelguard.AuditOptions(**{"format": "masks"})
-    with pytest.raises(UsageError, match="unknown audit option fromat; known: .*format"):
+    with pytest.raises(UsageError, match="unknown audit option fromat; known layout options: .*format"):
         labelguard.audit(tmp_path, options={"fromat": "voc"})
 
 

@@ -13,9 +13,8 @@ from labelguard._audit import audit
 from labelguard.core.rules import rule, unregister
 from labelguard.core.tasks import FileTask
 from labelguard.errors import UsageError
-from labelguard.layouts.base import LAYOUTS, NAMES, Discovery, Seen, evidence, register_layout
+from labelguard.layouts.base import LAYOUTS, LISTS, NAMES, Discovery, Seen, evidence, register_layout
 from labelguard.rules._masks import process_mask
-from labelguard.rules.lg104 import CLASS_UNUSED
 
 
 def crashing_layout(name: str, marker: str, after: int | None):
@@ -40,7 +39,7 @@ def crashing_layout(name: str, marker: str, after: int | None):
         return evidence(0.9 if os.path.exists(os.path.join(root, marker)) else 0.0, Seen(f"a {marker} file", NAMES))
 
     discover.detect = detect
-    register_layout(name, "a layout that crashes", 0.9)(discover)
+    register_layout(name, "a layout that crashes", 0.9, (LISTS,))(discover)
 
 
 @pytest.fixture
@@ -83,21 +82,6 @@ def test_a_users_mistake_in_a_layout_still_stops_the_audit(tmp_path):
         audit(str(tmp_path), {"num_classes": 3}, workers=1, cache=False, format="no-such-layout")
 
 
-def test_a_dataset_rule_that_raises_is_an_internal_error_and_the_others_run(tmp_path):
-    @rule(CLASS_UNUSED, "dataset")
-    def crashing_dataset_rule(summary, spec):
-        raise ZeroDivisionError("a bug")
-
-    try:
-        write_png(tmp_path / "a.png", np.zeros((8, 8), np.uint8))
-        report = audit(str(tmp_path), {"num_classes": 3}, workers=1, cache=False)
-    finally:
-        unregister(crashing_dataset_rule)
-    assert any("rule LG104" in e and "crashing_dataset_rule" in e and "ZeroDivisionError: a bug" in e
-               for e in report.errors), report.errors
-    assert [f.code for f in report.findings if f.code == "LG104"] == ["LG104"]  # the real LG104 rule still ran
-
-
 def test_layout_options_are_keywords_of_audit_too_and_an_unknown_one_is_a_usage_error(tmp_path):
     write_png(tmp_path / "a.png", np.full((8, 8), 5, np.uint8))
     by_keyword = audit(str(tmp_path), {"num_classes": 3}, workers=1, cache=False, format="masks")
@@ -106,6 +90,10 @@ def test_layout_options_are_keywords_of_audit_too_and_an_unknown_one_is_a_usage_
     assert "LG201" in [f.code for f in by_keyword.findings]
     with pytest.raises(UsageError, match="unknown audit option colour_map"):
         audit(str(tmp_path), {"num_classes": 3}, workers=1, cache=False, colour_map="x.json")
+    # Paths as Path objects, in keywords and in AuditOptions alike.
+    pathed = audit(tmp_path, {"num_classes": 3}, workers=1, cache=False, masks=tmp_path, format="paired",
+                   images=tmp_path)
+    assert pathed.errors == []
 
 
 def test_an_entries_rule_that_raises_is_an_internal_error_and_the_list_is_still_judged(tmp_path):
@@ -142,3 +130,31 @@ def test_a_layout_whose_detection_raises_is_an_internal_error_and_another_layout
     assert any("layout 'crashing_detect' crashed while detecting the dataset: ZeroDivisionError: boom in detection"
                in e for e in report.errors), report.errors
     assert [f.code for f in report.findings if f.code == "LG201"] == ["LG201"]  # the masks layout read it
+
+
+def test_a_crashed_layout_stays_in_the_report_when_a_list_selects_the_other_dataset(crashes, tmp_path):
+    crashes("crashing_now", "CRASH_NOW", None)
+    root = two_datasets(tmp_path, "CRASH_NOW")
+    listing = root / "good" / "train.txt"
+    listing.write_text("a.png\n")
+    report = audit(str(root), {"num_classes": 3}, workers=1, cache=False, lists=[str(listing)])
+    assert any("layout 'crashing_now' crashed" in e for e in report.errors), (report.errors, report.notes)
+    assert report.exit_code("never") == 2
+
+
+def test_a_fix_refuses_to_plan_on_data_whose_discovery_crashed(crashes, tmp_path):
+    import labelguard.fix
+
+    crashes("crashing_now", "CRASH_NOW", None)
+    root = two_datasets(tmp_path, "CRASH_NOW")
+    with pytest.raises(labelguard.fix.FixError, match="layout 'crashing_now' crashed"):
+        labelguard.fix.remap(str(root), {5: 1}, apply=True)
+    assert (root / "good" / "a.png").read_bytes() == (tmp_path / "good" / "a.png").read_bytes()
+
+
+def test_detect_names_a_crashed_layout(crashes, tmp_path):
+    from labelguard._detect import detect, render_text
+
+    crashes("crashing_now", "CRASH_NOW", None)
+    text = render_text(detect([str(two_datasets(tmp_path, "CRASH_NOW"))]))
+    assert "internal error:" in text and "layout 'crashing_now' crashed while discovering the dataset" in text

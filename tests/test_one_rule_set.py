@@ -183,3 +183,25 @@ def test_findings_are_made_by_rules_and_torch_makes_only_its_runtime_codes():
                 if not (relative.startswith("torch/") and owner in runtime_names):
                     offenders.append(f"{relative}:{node.lineno}: {owner}.finding(...)")
     assert offenders == []
+
+
+def test_a_new_rule_on_class_ids_is_seen_by_the_guard_on_a_vector_target():
+    """The pre-screen of id vectors is the annotation rules' own: a rule without
+    ``only_bad_values`` turns it off, and the guard's check runs it."""
+    check = define("LG297", "repeated-id", "warning", summary="an id repeats", why="A test rule.", bad="1 1",
+                   good="1 2", fix="None.")
+
+    @rule(check, "annotation")
+    def repeated_id(record, spec):
+        labels = list(record.labels)
+        return (check.finding(record.display, "an id repeats"),) if len(set(labels)) < len(labels) else ()
+
+    rules = TargetRules(LabelSpec(num_classes=3))
+    try:
+        assert screened("annotation") is False
+        assert rules.clearly_legal(np.array([1, 1])) is False
+        assert [f.code for f in rules.check("sample 0", np.array([1, 1]))] == ["LG297"]
+    finally:
+        unregister(repeated_id)
+        del REGISTRY[check.code]
+    assert screened("annotation") is True and rules.clearly_legal(np.array([1, 1])) is True

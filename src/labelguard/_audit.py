@@ -180,10 +180,14 @@ def audit(
         max_pixels=_limit("max_pixels", max_pixels, settings, DEFAULT_MAX_PIXELS),
         max_file_bytes=_limit("max_file_bytes", max_file_bytes, settings, DEFAULT_MAX_FILE_BYTES))
     # The working folder is looked up once for the audit, not once per display path.
-    with applied_limits(limits), applied_working_folder(working_folder()), applied_roots(roots):
+    with applied_limits(limits), applied_working_folder(working_folder()), applied_roots(roots), \
+            detection_crashes() as crashed:
         report = _audit_paths(named, spec, options, settings, configs, overrides, workers=workers, sample=sample,
                               seed=seed, progress=progress, finder=finder, hint=hint,
                               cache=cache_settings(cache, settings), engine=choice, access=access)
+    # Detection outside a discovery (a hinted layout's check, a sub-folder met while walking)
+    # that crashed: the datasets found carry the rest.
+    report.errors.extend(crashed)
     report.read_limits = limits
     report.read_roots = roots
     return report
@@ -298,20 +302,11 @@ def opened_engine(choice: EngineChoice, workers: int | None) -> Iterator[Any]:
         yield engine
 
 
-def _audit_paths(*args: Any, **kwargs: Any) -> Report:
-    """:func:`_audited_paths`, with the crashes of layouts' detection (a layout whose detection
-    raised was taken as not applying) added to the report's internal errors."""
-    with detection_crashes() as crashed:
-        report = _audited_paths(*args, **kwargs)
-    report.errors.extend(crashed)
-    return report
-
-
-def _audited_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
-                   overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
-                   progress: Callable[[int, int | None], None] | None, finder: ConfigFinder,
-                   hint: Config | None, cache: CacheSettings | None, engine: EngineChoice,
-                   access: storage.RemoteAccess | None = None) -> Report:
+def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions, settings: dict, configs: list,
+                 overrides: dict[str, Severity], *, workers, sample: int | None, seed: int,
+                 progress: Callable[[int, int | None], None] | None, finder: ConfigFinder,
+                 hint: Config | None, cache: CacheSettings | None, engine: EngineChoice,
+                 access: storage.RemoteAccess | None = None) -> Report:
     """:func:`audit` once the settings and read limits are known."""
     if workers == "config":
         workers = settings.get("workers")
@@ -678,24 +673,23 @@ def _spec_argument(spec: LabelSpec | Mapping[str, Any] | None) -> LabelSpec | No
 def _options_argument(options: AuditOptions | Mapping[str, Any] | None,
                       keywords: Mapping[str, Any] | None = None) -> AuditOptions:
     """``audit``'s options argument as AuditOptions: a mapping names its fields; ``keywords``
-    (the fields given as keyword arguments) go over it."""
-    if keywords:
-        if isinstance(options, AuditOptions):
-            options = {f.name: getattr(options, f.name) for f in fields(AuditOptions)}
-        if options is None or isinstance(options, Mapping):
-            options = {**(options or {}), **keywords}
-    if options is None:
-        return AuditOptions()
+    (the fields given as keyword arguments) go over it. Paths may be ``os.PathLike``."""
     if isinstance(options, AuditOptions):
-        return options
+        options = {f.name: getattr(options, f.name) for f in fields(AuditOptions)}
+    if options is None:
+        options = {}
     if not isinstance(options, Mapping):
         raise UsageError(f"options must be AuditOptions or a mapping of its fields, not a {type(options).__name__}")
+    options = {**options, **(keywords or {})}
     known = {field.name for field in fields(AuditOptions)}
     unknown = sorted(str(key) for key in options if key not in known)
     if unknown:
         raise UsageError(f"unknown audit {'option' if len(unknown) == 1 else 'options'} {', '.join(unknown)}; "
-                         f"known: {', '.join(sorted(known))}")
+                         f"known layout options: {', '.join(sorted(known))} (and audit()'s own arguments)")
     given = dict(options)
+    for name in ("images", "masks", "color_map"):  # paths may be given as Path objects
+        if isinstance(given.get(name), os.PathLike):
+            given[name] = os.fspath(given[name])
     if isinstance(given.get("lists"), (str, os.PathLike)):
         given["lists"] = (given["lists"],)
     if given.get("lists") is not None:

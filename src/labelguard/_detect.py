@@ -32,10 +32,11 @@ class DatasetFound:
     notes: list[str] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # discovery's own findings, as "CODE path: message"
     inventory: Inventory | None = None
+    errors: list[str] = field(default_factory=list)  # internal errors: a layout's code crashed
 
     def to_dict(self) -> dict:
         return {"root": self.root, "layout": self.layout, "labels": self.labels, "images": self.images,
-                "examples": self.examples, "notes": self.notes, "findings": self.findings,
+                "examples": self.examples, "notes": self.notes, "findings": self.findings, "errors": self.errors,
                 "inventory": self.inventory.to_dict() if self.inventory is not None else None}
 
 
@@ -109,7 +110,8 @@ def _dataset(discovery: Discovery, claims: Claims) -> DatasetFound:
         root=display_path(discovery.root), layout=discovery.layout, labels=len(tasks),
         images=sum(1 for task in tasks if task.image), examples=[task.display for task in tasks[:EXAMPLES]],
         notes=list(discovery.notes),
-        findings=[f"{f.code} {f.path or '-'}: {f.message}" for f in discovery.findings])
+        findings=[f"{f.code} {f.path or '-'}: {f.message}" for f in discovery.findings],
+        errors=list(discovery.errors))
 
 
 def render_text(detections: list[Detection]) -> str:
@@ -143,6 +145,7 @@ def render_text(detections: list[Detection]) -> str:
                 lines.append(f"      ... {dataset.labels - len(dataset.examples)} more")
             lines.extend(f"      note: {printable(note)}" for note in dataset.notes)
             lines.extend(f"      {printable(finding)}" for finding in dataset.findings)
+            lines.extend(f"      internal error: {printable(error)}" for error in dataset.errors)
             if dataset.inventory is not None:
                 _inventory_lines(dataset.inventory, "      ", lines)
         if detection.outside is not None and detection.outside.unaudited:

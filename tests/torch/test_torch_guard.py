@@ -170,7 +170,7 @@ def test_one_based_class_ids_of_an_image_folder(tmp_path, workers):
     assert caught.value.code == "LG102"
     assert caught.value.values == [2]
     assert caught.value.source.endswith("dog/000.png")
-    assert "class id 2 is >= num_classes=2: ids must be 0..1 (label 1)" in str(caught.value)
+    assert "class id 2 is >= num_classes=2: ids must be 0..1 (position 1)" in str(caught.value)
 
 
 @pytest.mark.code("LG103", "fail")
@@ -405,7 +405,7 @@ def test_detection_target_dict_gives_its_labels():
     with pytest.raises(LabelError) as caught:
         guard(samples, num_classes=3)[0]
     assert caught.value.code == "LG102"
-    assert "class id 5 is >= num_classes=3: ids must be 0..2 (label 2)" in str(caught.value)
+    assert "class id 5 is >= num_classes=3: ids must be 0..2 (position 2)" in str(caught.value)
 
 
 class NanImageSynapse(SynapseDataset):

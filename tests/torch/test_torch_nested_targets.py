@@ -45,7 +45,7 @@ def test_a_bad_component_is_an_error_naming_the_sample_and_the_component(layout,
     error = caught.value
     assert (error.code, error.index, error.values) == ("LG102", 3, [5])
     assert str(error).startswith("LG102 sample 3: nested target component 1 (of 2, counted from 0): "
-                                 "class id 5 is >= num_classes=3: ids must be 0..2 (label 2)"), str(error)
+                                 "class id 5 is >= num_classes=3: ids must be 0..2 (position 2)"), str(error)
     if workers:
         assert "DataLoader worker process" in error.worker_traceback
 

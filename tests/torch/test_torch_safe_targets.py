@@ -202,3 +202,12 @@ def test_samples_must_say_who_the_batch_is(tmp_path):
         TargetMonitor(num_classes=9)(torch.zeros(4, dtype=torch.long), samples=7)
     with pytest.raises(UsageError, match="on_error='warn' is for on_device='mask'"):
         checked(nn.CrossEntropyLoss(), on_error="warn")
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int64])
+def test_legal_values_past_the_targets_dtype_are_not_masked(dtype):
+    """A head of 300 classes takes every uint8 value: the bound 300, which the dtype cannot
+    hold, is cut to its range before comparing, never wrapped (uint8 300 is 44)."""
+    target = torch.tensor([0, 50, 100], dtype=dtype)
+    masked = safe_targets(target, num_classes=300, ignore_index=-1 if dtype != torch.uint8 else 255)
+    assert torch.equal(masked, target)

@@ -80,7 +80,7 @@ def good(ids):
                  "no target in a sample dict with keys boxes: expected one of label, labels", None,
                  id="detection-dict-without-labels"),
     pytest.param(lambda: coco_objects(1, 91), {"num_classes": 91}, "LG102",
-                 "class id 91 is >= num_classes=91: ids must be 0..90 (label 2)", [91], id="coco-objects"),
+                 "class id 91 is >= num_classes=91: ids must be 0..90 (position 2)", [91], id="coco-objects"),
     pytest.param(lambda: [*coco_objects(1), {"bbox": [0.0, 0.0, 1.0, 1.0]}], {}, "LG505",
                  "object 1 of 2 in the target has no class: a dict with keys bbox, none of category_id",
                  None, id="coco-object-without-class"),

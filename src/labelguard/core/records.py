@@ -377,7 +377,7 @@ class AnnotationRecord:
         folder: the class folder an ImageFolder record is.
     """
 
-    display: str
+    display: str | None  # None for the class ids of a guard's target (no file)
     format: str
     unit: str = "object"
     labels: Any = field(default_factory=list)

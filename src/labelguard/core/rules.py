@@ -21,11 +21,13 @@ severity, documentation), the scope it reads and its examples:
   audit of several runs these rules once per dataset, on that dataset's files only).
 
 The same rules judge what the PyTorch guard sees at run time: a target tensor becomes the
-record its scope reads (a mask tensor a ``mask`` sample whose container is ``"array"``), and
-``guard()`` runs the rules of that scope through :func:`run_rules` with ``at_run_time=True``.
-A rule about how a *file* stores its labels (a JPEG container, a declared storage dtype, a
-mask without its image file) says ``files_only=True`` and is left out there; every other
-rule runs in both, so a rule is written once for the audit and the guard. A rule that can
+record its scope reads (a mask tensor a ``mask`` sample whose container is ``"array"``, class
+ids an ``annotation`` record of them), and ``guard()`` runs the rules of that scope through
+:func:`run_rules` with ``at_run_time=True``. A rule that does not apply to a tensor says
+``files_only=True`` and is left out there: one about how a file stores its labels (a JPEG
+container, a declared storage dtype), about what only a file has (class names, image
+references), or whose verdict is noise at run time (LG205: random crops are often empty).
+Every other rule runs in both, so a rule is written once for the audit and the guard. A rule that can
 report only values the spec does not allow (or that are not whole numbers) says
 ``only_bad_values=True``: the guard then skips it on a tensor its pre-screen proves clean
 (:func:`screened`).
@@ -85,7 +87,7 @@ class Rule:
     apply: Callable[[Any, Any], Iterable[Finding]]
     examples: tuple[Example, ...] = ()
     reads: str | None = None  # the subject's field it needs; None: it runs on every subject
-    files_only: bool = False  # about how a file stores its labels: not run on tensors at run time
+    files_only: bool = False  # not run on the guard's tensors (see the module's docstring)
     only_bad_values: bool = False  # reports only values the spec does not allow or that are not whole
 
     @property
@@ -178,14 +180,13 @@ def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Fi
                               f"{registered.apply.__name__}) crashed: {detail}")
 
 
-def judge(scope: str, subject: Any, spec: Any, where: str) -> list[Finding]:
-    """:func:`run_rules` for a caller with no list of internal errors of its own (discovery,
-    inside a layout): a rule that crashes raises RuntimeError naming it, after every other
-    rule ran, for the caller's own isolation to report (:func:`labelguard.layouts.base.run_layout`
-    makes it an internal error naming the layout)."""
+def judge(scope: str, subject: Any, spec: Any, where: str, at_run_time: bool = False) -> list[Finding]:
+    """:func:`run_rules` for a caller with no list of internal errors to report them in (the
+    guard, checking a target): a rule that crashes raises RuntimeError naming it, after every
+    other rule ran; a bug of labelguard is never taken for a clean target."""
     findings: list[Finding] = []
     errors: list[str] = []
-    run_rules(scope, subject, spec, where, findings, errors)
+    run_rules(scope, subject, spec, where, findings, errors, at_run_time)
     if errors:
         raise RuntimeError("; ".join(errors))  # not a user mistake: a rule of labelguard crashed
     return findings

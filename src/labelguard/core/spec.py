@@ -743,6 +743,7 @@ HF_IGNORE_INDEX = -100
 # The parts of a token spec whose origin the report names, in the order it names them.
 TOKEN_PARTS = ("vocab_size", "max_position_embeddings", "type_vocab_size", "num_labels", "tokenizer")
 
+
 @dataclass(frozen=True)
 class TokenSpec:
     """What a model's embedding tables and head take, and what its tokenizer produces.

@@ -172,6 +172,7 @@ def dataset_specs(path: str, options: AuditOptions, spec: LabelSpec | None,
     refuse_object_storage([path])
     path = os.fspath(path)
     found = discover_datasets(path, options)
+    refuse_crashed(found)
     for discovery in found:
         # What the fix will not see (a folder or metadata file that leads out of the data) is said.
         discovery.notes.extend(f"{finding.path}: {finding.message}" for finding in discovery.findings
@@ -179,6 +180,15 @@ def dataset_specs(path: str, options: AuditOptions, spec: LabelSpec | None,
     settings = dataset_settings([(discovery, path) for discovery in found], ConfigFinder(None, use_project_config),
                                 spec)
     return [(discovery, own_spec) for discovery, (own_spec, _) in zip(found, settings)]
+
+
+def refuse_crashed(found: Sequence[layouts.Discovery]) -> None:
+    """FixError when discovery of the data hit a bug of labelguard (a layout's detection or
+    discovery crashed): a fix planned on what was found might take a photo for a mask, or miss
+    files; nothing is written."""
+    errors = [error for discovery in found for error in discovery.errors]
+    if errors:
+        raise FixError(f"discovering the data failed, so nothing is fixed: {'; '.join(errors)}")
 
 
 def unknown_spec_note(roots: Sequence[str]) -> str:

@@ -22,7 +22,8 @@ from labelguard.fix._base import (
     PLANNED, REFUSED, SKIPPED, UNCHANGED, FileChange, FixResult, load_report, report_paths,
 )
 from labelguard.fix._engine import (
-    FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, target_refusal,
+    FileState, apply_edits, bytes_edit, check_out, data_root, file_state, output_target, preview_edits, refuse_crashed,
+    target_refusal,
 )
 from labelguard.fix._journal import FixError, refuse_object_storage
 from labelguard.fix._remote import fixed_locally
@@ -120,7 +121,9 @@ def lists_of_report(report_path: str, root: str | None) -> tuple[list[str], list
     for dataset in datasets:
         absolute = storage.abspath(dataset)
         folders.append(absolute if storage.isdir(absolute) else os.path.dirname(absolute))
-        for discovery in discover_datasets(absolute, AuditOptions()):
+        discoveries = discover_datasets(absolute, AuditOptions())
+        refuse_crashed(discoveries)
+        for discovery in discoveries:
             read.update((printable(storage.abspath(path)), path) for path in discovery.lists
                         if resolves_inside(path, folders[-1]))
     named = sorted({f["path"] for f in report["findings"]

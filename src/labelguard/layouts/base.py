@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import fnmatch
+import functools
 import logging
 import os
 import re
@@ -45,6 +46,7 @@ class AuditOptions:
 
 
 log = logging.getLogger(__name__)
+
 
 @dataclass
 class Discovery:
@@ -182,7 +184,9 @@ def register_layout(name: str, description: str, ceiling: float, capabilities: I
         detect_fn = getattr(discover_fn, "detect", None)
         if detect_fn is None:
             raise ValueError(f"layout {name} needs a detect function (set discover.detect)")  # not a user mistake
-        LAYOUTS[name] = Layout(name, detect_fn, discover_fn, description, ceiling, frozenset(capabilities))
+        # Every call of a layout's code is isolated here, wherever it is made from.
+        LAYOUTS[name] = Layout(name, _isolated_detect(name, detect_fn), _isolated_discover(name, discover_fn),
+                               description, ceiling, frozenset(capabilities))
         return discover_fn
 
     return wrap
@@ -209,6 +213,9 @@ def discover(root: str, options: AuditOptions) -> Discovery:
         merged.findings.extend(part.findings)
         merged.notes.extend(part.notes)
         merged.lists.extend(part.lists)
+        merged.errors.extend(part.errors)
+        merged.left_out.extend(part.left_out)
+        merged.walked.extend(part.walked)
         if not merged.spec.is_known and part.spec.is_known:
             merged.spec = part.spec
         merged.color_map = merged.color_map or part.color_map
@@ -247,7 +254,11 @@ def discover_datasets(root: str, options: AuditOptions, stream: bool = False) ->
     # The layouts' probes ask object storage about the same prefixes many times: one listing
     # each (storage.listings_kept). A streamed walk lists afresh as it goes.
     with storage.listings_kept():
-        found = _discover_datasets(root, options)
+        with detection_crashes() as crashed:
+            found = _discover_datasets(root, options)
+        if found:
+            # A layout whose detection crashed was taken as not applying: the datasets found say so.
+            found[0].errors.extend(crashed)
         if options.lists:
             found = _datasets_of_lists(found, options.lists)
         roots = current_roots()
@@ -271,12 +282,13 @@ def _datasets_of_lists(found: list[Discovery], lists: tuple[str, ...]) -> list[D
     (a stale list)."""
     if len(found) < 2 or not all(isinstance(discovery.tasks, list) for discovery in found):
         return found
-    selected = [discovery for discovery in found if discovery.tasks]
+    # A dataset whose layout crashed keeps its internal error in the report, selected or not.
+    selected = [discovery for discovery in found if discovery.tasks or discovery.errors]
     if not selected or len(selected) == len(found):
         return found
     named = ", ".join(display_path(path) for path in lists)
     for discovery in found:
-        if not discovery.tasks:
+        if discovery not in selected:
             selected[0].notes.append(f"{named} names no file of the {discovery.layout} dataset "
                                      f"{display_path(discovery.root)}: it was not audited")
     return selected
@@ -292,24 +304,72 @@ def _with_refused_folders(discovery: Discovery, tasks: Iterable[FileTask], left:
     discovery.findings.extend(refused_folder_findings(None if not left[0] else discovery.root))
 
 
-def run_layout(layout: Any, root: str, options: AuditOptions) -> Discovery:
-    """``layout.discover(root, options)``, isolated as the rules are: a layout whose code
-    raises (a bug of labelguard: anything but a LabelguardError, which says what the user
-    asked for cannot be done) gives a discovery of no files with the crash as an internal
-    error naming the layout, and the other datasets are still audited; a walk that raises
-    midway keeps the files it found before."""
+# The crashes of layouts' detection while a collector is open (:func:`detection_crashes`):
+# (layout, what it raised) -> [the first folder, how many folders].
+_DETECTION_CRASHES: contextvars.ContextVar[dict[tuple[str, str], list] | None] = contextvars.ContextVar(
+    "detection_crashes", default=None)
+
+
+@contextlib.contextmanager
+def detection_crashes() -> Iterator[list[str]]:
+    """Collect, while the block runs, the internal errors of layouts whose detection raised
+    (such a layout is taken as not applying); the list is filled when the block ends, one
+    entry per layout and exception, with the number of folders it was raised on."""
+    crashes: dict[tuple[str, str], list] = {}
+    messages: list[str] = []
+    token = _DETECTION_CRASHES.set(crashes)
     try:
-        discovery = layout.discover(root, options)
-    except LabelguardError:
-        raise
-    except Exception as exc:  # a bug in one layout must not cost the audit of the others
-        log.debug("layout %s crashed on %s", layout.name, root, exc_info=True)
-        discovery = Discovery(layout.name, root)
-        discovery.errors.append(_crash(layout.name, root, exc, "discovering the dataset"))
+        yield messages
+    finally:
+        _DETECTION_CRASHES.reset(token)
+        for (name, detail), (root, count) in crashes.items():
+            more = f" (and on {count - 1} more folders)" if count > 1 else ""
+            messages.append(f"{display_path(root)}: layout {name!r} crashed while detecting the dataset{more}: "
+                            f"{detail}")
+
+
+def _isolated_detect(name: str, detect: Callable[[str, AuditOptions], Evidence]
+                     ) -> Callable[[str, AuditOptions], Evidence]:
+    """``detect``, isolated: one that raises (anything but a LabelguardError, which says what
+    the user asked for cannot be done) is evidence against its layout naming the crash, and an
+    internal error of the open collector (:func:`detection_crashes`); the other layouts are asked."""
+    @functools.wraps(detect)
+    def isolated(root: str, options: AuditOptions) -> Evidence:
+        try:
+            return detect(root, options)
+        except LabelguardError:
+            raise
+        except Exception as exc:  # one layout's crash must not cost the detection of the others
+            log.debug("layout %s crashed detecting %s", name, root, exc_info=True)
+            detail = _detail(exc)
+            crashes = _DETECTION_CRASHES.get()
+            if crashes is not None:
+                crashes.setdefault((name, detail), [root, 0])[1] += 1
+            return no(f"its detection crashed ({detail})")
+
+    return isolated
+
+
+def _isolated_discover(name: str, discover: Callable[[str, AuditOptions], Discovery]):
+    """``discover``, isolated: one that raises (anything but a LabelguardError) gives a
+    discovery of no files with the crash as an internal error naming the layout, and the other
+    datasets are still audited; a walk that raises midway keeps the files it found before."""
+    @functools.wraps(discover)
+    def isolated(root: str, options: AuditOptions) -> Discovery:
+        try:
+            discovery = discover(root, options)
+        except LabelguardError:
+            raise
+        except Exception as exc:  # a bug in one layout must not cost the audit of the others
+            log.debug("layout %s crashed on %s", name, root, exc_info=True)
+            discovery = Discovery(name, root)
+            discovery.errors.append(_crash(name, root, exc, "discovering the dataset"))
+            return discovery
+        if not isinstance(discovery.tasks, list):
+            discovery.tasks = _isolated_walk(name, discovery, discovery.tasks)
         return discovery
-    if not isinstance(discovery.tasks, list):
-        discovery.tasks = _isolated_walk(layout.name, discovery, discovery.tasks)
-    return discovery
+
+    return isolated
 
 
 def _isolated_walk(name: str, discovery: Discovery, tasks: Iterable[FileTask]) -> Iterator[FileTask]:
@@ -325,9 +385,12 @@ def _isolated_walk(name: str, discovery: Discovery, tasks: Iterable[FileTask]) -
         discovery.errors.append(_crash(name, discovery.root, exc, f"walking the dataset, after {found} files"))
 
 
+def _detail(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
 def _crash(name: str, root: str, exc: Exception, doing: str) -> str:
-    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return f"{display_path(root)}: layout {name!r} crashed while {doing}: {detail}"
+    return f"{display_path(root)}: layout {name!r} crashed while {doing}: {_detail(exc)}"
 
 
 def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
@@ -338,9 +401,9 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
             raise UsageError(
                 f"unknown format {options.format!r}; known: {', '.join(layout_names())}"
             ) from None
-        return [run_layout(layout, root, options)]
+        return [layout.discover(root, options)]
     if options.masks:
-        return [run_layout(LAYOUTS["paired"], root, options)]
+        return [LAYOUTS["paired"].discover(root, options)]
     if storage.isfile(root):
         return _discover_file(root, options)
     voc = _voc_root_of_image_sets(root)
@@ -352,9 +415,9 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         # (a folder of exports), each then audited on its own.
         parts = _sub_datasets(root, options, SUBDATASET_DEPTH, [0])
         if len({layout.name for _, layout in parts}) > 1:
-            return _with_datasets_inside([run_layout(layout, folder, options) for folder, layout in parts], options)
+            return _with_datasets_inside([layout.discover(folder, options) for folder, layout in parts], options)
     if found:
-        discovery = run_layout(found[0].layout, root, options)
+        discovery = found[0].layout.discover(root, options)
         discovery.notes.extend(near_ties(found))
         return _with_datasets_inside([discovery], options)
     if storage.isdir(root):
@@ -362,8 +425,8 @@ def _discover_datasets(root: str, options: AuditOptions) -> list[Discovery]:
         # Folders of masks are one dataset, unless a part is of another layout or declares
         # its own classes or colours: then each part is checked against its own.
         if any(layout.name != "masks" or _declares_metadata(folder) for folder, layout in parts):
-            return _with_datasets_inside([run_layout(layout, folder, options) for folder, layout in parts], options)
-    return [run_layout(LAYOUTS["masks"], root, options)]
+            return _with_datasets_inside([layout.discover(folder, options) for folder, layout in parts], options)
+    return [LAYOUTS["masks"].discover(root, options)]
 
 
 # Evidence at least this confident is of a format (a COCO file, VOC XMLs, YOLO rows, a
@@ -398,7 +461,7 @@ def _with_datasets_inside(found: list[Discovery], options: AuditOptions) -> list
             if os.path.abspath(folder) in holding:
                 continue  # it holds files the dataset reads
             if confidence.get(folder, 0.0) >= SPECIFIC or (layout.can(CATCH_ALL) and _masks_pair_with_photos(folder)):
-                result.append(run_layout(layout, folder, options))
+                result.append(layout.discover(folder, options))
     return result
 
 
@@ -458,41 +521,6 @@ class Candidate:
     evidence: Evidence
 
 
-# The crashes of layouts' detection during one audit (:func:`detection_crashes`).
-_DETECTION_CRASHES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("detection_crashes",
-                                                                                      default=None)
-
-
-@contextlib.contextmanager
-def detection_crashes() -> Iterator[list[str]]:
-    """The internal errors of the layouts whose detection raised while the block ran (each
-    once): such a layout is taken as not applying, and the audit reports the crash."""
-    crashes: list[str] = []
-    token = _DETECTION_CRASHES.set(crashes)
-    try:
-        yield crashes
-    finally:
-        _DETECTION_CRASHES.reset(token)
-
-
-def _detected(layout: Layout, root: str, options: AuditOptions) -> Evidence:
-    """``layout.detect(root, options)``, isolated: a detection that raises (a bug of
-    labelguard) is evidence against the layout naming the crash, and an internal error of the
-    audit; a LabelguardError still stops the audit."""
-    try:
-        return layout.detect(root, options)
-    except LabelguardError:
-        raise
-    except Exception as exc:  # a bug in one layout must not cost the detection of the others
-        log.debug("layout %s crashed detecting %s", layout.name, root, exc_info=True)
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        crashes = _DETECTION_CRASHES.get()
-        message = _crash(layout.name, root, exc, "detecting the dataset")
-        if crashes is not None and message not in crashes:
-            crashes.append(message)
-        return no(f"its detection crashed ({detail})")
-
-
 def candidates(root: str, options: AuditOptions, every: bool = False) -> list[Candidate]:
     """The layouts that take ``root`` for one of their datasets, most confident first (ties by
     name), the catch-all layout left out. Layouts are asked from the highest ceiling down,
@@ -506,7 +534,7 @@ def candidates(root: str, options: AuditOptions, every: bool = False) -> list[Ca
             continue
         if not every and best - layout.ceiling > NEAR:
             break
-        seen = _detected(layout, root, options)
+        seen = layout.detect(root, options)
         if seen:
             found.append(Candidate(layout, seen))
             best = max(best, seen.confidence)
@@ -623,16 +651,16 @@ def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
     name = os.path.basename(path).lower()
     folder = os.path.dirname(storage.abspath(path))
     if name == "dataset.json" and storage.isdir(os.path.join(folder, "labelsTr")):
-        return [run_layout(LAYOUTS["nnunet"], folder, options)]
+        return [LAYOUTS["nnunet"].discover(folder, options)]
     if name in CLASS_NAME_FILES or name in METADATA_FILES:
         return _discover_datasets(folder, options)
     if name.endswith(".txt"):
         if os.path.basename(folder).lower() in LIST_DIRS:
             return [_discover_list(path, options)]
         if LAYOUTS["csv"].detect(path, options):
-            return [run_layout(LAYOUTS["csv"], path, options)]
+            return [LAYOUTS["csv"].discover(path, options)]
         if holds_yolo_rows(path):
-            return [run_layout(LAYOUTS["yolo"], path, options)]
+            return [LAYOUTS["yolo"].discover(path, options)]
         return [_discover_list(path, options)]
     layout = detect_layout(path, options)
     if layout is None and name.endswith(DESCRIPTOR_EXTENSIONS):
@@ -642,7 +670,7 @@ def _discover_file(path: str, options: AuditOptions) -> list[Discovery]:
         found[0].notes.append(f"{display_path(path)} is no label file labelguard reads; the dataset of "
                               f"its folder {display_path(folder)} was audited")
         return found
-    return [run_layout(layout or LAYOUTS["masks"], path, options)]
+    return [(layout or LAYOUTS["masks"]).discover(path, options)]
 
 
 def _discover_list(path: str, options: AuditOptions) -> Discovery:
@@ -656,7 +684,7 @@ def _discover_list(path: str, options: AuditOptions) -> Discovery:
         # dataset; evidence that lies in a sub-folder (another dataset beside the list's
         # folder, one that a layout's probe found below a parent) is not about this folder.
         if found and found[0].layout.name != "csv" and found[0].evidence.below is None:
-            return run_layout(found[0].layout, candidate, listed)
+            return found[0].layout.discover(candidate, listed)
     root = os.path.dirname(folder) if os.path.basename(folder).lower() in LIST_DIRS else folder
     photos = _names_only_photos(path)
     if photos:
@@ -667,7 +695,7 @@ def _discover_list(path: str, options: AuditOptions) -> Discovery:
                                "a list of images without labels, so nothing in it is audited; give the labels' "
                                "list, or the dataset's folder")
         return discovery
-    return run_layout(LAYOUTS["masks"], root, listed)
+    return LAYOUTS["masks"].discover(root, listed)
 
 
 def _names_only_photos(path: str) -> int:

@@ -22,7 +22,7 @@ def discover_camvid(root: str, options: AuditOptions) -> Discovery:
         found, orphan_images, orphan_masks = _pair(_mask_files(image_dir, True), split_masks, image_dir, mask_dir,
                                                    discovery)
         if not options.lists:
-            discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
+            discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks, errors=discovery.errors))
         masks.extend(split_masks)
         pairs.update(found)
     color_map = _declared_color_map(options, [root], discovery, default=camvid_color_map())

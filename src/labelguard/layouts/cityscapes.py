@@ -39,7 +39,7 @@ def discover_cityscapes(root: str, options: AuditOptions) -> Discovery:
     images = [p for p in walk_files(image_dir) if p.endswith("_leftImg8bit.png")]
     pairs, _, orphan_masks = _pair(images, masks, image_dir, gt, discovery)
     if images and not options.lists:
-        discovery.findings.extend(unpaired_findings([], orphan_masks))
+        discovery.findings.extend(unpaired_findings([], orphan_masks, errors=discovery.errors))
     color_map = _declared_color_map(options, [root], discovery)
     _finish(discovery, options, masks, pairs, color_map, [])
     if encoding is not None:

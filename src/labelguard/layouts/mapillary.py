@@ -45,7 +45,7 @@ def discover_mapillary(root: str, options: AuditOptions) -> Discovery:
     images = [p for p in walk_files(image_dir) if mask_extension(p) in JPEG_EXTENSIONS + (".png",)]
     pairs, orphan_images, orphan_masks = _pair(images, masks, image_dir, label_dir, discovery)
     if not options.lists:
-        discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
+        discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks, errors=discovery.errors))
     others = [f"{folder}/ ({what})" for folder, what in MAPILLARY_OTHER.items()
               if storage.isdir(os.path.join(root, folder))]
     if others:

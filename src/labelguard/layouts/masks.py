@@ -59,7 +59,8 @@ def _folder_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
         for path in masks:
             if path not in images:
                 yield _task(path, options, color_map, pairing.pairs.get(path))
-        discovery.findings.extend(unpaired_findings(*_alone_in_folder(pairing, masks, set(files) - set(masks))))
+        discovery.findings.extend(unpaired_findings(*_alone_in_folder(pairing, masks, set(files) - set(masks)),
+                                                    errors=discovery.errors))
     discovery.notes.extend(ambiguous.notes("mask"))
 
 
@@ -162,7 +163,7 @@ def discover_masks(root: str, options: AuditOptions) -> Discovery:
     pairing = pair_in_folder(files + photos)
     discovery.notes.extend(pairing.notes("mask"))
     if not options.lists:
-        discovery.findings.extend(unpaired_findings(*_alone_in_folder(pairing, files, photos)))
+        discovery.findings.extend(unpaired_findings(*_alone_in_folder(pairing, files, photos), errors=discovery.errors))
     # A file that is some label's image is never audited as a label itself.
     images = set(pairing.pairs.values()) | {i for found in pairing.ambiguous.values() for i in found}
     masks = [p for p in files if p not in images]
@@ -262,10 +263,11 @@ def _image_folders(candidates: list[tuple[str, str, FolderPair]], masks: list[st
         paired.setdefault(label_dir, set()).update(pairing.pairs)
         orphan_masks.setdefault(label_dir, pairing.orphan_labels)
         if not options.lists:
-            discovery.findings.extend(unpaired_findings(pairing.orphan_images, []))
+            discovery.findings.extend(unpaired_findings(pairing.orphan_images, [], errors=discovery.errors))
     if not options.lists:
         for label_dir, alone in orphan_masks.items():
-            discovery.findings.extend(unpaired_findings([], [m for m in alone if m not in paired[label_dir]]))
+            discovery.findings.extend(unpaired_findings([], [m for m in alone if m not in paired[label_dir]],
+                                                        errors=discovery.errors))
     return accepted
 
 

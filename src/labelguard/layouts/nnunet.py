@@ -26,7 +26,7 @@ def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
         images = _mask_files(image_dir, include_jpeg=True) if storage.isdir(image_dir) else []
         found, orphan_images, orphan_masks = _pair(images, split_masks, image_dir, label_dir, discovery)
         if not options.lists and split == "Tr":
-            discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks))
+            discovery.findings.extend(unpaired_findings(orphan_images, orphan_masks, errors=discovery.errors))
         masks.extend(split_masks)
         all_images.extend(images)
         pairs.update(found)

@@ -40,7 +40,8 @@ def _paired_tasks(discovery: Discovery, options: AuditOptions, color_map: ColorM
     result = pairing.finish() if pairing is not None else Pairing(orphan_labels=alone)
     discovery.notes.extend(result.notes("mask"))
     if orphans:
-        discovery.findings.extend(unpaired_findings(result.orphan_images if all_masks else [], result.orphan_labels))
+        discovery.findings.extend(unpaired_findings(result.orphan_images if all_masks else [], result.orphan_labels,
+                                                    errors=discovery.errors))
 
 
 def _parents(path: str, root: str) -> list[str]:

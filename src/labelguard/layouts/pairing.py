@@ -44,7 +44,7 @@ from typing import Callable, Container, Iterable, Sequence
 from labelguard.core import storage
 import labelguard.rules  # noqa: F401  (registers every rule: the files rules judge the orphans)
 from labelguard.core.records import FileFacts
-from labelguard.core.rules import judge
+from labelguard.core.rules import run_rules
 from labelguard.core.spec import NO_SPEC
 from labelguard.core.paths import display_path
 from labelguard.core.text import SHOWN, plural, shorten, verb
@@ -488,7 +488,11 @@ def _claim(result: Pairing, labels: list[str], images: list[str], claimed: set[s
 
 
 
-def unpaired_findings(orphans_images: list[str], orphans_masks: list[str], what: str = "mask") -> list[Finding]:
-    """The ``files`` rules' findings (LG002) on the images and labels a pairing left alone."""
-    return judge("files", FileFacts(orphan_images=orphans_images, orphan_labels=orphans_masks, label_kind=what),
-                 NO_SPEC, "the pairing")
+def unpaired_findings(orphans_images: list[str], orphans_masks: list[str], what: str = "mask", *,
+                      errors: list[str]) -> list[Finding]:
+    """The ``files`` rules' findings (LG002) on the images and labels a pairing left alone,
+    through the one runner: a rule that crashes is an entry of ``errors`` (the discovery's)."""
+    found: list[Finding] = []
+    run_rules("files", FileFacts(orphan_images=orphans_images, orphan_labels=orphans_masks, label_kind=what),
+              NO_SPEC, "the pairing", found, errors)
+    return found

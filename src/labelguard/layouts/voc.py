@@ -276,7 +276,7 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
         # Images named by a split that may come without annotations (a test split) are no orphans.
         unlabelled = set(selection.unlabelled)
         orphans = [path for path in pairing.orphan_images if path not in unlabelled]
-        discovery.findings.extend(unpaired_findings(orphans, [], what="annotation"))
+        discovery.findings.extend(unpaired_findings(orphans, [], what="annotation", errors=discovery.errors))
     spec_dirs = [voc_root, annotation_dir, os.path.dirname(storage.abspath(voc_root))]
     discovery.spec = _spec_from_files(spec_dirs, discovery)
     if segmentation:

@@ -46,7 +46,7 @@ def discover_voc_segmentation(root: str, options: AuditOptions, selected: list[s
     if selected is not None:
         masks = selected
     elif images:
-        discovery.findings.extend(unpaired_findings([], orphan_masks))
+        discovery.findings.extend(unpaired_findings([], orphan_masks, errors=discovery.errors))
     color_map = _declared_color_map(options, [root], discovery, default=voc_color_map())
     return _finish(discovery, replace(options, lists=()), masks, pairs, color_map, [])
 

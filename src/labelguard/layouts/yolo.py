@@ -169,7 +169,7 @@ class _Collector:
             yield FileTask(process_yolo, path, shown(path), options=self.options)
 
     def finish(self) -> None:
-        self.discovery.findings.extend(unpaired_findings([], self.orphans, what="label"))
+        self.discovery.findings.extend(unpaired_findings([], self.orphans, what="label", errors=self.discovery.errors))
         # The tasks are made as the engine takes them (a task and its display path cost more
         # than the label's path kept until then).
         self.discovery.tasks = itertools.chain(self.discovery.tasks, self._tasks(list(self.labels)))

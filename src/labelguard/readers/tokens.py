@@ -2,7 +2,7 @@
 
 Two kinds of files are read here:
 
-* the spec of token checks (:class:`~labelguard.core.tokens.TokenSpec`): a model's
+* the spec of token checks (:class:`~labelguard.core.spec.TokenSpec`): a model's
   ``config.json`` (as ``save_pretrained`` writes it) and a tokenizer (``tokenizer.json`` of
   the ``tokenizers`` library, or a ``vocab.txt`` with its ``added_tokens.json``), each given
   as the file or the folder holding it. They are the user's spec: a file that cannot be read

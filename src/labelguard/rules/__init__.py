@@ -1,14 +1,14 @@
-"""The rules: one module per code (``lgNNN.py``), each with the code's definition (or a
-reference to it), its logic on a record and its failing/passing examples.
+"""The rules: one module per code (``lgNNN.py``), each with the code's definition, its logic
+on a record and its failing/passing examples (and, for a fixable code, its fix examples).
 
 Importing this package imports every ``lg*`` module in it, which registers its rules in
-:mod:`labelguard.core.rules` by scope: ``mask`` (one mask file's sample), ``pair`` (a mask
-and its paired image), ``annotation`` (one annotation file of any format: VOC, YOLO, COCO,
-CSV tables, ImageFolder class folders) and ``dataset`` (the merged summary). A new rule is a
-new module here and its test; nothing lists the rules by hand. The private modules serve
-them: ``_annotations`` (the processor every annotation format binds its reader to),
-``_objects`` (how objects, boxes and images are named in messages), ``_examples`` (writers
-of example files), ``_masks``/``_analysis``/``_dataset`` (the mask and dataset side).
+:mod:`labelguard.core.rules` by scope (``mask``, ``pair``, ``annotation``, ``tokens``,
+``entries``, ``files``, ``dataset``: see there). A new rule is a new module here and its test;
+nothing lists the rules by hand. The private modules serve them: the per-file work
+(``_masks``, ``_annotations``, ``_token_files``), what the guard's targets become
+(``_runtime``), files that were not read (``_unread``), shared helpers of codes (``_labels``,
+``_entries``, ``_tokens``, ``_objects``, ``_analysis``, ``_dataset``) and writers of example
+files (``_examples``).
 """
 
 import importlib

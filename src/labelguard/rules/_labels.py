@@ -7,9 +7,7 @@ finding's ``data``; ``count`` is always the full number.
 
 from __future__ import annotations
 
-from collections import Counter
-from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -41,12 +39,6 @@ def illegal_places(ids: Sequence[int], spec: LabelSpec) -> tuple[list[int], list
     return [i for i in bad if ids[i] < 0], [i for i in bad if ids[i] >= 0]
 
 
-def count_labels(labels: Iterable[str] | Iterable[int]) -> Counter:
-    """Objects per class as the summary keys them: the name, or the id as text."""
-    return Counter(label if isinstance(label, str) else str(label) for label in labels)
-
-
-@lru_cache(maxsize=16)
 def class_set(classes: tuple[str, ...]) -> frozenset[str]:
     return frozenset(classes)
 
@@ -72,11 +64,14 @@ def object_ids(record: AnnotationRecord, spec: LabelSpec):
     """The integer class ids of a record's objects and their places: ids as given, and under a
     spec that names no classes, names that are integers (VOC files labelled "0", "1"). The
     category ids of a file's own class table count only against a number of classes or
-    values given (they are not class indices), and come as arrays."""
+    values given (they are not class indices), and come as arrays, as do ids given as an array."""
     if record.classes is not None:
         rows = judged_category_objects(record, spec)
         places = np.asarray(record.places)[rows] if record.places is not None else rows + 1
         return np.asarray(record.labels)[rows], places
+    if isinstance(record.labels, np.ndarray):  # integer ids as an array (a target of the guard)
+        places = np.asarray(record.places) if record.places is not None else np.arange(1, len(record.labels) + 1)
+        return record.labels, places
     names_are_ids = spec.classes is None
     if not names_are_ids and all(type(label) is str for label in record.labels):
         return [], []

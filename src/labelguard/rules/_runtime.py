@@ -10,7 +10,7 @@ import numpy as np
 
 from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord, MaskRecord, MaskSample
-from labelguard.core.rules import run_rules
+from labelguard.core.rules import judge
 from labelguard.core.spec import LabelSpec
 from labelguard.rules._masks import label_sample
 from labelguard.core.registry import get as get_check
@@ -32,23 +32,19 @@ def tensor_findings(display: str | None, array: np.ndarray, spec: LabelSpec) -> 
     (a bug of labelguard, never of the data)."""
     sample = label_sample(MaskSample(display, MaskRecord(array, "array", None, str(array.dtype))), array)
     assert sample.values is not None and sample.counts is not None  # not a user mistake: label_sample sets both
-    findings: list[Finding] = []
-    errors: list[str] = []
-    run_rules("mask", sample, spec, display or "a target", findings, errors, at_run_time=True)
-    if errors:
-        raise RuntimeError("; ".join(errors))  # not a user mistake: a rule of labelguard crashed
-    return findings, sample.values, sample.counts
+    return judge("mask", sample, spec, display or "a target", at_run_time=True), sample.values, sample.counts
 
 
 def id_findings(display: str | None, array: np.ndarray, spec: LabelSpec, dtype: str) -> tuple[list[Finding],
                                                                                            np.ndarray]:
     """The registered ``annotation`` rules on class ids that come from no file (a scalar or a
     vector target of the guard), with the distinct whole ids: the ids become a record of
-    labels, each at its 1-based place. Float ids that are not whole numbers (or NaN/Inf) are
-    LG204 and left out of the record. RuntimeError naming the rule when a rule crashes."""
+    labels (an array: the rules judge it vectorised), each at its 1-based position. Float ids
+    that are not whole numbers (or NaN/Inf) are LG204 and left out of the record. RuntimeError
+    naming the rule when a rule crashes."""
     findings: list[Finding] = []
     flat = array.reshape(-1)
-    places = None  # each id at its own place, unless some were left out
+    kept = None  # the whole ids of a float target, when some were left out
     if flat.dtype.kind == "f":
         finite = np.isfinite(flat)
         whole = finite & (np.floor(flat) == flat)
@@ -57,13 +53,12 @@ def id_findings(display: str | None, array: np.ndarray, spec: LabelSpec, dtype: 
         if non_finite or fractional:
             examples = np.unique(flat[finite & ~whole])[:5].tolist()
             findings.append(ids_not_whole(display, dtype, fractional, non_finite, examples))
-            places = (np.flatnonzero(whole) + 1).tolist()
+            kept = whole
         flat = flat[whole].astype(np.int64)
-    record = AnnotationRecord(display or "the target", "tensor", unit="label", labels=flat.tolist(), places=places)
-    errors: list[str] = []
-    run_rules("annotation", record, spec, display or "a target", findings, errors, at_run_time=True)
-    if errors:
-        raise RuntimeError("; ".join(errors))  # not a user mistake: a rule of labelguard crashed
+    # The ids as an array (labels, places): the rules judge them vectorised, whatever their number.
+    record = AnnotationRecord(display, "tensor", unit="position", labels=flat,
+                              places=np.flatnonzero(kept) + 1 if kept is not None else None)
+    findings.extend(judge("annotation", record, spec, display or "a target", at_run_time=True))
     return findings, np.unique(flat)
 
 

@@ -1,11 +1,10 @@
-"""The processor of tokenized data files, and the findings the ``tokens`` rules share.
+"""The findings the ``tokens`` rules share, and how a file's batches merge them.
 
-:func:`process_token_file` is the per-file work of every tokenized-data format, given the
-format's reader (a module-level function ``FileTask -> iterator of TokenBatch``): each batch
-of rows goes through the ``tokens`` rules of :mod:`labelguard.core.rules`, each on its own,
-and the findings of all batches are merged into one per problem and column for the file
-(every offending row counted, the first :data:`ROWS_KEPT` named), so a 10 GB file streams
-in the memory of one batch and reports as few lines as a small one.
+A tokenized file's batches each go through the ``tokens`` rules
+(:func:`labelguard.rules._token_files.process_token_file`), and :func:`merge_findings` merges
+the findings of all batches into one per problem and column for the file (every offending row
+counted, the first :data:`ROWS_KEPT` named), so a 10 GB file streams in the memory of one
+batch and reports as few lines as a small one.
 
 The rules build their findings with :func:`offending_values` and
 :func:`offending_sequences`: a column's values (or its sequences' lengths) outside what is

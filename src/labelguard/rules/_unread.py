@@ -26,7 +26,7 @@ def not_read(path: str | None, error: ReadError) -> Finding:
     audit was given through a link (never opened), else LG001 with the reader's reason (for a
     file that needs an extra that is not installed, the extra, and a hint that blames no file)."""
     if isinstance(error, LinkedOutside):
-        return ESCAPES_ROOT.finding(path, str(error), hint=LINK_HINT)
+        return linked_out(path, str(error))
     if isinstance(error, NeedsExtra):
         return UNREADABLE.finding(path, str(error), hint=EXTRA_HINT.format(command=install_command(error.extra)),
                                   extra=error.extra)

@@ -102,7 +102,7 @@ IMAGE_ID_EXAMPLES = (
 )
 
 
-@rule(UNREADABLE, "annotation", ANNOTATION_EXAMPLES)
+@rule(UNREADABLE, "annotation", ANNOTATION_EXAMPLES, files_only=True)
 def unreadable_objects(record: AnnotationRecord, spec):
     """LG001 for the objects, rows or lines of an annotation that a loader cannot read (the
     file's other objects were read and checked): one finding each in a file of one image,
@@ -138,7 +138,7 @@ def unreadable_objects(record: AnnotationRecord, spec):
     return findings
 
 
-@rule(UNREADABLE, "annotation", TYPE_EXAMPLES, reads="problem_groups")
+@rule(UNREADABLE, "annotation", TYPE_EXAMPLES, reads="problem_groups", files_only=True)
 def mistyped_elements(record: AnnotationRecord, spec):
     """LG001 for each kind of element of a wrong JSON type (COCO), naming its places; the
     element is still used for every check its other fields allow."""
@@ -152,7 +152,7 @@ def mistyped_elements(record: AnnotationRecord, spec):
     ) for group in record.problem_groups]
 
 
-@rule(UNREADABLE, "annotation", IMAGE_ID_EXAMPLES, reads="images")
+@rule(UNREADABLE, "annotation", IMAGE_ID_EXAMPLES, reads="images", files_only=True)
 def repeated_image_ids(record: AnnotationRecord, spec):
     """LG001 for an image id that more than one image of the file uses: annotations of such
     an id attach to one of them only."""
@@ -183,7 +183,7 @@ def repeated_image_ids(record: AnnotationRecord, spec):
     )]
 
 
-@rule(UNREADABLE, "annotation", FOLDER_EXAMPLES, reads="folder")
+@rule(UNREADABLE, "annotation", FOLDER_EXAMPLES, reads="folder", files_only=True)
 def undecodable_images(record: AnnotationRecord, spec):
     """LG001 for the image files of an ImageFolder class folder that are empty or not images:
     the DataLoader worker that opens one raises mid-epoch."""

@@ -85,7 +85,7 @@ def mask_without_required_image(sample: MaskSample, spec):
     ),)
 
 
-@rule(UNPAIRED, "annotation", EXAMPLES)
+@rule(UNPAIRED, "annotation", EXAMPLES, files_only=True)
 def annotation_without_image(record: AnnotationRecord, spec):
     image = record.image
     if image is None or image.written or image.paired is not None:
@@ -98,7 +98,7 @@ def annotation_without_image(record: AnnotationRecord, spec):
     ),)
 
 
-@rule(UNPAIRED, "annotation", IMAGE_ID_EXAMPLES, reads="images")
+@rule(UNPAIRED, "annotation", IMAGE_ID_EXAMPLES, reads="images", files_only=True)
 def objects_of_unknown_images(record: AnnotationRecord, spec):
     """LG002 for objects whose image id is not among the file's images: the pairing inside
     the file is broken (pycocotools raises KeyError on them)."""
@@ -122,7 +122,7 @@ def objects_of_unknown_images(record: AnnotationRecord, spec):
     )]
 
 
-@rule(UNPAIRED, "annotation", FOLDER_EXAMPLES, reads="folder")
+@rule(UNPAIRED, "annotation", FOLDER_EXAMPLES, reads="folder", files_only=True)
 def class_folder_without_images(record: AnnotationRecord, spec):
     """LG002 for an ImageFolder class folder without image files: torchvision refuses the
     whole dataset."""

@@ -74,7 +74,7 @@ PANOPTIC_EXAMPLES = (
 )
 
 
-@rule(MISSING, "annotation", EXAMPLES)
+@rule(MISSING, "annotation", EXAMPLES, files_only=True)
 def named_image_missing(record: AnnotationRecord, spec):
     image = record.image
     if image is None or not image.written or image.found or image.escapes:
@@ -89,7 +89,7 @@ def named_image_missing(record: AnnotationRecord, spec):
     ),)
 
 
-@rule(MISSING, "annotation", TABLE_EXAMPLES, reads="images")
+@rule(MISSING, "annotation", TABLE_EXAMPLES, reads="images", files_only=True)
 def image_files_missing(record: AnnotationRecord, spec):
     """LG003 for the image files a file of many images names (COCO ``file_name``, a table's
     paths) that do not exist under the folders they were looked for in."""
@@ -110,7 +110,7 @@ def image_files_missing(record: AnnotationRecord, spec):
     ),)
 
 
-@rule(MISSING, "annotation", PANOPTIC_EXAMPLES, reads="named_files")
+@rule(MISSING, "annotation", PANOPTIC_EXAMPLES, reads="named_files", files_only=True)
 def named_files_missing(record: AnnotationRecord, spec):
     """LG003 for other files an annotation file names (COCO panoptic PNGs) that do not exist."""
     named = record.named_files

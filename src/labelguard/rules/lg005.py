@@ -53,7 +53,7 @@ TABLE_EXAMPLES = (
 )
 
 
-@rule(ESCAPES_ROOT, "annotation", EXAMPLES)
+@rule(ESCAPES_ROOT, "annotation", EXAMPLES, files_only=True)
 def named_image_outside(record: AnnotationRecord, spec):
     image = record.image
     if image is None or not image.escapes:
@@ -64,7 +64,7 @@ def named_image_outside(record: AnnotationRecord, spec):
     ),)
 
 
-@rule(ESCAPES_ROOT, "annotation", TABLE_EXAMPLES, reads="images")
+@rule(ESCAPES_ROOT, "annotation", TABLE_EXAMPLES, reads="images", files_only=True)
 def image_files_outside(record: AnnotationRecord, spec):
     """LG005 for the image files a file of many images names outside the dataset root."""
     images = record.images

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from functools import lru_cache
 
 import numpy as np
 
@@ -27,8 +26,6 @@ from labelguard.rules._examples import coco_box, coco_json, csv_table, image, vo
 from labelguard.rules._labels import (PLACES_KEPT, class_set, declared_ids, declared_objects, integer_name,
                                       labelled_rows, named_objects, places_at, places_of, places_text)
 from labelguard.rules._objects import sample
-from labelguard.rules.lg102 import too_large_findings
-from labelguard.rules.lg103 import negative_findings
 
 UNKNOWN_CLASS = define(
     "LG101", "class-name-not-in-spec", "error",
@@ -97,7 +94,7 @@ FOLDER_EXAMPLES = (
 )
 
 
-@rule(UNKNOWN_CLASS, "annotation", EXAMPLES)
+@rule(UNKNOWN_CLASS, "annotation", EXAMPLES, files_only=True)
 def unknown_class_names(record: AnnotationRecord, spec: LabelSpec):
     """LG101 for each name the spec does not allow; under a spec of ids only, each name that
     is not an integer (integer names are ids: LG102/LG103 judge them)."""
@@ -113,11 +110,7 @@ def unknown_class_names(record: AnnotationRecord, spec: LabelSpec):
     elif not spec.is_known:
         return ()
     names, places = named_objects(record)
-    if spec.classes is None:
-        kept = [i for i, name in enumerate(names) if not integer_name(name)]
-        names, places = [names[i] for i in kept], [places[i] for i in kept]
-    return [f for f in name_findings(record.display, names, spec, unit=record.unit, places=places)
-            if f.code == UNKNOWN_CLASS.code]
+    return name_findings(record.display, names, spec, unit=record.unit, places=places)
 
 
 def _category_names_outside_the_classes(record: AnnotationRecord, spec: LabelSpec) -> list:
@@ -139,7 +132,7 @@ def _category_names_outside_the_classes(record: AnnotationRecord, spec: LabelSpe
     return name_findings(record.display, names, spec, unit=record.unit, places=places_of(record, bad_rows))
 
 
-@rule(UNKNOWN_CLASS, "annotation", UNDECLARED_EXAMPLES, reads="classes")
+@rule(UNKNOWN_CLASS, "annotation", UNDECLARED_EXAMPLES, reads="classes", files_only=True)
 def undeclared_category_ids(record: AnnotationRecord, spec: LabelSpec):
     """LG101 for objects of a category id that the file's own class table does not declare
     (code that maps category ids through 'categories' raises KeyError on them)."""
@@ -171,7 +164,7 @@ def undeclared_category_ids(record: AnnotationRecord, spec: LabelSpec):
     return findings
 
 
-@rule(UNKNOWN_CLASS, "annotation", REFERENCE_EXAMPLES, reads="classes")
+@rule(UNKNOWN_CLASS, "annotation", REFERENCE_EXAMPLES, reads="classes", files_only=True)
 def names_missing_from_the_reference(record: AnnotationRecord, spec: LabelSpec):
     """LG101 for a category name that the reference file of the dataset does not declare
     (training code builds its class list from one file), when the user gave no classes."""
@@ -205,7 +198,7 @@ def names_missing_from_the_reference(record: AnnotationRecord, spec: LabelSpec):
     return findings
 
 
-@rule(UNKNOWN_CLASS, "annotation", FOLDER_EXAMPLES, reads="folder")
+@rule(UNKNOWN_CLASS, "annotation", FOLDER_EXAMPLES, reads="folder", files_only=True)
 def class_folder_not_in_the_spec(record: AnnotationRecord, spec: LabelSpec):
     """LG101 for an ImageFolder class folder whose name is not a class of the spec."""
     folder = record.folder
@@ -225,12 +218,8 @@ def class_folder_not_in_the_spec(record: AnnotationRecord, spec: LabelSpec):
     ),)
 
 
-@lru_cache(maxsize=16)
-def _allowed_names(spec: LabelSpec) -> frozenset[str] | None:
-    # Memoised per spec: membership is then one hash per name, whatever the class count.
-    return frozenset(spec.classes) if spec.classes is not None else None
 def name_findings(
-    display: str,
+    display: str | None,
     names: Sequence[str],
     spec: LabelSpec,
     *,
@@ -246,7 +235,7 @@ def name_findings(
         unit: what a place counts ("object", "row", "annotation").
         places: the 1-based place of each name (defaults to its position + 1).
     """
-    allowed = _allowed_names(spec)
+    allowed = class_set(spec.classes) if spec.classes is not None else None
     if allowed is None:
         return _names_as_ids(display, names, spec, unit, places) if spec.is_known else []
     unknown = [i for i, name in enumerate(names) if name not in allowed]
@@ -270,22 +259,15 @@ def name_findings(
             suggestions=suggestions, unit=unit, places=where[:PLACES_KEPT], count=len(where),
         ))
     return findings
-def _names_as_ids(display: str, names: Sequence[str], spec: LabelSpec, unit: str,
+def _names_as_ids(display: str | None, names: Sequence[str], spec: LabelSpec, unit: str,
                   places: Sequence[int] | None) -> list[Finding]:
-    """A spec of ids only: integer names are ids, any other name is unknown."""
-    ids: list[int] = []
-    id_places: list[int] = []
+    """A spec of ids only: a name that is no integer is unknown (integer names are ids, which
+    LG102/LG103 judge)."""
+    findings = []
     others: dict[str, list[int]] = {}
     for i, name in enumerate(names):
-        try:
-            value = int(name)
-        except ValueError:
+        if not integer_name(name):
             others.setdefault(name, []).append(i)
-            continue
-        ids.append(value)
-        id_places.append(places[i] if places is not None else i + 1)
-    findings = (too_large_findings(display, ids, spec, unit=unit, places=id_places)
-                + negative_findings(display, ids, spec, unit=unit, places=id_places))
     for name, indices in others.items():
         where = places_at(indices, places)
         findings.append(UNKNOWN_CLASS.finding(

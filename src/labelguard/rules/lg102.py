@@ -82,17 +82,20 @@ FOLDER_EXAMPLES = (
 )
 
 
-@rule(ID_TOO_LARGE, "annotation", EXAMPLES)
+@rule(ID_TOO_LARGE, "annotation", EXAMPLES, only_bad_values=True)
 def ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     if record.classes is not None:  # category ids: category_ids_past_the_spec
         return ()
     ids, places = object_ids(record, spec)
+    if type(ids) is not list:  # ids of an array: the illegal ones only, found vectorised
+        bad = np.flatnonzero(~spec.legal(ids, reduce=False) & (ids >= 0))
+        ids, places = ids[bad].tolist(), places[bad].tolist()
     if not ids:
         return ()
     return too_large_findings(record.display, ids, spec, unit=record.unit, places=places)
 
 
-@rule(ID_TOO_LARGE, "annotation", CATEGORY_EXAMPLES, reads="classes")
+@rule(ID_TOO_LARGE, "annotation", CATEGORY_EXAMPLES, reads="classes", files_only=True)
 def category_ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     """LG102 for category ids of a file's own class table that a number of classes (or the
     values) given does not allow, with the contiguous map training code must build."""
@@ -144,7 +147,7 @@ def category_ids_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     )]
 
 
-@rule(ID_TOO_LARGE, "annotation", FOLDER_EXAMPLES, reads="folder")
+@rule(ID_TOO_LARGE, "annotation", FOLDER_EXAMPLES, reads="folder", files_only=True)
 def class_folder_index_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     """LG102 for an ImageFolder class folder whose index a spec of ids only does not allow:
     a folder's id is its place among the split's sorted class folders, as torchvision's
@@ -185,7 +188,7 @@ def short_map(mapping: dict[int, int], limit: int = 6) -> str:
     return "{" + head + ", ..., " + tail + "}"
 
 
-def too_large_findings(display: str, ids: Sequence[int], spec: LabelSpec, *, unit: str = "row",
+def too_large_findings(display: str | None, ids: Sequence[int], spec: LabelSpec, *, unit: str = "row",
                        places: Sequence[int] | None = None) -> list[Finding]:
     """LG102 for the ids of one file that are not negative and not allowed by the spec: one
     finding naming the ids and every place (``data``: ``ids``, ``num_classes`` or, for a spec

@@ -61,7 +61,7 @@ EXAMPLES = (
 )
 
 
-@rule(NEGATIVE_ID, "annotation", EXAMPLES)
+@rule(NEGATIVE_ID, "annotation", EXAMPLES, only_bad_values=True)
 def negative_ids(record: AnnotationRecord, spec: LabelSpec):
     ids, places = object_ids(record, spec)
     if type(ids) is not list:  # category ids of a large file: the negative ones only
@@ -72,7 +72,7 @@ def negative_ids(record: AnnotationRecord, spec: LabelSpec):
     return negative_findings(record.display, ids, spec, unit=record.unit, places=places)
 
 
-def negative_findings(display: str, ids: Sequence[int], spec: LabelSpec, *, unit: str = "row",
+def negative_findings(display: str | None, ids: Sequence[int], spec: LabelSpec, *, unit: str = "row",
                       places: Sequence[int] | None = None) -> list[Finding]:
     """LG103 for the negative ids of one file that the spec does not ignore: one finding
     naming the ids and every place (``data``: ``ids``, ``ignore``, ``unit``, ``places``,

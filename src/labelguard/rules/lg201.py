@@ -57,7 +57,11 @@ EXAMPLES = (
             lambda: {"masks/a.png": np.array([[0, 1], [2, 3]], np.uint8)}, spec={"num_classes": 3}),
     Example(False, "values 0..2 with num_classes=3",
             lambda: {"masks/a.png": np.array([[0, 1], [2, 2]], np.uint8)}, spec={"num_classes": 3}),
+)
+
+PHOTO_EXAMPLES = (
     Example(True, "a grey photograph in the mask folder, no spec", lambda: {"masks/a.png": _photo()}),
+    Example(False, "a mask of three classes, no spec", lambda: {"masks/a.png": np.eye(8, dtype=np.uint8) * 2}),
 )
 
 
@@ -67,13 +71,30 @@ def values_outside_spec(sample: MaskSample, spec: LabelSpec):
     if values is None:
         return ()
     assert counts is not None  # not a user mistake: label_sample sets the counts with the values
-    if sample.looks_like_image and sample.colors is None and not sample.unmapped:
-        # Colour photographs are named by LG203 (no map) or by the colours a map lacks.
-        return (image_finding(sample, spec),)
     bad = violations(values, counts, spec)
     if bad is None:
-        return ()
+        return ()  # a photograph of legal values is photo_of_legal_values'
+    if _a_grey_photo(sample):
+        return (image_finding(sample, spec),)
     return (outside_spec(sample.display, bad, spec),)
+
+
+@rule(VALUE_OUTSIDE_SPEC, "mask", PHOTO_EXAMPLES, files_only=True)
+def photo_of_legal_values(sample: MaskSample, spec: LabelSpec):
+    """A grey photograph stored where a mask should be, whose values the spec all allows (no
+    spec, or 256 classes): what it is, not a value, is wrong. The guard's targets are judged
+    on their values (values_outside_spec names a photograph holding illegal ones)."""
+    if sample.values is None or not _a_grey_photo(sample):
+        return ()
+    assert sample.counts is not None  # not a user mistake: label_sample sets the counts with the values
+    if violations(sample.values, sample.counts, spec) is not None:
+        return ()  # values_outside_spec names it
+    return (image_finding(sample, spec),)
+
+
+def _a_grey_photo(sample: MaskSample) -> bool:
+    # Colour photographs are named by LG203 (no map) or by the colours a map lacks.
+    return sample.looks_like_image and sample.colors is None and not sample.unmapped
 
 
 @rule(VALUE_OUTSIDE_SPEC, "mask", files_only=True)

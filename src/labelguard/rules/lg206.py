@@ -78,7 +78,7 @@ def paired_image_geometry(sample: MaskSample, spec):
     ),)
 
 
-@rule(GEOMETRY, "annotation", RLE_EXAMPLES, reads="mask_sizes")
+@rule(GEOMETRY, "annotation", RLE_EXAMPLES, reads="mask_sizes", files_only=True)
 def mask_sizes_differ_from_images(record: AnnotationRecord, spec):
     """LG206 for annotation masks whose stored size (COCO RLE ``size``, [height, width])
     differs from their image's size."""

@@ -64,7 +64,7 @@ POLYGON_EXAMPLES = (
 )
 
 
-@rule(BAD_BOX, "annotation", EXAMPLES)
+@rule(BAD_BOX, "annotation", EXAMPLES, files_only=True)
 def bad_boxes(record: AnnotationRecord, spec):
     findings = []
     if record.boxes is not None and len(record.boxes):
@@ -204,7 +204,7 @@ def _extent_findings(record: AnnotationRecord) -> list:
     )]
 
 
-@rule(BAD_BOX, "annotation", POLYGON_EXAMPLES, reads="small_polygons")
+@rule(BAD_BOX, "annotation", POLYGON_EXAMPLES, reads="small_polygons", files_only=True)
 def polygons_too_small(record: AnnotationRecord, spec):
     """LG301 for segmentation polygons of fewer than 3 points (no area; pycocotools takes a
     4-value polygon for a box)."""

@@ -61,7 +61,7 @@ _HINTS = {
 }
 
 
-@rule(DUPLICATE_BOX, "annotation", EXAMPLES)
+@rule(DUPLICATE_BOX, "annotation", EXAMPLES, files_only=True)
 def repeated_objects(record: AnnotationRecord, spec):
     keys = record.keys
     if keys is None:
@@ -139,7 +139,7 @@ def _detail(record: AnnotationRecord, index: int) -> str:
     return f" ({', '.join(parts)})"
 
 
-@rule(DUPLICATE_BOX, "annotation", CONFLICT_EXAMPLES, reads="images")
+@rule(DUPLICATE_BOX, "annotation", CONFLICT_EXAMPLES, reads="images", files_only=True)
 def images_with_conflicting_labels(record: AnnotationRecord, spec):
     """LG303 for an image a single-label table lists more than once with different labels:
     the loader takes whichever row it meets."""

@@ -421,7 +421,6 @@ def _batches(loader: Iterable, count: int, report: PreflightReport) -> Iterable:
             # that never get their stop signal; this iterator is done, so end them now.
             for worker in getattr(iterator, "_workers", ()):
                 worker.terminate()
-            message, _, hint = error.message.partition(" Hint: ")
             report.findings.append(finding_of(error))
             return
 

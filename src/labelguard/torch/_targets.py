@@ -28,7 +28,7 @@ from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import clipped, shorten, show_name
 from labelguard.errors import UsageError
-from labelguard.torch._tensors import all_finite
+from labelguard.torch._tensors import all_finite, invalid_targets
 from labelguard.torch._errors import SampleError
 
 log = logging.getLogger("labelguard.torch")
@@ -336,8 +336,8 @@ class TargetRules:
         if (self.mode is not LossMode.INDEX or self.loss_name is not None or legal is None
                 or array.size == 0 or array.dtype.kind not in "biuf"):
             return False
-        if array.ndim >= 2 and not screened("mask"):
-            return False  # a registered mask rule judges more than the values: every mask gets the rules
+        if not screened("mask" if array.ndim >= 2 else "annotation"):
+            return False  # a registered rule of its scope judges more than the values: every target gets the rules
         low, high = array.min(), array.max()
         if not (low >= legal.start and high < legal.stop):
             return False
@@ -566,19 +566,4 @@ def tensor_target_ok(target: torch.Tensor, spec: LabelSpec) -> bool:
     legal = spec.legal_values()
     if legal is None:
         return all_finite(target)
-    if target.is_floating_point():
-        ok = (target >= legal.start) & (target < legal.stop)
-        others = sorted(legal.others)
-    else:
-        # torch wraps a Python bound its dtype cannot hold (uint8 < 100_000_000 is all False,
-        # int8 >= 300 compares with 44): the bounds are cut to the dtype's range first.
-        low, high = (0, 1) if target.dtype == torch.bool else (torch.iinfo(target.dtype).min,
-                                                             torch.iinfo(target.dtype).max)
-        first, last = max(legal.start, low), min(legal.stop - 1, high)
-        ok = (target >= first) & (target <= last) if first <= last else torch.zeros_like(target, dtype=torch.bool)
-        others = sorted(v for v in legal.others if low <= v <= high)
-    if others:
-        ok |= torch.isin(target, torch.tensor(others, device=target.device))
-    if target.is_floating_point():
-        ok &= target == target.floor()  # NaN compares unequal: caught too
-    return bool(ok.all())
+    return not bool(invalid_targets(target, legal).any())

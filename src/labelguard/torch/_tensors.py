@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -51,10 +52,12 @@ def module_label(name: str, module: Any) -> str:
     return f"'{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
 
 
+@lru_cache(maxsize=64)
 def loss_legal_values(classes: int, ignore: int | None) -> ValueSet:
     """What a loss of ``classes`` outputs and one ``ignore_index`` takes, as the spec's one
-    legality function decides it (:meth:`LabelSpec.legal_values`)."""
-    legal = LabelSpec(num_classes=max(classes, 0), ignore=() if ignore is None else (ignore,)).legal_values()
+    legality function decides it (:meth:`LabelSpec.legal_values`); built once per pair (a
+    checked loss asks on every call)."""
+    legal = LabelSpec(num_classes=classes, ignore=() if ignore is None else (ignore,)).legal_values()
     assert legal is not None  # not a user mistake: a spec with num_classes knows its values
     return legal
 
@@ -63,10 +66,19 @@ def invalid_targets(target: torch.Tensor, legal: ValueSet) -> torch.Tensor:
     """A boolean tensor, True where ``target`` holds a value not in ``legal`` (a spec's
     :meth:`~LabelSpec.legal_values`): elementwise operations on the target's device, no sync.
     Fractional and NaN values of a float target are invalid."""
-    wide = target.long() if target.dtype == torch.bool else target
-    bad = (wide < legal.start) | (wide >= legal.stop)
-    if wide.is_floating_point():
-        bad |= wide != wide.floor()  # NaN compares unequal to anything: caught too
-    for value in legal.others:
-        bad &= wide != value
-    return bad
+    if target.is_floating_point():
+        ok = (target >= legal.start) & (target < legal.stop)
+        others = sorted(legal.others)
+    else:
+        # torch wraps a Python bound its dtype cannot hold (uint8 < 100_000_000 is all False,
+        # int8 >= 300 compares with 44): the bounds are cut to the dtype's range first.
+        low, high = (0, 1) if target.dtype == torch.bool else (torch.iinfo(target.dtype).min,
+                                                             torch.iinfo(target.dtype).max)
+        first, last = max(legal.start, low), min(legal.stop - 1, high)
+        ok = (target >= first) & (target <= last) if first <= last else torch.zeros_like(target, dtype=torch.bool)
+        others = sorted(v for v in legal.others if low <= v <= high)
+    if others:
+        ok |= torch.isin(target, torch.tensor(others, device=target.device, dtype=target.dtype))
+    if target.is_floating_point():
+        ok &= target == target.floor()  # NaN compares unequal: caught too
+    return ~ok
