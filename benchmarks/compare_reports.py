@@ -4,10 +4,11 @@ Audits every folder of the real datasets under ``../shared`` (``corpus``, ``real
 ``realworld2``: each set, and each folder up to three levels below it) and a few generated
 trees (the demo's three sets, a VOC devkit, a COCO file, a YOLO set) with the labelguard
 of each checkout, as the command line does (``audit PATH -f json --no-cache --no-config
--j 1``, one process per folder), then compares the reports with the fields that change from
-run to run (timings, the version, the cache's counts) left out. It prints one line per folder
-whose report differs, with the first differing place, and a summary; the exit code is 1 when
-any report differs, or when either side failed where the other did not.
+-j 1``, one process per folder), then compares the reports with the tool's version left out
+(by its path in the report). Each side must import its own checkout's labelguard. It prints a
+line per folder that gave no report on a side (never counted identical), one per differing
+folder (the first ``--show``) with the first differing place, and a summary; the exit code is
+1 when any report differs or is missing.
 
 Usage::
 
@@ -35,9 +36,9 @@ REPO = HERE.parent
 SHARED = REPO.parent / "shared"
 SETS = ("corpus", "realworld", "realworld2")
 DEPTH = 3
-# Report fields that differ between two runs of the same code on the same data.
-VOLATILE = {"duration", "seconds", "elapsed", "started", "finished", "version", "labelguard_version", "cache",
-            "timings", "rate", "files_per_second"}
+# Report fields that differ between two checkouts of the same behaviour, by their path in the
+# report (the report's schema version is compared).
+VOLATILE = {("tool", "version")}
 
 
 def real_targets(only: str | None) -> list[Path]:
@@ -60,7 +61,7 @@ def generated_targets(root: Path, src: Path) -> list[tuple[Path, list[str]]]:
     (folder, extra audit arguments) pairs."""
     code = f"""
 import sys
-sys.path.insert(0, {str(src)!r}); sys.path.insert(0, {str(HERE)!r})
+sys.path.insert(0, {str(src)!r})
 from labelguard.demo import write_demo
 print("\\n".join(write_demo({str(root / 'demo')!r}).values()))
 """
@@ -112,19 +113,27 @@ def audit(src: Path, target: Path, extra: list[str], cwd: Path) -> tuple[int, ob
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         run = subprocess.run([sys.executable, "-m", "labelguard", "audit", str(target), "-f", "json", "--no-cache",
                               "--no-config", "-j", "1", "--no-progress", "-o", out.name, *extra],
-                             capture_output=True, text=True, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+                             capture_output=True, text=True, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                             timeout=900)
         text = Path(out.name).read_text()
     if not text.strip():
-        return run.returncode, {"stderr": run.stderr.strip().splitlines()[-1:]}
+        return run.returncode, None  # no report: the audit failed (counted apart, never "identical")
     return run.returncode, stable(json.loads(text))
 
 
-def stable(value: object) -> object:
+def stable(value: object, path: tuple = ()) -> object:
     if isinstance(value, dict):
-        return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
+        return {k: stable(v, path + (k,)) for k, v in value.items() if path + (k,) not in VOLATILE}
     if isinstance(value, list):
-        return [stable(v) for v in value]
+        return [stable(v, path) for v in value]
     return value
+
+
+def imported_from(src: Path) -> Path:
+    """The labelguard package a side's audits import (it must be the checkout's own)."""
+    done = subprocess.run([sys.executable, "-c", "import labelguard; print(labelguard.__file__)"], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(src)), check=True, timeout=120)
+    return Path(done.stdout.strip()).resolve()
 
 
 def first_difference(old: object, new: object, where: str = "") -> str | None:
@@ -175,6 +184,10 @@ def main() -> int:
                 worktrees.append(base / "new")
             else:
                 new_src = REPO / "src"
+            for side in (old_src, new_src):
+                package = imported_from(side)
+                if not package.is_relative_to(side.resolve()):
+                    raise SystemExit(f"{side} does not hold the labelguard its audits import ({package})")
             cwd = base / "cwd"
             cwd.mkdir()
             targets: list[tuple[Path, list[str]]] = []
@@ -183,22 +196,31 @@ def main() -> int:
             if args.only != "generated":
                 targets += [(t, []) for t in real_targets(args.only)]
             differing = []
+            failed = []
             for target, extra in targets:
                 old_rc, old = audit(old_src, target, extra, cwd)
                 new_rc, new = audit(new_src, target, extra, cwd)
-                where = first_difference(old, new) if old_rc == new_rc else f"exit code {old_rc} -> {new_rc}"
                 name = str(target.relative_to(SHARED) if target.is_relative_to(SHARED) else target.relative_to(base))
+                name += " " + " ".join(extra) if extra else ""
+                if old is None or new is None:
+                    failed.append((name, f"no report from {'both sides' if old is new else 'one side'} "
+                                         f"(exit codes {old_rc}, {new_rc})"))
+                    continue
+                where = first_difference(old, new) if old_rc == new_rc else f"exit code {old_rc} -> {new_rc}"
                 if where:
-                    differing.append((name + (" " + " ".join(extra) if extra else ""), where))
-            for name, where in differing[:args.show]:
-                print(f"DIFFERS {name}: {where}")
+                    differing.append((name, where))
+            for name, where in failed + differing[:args.show]:
+                print(f"{'FAILED' if (name, where) in failed else 'DIFFERS'} {name}: {where}")
+            if len(differing) > args.show:
+                print(f"... and {len(differing) - args.show} more folders differ")
             print(f"{len(targets)} audits compared ({args.old} vs {args.new or 'the working tree'}): "
-                  f"{len(targets) - len(differing)} identical, {len(differing)} differ")
+                  f"{len(targets) - len(differing) - len(failed)} identical, {len(differing)} differ, "
+                  f"{len(failed)} gave no report")
         finally:
             for tree in worktrees:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
                                capture_output=True)
-    return 1 if differing else 0
+    return 1 if differing or failed else 0
 
 
 if __name__ == "__main__":

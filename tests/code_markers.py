@@ -42,7 +42,9 @@ def scan(files: Iterable[Path]) -> dict[str, dict[str, list[str]]]:
     table: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for path in files:
         try:
-            shown = "/".join(path.parts[path.parts.index("tests"):]) if "tests" in path.parts else path.name
+            # From the last "tests" of the path: a parent folder may be called so too.
+            last = len(path.parts) - 1 - path.parts[::-1].index("tests") if "tests" in path.parts else None
+            shown = "/".join(path.parts[last:]) if last is not None else path.name
             markers = markers_in_source(path.read_text(encoding="utf-8"), shown)
         except SyntaxError:  # pytest reports that file's own collection error
             continue

@@ -1,7 +1,8 @@
 """A code's own examples as the tests of ``tests/rules/test_lgNNN.py``: each ``Example`` of the
-code's rules is written to real files and audited; for a rule the guard runs too (a ``mask``
-rule that is not about a file's storage), the example's label array is also checked as the
-target tensor ``guard()`` sees, and must give the same verdict."""
+code's rules is written to real files and audited; for a ``mask`` rule the guard runs too (one
+that is not ``files_only``), the example's label array is also checked as the target tensor
+``guard()`` sees, and must give the same verdict. (The class-id rules the guard runs, LG102 and
+LG103, are checked on tensors in ``tests/torch/``.)"""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def examples_of(code: str):
     """``@examples_of("LG201")``: parametrize a test over (rule, example) of every rule of the code."""
     cases = [pytest.param(r, e, id=f"{r.apply.__name__}-{'fail' if e.fails else 'pass'}-{i}")
              for r in all_rules() if r.code == code for i, e in enumerate(r.examples)]
+    assert cases, f"{code} has no rule with examples"  # (an empty parametrization would pass unseen)
     return pytest.mark.parametrize("registered, example", cases)
 
 

@@ -75,7 +75,7 @@ def test_a_container_written_as_one_module_is_read_and_judged_by_the_mask_rules(
 
 
 def test_without_the_module_such_files_are_no_masks(tmp_path):
-    """The same files without the container's module: nothing reads them (the audit says so)."""
+    """The package itself knows no such container: only the module's registration adds it."""
     (tmp_path / "a.lgraw").write_bytes(lgraw(np.eye(4) * 7))
     from labelguard.readers.masks import is_mask_candidate
 

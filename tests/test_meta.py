@@ -133,5 +133,11 @@ def test_every_code_of_a_rule_has_its_test_file_and_every_test_file_its_code():
     """``tests/rules/test_lgNNN.py`` holds a code's own tests (its examples first); the runtime
     codes of labelguard.torch (LG5xx), reported by no rule, are tested in ``tests/torch/``."""
     files = {p.stem[len("test_"):].upper() for p in (TESTS / "rules").glob("test_lg*.py")}
+    from labelguard.core.rules import all_rules
+
+    with_examples = {r.code for r in all_rules() if r.examples}
+    unproved = sorted(code for code in with_examples & files
+                      if f'@examples_of("{code}")' not in (TESTS / "rules" / f"test_{code.lower()}.py").read_text())
+    assert unproved == [], f"tests/rules files that do not run their code's examples: {unproved}"
     assert files <= set(REGISTRY), sorted(files - set(REGISTRY))
     assert sorted(code for code in REGISTRY if REGISTRY[code].scope != "runtime" and code not in files) == []

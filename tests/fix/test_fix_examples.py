@@ -35,6 +35,7 @@ def codes_of(root: Path, example) -> list[str]:
         options["lists"] = [str(root / name) for name in options["lists"]]
     report = audit(str(root), LabelSpec(**example.spec), options=options, use_project_config=False, workers=1,
                    cache=False)
+    assert report.errors == []
     return [f.code for f in report.findings]
 
 

@@ -13,6 +13,7 @@ from builders import swin_unet_dataset, write_list
 from labelguard._audit import audit
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
+from rule_cases import examples_of, proves
 
 
 def run_list(data: Path, listing: Path):
@@ -46,3 +47,8 @@ def test_comment_line_is_unclean(tmp_path):
     assert finding.data["problem"] == "comment" and finding.data["lines"] == [1]
     assert "'# fold 1.npz'" in finding.message
     assert report.summary.samples == 2 and not found(report, "LG003")
+
+
+@examples_of("LG004")
+def test_lg004_example(registered, example, tmp_path):
+    proves(registered, example, tmp_path)

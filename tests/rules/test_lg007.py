@@ -24,6 +24,7 @@ from tests.builders import write_png
 from tests.detection_builders import voc_xml
 
 REALWORLD = Path(__file__).resolve().parents[2].parent / "shared" / "realworld"
+from rule_cases import examples_of, proves
 
 
 def _masks(folder: Path, count: int, value: int = 1) -> None:
@@ -199,3 +200,8 @@ def test_mmyolos_vocdevkit_inside_its_coco_folder_is_audited_and_its_missing_ima
     assert not [f for f in report.findings if f.code == "LG007"]
     assert [Path(f.path).parts[-3:] for f in report.findings if f.code == "LG003" and "VOC2012" in f.path] == [
         ("VOC2012", "Annotations", "000001.xml")]
+
+
+@examples_of("LG007")
+def test_lg007_example(registered, example, tmp_path):
+    proves(registered, example, tmp_path)
