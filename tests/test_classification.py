@@ -17,7 +17,7 @@ from labelguard.core.tasks import FileTask
 from labelguard.errors import ColumnError
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.tables import process_table
-from labelguard.readers.tabular import read_table
+from labelguard.layouts.tables.reader import read_table
 from audit_helpers import codes, found, run
 
 

@@ -22,7 +22,7 @@ from labelguard.core.tasks import FileTask
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.coco import category_index_map, coco_files, flavour_and_split, process_coco
 from labelguard.readers.base import ReadError
-from labelguard.readers.coco import peek_categories, read_coco
+from labelguard.layouts.coco.reader import peek_categories, read_coco
 from audit_helpers import codes, found, run
 
 CATS = coco_categories(["cat", "dog", "bird"])

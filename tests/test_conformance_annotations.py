@@ -12,7 +12,7 @@ import pytest
 
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
-from labelguard.readers.coco import read_coco
+from labelguard.layouts.coco.reader import read_coco
 from audit_helpers import CORPUS, codes, needs_corpus, run_corpus
 
 pytestmark = needs_corpus

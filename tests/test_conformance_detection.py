@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from labelguard.readers.voc import read_voc, read_voc_tree
+from labelguard.layouts.voc.reader import read_voc, read_voc_tree
 from audit_helpers import CORPUS, codes, needs_corpus, run_corpus
 
 pytestmark = needs_corpus

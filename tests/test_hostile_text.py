@@ -21,11 +21,11 @@ from detection_builders import voc_xml, write_voc, write_yolo
 from hostile_builders import billion_laughs_yaml, coco_with_huge_ids
 from labelguard.core.spec import LabelSpec
 from labelguard.readers.base import MAX_NESTING, ReadError, parse_json
-from labelguard.readers.coco import read_coco
+from labelguard.layouts.coco.reader import read_coco
 from labelguard.readers.lists import MAX_LINE, parse_list
-from labelguard.readers.tabular import FIELD_LIMIT, MAX_ROW
-from labelguard.readers.voc import read_voc, read_voc_tree
-from labelguard.readers.yolo import ALIAS_EXPANSION, load_yaml, read_data_yaml
+from labelguard.layouts.tables.reader import FIELD_LIMIT, MAX_ROW
+from labelguard.layouts.voc.reader import read_voc, read_voc_tree
+from labelguard.layouts.yolo.reader import ALIAS_EXPANSION, load_yaml, read_data_yaml
 
 
 def lg001_messages(report) -> list[str]:
@@ -232,7 +232,7 @@ def test_coco_numbers_python_cannot_hold_are_lg001(tmp_path, value, expected):
 
 
 def test_coco_categories_with_huge_ids_are_not_taken_for_the_spec(tmp_path):
-    from labelguard.readers.coco import peek_categories
+    from labelguard.layouts.coco.reader import peek_categories
 
     path = tmp_path / "instances.json"
     path.write_text(coco_with_huge_ids())

@@ -47,9 +47,14 @@ def declared_layouts(path: Path) -> list[str]:
             and node.args and isinstance(node.args[0], ast.Constant)]
 
 
+def source_of(name: str) -> Path:
+    """The source of the layout module ``name``: ``<name>.py``, or a package's ``__init__.py``."""
+    return PACKAGE / name / "__init__.py" if (PACKAGE / name).is_dir() else PACKAGE / f"{name}.py"
+
+
 def test_each_layout_module_registers_the_one_layout_it_declares_when_the_package_is_imported():
     modules = [m.name for m in pkgutil.iter_modules([str(PACKAGE)])]
-    declared = {name: declared_layouts(PACKAGE / f"{name}.py") for name in modules}
+    declared = {name: declared_layouts(source_of(name)) for name in modules}
     layout_modules = {name for name in modules if not name.startswith("_") and name not in INFRASTRUCTURE}
     assert {name for name, found in declared.items() if found} == layout_modules, \
         "a module that registers a layout is private or infrastructure, or a layout module registers none"
@@ -85,3 +90,22 @@ def test_importing_every_layout_loads_no_image_plugin_and_no_optional_reader():
     optional = ("pyarrow", "h5py", "nibabel", "tifffile", "dask", "torch", "pandas", "fsspec", "datasets")
     assert [m for m in modules if m.split(".")[0] in optional] == []
     assert [m for m in modules if m.startswith("PIL.") and m.endswith("ImagePlugin")] == []
+
+
+def test_each_annotation_format_has_one_home_holding_its_reader_record_builder_and_editor():
+    """A registered annotation format's processor, parser and editor are modules of its
+    layout's package, and nothing else registers a format."""
+    from labelguard.layouts.formats import ANNOTATION_FORMATS
+
+    assert {f.name for f in ANNOTATION_FORMATS} == {"coco", "csv", "voc", "yolo"}
+    for found in ANNOTATION_FORMATS:
+        home = found.processor.__module__.rsplit(".", 1)[0]
+        assert found.processor.__module__ == f"{home}.record", found.name
+        folder = PACKAGE / home.rsplit(".", 1)[1]
+        assert (folder / "reader.py").is_file() and (folder / "__init__.py").is_file(), found.name
+        for planner in (found.rename, found.remap):
+            assert planner is None or planner.__module__ == f"{home}.editor", (found.name, planner)
+        assert "register_format(" in (folder / "__init__.py").read_text(encoding="utf-8")
+    registering = sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
+                         if p.name != "formats.py" and "register_format(" in p.read_text(encoding="utf-8"))
+    assert registering == ["coco/__init__.py", "tables/__init__.py", "voc/__init__.py", "yolo/__init__.py"]

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from labelguard import LabelSpec, audit
 from labelguard.readers.base import ReadError
-from labelguard.readers.openmmlab import is_data_list_head, read_data_list
+from labelguard.layouts.tables.data_list import is_data_list_head, read_data_list
 from tests.builders import write_jpeg
 
 

@@ -18,7 +18,7 @@ from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.voc import discover_voc, process_voc, process_voc_batch
 from labelguard.readers.base import ReadError
-from labelguard.readers.voc import read_voc, read_voc_tree
+from labelguard.layouts.voc.reader import read_voc, read_voc_tree
 from audit_helpers import codes, found, run
 
 CLASSES = ("cat", "dog", "person")

@@ -15,7 +15,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
 from labelguard.layouts import AuditOptions
 from labelguard.layouts.yolo import label_path, process_yolo
-from labelguard.readers.yolo import read_labels
+from labelguard.layouts.yolo.reader import read_labels
 from audit_helpers import codes, found, run
 
 NAMES = ["person", "car", "dog"]

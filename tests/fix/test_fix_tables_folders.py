@@ -142,8 +142,8 @@ def test_table_rename_keeps_every_other_cell(tmp_path_factory):
 
     from hypothesis import given, settings, strategies as st
 
-    from labelguard.fix._annotations import _table_rename
-    from labelguard.readers.tabular import read_table
+    from labelguard.layouts.tables.editor import rename as table_rename
+    from labelguard.layouts.tables.reader import read_table
 
     names = st.sampled_from(["Dog", "dog", "cat", "big cat", "a,b", 'say "hi"', "dgo"])
 
@@ -157,7 +157,7 @@ def test_table_rename_keeps_every_other_cell(tmp_path_factory):
         path = tmp_path_factory.mktemp("t") / ("t.tsv" if separator == "\t" else "t.csv")
         path.write_bytes(buffer.getvalue().encode())
         mapping = {"Dog": "dog", "dgo": "dog", "big cat": "cat, big"}
-        new, _, _ = _table_rename(mapping)(str(path), path.read_bytes())
+        new, _, _ = table_rename(mapping)(str(path), path.read_bytes())
         if not any(label in mapping for label in labels):
             assert new is None
             return

@@ -12,7 +12,7 @@ from fix_data import digests
 from labelguard.cli import main
 from labelguard.fix import FixError, rename, undo
 from labelguard.fix._base import parse_name_map
-from labelguard.readers.voc import read_voc
+from labelguard.layouts.voc.reader import read_voc
 
 
 def invoke(*args):

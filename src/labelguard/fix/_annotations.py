@@ -4,21 +4,18 @@ CSV/TSV label tables.
 Edits are made on the text spans that hold the class and nothing else, so a VOC XML file
 stays byte-identical outside the ``<name>`` texts, a YOLO file outside the class column and a
 table outside its label cells (a row with quoted cells is written back by the csv module).
-COCO JSON is rewritten as JSON (2-space indent when the original was indented). The files are
-found by the audit's layout discovery, and each rewrite is re-audited with the task the audit
-would run on it before it replaces the original.
+COCO JSON is rewritten as JSON (2-space indent when the original was indented). Each format's
+editor lives in its layout's package (``layouts/voc/editor.py``...), registered with the format
+(:mod:`labelguard.layouts.formats`); this module runs them. The files are found by the audit's
+layout discovery, and each rewrite is re-audited with the task the audit would run on it before
+it replaces the original.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
-import re
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
-from xml.sax.saxutils import escape, unescape
 
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
@@ -31,46 +28,8 @@ from labelguard.fix._journal import FixError
 from labelguard.core.paths import display_path
 from labelguard.layouts.base import AuditOptions
 from labelguard.layouts.folders import walk_files
-from labelguard.layouts.coco import process_coco
-from labelguard.layouts.tables import is_table, process_table
-from labelguard.layouts.voc import process_voc
-from labelguard.layouts.yolo import process_yolo
-from labelguard.readers.base import ReadError, parse_json, read_bytes
-from labelguard.readers.tabular import read_table
-
-_NAME = re.compile(rb"(<name>)([^<]*)(</name>)")
-_YOLO_ROW = re.compile(rb"^(\s*)(-?\d+)(?=\s)")
-_NUMBER = re.compile(rb"^-?\d+(\.\d*)?([eE][-+]?\d+)?$")
-
-# plan(path, data) -> (new bytes or None when nothing changes, summary, details); CannotFix to skip
-Planner = Callable[[str, bytes], tuple[bytes | None, str, dict]]
-
-
-@dataclass(frozen=True)
-class AnnotationEditor:
-    """How the class names and ids of one annotation format are edited.
-
-    Attributes:
-        processor: the audit's per-file processor of the format; the discovery's tasks with it
-            are this editor's files, and it re-audits each rewrite.
-        suffixes: the files this editor takes when the discovery found none of its tasks.
-        rename: ``rename(name_map)`` -> Planner, or None when the format has no class names.
-        remap: ``remap(id_map)`` -> Planner, or None when it has no class ids.
-    """
-
-    processor: Callable
-    suffixes: tuple[str, ...]
-    rename: Callable[[dict[str, str]], Planner] | None = None
-    remap: Callable[[dict[int, int]], Planner] | None = None
-
-
-# In the order a loose file is tried (by suffix) when the discovery names no task for it.
-ANNOTATION_EDITORS: list[AnnotationEditor] = []
-
-
-def register_editor(editor: AnnotationEditor) -> AnnotationEditor:
-    ANNOTATION_EDITORS.append(editor)
-    return editor
+from labelguard.layouts.formats import ANNOTATION_FORMATS, AnnotationFormat, Planner
+from labelguard.readers.base import ReadError, read_bytes
 
 
 @dataclass
@@ -87,11 +46,11 @@ class Targets:
     unspecified: list[str]
 
 
-def find_targets(paths: Sequence[str], editors: Sequence[AnnotationEditor], spec: LabelSpec | None = None,
+def find_targets(paths: Sequence[str], editors: Sequence[AnnotationFormat], spec: LabelSpec | None = None,
                  options: AuditOptions | None = None) -> Targets:
     """The files under ``paths`` that the audit reads with one of the ``editors``' processors,
     found by the layout discovery; where it finds none (a loose folder of files), the files
-    whose suffix such an editor takes."""
+    such a format takes (:meth:`AnnotationFormat.takes`)."""
     options = options or AuditOptions()
     processors = tuple(e.processor for e in editors)
     targets = Targets([], {}, [])
@@ -112,12 +71,13 @@ def find_targets(paths: Sequence[str], editors: Sequence[AnnotationEditor], spec
     return targets
 
 
-def _loose_files(path: str, editors: Sequence[AnnotationEditor], options: AuditOptions) -> list[FileTask]:
-    """Tasks for the files under ``path`` whose suffix one of ``editors`` takes."""
+def _loose_files(path: str, editors: Sequence[AnnotationFormat], options: AuditOptions) -> list[FileTask]:
+    """Tasks for the files under ``path`` that one of ``editors`` takes (the first whose
+    suffix matches decides)."""
     found = []
     for candidate in [path] if os.path.isfile(path) else walk_files(path):
         editor = next((e for e in editors if candidate.lower().endswith(e.suffixes)), None)
-        if editor is None or (editor.processor is process_table and not is_table(candidate, options)):
+        if editor is None or not editor.takes(candidate, options):
             continue
         found.append(FileTask(editor.processor, candidate, display_path(candidate)))
     return found
@@ -139,7 +99,7 @@ def _run(action: str, paths: Sequence[str], planners: dict, apply: bool, out: st
     file's own audit task and replaces the original only when it is not worse (a dry run checks
     the same in a scratch folder). ``extra`` (path, bytes) pairs are written in the same run,
     when no file was refused (a class-name file)."""
-    editors = [e for e in ANNOTATION_EDITORS if e.processor in planners]
+    editors = [e for e in ANNOTATION_FORMATS if e.processor in planners]
     targets = find_targets(paths, editors, spec)
     root = data_root(paths)
     check_out(root, out)
@@ -221,299 +181,10 @@ def _reaudit_beside(task: FileTask, spec: LabelSpec, original: bytes) -> Callabl
     return verify
 
 
-def lookup(mapping: dict[str, str], name: str) -> str | None:
-    """The key of ``mapping`` that renames ``name``: its exact spelling (``'dog '``, surrounding
-    whitespace included), else its stripped spelling; None when the name stays (its new name is
-    exactly what it already is)."""
-    for key in (name, name.strip()):
-        if key in mapping:
-            return None if mapping[key] == name else key
-    return None
-
-
-def _voc_rename(mapping: dict[str, str]) -> Planner:
-    def plan(path: str, data: bytes):
-        if b"<annotation" not in data[:4096]:
-            raise CannotFix("not a VOC annotation (no <annotation> element)")
-        counts: dict[str, int] = {}
-
-        def swap(match: re.Match) -> bytes:
-            # The reader takes the whole text as the name, so the whole text becomes the new name.
-            key = lookup(mapping, unescape(match.group(2).decode("utf-8")))
-            if key is None:
-                return match.group(0)
-            counts[key] = counts.get(key, 0) + 1
-            return match.group(1) + escape(mapping[key]).encode("utf-8") + match.group(3)
-
-        new = _NAME.sub(swap, data)
-        if not counts:
-            return None, "no name of the map occurs", {}
-        _check_xml(new)
-        return new, _describe(counts, mapping), {"renamed": counts}
-
-    return plan
-
-
-def _check_xml(data: bytes) -> None:
-    import defusedxml.ElementTree as ET
-
-    try:
-        ET.fromstring(data)
-    except Exception as exc:  # the edit must never produce unparsable XML
-        raise CannotFix(f"the renamed XML would not parse: {exc}") from None
-
-
-def _coco_load(data: bytes) -> dict:
-    try:
-        doc = parse_json(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise CannotFix(f"not JSON: {exc}") from None
-    except ReadError as exc:
-        raise CannotFix(str(exc)) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("categories"), list):
-        raise CannotFix("not a COCO file (no categories list)")
-    return doc
-
-
-def _coco_dump(doc: dict, original: bytes) -> bytes:
-    indented = original.lstrip()[:2] in (b"{\n", b"{\r")
-    return (json.dumps(doc, indent=2 if indented else None, ensure_ascii=False) + ("\n" if indented else "")).encode()
-
-
-def _coco_rename(mapping: dict[str, str]) -> Planner:
-    def plan(path: str, data: bytes):
-        doc = _coco_load(data)
-        counts: dict[str, int] = {}
-        for category in doc["categories"]:
-            name = category.get("name") if isinstance(category, dict) else None
-            key = lookup(mapping, name) if isinstance(name, str) else None
-            if key is not None:
-                counts[key] = counts.get(key, 0) + 1
-                category["name"] = mapping[key]
-        if not counts:
-            return None, "no category name of the map occurs", {}
-        return _coco_dump(doc, data), _describe(counts, mapping), {"renamed": counts}
-
-    return plan
-
-
-def _coco_remap(mapping: dict[int, int]) -> Planner:
-    def plan(path: str, data: bytes):
-        doc = _coco_load(data)
-        counts: dict[int, int] = {}
-        targets = {c.get("id") for c in doc["categories"] if isinstance(c, dict)}
-        for category in doc["categories"]:
-            if isinstance(category, dict) and category.get("id") in mapping:
-                category["id"] = mapping[category["id"]]
-        for annotation in doc.get("annotations") or []:
-            if isinstance(annotation, dict) and annotation.get("category_id") in mapping:
-                source = annotation["category_id"]
-                counts[source] = counts.get(source, 0) + 1
-                annotation["category_id"] = mapping[source]
-        ids = [c.get("id") for c in doc["categories"] if isinstance(c, dict)]
-        if len(ids) != len(set(ids)):
-            raise CannotFix(f"the map would give two categories the same id (ids {ids})")
-        if not counts and not (targets & set(mapping)):
-            return None, "no category id of the map occurs", {}
-        return _coco_dump(doc, data), _describe(counts, mapping, unit="annotations"), {"remapped": counts}
-
-    return plan
-
-
-def _yolo_remap(mapping: dict[int, int]) -> Planner:
-    def plan(path: str, data: bytes):
-        lines = data.split(b"\n")
-        counts: dict[int, int] = {}
-        out = []
-        for number, line in enumerate(lines, 1):
-            fields = line.split()
-            if not fields:
-                out.append(line)
-                continue
-            if len(fields) < 5 or not all(_NUMBER.match(f) for f in fields):
-                raise CannotFix(f"line {number} is not a YOLO row (class x y w h): {line[:60]!r}")
-            match = _YOLO_ROW.match(line)
-            if match is None:
-                raise CannotFix(f"line {number}: the class {fields[0].decode()!r} is not an integer")
-            source = int(match.group(2))
-            if source in mapping:
-                counts[source] = counts.get(source, 0) + 1
-                line = match.group(1) + str(mapping[source]).encode() + line[match.end():]
-            out.append(line)
-        if not counts:
-            return None, "no class id of the map occurs", {}
-        return b"\n".join(out), _describe(counts, mapping, unit="rows"), {"remapped": counts}
-
-    return plan
-
-
-def _decode(data: bytes) -> tuple[bytes, str, str]:
-    """(BOM, text, encoding) of a table, decoded as the reader decodes it."""
-    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
-    body = data[len(bom):]
-    try:
-        return bom, body.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return bom, body.decode("latin-1"), "latin-1"
-
-
-def _set_cell(line: str, separator: str | None, column: int, width: int, value: str, number: int) -> str:
-    """``line`` with cell ``column`` set to exactly ``value`` (whitespace around the old text goes
-    with it); the other cells keep their exact text."""
-    body = line.rstrip("\r\n")
-    ending = line[len(body):]
-    if separator is None:
-        spans = [m.span() for m in re.finditer(r"\S+", body)]
-        start, end = spans[-1] if width == 2 and column == 1 else spans[column]
-        return body[:start] + value + body[end:] + ending
-    if '"' not in body and separator not in value and '"' not in value:
-        cells = body.split(separator)
-        if len(cells) != width:
-            raise CannotFix(f"line {number}: {len(cells)} fields, expected {width}")
-        cells[column] = value
-        return separator.join(cells) + ending
-    cells = next(csv.reader([body], delimiter=separator))
-    if len(cells) != width:
-        raise CannotFix(f"line {number}: a quoted field spans lines; edit this row by hand")
-    cells[column] = value
-    buffer = io.StringIO()
-    csv.writer(buffer, delimiter=separator, lineterminator="").writerow(cells)
-    return buffer.getvalue() + ending
-
-
-def _cell_text(line: str, separator: str | None, column: int, width: int, number: int) -> str:
-    """The exact text of cell ``column`` (whitespace around it included), as the csv module and
-    pandas hand it to a dataset class."""
-    body = line.rstrip("\r\n")
-    if separator is None:
-        tokens = re.findall(r"\S+", body)
-        # Two-field lines name the label last, whatever spaces the path holds.
-        cells = [" ".join(tokens[:-1]), tokens[-1]] if width == 2 and tokens else tokens
-    elif '"' in body:
-        cells = next(csv.reader([body], delimiter=separator), [])
-    else:
-        cells = body.split(separator)
-    if column >= len(cells):
-        raise CannotFix(f"line {number}: {len(cells)} fields, expected {width}")
-    return cells[column]
-
-
-# change(cell text) -> (the label it counts as, its new text), or None to keep the cell
-CellChange = Callable[[str], "tuple[str, str] | None"]
-
-
-def _table_edit(change: CellChange, rename_header: bool
-                ) -> Callable[[str, bytes], tuple[bytes | None, dict[str, int]]]:
-    """``edit(path, data) -> (new bytes or None, changed rows per old label)`` for label tables."""
-    def edit(path: str, data: bytes):
-        try:
-            table = read_table(path)
-        except ReadError as exc:
-            raise CannotFix(str(exc)) from None
-        bom, text, encoding = _decode(data)
-        lines = text.splitlines(keepends=True)
-        layout = table.layout
-        counts: dict[str, int] = {}
-        if layout.onehot_columns:
-            if not rename_header:
-                raise CannotFix("a one-hot table names its classes in the header; it has no class ids to remap")
-            header_line = next(i for i, line in enumerate(lines) if line.strip())
-            names = [_cell_text(lines[header_line], layout.separator, k, layout.width, header_line + 1)
-                     for k in range(layout.width)]
-            changed = []
-            for k in layout.onehot_columns:
-                renamed = change(names[k])
-                if renamed is not None:
-                    counts[renamed[0]] = 1
-                    names[k] = renamed[1]
-                    changed.append(k)
-            merged = [n for n in set(names) if names.count(n) > 1]
-            if merged:
-                raise CannotFix(f"the map would give two one-hot columns the name {merged[0]!r}; merge them by hand")
-            for k in changed:
-                lines[header_line] = _set_cell(lines[header_line], layout.separator, k, layout.width, names[k],
-                                               header_line + 1)
-        else:
-            column = layout.label_column
-            # Not a user mistake: a table read without one-hot columns always has a label column.
-            assert column is not None
-            for number in table.lines:
-                cell = _cell_text(lines[number - 1], layout.separator, column, layout.width, number)
-                renamed = change(cell)
-                if renamed is None:
-                    continue
-                counts[renamed[0]] = counts.get(renamed[0], 0) + 1
-                lines[number - 1] = _set_cell(lines[number - 1], layout.separator, column,
-                                              layout.width, renamed[1], number)
-        if not counts:
-            return None, counts
-        return bom + "".join(lines).encode(encoding), counts
-
-    return edit
-
-
-def _table_rename(mapping: dict[str, str]) -> Planner:
-    def change(cell: str) -> tuple[str, str] | None:
-        key = lookup(mapping, cell)
-        return None if key is None else (key, mapping[key])
-
-    edit = _table_edit(change, True)
-
-    def plan(path: str, data: bytes):
-        new, counts = edit(path, data)
-        if new is None:
-            return None, "no label of the map occurs", {}
-        return new, _describe(counts, mapping, unit="rows"), {"renamed": counts}
-
-    return plan
-
-
-def _table_remap(mapping: dict[int, int]) -> Planner:
-    def change(cell: str) -> tuple[str, str] | None:
-        if not re.fullmatch(r"\s*[+-]?\d+\s*", cell) or int(cell) not in mapping:
-            return None
-        return str(int(cell)), str(mapping[int(cell)])
-
-    edit = _table_edit(change, False)
-
-    def plan(path: str, data: bytes):
-        new, counts = edit(path, data)
-        if new is None:
-            return None, "no class id of the map occurs", {}
-        by_id = {int(k): n for k, n in counts.items()}
-        return new, _describe(by_id, mapping, unit="rows"), {"remapped": by_id}
-
-    return plan
-
-
-def _describe(counts: dict, mapping: dict, unit: str = "") -> str:
-    suffix = f" {unit}" if unit else ""
-    return ", ".join(f"{source} -> {mapping[source]} ({n}{suffix})" for source, n in counts.items())
-
-
-def _yolo_or_table_remap(mapping: dict[int, int]) -> Planner:
-    """A loose ``.txt`` is a YOLO label file, or else a space-separated label table."""
-    yolo, table = _yolo_remap(mapping), _table_remap(mapping)
-
-    def plan(path: str, data: bytes):
-        try:
-            return yolo(path, data)
-        except CannotFix:
-            return table(path, data)
-
-    return plan
-
-
-register_editor(AnnotationEditor(process_voc, (".xml",), rename=_voc_rename))
-register_editor(AnnotationEditor(process_coco, (".json",), rename=_coco_rename, remap=_coco_remap))
-register_editor(AnnotationEditor(process_table, (".csv", ".tsv"), rename=_table_rename, remap=_table_remap))
-register_editor(AnnotationEditor(process_yolo, (".txt",), remap=_yolo_or_table_remap))
-
-
 def _planners(action: str, mapping: dict) -> dict:
-    """Processor -> Planner for every registered editor that can do ``action`` (rename, remap)."""
+    """Processor -> Planner for every registered format whose editor can do ``action`` (rename, remap)."""
     planners = {}
-    for editor in ANNOTATION_EDITORS:
+    for editor in ANNOTATION_FORMATS:
         factory = getattr(editor, action)
         if factory is not None:
             planners[editor.processor] = factory(mapping)

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from labelguard.errors import LabelguardError
 from labelguard.fix._journal import FixError
+from labelguard.layouts.formats import CannotFix
 from labelguard.readers.base import ReadError, parse_json
 
 PLANNED = "planned"  # dry run: would be written
@@ -15,11 +15,6 @@ WRITTEN = "written"
 UNCHANGED = "unchanged"
 SKIPPED = "skipped"  # cannot be fixed this way (format, unmapped colour...): reported, not written
 REFUSED = "refused"  # unsafe to write (a link, a hard link...), or the re-audit or re-read says no
-
-
-class CannotFix(LabelguardError):
-    """This file cannot be fixed this way (its format, an unmapped colour...); the message says
-    why and the file is reported as skipped."""
 
 
 class Refusal(CannotFix):

@@ -30,7 +30,7 @@ from labelguard.layouts.conventions import IMAGE_DIRS, MASK_DIRS
 from labelguard.layouts.pairing import may_pair, pair_in_folder
 from labelguard.readers.base import ReadError, open_regular, read_head, sniff
 from labelguard.readers.masks import JPEG_EXTENSIONS, mask_extension
-from labelguard.readers.tabular import label_names_file, read_names
+from labelguard.layouts.tables.reader import label_names_file, read_names
 from labelguard.rules._annotations import process_annotation
 from labelguard.rules.lg104 import class_folders_missing_from_a_split
 

@@ -34,8 +34,8 @@ from labelguard.core.paths import display_path, is_below
 from labelguard.layouts.folders import yolo_rows_in
 from labelguard.readers.base import ReadError, read_head
 from labelguard.readers.masks import MASK_EXTENSIONS, PHOTO_EXTENSIONS, mask_extension
-from labelguard.readers.openmmlab import is_data_list_head
-from labelguard.readers.tabular import head_layout
+from labelguard.layouts.tables.data_list import is_data_list_head
+from labelguard.layouts.tables.reader import head_layout
 
 # Files examined by their first bytes per PATH; the rest are counted, not examined.
 EXAMINED = 2000

@@ -785,7 +785,7 @@ def ome_elsewhere(description: object, path: str) -> str | None:
     # tifffile's test of an OME-TIFF: the description ends with the root's end tag.
     if not isinstance(description, str) or not description[-10:].strip().endswith("OME>"):
         return None
-    from labelguard.readers.voc import parse_xml  # imported by OME-TIFFs only
+    from labelguard.readers.xml import parse_xml  # imported by OME-TIFFs only
 
     try:
         root = parse_xml(description.encode("utf-8", "surrogateescape"))

@@ -1,10 +1,8 @@
 """Pascal VOC XML annotations, parsed safely into plain records.
 
-Safety: a document that declares entities (billion laughs, quadratic blow-up) or refers to
-an external entity is refused before anything is expanded. Entities can only be declared
-in a ``<!DOCTYPE>``, so a document without one, in an ASCII-compatible encoding, cannot hold
-any: such documents go to expat directly, everything else through defusedxml, which
-refuses entity declarations and external references.
+Safety: the XML goes through :mod:`labelguard.readers.xml` (entities and external references
+refused before anything is expanded, nesting bounded); a plain document is checked by expat
+itself, with the same limits.
 
 Speed: VOC files as annotation tools write them are *plain* (see :func:`_read_plain`) and
 are read with byte searches after expat has checked that they are well-formed, which costs
@@ -19,24 +17,15 @@ from __future__ import annotations
 
 import re
 from typing import NamedTuple
-from xml.etree.ElementTree import Element, ParseError, XML
 from xml.parsers.expat import ExpatError, ParserCreate
 
-import defusedxml
-import defusedxml.ElementTree
 import numpy as np
 
 from labelguard.core.text import clipped
 from labelguard.readers.base import MAX_NESTING, ReadError, read_bytes
+from labelguard.readers.xml import ENCODING, may_nest_deeper, parse_xml, too_deep
 
 BOX_FIELDS = ("xmin", "ymin", "xmax", "ymax")
-# Encodings in which "<!DOCTYPE" can only be written as those ASCII bytes.
-ASCII_COMPATIBLE = frozenset({
-    "utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "iso8859-1",
-    "iso-8859-15", "windows-1252", "cp1252",
-})
-_ENCODING = re.compile(rb"""encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
-
 Box = tuple[float, float, float, float]
 
 
@@ -57,74 +46,6 @@ class VocAnnotation(NamedTuple):
     names: list[str | None]
     boxes: list[Box | None]
     problems: list[tuple[int, str]]
-
-
-def parse_xml(data: bytes) -> Element:
-    """The root element of ``data``; ReadError for malformed or unsafe XML, or XML nested
-    deeper than :data:`MAX_NESTING`."""
-    root = _parse_xml(data)
-    if _may_nest_deeper(data):
-        deepest = 0
-        pending = [(root, 1)]
-        while pending:
-            element, depth = pending.pop()
-            deepest = max(deepest, depth)
-            if deepest > MAX_NESTING:
-                raise _too_deep()
-            pending.extend((child, depth + 1) for child in element)
-    return root
-
-
-def _may_nest_deeper(data: bytes) -> bool:
-    """False when ``data`` has too few start tags to nest deeper than :data:`MAX_NESTING`
-    (every ``<`` that does not begin ``</`` counts, comments and declarations too)."""
-    return data.count(b"<") - data.count(b"</") > MAX_NESTING
-
-
-def _too_deep() -> ReadError:
-    return ReadError(f"the XML nests elements more than {MAX_NESTING} levels deep: refused, no VOC "
-                     "annotation nests so deep")
-
-
-def _parse_xml(data: bytes) -> Element:
-    if not data.strip():
-        raise ReadError("empty file: no XML in it" if not data else "holds only whitespace, no XML")
-    if _needs_defused(data):
-        try:
-            return defusedxml.ElementTree.fromstring(data)
-        except defusedxml.EntitiesForbidden as exc:
-            if exc.sysid or exc.pubid:
-                raise ReadError(_external(exc.name, exc.sysid or exc.pubid)) from None
-            raise ReadError(
-                f"the XML declares the entity {exc.name!r}: refused, because entity expansion can "
-                "exhaust memory (billion laughs); VOC annotations never need entities") from None
-        except defusedxml.ExternalReferenceForbidden as exc:
-            raise ReadError(_external(None, exc.sysid or exc.pubid)) from None
-        except defusedxml.DefusedXmlException as exc:
-            raise ReadError(f"unsafe XML refused: {exc}") from None
-        except (ParseError, ValueError, LookupError) as exc:  # LookupError: unknown encoding
-            raise ReadError(f"malformed XML: {exc}") from None
-    try:
-        return XML(data)
-    except (ParseError, ValueError, LookupError) as exc:
-        raise ReadError(f"malformed XML: {exc}") from None
-
-
-def _external(name: str | None, target: str | None) -> str:
-    entity = f"entity {name!r}" if name else "entity"
-    return (f"the XML refers to the external {entity} {target or '?'!r}: refused, because it would "
-            "read another file or URL")
-
-
-def _needs_defused(data: bytes) -> bool:
-    if b"<!DOCTYPE" in data or b"\x00" in data[:4] or data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return True
-    if data.startswith(b"<?xml"):
-        end = data.find(b"?>", 0, 512)
-        match = _ENCODING.search(data, 0, end if end > 0 else 512)
-        if match and match.group(1).decode("ascii").lower() not in ASCII_COMPATIBLE:
-            return True
-    return False
 
 
 def read_voc(data: bytes) -> VocAnnotation:
@@ -231,7 +152,7 @@ def _read_plain(data: bytes) -> VocAnnotation | None:
         end = data.find(b"?>", start)
         if end < 0:
             return None
-        match = _ENCODING.search(data, start, end)
+        match = ENCODING.search(data, start, end)
         if match and match.group(1).lower() not in _PLAIN_ENCODINGS:
             return None
         start = end + 2
@@ -249,8 +170,8 @@ def _read_plain(data: bytes) -> VocAnnotation | None:
         parser.Parse(data, True)
     except ExpatError as exc:
         raise ReadError(f"malformed XML: {exc}") from None
-    if _may_nest_deeper(data) and _plain_depth(data, start) > MAX_NESTING:
-        raise _too_deep()
+    if may_nest_deeper(data) and _plain_depth(data, start) > MAX_NESTING:
+        raise too_deep()
     return _plain_annotation(data, root + 12)
 
 

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import itertools
 import os
-from functools import partial
-from typing import Iterator, Sequence
+from typing import Iterator
 
 from labelguard.core import storage
-from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec, class_list_spec
-from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.tasks import FileTask
 from labelguard.layouts.base import (
     CONTENT, IMAGES, LISTS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
 )
@@ -26,79 +24,20 @@ from labelguard.core.paths import DisplayNames, display_path, inside_root
 from labelguard.layouts.folders import walk_files
 from labelguard.layouts.lists import ListRule, Role, image_sets_rule, select_from_lists
 from labelguard.layouts.metadata import read_metadata
-from labelguard.layouts.pairing import labels_by_image, pair_files, strip_extension, unpaired_findings
+from labelguard.layouts.pairing import labels_by_image, pair_files, unpaired_findings
 from labelguard.layouts.voc_segmentation import discover_voc_segmentation, voc_segmentation_files
 from labelguard.readers.base import (
     IMAGE_EXTENSIONS, LABEL_MAP_FILE, PLAIN_NAME_FILES, ReadError, read_class_names, read_head,
 )
-from labelguard.rules._annotations import process_annotation, process_annotation_batch
+from labelguard.layouts.formats import AnnotationFormat, register_format
+from labelguard.layouts.voc import editor
+from labelguard.layouts.voc.record import process_voc, process_voc_batch, voc_record
+
+__all__ = ["discover_voc", "process_voc", "process_voc_batch", "voc_record"]
 
 ANNOTATION_DIRS = ("Annotations", "annotations", "Annotation", "annotation", "xml", "xmls")
 IMAGE_DIRS = ("JPEGImages", "images", "Images", "image", "img", "imgs")
 SPEC_FILES = (LABEL_MAP_FILE, *PLAIN_NAME_FILES)
-
-
-# ---- per-file processor -----------------------------------------------------------------
-
-OBJECT_HINT = ("Fix or remove the object: a VOC loader reads <name> and the four <bndbox> numbers "
-               "of every object and fails on this one.")
-
-
-def voc_record(task: FileTask) -> AnnotationRecord:
-    """One VOC XML as an annotation record: its named objects, their boxes inside ``<size>``,
-    and its ``<filename>`` resolved in the image folder."""
-    # Imported here: the XML parsers are some 3 ms of the start-up of audits that read no VOC file.
-    from labelguard.readers.voc import read_voc_file
-
-    annotation = read_voc_file(task.path)
-    names, boxes = annotation.names, annotation.boxes
-    places = None
-    if annotation.problems:
-        kept = [i for i, name in enumerate(names) if name is not None]
-        places = [i + 1 for i in kept]
-        names = [names[i] for i in kept]
-        boxes = [boxes[i] for i in kept]
-    sized = annotation.width > 0 and annotation.height > 0
-    image_dir = task.option("image_dir")
-    return AnnotationRecord(
-        task.display, "voc", "object", names, places, boxes,  # type: ignore[arg-type]
-        image_size=(annotation.width, annotation.height) if sized else None,
-        problems=annotation.problems, problem_hint=OBJECT_HINT,
-        image=_image_reference(task, annotation.filename, image_dir) if image_dir is not None else None,
-    )
-
-
-def process_voc(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Read one VOC XML and run the annotation rules on it."""
-    return process_annotation(task, spec, voc_record, "voc")
-
-
-def process_voc_batch(tasks: Sequence[FileTask], spec: LabelSpec) -> FileResult:
-    """:func:`process_voc` of a batch of files, merged (see :func:`process_annotation_batch`)."""
-    return process_annotation_batch(tasks, spec, voc_record, "voc")
-
-
-process_voc.batch = process_voc_batch  # type: ignore[attr-defined]
-
-
-def _image_reference(task: FileTask, filename: str | None, image_dir: str) -> ImageReference:
-    """``<filename>`` resolved in ``image_dir``; the image paired by name is accepted for a
-    ``<filename>`` that names it (with or without its extension)."""
-    image = task.image
-    filename = filename.strip() if filename else None
-    shown = task.option("image_folder") or display_path(image_dir)
-    reference = partial(ImageReference, "<filename>", filename, shown,
-                        paired=task.image_display if image else None,
-                        expected=f"{os.path.basename(strip_extension(task.path))}.*")
-    if not filename:
-        return reference()
-    if image is not None and (image.endswith(os.sep + filename) or image == filename
-                              or strip_extension(image).endswith(os.sep + filename)):
-        return reference(found=True)
-    target = os.path.join(image_dir, filename)
-    if storage.isabs(filename) or not inside_root(target, image_dir):
-        return reference(escapes=True)
-    return reference(found=storage.isfile(target))
 
 
 # ---- discovery --------------------------------------------------------------------------
@@ -325,3 +264,4 @@ def _voc_tasks(xmls: list[str], pairing, image_option: tuple) -> Iterator[FileTa
 discover_voc.detect = _detect_voc  # type: ignore[attr-defined]  # read by register_layout
 register_layout("voc", "Pascal VOC detection (Annotations/*.xml, JPEGImages, ImageSets/Main)", 0.77,
                 (LISTS, IMAGES))(discover_voc)
+register_format(AnnotationFormat("voc", (".xml",), process_voc, rename=editor.rename))

@@ -1,7 +1,7 @@
 """The ``csv`` layout: label tables in the dataset's folder (or the table given as the path):
 ``path,label`` CSVs, one-hot multi-label CSVs, ImageNet ``train.txt`` with ``synsets.txt``,
 Kaggle ``ann.txt``, MNIST-style ``label,pixels...`` CSVs, OpenMMLab annotation files
-(mmpretrain's ``ann.json``, :mod:`labelguard.readers.openmmlab`). A ``synsets.txt``/``labels.txt``/
+(mmpretrain's ``ann.json``, :mod:`labelguard.layouts.tables.data_list`). A ``synsets.txt``/``labels.txt``/
 ``classes.txt`` beside the table is the dataset's class list (ids index into it).
 
 Each table is one task: :func:`table_record` reads it into an annotation record (the files
@@ -19,9 +19,8 @@ import re
 
 from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.core.records import AnnotationRecord, ImageTable
-from labelguard.core.spec import LabelSpec, class_list_spec
-from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.spec import class_list_spec
+from labelguard.core.tasks import FileTask
 from labelguard.core.text import LISTED, noun, shorten
 from labelguard.errors import ColumnError
 from labelguard.core.paths import display_path
@@ -29,122 +28,24 @@ from labelguard.layouts.base import (
     CONTENT, IMAGES, METADATA_FILES, TABLES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
 )
 from labelguard.layouts.conventions import CLASS_TABLE_FILES
-from labelguard.layouts.references import resolve_names
 from labelguard.readers.base import CLASS_NAME_FILES, SYNSETS_FILE, ReadError, read_head
 from labelguard.readers.class_tables import is_class_table_text
 from labelguard.readers.colormap import COLOR_MAP_FILES
-from labelguard.readers.openmmlab import is_data_list_head, read_data_list
-from labelguard.readers.tabular import (
-    TABLE_EXTENSIONS, TableRows, UnknownColumn, head_layout, is_int, label_names_file, read_names, read_table,
-    table_text,
+from labelguard.layouts.formats import AnnotationFormat, ColumnOptions, register_format
+from labelguard.layouts.tables import editor
+from labelguard.layouts.tables.data_list import is_data_list_head
+from labelguard.layouts.tables.reader import (
+    TABLE_EXTENSIONS, UnknownColumn, head_layout, label_names_file, read_names, table_text,
 )
-from labelguard.rules._annotations import process_annotation
+from labelguard.layouts.tables.record import data_list_record, process_table, table_record
+
+__all__ = ["data_list_record", "discover_tables", "is_table", "process_table", "table_record"]
 
 NAME_FILES = frozenset({*CLASS_NAME_FILES, SYNSETS_FILE, "readme.txt", "license.txt", "requirements.txt",
                         "dataset.txt"})
 # Files that describe a dataset (class lists, colour maps such as CamVid's class_dict.csv),
 # never a table of samples.
 NOT_TABLES = NAME_FILES | METADATA_FILES | frozenset(COLOR_MAP_FILES)
-
-
-ROW_HINT = ("Fix or remove these rows: a Dataset that splits them fails (ValueError, IndexError) or reads "
-            "a wrong label when it reaches them.")
-
-
-def table_record(task: FileTask) -> AnnotationRecord:
-    """One label table as an annotation record: a row per line (its label a name, an integer
-    id when every label is one, or the names of a one-hot row), the files its path column
-    names as an image table looked up under the image folders, and what makes two rows the
-    same (path, label and the other cells). An OpenMMLab annotation file is a table too
-    (:func:`data_list_record`)."""
-    if task.path.lower().endswith(".json"):
-        return data_list_record(task)
-    table = read_table(task.path, task.option("path_column"), task.option("label_column"))
-    layout = table.layout
-    labels = table.labels
-    if not layout.onehot_columns and labels and all(is_int(label) for label in labels):
-        labels = [int(label) for label in labels]
-    if layout.path_column is not None:
-        images, image_of = _path_table(task, table)
-        keys = list(zip(table.paths, labels, table.rest or [""] * len(labels)))
-    else:  # MNIST-style: each row is a sample of its own
-        images = ImageTable("path", "file", "line", "line {}", [""] * len(labels), places=table.lines)
-        image_of, keys = list(range(len(labels))), None
-    return AnnotationRecord(
-        task.display, "csv", "line", labels, table.lines, keys=keys,
-        problems=table.problems, problem_count=table.problem_count, problem_hint=ROW_HINT,
-        images=images, image_of=image_of,
-        one_label_per_image=layout.path_column is not None and not table.rest and not layout.onehot_columns,
-    )
-
-
-def data_list_record(task: FileTask) -> AnnotationRecord:
-    """An OpenMMLab annotation file as an annotation record: an object per class id of each
-    sample (one for a single-label sample, each of a multi-label one's), placed at its
-    number (``data_list`` index + 1), with the ``img_path`` files looked up under the image folders. A
-    multi-task sample's ids are of its tasks' own classes: its image is looked for, its
-    labels are not checked."""
-    found = read_data_list(task.path)
-    labels: list[int] = []
-    places: list[int] = []
-    image_of: list[int] = []
-    for row, (sample, ids) in enumerate(zip(found.samples, found.labels)):
-        for label in ids or ():
-            labels.append(label)
-            places.append(sample + 1)  # the sample's number, 1-based as lines are
-            image_of.append(row)
-    images = _named_images(task, found.paths, found.samples, "img_path", "sample", "data_list[{}]")
-    return AnnotationRecord(
-        task.display, "csv", "sample", labels, places,
-        problems=found.problems, problem_count=found.problem_count,
-        problem_hint=SAMPLE_HINT, images=images, image_of=image_of,
-        keys=[(found.paths[row], label) for row, label in zip(image_of, labels)],
-        one_label_per_image=found.kind == "single-label",
-    )
-
-
-SAMPLE_HINT = ("Fix or remove these samples: mmengine's BaseDataset reads img_path and gt_label of every "
-               "sample and fails (KeyError, TypeError) or reads a wrong label when it reaches them.")
-
-
-def process_table(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Read one label table and run the annotation rules on it."""
-    return process_annotation(task, spec, table_record, "csv")
-
-
-# Its result is a function of the task, the spec, the table's bytes and the image folders'
-# listings and paths it notes (labelguard.core.cache).
-process_table.cacheable = True  # type: ignore[attr-defined]
-
-
-def _path_table(task: FileTask, table: TableRows) -> tuple[ImageTable, list[int]]:
-    """The distinct files a table names (each at the first line naming it), looked up under
-    the task's image folders, and each row's file."""
-    row_of: dict[str, int] = {}
-    names: list[str] = []
-    places: list[int] = []
-    image_of = []
-    for line, path in zip(table.lines, table.paths):
-        row = row_of.get(path)
-        if row is None:
-            row = row_of[path] = len(names)
-            names.append(path)
-            places.append(line)
-        image_of.append(row)
-    return _named_images(task, names, places, "path", "line", "line {}"), image_of
-
-
-def _named_images(task: FileTask, names: list[str], places: list[int], what: str, unit: str,
-                  place_format: str) -> ImageTable:
-    """The files ``names`` (each first named at its place of ``places``), looked up under the
-    task's image folders and kept inside its root."""
-    folder = os.path.dirname(storage.abspath(task.path))
-    bases = task.option("image_dirs") or (folder,)
-    root = task.option("root") or folder
-    missing, escaping = resolve_names(names, bases, storage.abspath(root))
-    return ImageTable(what, "file", unit, place_format, names, places=places,
-                      folders=tuple(display_path(b) for b in bases), root=display_path(root),
-                      looked_for=sum(1 for name in names if name), missing=missing, escaping=escaping)
 
 
 def _table_candidates(folder: str) -> list[str]:
@@ -174,7 +75,7 @@ def _table_files(folder: str, options: AuditOptions) -> list[str]:
 TABLE_HEAD = 1 << 16
 
 
-def _sniff_table(path: str, options: AuditOptions):
+def _sniff_table(path: str, options: ColumnOptions):
     """The table layout of a file (True for an OpenMMLab annotation file), or None; OSError
     or ReadError when it cannot be read."""
     head = read_head(path, TABLE_HEAD)  # one ranged request for an object of object storage
@@ -199,7 +100,7 @@ def _is_class_table(path: str) -> bool:
         return False
 
 
-def is_table(path: str, options: AuditOptions) -> bool:
+def is_table(path: str, options: ColumnOptions) -> bool:
     """True when the file ``path`` is a table of samples this layout reads (a class table, a
     file of another kind or one that cannot be read is not)."""
     try:
@@ -321,3 +222,5 @@ discover_tables.detect = _detect_tables  # type: ignore[attr-defined]  # read by
 register_layout("csv", "classification tables: CSV/TSV path + label columns, 'path label' lists "
                 "(ImageNet train.txt + synsets.txt), MNIST-style CSV, OpenMMLab data_list JSON (mmpretrain)",
                 0.29, (TABLES, IMAGES))(discover_tables)
+register_format(AnnotationFormat("csv", (".csv", ".tsv"), process_table, sniff=is_table, rename=editor.rename,
+                                 remap=editor.remap))

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import Iterator, Sequence, cast
+from typing import Iterator, Sequence
 
 from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.core.records import AnnotationRecord
 from labelguard.core.spec import LabelSpec, class_list_spec
-from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.tasks import FileTask
 from labelguard.core.text import clipped, plural
 from labelguard.layouts.base import (
     CONTENT, DECLARED, LISTS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
@@ -31,53 +30,17 @@ from labelguard.core.records import EntriesRecord, EntryProblem
 from labelguard.layouts.lists import ListRule, ListSelection, judged, resolve_declared, select_from_lists
 from labelguard.layouts.metadata import metadata_findings, read_metadata
 from labelguard.layouts.pairing import Pairing, derived_label, pair_derived, pair_files, unpaired_findings
-from labelguard.rules._annotations import process_annotation
 from labelguard.readers.base import DARKNET_NAME_FILES, IMAGE_EXTENSIONS, PLAIN_NAME_FILES, ReadError
-from labelguard.readers.yolo import (
-    DatasetFile, read_darknet_data, read_data_yaml, read_label_file, read_names,
-)
+from labelguard.layouts.yolo import editor
+from labelguard.layouts.yolo.reader import DatasetFile, read_darknet_data, read_data_yaml, read_names
+from labelguard.layouts.yolo.record import process_yolo, yolo_record
+from labelguard.layouts.formats import AnnotationFormat, register_format
+
+__all__ = ["discover_yolo", "label_files", "label_path", "process_yolo", "yolo_record"]
 
 YAML_NAMES = ("data.yaml", "data.yml", "dataset.yaml", "dataset.yml")
 NAMES_FILES = (*DARKNET_NAME_FILES, *PLAIN_NAME_FILES)  # darknet's first
 LABEL_DIRS = ("labels", "Labels", "Annotations", "annotations")
-
-
-# ---- per-file processor -----------------------------------------------------------------
-
-ROW_HINT = ("Fix or delete the row: Ultralytics drops the whole image as corrupt, darknet reads "
-            "garbage; the other rows of the file were checked.")
-
-
-def yolo_record(task: FileTask) -> AnnotationRecord:
-    """One YOLO label file as an annotation record: class ids by line, the values that must be
-    fractions of the image (LG302), box sizes (LG301) and rows as duplicates compare them."""
-    shape = task.option("keypoint_shape")
-    labels = read_label_file(task.path, shape[0] * shape[1] if shape else None)
-    keypoint_dims = shape[1] if shape else 2
-    normalised = [_checked_values(values, kind, keypoint_dims) for values, kind in zip(labels.values, labels.kinds)]
-    # A row outside [0, 1] is LG302's; its size is not judged again.
-    extents = [None if kind == "polygon" or min(checked) < 0.0 or max(checked) > 1.0 else values[2:4]
-               for values, kind, checked in zip(labels.values, labels.kinds, normalised)]
-    return AnnotationRecord(
-        task.display, "yolo", "row", list(labels.ids), list(labels.lines),
-        # A box or pose row starts with 4 box values: values[2:4] is its (width, height).
-        keys=list(zip(labels.ids, labels.values)), normalised=normalised,
-        extents=cast("list[tuple[float, float] | None]", extents),
-        problems=list(labels.problems), problem_hint=ROW_HINT,
-    )
-
-
-def process_yolo(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Read one label file and run the annotation rules on it."""
-    return process_annotation(task, spec, yolo_record, "yolo")
-
-
-def _checked_values(values: tuple[float, ...], kind: str, keypoint_dims: int) -> tuple[float, ...]:
-    """The values that must lie in [0, 1]: all of them, except pose visibility flags."""
-    if kind != "pose" or keypoint_dims != 3:
-        return values
-    keypoints = values[4:]
-    return values[:4] + tuple(v for i, v in enumerate(keypoints) if i % 3 != 2)
 
 
 # ---- discovery --------------------------------------------------------------------------
@@ -513,3 +476,4 @@ def _detect_yolo(root: str, options: AuditOptions) -> Evidence:
 discover_yolo.detect = _detect_yolo  # type: ignore[attr-defined]  # read by register_layout
 register_layout("yolo", "YOLO (data.yaml, obj.data/obj.names, images/ + labels/ .txt rows)", 0.41, (LISTS,))(
     discover_yolo)
+register_format(AnnotationFormat("yolo", (".txt",), process_yolo, remap=editor.remap))

@@ -5,7 +5,7 @@ the official ``train2017/`` folders, mmdet's ``<split>/``), Roboflow's
 ``<split>/_annotations.coco.json`` with the images beside it, a COCO file in the dataset's
 root (Kaggle "relaxed" COCO), or a COCO file given as the path.
 
-One file is one task: it is streamed once into columns (:mod:`labelguard.readers.coco`),
+One file is one task: it is streamed once into columns (:mod:`labelguard.layouts.coco.reader`),
 which :func:`coco_record` hands to the annotation rules as they are (numpy columns: a file
 can hold a million annotations), with what the rules need resolved first: each
 annotation's row in ``images``, the ``file_name``s looked up on disk, the categories of the
@@ -27,127 +27,26 @@ from __future__ import annotations
 import os
 import re
 
-import numpy as np
-
 from labelguard.rules._unread import unreadable
 from labelguard.core import storage
-from labelguard.core.cache import note_path
-from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, NamedFiles
 from labelguard.core.spec import LabelSpec
-from labelguard.core.tasks import FileResult, FileTask
+from labelguard.core.tasks import FileTask
 from labelguard.core.text import spans
 from labelguard.core.paths import display_path
 from labelguard.layouts.base import (
     CONTENT, IMAGES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
 )
-from labelguard.layouts.references import resolve_names
-from labelguard.readers.coco import (
-    CAPTION, NO_ID, CocoRecord, looks_like_coco, peek_categories, peek_file_name, read_coco,
-)
-from labelguard.rules._annotations import process_annotation
+from labelguard.layouts.coco import editor
+from labelguard.layouts.coco.reader import looks_like_coco, peek_categories, peek_file_name
+from labelguard.layouts.coco.record import coco_record, process_coco
+from labelguard.layouts.formats import AnnotationFormat, register_format
 from labelguard.rules.lg102 import category_index_map, short_map
 
-# Boxes may pass the image border by this many pixels (float rounding in exporters).
-BORDER_TOLERANCE = 1.0
+__all__ = ["coco_record", "discover_coco", "process_coco"]
+
 ANNOTATION_DIRS = ("annotations", "annotation", "Annotations")
 COCO_NAME = re.compile(r"^(instances|person_keypoints|captions|panoptic|stuff|image_info)_.+\.json$"
                        r"|^_annotations\.coco\.json$")
-
-# ---- per-file reader and processor --------------------------------------------------------------
-
-TYPE_HINT = ("Fix the types: ids and category_id are integers, bbox is [x, y, width, height] numbers, "
-             "segmentation is polygons (lists of x, y numbers) or RLE {size, counts}. Training code that "
-             "meets these elements raises (KeyError, TypeError) or drops them.")
-
-def coco_record(task: FileTask) -> AnnotationRecord:
-    """One COCO file as an annotation record: its annotations (panoptic segments) by column,
-    their category ids in the file's own class table, their boxes as corners, each one's row
-    in the file's image table, and the image files and panoptic PNGs looked up on disk."""
-    coco = read_coco(task.path)
-    categories = coco.category_of
-    has_box = ~np.isnan(coco.boxes).any(axis=1)
-    corners = coco.boxes.copy()
-    corners[:, 2:] += corners[:, :2]
-    # Duplicates: same image, category and bbox (bit for bit); columns viewed, not copied.
-    box_bits = coco.boxes.view(np.int64)
-    keys = (coco.image_of, categories, *(box_bits[:, k] for k in range(4)))
-    return AnnotationRecord(
-        task.display, "coco", "annotation", labels=categories, places=coco.ann_index + 1,
-        describe_place=coco.place, labelled=(categories != NO_ID) & (categories != CAPTION),
-        boxes=corners, box_style="xywh", border_tolerance=BORDER_TOLERANCE,
-        keys=keys, compared=has_box & (categories != NO_ID),
-        problem_groups=list(coco.problems.values()), problem_hint=TYPE_HINT,
-        images=_image_table(task, coco), image_of=_image_rows(coco), image_written=coco.image_of,
-        classes=_class_table(task, coco), mask_sizes=coco.rle_sizes, small_polygons=coco.small_polygons,
-        named_files=_panoptic_files(task, coco),
-    )
-
-
-def process_coco(task: FileTask, spec: LabelSpec) -> FileResult:
-    """Read one COCO file and run the annotation rules on it."""
-    return process_annotation(task, spec, coco_record, "coco")
-
-
-# Its result is a function of the task, the spec, the file's bytes and the image folders'
-# listings and paths it notes (labelguard.core.cache).
-process_coco.cacheable = True  # type: ignore[attr-defined]
-
-
-def _image_table(task: FileTask, coco: CocoRecord) -> ImageTable:
-    """``images`` with their files looked up in the image folders of the task (when it has
-    any), ``file_name``s that lead outside the dataset root told apart."""
-    bases: tuple[str, ...] = task.option("image_dirs") or ()
-    table = ImageTable(
-        "image file_name", "image file", "image", "images[{}]", coco.file_names, ids=coco.image_ids,
-        id_names={code: repr(text) for text, code in coco.string_ids.items()},
-        widths=coco.widths, heights=coco.heights, looked_for=len(coco.file_names),
-    )
-    if bases:
-        root = task.option("root") or bases[0]
-        table.missing, table.escaping = resolve_names(coco.file_names, bases, storage.abspath(root))
-        table.folders = tuple(display_path(b) for b in bases)
-        table.root = display_path(root)
-    return table
-
-
-def _image_rows(coco: CocoRecord) -> np.ndarray:
-    """For every annotation, its row in ``images``: -1 when its image id is not there, -2
-    when it has none."""
-    ids = coco.image_ids
-    written = coco.image_of
-    n = len(written)
-    unknown = np.where(written == NO_ID, -2, -1)
-    if not len(ids) or not n:
-        return unknown
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    at = np.minimum(np.searchsorted(sorted_ids, written), len(ids) - 1)
-    known = (sorted_ids[at] == written) & (written != NO_ID)
-    return np.where(known, order[at], unknown)
-
-
-def _class_table(task: FileTask, coco: CocoRecord) -> ClassTable:
-    """The file's categories, with the reference file's names of the same flavour (unless
-    this file is it) and the classes discovery took from the dataset."""
-    reference = task.option("reference")
-    if reference is None or reference[0] == task.path:
-        return ClassTable(coco.categories, discovered=task.option("discovered_classes"))
-    source, pairs, shown = reference
-    return ClassTable(coco.categories, tuple(name for _, name in pairs), shown, task.option("discovered_classes"))
-
-
-def _panoptic_files(task: FileTask, coco: CocoRecord) -> NamedFiles | None:
-    folder = task.option("panoptic_dir")
-    if not folder:
-        return None
-    missing = []
-    for index, name in coco.panoptic_files:
-        png = os.path.join(folder, name)
-        note_path(png)
-        if not storage.isfile(png):
-            missing.append(f"annotations[{index}] {name!r}")
-    return NamedFiles("panoptic PNG", display_path(folder), len(coco.panoptic_files), missing)
-
 
 # ---- discovery ---------------------------------------------------------------------------
 
@@ -353,3 +252,4 @@ discover_coco.detect = _detect_coco  # type: ignore[attr-defined]  # read by reg
 register_layout("coco", "COCO JSON (annotations/instances_*.json, Roboflow _annotations.coco.json)", 0.89,
                 (IMAGES,))(
     discover_coco)
+register_format(AnnotationFormat("coco", (".json",), process_coco, rename=editor.rename, remap=editor.remap))
