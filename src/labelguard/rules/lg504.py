@@ -1,5 +1,9 @@
-"""LG504: the definition of the code; the PyTorch runtime side (labelguard.torch) reports it."""
+"""LG504: the definition of the code, and the findings labelguard.torch reports with it from
+what it found in the parameters an optimizer holds."""
 
+from __future__ import annotations
+
+from labelguard.core.findings import Finding
 from labelguard.core.registry import define
 
 FROZEN_IN_OPTIMIZER = define(
@@ -17,3 +21,51 @@ that something else unfreezes later, or trainable parameters that no param group
     scope="runtime",
     fix_safety="display-only",
 )
+
+
+def frozen_parameters_optimised(parameters: list[str], listed: str) -> Finding:
+    """LG504 for the frozen ``parameters`` (requires_grad=False) a param group holds; ``listed``
+    shows the first few, each with the type of the module that holds it."""
+    return FROZEN_IN_OPTIMIZER.finding(
+        None,
+        f"{len(parameters)} frozen parameters (requires_grad=False) are in the optimizer: {listed}",
+        hint="Build the optimizer over the trainable parameters only: "
+        "Adam(p for p in model.parameters() if p.requires_grad).",
+        parameters=parameters, kind="frozen-in-optimizer",
+    )
+
+
+def trainable_parameters_missing(parameters: list[str], listed: str) -> Finding:
+    """LG504 for the trainable ``parameters`` of the model that no param group holds (``listed``
+    as for :func:`frozen_parameters_optimised`)."""
+    return FROZEN_IN_OPTIMIZER.finding(
+        None,
+        f"{len(parameters)} trainable parameters are in no param group, so they never change: {listed}",
+        hint="Add them to the optimizer (build it after the model is complete, e.g. after "
+        "replacing the head), or freeze them with requires_grad_(False).",
+        parameters=parameters, kind="trainable-missing",
+    )
+
+
+def parameters_in_two_groups(groups: dict[str, list[int]], listed: str) -> Finding:
+    """LG504 for parameters held by more than one param group: ``groups`` maps each one's name to
+    the numbers of its groups, ``listed`` shows the first few with their groups."""
+    return FROZEN_IN_OPTIMIZER.finding(
+        None,
+        f"{len(groups)} parameters are in more than one param group: {listed}",
+        hint="Give each parameter to exactly one group (e.g. split by name: decay / no decay).",
+        parameters=list(groups), groups=list(groups.values()), kind="in-two-groups",
+    )
+
+
+def foreign_tensors_optimised(shapes: list[list[int]], listed: str) -> Finding:
+    """LG504 for tensors in the optimizer that are not parameters of the model (``shapes``: the
+    shape of each, ``listed``: the first few shapes as messages show them)."""
+    return FROZEN_IN_OPTIMIZER.finding(
+        None,
+        f"{len(shapes)} tensors in the optimizer are not parameters of this model "
+        f"(shapes {listed}): the optimizer was built over another copy of the model",
+        hint="Build the optimizer after the model is final (after copy.deepcopy, "
+        "loading, wrapping) and over that model's parameters.",
+        shapes=shapes, kind="foreign-tensors",
+    )

@@ -1,5 +1,11 @@
-"""LG508: the definition of the code; the PyTorch runtime side (labelguard.torch) reports it."""
+"""LG508: the definition of the code, and the findings labelguard.torch reports with it from
+what it measured of the loss, gradient norm and activations of training."""
 
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from labelguard.core.findings import Finding
 from labelguard.core.registry import define
 
 DIVERGING = define(
@@ -17,3 +23,31 @@ torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # between backward() an
     "a warm-up; check the optimizer's betas/eps against the defaults.",
     scope="runtime",
 )
+
+
+def lower_the_step(lr: Any, optimizer: str, unusual: Mapping[str, tuple[Any, Any]]) -> str:
+    """The advice for training that grows: a smaller learning rate (``lr``, the first param
+    group's, None when there is none), gradient clipping, and the settings of ``optimizer`` (its
+    class name) that differ from its defaults (``unusual``: name -> (value, default))."""
+    lower = f" (lr={lr / 10:g} instead of {lr:g})" if isinstance(lr, (int, float)) else ""
+    hint = (f"Lower the learning rate{lower}, and clip gradients: "
+            "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) between loss.backward() and "
+            "optimizer.step(); a warm-up of the learning rate helps too")
+    if unusual:
+        differs = "; ".join(f"{k}={v} differs from {optimizer}'s default {d}" for k, (v, d) in unusual.items())
+        hint += f". {differs}, a safer start"
+    return hint + ". Left alone, such growth overflows into NaN within steps."
+
+
+def training_diverging(window: str, grew: list[str], optimizer: str, hint: str, *, step: int,
+                       module: str | None, growth: dict[str, float | None]) -> Finding:
+    """LG508 for training whose signals grew in the ``window`` of steps ("steps 401-416"):
+    ``grew`` says what grew and how much (the first module to grow, the gradient norm, the
+    loss), ``optimizer`` gives its settings ("" without one), ``hint`` the advice
+    (:func:`lower_the_step`); ``step`` and ``module`` name where the growth shows first,
+    ``growth`` each signal's ratio to its baseline."""
+    message = f"training is diverging ({window}): {'; '.join(grew)}"
+    if optimizer:
+        message += f". Optimizer {optimizer}"
+    return DIVERGING.finding(None, message, hint=hint, step=step, module=module, growth=growth,
+                             optimizer=optimizer or None)

@@ -40,7 +40,7 @@ from labelguard.rules._unread import load_failure
 from labelguard.rules.lg001 import UNREADABLE
 from labelguard.rules.lg003 import MISSING
 from labelguard.rules.lg004 import UNCLEAN_LIST
-from labelguard.rules.lg505 import TARGET_DTYPE
+from labelguard.rules.lg505 import no_checkable_target
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import clipped, plural
 from labelguard.errors import UnsupportedError, UsageError
@@ -236,7 +236,7 @@ class _SampleGuard:
             parts = target_arrays(target)
         except TargetProblem as problem:
             # The sample can be neither checked nor trained on: an error about it, named.
-            return self._error(TARGET_DTYPE.finding(None, str(problem)), sample, index, dataset, where)
+            return self._error(no_checkable_target(str(problem)), sample, index, dataset, where)
         findings = []
         image = select_input(sample)
         if self.check_inputs and image is not None:

@@ -25,13 +25,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from labelguard.rules.lg501 import LOSS_DOMAIN
-from labelguard.rules.lg502 import NON_FINITE
-from labelguard.rules.lg503 import HEAD_MISMATCH
-from labelguard.rules.lg505 import TARGET_DTYPE
+from labelguard.rules.lg501 import bce_target_outside_unit_range, logits_given_to_bce
+from labelguard.rules.lg502 import bce_input_non_finite, loss_target_non_finite
+from labelguard.rules.lg503 import head_mismatch_of_loss
+from labelguard.rules.lg505 import (
+    bce_target_not_float,
+    bce_target_shape_differs,
+    float_target_shape_differs,
+    index_target_not_int64,
+    index_target_shape_differs,
+)
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import plural
 from labelguard.errors import SpecError, UnsupportedError, UsageError
 from labelguard.torch._batch import BatchSamples, batch_item
 from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
@@ -157,43 +162,20 @@ def _index_call_findings(info, input, target, num_classes, ignore, where, check_
     classes = class_axis_size(input)
     findings = []
     if num_classes is not None and classes != num_classes:
-        findings.append(HEAD_MISMATCH.finding(
-            where,
-            f"{info.name} input has {classes} classes (shape {tuple(input.shape)}) but "
-            f"num_classes={num_classes}",
-            hint=f"Make the head's out_features/out_channels {num_classes}, or fix num_classes.",
-            outputs=classes, num_classes=num_classes,
-        ))
+        findings.append(head_mismatch_of_loss(where, info.name, classes, num_classes, tuple(input.shape)))
     if target.is_floating_point():
         if target.shape == input.shape:
             return findings  # class probabilities (label smoothing, mixup): any value is legal
-        findings.append(TARGET_DTYPE.finding(
-            where,
-            f"{info.name} got a {str(target.dtype).replace('torch.', '')} target of shape "
-            f"{tuple(target.shape)} for an input of shape {tuple(input.shape)}: float targets "
-            "are read as class probabilities and must have the input's shape",
-            hint="Pass class indices as int64: target.long().",
-            dtype=str(target.dtype),
-        ))
+        findings.append(float_target_shape_differs(where, info.name, str(target.dtype), tuple(target.shape),
+                                                   tuple(input.shape)))
         return findings
     expected = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.dim() >= 2 else ()
     if tuple(target.shape) != expected:
         squeezable = target.dim() == input.dim() and target.shape[1] == 1
-        findings.append(TARGET_DTYPE.finding(
-            where,
-            f"{info.name} target shape {tuple(target.shape)} does not fit input shape "
-            f"{tuple(input.shape)}: expected {expected}",
-            hint="Drop the channel axis of the target: target.squeeze(1)." if squeezable
-            else "Give the target the input's shape without the class axis.",
-            shape=list(target.shape), expected=list(expected),
-        ))
+        findings.append(index_target_shape_differs(where, info.name, tuple(target.shape), tuple(input.shape),
+                                                   expected, squeezable))
     if target.dtype != torch.long:
-        findings.append(TARGET_DTYPE.finding(
-            where,
-            f"{info.name} target dtype {str(target.dtype).replace('torch.', '')}: class indices "
-            "must be int64 (\"expected target dtype to be Long\")",
-            hint="Convert the target with .long().", dtype=str(target.dtype),
-        ))
+        findings.append(index_target_not_int64(where, info.name, str(target.dtype)))
     if not check_values:
         return sorted(findings, key=lambda f: -f.severity)
     findings.extend(_target_value_findings(target, classes, ignore, where))
@@ -222,11 +204,7 @@ def _told_call_findings(info, input, target, num_classes, ignore, where) -> list
     findings = _told_head_findings(info, input, target, num_classes, where)
     if target.is_floating_point() and target.shape == input.shape:
         if not all_finite(target):
-            stats = tensor_stats(target)
-            findings.append(NON_FINITE.finding(
-                where, f"{info.name} target holds {stats['nan']} NaN and "
-                f"{stats['posinf'] + stats['neginf']} Inf", **stats,
-                hint="Find where the dataset produces NaN targets (normalisation, failed lookups)."))
+            findings.append(loss_target_non_finite(where, info.name, tensor_stats(target)))
         return findings
     findings.extend(_target_value_findings(target, num_classes, ignore, where))
     return sorted(findings, key=lambda f: -f.severity)
@@ -239,33 +217,17 @@ def _told_head_findings(info, input, target, num_classes, where) -> list[Finding
                            and input.shape[2:] == target.shape[1:])
     if not shapes_show_classes or input.shape[1] == num_classes:
         return []
-    return [HEAD_MISMATCH.finding(
-        where,
-        f"{info.name} input has {input.shape[1]} classes (shape {tuple(input.shape)}, target "
-        f"{tuple(target.shape)}) but num_classes={num_classes}",
-        hint=f"Make the head's out_features/out_channels {num_classes}, or fix num_classes.",
-        outputs=int(input.shape[1]), num_classes=num_classes,
-    )]
+    return [head_mismatch_of_loss(where, info.name, int(input.shape[1]), num_classes, tuple(input.shape),
+                                  tuple(target.shape))]
 
 
 def _binary_call_findings(info, input, target, where, clean_calls=None) -> list[Finding]:
     findings = []
     if not target.is_floating_point():
-        findings.append(TARGET_DTYPE.finding(
-            where,
-            f"{info.name} target dtype {str(target.dtype).replace('torch.', '')}: BCE losses need "
-            "a float target (\"Found dtype Long but expected Float\")",
-            hint="Convert the target with .float().", dtype=str(target.dtype),
-        ))
+        findings.append(bce_target_not_float(where, info.name, str(target.dtype)))
         target = target.float()
     if target.shape != input.shape:
-        findings.append(TARGET_DTYPE.finding(
-            where,
-            f"{info.name} target shape {tuple(target.shape)} differs from input shape "
-            f"{tuple(input.shape)}",
-            hint="Give the target the input's shape (e.g. target.unsqueeze(1) for a (N, 1, H, W) output).",
-            shape=list(target.shape), expected=list(input.shape),
-        ))
+        findings.append(bce_target_shape_differs(where, info.name, tuple(target.shape), tuple(input.shape)))
         return findings
     input_ok = finite_mask(input) if info.logits else (input >= 0) & (input <= 1)
     if bool((input_ok & (target >= 0) & (target <= 1)).all()):  # one reduction, one sync
@@ -275,71 +237,19 @@ def _binary_call_findings(info, input, target, where, clean_calls=None) -> list[
     return sorted(findings, key=lambda f: -f.severity)
 
 
-def non_finite_output_hint(clean_calls: int | None) -> str:
-    """What a non-finite model output (a loss input) tells, by what was seen before it: the
-    causes it makes likely and the checks that tell them apart, never one it did not see."""
-    if clean_calls == 0:
-        return ("The output is non-finite at the first checked call: the batch or the initial "
-                "weights hold NaN/Inf, or a module's forward makes it. guard(dataset, ...) checks "
-                "every input for NaN (LG509); labelguard.torch.trace_nonfinite(model) names the "
-                "first module that produced it")
-    seen = (f"{plural(clean_calls, 'earlier call')} had finite input, so the output became "
-            "non-finite during training" if clean_calls else "Where it came from")
-    return (f"{seen}: the common cause is divergence (a learning rate too high for the optimizer, "
-            "no gradient clipping), which labelguard.torch.watch(model, optimizer) shows as loss, "
-            "gradient norm and activations growing before the NaN (LG508); "
-            "labelguard.torch.trace_nonfinite(model) names the first module whose output exploded; "
-            "audit_optimizer(model, optimizer) checks for frozen parameters in the optimizer and "
-            "freezes that do nothing (LG504/LG507)")
-
-
 def _binary_details(info, input, target, where, clean_calls=None) -> list[Finding]:
     findings = []
-    logits_hint = ("Use BCEWithLogitsLoss on the logits (numerically stable), or add "
-                   "torch.sigmoid before BCELoss.")
     stats = tensor_stats(input)
     if stats["nan"] or stats["posinf"] or stats["neginf"]:
-        hint = non_finite_output_hint(clean_calls)
-        hint += "." if info.logits else "; BCEWithLogitsLoss on logits is numerically safer than sigmoid + BCELoss."
-        findings.append(NON_FINITE.finding(
-            where,
-            f"{info.name} input holds {stats['nan']} NaN, {stats['posinf']} +Inf and "
-            f"{stats['neginf']} -Inf of {stats['numel']} values{_gpu_assert(info)}",
-            hint=hint, **stats,
-        ))
+        findings.append(bce_input_non_finite(where, info.name, stats, logits=info.logits, clean_calls=clean_calls))
     elif not info.logits and (stats["min"] < 0 or stats["max"] > 1):
-        findings.append(LOSS_DOMAIN.finding(
-            where,
-            f"{info.name} input outside [0, 1]: min {stats['min']:.4g}, max {stats['max']:.4g}; "
-            f"the model gives logits, not probabilities{_gpu_assert(info)}",
-            hint=logits_hint, **stats,
-        ))
+        findings.append(logits_given_to_bce(where, info.name, stats))
     target_stats = tensor_stats(target)
     if target_stats["nan"] or target_stats["posinf"] or target_stats["neginf"]:
-        findings.append(NON_FINITE.finding(
-            where,
-            f"{info.name} target holds {target_stats['nan']} NaN and "
-            f"{target_stats['posinf'] + target_stats['neginf']} Inf",
-            hint="Find where the dataset produces NaN targets (normalisation, failed lookups).",
-            **target_stats,
-        ))
+        findings.append(loss_target_non_finite(where, info.name, target_stats))
     elif target_stats["min"] < 0 or target_stats["max"] > 1:
-        scaled = target_stats["max"] == 255
-        findings.append(LOSS_DOMAIN.finding(
-            where,
-            f"{info.name} target outside [0, 1]: min {target_stats['min']:g}, max {target_stats['max']:g}",
-            hint="Binary masks stored as 0/255: divide by 255." if scaled
-            else "Scale the targets into [0, 1].",
-            **target_stats,
-        ))
+        findings.append(bce_target_outside_unit_range(where, info.name, target_stats))
     return findings
-
-
-def _gpu_assert(info: LossInfo) -> str:
-    if info.logits:
-        return ""
-    return (". On a GPU this is the device-side assert "
-            "\"input_val >= zero && input_val <= one\" in binary_cross_entropy")
 
 
 class CheckedLoss(nn.Module):

@@ -9,10 +9,15 @@ from typing import Iterable
 import torch
 from torch import nn
 
-from labelguard.rules.lg504 import FROZEN_IN_OPTIMIZER
-from labelguard.rules.lg507 import NOOP_FREEZE
+from labelguard.rules.lg504 import (
+    foreign_tensors_optimised,
+    frozen_parameters_optimised,
+    parameters_in_two_groups,
+    trainable_parameters_missing,
+)
+from labelguard.rules.lg507 import attribute_freezes_nothing, declared_freeze_missed
 from labelguard.core.findings import Finding
-from labelguard.core.text import did_you_mean, plural, shorten, verb
+from labelguard.core.text import did_you_mean, shorten
 from labelguard.errors import UsageError
 from labelguard.torch._tensors import module_label
 
@@ -93,31 +98,11 @@ def freeze_findings(
     if flagged:
         modules = shorten(flagged.items(), _LISTED, lambda item: module_label(*item))
         listed = list(parameters)
-        findings.append(NOOP_FREEZE.finding(
-            None,
-            f"{modules} {verb(len(flagged), 'sets')} requires_grad = False as a plain attribute, "
-            f"which freezes nothing: {plural(len(listed), 'parameter')} still "
-            f"{verb(len(listed), 'has')} requires_grad=True and "
-            f"{verb(len(listed), 'is')} trained: {_listed(model, listed)}",
-            hint="Call the module's method instead, self.requires_grad_(False) (with the "
-            "underscore), or set p.requires_grad = False for each p in self.parameters(); then "
-            "build the optimizer over p for p in model.parameters() if p.requires_grad.",
-            modules=list(flagged), parameters=listed, kind="attribute",
-        ))
+        findings.append(attribute_freezes_nothing(list(flagged), modules, listed, _listed(model, listed)))
     declared = _declared(model, frozen or ())
     loose = [n for n, p in declared.items() if trained(p) and n not in parameters]
     if loose:
-        findings.append(NOOP_FREEZE.finding(
-            None,
-            f"{plural(len(loose), 'parameter')} declared frozen still "
-            f"{verb(len(loose), 'has')} requires_grad=True and {verb(len(loose), 'is')} trained: "
-            f"{_listed(model, loose)}; the freeze did not reach "
-            f"{'it' if len(loose) == 1 else 'them'} (requires_grad_ on a copy.deepcopy, on "
-            "p.data or on a state_dict() tensor changes that copy only)",
-            hint="Freeze the model's own parameters: model.get_submodule(name).requires_grad_(False), "
-            "or p.requires_grad = False for p in that module's parameters() (not state_dict()).",
-            parameters=loose, kind="declared",
-        ))
+        findings.append(declared_freeze_missed(loose, _listed(model, loose)))
     return findings
 
 
@@ -162,45 +147,19 @@ def _optimizer_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> l
     findings = []
     frozen = [names[i] for i, p in tensors.items() if i in names and not p.requires_grad]
     if frozen:
-        findings.append(FROZEN_IN_OPTIMIZER.finding(
-            None,
-            f"{len(frozen)} frozen parameters (requires_grad=False) are in the optimizer: "
-            f"{_listed(model, frozen)}",
-            hint="Build the optimizer over the trainable parameters only: "
-            "Adam(p for p in model.parameters() if p.requires_grad).",
-            parameters=frozen, kind="frozen-in-optimizer",
-        ))
+        findings.append(frozen_parameters_optimised(frozen, _listed(model, frozen)))
     missing = [n for n, p in model.named_parameters() if p.requires_grad and id(p) not in tensors]
     if missing:
-        findings.append(FROZEN_IN_OPTIMIZER.finding(
-            None,
-            f"{len(missing)} trainable parameters are in no param group, so they never change: "
-            f"{_listed(model, missing)}",
-            hint="Add them to the optimizer (build it after the model is complete, e.g. after "
-            "replacing the head), or freeze them with requires_grad_(False).",
-            parameters=missing, kind="trainable-missing",
-        ))
+        findings.append(trainable_parameters_missing(missing, _listed(model, missing)))
     shared = {names.get(i, f"<tensor {tuple(tensors[i].shape)}>"): g
               for i, g in groups_of.items() if len(g) > 1}
     if shared:
         listed = shorten(shared.items(), _LISTED, lambda item: f"{item[0]} (groups {', '.join(map(str, item[1]))})")
-        findings.append(FROZEN_IN_OPTIMIZER.finding(
-            None,
-            f"{len(shared)} parameters are in more than one param group: {listed}",
-            hint="Give each parameter to exactly one group (e.g. split by name: decay / no decay).",
-            parameters=list(shared), groups=list(shared.values()), kind="in-two-groups",
-        ))
+        findings.append(parameters_in_two_groups(shared, listed))
     foreign = [t for i, t in tensors.items() if i not in names]
     if foreign:
         shapes = shorten(foreign, _LISTED, lambda t: str(tuple(t.shape)))
-        findings.append(FROZEN_IN_OPTIMIZER.finding(
-            None,
-            f"{len(foreign)} tensors in the optimizer are not parameters of this model "
-            f"(shapes {shapes}): the optimizer was built over another copy of the model",
-            hint="Build the optimizer after the model is final (after copy.deepcopy, "
-            "loading, wrapping) and over that model's parameters.",
-            shapes=[list(t.shape) for t in foreign], kind="foreign-tensors",
-        ))
+        findings.append(foreign_tensors_optimised([list(t.shape) for t in foreign], shapes))
     return findings
 
 

@@ -37,8 +37,9 @@ from labelguard.rules._runtime import finding_of
 from labelguard.rules.lg104 import one_class_reaches_the_loss
 from labelguard.rules.lg201 import ignore_value_not_the_losses, negative_not_ignored_by_the_loss
 from labelguard.rules.lg204 import NON_INTEGER
-from labelguard.rules.lg503 import HEAD_MISMATCH
-from labelguard.rules.lg506 import INDEX_OUT_OF_TABLE
+from labelguard.rules.lg501 import one_hot_ignore_present
+from labelguard.rules.lg503 import class_weights_differ_from_head, head_differs_from_num_classes, targets_past_the_head
+from labelguard.rules.lg506 import ids_past_the_embedding
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import IGNORE_REDUCED, LabelSpec
 from labelguard.core.text import plural, shorten
@@ -48,7 +49,6 @@ from labelguard.torch._targets import (
     LossMode,
     TargetRules,
     TargetSelector,
-    one_hot_finding,
     as_array,
     errors_of,
     select_input,
@@ -301,7 +301,7 @@ class _Preflight:
             present = sorted(v for v in self.counts
                              if self.spec.is_ignored(v, reduce=False) or not head.is_legal(v, reduce=False))
             self.report.findings.append(
-                one_hot_finding(where, present or [IGNORE_REDUCED], self.info.name))
+                one_hot_ignore_present(where, present or [IGNORE_REDUCED], self.info.name))
             self.loss_failed = True
 
     def _cross_check(self) -> None:
@@ -311,13 +311,7 @@ class _Preflight:
                      if report.head else "the model output")
         n = spec.effective_num_classes
         if classes and n is not None and not self.binary and classes != n:
-            report.findings.append(HEAD_MISMATCH.finding(
-                None,
-                f"the model outputs {classes} classes ({head_name}, output shape "
-                f"{report.output_shape}) but num_classes={n}",
-                hint=f"Build the head with {n} outputs (background included), or fix num_classes.",
-                outputs=classes, num_classes=n,
-            ))
+            report.findings.append(head_differs_from_num_classes(classes, head_name, report.output_shape, n))
         if self.binary or not classes or not counts:
             return
         ignore = self.loss_ignore | set(spec.ignore)
@@ -326,17 +320,7 @@ class _Preflight:
         outside = [v for v in seen if not head.is_legal(v, reduce=False)]
         too_large = [v for v in outside if v >= 0]
         if too_large:
-            hint = (f"num_classes must be {max(too_large) + 1} (build the head with that many "
-                    "outputs), or remap the values")
-            if 0 in counts and max(too_large) == classes:
-                hint += "; if 0 means 'unlabelled' (ADE20K style), set reduce_zero_label=True"
-            report.findings.append(HEAD_MISMATCH.finding(
-                None,
-                f"the model outputs {classes} classes ({head_name}) but the targets hold "
-                f"{', '.join(map(str, seen[:20]))}: {', '.join(map(str, too_large[:10]))} index "
-                "past the logits (on a GPU: the \"device-side assert triggered\" in the loss)",
-                hint=hint + ".", outputs=classes, values=too_large,
-            ))
+            report.findings.append(targets_past_the_head(classes, head_name, seen, too_large, 0 in counts))
         negative = [v for v in outside if v < 0]
         if negative and not spec.is_known:
             report.findings.append(negative_not_ignored_by_the_loss(negative, info.ignore_index if info else None))
@@ -347,15 +331,8 @@ class _Preflight:
         if self._weight_mismatch():
             # not a user mistake: _weight_mismatch holds only for a loss with a weight tensor
             assert info is not None and info.weight is not None
-            weight = info.weight
-            report.findings.append(HEAD_MISMATCH.finding(
-                None,
-                f"{info.name}(weight=...) has {weight.numel()} entries but {head_name} gives "
-                f"{classes} classes",
-                hint=f"Give one weight per class ({classes}, background included); the ignore "
-                "value needs no weight.",
-                weight_length=int(weight.numel()), outputs=classes,
-            ))
+            report.findings.append(
+                class_weights_differ_from_head(info.name, int(info.weight.numel()), head_name, classes))
         classes_seen = [v for v in seen if 0 <= v < classes]
         if len(classes_seen) == 1 and classes >= 2 and (
                 spec.reduce_zero_label or set(counts) == {classes_seen[0], IGNORE_REDUCED}):
@@ -390,22 +367,7 @@ def _check_ids(name: str, module: nn.Embedding, inputs: tuple, report: Preflight
     if int(ids.min()) >= 0 and int(ids.max()) < size:
         return
     bad = ids[(ids < 0) | (ids >= size)]
-    values = sorted(set(bad.tolist()))
-    if "token_type" in name:
-        hint = (f"token_type_ids must be < type_vocab_size ({size}): pass token_type_ids=None "
-                "(or zeros) for single-segment input, or load a config with a larger "
-                "type_vocab_size.")
-    else:
-        hint = ("The tokenizer has more tokens than the embedding has rows: "
-                "model.resize_token_embeddings(len(tokenizer)) after adding tokens, or fix the ids.")
-    report.findings.append(INDEX_OUT_OF_TABLE.finding(
-        None,
-        f"ids {', '.join(map(str, values[:10]))} ({bad.numel()} of {ids.numel()}) go into "
-        f"'{name}' (Embedding) whose table has num_embeddings={size} rows (valid ids "
-        f"0..{size - 1}). On a GPU this is the \"srcIndex < srcSelectDimSize\" device-side "
-        "assert, on the CPU \"index out of range in self\"",
-        hint=hint, module=name, values=values[:20], num_embeddings=size,
-    ))
+    report.findings.append(ids_past_the_embedding(name, sorted(set(bad.tolist())), bad.numel(), ids.numel(), size))
     raise _EmbeddingOverflow(name)
 
 

@@ -21,9 +21,9 @@ from labelguard.rules.lg206 import tensor_sizes_differ
 from labelguard.rules.lg204 import cast_from_nan
 from labelguard.core.rules import screened
 from labelguard.rules._runtime import binary_target_findings, id_findings, tensor_findings
-from labelguard.rules.lg501 import LOSS_DOMAIN
-from labelguard.rules.lg505 import TARGET_DTYPE
-from labelguard.rules.lg509 import INPUT_INVALID
+from labelguard.rules.lg501 import one_hot_ignore_present
+from labelguard.rules.lg505 import target_holds_no_numbers, target_not_float_for_bce, target_not_int64_for_loss
+from labelguard.rules.lg509 import input_non_finite, input_outside_range
 from labelguard.core.findings import Finding, Severity
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import clipped, shorten, show_name
@@ -348,10 +348,7 @@ class TargetRules:
         own dtype when the array had to take another (bfloat16, quantized: see as_array)."""
         dtype = dtype or str(array.dtype)
         if array.dtype.kind not in "biuf":
-            return [TARGET_DTYPE.finding(
-                display, f"target dtype {dtype} holds no real numbers",
-                dtype=dtype,
-            )]
+            return [target_holds_no_numbers(display, dtype)]
         if self.mode is LossMode.BINARY:
             return _binary_findings(display, array, self.loss_name or "BCE loss", dtype)
         findings = self._dtype_findings(display, array, dtype)
@@ -365,7 +362,7 @@ class TargetRules:
         if self.mode is LossMode.ONE_HOT:
             present = [v for v in values.tolist() if self.spec.is_ignored(v)]
             if present:
-                findings.insert(0, one_hot_finding(display, present, self.loss_name))
+                findings.insert(0, one_hot_ignore_present(display, present, self.loss_name))
         # A NaN says more than the dtype it arrived in: it is named first among the errors.
         return sorted(findings, key=lambda f: (-f.severity, not _names_non_finite(f)))
 
@@ -388,20 +385,8 @@ class TargetRules:
     def _dtype_findings(self, display: str | None, array: np.ndarray, dtype: str) -> list[Finding]:
         if self.loss_name is None or dtype == "int64":
             return []
-        loss = self.loss_name
-        if _quantized(dtype):
-            why = f"{loss} takes no quantized tensor"
-        elif array.dtype.kind == "f":
-            why = f"{loss} reads float targets as class probabilities"
-        else:
-            why = f"{loss} needs int64 class indices"
-        return [TARGET_DTYPE.finding(
-            display,
-            f"target dtype {dtype} for {loss}: {why} "
-            f"(\"expected target dtype to be Long\")",
-            hint="Return class-index targets as int64: torch.as_tensor(mask, dtype=torch.long).",
-            dtype=dtype,
-        )]
+        return [target_not_int64_for_loss(display, dtype, self.loss_name, quantized=_quantized(dtype),
+                                          floating=array.dtype.kind == "f")]
 
 
 def _names_non_finite(finding: Finding) -> bool:
@@ -411,30 +396,9 @@ def _names_non_finite(finding: Finding) -> bool:
 
 
 
-def one_hot_finding(display: str | None, present: list[int], loss_name: str | None) -> Finding:
-    loss = loss_name or "a one_hot/Dice loss"
-    values = ", ".join(str(v) for v in present)
-    return LOSS_DOMAIN.finding(
-        display,
-        f"one_hot with ignore value {values} present: {loss} turns targets into one-hot "
-        "vectors and cannot skip ignore values (F.one_hot: \"Class values must be smaller than "
-        "num_classes\"; on a GPU a device-side assert)",
-        hint=f"Mask the ignore pixels before one_hot (target = target.clone(); "
-        f"target[target == {present[0]}] = 0, and zero their loss weight), or use a Dice "
-        "implementation with an ignore_index.",
-        values=present,
-    )
-
-
 def _binary_findings(display: str | None, array: np.ndarray, loss: str, dtype: str) -> list[Finding]:
     if array.dtype.kind != "f" or _quantized(dtype):
-        return [TARGET_DTYPE.finding(
-            display,
-            f"target dtype {dtype} for {loss}: BCE losses need float targets "
-            "(\"Found dtype Long but expected Float\")",
-            hint="Return the target as float: torch.as_tensor(mask, dtype=torch.float32).",
-            dtype=dtype,
-        )]
+        return [target_not_float_for_bce(display, dtype, loss)]
     return binary_target_findings(display, array, loss)
 
 
@@ -480,22 +444,14 @@ def input_finding(display: str | None, value: Any, name: str,
         return None
     if array is None or array.size == 0 or array.dtype.kind not in "iuf":
         return None
-    described = f"the input ({name}, {array.dtype} {tuple(array.shape)})"
+    dtype, shape = str(array.dtype), tuple(array.shape)
     # One pass over a float input: its sum is finite unless some value is not (integers always are).
     if array.dtype.kind == "f" and not np.isfinite(array.sum(dtype=np.float64 if array.itemsize < 4 else None)):
         finite = np.isfinite(array)
         bad = int(array.size - np.count_nonzero(finite))
         if bad:
             nan = int(np.count_nonzero(np.isnan(array)))
-            return INPUT_INVALID.finding(
-                display,
-                f"{described} holds {nan} NaN and {bad - nan} Inf of {array.size} values; the "
-                "model turns them into NaN activations, then a NaN loss and NaN weights",
-                hint="Find where the sample gets NaN/Inf: a corrupt file, or a normalisation "
-                "that divides by zero (std of a constant image); re-export the file or add an "
-                "epsilon to the divisor.",
-                non_finite=bad, nan=nan, inf=bad - nan, numel=int(array.size),
-            )
+            return input_non_finite(display, name, dtype, shape, nan=nan, non_finite=bad, numel=int(array.size))
     if input_range is None:
         return None
     low, high = input_range
@@ -503,15 +459,8 @@ def input_finding(display: str | None, value: Any, name: str,
     if smallest >= low and largest <= high:
         return None
     outside = int(np.count_nonzero((array < low) | (array > high)))
-    return INPUT_INVALID.finding(
-        display,
-        f"{described} ranges over [{float(smallest):g}, {float(largest):g}]; {outside} of "
-        f"{array.size} values are outside the declared input_range [{low:g}, {high:g}]",
-        hint="Scale the input as the model expects (images read as 0..255 where 0..1 is "
-        "expected: divide by 255), or declare the range the data really has.",
-        min=float(smallest), max=float(largest), outside=outside, numel=int(array.size),
-        expected=[low, high],
-    )
+    return input_outside_range(display, name, dtype, shape, smallest=float(smallest), largest=float(largest),
+                               outside=outside, numel=int(array.size), expected=input_range)
 
 
 def errors_of(findings: list[Finding]) -> list[Finding]:

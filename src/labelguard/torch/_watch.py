@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from labelguard.rules.lg502 import NON_FINITE
-from labelguard.rules.lg508 import DIVERGING
+from labelguard.rules.lg502 import training_became_non_finite
+from labelguard.rules.lg508 import lower_the_step, training_diverging
 from labelguard.core.findings import Finding
 from labelguard.core.text import shorten
 from labelguard.errors import UsageError
@@ -261,18 +261,11 @@ class DivergenceWatch:
                 base, (start, end) = self._baseline[signal]
                 parts.append(f"{name} {base:.3g} ({_steps(start, end)}) -> {largest:.3g} ({_times(grown)})")
         settings, unusual = _optimizer_settings(self.optimizer)
-        message = f"training is diverging ({_steps(*steps)}): {'; '.join(parts)}"
-        if settings:
-            message += f". Optimizer {settings}"
-        hint = _lower_the_step(self.optimizer, unusual)
-        finding = DIVERGING.finding(
-            None, message, hint=hint,
+        self._emit(training_diverging(
+            _steps(*steps), parts, settings, _lower_the_step(self.optimizer, unusual),
             step=module[1] if module else steps[0], module=self.modules[module[0]] if module else None,
-            growth={"loss": grown_loss[0], "grad_norm": grown_grad[0],
-                    "module": module[2] if module else None},
-            optimizer=settings or None,
-        )
-        self._emit(finding)
+            growth={"loss": grown_loss[0], "grad_norm": grown_grad[0], "module": module[2] if module else None},
+        ))
 
     def _growth(self, signal: Any, series: np.ndarray, steps: tuple[int, int]) -> tuple[float, float | None]:
         """(largest / typical value of its first window, largest) for one signal of a window;
@@ -333,21 +326,10 @@ class DivergenceWatch:
         step = first + offset + 1
         before, grew = self._story_before(first, offset, loss, grad, rows)
         settings, unusual = _optimizer_settings(self.optimizer)
-        if self._diverged:
-            hint = ("The growth reported before it (LG508) ended in an overflow: lower the learning "
-                    "rate, clip gradients; trace_nonfinite(model) names where it overflows.")
-        elif grew:
-            hint = _lower_the_step(self.optimizer, unusual)
-        else:
-            hint = ("The steps before it show no growth, so this is not a slow divergence: look "
-                    "for a NaN/Inf in the batch (guard(dataset, ...) checks inputs, LG509), an "
-                    "unsafe operation (log(0), division by a zero count, float16 overflow; "
-                    "trace_nonfinite(model) names the module), or a single huge gradient "
-                    "(clip gradients).")
-        message = f"{what} became non-finite at step {step}; {before}"
-        if settings:
-            message += f". Optimizer {settings}"
-        self._emit(NON_FINITE.finding(None, message, hint=hint, step=step, signal=what))
+        self._emit(training_became_non_finite(
+            what, step, before, settings, after_divergence=self._diverged,
+            growth_hint=_lower_the_step(self.optimizer, unusual) if grew else None,
+        ))
 
     def _story_before(self, first: int, offset: int, loss: np.ndarray, grad: np.ndarray,
                       rows: np.ndarray) -> tuple[str, bool]:
@@ -509,16 +491,10 @@ def _plain(value: Any) -> Any:
 
 
 def _lower_the_step(optimizer: torch.optim.Optimizer | None, unusual: dict[str, tuple[Any, Any]]) -> str:
+    """LG508's advice for ``optimizer`` (:func:`labelguard.rules.lg508.lower_the_step`), with
+    its learning rate and the ``unusual`` settings of :func:`_optimizer_settings`."""
     lr = optimizer.param_groups[0].get("lr") if optimizer is not None and optimizer.param_groups else None
-    lower = f" (lr={_plain(lr) / 10:g} instead of {_plain(lr):g})" if isinstance(_plain(lr), (int, float)) else ""
-    hint = (f"Lower the learning rate{lower}, and clip gradients: "
-            "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) between loss.backward() and "
-            "optimizer.step(); a warm-up of the learning rate helps too")
-    if unusual:
-        differs = "; ".join(f"{k}={v} differs from {type(optimizer).__name__}'s default {d}"
-                            for k, (v, d) in unusual.items())
-        hint += f". {differs}, a safer start"
-    return hint + ". Left alone, such growth overflows into NaN within steps."
+    return lower_the_step(_plain(lr), type(optimizer).__name__, unusual)
 
 
 def watch(
