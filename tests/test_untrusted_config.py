@@ -226,7 +226,8 @@ def test_labels_and_layout_hints_of_a_found_config_apply_and_are_named(tmp_path,
     config.write_text('[labels]\nnum_classes = 2\n\n[audit]\ncolor_map = "palette/colours.txt"\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)  # the colour map is found relative to the config, not to here
     report = audit("dataset/masks", workers=1)
-    assert report.outside_spec() and {f.code for f in report.findings} == {"LG201"}  # 2 is outside num_classes 2
+    # 2 is outside num_classes 2, and the colour map's third name disagrees with the config's count
+    assert report.outside_spec() and {f.code for f in report.findings} == {"LG201", "LG214"}
     assert report.summary.found_values() == [0, 1, 2]  # the colours decoded by the config's map
     use = use_of(report, "labelguard.toml")
     assert (use.path, use.trusted, use.applied, use.refused) == (

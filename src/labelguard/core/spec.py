@@ -375,8 +375,15 @@ class LabelSpec:
     @property
     def count_disagrees(self) -> bool:
         """True when a class list and num_classes of another length are both given: the
-        count then decides which ids are legal."""
+        count then decides which ids are legal (LG214 reports it)."""
         return self.classes is not None and self.num_classes is not None and len(self.classes) != self.num_classes
+
+    def legal_class_names(self) -> tuple[str, ...]:
+        """The class names whose index is a class value: all of them, less those past
+        num_classes when a count that disagrees decides; () without a class list."""
+        if self.classes is None:
+            return ()
+        return self.classes[:self.num_classes] if self.count_disagrees else self.classes
 
     def origin(self, part: str) -> str | None:
         """The file or flag that gave ``part`` (one of :data:`PARTS`), when known."""
@@ -400,26 +407,23 @@ class LabelSpec:
         return "; ".join(f"{part} from {origin}" for part, origin in shown)
 
     def provenance_notes(self) -> list[str]:
-        """What the report must state about where the spec came from: a class list and a
-        count that disagree, a part one layer replaced in another, a spec that only a
-        class-name file beside the data gives."""
+        """What the report must state about where the spec came from: a part one layer
+        replaced in another, a class list one name shorter than the count (the background left
+        out; any other disagreement of a list and a count is a finding, LG214), a spec that only
+        a class-name file beside the data gives."""
         notes = list(self.notes)
         if self.tokens is not None:
             notes.append(f"token spec: {self.tokens.describe()}")
             notes.extend(self.tokens.notes)
-        if self.count_disagrees:
-            # count_disagrees holds only when both are given
-            assert self.classes is not None and self.num_classes is not None  # not a user mistake: see above
+        if self.count_disagrees and self.classes is not None and len(self.classes) + 1 == self.num_classes:
+            # The one disagreement of a list and a count that a convention explains (torchvision's
+            # detection heads count the background): a note; LG214 reports any other.
             names = len(self.classes)
-            guess = ""
-            if names + 1 == self.num_classes:
-                guess = " (the names may leave out the background)"
-            elif names == self.num_classes + 1:
-                guess = " (the names may include a background or ignore entry that is not a class)"
             notes.append(
                 f"{names} class names ({self.origin('classes') or 'class list'}) but num_classes="
-                f"{self.num_classes} ({self.origin('num_classes') or 'count'}){guess}: values are checked "
-                f"against num_classes={self.num_classes}, the names name values 0..{names - 1}")
+                f"{self.num_classes} ({self.origin('num_classes') or 'count'}) (the names may leave out the "
+                f"background): values are checked against num_classes={self.num_classes}, the names name values "
+                f"0..{names - 1}")
         classes_origin = self.origin("classes") or ""
         if classes_origin.endswith(BESIDE_DATA):
             shown = classes_origin[:-len(BESIDE_DATA)].rstrip()

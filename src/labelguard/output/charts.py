@@ -80,7 +80,7 @@ def class_chart(report) -> str | None:
     if not objects:
         return None
     ranked = sorted(objects, key=lambda name: (-objects[name], name))[:LISTED]
-    names = set() if report.specs else set(report.spec.classes or ())
+    names = set() if report.specs else set(report.spec.legal_class_names())
     colours = [UNJUDGED if not names else (IN_SPEC if name in names else OUTSIDE) for name in ranked]
     with _figure(6.0, max(2.0, 0.28 * len(ranked) + 1.0)) as figure:
         axes = figure.subplots()

@@ -198,7 +198,7 @@ class TextFormatter(Formatter):
         out("Classes")
         out(f"  {'class':<24} {'objects':>9} {'images':>8}  in spec")
         # datasets with different specs: each file's findings say which names are unknown
-        names = set() if mixed else set(report.spec.classes or ())
+        names = set() if mixed else set(report.spec.legal_class_names())
         ranked = sorted(summary.class_objects, key=lambda n: (-summary.class_objects[n], n))
         for name in ranked[:CLASS_ROWS]:
             verdict = "-" if not names else ("yes" if name in names else "NO")
