@@ -78,6 +78,7 @@ CASES = {
         "file": "BCECriterion.cu", "line": 57, "condition": "*input >= 0. && *input <= 1.",
     }),
     "cpu_bce_input.log": ("bce-input-out-of-range", {"error_type": "RuntimeError"}),
+    "cpu_detection_degenerate_box.log": ("detection-degenerate-box", {"error_type": "AssertionError"}),
     "cuda_bce_target_torch24.log": ("bce-target-out-of-range", {
         "file": "Loss.cu", "line": 95, "condition": "target_val >= zero && target_val <= one",
     }),

@@ -4,7 +4,8 @@ The error line says what failed; the lines before it often say why. A training l
 its losses: a loss that grew by orders of magnitude before it became NaN points at a
 diverging run, a loss that was NaN from its first value at the data or the setup, a run of
 finite losses before a BCE assert away from a head without a sigmoid (that fails at the
-first step). A path in a FileNotFoundError that ends with a space is a list line nobody
+first step), and a loss that stayed finite and within two orders of magnitude up to the error
+away from divergence, towards one bad batch. A path in a FileNotFoundError that ends with a space is a list line nobody
 stripped. Lines labelguard printed itself (LG504/LG507 frozen parameters, LG508
 divergence, LG509 a bad input) are evidence of what it checked.
 
@@ -28,6 +29,8 @@ LOSS_NONFINITE = "loss-nonfinite"
 LOSS_GREW = "loss-grew"
 LOSS_NAN_FROM_START = "loss-nan-from-start"
 LOSS_STEADY = "loss-steady"
+LOSS_STABLE = "loss-stable"
+DETECTION_LOSSES = "detection-losses"
 TRAINED = "trained"
 FROZEN_REPORTED = "frozen-reported"
 DIVERGENCE_REPORTED = "divergence-reported"
@@ -38,7 +41,8 @@ MISSING_FILE = "missing-file"
 UNREADABLE_FILE = "unreadable-file"
 
 KEYS = (
-    LOSS_NONFINITE, LOSS_GREW, LOSS_NAN_FROM_START, LOSS_STEADY, TRAINED, FROZEN_REPORTED,
+    LOSS_NONFINITE, LOSS_GREW, LOSS_NAN_FROM_START, LOSS_STEADY, LOSS_STABLE, TRAINED,
+    DETECTION_LOSSES, FROZEN_REPORTED,
     DIVERGENCE_REPORTED, BAD_INPUT_REPORTED, CAST_NAN, PATH_WHITESPACE, MISSING_FILE, UNREADABLE_FILE,
 )
 
@@ -46,14 +50,20 @@ KEYS = (
 GROWTH = 100.0
 # Finite values a loss must print before its NaN for "steady" to mean anything.
 STEADY_VALUES = 3
+# A loss that never became non-finite is "stable" when its printed values stay within this
+# factor of each other (a loss wandering between 0.04 and 3.9 is neither grown nor stable).
+STABLE_RANGE = 10.0
 
-# "loss: 0.31", "[G loss: nan]", "train_loss=1.2e3", "'loss': nan", "Loss = tensor(nan"; the
+# "loss: 0.31", "[G loss: nan]", "train_loss=1.2e3", "'loss': nan", "Loss = tensor(nan", and
+# without a separator as Keras and many loops print it, "- loss 0.3987 -", "Loss is nan"; the
 # word before "loss" names the series ("G", "train"), read from the text before the match.
 _LOSS = re.compile(
-    r"(?i)loss(?:es)?\b['\"\]]?[ \t]{0,3}[:=][ \t]{0,3}"
+    r"(?i)loss(?:es)?\b['\"\]]?(?:[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3}(?:(?:is|became|becomes)[ \t]{1,3})?)"
     r"(?:tensor\()?['\"]?(?P<value>[-+]?(?:nan|inf(?:inity)?|(?:\d{1,30}\.?\d{0,30}|\.\d{1,30})"
     r"(?:e[-+]?\d{1,4})?))(?![\w.])"
 )
+# The box terms of detection losses (torchvision, mmdetection, DETR, YOLO): the run trains a detector.
+_BOX_LOSS = re.compile(r"\b(?:loss_(?:box_reg|rpn_box_reg|bbox|giou|objectness)|box_loss|giou_loss)\b")
 _LOSS_NAME = re.compile(r"(?i)(?:^|[^a-z0-9])(?P<name>[a-z][a-z0-9]{0,15})[ _]$")
 _LOAD_WORDS = (" load", " Load", " open", " Open", " read", " Read")
 _NO_SUCH_FILE = re.compile(
@@ -110,6 +120,10 @@ def gather(text: str) -> tuple[Evidence, ...]:
     for number, line in enumerate(text.split("\n"), 1):
         if "oss" in line or "OSS" in line:
             _read_losses(line, number, series)
+            if DETECTION_LOSSES not in found and (hit := _BOX_LOSS.search(line)):
+                found[DETECTION_LOSSES] = Evidence(
+                    DETECTION_LOSSES, f"line {number} prints a box loss ({hit.group(0)}): the run trains "
+                    "an object detector, whose box targets come from the annotations", number)
         if "No such file" in line:
             hit = _NO_SUCH_FILE.search(line)
             if hit:
@@ -153,7 +167,8 @@ def _read_losses(line: str, number: int, series: dict[str, _Series]) -> None:
 
 def _loss_evidence(series: dict[str, _Series]) -> list[Evidence]:
     """NaN from the start, growth before the NaN (the series that grew most), a steady run
-    before it, and a run of finite values (training ran before the error)."""
+    before it (or up to the error, when no loss was non-finite), and a run of finite values
+    (training ran before the error)."""
     evidence: list[Evidence] = []
     nonfinite = sorted((s for s in series.values() if s.nonfinite), key=lambda s: _nonfinite(s)[0])
     if nonfinite:
@@ -182,6 +197,16 @@ def _loss_evidence(series: dict[str, _Series]) -> list[Evidence]:
             f"{plural(len(values), 'printed value')} (lines {steady.finite[0][0]}-{steady.finite[-1][0]}) "
             "before it became non-finite: no growth the log shows (values printed between them "
             "are not in the log)", _nonfinite(steady)[0]))
+    elif not nonfinite and series:
+        stable = max(series.values(), key=lambda s: len(s.finite))
+        values = [abs(v) for _, v in stable.finite]
+        if len(values) >= STEADY_VALUES and 0 < min(values) and max(values) <= STABLE_RANGE * min(values):
+            evidence.append(Evidence(
+                LOSS_STABLE, f"{stable.name} stayed finite between {min(values):g} and {max(values):g} "
+                f"over {plural(len(values), 'printed value')} "
+                f"(lines {stable.finite[0][0]}-{stable.finite[-1][0]}) "
+                "and no non-finite loss was printed: training ran steadily until one step failed",
+                stable.finite[-1][0]))
     trained = max(series.values(), key=lambda s: len(s.finite), default=None)
     if trained is not None and len(trained.finite) >= 2:
         evidence.append(Evidence(

@@ -25,11 +25,14 @@ from dataclasses import dataclass
 from labelguard.explain._evidence import (
     BAD_INPUT_REPORTED,
     CAST_NAN,
+    DETECTION_LOSSES,
     DIVERGENCE_REPORTED,
     FROZEN_REPORTED,
     LOSS_GREW,
     LOSS_NAN_FROM_START,
     LOSS_NONFINITE,
+    LOSS_STABLE,
+    LOSS_STEADY,
     PATH_WHITESPACE,
     TRAINED,
 )
@@ -201,7 +204,7 @@ _DIVERGING = Cause(
     fix="Lower the learning rate (and check Adam's betas and eps against their defaults), clip "
     "gradients (torch.nn.utils.clip_grad_norm_), keep the loss in fp32.",
     supported_by=(LOSS_GREW, DIVERGENCE_REPORTED),
-    weakened_by=(LOSS_NAN_FROM_START,),
+    weakened_by=(LOSS_NAN_FROM_START, LOSS_STEADY, LOSS_STABLE),
 )
 
 _NAN_IN_DATA = Cause(
@@ -214,7 +217,7 @@ _NAN_IN_DATA = Cause(
     codes=("LG509", "LG204"),
     fix="Fix or drop the samples the guard names (on_error='skip' trains on without them and "
     "lists them); guard the normalisation against a zero standard deviation.",
-    supported_by=(LOSS_NAN_FROM_START, BAD_INPUT_REPORTED, CAST_NAN),
+    supported_by=(LOSS_NAN_FROM_START, BAD_INPUT_REPORTED, CAST_NAN, LOSS_STABLE),
 )
 
 _NAN_IN_LOSS = Cause(
@@ -227,6 +230,27 @@ _NAN_IN_LOSS = Cause(
     codes=("LG502",),
     fix="Add an epsilon or clamp before log and division; compute BCE from logits "
     "(BCEWithLogitsLoss).",
+)
+
+_DEGENERATE_BOXES_TITLE = ("degenerate or flipped boxes in the annotations (xmin >= xmax or ymin >= "
+                          "ymax): zero-size boxes, corners swapped, or width/height read as x2/y2")
+_DEGENERATE_BOXES_CONFIRM = ("labelguard audit DATA names each degenerate box with its file and object "
+                             "(LG301)")
+_DEGENERATE_BOXES_FIX = ("Fix or drop the boxes the audit names: convert [x, y, w, h] to [x1, y1, x2, y2] "
+                         "where the format needs it, and drop boxes whose width or height is 0 after "
+                         "clipping and resizing.")
+
+_DEGENERATE_BOXES_NAN = Cause(
+    title=_DEGENERATE_BOXES_TITLE,
+    why="A detector encodes each box's width and height as a logarithm against its anchor or "
+    "proposal: a box of width or height 0 gives log(0) = -Inf, and a flipped one the log of a "
+    "negative number, NaN. The loss turns NaN at the first step that draws that image, however "
+    "steady it was before.",
+    confirm=_DEGENERATE_BOXES_CONFIRM,
+    codes=("LG301",),
+    fix=_DEGENERATE_BOXES_FIX,
+    supported_by=(DETECTION_LOSSES,),
+    needs_evidence=True,
 )
 
 _FREEZE = Cause(
@@ -810,7 +834,7 @@ ENTRIES: tuple[Entry, ...] = (
         title="the loss became NaN/Inf during training",
         operation="the loss and every operation of the step before it",
         messages=(
-            r"(?i)\bloss(?:es)?\b['\"\]]?[ \t]{0,3}[:=][ \t]{0,3}(?:tensor\()?['\"]?[-+]?(?:nan|inf)\b",
+            r"(?i)\bloss(?:es)?\b['\"\]]?(?:[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})(?:tensor\()?['\"]?[-+]?(?:nan|inf)\b",
             r"(?i)\bloss (?:is|became|becomes) (?:infinite or )?(?:nan|inf)",
             r"(?i)\b(?:nan|non-finite) loss\b",
         ),
@@ -820,7 +844,35 @@ ENTRIES: tuple[Entry, ...] = (
             "a sample: the log prints the loss only (labelguard.torch.trace_nonfinite names the "
             "module; guard(..., check_inputs=True) the sample)",
         ),
-        causes=(_DIVERGING, _NAN_IN_DATA, _NAN_IN_LOSS, _FREEZE),
+        causes=(_DIVERGING, _DEGENERATE_BOXES_NAN, _NAN_IN_DATA, _NAN_IN_LOSS, _FREEZE),
+    ),
+    Entry(
+        id="detection-degenerate-box",
+        title="a detection target holds a box with no positive width or height",
+        operation="torchvision.models.detection (Faster/Mask R-CNN, RetinaNet, FCOS, SSD): the "
+        "check of the targets at the start of the model's forward",
+        messages=(
+            r"All bounding boxes should have positive height and\s+width\.\s+Found invalid box "
+            r"(?P<box>\[[^\]\n]{1,120}\]) for target at index (?P<target_index>\d+)",
+            r"All bounding boxes should have positive height and\s+width",
+        ),
+        frames=(r"\bGeneralizedRCNN\b|generalized_rcnn",),
+        cpu_message="the same AssertionError: the check runs on the targets before any kernel",
+        cannot_know=(
+            "which file the box came from: 'target at index' counts the images of the batch, "
+            "not the dataset",
+        ),
+        causes=(
+            Cause(
+                title=_DEGENERATE_BOXES_TITLE,
+                why="torchvision checks every target box before the forward: x2 must be above x1 "
+                "and y2 above y1. A box read as [x, y, w, h] where [x1, y1, x2, y2] is expected, "
+                "a point annotation, or a box that a crop or resize shrank to a line fails it.",
+                confirm=_DEGENERATE_BOXES_CONFIRM,
+                codes=("LG301",),
+                fix=_DEGENERATE_BOXES_FIX,
+            ),
+        ),
     ),
     Entry(
         id="data-file-not-loaded",
