@@ -375,7 +375,8 @@ class LabelSpec:
     @property
     def count_disagrees(self) -> bool:
         """True when a class list and num_classes of another length are both given: the
-        count then decides which ids are legal (LG214 reports it)."""
+        count then decides which ids are legal (a note says so; LG214 reports the data's use
+        of a name past the count)."""
         return self.classes is not None and self.num_classes is not None and len(self.classes) != self.num_classes
 
     def legal_class_names(self) -> tuple[str, ...]:
@@ -407,23 +408,27 @@ class LabelSpec:
         return "; ".join(f"{part} from {origin}" for part, origin in shown)
 
     def provenance_notes(self) -> list[str]:
-        """What the report must state about where the spec came from: a part one layer
-        replaced in another, a class list one name shorter than the count (the background left
-        out; any other disagreement of a list and a count is a finding, LG214), a spec that only
-        a class-name file beside the data gives."""
+        """What the report must state about where the spec came from: a class list and a
+        count that disagree (LG214 adds a finding when the data uses a name past the count), a
+        part one layer replaced in another, a spec that only a class-name file beside the data
+        gives."""
         notes = list(self.notes)
         if self.tokens is not None:
             notes.append(f"token spec: {self.tokens.describe()}")
             notes.extend(self.tokens.notes)
-        if self.count_disagrees and self.classes is not None and len(self.classes) + 1 == self.num_classes:
-            # The one disagreement of a list and a count that a convention explains (torchvision's
-            # detection heads count the background): a note; LG214 reports any other.
+        if self.count_disagrees:
+            # count_disagrees holds only when both are given
+            assert self.classes is not None and self.num_classes is not None  # not a user mistake: see above
             names = len(self.classes)
+            guess = ""
+            if names + 1 == self.num_classes:
+                guess = " (the names may leave out the background)"
+            elif names == self.num_classes + 1:
+                guess = " (the names may include a background or ignore entry that is not a class)"
             notes.append(
                 f"{names} class names ({self.origin('classes') or 'class list'}) but num_classes="
-                f"{self.num_classes} ({self.origin('num_classes') or 'count'}) (the names may leave out the "
-                f"background): values are checked against num_classes={self.num_classes}, the names name values "
-                f"0..{names - 1}")
+                f"{self.num_classes} ({self.origin('num_classes') or 'count'}){guess}: values are checked "
+                f"against num_classes={self.num_classes}, the names name values 0..{names - 1}")
         classes_origin = self.origin("classes") or ""
         if classes_origin.endswith(BESIDE_DATA):
             shown = classes_origin[:-len(BESIDE_DATA)].rstrip()
@@ -577,7 +582,9 @@ class LabelSpec:
                 value = self.tokens.merged(value)
             if value != f.default and value is not None:
                 changes[f.name] = value
-        origins = dict(self.origins)
+        # A part other sets is other's: its origin, or none when other names none (never the
+        # origin of the layer it replaced).
+        origins = {part: origin for part, origin in self.origins if part not in other.set_parts()}
         origins.update((part, origin) for part, origin in other.origins if part in other.set_parts())
         notes = list(dict.fromkeys(self.notes + other.notes))
         if other.num_classes is not None:

@@ -7,9 +7,12 @@ list (every one found) and the ids against the count, and the device-side assert
 from the name nobody checked. The finding names both sources, the names past the count, and
 which of them the data uses.
 
-A list one name shorter than the count is not a finding but a note: torchvision's detection
-models count the background in ``num_classes`` and a classes.txt never names it, and a mask
-set's labels.txt often leaves it out too.
+The disagreement alone (a list longer or shorter than the count, no name past the count in
+use) stays the spec's note: conventions explain many (torchvision's detection models count
+the background that a classes.txt never names; a label map may end with a void entry; COCO
+category ids need not be contiguous), and an error there would fire on correct setups. The
+finding needs the data's evidence: a name past the count that an object carries, or a mask
+value (as the loss sees it, ignore values apart) that indexes one.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
-from labelguard.core.text import LISTED, noun, plural, shorten, verb
+from labelguard.core.text import LISTED, noun, plural, shorten
 from labelguard.rules._examples import image, voc_xml
 
 SPEC_SOURCES_DISAGREE = define(
@@ -28,7 +31,8 @@ SPEC_SOURCES_DISAGREE = define(
 A labels.txt written by scanning the data (0, 1, 2, 3, 5) beside --num-classes 4 from the
 training config: each looks fine alone, but the loader maps '5' to index 4, past a head of 4
 outputs, and the loss fails with the device-side assert. Which source is right is for the
-user to say; checked against either alone, the data looks clean.""",
+user to say; checked against either alone, the data looks clean. Reported when the data uses
+a name past the count; a list and a count that only differ are a note of the spec.""",
     bad="labels.txt: 0 1 2 3 5 (5 names) and --num-classes 4",
     good="labels.txt: 0 1 2 3 (4 names) and --num-classes 4",
     fix="Make the class list and the count agree: drop or remap the extra class, or raise the count "
@@ -41,9 +45,9 @@ EXAMPLES = (
             lambda: {"Annotations/a.xml": voc_xml([("0", (1, 1, 9, 9)), ("5", (2, 2, 8, 8))]),
                      "JPEGImages/a.jpg": image(), "labels.txt": "0\n1\n2\n3\n5\n"},
             spec={"num_classes": 4}),
-    Example(True, "a labels.txt of 2 names beside the data and num_classes=4",
-            lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))]),
-                     "JPEGImages/a.jpg": image(), "labels.txt": "cat\ndog\n"},
+    Example(False, "a labels.txt of 5 names and num_classes=4, the fifth name unused (a note, not a finding)",
+            lambda: {"Annotations/a.xml": voc_xml([("0", (1, 1, 9, 9)), ("3", (2, 2, 8, 8))]),
+                     "JPEGImages/a.jpg": image(), "labels.txt": "0\n1\n2\n3\n5\n"},
             spec={"num_classes": 4}),
     Example(False, "a labels.txt of 3 names and num_classes=4, the background counted (torchvision detection)",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (1, 1, 9, 9))]),
@@ -61,38 +65,33 @@ EXAMPLES = (
 
 @rule(SPEC_SOURCES_DISAGREE, "dataset", EXAMPLES)
 def class_list_and_count_disagree(summary: Summary, spec: LabelSpec):
-    if not spec.count_disagrees or len(spec.classes or ()) + 1 == spec.num_classes:
-        return []  # one name short: the background left out, as torchvision's detection heads count it
+    if spec.values is not None or not spec.count_disagrees:
+        return []
     # count_disagrees holds only when both are given; not a user mistake when it does not
     assert spec.classes is not None and spec.num_classes is not None
     names, count = spec.classes, spec.num_classes
-    listed = f"{plural(len(names), 'class name')} ({spec.origin('classes') or 'the class list'})"
-    counted = f"num_classes={count} ({spec.origin('num_classes') or 'the class count'})"
-    if len(names) > count:
-        past = list(names[count:])
-        used = [name for name in past if name in summary.class_objects]
-        values = [index for index in range(count, len(names)) if index in summary.value_files]
-        indices = f"the index {count}" if len(past) == 1 else f"the indices {count}..{len(names) - 1}"
-        what = (f"the {noun(len(past), 'name')} {shorten(past, LISTED, repr)} {verb(len(past), 'has')} "
-                f"{indices}, outside [0, {count})")
-        if used:
-            objects = sum(summary.class_objects[name] for name in used)
-            what += (f", and the data uses {shorten(used, LISTED, repr)} ({plural(objects, 'object')}): "
-                     "a loader that indexes the class list gives the loss ids past the head")
-        elif values:
-            shown = shorten(values, LISTED, lambda v: f"{v} ({names[v]!r})")
-            what += f", and the masks hold {noun(len(values), 'value')} {shown}"
-        elif len(names) == count + 1:
-            what += " (the list may hold a background or ignore entry that is not a class)"
-        hint = (f"Make them agree: remove or remap {shorten(past, LISTED, repr)} in the class list, or set "
-                f"num_classes={len(names)} and build the head with {len(names)} outputs.")
-        extra = {"past_count": past, "used": used or [names[v] for v in values]}
+    # The names past the count that the data uses: objects of that name, or mask values (as the
+    # loss sees them, ignore values apart) that index them.
+    used = [name for name in names[count:] if name in summary.class_objects]
+    values = sorted(v for v in summary.value_files
+                    if not spec.is_ignored(v) and count <= spec.loss_value(v) < len(names))
+    if not used and not values:
+        return []  # the disagreement alone is the spec's note: a convention may explain it
+    if used:
+        objects = sum(summary.class_objects[name] for name in used)
+        evidence = f"the data uses {shorten(used, LISTED, repr)} ({plural(objects, 'object')})"
     else:
-        what = f"values {len(names)}..{count - 1} have no name"
-        hint = (f"Make them agree: name every class in the list (the background too, if it is a class), or set "
-                f"num_classes={len(names)}.")
-        extra = {}
+        used = list(dict.fromkeys(names[spec.loss_value(v)] for v in values))
+        shown = shorten(values, LISTED, lambda v: f"{v} ({names[spec.loss_value(v)]!r})")
+        evidence = f"the masks hold {noun(len(values), 'value')} {shown}"
+    past = len(names) - count
     return [SPEC_SOURCES_DISAGREE.finding(
-        None, f"{listed} but {counted}: {what}", hint=hint,
-        names=len(names), num_classes=count, **extra,
+        None,
+        f"{plural(len(names), 'class name')} ({spec.origin('classes') or 'the class list'}) but "
+        f"num_classes={count} ({spec.origin('num_classes') or 'the class count'}): {evidence}, "
+        f"{'a name' if len(used) == 1 else 'names'} of the list past the count, outside [0, {count}): "
+        "a loader that indexes the class list gives the loss ids past the head",
+        hint=f"Make them agree: remove or remap {shorten(used, LISTED, repr)} in the class list, or set "
+        f"num_classes={len(names)} and build the head with {len(names)} outputs.",
+        names=len(names), num_classes=count, past_count=past, used=used,
     )]
