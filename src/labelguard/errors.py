@@ -27,6 +27,9 @@ so ``except ValueError`` keeps working. The tree::
     │   └── labelguard.torch.PreflightError  preflight found errors; carries the report
     ├── labelguard.fix.FixError (ValueError)
     │                                    a fix cannot be planned, applied or undone
+    ├── CannotFix                        one file cannot be fixed this way (its format, an
+    │                                    unmapped colour): the fix reports it as skipped and
+    │                                    goes on; never raised out of labelguard.fix
     └── labelguard.explain.FlightRecordError (ValueError)
                                          a flight record file is missing or damaged
 
@@ -120,3 +123,8 @@ class ClusterError(UsageError):
     """The Dask cluster an audit was sent to cannot run it: its scheduler cannot be reached,
     it has no worker, or its workers cannot import the labelguard of the audit (another
     version, or none); the message names the address and what to do."""
+
+
+class CannotFix(LabelguardError):
+    """This file cannot be fixed this way (its format, an unmapped colour...); the message says
+    why and the file is reported as skipped."""

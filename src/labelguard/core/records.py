@@ -302,12 +302,16 @@ class NamedFiles:
         folder: where they were looked for, as shown.
         total: how many are named.
         missing: the missing ones, each as its place and name (``annotations[0] 'a.png'``).
+        escaping: those whose name leads outside the dataset (never looked at), the same way.
+        root: the dataset root, as shown.
     """
 
     noun: str
     folder: str
     total: int
     missing: list[str]
+    escaping: list[str] = field(default_factory=list)
+    root: str = ""
 
 
 @dataclass(frozen=True)

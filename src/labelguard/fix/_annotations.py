@@ -72,12 +72,13 @@ def find_targets(paths: Sequence[str], editors: Sequence[AnnotationFormat], spec
 
 
 def _loose_files(path: str, editors: Sequence[AnnotationFormat], options: AuditOptions) -> list[FileTask]:
-    """Tasks for the files under ``path`` that one of ``editors`` takes (the first whose
-    suffix matches decides)."""
+    """Tasks for the files under ``path`` that one of ``editors`` takes, by suffix and content
+    (:meth:`AnnotationFormat.takes`): a JSON file that is not COCO, an XML file that is not VOC
+    are none of the fix's business."""
     found = []
     for candidate in [path] if os.path.isfile(path) else walk_files(path):
-        editor = next((e for e in editors if candidate.lower().endswith(e.suffixes)), None)
-        if editor is None or not editor.takes(candidate, options):
+        editor = next((e for e in editors if e.takes(candidate, options)), None)
+        if editor is None:
             continue
         found.append(FileTask(editor.processor, candidate, display_path(candidate)))
     return found

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labelguard.fix._journal import FixError
-from labelguard.layouts.formats import CannotFix
+from labelguard.errors import CannotFix
 from labelguard.readers.base import ReadError, parse_json
 
 PLANNED = "planned"  # dry run: would be written

@@ -4,7 +4,8 @@ besides its layout's discovery.
 Each format has one home, the package of its layout (``layouts/voc/``, ``layouts/coco/``,
 ``layouts/yolo/``, ``layouts/tables/``): its parser (``reader.py``), the record builder and
 processor the audit runs on one file (``record.py``), its editor for ``labelguard fix``
-(``editor.py``), and its discovery in the package itself, which registers the layout and,
+(``editor.py``, whose planners raise :class:`~labelguard.errors.CannotFix` for a file they
+cannot edit), and its discovery in the package itself, which registers the layout and,
 with :func:`register_format`, the format: its name, the suffixes of its files, the processor,
 a sniff of a file's content, and the editor's planners. ``labelguard fix`` edits the files of
 every registered format through these planners and nothing else.
@@ -15,15 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from labelguard.errors import LabelguardError
 
 # plan(path, data) -> (new bytes or None when nothing changes, summary, details); CannotFix to skip
 Planner = Callable[[str, bytes], "tuple[bytes | None, str, dict]"]
-
-
-class CannotFix(LabelguardError):
-    """This file cannot be fixed this way (its format, an unmapped colour...); the message says
-    why and the file is reported as skipped."""
 
 
 class ColumnOptions(Protocol):

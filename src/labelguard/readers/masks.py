@@ -788,7 +788,7 @@ def ome_elsewhere(description: object, path: str) -> str | None:
     from labelguard.readers.xml import parse_xml  # imported by OME-TIFFs only
 
     try:
-        root = parse_xml(description.encode("utf-8", "surrogateescape"))
+        root = parse_xml(description.encode("utf-8", "surrogateescape"), "OME-XML description")
     except ReadError as exc:
         raise ReadError(f"its OME-XML (the TIFF's description) cannot be read: {exc}") from None
     own_uuid, own_name = root.get("UUID"), os.path.basename(path).lower()

@@ -26,10 +26,11 @@ ASCII_COMPATIBLE = frozenset({
 ENCODING = re.compile(rb"""encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
 
-def parse_xml(data: bytes) -> Element:
+def parse_xml(data: bytes, what: str = "VOC annotation") -> Element:
     """The root element of ``data``; ReadError for malformed or unsafe XML, or XML nested
-    deeper than :data:`MAX_NESTING`."""
-    root = _parse_xml(data)
+    deeper than :data:`MAX_NESTING`. ``what`` names the kind of document in the messages (no
+    such document nests so deep or needs entities)."""
+    root = _parse_xml(data, what)
     if may_nest_deeper(data):
         deepest = 0
         pending = [(root, 1)]
@@ -37,7 +38,7 @@ def parse_xml(data: bytes) -> Element:
             element, depth = pending.pop()
             deepest = max(deepest, depth)
             if deepest > MAX_NESTING:
-                raise too_deep()
+                raise too_deep(what)
             pending.extend((child, depth + 1) for child in element)
     return root
 
@@ -48,12 +49,12 @@ def may_nest_deeper(data: bytes) -> bool:
     return data.count(b"<") - data.count(b"</") > MAX_NESTING
 
 
-def too_deep() -> ReadError:
-    return ReadError(f"the XML nests elements more than {MAX_NESTING} levels deep: refused, no VOC "
-                     "annotation nests so deep")
+def too_deep(what: str = "VOC annotation") -> ReadError:
+    return ReadError(f"the XML nests elements more than {MAX_NESTING} levels deep: refused, no {what} "
+                     "nests so deep")
 
 
-def _parse_xml(data: bytes) -> Element:
+def _parse_xml(data: bytes, what: str) -> Element:
     if not data.strip():
         raise ReadError("empty file: no XML in it" if not data else "holds only whitespace, no XML")
     if _needs_defused(data):
@@ -64,7 +65,7 @@ def _parse_xml(data: bytes) -> Element:
                 raise ReadError(_external(exc.name, exc.sysid or exc.pubid)) from None
             raise ReadError(
                 f"the XML declares the entity {exc.name!r}: refused, because entity expansion can "
-                "exhaust memory (billion laughs); VOC annotations never need entities") from None
+                f"exhaust memory (billion laughs); {what}s never need entities") from None
         except defusedxml.ExternalReferenceForbidden as exc:
             raise ReadError(_external(None, exc.sysid or exc.pubid)) from None
         except defusedxml.DefusedXmlException as exc:

@@ -82,6 +82,38 @@ def image_files_outside(record: AnnotationRecord, spec):
     ),)
 
 
+def _panoptic(file_name: str) -> dict:
+    return {"annotations/panoptic_train.json": coco_json([
+        {"id": 1, "image_id": 1, "file_name": file_name,
+         "segments_info": [{"id": 3, "category_id": 1, "bbox": [1, 1, 4, 4], "iscrowd": 0, "area": 16}]}]),
+        "annotations/panoptic_train/a.png": image()}
+
+
+PANOPTIC_EXAMPLES = (
+    Example(True, "a COCO panoptic annotation whose file_name leads out of the dataset ('../../../a.png')",
+            lambda: _panoptic("../../../a.png")),
+    Example(False, "a COCO panoptic annotation whose PNG is in annotations/panoptic_train",
+            lambda: _panoptic("a.png")),
+)
+
+
+@rule(ESCAPES_ROOT, "annotation", PANOPTIC_EXAMPLES, reads="named_files", files_only=True)
+def named_files_outside(record: AnnotationRecord, spec):
+    """LG005 for other files an annotation file names (COCO panoptic PNGs) outside the dataset
+    root: never looked at."""
+    named = record.named_files
+    if named is None or not named.escaping:
+        return ()
+    count = len(named.escaping)
+    return (ESCAPES_ROOT.finding(
+        record.display,
+        f"{count} {noun(count, named.noun)} named in this file {verb(count, 'points')} outside the dataset root "
+        f"{named.root}: {sample(named.escaping, count)}",
+        hint=f"Write each {named.noun}'s file_name relative to {named.folder}.",
+        entries=named.escaping[:PLACES_KEPT], count=count,
+    ),)
+
+
 ENTRIES_EXAMPLES = (
     Example(True, "a list entry ../other/a.png, outside the dataset",
             lambda: {"data/a.png": np.eye(4, dtype=np.uint8), "other/a.png": np.eye(4, dtype=np.uint8),

@@ -38,7 +38,7 @@ from labelguard.layouts.base import (
 )
 from labelguard.layouts.coco import editor
 from labelguard.layouts.coco.reader import looks_like_coco, peek_categories, peek_file_name
-from labelguard.layouts.coco.record import coco_record, process_coco
+from labelguard.layouts.coco.record import coco_record, is_coco_file, process_coco
 from labelguard.layouts.formats import AnnotationFormat, register_format
 from labelguard.rules.lg102 import category_index_map, short_map
 
@@ -252,4 +252,5 @@ discover_coco.detect = _detect_coco  # type: ignore[attr-defined]  # read by reg
 register_layout("coco", "COCO JSON (annotations/instances_*.json, Roboflow _annotations.coco.json)", 0.89,
                 (IMAGES,))(
     discover_coco)
-register_format(AnnotationFormat("coco", (".json",), process_coco, rename=editor.rename, remap=editor.remap))
+register_format(AnnotationFormat("coco", (".json",), process_coco, sniff=is_coco_file, rename=editor.rename,
+                                 remap=editor.remap))

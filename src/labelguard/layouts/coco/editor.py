@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from labelguard.layouts.formats import CannotFix, Planner, describe, lookup
+from labelguard.errors import CannotFix
+from labelguard.layouts.formats import Planner, describe, lookup
 from labelguard.readers.base import ReadError, parse_json
 
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
 from labelguard.core import storage
-from labelguard.core.cache import note_path
 from labelguard.core.paths import display_path
 from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, NamedFiles
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.layouts.coco.reader import CAPTION, NO_ID, CocoRecord, read_coco
+from labelguard.layouts.coco.reader import CAPTION, NO_ID, CocoRecord, looks_like_coco, read_coco
 from labelguard.layouts.references import resolve_names
 from labelguard.rules._annotations import process_annotation
 
@@ -101,14 +99,26 @@ def _class_table(task: FileTask, coco: CocoRecord) -> ClassTable:
 
 
 def _panoptic_files(task: FileTask, coco: CocoRecord) -> NamedFiles | None:
+    """The panoptic PNGs the file names, looked up in the panoptic folder as image names are
+    (one listing per folder; a name that leads outside the dataset is never looked at)."""
     folder = task.option("panoptic_dir")
     if not folder:
         return None
-    missing = []
-    for index, name in coco.panoptic_files:
-        png = os.path.join(folder, name)
-        note_path(png)
-        if not storage.isfile(png):
-            missing.append(f"annotations[{index}] {name!r}")
-    return NamedFiles("panoptic PNG", display_path(folder), len(coco.panoptic_files), missing)
+    names = [name for _, name in coco.panoptic_files]
+    root = task.option("root") or folder
+    missing, escaping = resolve_names(names, (folder,), storage.abspath(root))
 
+    def shown(row: int) -> str:
+        index, name = coco.panoptic_files[row]
+        return f"annotations[{index}] {name!r}"
+
+    return NamedFiles("panoptic PNG", display_path(folder), len(names), [shown(row) for row in missing],
+                      [shown(row) for row in escaping], display_path(root))
+
+
+def is_coco_file(path: str, options: object = None) -> bool:
+    """True when the JSON file ``path`` holds COCO's top-level keys in its head."""
+    try:
+        return looks_like_coco(path)
+    except OSError:
+        return False

@@ -9,7 +9,8 @@ import io
 import re
 from typing import Callable
 
-from labelguard.layouts.formats import CannotFix, Planner, describe, lookup
+from labelguard.errors import CannotFix
+from labelguard.layouts.formats import Planner, describe, lookup
 from labelguard.layouts.tables.reader import read_table
 from labelguard.readers.base import ReadError
 

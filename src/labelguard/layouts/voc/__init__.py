@@ -31,7 +31,7 @@ from labelguard.readers.base import (
 )
 from labelguard.layouts.formats import AnnotationFormat, register_format
 from labelguard.layouts.voc import editor
-from labelguard.layouts.voc.record import process_voc, process_voc_batch, voc_record
+from labelguard.layouts.voc.record import is_voc_file, process_voc, process_voc_batch, voc_record
 
 __all__ = ["discover_voc", "process_voc", "process_voc_batch", "voc_record"]
 
@@ -264,4 +264,4 @@ def _voc_tasks(xmls: list[str], pairing, image_option: tuple) -> Iterator[FileTa
 discover_voc.detect = _detect_voc  # type: ignore[attr-defined]  # read by register_layout
 register_layout("voc", "Pascal VOC detection (Annotations/*.xml, JPEGImages, ImageSets/Main)", 0.77,
                 (LISTS, IMAGES))(discover_voc)
-register_format(AnnotationFormat("voc", (".xml",), process_voc, rename=editor.rename))
+register_format(AnnotationFormat("voc", (".xml",), process_voc, sniff=is_voc_file, rename=editor.rename))

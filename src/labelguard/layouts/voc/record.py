@@ -12,6 +12,7 @@ from labelguard.core.records import AnnotationRecord, ImageReference
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.pairing import strip_extension
+from labelguard.readers.base import ReadError, read_head
 from labelguard.rules._annotations import process_annotation, process_annotation_batch
 
 OBJECT_HINT = ("Fix or remove the object: a VOC loader reads <name> and the four <bndbox> numbers "
@@ -74,3 +75,11 @@ def _image_reference(task: FileTask, filename: str | None, image_dir: str) -> Im
         return reference(escapes=True)
     return reference(found=storage.isfile(target))
 
+
+def is_voc_file(path: str, options: object = None) -> bool:
+    """True when the file ``path`` begins as a VOC annotation does (an ``<annotation>`` element
+    in its first 4 KiB), as the inventory tells VOC files apart."""
+    try:
+        return b"<annotation" in read_head(path, 4096)
+    except (OSError, ReadError):
+        return False

@@ -67,7 +67,7 @@ def read_labels(data: bytes, keypoint_values: int | None = None) -> YoloLabels:
             continue
         head = parts[0]
         # More digits than an int64 holds stand for any value past it: int() refuses past 4,300.
-        class_id = _INT64 if len(head) > 20 and head.lstrip("+-").isdecimal() else _class_id(head)
+        class_id = _INT64 if len(head) > 20 and head.lstrip("+-").isdecimal() else read_class_id(head)
         if class_id is None:
             problems.append((number, f"the class id {clipped(head)!r} is not an integer"))
             continue
@@ -77,7 +77,7 @@ def read_labels(data: bytes, keypoint_values: int | None = None) -> YoloLabels:
         try:
             numbers = tuple(map(float, parts[1:]))
         except ValueError:
-            bad = next(p for p in parts[1:] if not _is_float(p))
+            bad = next(p for p in parts[1:] if not is_number(p))
             problems.append((number, f"{clipped(bad)!r} is not a number"))
             continue
         count = len(numbers)
@@ -100,7 +100,8 @@ def read_labels(data: bytes, keypoint_values: int | None = None) -> YoloLabels:
     return YoloLabels(ids, lines, values, kinds, problems)
 
 
-def _class_id(text: str) -> int | None:
+def read_class_id(text: str) -> int | None:
+    """The class id a YOLO loader reads from ``text``: an integer, or a float that is one."""
     try:
         return int(text)
     except ValueError:
@@ -116,7 +117,8 @@ def _integral(text: str) -> int | None:
     return int(value) if math.isfinite(value) and value.is_integer() else None
 
 
-def _is_float(text: str) -> bool:
+def is_number(text: str) -> bool:
+    """True when a YOLO loader reads ``text`` as a number (``.5``, ``+1``, ``1e-3`` included)."""
     try:
         float(text)
     except ValueError:
