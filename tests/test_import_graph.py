@@ -8,12 +8,14 @@ dependency a reader must follow. Two graphs are checked:
 * parts: the top-level parts of the package (``core``, ``readers``, ``rules``, ``layouts``,
   ``torch``, ``explain``, ``fix``, ``output``, and the top-level modules ``cli``, ``config``...)
   form no circle either, so they stand on floors with every import pointing down: a layer
-  never imports a layer that imports it back.
+  never imports a layer that imports it back; and the floors CONTRIBUTING.md names, in its
+  order, are the real ones.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import labelguard
@@ -130,6 +132,34 @@ def test_the_parts_of_the_package_stand_on_floors_with_every_import_pointing_dow
     graph = import_graph()
     found = circles(part_graph(graph))
     assert found == [], [why(graph, circle) for circle in found]
+
+
+def stated_floors(text: str) -> list[str]:
+    """The parts CONTRIBUTING.md names as floors, lowest first: its first chain of
+    ```part` < `part` < ... < `part```, where ``...`` stands for parts it leaves unnamed."""
+    found = re.search(r"`[\w.]+`(?: < (?:\.\.\. < )?`[\w.]+`)+", " ".join(text.split()))
+    assert found, "CONTRIBUTING.md names no floors (`core` < `readers` < ...)"
+    return re.findall(r"`([\w.]+)`", found.group())
+
+
+def upward(parts: dict[str, set[str]], floors: list[str]) -> list[str]:
+    """The imports among ``floors`` (lowest first) that point to a floor above their own."""
+    level = {part: i for i, part in enumerate(floors)}
+    return [f"{part} -> {target}" for part in floors for target in sorted(parts.get(part, ()))
+            if level.get(target, -1) > level[part]]
+
+
+def test_the_floors_contributing_states_hold_every_import_pointing_down():
+    floors = stated_floors((Path(__file__).resolve().parents[1] / "CONTRIBUTING.md").read_text(encoding="utf-8"))
+    parts = part_graph(import_graph())
+    assert len(floors) >= 4 and set(floors) <= set(parts), (floors, sorted(parts))
+    assert upward(parts, floors) == []
+
+
+def test_an_import_up_the_stated_floors_is_seen():
+    floors = stated_floors("parts (`core` < `readers` < ... < `cli`)")
+    assert floors == ["core", "readers", "cli"]
+    assert upward({"core": {"readers"}, "readers": {"core"}, "cli": {"core", "readers"}}, floors) == ["core -> readers"]
 
 
 def test_the_graph_sees_imports_wherever_they_stand(tmp_path):

@@ -33,7 +33,8 @@ print(json.dumps({"layouts": {name: layout.discover.__module__ for name, layout 
 def registry_of_a_fresh_process(pythonpath: Path | None = None) -> dict:
     env = None
     if pythonpath is not None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(pythonpath), os.environ.get("PYTHONPATH")])))
+        paths = filter(None, [str(pythonpath), os.environ.get("PYTHONPATH")])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     done = subprocess.run([sys.executable, "-c", REGISTRY], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -105,7 +106,13 @@ def test_each_annotation_format_has_one_home_holding_its_reader_record_builder_a
         assert (folder / "reader.py").is_file() and (folder / "__init__.py").is_file(), found.name
         for planner in (found.rename, found.remap):
             assert planner is None or planner.__module__ == f"{home}.editor", (found.name, planner)
-        assert "register_format(" in (folder / "__init__.py").read_text(encoding="utf-8")
+        registers = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
+        assert any(isinstance(node, ast.Call) and getattr(node.func, "id", "") == "register_format"
+                   for node in ast.walk(registers)), found.name
+        record = ast.parse((folder / "record.py").read_text(encoding="utf-8"))
+        assert any(isinstance(node, ast.ImportFrom) and node.names
+                   and (node.module == f"{home}.reader" or (node.level == 1 and node.module == "reader"))
+                   for node in ast.walk(record)), f"{found.name}: record.py does not import from {home}.reader"
     registering = sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
                          if p.name != "formats.py" and "register_format(" in p.read_text(encoding="utf-8"))
     assert registering == ["coco/__init__.py", "tables/__init__.py", "voc/__init__.py", "yolo/__init__.py"]

@@ -4,6 +4,8 @@ in a file get the same findings."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
 import os
 import shutil
@@ -17,6 +19,7 @@ import pytest
 import labelguard
 from builders import write_png
 from labelguard._audit import audit
+from labelguard.core.findings import Finding
 from labelguard.core.registry import define, REGISTRY
 from labelguard.core.rules import rule, screened, unregister
 from labelguard.core.spec import LabelSpec
@@ -151,14 +154,55 @@ def test_a_mask_tensor_and_the_same_mask_in_a_file_get_the_same_value_findings(a
         guarded[0]
 
 
+def finding_builders(relative: str, source: str, runtime_homes: dict[str, str]) -> list[str]:
+    """Where the module at ``relative`` (under ``src/labelguard``) builds or rewrites a finding
+    although it may not: outside ``rules/``, a call of ``Finding`` (under any name it is
+    imported as, or as an attribute: ``findings.Finding(...)``), any use of a check's
+    ``.finding`` (called, or handed on as in ``partial(CHECK.finding, ...)``) and a dataclass
+    ``replace`` that sets a finding's fields; inside ``rules/``, a LG5xx check's ``.finding``
+    used outside that code's own module (its owner looked up by its last name, so that
+    ``lg502.NON_FINITE.finding`` counts as ``NON_FINITE.finding``)."""
+    tree = ast.parse(source)
+    in_rules = relative.startswith("rules/")
+    finding_names = {"Finding"} | {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                                   for alias in node.names if alias.name == "Finding" and alias.asname}
+    replace_names = {alias.asname or alias.name for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module == "dataclasses"
+                     for alias in node.names if alias.name == "replace"}
+    dataclass_modules = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                         for alias in node.names if alias.name == "dataclasses"}
+    fields = {f.name for f in dataclasses.fields(Finding)}
+    offenders = []
+    for node in ast.walk(tree):
+        where = f"{relative}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Attribute) and node.attr == "finding" and isinstance(node.ctx, ast.Load):
+            owner = ast.unparse(node.value)
+            if not in_rules or runtime_homes.get(owner.rpartition(".")[2], relative) != relative:
+                offenders.append(f"{where}: {owner}.finding")
+        if not isinstance(node, ast.Call) or in_rules:
+            continue
+        func = node.func
+        if (isinstance(func, ast.Name) and func.id in finding_names) or (
+                isinstance(func, ast.Attribute) and func.attr == "Finding"):
+            offenders.append(f"{where}: {ast.unparse(func)}(...)")
+        is_replace = (isinstance(func, ast.Name) and func.id in replace_names) or (
+            isinstance(func, ast.Attribute) and func.attr == "replace" and isinstance(func.value, ast.Name)
+            and func.value.id in dataclass_modules)
+        named = {k.arg for k in node.keywords if k.arg is not None}
+        # A replace setting only a finding's fields rewrites a finding; ``path`` alone is left
+        # out, since other records have one too (a config's use, an audit's task).
+        if is_replace and named and named <= fields and named != {"path"}:
+            offenders.append(f"{where}: {ast.unparse(func)}(..., {', '.join(sorted(named))}=...)")
+    return offenders
+
+
 def test_findings_are_made_by_rules_only():
-    """A finding is built (``CHECK.finding(...)``, ``Finding(...)``) only in ``labelguard.rules``
-    (and by ``Check.finding`` itself); discovery, readers, fix, output and labelguard.torch build
+    """A finding is built (``CHECK.finding(...)``, ``Finding(...)``) or rewritten
+    (``replace(finding, message=...)``) only in ``labelguard.rules`` (and by ``Check.finding``
+    and ``Finding``'s own methods); discovery, readers, fix, output and labelguard.torch build
     none. labelguard.torch measures the loss, the model and the optimizer and hands what it
     measured to the functions of ``rules/lg5NN.py``, so each LG5xx finding is built in the module
     of its code."""
-    import ast
-
     import labelguard as package
 
     root = Path(package.__file__).parent
@@ -172,20 +216,29 @@ def test_findings_are_made_by_rules_only():
     offenders = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
-        if relative == "core/registry.py":
-            continue
-        in_rules = relative.startswith("rules/")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Name) and func.id == "Finding" and not in_rules:
-                offenders.append(f"{relative}:{node.lineno}: Finding(...)")
-            elif isinstance(func, ast.Attribute) and func.attr == "finding":
-                owner = func.value.id if isinstance(func.value, ast.Name) else ast.unparse(func.value)
-                if not in_rules or runtime_homes.get(owner, relative) != relative:
-                    offenders.append(f"{relative}:{node.lineno}: {owner}.finding(...)")
+        if relative not in ("core/registry.py", "core/findings.py"):
+            offenders.extend(finding_builders(relative, path.read_text(encoding="utf-8"), runtime_homes))
     assert offenders == []
+
+
+@pytest.mark.parametrize("relative, source", [
+    ("torch/a.py", "from labelguard.core.findings import Finding as Made\nMade('LG201', 3, None, 'x')\n"),
+    ("torch/a.py", "from labelguard.core import findings\nfindings.Finding('LG201', 3, None, 'x')\n"),
+    ("torch/a.py", "import functools\nfrom labelguard.rules.lg201 import VALUE_OUTSIDE_SPEC as V\n"
+                   "make = functools.partial(V.finding, 'a.png')\n"),
+    ("torch/a.py", "import dataclasses\ndef f(finding):\n    return dataclasses.replace(finding, message='x')\n"),
+    ("fix/a.py", "from dataclasses import replace as r\ndef f(finding):\n    return r(finding, code='LG1')\n"),
+    ("rules/lg201.py", "from labelguard.rules import lg502\nlg502.NON_FINITE.finding(None, 'x')\n"),
+    ("rules/lg201.py", "from labelguard.rules.lg502 import NON_FINITE\nNON_FINITE.finding(None, 'x')\n"),
+])
+def test_a_finding_built_outside_its_rule_is_found_however_it_is_written(relative, source):
+    assert finding_builders(relative, source, {"NON_FINITE": "rules/lg502.py"}) != []
+
+
+def test_a_rules_own_finding_and_a_replace_of_other_records_are_not_offences():
+    assert finding_builders("rules/lg502.py", "NON_FINITE.finding(None, 'x')\n", {"NON_FINITE": "rules/lg502.py"}) == []
+    assert finding_builders("_audit.py", "from dataclasses import replace\nreplace(config.use, path='a')\n"
+                            "replace(options, format=None)\n", {}) == []
 
 
 def test_a_new_rule_on_class_ids_is_seen_by_the_guard_on_a_vector_target():

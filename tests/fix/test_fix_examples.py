@@ -19,6 +19,7 @@ from rule_examples import write_example_file
 
 CASES = [pytest.param(check, example, id=f"{code}-{i}")
          for code, check in sorted(REGISTRY.items()) for i, example in enumerate(check.fix_examples)]
+assert CASES, "no registered code has a fix example"  # (an empty parametrization would pass unseen)
 
 
 def read_back(path: Path, expected):

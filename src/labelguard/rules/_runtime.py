@@ -6,6 +6,8 @@ written once runs in the audit and in ``guard()``, with the same message."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from labelguard.core.findings import Finding
@@ -35,10 +37,10 @@ def tensor_findings(display: str | None, array: np.ndarray, spec: LabelSpec) -> 
     return judge("mask", sample, spec, display or "a target", at_run_time=True), sample.values, sample.counts
 
 
-def id_findings(display: str | None, array: np.ndarray, spec: LabelSpec, dtype: str) -> tuple[list[Finding],
-                                                                                           np.ndarray]:
+def id_findings(display: str | None, array: np.ndarray, spec: LabelSpec, dtype: str,
+                distinct: bool = False) -> tuple[list[Finding], np.ndarray | None]:
     """The registered ``annotation`` rules on class ids that come from no file (a scalar or a
-    vector target of the guard), with the distinct whole ids: the ids become a record of
+    vector target of the guard), with the distinct whole ids when ``distinct`` (else None): the ids become a record of
     labels (an array: the rules judge it vectorised), each at its 1-based position. Float ids
     that are not whole numbers (or NaN/Inf) are LG204 and left out of the record. RuntimeError
     naming the rule when a rule crashes."""
@@ -59,7 +61,8 @@ def id_findings(display: str | None, array: np.ndarray, spec: LabelSpec, dtype: 
     record = AnnotationRecord(display, "tensor", unit="position", labels=flat,
                               places=np.flatnonzero(kept) + 1 if kept is not None else None)
     findings.extend(judge("annotation", record, spec, display or "a target", at_run_time=True))
-    return findings, np.unique(flat)
+    # The distinct ids cost a sort of every id: only a caller that asks (a one-hot loss) pays it.
+    return findings, np.unique(flat) if distinct else None
 
 
 def binary_target_findings(display: str | None, array: np.ndarray, loss: str) -> list[Finding]:
@@ -96,3 +99,10 @@ def finding_of(error: LabelError) -> Finding:
     report of a sample its guarded dataset refused)."""
     message, _, hint = error.message.partition(" Hint: ")
     return get_check(error.code or "").finding(error.source, message, hint, index=error.index, values=error.values)
+
+
+def named_finding(named: str, finding: Finding) -> Finding:
+    """``finding`` with ``named`` (the part of a target it is about, e.g. ``"nested target
+    component 1 (of 2, counted from 0): "``) before its message; ``finding`` itself when
+    ``named`` is empty."""
+    return replace(finding, message=named + finding.message) if named else finding

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from labelguard.rules._runtime import named_finding
 from labelguard.rules._unread import load_failure
 from labelguard.rules.lg001 import UNREADABLE
 from labelguard.rules.lg003 import MISSING
@@ -54,7 +55,6 @@ from labelguard.torch._targets import (
     geometry_finding,
     input_finding,
     input_name,
-    named_finding,
     sample_error,
     select_input,
     select_target,

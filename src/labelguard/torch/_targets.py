@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -240,11 +240,6 @@ def target_arrays(target: Any) -> list[tuple[str, Any, np.ndarray | None]]:
     return parts
 
 
-def named_finding(named: str, finding: Finding) -> Finding:
-    """``finding`` with ``named`` (a component of the target, see :func:`target_arrays`) before its message."""
-    return replace(finding, message=named + finding.message) if named else finding
-
-
 def _densified(value: torch.Tensor) -> torch.Tensor:
     """The dense tensor a sparse target stands for, when it is small enough to build and
     well formed (torch does not check a sparse tensor's indices unless asked, and densifying
@@ -354,12 +349,13 @@ class TargetRules:
         findings = self._dtype_findings(display, array, dtype)
         cast, array = self._cast_non_finite(display, array, dtype)
         findings.extend(cast)
+        values: np.ndarray | None
         if array.ndim >= 2:
             found, values, _ = tensor_findings(display, array, self.spec)
         else:
-            found, values = id_findings(display, array, self.spec, dtype)
+            found, values = id_findings(display, array, self.spec, dtype, distinct=self.mode is LossMode.ONE_HOT)
         findings.extend(found)
-        if self.mode is LossMode.ONE_HOT:
+        if self.mode is LossMode.ONE_HOT and values is not None:
             present = [v for v in values.tolist() if self.spec.is_ignored(v)]
             if present:
                 findings.insert(0, one_hot_ignore_present(display, present, self.loss_name))

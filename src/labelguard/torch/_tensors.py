@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from labelguard.core.spec import LabelSpec, ValueSet
+from labelguard.core.spec import ValueSet, class_label_spec
 
 _INF = float("inf")
 
@@ -57,7 +57,7 @@ def loss_legal_values(classes: int, ignore: int | None) -> ValueSet:
     """What a loss of ``classes`` outputs and one ``ignore_index`` takes, as the spec's one
     legality function decides it (:meth:`LabelSpec.legal_values`); built once per pair (a
     checked loss asks on every call)."""
-    legal = LabelSpec(num_classes=classes, ignore=() if ignore is None else (ignore,)).legal_values()
+    legal = class_label_spec(classes, () if ignore is None else (ignore,)).legal_values()
     assert legal is not None  # not a user mistake: a spec with num_classes knows its values
     return legal
 

@@ -24,13 +24,13 @@ import torch
 from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import MissingDependency
+from labelguard.rules._runtime import named_finding
 from labelguard.torch._targets import (
     LossMode,
     TargetRules,
     TargetSelector,
     dtype_name,
     errors_of,
-    named_finding,
     sample_error,
     select_target,
     target_arrays,
