@@ -7,10 +7,14 @@ name, backslash paths), Chinese text around them, ``[rank0]:`` and ``grep -n`` p
 Markdown page that ate the backticks. ``cuda_bernoulli_from_source`` and
 ``cuda_multi_margin_from_source`` are built from the kernels' assertion text (no public log
 of them was found). The ``cpu_*`` logs were printed by torch 2.13 on the CPU, paths
-neutralised. ``cuda_bce_gan_nan_after_epochs``, ``cpu_file_not_found_list_space``,
-``cpu_unable_to_load_npz`` and ``train_swin_unet_loss_nan_from_start`` rebuild the logs of the
-seed write-ups 002 (a GAN's losses growing, then NaN, then BCE's assert) and 003 (a list line
-with a trailing space; Swin-Unet's trainer printing ``loss : nan`` from the first iteration).
+neutralised; ``cpu_detection_degenerate_box`` by torchvision 0.28's untrained
+``fasterrcnn_mobilenet_v3_large_fpn`` in train mode, fed a 640x480 image whose box is
+[12, 30, 12, 55] (the message prints it resized), with torchvision's compiled ops, built for
+CUDA, declared by their schemas only: the target check runs before any of them.
+``cuda_bce_gan_nan_after_epochs``, ``cpu_file_not_found_list_space``, ``cpu_unable_to_load_npz``
+and ``train_swin_unet_loss_nan_from_start`` rebuild the logs of the seed write-ups 002 (a GAN's
+losses growing, then NaN, then BCE's assert) and 003 (a list line with a trailing space;
+Swin-Unet's trainer printing ``loss : nan`` from the first iteration).
 """
 
 from __future__ import annotations
@@ -78,7 +82,11 @@ CASES = {
         "file": "BCECriterion.cu", "line": 57, "condition": "*input >= 0. && *input <= 1.",
     }),
     "cpu_bce_input.log": ("bce-input-out-of-range", {"error_type": "RuntimeError"}),
-    "cpu_detection_degenerate_box.log": ("detection-degenerate-box", {"error_type": "AssertionError"}),
+    "cpu_detection_degenerate_box.log": ("detection-degenerate-box", {
+        "error_type": "AssertionError", "user": ("/home/user/project/train.py", 29),
+        "values": {"box": "[19.987499237060547, 50.0, 19.987499237060547, 91.66666412353516]",
+                   "target_index": "3"},
+    }),
     "cuda_bce_target_torch24.log": ("bce-target-out-of-range", {
         "file": "Loss.cu", "line": 95, "condition": "target_val >= zero && target_val <= one",
     }),

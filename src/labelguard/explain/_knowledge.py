@@ -31,8 +31,10 @@ from labelguard.explain._evidence import (
     LOSS_GREW,
     LOSS_NAN_FROM_START,
     LOSS_NONFINITE,
+    LOSS_SCALE_REDUCED,
     LOSS_STABLE,
     LOSS_STEADY,
+    NONFINITE_LOSS_MESSAGES,
     PATH_WHITESPACE,
     TRAINED,
 )
@@ -203,7 +205,7 @@ _DIVERGING = Cause(
     codes=("LG508", "LG502"),
     fix="Lower the learning rate (and check Adam's betas and eps against their defaults), clip "
     "gradients (torch.nn.utils.clip_grad_norm_), keep the loss in fp32.",
-    supported_by=(LOSS_GREW, DIVERGENCE_REPORTED),
+    supported_by=(LOSS_GREW, DIVERGENCE_REPORTED, LOSS_SCALE_REDUCED),
     weakened_by=(LOSS_NAN_FROM_START, LOSS_STEADY, LOSS_STABLE),
 )
 
@@ -218,6 +220,19 @@ _NAN_IN_DATA = Cause(
     fix="Fix or drop the samples the guard names (on_error='skip' trains on without them and "
     "lists them); guard the normalisation against a zero standard deviation.",
     supported_by=(LOSS_NAN_FROM_START, BAD_INPUT_REPORTED, CAST_NAN, LOSS_STABLE),
+)
+
+# A NaN label cannot put a prediction outside [0, 1]: for a fault in the model's output, only
+# the input half of _NAN_IN_DATA is a cause.
+_NAN_IN_INPUT = Cause(
+    title="a sample holds NaN/Inf in its input: a corrupt image, a division by zero in normalisation",
+    why="One NaN in an input passes through every layer to the model's output for its batch, "
+    "at the step that draws it: from the first step, or suddenly after steady training.",
+    confirm=f"{GUARD.rstrip(')')}, check_inputs=True) names the sample and its file (LG509)",
+    codes=("LG509",),
+    fix="Fix or drop the samples the guard names (on_error='skip' trains on without them and "
+    "lists them); guard the normalisation against a zero standard deviation.",
+    supported_by=(LOSS_NAN_FROM_START, BAD_INPUT_REPORTED, LOSS_STABLE),
 )
 
 _NAN_IN_LOSS = Cause(
@@ -372,7 +387,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "the loss from logits with BCEWithLogitsLoss.",
                 weakened_by=(LOSS_NONFINITE,),
             ),
-            _NAN_IN_DATA,
+            _NAN_IN_INPUT,
             _FREEZE,
         ),
     ),
@@ -833,11 +848,7 @@ ENTRIES: tuple[Entry, ...] = (
         id="loss-nonfinite",
         title="the loss became NaN/Inf during training",
         operation="the loss and every operation of the step before it",
-        messages=(
-            r"(?i)\bloss(?:es)?\b['\"\]]?(?:[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})(?:tensor\()?['\"]?[-+]?(?:nan|inf)\b",
-            r"(?i)\bloss (?:is|became|becomes) (?:infinite or )?(?:nan|inf)",
-            r"(?i)\b(?:nan|non-finite) loss\b",
-        ),
+        messages=NONFINITE_LOSS_MESSAGES,
         cpu_message="the same NaN: a NaN is no device fault, the CPU computes it too",
         cannot_know=(
             "which module produced the first NaN, and whether it came from the weights or from "
@@ -850,7 +861,7 @@ ENTRIES: tuple[Entry, ...] = (
         id="detection-degenerate-box",
         title="a detection target holds a box with no positive width or height",
         operation="torchvision.models.detection (Faster/Mask R-CNN, RetinaNet, FCOS, SSD): the "
-        "check of the targets at the start of the model's forward",
+        "check of the targets in the model's forward, after its transform resized them",
         messages=(
             r"All bounding boxes should have positive height and\s+width\.\s+Found invalid box "
             r"(?P<box>\[[^\]\n]{1,120}\]) for target at index (?P<target_index>\d+)",
@@ -861,13 +872,16 @@ ENTRIES: tuple[Entry, ...] = (
         cannot_know=(
             "which file the box came from: 'target at index' counts the images of the batch, "
             "not the dataset",
+            "the box as annotated: the message prints it after the model's transform resized the "
+            "image, so its coordinates are scaled (a zero width or height stays zero)",
         ),
         causes=(
             Cause(
                 title=_DEGENERATE_BOXES_TITLE,
-                why="torchvision checks every target box before the forward: x2 must be above x1 "
-                "and y2 above y1. A box read as [x, y, w, h] where [x1, y1, x2, y2] is expected, "
-                "a point annotation, or a box that a crop or resize shrank to a line fails it.",
+                why="torchvision checks every target box once its transform has resized it with the "
+                "image, before the backbone runs: x2 must be above x1 and y2 above y1. A box read "
+                "as [x, y, w, h] where [x1, y1, x2, y2] is expected, a point annotation, or a box "
+                "that a crop or resize shrank to a line fails it.",
                 confirm=_DEGENERATE_BOXES_CONFIRM,
                 codes=("LG301",),
                 fix=_DEGENERATE_BOXES_FIX,
