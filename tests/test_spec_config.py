@@ -263,9 +263,3 @@ def test_the_spec_constructor_takes_the_users_fields_and_provenance_is_set_by_la
     with pytest.raises(AttributeError):
         spec.sources = ()  # type: ignore[misc]
 
-
-def test_a_part_a_higher_layer_sets_keeps_no_origin_of_the_layer_it_replaced():
-    base = LabelSpec.from_source("labels.txt", classes=("a", "b"))
-    merged = base.merged(LabelSpec(classes=("x", "y", "z")))
-    assert merged.classes == ("x", "y", "z") and merged.origin("classes") is None
-    assert base.merged(LabelSpec.from_source("--classes", classes=("x",))).origin("classes") == "--classes"

@@ -582,9 +582,7 @@ class LabelSpec:
                 value = self.tokens.merged(value)
             if value != f.default and value is not None:
                 changes[f.name] = value
-        # A part other sets is other's: its origin, or none when other names none (never the
-        # origin of the layer it replaced).
-        origins = {part: origin for part, origin in self.origins if part not in other.set_parts()}
+        origins = dict(self.origins)
         origins.update((part, origin) for part, origin in other.origins if part in other.set_parts())
         notes = list(dict.fromkeys(self.notes + other.notes))
         if other.num_classes is not None:

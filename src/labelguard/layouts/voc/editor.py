@@ -9,7 +9,6 @@ import re
 from labelguard.errors import CannotFix
 from labelguard.layouts.formats import Planner, describe, lookup
 from labelguard.readers.base import ReadError
-from labelguard.readers.xml import ASCII_COMPATIBLE, ENCODING, parse_xml
 
 _NAME = re.compile(rb"(<name>)([^<]*)(</name>)")
 # Elements whose <name> is not an object's class: an object's parts (head, hand), CVAT's
@@ -20,6 +19,8 @@ _NOT_CLASSES = re.compile(rb"<(part|attributes|actions)>.*?</\1>", re.DOTALL)
 def _encoding(data: bytes) -> str:
     """The encoding the file declares (UTF-8 when it declares none); CannotFix for one in
     which ``<name>`` is not written as those ASCII bytes (UTF-16) or that Python does not know."""
+    from labelguard.readers.xml import ASCII_COMPATIBLE, ENCODING  # imports ElementTree: only when a fix runs
+
     end = data.find(b"?>", 0, 512) if data.startswith(b"<?xml") else -1
     match = ENCODING.search(data, 0, end) if end > 0 else None
     encoding = match.group(1).decode("ascii").lower() if match else "utf-8"
@@ -64,6 +65,8 @@ def rename(mapping: dict[str, str]) -> Planner:
         new = _NAME.sub(swap, data)
         if not counts:
             return None, "no name of the map occurs", {}
+        from labelguard.readers.xml import parse_xml
+
         try:  # the edit must never produce XML the reader refuses
             parse_xml(new)
         except ReadError as exc:
