@@ -129,22 +129,20 @@ def drain_loader(loader):
     """Every batch of ``loader``. When it raises, its workers and queues are shut down before
     the error goes on.
 
-    The siblings of a worker that raised are stopped at once: DataLoader's shutdown would
-    otherwise wait 5 s for each (they are never sent their stop signal after a worker
-    exception), which adds up over a test suite. And the iterator is shut down here, not
-    left to the garbage collector: the error's traceback holds it in a reference cycle, and
-    an iterator that the cyclic collector destroys starts a queue feeder thread inside its
-    finalizer while the collector closes that queue's pipe. The thread then writes to and
-    closes whatever later opens those file descriptor numbers, so a later test's DataLoader
-    breaks at random (a SystemError or "semaphore or lock released too many times" in a
-    worker, EBADF in a QueueFeederThread, an abort in torch's MapAllocator).
+    The iterator is shut down here, not left to the garbage collector: the error's traceback
+    holds it in a reference cycle, and an iterator that the cyclic collector destroys starts a
+    queue feeder thread inside its finalizer while the collector closes that queue's pipe. The
+    thread then writes to and closes whatever later opens those file descriptor numbers, so a
+    later test's DataLoader breaks at random (a SystemError or "semaphore or lock released too
+    many times" in a worker, EBADF in a QueueFeederThread, an abort in torch's MapAllocator).
+    No worker is killed first: a worker killed while it holds the lock of the iterator's
+    shared stop event (every worker takes it to read the event) leaves that lock held for
+    ever, and the shutdown's own ``set()`` of the event then waits on it without end.
     """
     iterator = iter(loader)
     try:
         return list(iterator)
     except BaseException:
-        for worker in getattr(iterator, "_workers", []):
-            worker.terminate()
         shutdown = getattr(iterator, "_shutdown_workers", None)  # iterators with worker processes
         if shutdown is not None:
             shutdown()
