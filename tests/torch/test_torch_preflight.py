@@ -217,11 +217,12 @@ def test_an_index_tensor_past_its_table_is_lg506():
     assert finding.code == "LG506" and finding.data["module"] == "category" and finding.data["values"] == [7]
 
 
-def test_a_guarded_loader_refusing_a_sample_becomes_a_finding(tmp_path):
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_guarded_loader_refusing_a_sample_becomes_a_finding(tmp_path, workers):
     data, listing = swin_unet_dataset(tmp_path, n=4, bad={1: 9})
     dataset = guard(SynapseDataset(data, listing.parent, transform=synapse_to_tensors), num_classes=9)
-    report = preflight(TinyUnet(9), nn.CrossEntropyLoss(), DataLoader(dataset, batch_size=2),
-                       raise_on_error=False)
+    loader = DataLoader(dataset, batch_size=2, num_workers=workers)
+    report = preflight(TinyUnet(9), nn.CrossEntropyLoss(), loader, raise_on_error=False)
     (finding,) = report.errors
     assert finding.code == "LG201"
     assert finding.path.endswith("case0001_slice001.npz")

@@ -379,10 +379,12 @@ def _batches(loader: Iterable, count: int, report: PreflightReport) -> Iterable:
         except StopIteration:
             return
         except LabelError as error:  # a guarded dataset refused a sample
-            # After a worker raised, DataLoader's shutdown waits 5 s per worker for workers
-            # that never get their stop signal; this iterator is done, so end them now.
-            for worker in getattr(iterator, "_workers", ()):
-                worker.terminate()
+            # This iterator is done: shut its workers down now rather than in a finalizer.
+            # Never kill them: a worker killed while it holds the lock of the iterator's
+            # shared stop event leaves it held, and the shutdown then waits on it for ever.
+            shutdown = getattr(iterator, "_shutdown_workers", None)
+            if shutdown is not None:
+                shutdown()
             report.findings.append(finding_of(error))
             return
 
