@@ -140,7 +140,8 @@ def _int_list(values: tuple[str, ...] | str | None) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background) -> LabelSpec:
+def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
+              sizes=None) -> LabelSpec:
     from labelguard.core.spec import LabelSpec
 
     names = None
@@ -176,11 +177,13 @@ def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_z
         origins.append(("background", f"--background {background}"))
     if reduce_zero_label:
         origins.append(("reduce_zero_label", "--reduce-zero-label"))
+    if sizes is not None:
+        origins.append(("sizes", f"--sizes {sizes}"))
     try:
         return LabelSpec(
             classes=names, values=_int_list(values) or None, num_classes=num_classes,
             ignore=_int_list(ignore_index), background=background if background is not None else 0,
-            reduce_zero_label=reduce_zero_label,
+            reduce_zero_label=reduce_zero_label, sizes=sizes,
         ).with_origins(origins)
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None
@@ -197,6 +200,10 @@ def spec_options(func):
         click.option("--reduce-zero-label", is_flag=True,
                      help="mmsegmentation's option: 0 becomes 255 (ignored), other values shift down by one."),
         click.option("--background", type=int, default=None, help="The background value (default 0)."),
+        click.option("--sizes", metavar="equal|any|FACTOR",
+                     help="How a mask's size relates to its image's and to the other samples': 'equal' (the "
+                          "default: LG206, LG213), 'any' (sizes differ on purpose: neither is checked), or a "
+                          "scale factor (2: the mask is twice its image's size, as super-resolution pairs)."),
         click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
                      help="Your labelguard.toml / pyproject.toml: all its settings apply, above the project "
                           "config (one found at or above the data sets the label spec and layout hints only)."),
@@ -337,7 +344,7 @@ def _progress(enabled: bool):
               help="fsspec storage options for PATHs that are URLs (s3://bucket/prefix, gs://...), e.g. "
                    "'{\"endpoint_url\": \"http://localhost:9000\"}'; by default the backend's own configuration "
                    "(for S3: the AWS_* environment variables, ~/.aws).")
-def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
+def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
           image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
           write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes, cache_dir, no_cache,
@@ -390,7 +397,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     if write_classes and os.path.lexists(write_classes) and not force:
         raise click.UsageError(f"--write-classes {write_classes}: the file exists; pass --force to replace it")
     images, masks = _folders_in(paths, images, masks)
-    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background)
+    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes)
     if model_config or tokenizer:
         from dataclasses import replace
 
@@ -570,7 +577,7 @@ def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -
 @click.option("--force", is_flag=True, help="Overwrite an existing config file.")
 @click.option("-j", "--workers", type=click.IntRange(min=1), help="Processes (default: all cores).")
 @limit_options
-def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
+def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes,
          config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
          output, force, workers, max_pixels, max_file_bytes):
     """Infer a label spec from the data at PATH and write it as labelguard.toml.
@@ -583,7 +590,7 @@ def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_
                                     "labelguard.toml")
     if os.path.exists(target) and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it")
-    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background)
+    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes)
     text, inferred = infer_spec_file(
         path, spec, options=_options(layout, images, masks, lists, key, color_map, path_column, label_column),
         workers=workers, config_file=config_file, use_project_config=not no_config, max_pixels=max_pixels,

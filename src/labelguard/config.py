@@ -67,6 +67,8 @@ TOP_KEYS = {"labels", "audit", "severity", "tokens"}
 # code runs (engine, scheduler, workers), how strict the verdict is (fail_on, severities,
 # sample), and what is read and written outside the data (cache, read limits).
 DATA_AUDIT_KEYS = ("format", "key", "color_map")
+# The [labels] keys a config found with the data may not set: they make verdicts less strict.
+DATA_REFUSED_LABEL_KEYS = ("sizes",)
 # The flag that makes each setting a found config may not make, for its warning to name.
 FLAGS = {"audit.engine": "--engine", "audit.scheduler": "--scheduler", "audit.workers": "--workers",
          "audit.sample": "--sample", "audit.fail_on": "--fail-on", "audit.cache": "--no-cache",
@@ -349,13 +351,18 @@ def within_trust(config: Config, data: str | None = None) -> Config:
     dropped = {refusal.setting for refusal in refused}
     use = replace(config.use, trusted=False, applied=tuple(s for s in config.use.applied if s not in dropped),
                   refused=tuple(refused))
-    return replace(config, spec=_with_tokens(config.spec, tokens, config.path), audit=audit, severity={}, use=use)
+    spec = config.spec
+    if "labels.sizes" in dropped:  # a size relation loosens LG206/LG213: the user's own to declare
+        spec = replace(spec, sizes=None)
+    return replace(config, spec=_with_tokens(spec, tokens, config.path), audit=audit, severity={}, use=use)
 
 
 def _data_may_set(setting: str) -> bool:
     """Whether a config found with the data may make ``setting`` (``table.key``)."""
     table, _, key = setting.partition(".")
-    return table in ("labels", "tokens") or (table == "audit" and key in DATA_AUDIT_KEYS)
+    if table == "labels":
+        return key not in DATA_REFUSED_LABEL_KEYS
+    return table == "tokens" or (table == "audit" and key in DATA_AUDIT_KEYS)
 
 
 def _token_table(table: dict[str, Any], path: str) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def test_a_sample_without_its_target_key_is_named_and_skippable(tmp_path):
 
     error = first_error([{"image": IMAGE, "meta": 1}], num_classes=3)
     assert str(error).startswith("LG505 sample 0: no target in a sample dict with keys image, meta: expected "
-                                 "one of label, labels, mask, target, targets, y, segmentation; pass "
+                                 "one of label, labels, mask, target, targets, y, segmentation, cls; pass "
                                  "target='<key>' or a function")
 
     skipping = guard(samples, num_classes=3, target="cls", on_error="skip")

@@ -193,3 +193,39 @@ class SSDVOCDetection(Dataset):
             rows.append(box + [self.class_to_ind[obj.find("name").text.strip()]])
         image = np.asarray(Image.open(self._imgpath % img_id), dtype=np.float32) / 255
         return torch.from_numpy(image).permute(2, 0, 1), torch.tensor(rows)
+
+
+class TorchvisionVOCDetection(Dataset):
+    """A VOC detection dataset as torchvision's reference scripts feed a detector: the image as
+    a float (3, H, W) tensor, the target a dict of ``boxes`` (corners in pixels, float32) and
+    ``labels`` (int64, 1-based: 0 is the background of torchvision's detectors), read from
+    ``Annotations/<id>.xml`` for the ids of ``ImageSets/Main/<split>.txt``; ``images`` and
+    ``targets`` name each sample's files, as in torchvision's VOCDetection."""
+
+    def __init__(self, root, classes, split="trainval"):
+        import xml.etree.ElementTree as ET
+
+        self._parse = ET.parse
+        self.class_to_ind = {name: i + 1 for i, name in enumerate(classes)}
+        ids = [line.strip() for line in open(os.path.join(root, "ImageSets", "Main", split + ".txt"))]
+        self.targets = [os.path.join(root, "Annotations", f"{i}.xml") for i in ids]
+        self.images = [os.path.join(root, "JPEGImages", f"{i}.jpg") for i in ids]
+
+    def __len__(self):
+        return len(self.targets)
+
+    def __getitem__(self, index):
+        tree = self._parse(self.targets[index]).getroot()
+        boxes, labels = [], []
+        for obj in tree.iter("object"):
+            boxes.append([float(obj.find("bndbox").find(k).text) for k in ("xmin", "ymin", "xmax", "ymax")])
+            labels.append(self.class_to_ind[obj.find("name").text.strip()])
+        image = np.asarray(Image.open(self.images[index]).convert("RGB"), dtype=np.float32) / 255
+        return (torch.from_numpy(image).permute(2, 0, 1),
+                {"boxes": torch.tensor(boxes, dtype=torch.float32).reshape(-1, 4),
+                 "labels": torch.tensor(labels, dtype=torch.int64)})
+
+
+def detection_collate(batch):
+    """torchvision's detection references' collate: a tuple of images and a tuple of targets."""
+    return tuple(zip(*batch))

@@ -132,10 +132,12 @@ def rules_for(scope: str) -> list[Rule]:
 
 
 def screened(scope: str) -> bool:
-    """True when every rule of ``scope`` that runs at run time reports only values the spec does
-    not allow or that are not whole numbers: a tensor whose values a pre-screen proves whole and
-    legal needs no rule of that scope. A rule added without ``only_bad_values`` turns it off."""
-    return all(r.files_only or r.only_bad_values for r in RULES[scope])
+    """True when every rule of ``scope`` that runs at run time on a tensor of values reports
+    only values the spec does not allow or that are not whole numbers: a tensor whose values a
+    pre-screen proves whole and legal needs no rule of that scope. A rule that reads a field
+    (``reads="boxes"``) runs only on subjects that fill it, which a tensor of values never does;
+    any other rule added without ``only_bad_values`` turns the pre-screen off."""
+    return all(r.files_only or r.only_bad_values or r.reads is not None for r in RULES[scope])
 
 
 def all_rules() -> list[Rule]:
@@ -157,13 +159,17 @@ def _group(scope: str) -> None:
 
 
 def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Finding],
-              errors: list[str], at_run_time: bool = False) -> None:
+              errors: list[str], at_run_time: bool = False, reading: tuple[str, ...] | None = None) -> None:
     """Run every rule of ``scope`` that applies to ``subject``, appending to ``findings``: the
     rules that read no particular field, then, field by field, those reading a field the
     subject fills (one look per field; the audit sorts the findings). A rule that raises adds
     an internal-error note to ``errors`` naming the rule and ``where``, and the others run.
-    ``at_run_time``: the subject is a tensor of the guard; rules of files only are left out."""
+    ``at_run_time``: the subject is a tensor of the guard; rules of files only are left out.
+    ``reading``: only the rules that read one of these fields (the guard's detection boxes,
+    whose class ids its value rules judged already)."""
     for needed, rules in _GROUPS.get(scope, ()):
+        if reading is not None and needed not in reading:
+            continue
         if needed is not None and getattr(subject, needed) is None:
             continue
         for registered in rules:
@@ -180,13 +186,14 @@ def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Fi
                               f"{registered.apply.__name__}) crashed: {detail}")
 
 
-def judge(scope: str, subject: Any, spec: Any, where: str, at_run_time: bool = False) -> list[Finding]:
+def judge(scope: str, subject: Any, spec: Any, where: str, at_run_time: bool = False,
+          reading: tuple[str, ...] | None = None) -> list[Finding]:
     """:func:`run_rules` for a caller with no list of internal errors to report them in (the
     guard, checking a target): a rule that crashes raises RuntimeError naming it, after every
     other rule ran; a bug of labelguard is never taken for a clean target."""
     findings: list[Finding] = []
     errors: list[str] = []
-    run_rules(scope, subject, spec, where, findings, errors, at_run_time)
+    run_rules(scope, subject, spec, where, findings, errors, at_run_time, reading)
     if errors:
         raise RuntimeError("; ".join(errors))  # not a user mistake: a rule of labelguard crashed
     return findings

@@ -25,9 +25,14 @@ _COMPARED_ONE_BY_ONE = 8
 
 # The parts of a spec whose origin the report names, in the order it names them.
 PARTS = ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label", "dtype",
-         "require_pairs", "max_files_unreadable")
+         "require_pairs", "max_files_unreadable", "sizes")
 # The parts that say which values are classes: a user who gives one of them gives the spec.
 CLASS_PARTS = ("classes", "values", "num_classes")
+# How a target's size relates to its input's and to the other samples' (``sizes``): "equal"
+# (the default: a mask has its image's size, and a split's samples share one shape) or "any"
+# (multi-scale pipelines that crop or resize in the loader); a number is a scale factor (the
+# target is that many times the input's size: super-resolution pairs).
+SIZE_RELATIONS = ("equal", "any")
 # The dtypes a spec may declare for its masks (``dtype = "uint8"``): integer types only.
 MASK_DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64")
 # Said of a class-name file found next to the data it describes: such a file is often
@@ -243,6 +248,12 @@ class LabelSpec:
             same file (strict admission: a mask without one is LG002).
         max_files_unreadable: the most files of a dataset that may be unreadable (strict
             admission: more is a dataset-level LG001), or None for no bound.
+        sizes: how a target's size relates to its input's (:data:`SIZE_RELATIONS`): None or
+            ``"equal"`` (image and mask of one size, LG206; a split's samples of one shape,
+            LG213), ``"any"`` (neither is checked: sizes differ on purpose), or a scale factor
+            (a float: the target is ``sizes`` times its input's size, super-resolution). Read
+            it with :meth:`target_size_for`; only the user declares it (never data beside the
+            data: it makes verdicts less strict).
         conventional_ignore: (read-only) the ignore values a tool's convention gave rather than a
             declaration (labelme2voc's ``__ignore__``, stored as 255 and -1): legal all the
             same; the ignore_index origin names the convention and the file that made it one.
@@ -276,6 +287,7 @@ class LabelSpec:
     dtype: str | None = None
     require_pairs: bool = False
     max_files_unreadable: int | None = None
+    sizes: str | float | None = None
     # Provenance, set by labelguard (from_source, with_origins, merged, as_declared), never by
     # the constructor's user: keyword-only and private; read them through the properties.
     _sources: tuple[str, ...] = field(default=(), compare=False, kw_only=True, repr=False)
@@ -291,6 +303,8 @@ class LabelSpec:
             raise SpecError(f"max_files_unreadable must be 0 or more, got {self.max_files_unreadable}")
         if self.num_classes is not None and self.num_classes < 1:
             raise SpecError(f"num_classes must be at least 1, got {self.num_classes}")
+        if self.sizes is not None:
+            object.__setattr__(self, "sizes", size_relation(self.sizes))
         _check_int64("num_classes", () if self.num_classes is None else (self.num_classes,))
         _check_int64("values", self.values or ())
         _check_int64("ignore_index", self.ignore)
@@ -369,6 +383,7 @@ class LabelSpec:
             "dtype": self.dtype is not None,
             "require_pairs": self.require_pairs,
             "max_files_unreadable": self.max_files_unreadable is not None,
+            "sizes": self.sizes is not None,
         }
         return tuple(part for part in PARTS if present[part])
 
@@ -518,6 +533,21 @@ class LabelSpec:
         extra = ", reduce_zero_label=True" if self.reduce_zero_label else ""
         return f"{head} (num_classes={self.effective_num_classes}, ignore_index={ignore}{extra})"
 
+    @property
+    def sizes_vary(self) -> bool:
+        """True when the user declared that sizes differ on purpose (``sizes = "any"``): no
+        size check applies (LG206 between input and target, LG213 between samples)."""
+        return self.sizes == "any"
+
+    def target_size_for(self, spatial: tuple[int, ...]) -> tuple[int, ...] | None:
+        """The spatial size a target of an input of ``spatial`` size must have (the input's
+        own, or scaled by a declared factor, rounded), or None when any size goes."""
+        if self.sizes == "any":
+            return None
+        if isinstance(self.sizes, float):
+            return tuple(round(n * self.sizes) for n in spatial)
+        return tuple(spatial)
+
     # The sets below are built once per spec (a frozen dataclass; the cache is not a field,
     # so equality, hashing and ``replace`` ignore it).
     @cached_property
@@ -627,13 +657,15 @@ class LabelSpec:
             data["require_pairs"] = True
         if self.max_files_unreadable is not None:
             data["max_files_unreadable"] = self.max_files_unreadable
+        if self.sizes is not None:
+            data["sizes"] = self.sizes
         return data
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], source: str = "") -> "LabelSpec":
         """Build a spec from a config table; unknown keys are an error that names them."""
         known = {"classes", "values", "num_classes", "ignore_index", "ignore", "background",
-                 "reduce_zero_label", "dtype", "require_pairs", "max_files_unreadable"}
+                 "reduce_zero_label", "dtype", "require_pairs", "max_files_unreadable", "sizes"}
         unknown = sorted(set(data) - known)
         if unknown:
             where = f" in {source}" if source else ""
@@ -654,6 +686,7 @@ class LabelSpec:
             require_pairs=_bool(data.get("require_pairs", False), "require_pairs"),
             max_files_unreadable=_int(data["max_files_unreadable"], "max_files_unreadable")
             if data.get("max_files_unreadable") is not None else None,
+            sizes=size_relation(data["sizes"]) if data.get("sizes") is not None else None,
         )
 
 
@@ -721,6 +754,26 @@ def _int(value: Any, key: str) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise SpecError(f"{key} must be an integer, got {value!r}") from None
+
+
+def size_relation(value: Any) -> str | float:
+    """A declared size relation (``sizes``): ``"equal"``, ``"any"``, or a scale factor above 0
+    (a number, or its text: ``2``, ``"x2"``, ``"0.5"``)."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in SIZE_RELATIONS:
+            return text
+        value = text[1:] if text.startswith("x") else text
+    if isinstance(value, bool):
+        value = None
+    try:
+        factor = float(value)
+    except (TypeError, ValueError):
+        factor = float("nan")
+    if not (0 < factor < float("inf")):
+        raise SpecError(f"sizes must be \"equal\", \"any\" or a scale factor above 0 (2 for targets twice the "
+                        f"input's size), got {value!r}")
+    return factor
 
 
 def _dtype(value: Any) -> str:

@@ -24,6 +24,8 @@ from typing import Any, Iterable
 EXAMPLES_KEPT = 5
 # Distinct mask values counted exactly at each end of the order by distance from 0.
 VALUES_KEPT = 1024
+# Distinct mask shapes counted; past it, a dataset's sizes vary by design (VOC's photos).
+SHAPES_KEPT = 64
 
 
 def _merge_examples(a: list[str], b: list[str]) -> list[str]:
@@ -53,6 +55,10 @@ class Summary:
             reader's remark) -> files, and a few of them.
         token_rows / token_highest: tokenized data read without a token spec: column ->
             rows holding it, and its highest value (what LG006 lists as not checked).
+        shapes / shape_examples: a mask's shape as stored ("512x512", "1x96x96") -> masks
+            of that shape, and a few of them (LG213); shapes_varied: more distinct shapes
+            than :data:`SHAPES_KEPT` were seen (the dataset's sizes vary by design), so
+            none is counted.
     """
 
     samples: int = 0
@@ -75,10 +81,30 @@ class Summary:
     remark_examples: dict[str, list[str]] = field(default_factory=dict)
     token_rows: Counter = field(default_factory=Counter)
     token_highest: dict[str, int] = field(default_factory=dict)
+    shapes: Counter = field(default_factory=Counter)
+    shape_examples: dict[str, list[str]] = field(default_factory=dict)
+    shapes_varied: bool = False
 
     def add_remark(self, remark: str, path: str) -> None:
         self.remarks[remark] += 1
         self.remark_examples[remark] = _merge_examples(self.remark_examples.get(remark, []), [path])
+
+    def add_shape(self, path: str, shape: tuple[int, ...]) -> None:
+        """Count one mask's stored shape; ``path`` joins its examples as merging keeps them."""
+        if self.shapes_varied:
+            return
+        key = "x".join(str(n) for n in shape)
+        self.shapes[key] += 1
+        self.shape_examples[key] = _merge_examples(self.shape_examples.get(key, []), [path])
+        self._cap_shapes()
+
+    def _cap_shapes(self) -> None:
+        """Past :data:`SHAPES_KEPT` distinct shapes the sizes vary by design: none is kept
+        (the same after any order of merging: the set of shapes only grows)."""
+        if len(self.shapes) > SHAPES_KEPT:
+            self.shapes.clear()
+            self.shape_examples.clear()
+            self.shapes_varied = True
 
     def add_palette_decoded(self, palette: str, path: str) -> None:
         self.palette_decoded[palette] += 1
@@ -150,6 +176,15 @@ class Summary:
             self.remarks.update(other.remarks)
             for remark, paths in other.remark_examples.items():
                 self.remark_examples[remark] = _merge_examples(self.remark_examples.get(remark, []), paths)
+        if other.shapes_varied and not self.shapes_varied:
+            self.shapes.clear()
+            self.shape_examples.clear()
+            self.shapes_varied = True
+        elif other.shapes and not self.shapes_varied:
+            self.shapes.update(other.shapes)
+            for key, paths in other.shape_examples.items():
+                self.shape_examples[key] = _merge_examples(self.shape_examples.get(key, []), paths)
+            self._cap_shapes()
         if other.token_rows:
             self.token_rows.update(other.token_rows)
             for column, highest in other.token_highest.items():

@@ -68,6 +68,7 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
         return
     summary.samples += 1
     summary.dtypes[sample.record.mode] += 1
+    summary.add_shape(task.display, sample.stored_shape)
     if sample.record.remark:
         summary.add_remark(sample.record.remark, task.display)
     start = len(findings)

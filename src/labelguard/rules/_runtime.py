@@ -65,6 +65,33 @@ def id_findings(display: str | None, array: np.ndarray, spec: LabelSpec, dtype: 
     return findings, np.unique(flat) if distinct else None
 
 
+# The record fields the box rules read (LG301, LG302): the only rules a detection target's
+# boxes get, its class ids being judged as any vector of ids.
+BOX_FIELDS = ("boxes", "extents", "normalised")
+
+
+def box_findings(display: str | None, spec: LabelSpec, labels: list, *, corners: np.ndarray | None = None,
+                 image_size: tuple[float, float] | None = None, extents: list | None = None,
+                 normalised: list | None = None, box_style: str = "corners",
+                 tolerance: float = 0.0) -> list[Finding]:
+    """The registered rules that read boxes, on a detection target's boxes that come from no
+    file: ``corners`` (n, 4) as (xmin, ymin, xmax, ymax) in the pixels of an input of
+    ``image_size`` (width, height; None when unknown), or YOLO-like ``extents`` (width, height)
+    with the ``normalised`` values that must lie in [0, 1]; ``labels`` names each box's class;
+    ``tolerance``: how far a box may pass the border (a transform's rounding).
+    RuntimeError naming the rule when a rule crashes."""
+    record = AnnotationRecord(display, "tensor", unit="box", labels=labels,
+                              boxes=corners.tolist() if corners is not None and len(corners) <= _LISTED else corners,
+                              image_size=image_size, extents=extents, normalised=normalised, box_style=box_style,
+                              border_tolerance=tolerance)
+    return judge("annotation", record, spec, display or "a target", at_run_time=True, reading=BOX_FIELDS)
+
+
+# Up to this many boxes are judged as a list (LG301's one comparison chain per box beats numpy's
+# set-up on a few boxes); more as an array, vectorised.
+_LISTED = 64
+
+
 def binary_target_findings(display: str | None, array: np.ndarray, loss: str) -> list[Finding]:
     """The findings of a float target of a BCE loss (``loss`` names it): NaN/Inf values
     (LG204) and values outside [0, 1] (LG201 in a mask, LG102 in a vector of labels)."""

@@ -51,7 +51,7 @@ RLE_EXAMPLES = (
 def stored_image_geometry(sample: MaskSample, spec):
     record = sample.record
     mask_shape = sample.stored_shape
-    if record.image_shape is None or same_geometry(mask_shape, record.image_shape):
+    if record.image_shape is None or spec.sizes_vary or fits(mask_shape, record.image_shape, spec):
         return ()
     image = f" {record.image_key!r}" if record.image_key else ""
     label = f" {record.key!r}" if record.key else ""
@@ -67,7 +67,7 @@ def stored_image_geometry(sample: MaskSample, spec):
 @rule(GEOMETRY, "pair")
 def paired_image_geometry(sample: MaskSample, spec):
     mask_shape, shape = sample.stored_shape, sample.paired_shape
-    if shape is None or same_geometry(mask_shape, shape):
+    if shape is None or spec.sizes_vary or fits(mask_shape, shape, spec):
         return ()
     return (GEOMETRY.finding(
         sample.display,
@@ -115,6 +115,48 @@ def describe_shape(shape: tuple[int, ...]) -> str:
     return "x".join(str(s) for s in shape)
 
 
+def fits(mask: tuple[int, ...], image: tuple[int, ...], spec) -> bool:
+    """True when a stored mask fits its image under the spec's size relation: the same
+    geometry, or with a declared scale factor the image's height and width scaled by it (a
+    channel axis of either left apart). The caller has excluded ``sizes = "any"``."""
+    factor = spec.sizes if isinstance(spec.sizes, float) else None
+    if factor is None or factor == 1.0:
+        return same_geometry(mask, image)
+    return _scaled(_plane(image), factor) == _plane(mask)
+
+
+def tensor_geometry_fits(image: tuple[int, ...], target: tuple[int, ...], spec) -> bool:
+    """True when a target tensor of shape ``target`` (a leading axis of 1 already dropped) fits
+    an input of shape ``image`` under the spec's size relation: the input's trailing (or
+    leading) axes equal the target's; with a scale factor, the target's last two axes are the
+    input's scaled and any axis before them equal (channels: ``(3, 24, 24)`` for ``(3, 12, 12)``
+    at 2). ``sizes = "any"``: always."""
+    if spec.sizes_vary:
+        return True
+    k = len(target)
+    factor = spec.sizes if isinstance(spec.sizes, float) else None
+    if factor is None or factor == 1.0:
+        return image[-k:] == target or image[:k] == target
+    aligned = image[-k:]
+    return (len(aligned) == k and k >= 2 and aligned[:-2] == target[:-2]
+            and _scaled(aligned[-2:], factor) == tuple(target[-2:]))
+
+
+def _plane(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A stored image's or mask's height and width: a channel axis (first or last, of at most
+    4) left out of a 3-axis shape."""
+    shape = tuple(shape)
+    if len(shape) == 3 and shape[-1] <= 4:
+        return shape[:2]
+    if len(shape) == 3 and shape[0] <= 4:
+        return shape[1:]
+    return shape
+
+
+def _scaled(shape: tuple[int, ...], factor: float) -> tuple[int, ...]:
+    return tuple(round(n * factor) for n in shape)
+
+
 def same_geometry(mask: tuple[int, ...], image: tuple[int, ...]) -> bool:
     """True when a mask fits an image: equal shapes, or the image has one extra channel axis
     (channels last, first, or after a batch axis as in BraTS numpy volumes)."""
@@ -128,14 +170,20 @@ def same_geometry(mask: tuple[int, ...], image: tuple[int, ...]) -> bool:
     return False
 
 
-def tensor_sizes_differ(display: str | None, image_shape: tuple[int, ...], target_shape: tuple[int, ...]) -> Finding:
+def tensor_sizes_differ(display: str | None, image_shape: tuple[int, ...], target_shape: tuple[int, ...],
+                        spec=None) -> Finding:
     """LG206 for a sample whose input tensor and mask target differ in spatial size (the
-    guard's check, before a DataLoader stacks them)."""
+    guard's check, before a DataLoader stacks them), or break the spec's declared scale."""
+    factor = spec.sizes if spec is not None and isinstance(spec.sizes, float) and spec.sizes != 1.0 else None
+    relation = (f"the target is not {factor:g} times the input's size (sizes={factor:g})" if factor
+                else "differ in size")
     return GEOMETRY.finding(
         display,
-        f"image shape {image_shape} and mask shape {target_shape} differ in size",
+        f"image shape {image_shape} and mask shape {target_shape} {relation}" if not factor
+        else f"image shape {image_shape} and target shape {target_shape}: {relation}",
         hint="Resize the mask with the image (nearest-neighbour for the mask), or crop both "
-        "with the same parameters.",
+        "with the same parameters; when sizes differ on purpose (super-resolution, multi-scale "
+        "targets), declare it: sizes=<scale factor> or sizes=\"any\".",
         image_shape=list(image_shape), mask_shape=list(target_shape),
     )
 

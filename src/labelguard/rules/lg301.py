@@ -64,18 +64,13 @@ POLYGON_EXAMPLES = (
 )
 
 
-@rule(BAD_BOX, "annotation", EXAMPLES, files_only=True)
+@rule(BAD_BOX, "annotation", EXAMPLES[:2] + EXAMPLES[3:4] + EXAMPLES[5:], reads="boxes")
 def bad_boxes(record: AnnotationRecord, spec):
-    findings = []
-    if record.boxes is not None and len(record.boxes):
-        findings.extend(_corner_findings(record))
-    if record.extents:
-        findings.extend(_extent_findings(record))
-    return findings
-
-
-def _corner_findings(record: AnnotationRecord) -> list:
+    """Boxes given by their corners; also the guard's detection targets (torchvision's
+    ``boxes``, COCO's ``bbox``), in the pixels of the sample's input when its size is known."""
     boxes = record.boxes
+    if not len(boxes):
+        return []
     # The common case of a small file, every box sound, in one comparison chain per box.
     if type(boxes) is list and None not in boxes:
         size = record.image_size
@@ -188,8 +183,10 @@ def _corner_problem(box, size) -> tuple[str, str]:
         (f"ymax {ymax:g} > height {height:g}", not ymax <= height)) if out)
 
 
-def _extent_findings(record: AnnotationRecord) -> list:
-    assert record.extents is not None  # not a user mistake: called only for a record with extents
+@rule(BAD_BOX, "annotation", EXAMPLES[2:3] + EXAMPLES[4:5], reads="extents")
+def zero_size_boxes(record: AnnotationRecord, spec):
+    """Boxes given by their size (YOLO rows; the guard's YOLO or Ultralytics targets)."""
+    assert record.extents is not None  # not a user mistake: the runner passes only records with extents
     degenerate = [(record.place(i), extent) for i, extent in enumerate(record.extents)
                   if extent is not None and not (extent[0] > 0.0 and extent[1] > 0.0)]
     if not degenerate:

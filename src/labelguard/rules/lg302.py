@@ -35,7 +35,7 @@ EXAMPLES = (
 )
 
 
-@rule(YOLO_NOT_NORMALISED, "annotation", EXAMPLES, files_only=True)
+@rule(YOLO_NOT_NORMALISED, "annotation", EXAMPLES, reads="normalised")
 def values_outside_the_unit_range(record: AnnotationRecord, spec):
     if not record.normalised:
         return ()

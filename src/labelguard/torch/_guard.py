@@ -47,9 +47,12 @@ from labelguard.core.text import clipped, plural
 from labelguard.errors import UnsupportedError, UsageError
 from labelguard.torch._sources import source_in_sample, source_of
 from labelguard.torch._targets import (
+    BOX_LAYOUTS,
     TargetProblem,
     TargetRules,
     TargetSelector,
+    box_problems,
+    detection_boxes,
     dtype_name,
     errors_of,
     geometry_finding,
@@ -57,8 +60,9 @@ from labelguard.torch._targets import (
     input_name,
     sample_error,
     select_input,
-    select_target,
+    selected_target,
     target_arrays,
+    target_classes,
 )
 from labelguard.torch._collate import remember_sample
 from labelguard.torch._losses import rules_for
@@ -184,6 +188,7 @@ class _SampleGuard:
         tokens: Any = None,
         check_inputs: bool = True,
         input_range: tuple[float, float] | None = None,
+        boxes: str | None = None,
     ) -> None:
         self.rules = rules
         self.target = target
@@ -193,6 +198,7 @@ class _SampleGuard:
         self.tokens = tokens  # the TokenSpec of guard(model=...), or None
         self.check_inputs = check_inputs
         self.input_range = input_range
+        self.boxes = boxes  # guard(boxes=...): how detection boxes are written, None for the defaults
 
     def load(self, dataset: Any, index: Any) -> tuple[Any, BaseException | None]:
         """``dataset[index]``, or the exception its ``__getitem__`` raised."""
@@ -229,10 +235,15 @@ class _SampleGuard:
         if self.tokens is not None and holds_tokens(sample):
             return self._token_error(sample, index, dataset, where)
         try:
-            target = select_target(sample, self.target)
+            selected = selected_target(sample, self.target)
+            boxes = detection_boxes(sample, selected, self.boxes)
+            target = target_classes(selected) if self.boxes != "yolo" or boxes is None else boxes.classes
             if target is None:
                 raise TargetProblem("the target is None: the dataset gave this sample no label; return "
                                     "one for every sample")
+            if isinstance(target, list) and boxes is not None:
+                target = torch.tensor(target, dtype=torch.float64 if any(isinstance(c, float) for c in target)
+                                      else torch.int64) if target else torch.zeros(0, dtype=torch.int64)
             parts = target_arrays(target)
         except TargetProblem as problem:
             # The sample can be neither checked nor trained on: an error about it, named.
@@ -243,12 +254,15 @@ class _SampleGuard:
             bad_input = input_finding(None, image, input_name(sample), self.input_range)
             if bad_input is not None:
                 findings.append(bad_input)
-        geometry = geometry_finding(None, image, target) if _spatial(image, target) else None
+        spec = self.rules.spec
+        geometry = geometry_finding(None, image, target, spec) if _spatial(image, target, spec) else None
         if geometry is not None:
             findings.append(geometry)
         for named, part, array in parts:
             if array is not None and not self.rules.clearly_legal(array):
                 findings.extend(named_finding(named, f) for f in self.rules.check(None, array, dtype_name(part)))
+        if boxes is not None and len(boxes.values):  # after the class ids: a bad id is the device assert
+            findings.extend(box_problems(boxes, image, self.rules.spec))
         errors = errors_of(findings)
         if not errors:
             return None
@@ -314,15 +328,18 @@ def no_replacement(first: SampleError, bad_in_a_row: int) -> SampleError:
     )
 
 
-def _spatial(image: Any, target: Any) -> bool:
+def _spatial(image: Any, target: Any, spec: LabelSpec) -> bool:
     """True when image and target look like an image/mask pair (mask 2-D, (1, H, W) or a
-    volume one axis shorter than its image); a nested target has no one shape to pair."""
+    volume one axis shorter than its image), or, under a declared scale factor, an image
+    pair of one rank (super-resolution: (3, 24, 24) for (3, 12, 12)); a nested target has no
+    one shape to pair."""
     target_ndim = getattr(target, "ndim", None)
     image_ndim = getattr(image, "ndim", None)
     if target_ndim is None or image_ndim is None or target_ndim < 2 or getattr(target, "is_nested", False):
         return False
     shape = tuple(target.shape)
-    return target_ndim == 2 or shape[0] == 1 or target_ndim == image_ndim - 1
+    scaled = isinstance(spec.sizes, float) and target_ndim == image_ndim
+    return target_ndim == 2 or shape[0] == 1 or target_ndim == image_ndim - 1 or scaled
 
 
 class _GuardedBase:
@@ -506,6 +523,8 @@ def guard(
     model: Any = None,
     check_inputs: bool = True,
     input_range: tuple[float, float] | None = None,
+    sizes: str | float | None = None,
+    boxes: str | None = None,
 ) -> GuardedDataset | GuardedIterableDataset:
     """Wrap ``dataset`` so that each sample's target is checked when it is produced.
 
@@ -517,7 +536,8 @@ def guard(
             not given).
         target: where the target is in a sample: a key, an index or a function. Default:
             the last element of a tuple/list, or the first of label/labels/mask/target/
-            targets/y/segmentation in a dict (a detection target dict gives its labels).
+            targets/y/segmentation/cls in a dict (a detection target dict gives its labels,
+            an Ultralytics sample its ``cls``).
         source: ``index -> file path``. Default: found on the dataset (ImageFolder
             ``samples``/``imgs``, VOC ``masks``/``images``, COCO ``ids``/``img_ids``,
             SSD-style ``ids`` of (root, name) with an ``_annopath`` template, Swin-Unet
@@ -544,6 +564,15 @@ def guard(
             ``image``/``input``... key): NaN/Inf there is LG509. One sum per sample.
         input_range: ``(low, high)``: input values outside it are LG509 too (0..255 images
             fed to a model that expects 0..1).
+        sizes: how a target's size relates to its input's (wins over the spec's ``sizes``):
+            ``"equal"`` (the default: a mask of another size than its image is LG206),
+            ``"any"`` (sizes differ on purpose: not checked), or a scale factor (``2``: the
+            target is twice the input's height and width, as super-resolution pairs).
+        boxes: how the boxes of a detection target are written, when the guard cannot tell:
+            ``"xyxy"`` (corners), ``"xywh"`` (COCO's corner and size) or ``"cxcywh"``
+            (centre and size; YOLO's when every value is a fraction of the image). Default:
+            a torchvision target dict's ``boxes`` are corners in pixels, a COCO annotation's
+            ``bbox`` is [x, y, width, height], an Ultralytics ``bboxes`` is YOLO's.
 
     Checks: values outside the spec (LG201 in masks, LG102/LG103 in class ids), non-integer
     or non-finite targets (LG204; a target cast to an integer type after it held NaN shows
@@ -581,6 +610,8 @@ def guard(
         raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
     if isinstance(dataset, _GuardedBase):
         raise UsageError("this dataset is already guarded")
+    if boxes is not None and boxes not in BOX_LAYOUTS:
+        raise UsageError(f"boxes must be one of {', '.join(BOX_LAYOUTS)}, got {boxes!r}")
     if input_range is not None and not _is_range(input_range):
         raise UsageError(f"input_range must be (low, high) with low <= high, got {input_range!r}")
     tokens = token_spec_of(model) if model is not None else None
@@ -590,9 +621,9 @@ def guard(
     if tokens is not None and spec is None and num_classes is None and ignore_index is None and loss is None:
         rules = TargetRules(LabelSpec())  # the model's head is the spec of tokenized samples
     else:
-        rules = rules_for(spec, num_classes, ignore_index, loss)
+        rules = rules_for(spec, num_classes, ignore_index, loss, sizes)
     sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine), tokens=tokens,
-                                check_inputs=check_inputs,
+                                check_inputs=check_inputs, boxes=boxes,
                                 # _is_range (above) checked that it holds two numbers
                                 input_range=None if input_range is None
                                 else cast(tuple[float, float], tuple(map(float, input_range))))

@@ -443,6 +443,7 @@ def rules_for(
     num_classes: int | None,
     ignore_index: int | Sequence[int] | None,
     loss: Any = None,
+    sizes: str | float | None = None,
 ) -> TargetRules:
     """Combine a spec, the keyword shortcuts and a declared loss into TargetRules."""
     if isinstance(spec, Mapping):
@@ -451,7 +452,8 @@ def rules_for(
     info = LossInfo.of(loss) if loss is not None else None
     if ignore_index is None and info is not None and info.ignore_index is not None and spec.ignore == ():
         ignore_index = info.ignore_index
-    override = LabelSpec.from_source("guard arguments", num_classes=num_classes, ignore=_ignore_tuple(ignore_index))
+    override = LabelSpec.from_source("guard arguments", num_classes=num_classes, ignore=_ignore_tuple(ignore_index),
+                                     sizes=sizes)
     spec = spec.merged(override)
     mode = info.mode if info is not None else LossMode.INDEX
     if mode is not LossMode.BINARY and not spec.is_known:

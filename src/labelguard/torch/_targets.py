@@ -17,10 +17,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from labelguard.rules.lg206 import tensor_sizes_differ
+from labelguard.rules.lg206 import tensor_geometry_fits, tensor_sizes_differ
 from labelguard.rules.lg204 import cast_from_nan
 from labelguard.core.rules import screened
-from labelguard.rules._runtime import binary_target_findings, id_findings, tensor_findings
+from labelguard.rules._runtime import binary_target_findings, box_findings, id_findings, tensor_findings
 from labelguard.rules.lg501 import one_hot_ignore_present
 from labelguard.rules.lg505 import target_holds_no_numbers, target_not_float_for_bce, target_not_int64_for_loss
 from labelguard.rules.lg509 import input_non_finite, input_outside_range
@@ -33,7 +33,7 @@ from labelguard.torch._errors import SampleError
 
 log = logging.getLogger("labelguard.torch")
 
-TARGET_KEYS = ("label", "labels", "mask", "target", "targets", "y", "segmentation")
+TARGET_KEYS = ("label", "labels", "mask", "target", "targets", "y", "segmentation", "cls")
 INPUT_KEYS = ("image", "images", "img", "input", "inputs", "x", "pixel_values", "input_ids")
 # The class of one object in a list of annotation dicts (torchvision's CocoDetection returns
 # COCO's own dicts, whose "segmentation" is a polygon, not a label).
@@ -47,6 +47,15 @@ _SPARSE_LAYOUTS = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.s
 _READ_AS_IS = (torch.float32, torch.float64)
 
 TargetSelector = Callable[[Any], Any] | str | int | None
+# How a detection target's boxes may be written (guard(boxes=...)): corners, COCO's corner and
+# size, centre and size; "yolo": rows of (class, centre x, centre y, width, height) in fractions.
+BOX_LAYOUTS = ("xyxy", "xywh", "cxcywh", "yolo")
+# Where a detection target keeps its boxes: torchvision's dict (corners in pixels), Ultralytics'
+# sample (centre and size in fractions of the image).
+# How far (in pixels) a box may pass its input's border before it counts as outside: the
+# rounding of a resize or flip written in float.
+BOX_TOLERANCE = 1.0
+_BOX_KEYS = (("boxes", "xyxy", False), ("bboxes", "cxcywh", True))
 
 
 class LossMode(enum.Enum):
@@ -74,6 +83,16 @@ def select_target(sample: Any, target: TargetSelector) -> Any:
     Raises:
         TargetProblem: no target where ``target`` points, or an object without a class.
     """
+    return target_classes(selected_target(sample, target))
+
+
+def selected_target(sample: Any, target: TargetSelector) -> Any:
+    """The target of ``sample`` as the selector finds it (:func:`select_target`), before a
+    detection target gives its class ids.
+
+    Raises:
+        TargetProblem: no target where ``target`` points.
+    """
     if callable(target):
         found = target(sample)
     elif target is not None:
@@ -86,6 +105,16 @@ def select_target(sample: Any, target: TargetSelector) -> Any:
             ) from None
     else:
         found = _default_target(sample)
+    return found
+
+
+def target_classes(found: Any) -> Any:
+    """The class ids of a selected target: a target dict's labels, the class of each annotation
+    dict of a list, else the target itself.
+
+    Raises:
+        TargetProblem: a dict without labels, or an object without a class.
+    """
     if isinstance(found, Mapping):
         found = _default_target(found)
     elif isinstance(found, (list, tuple)) and found and all(isinstance(o, Mapping) for o in found):
@@ -97,7 +126,10 @@ def _default_target(sample: Any) -> Any:
     if isinstance(sample, Mapping):
         for key in TARGET_KEYS:
             if key in sample:
-                return sample[key]
+                found = sample[key]
+                if key == "cls" and isinstance(found, torch.Tensor) and found.ndim == 2 and found.shape[-1] == 1:
+                    found = found.reshape(-1)  # Ultralytics keeps one class per row, as (n, 1)
+                return found
         raise TargetProblem(
             f"no target in a sample dict with keys {shorten(sorted(map(str, sample)), 12)}: "
             f"expected one of {', '.join(TARGET_KEYS)}; pass target='<key>' or a function"
@@ -125,6 +157,119 @@ def _object_classes(objects: Sequence[Mapping]) -> torch.Tensor | list:
     if all(isinstance(c, torch.Tensor) for c in classes):
         return torch.cat([c.detach().reshape(-1).cpu() for c in classes])
     return classes
+
+
+@dataclass(frozen=True)
+class DetectionBoxes:
+    """The boxes of a detection target: ``values`` (n, 4) as written in ``layout`` (one of
+    :data:`BOX_LAYOUTS` but "yolo"), in fractions of the image when ``normalised``, else in
+    its pixels; ``classes`` names each box's class for messages."""
+
+    values: np.ndarray
+    layout: str
+    normalised: bool
+    classes: list
+
+
+def detection_boxes(sample: Any, selected: Any, layout: str | None) -> DetectionBoxes | None:
+    """The boxes of a detection sample, None when it has none: a target dict's ``boxes``
+    (torchvision) or a sample's ``bboxes`` (Ultralytics), a list of COCO annotation dicts'
+    ``bbox``, or with ``layout="yolo"`` a target of rows (class, cx, cy, w, h). ``selected`` is
+    the target the selector found, before its class ids were taken; ``layout`` (guard(boxes=))
+    says how the boxes are written when the default is not it.
+
+    Raises:
+        TargetProblem: boxes that are not (n, 4) numbers.
+    """
+    values: Any = None
+    normalised = False
+    classes: Any = None
+    for holder in (selected, sample):
+        if not isinstance(holder, Mapping):
+            continue
+        found = next(((key, written, fractions) for key, written, fractions in _BOX_KEYS if key in holder), None)
+        if found is not None:
+            key, default, normalised = found
+            values, layout = holder[key], layout or default
+            classes = next((holder[k] for k in TARGET_KEYS if k in holder), None)
+            break
+    else:
+        if (isinstance(selected, (list, tuple)) and selected and all(isinstance(o, Mapping) for o in selected)
+                and all("bbox" in o for o in selected)):
+            values, layout = [o["bbox"] for o in selected], layout or "xywh"
+            classes = [next((o[k] for k in OBJECT_CLASS_KEYS if k in o), None) for o in selected]
+        elif layout == "yolo" and isinstance(selected, (torch.Tensor, np.ndarray)) and selected.ndim == 2:
+            rows = _box_array(selected, 5, "rows of (class, centre x, centre y, width, height)")
+            return DetectionBoxes(rows[:, 1:5], "cxcywh", True, rows[:, 0].tolist())
+        else:
+            return None
+    if layout == "yolo":
+        layout, normalised = "cxcywh", True
+    array = _box_array(values, 4, f"boxes ({layout})")
+    if isinstance(classes, torch.Tensor):
+        classes = classes.detach().reshape(-1).cpu().tolist()
+    if not isinstance(classes, list) or len(classes) != len(array):
+        classes = [None] * len(array)
+    return DetectionBoxes(array, layout, normalised, classes)
+
+
+def _box_array(values: Any, width: int, what: str) -> np.ndarray:
+    """``values`` as a float64 (n, ``width``) array; TargetProblem naming ``what`` when they
+    are not numbers of that shape (an empty target is (0, width))."""
+    if isinstance(values, torch.Tensor):
+        if values.is_nested or values.layout != torch.strided or values.is_complex():
+            raise TargetProblem(f"the target's {what} are a {values.layout} tensor of {values.dtype}: expected "
+                                f"a dense (n, {width}) tensor of numbers")
+        array = values.detach().cpu().to(torch.float64).numpy()
+    else:
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TargetProblem(f"the target's {what} are not numbers") from None
+    if array.size == 0:
+        return array.reshape(0, width)
+    if array.ndim != 2 or array.shape[1] < width:
+        raise TargetProblem(f"the target's {what} have shape {tuple(array.shape)}: expected (n, {width})")
+    return array[:, :width] if width == 4 else array
+
+
+def input_size(image: Any) -> tuple[float, float] | None:
+    """(width, height) of a sample's input image, from its shape (C, H, W), (H, W, C) or
+    (H, W), or a PIL image's size; None when it has none of these shapes."""
+    shape = shape_of(image)
+    if shape is None:
+        return None
+    if len(shape) == 2:
+        return float(shape[1]), float(shape[0])
+    if len(shape) == 3:
+        if shape[0] <= 4:
+            return float(shape[2]), float(shape[1])
+        if shape[-1] <= 4:
+            return float(shape[1]), float(shape[0])
+    return None
+
+
+def box_problems(boxes: DetectionBoxes, image: Any, spec: LabelSpec) -> list[Finding]:
+    """LG301 (degenerate boxes, or boxes outside the input image) and LG302 (YOLO values
+    outside [0, 1]) on a detection target's boxes, through the registered box rules."""
+    values = boxes.values
+    names = [f"class {c:g}" if isinstance(c, float) else f"class {c}" if c is not None else "box"
+             for c in boxes.classes]
+    if boxes.layout == "cxcywh" and boxes.normalised:
+        rows = values.tolist()
+        return box_findings(None, spec, names, extents=[(w, h) for _, _, w, h in rows],
+                            normalised=[tuple(row) for row in rows])
+    if boxes.layout == "xywh":
+        corners = np.concatenate([values[:, :2], values[:, :2] + values[:, 2:4]], axis=1)
+    elif boxes.layout == "cxcywh":
+        half = values[:, 2:4] / 2
+        corners = np.concatenate([values[:, :2] - half, values[:, :2] + half], axis=1)
+    else:
+        corners = values
+    size = (1.0, 1.0) if boxes.normalised else input_size(image)
+    return box_findings(None, spec, names, corners=corners, image_size=size,
+                        box_style="xywh" if boxes.layout == "xywh" else "corners",
+                        tolerance=0.0 if boxes.normalised else BOX_TOLERANCE)
 
 
 def input_name(sample: Any) -> str:
@@ -398,18 +543,20 @@ def _binary_findings(display: str | None, array: np.ndarray, loss: str, dtype: s
     return binary_target_findings(display, array, loss)
 
 
-def geometry_finding(display: str | None, image: Any, target: Any) -> Finding | None:
-    """LG206 when a mask's spatial size matches neither end of its image's shape."""
+def geometry_finding(display: str | None, image: Any, target: Any, spec: LabelSpec) -> Finding | None:
+    """LG206 when a mask's spatial size matches neither end of its image's shape, or breaks the
+    size relation the spec declares (a scale factor; ``sizes="any"``: never)."""
+    if spec.sizes_vary:
+        return None
     image_shape, mask_shape = shape_of(image), shape_of(target)
     if image_shape is None or mask_shape is None or len(mask_shape) < 2 or len(image_shape) < 2:
         return None
     target_shape = mask_shape  # as the target holds it, before a leading channel of 1 is dropped
     if len(mask_shape) > 2 and mask_shape[0] == 1:
         mask_shape = mask_shape[1:]
-    k = len(mask_shape)
-    if image_shape[-k:] == mask_shape or image_shape[:k] == mask_shape:
+    if tensor_geometry_fits(image_shape, mask_shape, spec):
         return None
-    return tensor_sizes_differ(display, image_shape, target_shape)
+    return tensor_sizes_differ(display, image_shape, target_shape, spec)
 
 
 def input_finding(display: str | None, value: Any, name: str,
