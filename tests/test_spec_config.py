@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from builders import organic_mask, write_json, write_list, write_nifti, write_png
+from builders import organic_mask, write_json, write_list, write_nifti, write_npy, write_png
 from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.config import load_config
@@ -214,6 +214,42 @@ def test_init_writes_a_config_that_later_audits_use(tmp_path):
     assert result.exit_code == 1
     assert list(report["summary"]["outside_spec"]) == ["3"]
     assert report["summary"]["spec_sources"] == [str(data / "labelguard.toml")]
+
+
+def test_init_flags_a_stray_value_and_asks_before_writing_it_into_the_spec(tmp_path):
+    """Seed 000's situation in masks: one mask of forty holds a 3 among 0..2; a spec written
+    from the data would make num_classes 4 and bless the stray value."""
+    data = tmp_path / "data"
+    for i in range(40):
+        mask = organic_mask((16, 16), (0, 1, 2), seed=i)
+        if i == 17:
+            mask[:2, :2] = 3
+        write_png(data / "masks" / f"{i:02d}.png", mask)
+    result = CliRunner().invoke(main, ["init", str(data)])
+    assert result.exit_code == 1
+    assert "value 3 is in 1 of 40 masks (4 pixels; " in result.output and "17.png" in result.output
+    assert "nothing written" in result.output and not (data / "labelguard.toml").exists()
+
+    result = CliRunner().invoke(main, ["init", str(data), "--yes"])
+    assert result.exit_code == 0, result.output
+    text = (data / "labelguard.toml").read_text()
+    assert "# FLAGGED: the data holds 1 fault" in text and "value 3 is in 1 of 40 masks" in text
+    assert load_config(str(data / "labelguard.toml")).spec.num_classes == 4
+
+
+def test_init_flags_fractional_values_and_writes_clean_data_without_asking(tmp_path):
+    data = tmp_path / "data"
+    for i in range(4):
+        mask = organic_mask((16, 16), (0, 1), seed=i).astype(np.float32)
+        if i == 2:
+            mask[4:6, 4:6] = 0.5  # a mask resized with bilinear interpolation
+        write_npy(data / "labels" / f"{i}.npy", mask)
+    result = CliRunner().invoke(main, ["init", str(data)])
+    assert result.exit_code == 1 and "LG204" in result.output and "2.npy" in result.output
+    (data / "labels" / "2.npy").unlink()
+    result = CliRunner().invoke(main, ["init", str(data)])
+    assert result.exit_code == 0, result.output
+    assert "FLAGGED" not in (data / "labelguard.toml").read_text()
 
 
 def test_init_refuses_to_overwrite_without_force(tmp_path):

@@ -575,15 +575,22 @@ def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Config file to write (default: PATH/labelguard.toml).")
 @click.option("--force", is_flag=True, help="Overwrite an existing config file.")
+@click.option("--yes", "accept_faults", is_flag=True,
+              help="Write the spec although the data holds faults it was inferred over (they are written "
+                   "into the file as comments); without it, init asks, or writes nothing when it cannot ask.")
 @click.option("-j", "--workers", type=click.IntRange(min=1), help="Processes (default: all cores).")
 @limit_options
 def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes,
          config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
-         output, force, workers, max_pixels, max_file_bytes):
+         output, force, accept_faults, workers, max_pixels, max_file_bytes):
     """Infer a label spec from the data at PATH and write it as labelguard.toml.
 
-    Commit the file: later audits check new data against it.
+    A spec written from the data would take its faults for the truth: init lists what it
+    found (fractional values, JPEG damage, a value in one mask of forty...) and asks before
+    writing, or writes nothing without --yes when it cannot ask. Commit the file: later
+    audits check new data against it.
     """
+    from labelguard.core.text import clipped
     from labelguard.init import infer_spec_file
 
     target = output or os.path.join(path if os.path.isdir(path) else os.path.dirname(path) or ".",
@@ -591,10 +598,22 @@ def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_
     if os.path.exists(target) and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it")
     spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes)
-    text, inferred = infer_spec_file(
+    text, inferred, faults = infer_spec_file(
         path, spec, options=_options(layout, images, masks, lists, key, color_map, path_column, label_column),
         workers=workers, config_file=config_file, use_project_config=not no_config, max_pixels=max_pixels,
         max_file_bytes=max_file_bytes)
+    if faults and not accept_faults:
+        click.echo(f"the data under {path} holds {len(faults)} fault{'s' if len(faults) > 1 else ''} that the "
+                   f"inferred spec ({inferred.describe()}) would take for the truth:", err=True)
+        for fault in faults[:20]:
+            click.echo(f"  - {clipped(fault, 300)}", err=True)
+        if len(faults) > 20:
+            click.echo(f"  ... and {len(faults) - 20} more (labelguard audit lists them)", err=True)
+        asking = sys.stdin is not None and sys.stdin.isatty()
+        if not asking or not click.confirm(f"write {target} anyway, with the faults marked in it?", err=True):
+            click.echo(f"nothing written: fix the data (labelguard audit {path}), give the spec yourself "
+                       "(--num-classes, --classes), or pass --yes to write it with the faults marked", err=True)
+            sys.exit(1)
     with open(target, "w", encoding="utf-8") as handle:
         handle.write(text)
     click.echo(text, nl=False)

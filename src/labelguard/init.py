@@ -5,12 +5,20 @@ from __future__ import annotations
 from labelguard._audit import audit
 from labelguard.rules._unread import refuse_unread_for_extras
 from labelguard.config import format_config
+from labelguard.core.findings import Severity
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import clipped
 from labelguard.errors import UsageError
 from labelguard.layouts.base import AuditOptions
 
 # A value this high next to small class values is taken for an ignore/border value.
 IGNORE_CANDIDATES = (255, -1, -100)
+# A class value is flagged as rare (a stray value, or a class to confirm) when it is in one file
+# or at most this share of the files, and in at most RARE_AGAINST of the files of the most common class;
+# judged only with RARE_FEWEST files or more.
+RARE_SHARE = 0.02
+RARE_AGAINST = 0.05
+RARE_FEWEST = 10
 
 
 def infer_spec(report, given: LabelSpec) -> LabelSpec:
@@ -38,10 +46,37 @@ def infer_spec(report, given: LabelSpec) -> LabelSpec:
     return given
 
 
+def data_faults(report, spec: LabelSpec) -> list[str]:
+    """What in the data a spec inferred from it would take for the truth: the audit's errors
+    and warnings (fractional or non-finite values, JPEG damage, unreadable files, boxes...),
+    and class values so rare next to the others that they may be strays (a value 3 in one
+    mask of forty, which would make num_classes one larger)."""
+    faults = [f"{f.code} {f.path + ': ' if f.path else ''}{f.message}" for f in report.findings
+              if f.severity >= Severity.WARNING and f.code not in _NOT_FAULTS]
+    summary = report.summary
+    classes = {v: n for v, n in summary.value_files.items() if not spec.is_ignored(v)}
+    if summary.samples >= RARE_FEWEST and len(classes) > 1:
+        common = max(classes.values())
+        for value, files in sorted(classes.items()):
+            if files <= max(1.0, RARE_SHARE * summary.samples) and files <= RARE_AGAINST * common:
+                examples = ", ".join(summary.value_examples.get(value, [])[:3])
+                faults.append(f"value {value} is in {files} of {summary.samples} masks "
+                              f"({summary.value_pixels[value]} pixels; {examples}), the most common class in "
+                              f"{common}: a stray value, or a rare class to confirm")
+    return faults
+
+
+# Codes about the spec rather than the data: an audit without a spec reports them by design.
+_NOT_FAULTS = frozenset({"LG006", "LG104", "LG210"})
+
+
 def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None = None, workers=None,
                     config_file: str | None = None, use_project_config: bool = False,
-                    max_pixels: int | None = None, max_file_bytes: int | None = None) -> tuple[str, LabelSpec]:
-    """(config text, inferred spec) for the data at ``path``; the read limits as :func:`audit` takes them."""
+                    max_pixels: int | None = None, max_file_bytes: int | None = None
+                    ) -> tuple[str, LabelSpec, list[str]]:
+    """(config text, inferred spec, the data's faults it would bake in: :func:`data_faults`)
+    for the data at ``path``; the read limits as :func:`audit` takes them. The faults are
+    written into the text as comments too."""
     report = audit(path, LabelSpec(), options=options, workers=workers, config_file=config_file,
                    use_project_config=False, max_pixels=max_pixels, max_file_bytes=max_file_bytes)
     refuse_unread_for_extras(report.findings, "label spec")
@@ -63,4 +98,14 @@ def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None
                         f"{report.summary.class_images[name]} images")
     if any(v in IGNORE_CANDIDATES for v in report.summary.value_files):
         comments.append("values 255/-1/-100 next to class values were taken for ignore values: check it")
-    return format_config(spec, comments), spec
+    faults = data_faults(report, spec)
+    if faults:
+        comments.append(f"FLAGGED: the data holds {len(faults)} fault{'s' if len(faults) > 1 else ''} this spec "
+                        "was inferred over; check each before trusting the spec:")
+        comments.extend(f"  {clipped(fault, 300)}" for fault in faults[:FAULTS_WRITTEN])
+        if len(faults) > FAULTS_WRITTEN:
+            comments.append(f"  ... and {len(faults) - FAULTS_WRITTEN} more: labelguard audit lists them")
+    return format_config(spec, comments), spec, faults
+
+
+FAULTS_WRITTEN = 20
