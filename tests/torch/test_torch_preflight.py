@@ -242,3 +242,29 @@ def test_preflight_reports_an_attribute_freeze_of_rcan_mean_shift():
     model.add_mean.requires_grad_(False)
     report = preflight(model, nn.MSELoss(), loader, frozen=["sub_mean", "add_mean"])
     assert report.findings == []
+
+
+class TinyDet(nn.Module):
+    """A dense detector's two heads: class logits, then the box regressor, run in that order."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.body = nn.Conv2d(3, 8, 3, padding=1)
+        self.cls = nn.Conv2d(8, num_classes, 1)
+        self.reg = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        features = self.body(x).relu()
+        return self.cls(features), self.reg(features)
+
+
+@pytest.mark.code("LG503", "fail")
+def test_the_head_is_the_layer_that_gave_the_logits_not_the_box_regressor_run_after_it():
+    images = torch.rand(4, 3, 8, 8)
+    targets = torch.randint(0, 3, (4, 8, 8))
+    targets[1, 0, 0] = 7  # past the 6 classes of the head
+    loader = DataLoader(list(zip(images, targets)), batch_size=2)
+    report = preflight(TinyDet(6), nn.CrossEntropyLoss(), loader, raise_on_error=False,
+                       forward=lambda model, batch: model(batch[0]))
+    assert report.head == {"module": "cls", "type": "Conv2d", "outputs": 6}
+    assert any(f.code == "LG503" and "'cls' (Conv2d, 6 outputs)" in f.message for f in report.errors)

@@ -192,7 +192,8 @@ class _Preflight:
         self.forward = forward
         self.report = PreflightReport(num_classes=spec.effective_num_classes,
                                       loss=self.info.name if self.info else None)
-        self.heads: list[tuple[str, nn.Module]] = []
+        self.heads: list[tuple[str, nn.Module, int | None]] = []
+        self.logits_head: tuple[str, nn.Module, int | None] | None = None
         self.classes = 0
         self.counts: Counter = Counter()
         self.loss_failed = False
@@ -222,7 +223,9 @@ class _Preflight:
                 handle.remove()
             self.model.train(was_training)
         if self.heads:
-            name, module = self.heads[-1]
+            # The layer whose output the logits are (a detector's classifier, not the box
+            # regressor that ran after it); else the last such layer that ran.
+            name, module, _ = self.logits_head or self.heads[-1]
             # A head has an int out_features or out_channels: _install_hooks picks no other module.
             size = cast(int, getattr(module, "out_features", None) or getattr(module, "out_channels", None))
             self.report.head = {"module": name, "type": type(module).__name__, "outputs": int(size)}
@@ -245,6 +248,8 @@ class _Preflight:
         logits = _logits(output)
         if logits is None:
             return
+        if self.logits_head is None and logits.layout == torch.strided and not logits.is_nested:
+            self.logits_head = next((head for head in reversed(self.heads) if head[2] == logits.data_ptr()), None)
         if self.report.output_shape is None:
             self.report.output_shape = list(logits.shape)
             self.classes = class_axis_size(logits) if logits.dim() >= 1 else 1
@@ -352,11 +357,19 @@ def _install_hooks(model: nn.Module, heads: list, report: PreflightReport) -> li
         if isinstance(getattr(module, "out_features", None), int) or isinstance(
                 getattr(module, "out_channels", None), int):
             handles.append(module.register_forward_hook(
-                lambda m, i, o, name=name: heads.append((name, m))))
+                lambda m, i, o, name=name: heads.append((name, m, _storage(o)))))
         if isinstance(module, nn.Embedding):
             handles.append(module.register_forward_pre_hook(
                 lambda m, inputs, name=name: _check_ids(name, m, inputs, report)))
     return handles
+
+
+def _storage(output: Any) -> int | None:
+    """Where a layer's output tensor lives (its data pointer), to tell which layer gave the
+    logits the loss sees; None for an output that is not one strided tensor."""
+    if isinstance(output, torch.Tensor) and output.layout == torch.strided and not output.is_nested:
+        return output.data_ptr()
+    return None
 
 
 def _check_ids(name: str, module: nn.Embedding, inputs: tuple, report: PreflightReport) -> None:
