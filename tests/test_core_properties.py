@@ -116,14 +116,20 @@ def summaries(draw):
         summary.dtypes[draw(st.sampled_from(["L", "uint16"]))] += 1
         for remark in draw(st.lists(st.sampled_from(["read through a link", "other"]), max_size=2)):
             summary.add_remark(remark, path)
+        summary.add_shape(path, draw(SHAPES))
     return summary
+
+
+SHAPES = st.sampled_from([(32, 32), (64, 64), (1, 32, 32), (512, 512)])
 
 
 def state(summary: Summary) -> dict:
     return {**summary.to_dict(), "value_examples": summary.value_examples,
             "class_examples": summary.class_examples, "colors": dict(summary.colors),
             "value_files": dict(summary.value_files), "value_pixels": dict(summary.value_pixels),
-            "remarks": dict(summary.remarks), "remark_examples": summary.remark_examples}
+            "remarks": dict(summary.remarks), "remark_examples": summary.remark_examples,
+            "shapes": dict(summary.shapes), "shape_examples": summary.shape_examples,
+            "shapes_varied": summary.shapes_varied}
 
 
 @settings(max_examples=150, deadline=None)
@@ -190,6 +196,32 @@ def test_capped_counts_merge_associatively_and_stay_exact(a, b, c):
     assert all(left.value_files[v] == files[v] and left.value_pixels[v] == pixels[v] for v in kept)
     assert left.values_capped == (len(ordered) > 2 * SMALL_CAP)
     assert left.capped_pixels == sum(pixels.values()) - sum(pixels[v] for v in kept)
+
+
+SHAPE_FILES = st.lists(st.tuples(PATHS, st.tuples(st.integers(1, 6), st.integers(1, 6))), max_size=5)
+
+
+def shaped(files) -> Summary:
+    summary = Summary()
+    for path, shape in files:
+        summary.add_shape(path, shape)
+    return summary
+
+
+@settings(max_examples=200, deadline=None)
+@given(SHAPE_FILES, SHAPE_FILES, SHAPE_FILES)
+def test_shapes_merge_associatively_and_a_dataset_past_the_cap_varies(a, b, c):
+    """LG213's counts: exact up to SHAPES_KEPT distinct shapes, then none (sizes vary by
+    design), whatever the grouping of the merges."""
+    with mock.patch.object(summary_module, "SHAPES_KEPT", SMALL_CAP):
+        left = shaped(a).merged(shaped(b)).merged(shaped(c))
+        right = shaped(a).merged(shaped(b).merged(shaped(c)))
+        one_by_one = shaped(a + b + c)
+    assert state(left) == state(right) == state(one_by_one)
+    distinct = {shape for _, shape in a + b + c}
+    assert left.shapes_varied == (len(distinct) > SMALL_CAP)
+    if not left.shapes_varied:
+        assert sum(left.shapes.values()) == len(a + b + c)
 
 
 @settings(max_examples=100, deadline=None)

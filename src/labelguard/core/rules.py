@@ -106,6 +106,8 @@ RULES: dict[str, list[Rule]] = {scope: [] for scope in SCOPES}
 # Per scope, its rules as run: (None, the rules every subject gets), then (field, the rules
 # that read it) for each field; rebuilt whenever a rule is registered or removed.
 _GROUPS: dict[str, list[tuple[str | None, list[Rule]]]] = {}
+# Per scope, :func:`screened`'s answer; rebuilt with the groups.
+_SCREENED: dict[str, bool] = {scope: True for scope in SCOPES}
 
 
 def rule(check: Check, scope: str, examples: Iterable[Example] = (), reads: str | None = None,
@@ -136,8 +138,9 @@ def screened(scope: str) -> bool:
     only values the spec does not allow or that are not whole numbers: a tensor whose values a
     pre-screen proves whole and legal needs no rule of that scope. A rule that reads a field
     (``reads="boxes"``) runs only on subjects that fill it, which a tensor of values never does;
-    any other rule added without ``only_bad_values`` turns the pre-screen off."""
-    return all(r.files_only or r.only_bad_values or r.reads is not None for r in RULES[scope])
+    any other rule added without ``only_bad_values`` turns the pre-screen off. Kept per scope
+    as rules are registered: the guard asks once per target."""
+    return _SCREENED[scope]
 
 
 def all_rules() -> list[Rule]:
@@ -156,6 +159,7 @@ def _group(scope: str) -> None:
     for registered in RULES[scope]:
         groups.setdefault(registered.reads, []).append(registered)
     _GROUPS[scope] = list(groups.items())
+    _SCREENED[scope] = all(r.files_only or r.only_bad_values or r.reads is not None for r in RULES[scope])
 
 
 def run_rules(scope: str, subject: Any, spec: Any, where: str, findings: list[Finding],
