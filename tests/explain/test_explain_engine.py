@@ -46,8 +46,26 @@ def test_causes_cite_only_catalog_codes(entry):
     for cause in entry.causes:
         unknown = [code for code in cause.codes if code not in REGISTRY]
         assert not unknown, f"{cause.title}: {unknown} are not check codes"
-        if not cause.codes:
+        if not cause.codes and not cause.reports:  # labelguard's own finding cites the code it raised
             assert "no labelguard" in cause.confirm, "say so when no check confirms a cause"
+
+
+def test_cause_ids_are_kebab_case_and_name_one_cause_each():
+    by_id: dict[str, set[str]] = {}
+    for entry in ENTRIES:
+        for cause in entry.causes:
+            assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cause.id), cause.id
+            by_id.setdefault(cause.id, set()).add(cause.title)
+    assert {i: titles for i, titles in by_id.items() if len(titles) > 1} == {}
+
+
+def test_every_key_a_cause_names_is_evidence_the_log_can_show():
+    from labelguard.explain._evidence import KEYS
+
+    for entry in ENTRIES:
+        for cause in entry.causes:
+            assert set(cause.supported_by + cause.weakened_by + cause.contradicted_by + cause.noted_by
+                       + cause.offered_by) <= set(KEYS), cause.id
 
 
 @pytest.mark.parametrize(

@@ -48,13 +48,26 @@ def test_the_same_assertion_alone_labels_its_causes_by_frequency_not_all_likely(
     assert not any("frozen" in c.title for c in result.causes)
 
 
-def test_a_freeze_is_offered_only_when_labelguard_reported_one_in_the_log():
+def test_a_freeze_reported_at_start_up_is_offered_and_noted_but_moves_nothing():
     log = ("labelguard: LG507 module 'sub_mean' (MeanShift) sets requires_grad = False as an attribute; "
            "its parameters weight, bias stay trainable\n" + "[G loss: 3.1]\n[G loss: nan]\n" + BCE_ASSERT)
-    freeze = by_title(explain(log), "a freeze that does nothing")
-    assert freeze.likelihood == "likely" and freeze.codes == ("LG507", "LG504")
-    assert freeze.support[0].startswith("line 1: labelguard reported LG507: labelguard: LG507 module 'sub_mean'")
+    result = explain(log)
+    freeze = by_title(result, "a freeze that does nothing")
+    assert freeze.likelihood == "possible" and freeze.codes == ("LG507", "LG504")
+    assert freeze.support == () and freeze.against == ()
+    assert freeze.noted[0].startswith("line 1: labelguard reported LG507: module 'sub_mean' (MeanShift)")
     assert "they alone make no NaN" in freeze.why
+    diverged = by_title(result, "training diverged")
+    assert diverged.likelihood == "likely" and diverged.rank < freeze.rank
+    assert "     noted:   line 1: labelguard reported LG507" in render_explanation(result)
+
+
+def test_a_code_a_hint_cites_in_passing_is_no_report():
+    hint = ("WARNING:labelguard.torch:LG502 the loss became non-finite at step 9; before it, nothing finite was "
+            "recorded before it to compare with Hint: run audit_optimizer(model, optimizer) (LG504/LG507) and "
+            "watch the growth before the NaN (LG508).\n")
+    keys = [e.key for e in gather(hint)]
+    assert "frozen-reported" not in keys and "divergence-reported" not in keys
 
 
 def test_seed_003_a_path_with_a_space_before_its_extension_points_at_the_list():
@@ -133,7 +146,7 @@ def test_the_text_and_json_show_the_evidence_and_what_each_cause_rests_on():
     assert "1. [likely] training diverged" in text and "     seen:    G loss grew" in text
     assert "[less likely] BCELoss is fed logits" in text and "     against: line 7: D loss: nan" in text
     data = json.loads(json.dumps(result.to_dict()))
-    assert data["evidence"][1] == {"key": "loss-grew", "line": 6, "text": result.evidence[1].text}
+    assert data["evidence"][1] == {"key": "loss-grew", "line": 6, "text": result.evidence[1].text, "code": None}
     assert data["causes"][0]["support"] and data["causes"][-1]["against"]
 
 

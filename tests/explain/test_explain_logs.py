@@ -15,6 +15,15 @@ CUDA, declared by their schemas only: the target check runs before any of them.
 and ``train_swin_unet_loss_nan_from_start`` rebuild the logs of the seed write-ups 002 (a GAN's
 losses growing, then NaN, then BCE's assert) and 003 (a list line with a trailing space;
 Swin-Unet's trainer printing ``loss : nan`` from the first iteration).
+
+``cpu_labelguard_*`` were printed by labelguard.torch itself on torch 2.13 (CPU), paths
+neutralised: ``guard`` raising LG201 out of a DataLoader worker; ``trace_nonfinite`` raising
+LG502 in a training loop whose activations exploded (the setup's LG507 printed at start-up and
+named in its hint), in one whose MeanShift, frozen by an attribute that freezes nothing, was
+where they exploded, and in ``generate`` over a checkpoint holding a NaN weight; ``watch``
+logging LG508 then LG502. ``cpu_bert_positions_*`` were printed by transformers 5.25's BERT fed
+600 tokens with 512 positions (with and without token_type_ids), ``cpu_generate_fp16_multinomial``
+by its ``generate`` sampling from a float16 GPT-2 whose logits overflowed.
 """
 
 from __future__ import annotations
@@ -197,6 +206,36 @@ CASES = {
         "user_code": "correct = torch.eq(y_true, y_pred).sum().item()",
     }),
 }
+
+CASES.update({
+    "cpu_labelguard_sample_error_workers.log": ("labelguard-finding", {
+        "error_type": "labelguard.torch.SampleError", "values": {"labelguard_code": "LG201"},
+        "user": ("/home/user/project/train_synapse.py", 27),
+    }),
+    "cpu_labelguard_watch_diverged_freeze_noted.log": ("labelguard-finding", {
+        "error_type": None, "values": {"labelguard_code": "LG508"},
+    }),
+    "cpu_labelguard_tracer_exploded_freeze_noted.log": ("labelguard-finding", {
+        "error_type": "labelguard.torch.NonFiniteError", "values": {"labelguard_code": "LG502"},
+        "user": ("/home/user/project/train_rcan.py", 45),
+    }),
+    "cpu_labelguard_tracer_frozen_module_exploded.log": ("labelguard-finding", {
+        "error_type": "labelguard.torch.NonFiniteError", "user": ("/home/user/project/train_meanshift.py", 29),
+    }),
+    "cpu_labelguard_tracer_generate_nan_weights.log": ("labelguard-finding", {
+        "error_type": "labelguard.torch.NonFiniteError", "user": ("/home/user/summarize/run_summaries.py", 13),
+    }),
+    "cpu_bert_positions_add.log": ("tensor-size-mismatch", {
+        "error_type": "RuntimeError", "values": {"size_a": "600", "size_b": "512", "dimension": "1"},
+        "user": ("/home/user/reviews/predict.py", 14),
+    }),
+    "cpu_bert_positions_expand.log": ("tensor-size-mismatch", {
+        "values": {"expanded_size": "600", "existing_size": "512", "dimension": "1"},
+    }),
+    "cpu_generate_fp16_multinomial.log": ("multinomial-invalid-probabilities", {
+        "error_type": "RuntimeError", "user": ("/home/user/chatbot/chat_cli.py", 12),
+    }),
+})
 
 UNKNOWN = ["unknown_value_error.log", "unknown_cuda_oom.log"]
 

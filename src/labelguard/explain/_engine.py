@@ -4,6 +4,11 @@ Scoring is by evidence kind, not by entry: an assertion condition is the stronge
 then a host/CPU message, then the kernel's file or function, then a torch function in the
 traceback. The matcher never claims a cause: it ranks the causes the knowledge base lists for
 the faults the log shows, and says what the log cannot tell.
+
+The causes are ranked by the evidence tied to the failure (a cause's ``supported_by`` moves it
+up, ``weakened_by`` down); evidence a cause only notes (``noted_by``: a finding printed at
+start-up, the sign of inference that several causes share) is shown with it and moves nothing.
+Each ranked cause lists which evidence moved it and which it only notes.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labelguard.core.text import cut
 from labelguard.explain._evidence import Evidence, gather
@@ -24,6 +29,9 @@ from labelguard.flight import (
     read_record,
 )
 from labelguard.explain._knowledge import ENTRIES, GENERIC_STEPS, Cause, Entry
+
+if TYPE_CHECKING:
+    from labelguard.core.registry import Check
 
 # Evidence weights. One piece of evidence per kind counts once per entry.
 WEIGHTS = {"condition": 10, "message": 8, "kernel": 4, "frame": 2}
@@ -74,13 +82,18 @@ class RankedCause:
             evidence for this cause or, with no evidence for any of the fault's causes, this
             is its most common one; ``less likely`` when the log shows evidence against it;
             ``possible`` otherwise. Never more than ``likely``.
+        id: the cause's stable id (the knowledge base's; ``labelguard-lg201`` for the check
+            labelguard itself raised).
         entry: the knowledge-base entry the cause belongs to.
-        support: the evidence the log shows for this cause, as sentences.
-        against: the evidence the log shows against it.
+        support: the evidence tied to the failure that moved this cause up, as sentences.
+        against: the evidence that moved it down.
+        noted: the evidence shown with it that moved nothing: it made the cause worth listing,
+            or is not tied to the failure.
     """
 
     rank: int
     likelihood: str
+    id: str
     entry: str
     title: str
     why: str
@@ -89,11 +102,13 @@ class RankedCause:
     fix: str
     support: tuple[str, ...] = ()
     against: tuple[str, ...] = ()
+    noted: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "rank": self.rank,
             "likelihood": self.likelihood,
+            "id": self.id,
             "entry": self.entry,
             "title": self.title,
             "why": self.why,
@@ -102,6 +117,7 @@ class RankedCause:
             "fix": self.fix,
             "support": list(self.support),
             "against": list(self.against),
+            "noted": list(self.noted),
         }
 
 
@@ -221,7 +237,7 @@ def explain(text: str, record: str | os.PathLike | FlightRecord | None = None) -
     if values:
         facts = replace(facts, values=values)
 
-    evidence = gather(clean)
+    evidence = gather(clean, facts.frames)
     causes = _rank_causes(found, signatures, evidence)
     summary_record = _summarise_record(record) if record is not None else None
     recognised = bool(found)
@@ -277,36 +293,89 @@ def _rank_causes(
 ) -> tuple[RankedCause, ...]:
     """The causes of the matched entries, each labelled by what the log shows about it, in
     the order likely, possible, less likely (the knowledge base's order within each)."""
-    shown = {item.key: item.text for item in evidence}
+    shown = {item.key: item.text for item in reversed(evidence)}
     ranked: list[RankedCause] = []
-    seen: set[Cause] = set()
+    seen: set[str] = set()
     for position, (match, entry, _) in enumerate(found):
         fault_shown = not entry.generic and any(kind in ("condition", "message") for kind in match.kinds)
-        preferred = {cause for cause in entry.causes if any(_compiled(p).search(text) for p in cause.prefer_when)}
-        support = {cause: tuple(shown[key] for key in cause.supported_by if key in shown)
-                   for cause in entry.causes}
+        preferred = {cause.id for cause in entry.causes if any(_compiled(p).search(text) for p in cause.prefer_when)}
+        reports = {cause.id: _reports(cause, evidence) for cause in entry.causes if cause.reports}
+        support = {cause.id: tuple(text for made in reports[cause.id] for text in made.support) if cause.reports
+                   else _shown(cause.supported_by, shown) for cause in entry.causes}
+        noted = {cause.id: _shown(cause.noted_by, shown) for cause in entry.causes}
         # With nothing in the log for any cause, the fault's most common cause is the likely one.
         prior = fault_shown and position == 0 and not preferred and not any(support.values())
-        causes = sorted(entry.causes, key=lambda cause: cause not in preferred and not support[cause])
+        causes = sorted(entry.causes, key=lambda cause: cause.id not in preferred and not support[cause.id])
         for cause in causes:
-            if cause in seen or (cause.needs_evidence and not support[cause]):
+            if cause.reports:
+                for reported in reports[cause.id]:
+                    if reported.id not in seen:
+                        seen.add(reported.id)
+                        ranked.append(replace(reported, likelihood="likely" if fault_shown else "possible",
+                                              entry=entry.id))
                 continue
-            seen.add(cause)
-            against = () if support[cause] else tuple(shown[key] for key in cause.weakened_by if key in shown)
+            if cause.id in seen or (cause.needs_evidence and not any(key in shown for key in cause.offering)):
+                continue
+            seen.add(cause.id)
+            against = _shown(cause.contradicted_by, shown) or (
+                () if support[cause.id] else _shown(cause.weakened_by, shown))
             if against:
                 likelihood = "less likely"
-            elif fault_shown and (support[cause] or cause in preferred or prior):
+            elif fault_shown and (support[cause.id] or cause.id in preferred or prior):
                 likelihood = "likely"
                 prior = False
             else:
                 likelihood = "possible"
             ranked.append(RankedCause(
-                rank=0, likelihood=likelihood, entry=entry.id, title=cause.title, why=cause.why,
+                rank=0, likelihood=likelihood, id=cause.id, entry=entry.id, title=cause.title, why=cause.why,
                 confirm=cause.confirm, codes=cause.codes, fix=cause.fix,
-                support=support[cause], against=against,
+                support=support[cause.id], against=against, noted=noted[cause.id],
             ))
     ranked.sort(key=lambda cause: LIKELIHOODS.index(cause.likelihood))
     return tuple(replace(cause, rank=rank) for rank, cause in enumerate(ranked, 1))
+
+
+def _shown(keys: tuple[str, ...], shown: dict[str, str]) -> tuple[str, ...]:
+    return tuple(shown[key] for key in keys if key in shown)
+
+
+def _reports(cause: Cause, evidence: tuple[Evidence, ...]) -> list[RankedCause]:
+    """The causes a template (``cause.reports``) makes of the errors labelguard raised: one per
+    check code of its pattern, worded with that check's documentation."""
+    made = []
+    for item in evidence:
+        if item.key not in cause.supported_by or item.code is None or not re.fullmatch(cause.reports, item.code):
+            continue
+        fields = _check_fields(item.code)
+        made.append(RankedCause(
+            rank=0, likelihood="possible", id=f"{cause.id}-{item.code.lower()}", entry="",
+            title=cause.title.format(**fields), why=cause.why.format(**fields),
+            confirm=cause.confirm.format(**fields), codes=(item.code,), fix=cause.fix.format(**fields),
+            support=(item.text,),
+        ))
+    return made
+
+
+def _check_fields(code: str) -> dict[str, str]:
+    """What the check registry documents of ``code``, for a template's fields; a code this
+    release does not know (a log of another release) says so."""
+    check = _documented_checks().get(code)
+    if check is None:
+        return {"code": code, "name": "unknown-check", "summary": "a check this release of labelguard does not "
+                "know (the log comes from another release)", "why": "",
+                "fix": f"Read `labelguard rule {code}` with the release that printed it."}
+    return {"code": code, "name": check.name, "summary": check.summary, "why": " ".join(check.why.split()),
+            "fix": check.fix}
+
+
+@lru_cache(maxsize=1)
+def _documented_checks() -> dict[str, Check]:
+    """The check registry's documentation as the package ships it (``labelguard._catalog``,
+    generated from :mod:`labelguard.core.registry`): read without importing the rules, so that
+    explain stays free of numpy (tests/test_startup.py)."""
+    from labelguard._catalog import shipped_catalog
+
+    return shipped_catalog().checks
 
 
 def _unknowns(

@@ -7,14 +7,25 @@ finite losses before a BCE assert away from a head without a sigmoid (that fails
 first step), and a loss that stayed within one order of magnitude (before its NaN, or up to
 the error when no loss was non-finite) away from divergence, towards one bad batch. An fp16
 loss scaler that cut its scale during training shows gradients overflowing. A path in a
-FileNotFoundError that ends with a space is a list line nobody stripped. Lines labelguard
-printed itself (LG504/LG507 frozen parameters, LG508 divergence, LG509 a bad input) are
-evidence of what it checked.
+FileNotFoundError that ends with a space is a list line nobody stripped.
+
+Lines labelguard printed itself are evidence of what it checked. An error labelguard.torch
+raised (``labelguard.torch.SampleError: LG201 sample 17 (...): ...``) is the failure itself,
+with the sample, file and values it names. What its NaN tracer and watch found (LG502, LG508)
+says whether the run diverged, fed a NaN input or met an unsafe operation. A freeze that does
+nothing (LG507) or frozen parameters in the optimizer (LG504) describe the setup: they are tied
+to a failure only when labelguard located the NaN or the growth in the module they name. A code
+a hint cites in passing ("... before the NaN (LG508)") is no report.
+
+The traceback's frames tell inference from training (``generate`` and no backward pass or
+optimizer step) and show the embeddings of positions; a few lines tell the precision
+(float16), weights a checkpoint did not hold, the sampling settings, a tokenizer's warning of a
+sequence too long, and the shapes ``torch.stack`` could not join.
 
 Each piece of evidence has a key the knowledge base's causes name (``supported_by``,
-``weakened_by``) and a sentence, with the line it was read from, that the explanation
-shows. The reading is one pass over the lines; only lines that contain "loss", a path
-message or a labelguard code are parsed.
+``weakened_by``, ``noted_by``) and a sentence, with the line it was read from, that the
+explanation shows. The reading is one pass over the lines; only lines that contain one of the
+words the readings look for are parsed.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, Sequence
 
 from labelguard.core.text import cut, plural
 
@@ -44,21 +55,58 @@ LOSS_SCALE_REDUCED = "loss-scale-reduced"
 DETECTION_LOSSES = "detection-losses"
 # A loss printed two or more finite values: training ran before the error.
 TRAINED = "trained"
-# labelguard printed LG504 or LG507 (frozen parameters), LG508 (divergence), LG509 (a bad input).
+# labelguard.torch raised an error naming a check code (SampleError, NonFiniteError,
+# PreflightError): the failure itself. One piece per code, which carries it.
+LABELGUARD_ERROR = "labelguard-error"
+# labelguard printed LG504 or LG507 (frozen parameters): the setup, tied to no failure by itself.
 FROZEN_REPORTED = "frozen-reported"
+# labelguard located the NaN or the growth (LG502, LG508) in a module an LG504/LG507 line names.
+FROZEN_AT_FAILURE = "frozen-at-failure"
+# labelguard printed LG508 (divergence), or its tracer or watch saw the growth end in the NaN (LG502).
 DIVERGENCE_REPORTED = "divergence-reported"
+# labelguard printed LG509 (a bad input), or its tracer found the model input non-finite (LG502).
 BAD_INPUT_REPORTED = "bad-input-reported"
+# labelguard's tracer saw finite inputs and parameters give a non-finite value (LG502).
+UNSAFE_OP_REPORTED = "unsafe-op-reported"
+# labelguard's tracer found non-finite parameters in the module that produced the NaN (LG502).
+NONFINITE_WEIGHTS = "nonfinite-weights"
+# labelguard's watch saw no growth in the steps before the non-finite value (LG502).
+NO_GROWTH_REPORTED = "no-growth-reported"
 # -9223372036854775808 (NaN cast to int64), or labelguard's LG204 (a NaN label).
 CAST_NAN = "cast-nan"
 # A path in a missing or unreadable file's message has whitespace at an edge.
 PATH_WHITESPACE = "path-whitespace"
 MISSING_FILE = "missing-file"
 UNREADABLE_FILE = "unreadable-file"
+# The traceback runs generation (generate, a sampling loop) and nothing of training, and no
+# loss was printed: the weights are as loaded.
+INFERENCE = "inference"
+# The model runs in float16 (torch_dtype=torch.float16, .half(), a float16 tensor printed).
+HALF_PRECISION = "half-precision"
+# transformers initialised weights the checkpoint did not hold.
+WEIGHTS_NOT_LOADED = "weights-not-loaded"
+# Sampling with a temperature of (about) zero, or top_p 0.
+SAMPLING_SETTINGS = "sampling-settings"
+# A frame of the traceback computes position (or token-type) embeddings.
+POSITION_FRAMES = "position-frames"
+# A tokenizer warned that a sequence is longer than the model's maximum length.
+SEQUENCE_TOO_LONG = "sequence-too-long"
+# The shapes torch.stack could not join: 2-D maps of two sizes, images of two sizes, images of two
+# channel counts, tensors of two ranks, sequences of two lengths.
+STACK_MAP_SIZES = "stack-map-sizes"
+STACK_IMAGE_SIZES = "stack-image-sizes"
+STACK_CHANNELS = "stack-channels"
+STACK_RANKS = "stack-ranks"
+STACK_LENGTHS = "stack-lengths"
 
 KEYS = (
+    LABELGUARD_ERROR,
     LOSS_NONFINITE, LOSS_GREW, LOSS_NAN_FROM_START, LOSS_STEADY, LOSS_STABLE, LOSS_SCALE_REDUCED, TRAINED,
-    DETECTION_LOSSES, FROZEN_REPORTED,
-    DIVERGENCE_REPORTED, BAD_INPUT_REPORTED, CAST_NAN, PATH_WHITESPACE, MISSING_FILE, UNREADABLE_FILE,
+    DETECTION_LOSSES, FROZEN_REPORTED, FROZEN_AT_FAILURE,
+    DIVERGENCE_REPORTED, BAD_INPUT_REPORTED, UNSAFE_OP_REPORTED, NONFINITE_WEIGHTS, NO_GROWTH_REPORTED,
+    CAST_NAN, PATH_WHITESPACE, MISSING_FILE, UNREADABLE_FILE,
+    INFERENCE, HALF_PRECISION, WEIGHTS_NOT_LOADED, SAMPLING_SETTINGS, POSITION_FRAMES, SEQUENCE_TOO_LONG,
+    STACK_MAP_SIZES, STACK_IMAGE_SIZES, STACK_CHANNELS, STACK_RANKS, STACK_LENGTHS,
 )
 
 # A loss that grew by this factor between two printed values has diverged.
@@ -111,8 +159,58 @@ _UNABLE_TO_LOAD = re.compile(
     r"(?i)\b(?:unable to|failed to|cannot|can't|could not) (?:load|open|read)\b(?P<what>[^:\n]{0,80}):"
     r"[ \t]?(?P<path>[^\n]{1,1000})"
 )
-_CODE = re.compile(r"\b(?P<code>LG50[4789]|LG204)\b")
+# A check code labelguard reports: where a finding's message starts (the start of a line, after a
+# logger's or an exception's ':', a log format's ' - ' or ']', after ';' in a list of findings), not
+# a code a hint cites in passing ("... before the NaN (LG508)", "(LG504/LG507)").
+_REPORTED = re.compile(r"(?:^[ \t]{0,8}|[:;\]][ \t]{0,3}|[ \t]-[ \t])(?P<code>LG\d{3})\b(?![/)])")
+# The exception line of an error labelguard raised, and the note its guard adds to an error the
+# dataset raised (the code then follows the note's prefix).
+_RAISED = re.compile(r"\blabelguard(?:\.\w{1,30}){0,3}\.\w{0,40}Error[ \t]{0,3}:[ \t]{0,3}(?P<error>LG\d{3})\b"
+                     r"|\blabelguard\.torch\.guard:[ \t]{0,3}(?P<note>LG\d{3})\b")
+# Modules a finding locates (LG502, LG508): where a NaN was produced or a growth showed first.
+_LOCATED = re.compile(r"(?:the output of|produced by module|the forward of) '(?P<name>[^'\n]{1,200})'")
+# Modules a freeze finding names (LG507: 'name' (Type)), and the modules of the parameters it lists.
+_QUOTED_MODULE = re.compile(r"'(?P<name>[^'\n]{1,200})' \(")
+_PARAMETER = re.compile(r"(?<![\w.])(?P<module>[A-Za-z_][\w.]{0,200}?)\.(?:weight|bias)\b")
+_SETUP_CODES = ("LG504", "LG507")
+_SEVERITY = re.compile(r"^(?:error|warning|info)\b:?\s*")
 _CAST_NAN = re.compile(r"(?<![\d.])-9223372036854775808\b")
+
+# Frames of generation (transformers' generate and its decoding loops, a model's own generate) and
+# of training (a backward pass, an optimizer step, a training loop or a training script).
+_GENERATION_PATH = re.compile(r"(?:^|[\\/])generation(?:[\\/]utils)?\.py$|[\\/]pipelines[\\/]text_generation\.py$")
+_GENERATION_FUNCTIONS = frozenset((
+    "generate", "_sample", "sample", "beam_sample", "_beam_sample", "beam_search", "_beam_search",
+    "greedy_search", "assisted_decoding", "_assisted_decoding", "contrastive_search", "_contrastive_search",
+))
+# (An autograd path is no sign: generate() runs under torch.no_grad, whose decorator lives there.)
+_TRAINING_PATH = re.compile(r"[\\/]torch[\\/]optim[\\/]")
+# A script or module named for training (train.py, trainer.py, rl_training.py): a generate() called
+# from it may sample from weights the run is changing, so it is no sign of inference either.
+_TRAINING_FILE = re.compile(r"(?i)(?:^|[\\/])(?:\w{0,60}?_)?train(?:er|ing)?(?:_\w{0,60})?\.py$")
+_TRAINING_FUNCTIONS = frozenset((
+    "backward", "training_step", "train_step", "_inner_training_loop", "fit", "optimizer_step",
+    "train_one_epoch", "train_epoch", "train",
+))
+_TRAINING_CODE = re.compile(r"\.backward\(|\boptim\w{0,20}\.step\(")
+# Source lines that compute position or token-type embeddings (BERT, RoBERTa, DistilBERT, GPT-2...).
+_POSITION_CODE = re.compile(r"\b(?:position_embeddings|position_embeds|token_type_embeddings|buffered_token_type_ids)"
+                            r"\b|\bself\.(?:position_ids|token_type_ids|wpe)\b")
+_TOO_LONG = re.compile(r"Token indices sequence length is longer than the specified maximum sequence length "
+                       r"for this model \((?P<length>\d{1,12}) > (?P<limit>\d{1,12})\)")
+_HALF = re.compile(r"\btorch\.float16\b|\btorch\.half\b|\.half\(\)|\btorch_dtype\s{0,3}=\s{0,3}['\"]float16['\"]"
+                   r"|\bfp16\s{0,3}=\s{0,3}True\b")
+_NOT_INITIALISED = re.compile(r"Some weights of \S{1,200} were not initiali[sz]ed from the model checkpoint"
+                              r"|\bnewly initiali[sz]ed\b")
+# Sampling settings written out (in a traceback's code line, a config print): their values are read
+# and judged (a temperature of 1e-3 or less, a top_p of 0).
+_SAMPLING = re.compile(r"\b(?P<name>temperature|top_p)\s{0,3}[=:]\s{0,3}"
+                       r"(?P<value>\d{0,4}\.?\d{0,12}(?:e-?\d{1,3})?)(?![\w.])")
+# The temperature at or below which sampling divides logits into overflow.
+COLD = 1e-3
+# The two shapes default_collate's torch.stack could not join.
+_STACK = re.compile(r"stack expects each tensor to be equal size, but got \[(?P<first>[\d, ]{0,200})\] "
+                    r"at entry \d{1,12} and \[(?P<other>[\d, ]{0,200})\] at entry \d{1,12}")
 # Whitespace a path keeps from its list line (a real blank, or the escape repr() prints): at
 # its start, its end, or before the extension a loader appended ("case0005 .npz").
 _BLANK = r"(?:\s|\\[rnt])"
@@ -131,14 +229,32 @@ class Evidence:
         key: what kind of evidence (one of :data:`KEYS`).
         text: the evidence in one sentence, with the values and the line it was read from.
         line: the log line (1-based) it was read from.
+        code: the check code of a :data:`LABELGUARD_ERROR` (None for every other key).
     """
 
     key: str
     text: str
     line: int
+    code: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "text": self.text, "line": self.line}
+        return {"key": self.key, "text": self.text, "line": self.line, "code": self.code}
+
+
+class FrameLike(Protocol):
+    """What the evidence reads of a traceback frame (:class:`labelguard.explain.Frame`)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def function(self) -> str | None: ...
+
+    @property
+    def code(self) -> str | None: ...
+
+    @property
+    def at(self) -> int | None: ...
 
 
 @dataclass
@@ -150,10 +266,13 @@ class _Series:
     nonfinite: tuple[int, str] | None = None
 
 
-def gather(text: str) -> tuple[Evidence, ...]:
-    """The evidence of an already normalised log, in the order of :data:`KEYS`."""
+def gather(text: str, frames: Sequence[FrameLike] = ()) -> tuple[Evidence, ...]:
+    """The evidence of an already normalised log and its traceback ``frames``, in the order of
+    :data:`KEYS` (the errors labelguard raised in the order of the log)."""
     series: dict[str, _Series] = {}
     found: dict[str, Evidence] = {}
+    raised: dict[str, Evidence] = {}
+    setup = _Modules()
     missing: set[str] = set()
     mentioned: tuple[int, str] | None = None
     reductions: list[tuple[int, str]] = []
@@ -181,7 +300,8 @@ def gather(text: str) -> tuple[Evidence, ...]:
                                f"line {number}: could not load{hit.group('what').rstrip()} "
                                f"{hit.group('path')!r}")
         if "LG" in line:
-            _code_evidence(found, line, number)
+            _code_evidence(found, raised, setup, line, number)
+        _context_evidence(found, line, number)
         if "9223372036854775808" in line and CAST_NAN not in found and _CAST_NAN.search(line):
             found[CAST_NAN] = Evidence(
                 CAST_NAN, f"line {number} shows -9223372036854775808, what NaN becomes when cast "
@@ -200,7 +320,10 @@ def gather(text: str) -> tuple[Evidence, ...]:
             first_cut)
     for item in _loss_evidence(series):
         found.setdefault(item.key, item)
-    return tuple(found[key] for key in KEYS if key in found)
+    if (tied := setup.tied()) is not None:
+        found[FROZEN_AT_FAILURE] = tied
+    _frame_evidence(found, frames)
+    return (*raised.values(), *(found[key] for key in KEYS if key in found))
 
 
 def _read_losses(line: str, number: int, series: dict[str, _Series]) -> None:
@@ -330,9 +453,176 @@ _CODE_KEYS = {"LG504": FROZEN_REPORTED, "LG507": FROZEN_REPORTED, "LG508": DIVER
               "LG509": BAD_INPUT_REPORTED, "LG204": CAST_NAN}
 
 
-def _code_evidence(found: dict[str, Evidence], line: str, number: int) -> None:
-    for hit in _CODE.finditer(line):
-        key = _CODE_KEYS[hit.group("code")]
-        if key not in found:
-            shown = cut(" ".join(line.split()), 160)
-            found[key] = Evidence(key, f"line {number}: labelguard reported {hit.group('code')}: {shown}", number)
+class _Modules:
+    """The modules the setup findings (LG504, LG507) name and those the failure findings (LG502,
+    LG508) locate, each with the line that named it first."""
+
+    def __init__(self) -> None:
+        self.frozen: dict[str, tuple[int, str]] = {}
+        self.located: dict[str, int] = {}
+
+    def tied(self) -> Evidence | None:
+        """FROZEN_AT_FAILURE when a located module is a frozen one or lies inside one."""
+        for name, line in self.located.items():
+            for frozen, (frozen_line, code) in self.frozen.items():
+                if name == frozen or name.startswith(frozen + "."):
+                    where = "the module" if name == frozen else f"inside '{frozen}', the module"
+                    return Evidence(
+                        FROZEN_AT_FAILURE, f"line {line}: labelguard located the failure in '{name}', {where} "
+                        f"whose freeze does nothing or whose frozen parameters are optimised ({code}, line "
+                        f"{frozen_line}): parameters meant to stay fixed were trained", line)
+        return None
+
+
+def _code_evidence(found: dict[str, Evidence], raised: dict[str, Evidence], setup: _Modules, line: str,
+                   number: int) -> None:
+    """The codes labelguard reported on one line: an error it raised, what its findings tell
+    about the failure, and the modules they name."""
+    hits = list(_REPORTED.finditer(line))
+    if not hits:
+        return
+    if "labelguard" in line and (error := _RAISED.search(line)):
+        code = error.group("error") or error.group("note")
+        if code not in raised:
+            said = _message(line, error.end())
+            raised[code] = Evidence(LABELGUARD_ERROR, f"line {number}: labelguard.torch raised {code}: "
+                                    f"{cut(said, 260)}", number, code=code)
+    for position, hit in enumerate(hits):
+        code = hit.group("code")
+        end = hits[position + 1].start() if position + 1 < len(hits) else len(line)
+        said = _message(line[:end], hit.end())
+        if code in _SETUP_CODES:
+            for name in [*_QUOTED_MODULE.findall(said), *_PARAMETER.findall(said)]:
+                setup.frozen.setdefault(name, (number, code))
+        elif code in ("LG502", "LG508"):
+            for name in _LOCATED.findall(said):
+                setup.located.setdefault(name, number)
+        if code == "LG502":
+            _nonfinite_reading(found, said, line[hit.end():end], number)
+        key = _CODE_KEYS.get(code)
+        if key is not None and key not in found:
+            found[key] = Evidence(key, f"line {number}: labelguard reported {code}: {cut(said, 240)}", number)
+
+
+def _message(line: str, start: int) -> str:
+    """A finding's message: the text after its code and severity ("LG507 error: ..."), without
+    the hint labelguard appended."""
+    said = " ".join(line[start:].split(" Hint: ", 1)[0].split()).strip(" :;")
+    return _SEVERITY.sub("", said, count=1)
+
+
+# What labelguard's tracer and watch say about a non-finite value (LG502), in their own words, and
+# the evidence each piece of wording is: (key, words in the message or hint, what it means).
+_NONFINITE_READINGS = (
+    (BAD_INPUT_REPORTED, ("the model input is already non-finite",),
+     "labelguard.torch found the model input already non-finite (LG502): the batch held NaN/Inf"),
+    (NONFINITE_WEIGHTS, ("its parameter ",),
+     "labelguard.torch found non-finite parameters in the module that produced the NaN (LG502)"),
+    (DIVERGENCE_REPORTED, ("magnitudes had exploded", "overflowed from exploded outputs"),
+     "labelguard.torch saw activations explode before the non-finite value (LG502)"),
+    (DIVERGENCE_REPORTED, ("The growth reported before it (LG508) ended in an overflow",),
+     "labelguard.torch.watch saw the growth it reported (LG508) end in the non-finite value (LG502)"),
+    (NO_GROWTH_REPORTED, ("The steps before it show no growth",),
+     "labelguard.torch.watch saw no growth in the steps before the non-finite value (LG502)"),
+    (UNSAFE_OP_REPORTED, ("computation produced it", "gave a non-finite output: an unsafe operation",
+                          "look at the tensor operations in that forward"),
+     "labelguard.torch saw finite inputs and parameters of ordinary size give the non-finite value (LG502)"),
+)
+
+
+def _nonfinite_reading(found: dict[str, Evidence], message: str, whole: str, number: int) -> None:
+    """The evidence an LG502 line of labelguard's tracer or watch holds (``whole``: the finding
+    with its hint, whose wording says what the steps before it showed)."""
+    for key, words, meaning in _NONFINITE_READINGS:
+        if key not in found and any(word in whole for word in words):
+            found[key] = Evidence(key, f"line {number}: {meaning}: {cut(message, 200)}", number)
+
+
+def _context_evidence(found: dict[str, Evidence], line: str, number: int) -> None:
+    """What one line tells besides losses, paths and codes: the precision, weights a checkpoint
+    did not hold, the sampling settings, a sequence too long, the shapes a stack could not join."""
+    if HALF_PRECISION not in found and ("16" in line or "half" in line) and (hit := _HALF.search(line)):
+        found[HALF_PRECISION] = Evidence(
+            HALF_PRECISION, f"line {number}: the model runs in float16 ({hit.group(0)}): values beyond 65504 "
+            "overflow to inf", number)
+    if WEIGHTS_NOT_LOADED not in found and "initiali" in line and _NOT_INITIALISED.search(line):
+        found[WEIGHTS_NOT_LOADED] = Evidence(
+            WEIGHTS_NOT_LOADED, f"line {number}: weights the checkpoint did not hold were newly initialised: "
+            f"{cut(' '.join(line.split()), 160)}", number)
+    if SAMPLING_SETTINGS not in found and ("temperature" in line or "top_p" in line):
+        for hit in _SAMPLING.finditer(line):
+            value = _number(hit.group("value"))
+            if value is not None and (value <= COLD if hit.group("name") == "temperature" else value == 0):
+                found[SAMPLING_SETTINGS] = Evidence(
+                    SAMPLING_SETTINGS, f"line {number}: sampling with {hit.group(0)}: "
+                    + ("logits divided by a temperature of about zero overflow" if hit.group("name") == "temperature"
+                       else "a top_p of 0 keeps no token"), number)
+                break
+    if SEQUENCE_TOO_LONG not in found and "Token indices" in line and (long := _TOO_LONG.search(line)):
+        found[SEQUENCE_TOO_LONG] = Evidence(
+            SEQUENCE_TOO_LONG, f"line {number}: the tokenizer made a sequence of {long.group('length')} tokens, "
+            f"longer than the model's {long.group('limit')}", number)
+    if "stack expects" in line and (stack := _STACK.search(line)):
+        _stack_evidence(found, stack, number)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _stack_evidence(found: dict[str, Evidence], stack: re.Match, number: int) -> None:
+    """What the two shapes torch.stack could not join say about the samples."""
+    first, other = ([int(n) for n in re.findall(r"\d+", stack.group(name))] for name in ("first", "other"))
+    shapes = f"[{stack.group('first')}] and [{stack.group('other')}]"
+    if len(first) != len(other):
+        key, meaning = STACK_RANKS, "tensors of different ranks: some samples have an axis the others lack"
+    elif len(first) == 1:
+        key, meaning = STACK_LENGTHS, "1-D tensors of different lengths: sequences that were not padded"
+    elif len(first) == 2:
+        key, meaning = STACK_MAP_SIZES, "2-D maps of different sizes: label maps (masks) not resized to one size"
+    elif len(first) == 3 and first[0] != other[0] and first[1:] == other[1:] and {first[0], other[0]} <= {1, 2, 3, 4}:
+        key, meaning = STACK_CHANNELS, ("images with different channel counts: grayscale or RGBA images among RGB "
+                                        "ones, or masks saved with colour channels")
+    elif len(first) == 3 and first[0] == other[0] and first[0] in (1, 3, 4):
+        key, meaning = STACK_IMAGE_SIZES, "images of different heights and widths: no resize or crop to one size"
+    else:
+        return
+    found.setdefault(key, Evidence(key, f"line {number}: the stacked shapes are {shapes}: {meaning}", number))
+
+
+def _frame_evidence(found: dict[str, Evidence], frames: Sequence[FrameLike]) -> None:
+    """What the traceback's frames show: generation without training, position embeddings."""
+    position = next((f for f in frames if f.code and _POSITION_CODE.search(f.code)), None)
+    if position is not None and position.at is not None:
+        found[POSITION_FRAMES] = Evidence(
+            POSITION_FRAMES, f"line {position.at}: the traceback passes through the model's position embeddings "
+            f"({cut(position.code or '', 100)}): the size or index that failed is a token position", position.at)
+    generating = next((f for f in frames if _generates(f)), None)
+    if generating is None or generating.at is None or TRAINED in found or LOSS_NONFINITE in found:
+        return
+    if any(_trains(f) or _TRAINING_FILE.search(f.path) for f in frames):
+        return
+    found[INFERENCE] = Evidence(
+        INFERENCE, f"line {generating.at}: the traceback runs {generating.function or 'generation'} "
+        f"({_tail(generating.path)}) and "
+        "no backward pass, optimizer step or training loop, and the log prints no training loss: the "
+        "failure came at inference, from weights as they were loaded", generating.at)
+
+
+def _tail(path: str) -> str:
+    """The last two parts of a path (``generation/utils.py``)."""
+    return "/".join(path.replace("\\", "/").split("/")[-2:])
+
+
+def _generates(frame: FrameLike) -> bool:
+    function = (frame.function or "").split(".")[-1]
+    return function in _GENERATION_FUNCTIONS or _GENERATION_PATH.search(frame.path) is not None
+
+
+def _trains(frame: FrameLike) -> bool:
+    function = (frame.function or "").split(".")[-1]
+    return (function in _TRAINING_FUNCTIONS or _TRAINING_PATH.search(frame.path) is not None
+            or (frame.code is not None and _TRAINING_CODE.search(frame.code) is not None))

@@ -104,12 +104,20 @@ class Assertion:
 
 @dataclass(frozen=True)
 class Frame:
-    """One Python traceback frame."""
+    """One Python traceback frame.
+
+    Attributes:
+        path, line, function: where the frame's code is, as printed.
+        code: the frame's source line, when printed.
+        at: the log line (1-based) the frame was printed on; evidence read from frames names
+            it. Not in :meth:`to_dict`, which names a frame by its source location.
+    """
 
     path: str
     line: int | None
     function: str | None = None
     code: str | None = None
+    at: int | None = None
 
     @property
     def is_library(self) -> bool:
@@ -358,6 +366,7 @@ def _frames(lines: list[str]) -> list[Frame]:
                     line=int(plain.group("line")),
                     function=(plain.group("function") or "").strip() or None,
                     code=_code_after(lines, index),
+                    at=index + 1,
                 )
             )
             continue
@@ -374,6 +383,7 @@ def _frames(lines: list[str]) -> list[Frame]:
                     line=int(line_no) if line_no else None,
                     function=groups.get("function"),
                     code=code,
+                    at=index + 1,
                 )
             )
     return frames

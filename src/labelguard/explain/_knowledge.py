@@ -5,13 +5,17 @@ regular expressions that recognise it and the causes that produce it, most frequ
 The matcher (:mod:`labelguard.explain._engine`) reads these records and never special-cases an
 entry, so a new fault is one more record here plus a real log in ``tests/explain/logs``.
 
+Each :class:`Cause` has a stable id (kebab-case; one id, one cause, wherever it is listed) that
+the JSON output and the corpus of ``tests/explain/corpus`` name.
+
 Signatures match on what stays stable across torch releases: the assertion condition as it
 is printed, the kernel's file and function name, and the host-side message. Line numbers
 change with every release and are never part of a signature.
 
 Signature kinds, from strongest to weakest:
 
-* ``conditions``: the text inside ``Assertion `...` failed`` (the CUDA kernel assertion);
+* ``conditions``: the text inside ``Assertion `...` failed`` (the CUDA kernel assertion), or the
+  check code of an error labelguard raised (its own check's failed condition);
 * ``messages``: a CPU or host error message; named groups become extracted facts;
 * ``kernels``: the kernel source file or function name;
 * ``frames``: a torch function named in the Python traceback (weak: the traceback of an
@@ -20,23 +24,39 @@ Signature kinds, from strongest to weakest:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from labelguard.explain._evidence import (
     BAD_INPUT_REPORTED,
     CAST_NAN,
     DETECTION_LOSSES,
     DIVERGENCE_REPORTED,
+    FROZEN_AT_FAILURE,
     FROZEN_REPORTED,
+    HALF_PRECISION,
+    INFERENCE,
+    LABELGUARD_ERROR,
     LOSS_GREW,
     LOSS_NAN_FROM_START,
     LOSS_NONFINITE,
     LOSS_SCALE_REDUCED,
     LOSS_STABLE,
     LOSS_STEADY,
+    NO_GROWTH_REPORTED,
     NONFINITE_LOSS_MESSAGES,
+    NONFINITE_WEIGHTS,
     PATH_WHITESPACE,
+    POSITION_FRAMES,
+    SAMPLING_SETTINGS,
+    SEQUENCE_TOO_LONG,
+    STACK_CHANNELS,
+    STACK_IMAGE_SIZES,
+    STACK_LENGTHS,
+    STACK_MAP_SIZES,
+    STACK_RANKS,
     TRAINED,
+    UNSAFE_OP_REPORTED,
+    WEIGHTS_NOT_LOADED,
 )
 
 # The commands the causes refer to, kept in one place so the wording follows the CLI.
@@ -49,6 +69,9 @@ CHECKED = "labelguard.torch.checked(loss_fn, num_classes=N)"
 RECORD = "labelguard.torch.record(loader, PATH), then labelguard replay PATH"
 AUDIT_TOKENS = "labelguard audit TOKENIZED_DATA --model-config MODEL_DIR --tokenizer tokenizer.json"
 PREFLIGHT_TOKENS = "labelguard.torch.preflight(model, loss_fn, loader)"
+GUARD_TOKENS = "labelguard.torch.guard(tokenized_dataset, model=model)"
+GUARD_COLLATE = ("DataLoader(dataset, batch_size=B, collate_fn=labelguard.torch.guard_collate()) names the two "
+                 "samples (index and file) and both shapes when a batch fails (LG206)")
 
 
 @dataclass(frozen=True)
@@ -56,6 +79,7 @@ class Cause:
     """One way a fault comes about.
 
     Attributes:
+        id: stable identifier (kebab-case), used in JSON output and tests.
         title: the cause in one line, stated as a fact to check ("a target id >= ...").
         why: how this cause produces exactly this error.
         confirm: the labelguard command (or plain check) that confirms it on the user's data.
@@ -64,13 +88,27 @@ class Cause:
         fix: what to change.
         prefer_when: regular expressions on the log; when one matches, this cause is ranked
             before the causes of its entry that have no matching preference.
-        supported_by: keys of evidence (:mod:`labelguard.explain._evidence`) that make this
-            cause likely when the log shows them.
-        weakened_by: keys of evidence that make it less likely than the others.
+        supported_by: keys of evidence (:mod:`labelguard.explain._evidence`) tied to the
+            failure that make this cause likely when the log shows them.
+        weakened_by: keys of evidence that make it less likely than the others, unless
+            evidence of ``supported_by`` outweighs them.
+        contradicted_by: keys of evidence that make it less likely whatever supports it (no
+            training step ran, so this run's training did not diverge).
+        noted_by: keys of evidence shown with this cause that do not move it: they make it
+            worth listing but do not tell it from the others, or are not tied to the failure
+            (a freeze labelguard reported at start-up says nothing of where a NaN came from).
         needs_evidence: True for a cause offered only when the log shows one of its
-            ``supported_by`` (a cause nothing in a bare error points at).
+            ``offered_by`` (a cause nothing in a bare error points at).
+        offered_by: with ``needs_evidence``, the keys of evidence that offer the cause
+            (empty: its ``supported_by`` and ``noted_by``).
+        reports: for the cause that is labelguard's own finding: a regular expression of the
+            check codes it stands for. The engine makes one cause of each error labelguard
+            raised with such a code (the ``supported_by`` evidence that carries it), its
+            fields formatted with the check's documentation (``{code}``, ``{name}``,
+            ``{summary}``, ``{why}``, ``{fix}``) and its id suffixed with the code.
     """
 
+    id: str
     title: str
     why: str
     confirm: str
@@ -79,7 +117,22 @@ class Cause:
     prefer_when: tuple[str, ...] = ()
     supported_by: tuple[str, ...] = ()
     weakened_by: tuple[str, ...] = ()
+    contradicted_by: tuple[str, ...] = ()
+    noted_by: tuple[str, ...] = ()
     needs_evidence: bool = False
+    offered_by: tuple[str, ...] = ()
+    reports: str = ""
+
+    @property
+    def offering(self) -> tuple[str, ...]:
+        """The keys of evidence that offer a cause that needs evidence."""
+        return self.offered_by or self.supported_by + self.noted_by
+
+
+def when_seen(cause: Cause, *keys: str) -> Cause:
+    """The same cause, offered only when the log shows evidence of ``keys`` (in an entry where
+    nothing else points at it: labelguard's finding of a NaN offers the causes of a NaN)."""
+    return replace(cause, needs_evidence=True, offered_by=keys)
 
 
 @dataclass(frozen=True)
@@ -117,6 +170,7 @@ class Entry:
 # --- causes shared by several entries ---------------------------------------------------
 
 _CLASS_ID_TOO_LARGE = Cause(
+    id="class-id-too-large",
     title="a label is >= the number of classes the loss was given (off by one, a stray class, "
     "background not counted)",
     why="The loss reads the score of class `t` from a row of n_classes scores. A label equal to "
@@ -131,6 +185,7 @@ _CLASS_ID_TOO_LARGE = Cause(
 )
 
 _HEAD_TOO_SMALL = Cause(
+    id="head-too-small",
     title="the model outputs fewer classes than the labels use (head built with a smaller "
     "num_classes)",
     why="n_classes in the assertion is the size of the model's class axis, not the value in your "
@@ -144,6 +199,7 @@ _HEAD_TOO_SMALL = Cause(
 )
 
 _SEQUENCE_LABELS_PAST_HEAD = Cause(
+    id="sequence-labels-past-head",
     title="sequence or token labels of a tokenized dataset past the classification head's "
     "num_labels (or -1, the datasets library's 'no label')",
     why="A transformers head has num_labels outputs; a label column with more classes than the "
@@ -157,6 +213,7 @@ _SEQUENCE_LABELS_PAST_HEAD = Cause(
 )
 
 _IGNORE_VALUE_NOT_IGNORED = Cause(
+    id="ignore-value-not-ignored",
     title="an ignore/unknown value (255, -1, -100) reaches the loss without being its ignore_index",
     why="Masks mark borders or unlabelled pixels with 255, and detection/NLP code uses -1 or "
     "-100 for 'no label'. The loss only skips the value given as ignore_index (default -100); "
@@ -165,10 +222,14 @@ _IGNORE_VALUE_NOT_IGNORED = Cause(
     codes=("LG201", "LG103"),
     fix="Pass ignore_index=255 (or the value you use) to the loss, or map the value to the "
     "loss's ignore_index before training.",
-    prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d", r"ignore_index"),
+    # An ignore_index the user set (not torch's own code line passing the parameter on), or a
+    # CPU message naming a negative target or 255.
+    prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d", r"\bignore_index\s{0,3}=\s{0,3}-?\d",
+                 r"Target (?:-\d+|255) is out of bounds"),
 )
 
 _MASK_STORAGE = Cause(
+    id="mask-storage",
     title="masks stored as 0/255, saved as JPEG or resized with interpolation, so they hold "
     "values that are not class ids",
     why="A binary mask saved by an image editor holds 0 and 255; a JPEG or bilinear resize "
@@ -179,10 +240,12 @@ _MASK_STORAGE = Cause(
     fix="Remap 255 to 1 for binary masks, store masks as PNG (never JPEG), resize masks with "
     "nearest-neighbour interpolation, and convert colour masks with an explicit colour-to-index "
     "map.",
-    prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d", r"\bmasks?\b"),
+    # Masks in the code ("mask", "masks_pred", "true_masks"), not an attention_mask.
+    prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d", r"\b(?:true_|gt_|target_)?masks?(?:_\w+)?\b"),
 )
 
 _ONE_BASED = Cause(
+    id="one-based-labels",
     title="labels start at 1 (1..N) while the loss expects 0..N-1",
     why="Annotation tools and COCO-style ids often number classes from 1. With N outputs, "
     "label N is one past the last column.",
@@ -193,6 +256,7 @@ _ONE_BASED = Cause(
 )
 
 _DIVERGING = Cause(
+    id="training-diverged",
     title="training diverged: weights and activations grew until they overflowed to Inf/NaN "
     "(learning rate or optimizer settings too aggressive, no gradient clipping, fp16 overflow)",
     why="NaN fails every comparison, so a kernel's `0 <= x <= 1` check fails on it, and every "
@@ -205,11 +269,13 @@ _DIVERGING = Cause(
     codes=("LG508", "LG502"),
     fix="Lower the learning rate (and check Adam's betas and eps against their defaults), clip "
     "gradients (torch.nn.utils.clip_grad_norm_), keep the loss in fp32.",
-    supported_by=(LOSS_GREW, DIVERGENCE_REPORTED, LOSS_SCALE_REDUCED),
-    weakened_by=(LOSS_NAN_FROM_START, LOSS_STEADY, LOSS_STABLE),
+    supported_by=(LOSS_GREW, DIVERGENCE_REPORTED, LOSS_SCALE_REDUCED, NONFINITE_WEIGHTS),
+    weakened_by=(LOSS_NAN_FROM_START, LOSS_STEADY, LOSS_STABLE, NO_GROWTH_REPORTED),
+    contradicted_by=(INFERENCE,),
 )
 
 _NAN_IN_DATA = Cause(
+    id="nan-in-sample",
     title="a sample holds NaN/Inf: a corrupt image, a division by zero in normalisation, a label "
     "that held NaN (after .long() it reads -9223372036854775808)",
     why="One NaN in an input or a target makes the loss NaN for its batch, at the step that "
@@ -225,6 +291,7 @@ _NAN_IN_DATA = Cause(
 # A NaN label cannot put a prediction outside [0, 1]: for a fault in the model's output, only
 # the input half of _NAN_IN_DATA is a cause.
 _NAN_IN_INPUT = Cause(
+    id="nan-in-input",
     title="a sample holds NaN/Inf in its input: a corrupt image, a division by zero in normalisation",
     why="One NaN in an input passes through every layer to the model's output for its batch, "
     "at the step that draws it: from the first step, or suddenly after steady training.",
@@ -236,6 +303,7 @@ _NAN_IN_INPUT = Cause(
 )
 
 _NAN_IN_LOSS = Cause(
+    id="nan-in-loss-computation",
     title="the loss computes log(0) or divides by zero (a hand-written loss without an epsilon, "
     "probabilities of exactly 0 or 1 in fp16)",
     why="A finite model output can still give an infinite loss: log of a probability that "
@@ -245,6 +313,7 @@ _NAN_IN_LOSS = Cause(
     codes=("LG502",),
     fix="Add an epsilon or clamp before log and division; compute BCE from logits "
     "(BCEWithLogitsLoss).",
+    supported_by=(UNSAFE_OP_REPORTED,),
 )
 
 _DEGENERATE_BOXES_TITLE = ("degenerate or flipped boxes in the annotations (xmin >= xmax or ymin >= "
@@ -256,6 +325,7 @@ _DEGENERATE_BOXES_FIX = ("Fix or drop the boxes the audit names: convert [x, y, 
                          "clipping and resizing.")
 
 _DEGENERATE_BOXES_NAN = Cause(
+    id="degenerate-boxes",
     title=_DEGENERATE_BOXES_TITLE,
     why="A detector encodes each box's width and height as a logarithm against its anchor or "
     "proposal: a box of width or height 0 gives log(0) = -Inf, and a flipped one the log of a "
@@ -269,6 +339,7 @@ _DEGENERATE_BOXES_NAN = Cause(
 )
 
 _FREEZE = Cause(
+    id="freeze-does-nothing",
     title="a freeze that does nothing (LG507) or frozen parameters handed to the optimizer "
     "(LG504), as labelguard reported in this log",
     why="A freeze that does nothing (requires_grad = False set on the module, as RCAN's "
@@ -279,11 +350,13 @@ _FREEZE = Cause(
     codes=("LG507", "LG504"),
     fix="Freeze with module.requires_grad_(False) (it reaches the parameters) and build the "
     "optimizer over the trainable parameters only.",
-    supported_by=(FROZEN_REPORTED,),
+    supported_by=(FROZEN_AT_FAILURE,),
+    noted_by=(FROZEN_REPORTED,),
     needs_evidence=True,
 )
 
 _INDEX_FROM_LABELS = Cause(
+    id="label-indexes-small-table",
     title="a class id or sample id is used as an index into a table that is too small",
     why="Per-class tables (class weights, colour palettes, one-hot matrices, confusion "
     "matrices, class embeddings) have one row per class. A label at or above that size indexes "
@@ -295,6 +368,7 @@ _INDEX_FROM_LABELS = Cause(
 )
 
 _INDEX_FROM_MODEL = Cause(
+    id="index-computed-in-model",
     title="an index computed inside the model or loss (argmax, matching, sampling) is out of "
     "range",
     why="Indices built at run time (anchor/box assignment, top-k, gathered positions) are "
@@ -307,10 +381,139 @@ _INDEX_FROM_MODEL = Cause(
     "(on the CPU run), and guard empty inputs.",
 )
 
+# A NaN in generate()'s sampling: the weights are as loaded, so nothing diverged in this run.
+# Each is offered when the traceback shows inference (or evidence of its own points at it).
+_GENERATION_CAUSES = (
+    Cause(
+        id="half-precision-overflow",
+        title="the model runs in float16 and its activations or logits overflow (beyond 65504) to inf, "
+        "which softmax turns into NaN",
+        why="float16 holds values up to 65504. Models trained in bfloat16 or float32 (Llama, BLOOM and T5 "
+        "variants among them) produce larger activations; in float16 they become inf, softmax of a row "
+        "holding inf is NaN, and multinomial rejects it. The same prompt often runs in float32.",
+        confirm="run the same prompt with torch_dtype=torch.bfloat16 or torch.float32: the error goes if it "
+        "is the precision; labelguard.torch.trace_nonfinite(model) on one forward of the prompt names the "
+        "first module whose output overflowed (LG502)",
+        codes=("LG502",),
+        fix="Load the model in bfloat16 (GPUs from Ampere on) or float32; keep float16 for models trained "
+        "in it.",
+        supported_by=(HALF_PRECISION,),
+        noted_by=(INFERENCE,),
+        needs_evidence=True,
+    ),
+    Cause(
+        id="nonfinite-weights-loaded",
+        title="the weights hold NaN/Inf as loaded: a checkpoint saved after its training had diverged, or "
+        "broken by a conversion or quantisation",
+        why="A NaN weight makes the logits NaN at the first forward, whatever the prompt; a checkpoint "
+        "written by a run whose loss had become NaN carries them, and so does a conversion that overflowed.",
+        confirm="check all(torch.isfinite(p).all() for p in model.parameters()) right after loading; "
+        "labelguard.torch.trace_nonfinite(model) names the first module that produced a NaN and its "
+        "non-finite parameters (LG502)",
+        codes=("LG502",),
+        fix="Load a checkpoint from before the training loss became NaN, or redo the conversion; read the "
+        "training log of the checkpoint for a NaN loss.",
+        supported_by=(NONFINITE_WEIGHTS,),
+        contradicted_by=(TRAINED,),
+        noted_by=(INFERENCE,),
+        needs_evidence=True,
+    ),
+    Cause(
+        id="checkpoint-mismatch",
+        title="the checkpoint does not fit the model: weights it did not hold were newly initialised, or the "
+        "file is truncated or belongs to another architecture or adapter",
+        why="transformers initialises every weight a checkpoint lacks. A head or adapter left random, or "
+        "weights read from a partial file, give logits far outside their trained range, which overflow in "
+        "half precision and make the sampling probabilities NaN.",
+        confirm="read the loading messages ('Some weights of ... were not initialized from the model "
+        "checkpoint', missing or unexpected keys); no labelguard data check covers checkpoints",
+        codes=(),
+        fix="Load the checkpoint with the model class and config it was saved from (merge LoRA/PEFT adapters "
+        "as their library says), and download again a file whose size or hash differs.",
+        supported_by=(WEIGHTS_NOT_LOADED,),
+        noted_by=(INFERENCE,),
+        needs_evidence=True,
+    ),
+    Cause(
+        id="sampling-settings",
+        title="the sampling settings leave no valid token: a temperature of (about) zero divides the logits "
+        "into inf, or top_p, top_k or a logits processor masks every token",
+        why="Sampling divides the logits by the temperature: at 0 or 1e-4 they overflow (in float16 first). "
+        "A filter that removes every candidate leaves a row of -inf, which softmax turns into NaN.",
+        confirm="rerun with do_sample=False (greedy) or temperature=1.0 and top_p=1.0: the error goes if it "
+        "is the settings; no labelguard data check covers generation settings",
+        codes=(),
+        fix="Decode greedily (do_sample=False) instead of sampling at temperature 0, keep the temperature at "
+        "0.1 or more and top_p above 0, and make custom logits processors leave at least one token.",
+        supported_by=(SAMPLING_SETTINGS,),
+        noted_by=(INFERENCE,),
+        needs_evidence=True,
+    ),
+)
+
+# labelguard's own finding: an error labelguard.torch raised names the check that failed, where and
+# the values, so that check is the first cause. LG502 (where a NaN appeared), LG508 (a growth) and
+# LG504/LG507 (the setup) name no cause by themselves: what their messages say ranks the causes.
+_LABELGUARD_CHECK = Cause(
+    id="labelguard",
+    title="{code} {name}: {summary} (labelguard.torch checked it and raised)",
+    why="labelguard.torch stopped the run with {code} where its check failed, before any kernel met the "
+    "value. {why}",
+    confirm="already checked by labelguard.torch: the line shown names where (the sample and its file, the "
+    "step or the module) and the values; `labelguard rule {code}` explains the check",
+    codes=(),
+    fix="{fix}",
+    supported_by=(LABELGUARD_ERROR,),
+    reports=r"LG(?!50[2478])\d{3}",
+)
+
+_POSITIONS_SHORTER = Cause(
+    id="sequence-longer-than-positions",
+    title="a sequence longer than the model's positions (max_position_embeddings): the embeddings add a "
+    "position table, or expand a token-type buffer, of fewer positions than the input has tokens",
+    why="transformers' embeddings take position_ids (and, without token_type_ids, the token types) from "
+    "buffers of max_position_embeddings entries. An input of 600 tokens gets the first 512 of them, and "
+    "adding (batch, 600, hidden) to (1, 512, hidden) fails on dimension 1: the first size is the input's "
+    "length, the second the model's positions.",
+    confirm=f"{GUARD_TOKENS} stops at the first tokenized sample longer than the model's positions, with "
+    f"its index (LG602); {AUDIT_TOKENS} counts every such row (LG602)",
+    codes=("LG602",),
+    fix="Tokenize with truncation=True and max_length at most max_position_embeddings (2 fewer for "
+    "RoBERTa-style models), or split long texts into overlapping windows; models with more positions "
+    "(Longformer, BigBird) take longer inputs.",
+    supported_by=(POSITION_FRAMES, SEQUENCE_TOO_LONG),
+)
+
 
 # --- the entries -----------------------------------------------------------------------
 
 ENTRIES: tuple[Entry, ...] = (
+    Entry(
+        id="labelguard-finding",
+        title="labelguard.torch reported what failed: its check code, where (the sample and its file, the "
+        "step or the module) and the values",
+        operation="labelguard.torch.guard (SampleError), trace_nonfinite (NonFiniteError), preflight "
+        "(PreflightError) and watch (its LG508 and LG502 warnings)",
+        # A check labelguard raised is a failed condition, as a kernel's assertion is: it outranks
+        # the error it wraps (guard_collate's LG206 over default_collate's "stack expects ...").
+        conditions=(
+            r"\blabelguard(?:\.\w{1,30}){0,3}\.\w{0,40}Error[ \t]{0,3}:[ \t]{0,3}(?P<labelguard_code>LG\d{3})\b",
+            r"\blabelguard\.torch\.guard:[ \t]{0,3}(?P<labelguard_code>LG\d{3})\b",
+        ),
+        messages=(
+            r"\blabelguard\.torch\W{1,4}(?:(?:DEBUG|INFO|WARNING|ERROR)\W{1,4})?(?P<labelguard_code>LG50[28])\b",
+        ),
+        frames=(r"\braise_sample_error\b|\b_locate_(?:forward|backward)\b",),
+        cpu_message="the same finding, raised the same way: labelguard.torch checks on the host, before "
+        "any kernel runs",
+        cannot_know=(
+            "what else the run holds: labelguard.torch stops at the first check that fails "
+            "(guard(..., on_error='skip', quarantine=PATH) trains on and lists every bad sample)",
+        ),
+        causes=(_LABELGUARD_CHECK, _FREEZE, *_GENERATION_CAUSES,
+                when_seen(_DIVERGING, DIVERGENCE_REPORTED, NONFINITE_WEIGHTS),
+                when_seen(_NAN_IN_INPUT, BAD_INPUT_REPORTED), when_seen(_NAN_IN_LOSS, UNSAFE_OP_REPORTED)),
+    ),
     Entry(
         id="nll-target-out-of-range",
         title="a class target outside [0, n_classes) reached cross_entropy / nll_loss",
@@ -365,6 +568,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         causes=(
             Cause(
+                id="bce-fed-logits",
                 title="BCELoss is fed logits: the last layer has no sigmoid",
                 why="BCELoss takes probabilities and checks 0 <= p <= 1 on every element. Raw "
                 "scores from a Linear/Conv head are routinely negative or above 1.",
@@ -377,6 +581,7 @@ ENTRIES: tuple[Entry, ...] = (
             ),
             _DIVERGING,
             Cause(
+                id="handmade-probability",
                 title="a hand-made probability leaves [0, 1] (softmax of a subset, a product or "
                 "sum of probabilities, label smoothing applied to the prediction)",
                 why="Arithmetic on probabilities (adding two heads, rescaling, mixing) can push "
@@ -403,6 +608,7 @@ ENTRIES: tuple[Entry, ...] = (
         cannot_know=("the target value that failed: the assertion prints only the condition",),
         causes=(
             Cause(
+                id="bce-mask-0-255",
                 title="binary masks stored as 0/255 (or another scale) instead of 0/1",
                 why="A mask read straight from an 8-bit image holds 255 for the foreground; "
                 "BCE needs 1.",
@@ -411,6 +617,7 @@ ENTRIES: tuple[Entry, ...] = (
                 fix="Divide by 255 or remap {255: 1} when loading the mask.",
             ),
             Cause(
+                id="bce-class-index-mask",
                 title="class-index masks (0, 1, 2, ...) given to a binary loss",
                 why="A multi-class mask has values above 1; BCE only accepts one probability "
                 "per element.",
@@ -420,6 +627,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "channel per class before BCE.",
             ),
             Cause(
+                id="bce-soft-targets",
                 title="soft targets above 1 from interpolation, edge maps or augmentation",
                 why="Resizing or blurring a target, or building edge/gradient targets, yields "
                 "values that are not limited to [0, 1].",
@@ -462,6 +670,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         causes=(
             Cause(
+                id="token-id-past-embedding",
                 title="token ids >= the embedding's num_embeddings (tokenizer extended or "
                 "swapped, embeddings not resized)",
                 why="Adding special tokens or using another checkpoint's tokenizer produces ids "
@@ -474,6 +683,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "tokenizer, or use the tokenizer that matches the checkpoint.",
             ),
             Cause(
+                id="position-or-type-id-past-table",
                 title="sequences longer than max_position_embeddings, or token_type_ids / other "
                 "ids beyond their table (type_vocab_size=1 given type id 1)",
                 why="Position and segment embeddings are small tables; a long input or a "
@@ -484,8 +694,10 @@ ENTRIES: tuple[Entry, ...] = (
                 codes=("LG602", "LG603"),
                 fix="Truncate inputs to max_length, or drop token_type_ids for models with "
                 "type_vocab_size=1.",
+                supported_by=(POSITION_FRAMES, SEQUENCE_TOO_LONG),
             ),
             Cause(
+                id="ignore-value-as-id",
                 title="label or ignore values (-100, -1, 255) fed in as ids, or class ids used "
                 "to look up a class embedding that is too small",
                 why="Negative ids wrap into huge unsigned offsets in the kernel; class ids "
@@ -519,6 +731,7 @@ ENTRIES: tuple[Entry, ...] = (
             _INDEX_FROM_LABELS,
             _INDEX_FROM_MODEL,
             Cause(
+                id="negative-index",
                 title="negative ids (-1 for 'unknown') used as indices",
                 why="Python-style negative indices are allowed only down to -size; ids such as "
                 "-100 or an ignore value stored as a large integer fall outside.",
@@ -557,6 +770,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         causes=(
             Cause(
+                id="one-hot-ignore-value",
                 title="one_hot(mask, num_classes) on a mask holding the ignore value (255) or a "
                 "value >= num_classes",
                 why="Dice, focal and similar losses one-hot the target. On CUDA, one_hot skips "
@@ -570,6 +784,7 @@ ENTRIES: tuple[Entry, ...] = (
                 prefer_when=(r"one_hot|Class values must", r"dice|Dice|focal|Focal"),
             ),
             Cause(
+                id="gather-target-past-classes",
                 title="gather/scatter over class scores with targets >= the number of classes "
                 "(custom cross-entropy, focal loss, label smoothing, mixup)",
                 why="Custom losses pick each target's score with logp.gather(1, target) or "
@@ -581,6 +796,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "and remove or remap out-of-range labels.",
             ),
             Cause(
+                id="negative-label-in-gather",
                 title="negative labels (-1 for 'unknown') in a gather/scatter index",
                 why="gather and scatter accept no negative indices at all.",
                 confirm=AUDIT,
@@ -614,6 +830,7 @@ ENTRIES: tuple[Entry, ...] = (
         cannot_know=("the index value and the destination size: the assertion prints neither",),
         causes=(
             Cause(
+                id="per-class-accumulation",
                 title="per-class accumulation (confusion matrix, class centroids, counts) with a "
                 "label >= the number of rows",
                 why="Accumulating into a num_classes-row tensor with index_add_ fails for any "
@@ -624,6 +841,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "exceed it (and ignore values) first.",
             ),
             Cause(
+                id="foreign-ids",
                 title="node/segment/item ids beyond the destination (graphs, sparse features, "
                 "recommendation tables)",
                 why="Ids built from another vocabulary or a later data snapshot exceed the table "
@@ -662,8 +880,10 @@ ENTRIES: tuple[Entry, ...] = (
         cpu_message="RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
         cannot_know=("which row of the probability tensor was invalid",),
         causes=(
+            *_GENERATION_CAUSES,
             _DIVERGING,
             Cause(
+                id="logits-as-probabilities",
                 title="logits or log-probabilities passed where probabilities are expected",
                 why="multinomial needs non-negative weights; raw scores and log-probabilities "
                 "are negative.",
@@ -674,6 +894,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "torch.distributions.Categorical(logits=...).",
             ),
             Cause(
+                id="all-zero-weights",
                 title="a row of weights is all zero (a class that never occurs weighted by its "
                 "frequency, all candidates masked out, temperature 0)",
                 why="Sampling needs a positive total per row; weights computed from class counts "
@@ -682,6 +903,7 @@ ENTRIES: tuple[Entry, ...] = (
                 codes=("LG104",),
                 fix="Give absent classes a floor weight or drop them from the sampler; keep at "
                 "least one candidate unmasked.",
+                prefer_when=(r"sum of probabilities <= 0",),
             ),
         ),
     ),
@@ -706,6 +928,7 @@ ENTRIES: tuple[Entry, ...] = (
         cannot_know=("the probability that failed and its position",),
         causes=(
             Cause(
+                id="bernoulli-fed-logits",
                 title="the probabilities come from a layer without sigmoid (logits)",
                 why="bernoulli takes a probability per element; unsquashed scores leave [0, 1].",
                 confirm="print p.min() and p.max() on the CPU run; no labelguard data check "
@@ -761,6 +984,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         causes=(
             Cause(
+                id="ctc-label-past-classes",
                 title="a target label >= the number of classes of log_probs (alphabet larger "
                 "than the output layer, blank not counted)",
                 why="The kernel uses each label to index the class axis of log_probs without a "
@@ -773,6 +997,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "1..len(alphabet) when blank=0, and drop characters outside the alphabet.",
             ),
             Cause(
+                id="ctc-lengths",
                 title="padded targets passed without trimming, or target_lengths/input_lengths "
                 "that do not match the tensors",
                 why="With padded 2-D targets the padding value is read as a label when "
@@ -782,8 +1007,11 @@ ENTRIES: tuple[Entry, ...] = (
                 codes=("LG505",),
                 fix="Compute target_lengths from the unpadded transcripts and input_lengths "
                 "from the model's output length after downsampling.",
+                prefer_when=(r"Expected input_lengths to have value at most",
+                             r"Expected tensor to have size at least \d+ at dimension 1"),
             ),
             Cause(
+                id="ctc-negative-label",
                 title="negative labels or the padding value (-1, -100) inside the targets",
                 why="A negative label indexes before the start of log_probs.",
                 confirm=AUDIT,
@@ -807,41 +1035,123 @@ ENTRIES: tuple[Entry, ...] = (
         "[224, 224] at entry 0 and [448, 448] at entry 1",
         cannot_know=(
             "which files the two entries came from: the numbers are positions in the batch, "
-            "not dataset indices (a flight record names them)",
+            "not dataset indices (labelguard.torch.guard_collate or a flight record names them)",
             "whether the images or the masks/labels have the odd shape: the message names "
             "only the stacked tensor's shapes",
         ),
         causes=(
             Cause(
+                id="image-mask-size-differs",
                 title="an image and its mask/label have different sizes, or one side is not "
                 "resized by the transforms",
                 why="Transforms applied to the image only (or with different sizes) leave the "
                 "mask at its original size; the first sample with an odd size breaks the "
                 "stack.",
-                confirm=f"{AUDIT} (LG206 lists every image/mask pair whose size differs, with "
-                "both sizes)",
-                codes=("LG206",),
+                confirm=f"{AUDIT} (LG206 lists every image/mask pair whose size differs, with both sizes; "
+                f"LG213 each sample whose shape differs from the rest of its split); at run time "
+                f"{GUARD} checks each pair as it is loaded (LG206), and {GUARD_COLLATE}",
+                codes=("LG206", "LG213"),
                 fix="Apply the same geometric transform to image and mask (paired transforms), "
                 "and resize masks with nearest-neighbour interpolation.",
+                supported_by=(STACK_MAP_SIZES,),
             ),
             Cause(
+                id="images-vary-in-size",
                 title="images of varying size with no resize/crop to a common size",
                 why="Datasets collected from several sources have several resolutions; "
                 "default_collate needs equal shapes inside a batch.",
-                confirm=AUDIT,
-                codes=("LG206",),
+                confirm=f"{AUDIT} (LG213 names each sample whose shape differs from the rest of its split, "
+                f"and the shape most of them have); at run time {GUARD_COLLATE}",
+                codes=("LG213", "LG206"),
                 fix="Resize or crop to a fixed size in the transforms, or use a collate_fn that "
                 "pads (detection) or batch_size=1.",
+                supported_by=(STACK_IMAGE_SIZES,),
             ),
             Cause(
+                id="channels-vary",
+                title="some samples have another number of channels: grayscale (1) or RGBA (4) images "
+                "among RGB ones, or masks saved with colour channels among single-channel ones",
+                why="PIL opens a grayscale file as mode L and a PNG with transparency as RGBA; ToTensor "
+                "keeps their channel counts, so one such file in a batch of RGB images breaks the stack.",
+                confirm=f"{AUDIT} (LG213 names the samples whose shape differs from the rest of their split; "
+                f"LG207 masks with several channels); at run time {GUARD_COLLATE}",
+                codes=("LG213", "LG207"),
+                fix="Convert every image on loading (Image.open(path).convert('RGB')), and masks to single-"
+                "channel class-index maps.",
+                supported_by=(STACK_CHANNELS,),
+            ),
+            Cause(
+                id="mask-layout-varies",
                 title="masks with an unexpected layout (RGB vs single channel, one-hot, an "
                 "extra axis) in some files",
                 why="A colour export or a channel axis in a few masks gives them a different "
                 "rank or channel count from the rest.",
-                confirm=AUDIT,
-                codes=("LG207", "LG203"),
+                confirm=f"{AUDIT} (LG207 masks with several channels or a wider dtype, LG203 colour masks, "
+                f"LG213 samples whose shape differs from the rest); at run time {GUARD_COLLATE}",
+                codes=("LG207", "LG203", "LG213"),
                 fix="Convert every mask to a single-channel class-index map before training.",
+                supported_by=(STACK_RANKS,),
             ),
+            Cause(
+                id="sequences-not-padded",
+                title="token sequences of different lengths batched without padding (tokenized without "
+                "padding, no padding collator)",
+                why="default_collate stacks each field; input_ids of 128 and 97 tokens cannot be stacked "
+                "unless the tokenizer padded them to one length or the collate function pads the batch.",
+                confirm=f"{GUARD_COLLATE}; print len(sample['input_ids']) of a few samples",
+                codes=("LG206",),
+                fix="Tokenize with padding='max_length' (and truncation), or pad per batch: "
+                "DataCollatorWithPadding(tokenizer), or torch.nn.utils.rnn.pad_sequence in a collate_fn.",
+                supported_by=(STACK_LENGTHS,),
+                needs_evidence=True,
+            ),
+        ),
+    ),
+    Entry(
+        id="tensor-size-mismatch",
+        title="two tensors' sizes differ in a dimension where an operation needs them equal",
+        operation="element-wise arithmetic and broadcasting (a + b), Tensor.expand, and losses that compare "
+        "output and target element by element",
+        messages=(
+            r"The size of tensor a \((?P<size_a>\d+)\) must match the size of tensor b \((?P<size_b>\d+)\) "
+            r"at non-singleton dimension (?P<dimension>\d+)",
+            r"The expanded size of the tensor \((?P<expanded_size>\d+)\) must match the existing size "
+            r"\((?P<existing_size>\d+)\) at non-singleton dimension (?P<dimension>\d+)",
+        ),
+        cpu_message="the same RuntimeError: sizes are checked before any kernel runs",
+        cannot_know=(
+            "which tensors 'a' and 'b' are: the message gives their sizes, the traceback's last frame "
+            "the operation",
+        ),
+        causes=(
+            Cause(
+                id="shapes-differ-in-op",
+                title="two tensors of different sizes meet in an element-wise operation: data sized for "
+                "another model (image size, sequence length, channels), or a layer built for another size",
+                why="Element-wise operations broadcast only dimensions of size 1; the message names the "
+                "dimension where the two operands of the last frame's operation differ, and both sizes.",
+                confirm="print the shapes of both operands at the frame the traceback ends in; no labelguard "
+                "data check covers a model's internal sizes",
+                codes=(),
+                fix="Make the input match what the model was built for (resize, crop or truncate it), or "
+                "build the layer for the input's size.",
+            ),
+            Cause(
+                id="target-shape-differs",
+                title="a target shaped unlike the model output reaches a loss that compares them element by "
+                "element (MSE, L1, BCE): (N,) against (N, 1), or a mask without its channel axis",
+                why="Regression and binary losses compare output and target element by element; a target "
+                "of another shape is broadcast (torch warns 'Using a target size that is different to the "
+                "input size') or, when it cannot be, fails with this error.",
+                confirm=f"{PREFLIGHT} runs one batch through the model and the loss on the CPU and names a "
+                "target whose shape or dtype does not fit the loss (LG505)",
+                codes=("LG505",),
+                fix="Give the target the output's shape (target.view_as(output); unsqueeze(1) for (N,) "
+                "targets), or squeeze the output's singleton axis.",
+                prefer_when=(r"Using a target size \(torch\.Size",
+                             r"\b(?:mse_loss|l1_loss|smooth_l1_loss|huber_loss|binary_cross_entropy\w*)\b"),
+            ),
+            _POSITIONS_SHORTER,
         ),
     ),
     Entry(
@@ -877,6 +1187,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         causes=(
             Cause(
+                id="degenerate-boxes",
                 title=_DEGENERATE_BOXES_TITLE,
                 why="torchvision checks every target box once its transform has resized it with the "
                 "image, before the backbone runs: x2 must be above x1 and y2 above y1. A box read "
@@ -906,6 +1217,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         causes=(
             Cause(
+                id="list-path-whitespace",
                 title="the path keeps whitespace from the file list it came from (a trailing "
                 "space, a Windows line end)",
                 why="A list read with readlines() or split('\\n') keeps a trailing space or a "
@@ -918,6 +1230,7 @@ ENTRIES: tuple[Entry, ...] = (
                 supported_by=(PATH_WHITESPACE,),
             ),
             Cause(
+                id="file-not-there",
                 title="the file is not where the path points: a wrong root or split folder, an "
                 "extension the list leaves out, a name the list and the folder spell differently",
                 why="Lists written on another machine or for another split name files relative "
@@ -930,6 +1243,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "list from the files (`labelguard fix list LIST --apply` drops missing entries).",
             ),
             Cause(
+                id="file-unreadable",
                 title="the file is there but cannot be read: truncated, or not the format its "
                 "extension says",
                 why="An interrupted download or copy leaves a file that the loader rejects.",
@@ -957,6 +1271,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         causes=(
             Cause(
+                id="unchecked-kernel-bad-index",
                 title="an out-of-range label or index reached a kernel that does not check "
                 "bounds (CTC loss, custom/compiled kernels, extensions)",
                 why="Kernels without a device-side assertion do not stop at a bad index; they "
@@ -966,6 +1281,7 @@ ENTRIES: tuple[Entry, ...] = (
                 fix="Fix the labels/indices the audit or the CPU run reports.",
             ),
             Cause(
+                id="extension-mismatch",
                 title="a custom CUDA extension built for another torch/CUDA version, or tensors "
                 "on different devices handed to an extension",
                 why="Extensions compiled against another ABI or given a tensor on the wrong "
@@ -992,6 +1308,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         causes=(
             Cause(
+                id="late-kernel-fault",
                 title="a kernel fault reported late (an 'unspecified launch failure' often "
                 "follows an out-of-range index in a kernel without an assertion)",
                 why="CUDA reports a failed kernel at the next synchronising call, under whatever "
@@ -1002,6 +1319,7 @@ ENTRIES: tuple[Entry, ...] = (
                 fix="Fix what the CUDA_LAUNCH_BLOCKING=1 traceback or the CPU error names.",
             ),
             Cause(
+                id="gpu-driver-fault",
                 title="the GPU, its driver or its memory failed (Xid errors, ECC, overheating, a "
                 "driver older than the CUDA runtime)",
                 why="Hardware and driver faults surface as CUDA errors in whatever call is "
@@ -1013,6 +1331,7 @@ ENTRIES: tuple[Entry, ...] = (
                 "build, and check the GPU's health.",
             ),
             Cause(
+                id="no-kernel-for-gpu",
                 title="the torch build (or an extension) has no kernels for this GPU",
                 why="A wheel built for other GPU architectures, or an extension compiled for "
                 "another CUDA version, fails at its first kernel launch.",
@@ -1048,6 +1367,7 @@ ENTRIES: tuple[Entry, ...] = (
         causes=(
             _CLASS_ID_TOO_LARGE,
             Cause(
+                id="bce-input-outside",
                 title="BCELoss got an input outside [0, 1] (no sigmoid, or NaN from training)",
                 why="BCELoss asserts 0 <= input <= 1 on the GPU; logits and NaN fail it.",
                 confirm=CHECKED,
@@ -1058,6 +1378,7 @@ ENTRIES: tuple[Entry, ...] = (
             _IGNORE_VALUE_NOT_IGNORED,
             _MASK_STORAGE,
             Cause(
+                id="ids-past-table",
                 title="ids beyond an embedding or index table (tokenizer vs embedding size)",
                 why="Embedding and index_select assert that every id is below the table size.",
                 confirm=f"{AUDIT_TOKENS} for token ids (LG601, LG605), or {PREFLIGHT} for any "

@@ -31,12 +31,17 @@ def render_explanation(result: Explanation) -> str:
         out.append("")
     if result.causes:
         out.append("Causes to check, most likely first")
+        if any(cause.support or cause.against or cause.noted for cause in result.causes):
+            out.append(_wrap("(seen: evidence tied to the failure that moved a cause up; against: evidence "
+                             "that moved it down; noted: evidence shown that moved nothing)", "  ", "   "))
         for cause in result.causes:
             out.append(_wrap(f"{cause.rank}. [{cause.likelihood}] {cause.title}", "  ", "     "))
             for seen in cause.support:
                 out.append(_wrap(f"seen:    {seen}", "     ", "              "))
             for seen in cause.against:
                 out.append(_wrap(f"against: {seen}", "     ", "              "))
+            for seen in cause.noted:
+                out.append(_wrap(f"noted:   {seen}", "     ", "              "))
             out.append(_wrap(f"why:     {cause.why}", "     ", "              "))
             codes = f"  [{', '.join(cause.codes)}]" if cause.codes else ""
             out.append(_wrap(f"confirm: {cause.confirm}{codes}", "     ", "              "))
