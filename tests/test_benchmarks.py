@@ -33,6 +33,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
                  marks=pytest.mark.skipif(not available("torch"), reason="torch not installed")),
     pytest.param("bench_tokens.py", ["-n", "3000", "--repeat", "1"], "ratio audit / scan:",
                  marks=pytest.mark.skipif(not available("pyarrow"), reason="pyarrow not installed")),
+    ("explain_corpus.py", [], "first cause right:"),
 ])
 def test_benchmark_runs_and_leaves_no_file_behind(tmp_path, script, args, result_line):
     folder, temporary = tmp_path / "cwd", tmp_path / "tmp"
