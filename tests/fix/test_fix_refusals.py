@@ -63,6 +63,47 @@ def test_remap_refuses_a_jpeg_damaged_mask_unless_forced(tmp_path, container):
     assert digests([clean, smeared]) == original
 
 
+@pytest.mark.code("LG202", "fail")
+@pytest.mark.parametrize("container", ["png", "npz"])
+def test_remap_refuses_a_mask_of_class_ids_that_went_through_jpeg_once(tmp_path, container):
+    """Classes 0..2 saved as JPEG once, then as PNG or NPZ: the 3s JPEG left beside the 2s are
+    outside the spec, and a remap 3:2 would "clean" them while the damage stays (every class
+    edge is smeared). The remap is refused, pointing to the source annotations."""
+    folder = tmp_path / "masks"
+    clean_mask, damaged_mask = organic_mask((128, 128), (0, 1, 2), seed=4), jpeg_roundtrip(
+        organic_mask((128, 128), (0, 1, 2), seed=1), quality=75)
+    assert set(np.unique(damaged_mask).tolist()) - {0, 1, 2}
+    if container == "png":
+        clean, damaged = write_png(folder / "clean.png", clean_mask), write_png(folder / "damaged.png", damaged_mask)
+    else:
+        clean = write_npz(folder / "clean.npz", label=clean_mask)
+        damaged = write_npz(folder / "damaged.npz", label=damaged_mask)
+    original = digests([clean, damaged])
+
+    dry = invoke("fix", "remap", folder, "--map", "3:2,4:2", "--num-classes", "3", "--json")
+    assert dry.exit_code == 1
+    result = invoke("fix", "remap", folder, "--map", "3:2,4:2", "--num-classes", "3", "--apply", "--json")
+    assert result.exit_code == 1
+    changes = {c["path"].rsplit("/", 1)[-1]: c for c in json.loads(result.stdout)["changes"]}
+    refusal = changes[damaged.name]
+    assert refusal["status"] == "refused"
+    assert "LG202" in refusal["summary"] and "JPEG damage although stored as" in refusal["summary"]
+    assert "would hide the lossy damage" in refusal["summary"] and "source annotations" in refusal["summary"]
+    assert changes[clean.name]["status"] == "unchanged"
+    assert digests([clean, damaged]) == original
+
+
+def test_remap_names_an_interpolation_fringe_without_calling_it_jpeg(tmp_path):
+    folder = tmp_path / "masks"
+    resized = np.asarray(Image.fromarray(organic_mask((128, 128), (0, 255), seed=2)).resize((64, 64), Image.BILINEAR))
+    path = write_png(folder / "resized.png", resized)
+    original = digests([path])
+    [change] = remap(str(folder), "255:1", spec=SPEC, apply=True).changes
+    assert change.status == "refused" and "LG202" in change.summary
+    assert "JPEG or interpolation damage" in change.summary and "JPEG damage" not in change.summary
+    assert digests([path]) == original
+
+
 def test_remap_refuses_a_photo_in_the_label_folder(tmp_path):
     folder = tmp_path / "masks"
     write_png(folder / "a.png", binary(0))

@@ -138,7 +138,7 @@ def _show(result: FixResult, as_json: bool) -> None:
 
 @click.group()
 def fix() -> None:
-    """Repair what audit found: remap values, convert colours, clean lists; undo a run.
+    """Repair what audit found: remap values, convert colours, clean lists, drop foreign files; undo a run.
 
     Every command is a dry run unless --apply; applied runs replace each file atomically,
     keep the originals under DATA/.labelguard/backups/ and journal every write, so
@@ -289,6 +289,28 @@ def list_command(lists, root, keep_missing, apply, out, from_report, as_json, fo
     result = clean_list(list(lists) or None, root=root, drop_missing=not keep_missing, from_report=from_report,
                         apply=apply, out=out, force=force, storage_options=storage_options_of(storage_options_json))
     _show(result, as_json)
+
+
+@fix.command("drop")
+@click.argument("files", nargs=-1, required=True, type=LocalPath(exists=True, dir_okay=False))
+@click.option("--root", type=LocalPath(exists=True, file_okay=False),
+              help="The dataset root: only files inside it are touched, its list files are searched and the "
+                   "journal goes there (default: the folder above the files' folder, VOC's Annotations/..).")
+@click.option("--list", "lists", multiple=True, type=LocalPath(exists=True, dir_okay=False),
+              help="Another list file whose lines naming FILES go too (repeatable); the lists the dataset reads "
+                   "and VOC's ImageSets/*/*.txt are searched without it.")
+@click.option("--apply", is_flag=True, help="Remove and rewrite (default: a dry run that only shows them).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--force", is_flag=True,
+              help="Also remove read-only files and files with other hard links (and rewrite such lists).")
+def drop_command(files, root, lists, apply, as_json, force):
+    """Remove FILES that do not belong to the dataset (a VOC XML from another dataset, whose class
+    names the spec lacks: LG101), with the lines of its list files that name them (ImageSets/Main
+    ids, per-class lists, split lists). The files' bytes go into the run's backup and every list
+    is rewritten atomically, so `labelguard fix undo DATA` restores them byte for byte."""
+    from labelguard.fix._drop import drop_files
+
+    _show(drop_files(list(files), root=root, lists=list(lists), apply=apply, force=force), as_json)
 
 
 @fix.command("undo")

@@ -19,6 +19,10 @@ nothing to do; anything else is a conflict left alone. Then it removes the run's
 files. So undo works after a kill -9 (of the run or of undo itself), and running it twice
 changes nothing the second time.
 
+A removal (``fix drop``) goes the same way without a temporary file: the bytes are copied to
+``files/`` and fsynced, a ``write`` line whose ``after`` is null (no file) is appended, then the
+file is unlinked; undo copies the backup back.
+
 Renames of files and folders (ImageFolder class folders) are ``move`` lines written before
 their ``os.rename``; ``mkdir``/``rmdir`` lines record the folders a run creates or empties.
 Undo moves back what sits at the new place while the old place is free, removes the folders
@@ -393,6 +397,24 @@ class Run:
         finally:
             if os.path.lexists(temp):
                 os.unlink(temp)
+
+    def remove(self, target: str) -> None:
+        """Journaled removal of the regular file ``target``: its bytes go to the run's ``files/``
+        first (copied and fsynced), then a ``write`` line with no ``after`` (no file), then the
+        unlink; undo restores the bytes. FixError when no regular file is there."""
+        target = os.path.abspath(target)
+        relative = self._relative(target)
+        backup = f"{FILES}/{self.written:06d}-{_short(os.path.basename(target))}"
+        before = copy_file(target, os.path.join(self.dir, backup), 0o600)
+        if before is None:
+            raise FixError(f"{target} does not exist; nothing to remove")
+        self._append({"event": "write", "path": relative, "backup": backup, "before": before, "after": None})
+        if self._pause:
+            time.sleep(self._pause)
+        os.unlink(target)
+        _fsync_dir(os.path.dirname(target))
+        self._append({"event": "committed", "path": relative})
+        self.written += 1
 
     def move(self, source: str, target: str) -> None:
         """Journaled ``os.rename`` of a file or folder onto a path that does not exist (atomic on

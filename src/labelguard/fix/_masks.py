@@ -629,12 +629,17 @@ def audit_file(path: str, spec: LabelSpec, key: str | None, color_map: ColorMap 
 
 
 def not_a_clean_label(audited: FileResult) -> str | None:
-    """Why the audit says this file must not be rewritten as a label: it carries JPEG damage
-    (LG202, a certainty when the file is a JPEG, so named first), or it looks like an image
-    saved where the label should be; else None."""
+    """Why the audit says this file must not be rewritten as a label: it carries lossy damage
+    (LG202: a JPEG file, a lossless file that went through JPEG once, or stray values along its
+    class edges; named first, as a certainty for a JPEG), or it looks like an image saved where
+    the label should be; else None."""
     for finding in audited.findings:
         if finding.code == "LG202":
-            return f"the audit found JPEG damage (LG202: {finding.message})"
+            data = finding.data if isinstance(finding.data, dict) else {}
+            if data.get("jpeg_damage") or data.get("container") == "jpeg":
+                return (f"the audit found JPEG damage (LG202: {finding.message}); remapping its stray values "
+                        "would hide the lossy damage, not undo it")
+            return f"the audit found JPEG or interpolation damage (LG202: {finding.message})"
     for finding in audited.findings:
         data = finding.data if isinstance(finding.data, dict) else {}
         if data.get("looks_like_image"):
@@ -677,7 +682,7 @@ def _plan_mask(path: str, target: str, root: str, out: str | None, spec: LabelSp
     before = audit_file(path, spec, key, audit_color_map)
     reason = None if force else not_a_clean_label(before)
     if reason:
-        return Edit(FileChange(shown, REFUSED, f"not fixed: {reason}; re-export it from the source labels, "
+        return Edit(FileChange(shown, REFUSED, f"not fixed: {reason}; re-export it from the source annotations, "
                                "or pass --force to rewrite it anyway", shown_target), target)
     try:
         label_file = opener(path, key)

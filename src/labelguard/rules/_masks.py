@@ -25,6 +25,7 @@ from labelguard.readers.masks import IMAGE_FORMATS, image_shape, read_mask
 from labelguard.rules._analysis import image_evidence, jpeg_stray, lossless_fringe
 from labelguard.rules._unread import not_read
 from labelguard.rules.lg001 import UNREADABLE
+from labelguard.rules.lg202 import jpeg_overshoot
 
 # Colours of an undecoded colour mask kept in its sample (and the summary's proposal).
 COLORS_KEPT = 256
@@ -146,6 +147,13 @@ def read_sample(path: str, display: str, key: str | None = None, color_map: Colo
         fringe = lossless_fringe(labels, values, counts)
         if fringe is not None:
             sample.fringe_values, sample.fringe_pixels, sample.main_values = fringe
+        else:
+            # Values just past the class values, as ringing leaves them: JPEG's in a mask saved
+            # as JPEG once and re-encoded losslessly, or a bicubic resize's (LG202 names them).
+            ringing = jpeg_overshoot(labels, values, counts)
+            if ringing is not None:
+                sample.fringe_values, sample.fringe_pixels, sample.main_values = \
+                    ringing.values, ringing.pixels, ringing.classes
     return sample
 
 

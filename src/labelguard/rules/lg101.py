@@ -254,7 +254,8 @@ def name_findings(
             display,
             f"class {name!r} is not one of the {n} classes of the spec ({places_text(unit, where)}){guess}",
             hint=(f"Rename it to {suggestions[0]!r}" if suggestions else "Rename it to a class of the spec")
-            + ", add it to the class list, or remove the file if it comes from another dataset.",
+            + ", add it to the class list, or remove the file if it comes from another dataset "
+            "(`labelguard fix drop FILE` takes it out with its list entries, undoably).",
             **{"class": name},
             suggestions=suggestions, unit=unit, places=where[:PLACES_KEPT], count=len(where),
         ))
