@@ -69,6 +69,7 @@ PUBLIC = {
         "apply_mapping",
         "clean_list",
         "colors",
+        "drop",
         "harmonize",
         "remap",
         "remap_ids",

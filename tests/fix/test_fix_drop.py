@@ -21,7 +21,7 @@ from fix_data import digests
 from labelguard import LabelSpec
 from labelguard.cli import main
 from labelguard.fix import undo
-from labelguard.fix._drop import drop_files
+from labelguard.fix import drop
 from labelguard.fix._journal import PAUSE_ENV, find_runs
 
 IDS = ["2008_000001", "2008_000002", "2008_000003", "2008_000004"]
@@ -104,7 +104,7 @@ def test_undo_restores_the_file_and_the_lists_byte_for_byte(tmp_path):
     files = data_files(root)
     before = digests(files)
 
-    applied = drop_files(str(foreign), apply=True)
+    applied = drop(str(foreign), apply=True)
     assert applied.ok and applied.run_id
     assert digests(data_files(root)) != before
     undone = undo(str(root))
@@ -145,14 +145,14 @@ def test_a_list_that_cannot_be_rewritten_holds_the_file_back(tmp_path):
     before = digests(data_files(root))
 
     for apply in (False, True):
-        result = drop_files(str(foreign), apply=apply)
+        result = drop(str(foreign), apply=apply)
         status = {Path(c.path).name: (c.status, c.summary) for c in result.changes}
         assert status["train.txt"][0] == "refused" and "read-only" in status["train.txt"][1]
         assert status["val.txt"][0] == "skipped" and "train.txt cannot be rewritten" in status["val.txt"][1]
         assert status[f"{FOREIGN}.xml"][0] == "skipped" and "not dropped" in status[f"{FOREIGN}.xml"][1]
         assert not result.ok and foreign.exists() and result.run_id is None
     assert digests(data_files(root)) == before and not find_runs(str(root))
-    forced = drop_files(str(foreign), apply=True, force=True)
+    forced = drop(str(foreign), apply=True, force=True)
     assert forced.ok and not foreign.exists()
     undo(str(root))
     assert digests(data_files(root)) == before
@@ -164,7 +164,7 @@ def test_ids_of_another_dataset_beside_it_are_left_alone(tmp_path):
     voc_with_a_foreign_xml(second)
     before = digests(data_files(second))
 
-    result = drop_files(str(foreign), root=str(tmp_path), apply=True)
+    result = drop(str(foreign), root=str(tmp_path), apply=True)
     assert result.ok and not foreign.exists()
     assert (first / "ImageSets" / "Main" / "train.txt").read_bytes() == f"{IDS[0]}\n{IDS[1]}\n".encode()
     assert digests(data_files(second)) == before

@@ -8,6 +8,7 @@ exact bytes, even after a run was killed half-way.
 
 from labelguard.fix._api import colors, remap, remap_ids, rename
 from labelguard.fix._base import FileChange, FixResult
+from labelguard.fix._drop import drop
 from labelguard.fix._harmonize import Harmonization, apply_mapping, harmonize
 from labelguard.fix._journal import FixError, UndoResult, undo
 from labelguard.fix._lists import clean_list
@@ -21,6 +22,7 @@ __all__ = [
     "apply_mapping",
     "clean_list",
     "colors",
+    "drop",
     "harmonize",
     "remap",
     "remap_ids",

@@ -308,9 +308,9 @@ def drop_command(files, root, lists, apply, as_json, force):
     names the spec lacks: LG101), with the lines of its list files that name them (ImageSets/Main
     ids, per-class lists, split lists). The files' bytes go into the run's backup and every list
     is rewritten atomically, so `labelguard fix undo DATA` restores them byte for byte."""
-    from labelguard.fix._drop import drop_files
+    from labelguard.fix._drop import drop
 
-    _show(drop_files(list(files), root=root, lists=list(lists), apply=apply, force=force), as_json)
+    _show(drop(list(files), root=root, lists=list(lists), apply=apply, force=force), as_json)
 
 
 @fix.command("undo")

@@ -43,7 +43,7 @@ LIST_EXTENSION = ".txt"
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def drop_files(
+def drop(
     files: "str | os.PathLike | Sequence[str | os.PathLike]",
     *,
     root: "str | os.PathLike | None" = None,
