@@ -57,6 +57,21 @@ def test_a_pair_off_the_declared_scale_is_named():
 
 
 @pytest.mark.code("LG206", "pass")
+@pytest.mark.parametrize(("input_shape", "target_shape", "factor"), [
+    ((3, 12, 12), (3, 24, 24), 2),        # RGB super-resolution, channels first
+    ((12, 12, 3), (24, 24, 3), 2),        # channels last (numpy HWC)
+    ((1, 8, 12, 12), (1, 16, 24, 24), 2),  # a volume, every spatial axis scaled
+    ((8, 12, 12), (8, 24, 24), 2),        # slices kept, height and width scaled
+    ((3, 27, 27), (13, 13), 0.5),         # a mask at half size, rounded down (interpolate)
+    ((3, 25, 25), (13, 13), 0.5),         # ... or up (a strided convolution)
+])
+def test_a_declared_scale_fits_channels_volumes_and_rounding(input_shape, target_shape, factor):
+    pair = [(torch.rand(*input_shape), torch.rand(*target_shape))]
+    assert guard(pair, sizes=factor)[0] is pair[0]
+    assert LabelSpec(sizes=1).sizes == "equal"  # a factor of 1 is the default relation
+
+
+@pytest.mark.code("LG206", "pass")
 def test_sizes_any_checks_no_size_and_equal_is_the_default():
     pairs = sr_pairs(3, odd={1: 30})
     loose = guard(pairs, loss="bce", sizes="any")
@@ -88,7 +103,8 @@ def test_the_audit_reads_the_declared_scale_between_mask_and_image(tmp_path):
     assert "LG206" not in {f.code for f in audit([root], spec={"num_classes": 2, "sizes": 2}).findings}
     assert "LG206" not in {f.code for f in audit([root], spec={"num_classes": 2, "sizes": "any"}).findings}
     off = audit([root], spec={"num_classes": 2, "sizes": 3}).findings
-    assert [f.message for f in off if f.code == "LG206"][0].startswith("mask 16x16 and image")
+    assert [f.message for f in off if f.code == "LG206"][0].startswith("mask 16x16 is not 3 times the size of image")
+    assert [f.message for f in off if f.code == "LG206"][0].endswith("8x8 (3 channels) (sizes=3)")
 
 
 @pytest.mark.code("LG213", "fail")
@@ -98,7 +114,8 @@ def test_a_slice_at_another_resolution_is_lg213_naming_it_and_the_majority(tmp_p
         np.savez(tmp_path / f"case0005_slice{i:03d}.npz", image=np.zeros((n, n), np.float32),
                  label=np.zeros((n, n), np.uint8))
     [finding] = [f for f in audit([tmp_path], spec={"num_classes": 3}).findings if f.code == "LG213"]
-    assert "1 mask differs in shape from the 11 of 12 that are 32x32: 64x64 in 1" in finding.message
+    assert f"1 mask of {tmp_path} differs in shape from the 11 of 12 there that are 32x32: 64x64 in 1" \
+        in finding.message
     assert finding.data["examples"]["64x64"][0].endswith("case0005_slice007.npz")
     assert "LG213" not in {f.code for f in audit([tmp_path], spec={"num_classes": 3, "sizes": "any"}).findings}
 

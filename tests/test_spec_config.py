@@ -252,6 +252,25 @@ def test_init_flags_fractional_values_and_writes_clean_data_without_asking(tmp_p
     assert "FLAGGED" not in (data / "labelguard.toml").read_text()
 
 
+def test_init_keeps_what_the_user_gave_and_lists_only_faults_of_values_and_names(tmp_path):
+    """A rare value is the user's to judge once a class count is given; findings that do not
+    change the spec inferred (missing images, a list's blank lines) are the audit's, not init's;
+    the given size relation is audited with and written, with a note on where it applies."""
+    data = tmp_path / "data"
+    for i in range(40):
+        mask = organic_mask((16, 16), (0, 1), seed=i)
+        if i == 3:
+            mask[:2, :2] = 2
+        write_png(data / "masks" / f"{i:02d}.png", mask)
+        write_png(data / "images" / f"{i:02d}.png", np.zeros((8, 8, 3), np.uint8))  # masks twice the size
+    write_list(data / "train.txt", [f"masks/{i:02d}.png" for i in range(40)] + [""])
+    result = CliRunner().invoke(main, ["init", str(data), "--num-classes", "3", "--sizes", "2"])
+    assert result.exit_code == 0, result.output
+    text = (data / "labelguard.toml").read_text()
+    assert "FLAGGED" not in text and "sizes = 2.0" in text and "sizes applies only where this file is given" in text
+    assert load_config(str(data / "labelguard.toml")).spec.num_classes == 3
+
+
 def test_init_refuses_to_overwrite_without_force(tmp_path):
     data = dataset(tmp_path / "data", values=(0, 1))
     (data / "labelguard.toml").write_text("[labels]\nnum_classes = 9\n")

@@ -444,7 +444,7 @@ def format_config(spec: LabelSpec, comments: list[str] | None = None) -> str:
     lines.append("")
     lines.append("[labels]")
     data = spec.to_dict()
-    for key in ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label"):
+    for key in ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label", "sizes"):
         if key not in data or data[key] is None:
             continue
         lines.append(f"{key} = {_toml_value(data[key], key)}")

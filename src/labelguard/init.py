@@ -6,7 +6,7 @@ from labelguard._audit import audit
 from labelguard.rules._unread import refuse_unread_for_extras
 from labelguard.config import format_config
 from labelguard.core.findings import Severity
-from labelguard.core.spec import LabelSpec
+from labelguard.core.spec import CLASS_PARTS, LabelSpec
 from labelguard.core.text import clipped
 from labelguard.errors import UsageError
 from labelguard.layouts.base import AuditOptions
@@ -46,16 +46,20 @@ def infer_spec(report, given: LabelSpec) -> LabelSpec:
     return given
 
 
-def data_faults(report, spec: LabelSpec) -> list[str]:
-    """What in the data a spec inferred from it would take for the truth: the audit's errors
-    and warnings (fractional or non-finite values, JPEG damage, unreadable files, boxes...),
-    and class values so rare next to the others that they may be strays (a value 3 in one
-    mask of forty, which would make num_classes one larger)."""
+def data_faults(report, spec: LabelSpec, given: LabelSpec) -> list[str]:
+    """What in the data a spec inferred from it would take for the truth: the audit's findings
+    of label values and names (:data:`FAULT_CODES`: fractional or non-finite values, JPEG
+    damage, colour masks, unreadable files, 1-based or 0/255 labels, names or ids the given
+    spec lacks), and, when the user gave no classes, class values so rare next to the others
+    that they may be strays (a value 3 in one mask of forty, which would make num_classes one
+    larger). Findings that do not change the values or names inferred (missing images, list
+    lines, storage dtypes, boxes) are the audit's to report, not init's."""
     faults = [f"{f.code} {f.path + ': ' if f.path else ''}{f.message}" for f in report.findings
-              if f.severity >= Severity.WARNING and f.code not in _NOT_FAULTS]
+              if f.severity >= Severity.WARNING and f.code in FAULT_CODES]
     summary = report.summary
     classes = {v: n for v, n in summary.value_files.items() if not spec.is_ignored(v)}
-    if summary.samples >= RARE_FEWEST and len(classes) > 1:
+    said = any(part in given.set_parts() for part in CLASS_PARTS)
+    if not said and summary.samples >= RARE_FEWEST and len(classes) > 1:
         common = max(classes.values())
         for value, files in sorted(classes.items()):
             if files <= max(1.0, RARE_SHARE * summary.samples) and files <= RARE_AGAINST * common:
@@ -66,8 +70,9 @@ def data_faults(report, spec: LabelSpec) -> list[str]:
     return faults
 
 
-# Codes about the spec rather than the data: an audit without a spec reports them by design.
-_NOT_FAULTS = frozenset({"LG006", "LG104", "LG210"})
+# The findings that change what init infers: values or names that are not what they seem.
+FAULT_CODES = frozenset({"LG001", "LG101", "LG102", "LG103", "LG201", "LG202", "LG203", "LG204", "LG208",
+                         "LG209", "LG214"})
 
 
 def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None = None, workers=None,
@@ -77,7 +82,7 @@ def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None
     """(config text, inferred spec, the data's faults it would bake in: :func:`data_faults`)
     for the data at ``path``; the read limits as :func:`audit` takes them. The faults are
     written into the text as comments too."""
-    report = audit(path, LabelSpec(), options=options, workers=workers, config_file=config_file,
+    report = audit(path, given, options=options, workers=workers, config_file=config_file,
                    use_project_config=False, max_pixels=max_pixels, max_file_bytes=max_file_bytes)
     refuse_unread_for_extras(report.findings, "label spec")
     spec = infer_spec(report, given)
@@ -98,7 +103,10 @@ def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None
                         f"{report.summary.class_images[name]} images")
     if any(v in IGNORE_CANDIDATES for v in report.summary.value_files):
         comments.append("values 255/-1/-100 next to class values were taken for ignore values: check it")
-    faults = data_faults(report, spec)
+    if spec.sizes is not None:
+        comments.append("sizes applies only where this file is given with --config: a config found with the data "
+                        "may not loosen the size checks")
+    faults = data_faults(report, spec, given)
     if faults:
         comments.append(f"FLAGGED: the data holds {len(faults)} fault{'s' if len(faults) > 1 else ''} this spec "
                         "was inferred over; check each before trusting the spec:")

@@ -70,8 +70,10 @@ def test_a_box_past_the_input_and_a_coco_bbox_of_width_zero():
 @pytest.mark.code("LG301", "fail")
 @pytest.mark.code("LG302", "fail")
 def test_ultralytics_samples_and_yolo_rows():
-    # An Ultralytics sample: cls (n, 1) and bboxes as centre and size in fractions of the image.
-    sound = {"img": IMAGE, "cls": torch.tensor([[0.0], [2.0]]), "bboxes": torch.tensor([[.5, .5, .2, .2]] * 2)}
+    # An Ultralytics sample (YOLODataset after its Format transform): cls (n, 1), bboxes as
+    # centre and size in fractions of the image, and its own keys.
+    sound = {"im_file": "images/a.jpg", "ori_shape": (12, 16), "img": IMAGE, "cls": torch.tensor([[0.0], [2.0]]),
+             "bboxes": torch.tensor([[.5, .5, .2, .2]] * 2), "batch_idx": torch.zeros(2)}
     assert guard([sound], num_classes=3)[0] is sound
     flat = dict(sound, bboxes=torch.tensor([[.5, .5, .2, .2], [.4, .5, 0.0, .2]]))
     with pytest.raises(SampleError) as caught:
@@ -105,10 +107,64 @@ def test_declared_layouts_and_empty_targets():
     assert guard(empty, num_classes=4)[0] is empty[0]
 
 
-def test_boxes_that_are_not_n_by_4_numbers_are_an_error_about_the_sample():
-    bad = [(IMAGE, {"boxes": torch.zeros(2, 3), "labels": torch.tensor([1, 2])})]
+def test_boxes_that_are_not_numbers_are_an_error_and_other_widths_are_left_unchecked(caplog):
+    bad = [(IMAGE, {"boxes": [["a", "b", "c", "d"]], "labels": torch.tensor([1])})]
     with pytest.raises(SampleError) as caught:
         guard(bad, num_classes=4)[0]
-    assert caught.value.code == "LG505" and "boxes (xyxy) have shape (2, 3): expected (n, 4)" in str(caught.value)
-    with pytest.raises(Exception, match="boxes must be one of xyxy, xywh, cxcywh, yolo"):
+    assert caught.value.code == "LG505" and "boxes (layout unknown) are not numbers" in str(caught.value)
+    # Rotated boxes (torchvision's XYWHR, Ultralytics' OBB) are not judged as corners.
+    rotated = [(IMAGE, {"boxes": torch.tensor([[8.0, 6.0, 4.0, 2.0, 30.0]]), "labels": torch.tensor([1])})]
+    assert guard(rotated, num_classes=4)[0] is rotated[0]
+    assert "detection boxes of 5 values (rotated or other boxes) are not checked" in caplog.text
+    batched_rows = torch.tensor([[0, 1, .5, .5, .2, .2]])  # a batch index in front of YOLO rows
+    with pytest.raises(SampleError, match=r"expected \(n, 5\) \(a batch index in front"):
+        guard([(IMAGE, batched_rows)], num_classes=3, boxes="yolo")[0]
+    with pytest.raises(Exception, match="boxes must be one of xyxy, xywh, cxcywh, xyxyn, xywhn, cxcywhn, yolo or False"):
         guard(bad, num_classes=4, boxes="corners")
+
+
+class BoundingBoxes(torch.Tensor):
+    """The two attributes of torchvision's tv_tensors.BoundingBoxes the guard reads (torchvision
+    is not a test dependency): the format, as an enum member with a name, and the canvas."""
+
+    class Format:
+        def __init__(self, name):
+            self.name = name
+
+    @staticmethod
+    def __new__(cls, data, format, canvas_size):
+        boxes = torch.as_tensor(data, dtype=torch.float32).as_subclass(cls)
+        boxes.format, boxes.canvas_size = cls.Format(format), canvas_size
+        return boxes
+
+
+@pytest.mark.code("LG301", "pass")
+def test_detr_targets_tv_boxes_albumentations_and_class_names_are_read_as_written(caplog):
+    # DETR's dict: normalised centre and size, recognised by its orig_size/size keys.
+    detr = {"boxes": torch.tensor([[.5, .5, .2, .3], [.7, .4, .1, .1]]), "labels": torch.tensor([1, 2]),
+            "orig_size": torch.tensor([480, 640]), "size": torch.tensor([480, 640])}
+    assert guard([(torch.zeros(3, 480, 640), detr)], num_classes=4)[0][1] is detr
+    # Normalised boxes with nothing saying how: only NaN/Inf can be judged.
+    unsaid = {"boxes": torch.tensor([[.5, .5, .2, .3]]), "labels": torch.tensor([1])}
+    assert guard([(torch.zeros(3, 480, 640), unsaid)], num_classes=4)[0][1] is unsaid
+    broken = {"boxes": torch.tensor([[.5, float("nan"), .2, .3]]), "labels": torch.tensor([1])}
+    with pytest.raises(SampleError, match="LG301"):
+        guard([(torch.zeros(3, 480, 640), broken)], num_classes=4)[0]
+    # A tv_tensors box says its format and canvas: XYWH (500, 40, 100, 80) on a 640x480 canvas.
+    tv = {"boxes": BoundingBoxes([[500, 40, 100, 80]], "XYWH", (480, 640)), "labels": torch.tensor([1])}
+    assert guard([(torch.zeros(3, 480, 640), tv)], num_classes=4)[0][1] is tv
+    past = {"boxes": BoundingBoxes([[600, 40, 100, 80]], "XYWH", (480, 640)), "labels": torch.tensor([1])}
+    with pytest.raises(SampleError, match="xmax 700 > width 640"):
+        guard([(torch.zeros(3, 480, 640), past)], num_classes=4)[0]
+    # Albumentations keeps its bboxes (pascal_voc pixels here) beside the mask the selector picks:
+    # not checked unless declared.
+    album = {"image": IMAGE, "mask": torch.zeros(12, 16, dtype=torch.int64),
+             "bboxes": [(2, 2, 10, 9, "cat")], "class_labels": ["cat"]}
+    assert guard([album], num_classes=4, target="mask")[0] is album
+    declared = {"image": IMAGE, "labels": torch.tensor([1]), "bboxes": torch.tensor([[12.0, 2, 4, 9]])}
+    with pytest.raises(SampleError, match="xmin 12 >= xmax 4"):
+        guard([declared], num_classes=4, boxes="xyxy")[0]
+    assert guard([declared], num_classes=4, boxes=False)[0] is declared
+    # Class names in a target dict, with a spec of names.
+    named = (IMAGE, {"boxes": torch.tensor([[2.0, 2, 10, 9]]), "labels": ["cat"]})
+    assert guard([named], spec={"classes": ["background", "cat"]})[0] is named

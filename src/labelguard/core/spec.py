@@ -252,7 +252,7 @@ class LabelSpec:
             ``"equal"`` (image and mask of one size, LG206; a split's samples of one shape,
             LG213), ``"any"`` (neither is checked: sizes differ on purpose), or a scale factor
             (a float: the target is ``sizes`` times its input's size, super-resolution). Read
-            it with :meth:`target_size_for`; only the user declares it (never data beside the
+            it with :attr:`sizes_vary` and :attr:`scale`; only the user declares it (never data beside the
             data: it makes verdicts less strict).
         conventional_ignore: (read-only) the ignore values a tool's convention gave rather than a
             declaration (labelme2voc's ``__ignore__``, stored as 255 and -1): legal all the
@@ -539,14 +539,11 @@ class LabelSpec:
         size check applies (LG206 between input and target, LG213 between samples)."""
         return self.sizes == "any"
 
-    def target_size_for(self, spatial: tuple[int, ...]) -> tuple[int, ...] | None:
-        """The spatial size a target of an input of ``spatial`` size must have (the input's
-        own, or scaled by a declared factor, rounded), or None when any size goes."""
-        if self.sizes == "any":
-            return None
-        if isinstance(self.sizes, float):
-            return tuple(round(n * self.sizes) for n in spatial)
-        return tuple(spatial)
+    @property
+    def scale(self) -> float | None:
+        """The declared scale factor of a target's size to its input's, None when there is
+        none (sizes "equal", "any" or not declared)."""
+        return self.sizes if isinstance(self.sizes, float) else None
 
     # The sets below are built once per spec (a frozen dataclass; the cache is not a field,
     # so equality, hashing and ``replace`` ignore it).
@@ -759,6 +756,7 @@ def _int(value: Any, key: str) -> int:
 def size_relation(value: Any) -> str | float:
     """A declared size relation (``sizes``): ``"equal"``, ``"any"``, or a scale factor above 0
     (a number, or its text: ``2``, ``"x2"``, ``"0.5"``)."""
+    shown = value
     if isinstance(value, str):
         text = value.strip().lower()
         if text in SIZE_RELATIONS:
@@ -772,8 +770,8 @@ def size_relation(value: Any) -> str | float:
         factor = float("nan")
     if not (0 < factor < float("inf")):
         raise SpecError(f"sizes must be \"equal\", \"any\" or a scale factor above 0 (2 for targets twice the "
-                        f"input's size), got {value!r}")
-    return factor
+                        f"input's size), got {shown!r}")
+    return "equal" if factor == 1.0 else factor
 
 
 def _dtype(value: Any) -> str:

@@ -16,6 +16,7 @@ merging stays associative.
 from __future__ import annotations
 
 import bisect
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -55,10 +56,10 @@ class Summary:
             reader's remark) -> files, and a few of them.
         token_rows / token_highest: tokenized data read without a token spec: column ->
             rows holding it, and its highest value (what LG006 lists as not checked).
-        shapes / shape_examples: a mask's shape as stored ("512x512", "1x96x96") -> masks
-            of that shape, and a few of them (LG213); shapes_varied: more distinct shapes
-            than :data:`SHAPES_KEPT` were seen (the dataset's sizes vary by design), so
-            none is counted.
+        shapes / shape_examples: (a mask's folder, its shape as stored: "512x512",
+            "1x96x96") -> masks of that shape there, and a few of them (LG213); shapes_varied:
+            more than :data:`SHAPES_KEPT` (folder, shape) pairs were seen (the dataset's sizes
+            vary by design), so none is counted.
     """
 
     samples: int = 0
@@ -82,7 +83,7 @@ class Summary:
     token_rows: Counter = field(default_factory=Counter)
     token_highest: dict[str, int] = field(default_factory=dict)
     shapes: Counter = field(default_factory=Counter)
-    shape_examples: dict[str, list[str]] = field(default_factory=dict)
+    shape_examples: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     shapes_varied: bool = False
 
     def add_remark(self, remark: str, path: str) -> None:
@@ -93,7 +94,7 @@ class Summary:
         """Count one mask's stored shape; ``path`` joins its examples as merging keeps them."""
         if self.shapes_varied:
             return
-        key = "x".join(str(n) for n in shape)
+        key = (os.path.dirname(path), "x".join(str(n) for n in shape))
         self.shapes[key] += 1
         self.shape_examples[key] = _merge_examples(self.shape_examples.get(key, []), [path])
         self._cap_shapes()

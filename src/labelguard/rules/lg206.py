@@ -4,6 +4,8 @@ between an annotation's mask stored with its size (COCO RLE) and the image it be
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from labelguard.core.findings import Finding
@@ -69,9 +71,11 @@ def paired_image_geometry(sample: MaskSample, spec):
     mask_shape, shape = sample.stored_shape, sample.paired_shape
     if shape is None or spec.sizes_vary or fits(mask_shape, shape, spec):
         return ()
+    relation = f"is not {spec.scale:g} times the size of" if spec.scale is not None else "and"
+    ending = f" (sizes={spec.scale:g})" if spec.scale is not None else " differ"
     return (GEOMETRY.finding(
         sample.display,
-        f"mask {describe_shape(mask_shape)} and image {sample.paired_display} {describe_shape(shape)} differ",
+        f"mask {describe_shape(mask_shape)} {relation} image {sample.paired_display} {describe_shape(shape)}{ending}",
         hint="Resize the mask to the image with nearest-neighbour interpolation (or re-export both); "
         "batching them fails with 'stack expects each tensor to be equal size'.",
         image=sample.paired_display, image_shape=list(shape), mask_shape=list(mask_shape),
@@ -117,44 +121,46 @@ def describe_shape(shape: tuple[int, ...]) -> str:
 
 def fits(mask: tuple[int, ...], image: tuple[int, ...], spec) -> bool:
     """True when a stored mask fits its image under the spec's size relation: the same
-    geometry, or with a declared scale factor the image's height and width scaled by it (a
-    channel axis of either left apart). The caller has excluded ``sizes = "any"``."""
-    factor = spec.sizes if isinstance(spec.sizes, float) else None
-    if factor is None or factor == 1.0:
+    geometry (:func:`same_geometry`), or with a declared scale factor, :func:`scaled_geometry`.
+    The caller has excluded ``sizes = "any"``."""
+    if spec.scale is None:
         return same_geometry(mask, image)
-    return _scaled(_plane(image), factor) == _plane(mask)
+    return scaled_geometry(mask, image, spec.scale)
 
 
 def tensor_geometry_fits(image: tuple[int, ...], target: tuple[int, ...], spec) -> bool:
     """True when a target tensor of shape ``target`` (a leading axis of 1 already dropped) fits
     an input of shape ``image`` under the spec's size relation: the input's trailing (or
-    leading) axes equal the target's; with a scale factor, the target's last two axes are the
-    input's scaled and any axis before them equal (channels: ``(3, 24, 24)`` for ``(3, 12, 12)``
-    at 2). ``sizes = "any"``: always."""
+    leading) axes equal the target's; with a scale factor, :func:`scaled_geometry`, as the
+    audit judges a stored mask. ``sizes = "any"``: always."""
     if spec.sizes_vary:
         return True
+    if spec.scale is not None:
+        return scaled_geometry(target, image, spec.scale)
     k = len(target)
-    factor = spec.sizes if isinstance(spec.sizes, float) else None
-    if factor is None or factor == 1.0:
-        return image[-k:] == target or image[:k] == target
-    aligned = image[-k:]
-    return (len(aligned) == k and k >= 2 and aligned[:-2] == target[:-2]
-            and _scaled(aligned[-2:], factor) == tuple(target[-2:]))
+    return image[-k:] == target or image[:k] == target
 
 
-def _plane(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """A stored image's or mask's height and width: a channel axis (first or last, of at most
-    4) left out of a 3-axis shape."""
-    shape = tuple(shape)
-    if len(shape) == 3 and shape[-1] <= 4:
-        return shape[:2]
-    if len(shape) == 3 and shape[0] <= 4:
-        return shape[1:]
-    return shape
-
-
-def _scaled(shape: tuple[int, ...], factor: float) -> tuple[int, ...]:
-    return tuple(round(n * factor) for n in shape)
+def scaled_geometry(mask: tuple[int, ...], image: tuple[int, ...], factor: float) -> bool:
+    """True when ``mask`` is ``image`` scaled by ``factor`` (super-resolution targets, masks
+    at a fraction of their image): the image's axes as :func:`same_geometry` pairs them with
+    the mask's (an extra channel axis of the image left out, an axis of 1 of the mask), each
+    either equal (a channel axis) or scaled, rounded down or up (a resize floors, a strided
+    convolution ceils), and at least two of them scaled (the height and the width)."""
+    mask, image = tuple(mask), tuple(image)
+    candidates = [image] if len(image) == len(mask) else []
+    if len(image) == len(mask) + 1:
+        candidates = [image[:i] + image[i + 1:] for i in range(len(image))]
+    elif len(mask) == len(image) + 1 and 1 in (mask[0], mask[-1]):
+        mask = tuple(m for m in mask if m != 1)
+        image = tuple(i for i in image if i != 1)
+        candidates = [image] if len(image) == len(mask) else []
+    for candidate in candidates:
+        scaled = [m in (math.floor(i * factor), math.ceil(i * factor)) for m, i in zip(mask, candidate)]
+        if all(s or m == i for s, m, i in zip(scaled, mask, candidate)) and \
+                sum(s and m != i for s, m, i in zip(scaled, mask, candidate)) >= min(2, len(mask)):
+            return True
+    return False
 
 
 def same_geometry(mask: tuple[int, ...], image: tuple[int, ...]) -> bool:
@@ -174,7 +180,7 @@ def tensor_sizes_differ(display: str | None, image_shape: tuple[int, ...], targe
                         spec=None) -> Finding:
     """LG206 for a sample whose input tensor and mask target differ in spatial size (the
     guard's check, before a DataLoader stacks them), or break the spec's declared scale."""
-    factor = spec.sizes if spec is not None and isinstance(spec.sizes, float) and spec.sizes != 1.0 else None
+    factor = spec.scale if spec is not None else None
     relation = (f"the target is not {factor:g} times the input's size (sizes={factor:g})" if factor
                 else "differ in size")
     return GEOMETRY.finding(

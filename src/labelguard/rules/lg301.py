@@ -34,24 +34,31 @@ of 0), which later surfaces as a NaN loss or a device-side assert in a sampling 
 )
 
 BOXES_LISTED = 20
+# The hint for a detection target's boxes at run time (the guard's), where no annotation states a size.
+RUN_TIME_HINT = ("Swap flipped corners, clip boxes to the image, drop zero-area boxes where the dataset or its "
+                 "transforms build them; if the boxes are not corners in the input's pixels, say how they are "
+                 "written: guard(..., boxes='cxcywh'), 'xywh', 'xyxyn'...")
 
 EXAMPLES = (
     Example(True, "a VOC box with flipped corners",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (60, 10, 20, 40))])}),
     Example(True, "a VOC box past the width of <size>",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (60, 10, 120, 40))], size=(100, 80))}),
-    Example(True, "a YOLO box of zero width",
-            lambda: {"labels/a.txt": yolo_rows([(0, .5, .5, 0, .2)])}),
     Example(False, "VOC boxes inside <size>",
             lambda: {"Annotations/a.xml": voc_xml([("cat", (0, 0, 100, 80)), ("dog", (5, 5, 10, 10))])}),
-    Example(False, "a YOLO box of positive size",
-            lambda: {"labels/a.txt": yolo_rows([(0, .5, .5, .1, .2)])}),
     Example(True, "a COCO bbox ending past the width of its 10x8 image",
             lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1, (6, 1, 8, 4))])}),
     Example(True, "a COCO bbox of width 0",
             lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1, (6, 1, 0, 4))])}),
     Example(False, "a COCO bbox passing the border by less than the rounding tolerance",
             lambda: {"annotations/instances_train.json": coco_json([coco_box(1, 1, (-0.5, 0, 10.5, 8))])}),
+)
+
+EXTENT_EXAMPLES = (
+    Example(True, "a YOLO box of zero width",
+            lambda: {"labels/a.txt": yolo_rows([(0, .5, .5, 0, .2)])}),
+    Example(False, "a YOLO box of positive size",
+            lambda: {"labels/a.txt": yolo_rows([(0, .5, .5, .1, .2)])}),
 )
 
 POLYGON_EXAMPLES = (
@@ -64,7 +71,7 @@ POLYGON_EXAMPLES = (
 )
 
 
-@rule(BAD_BOX, "annotation", EXAMPLES[:2] + EXAMPLES[3:4] + EXAMPLES[5:], reads="boxes")
+@rule(BAD_BOX, "annotation", EXAMPLES, reads="boxes")
 def bad_boxes(record: AnnotationRecord, spec):
     """Boxes given by their corners; also the guard's detection targets (torchvision's
     ``boxes``, COCO's ``bbox``), in the pixels of the sample's input when its size is known."""
@@ -124,7 +131,8 @@ def _one_image_finding(record: AnnotationRecord, indices: np.ndarray):
     return BAD_BOX.finding(
         record.display,
         f"{plural(len(bad), 'box')} {what}{shown_size}: {listing}",
-        hint="Swap flipped corners, clip boxes to the image size, drop zero-area boxes; "
+        hint=RUN_TIME_HINT if record.format == "tensor" else
+        "Swap flipped corners, clip boxes to the image size, drop zero-area boxes; "
         "check the image size the annotation states when every box of a file lies outside.",
         width=size[0] if size else None, height=size[1] if size else None,
         boxes=[{record.unit: p, "class": label, "box": list(box), "problem": kind}
@@ -183,7 +191,7 @@ def _corner_problem(box, size) -> tuple[str, str]:
         (f"ymax {ymax:g} > height {height:g}", not ymax <= height)) if out)
 
 
-@rule(BAD_BOX, "annotation", EXAMPLES[2:3] + EXAMPLES[4:5], reads="extents")
+@rule(BAD_BOX, "annotation", EXTENT_EXAMPLES, reads="extents")
 def zero_size_boxes(record: AnnotationRecord, spec):
     """Boxes given by their size (YOLO rows; the guard's YOLO or Ultralytics targets)."""
     assert record.extents is not None  # not a user mistake: the runner passes only records with extents

@@ -188,7 +188,7 @@ class _SampleGuard:
         tokens: Any = None,
         check_inputs: bool = True,
         input_range: tuple[float, float] | None = None,
-        boxes: str | None = None,
+        boxes: str | bool | None = None,
     ) -> None:
         self.rules = rules
         self.target = target
@@ -237,13 +237,13 @@ class _SampleGuard:
         try:
             selected = selected_target(sample, self.target)
             boxes = detection_boxes(sample, selected, self.boxes)
-            target = target_classes(selected) if self.boxes != "yolo" or boxes is None else boxes.classes
+            if self.boxes == "yolo" and boxes is not None and _is_rows(selected):
+                target = selected[:, 0]  # YOLO rows: the class is the first column
+            else:
+                target = target_classes(selected)
             if target is None:
                 raise TargetProblem("the target is None: the dataset gave this sample no label; return "
                                     "one for every sample")
-            if isinstance(target, list) and boxes is not None:
-                target = torch.tensor(target, dtype=torch.float64 if any(isinstance(c, float) for c in target)
-                                      else torch.int64) if target else torch.zeros(0, dtype=torch.int64)
             parts = target_arrays(target)
         except TargetProblem as problem:
             # The sample can be neither checked nor trained on: an error about it, named.
@@ -328,6 +328,10 @@ def no_replacement(first: SampleError, bad_in_a_row: int) -> SampleError:
     )
 
 
+def _is_rows(value: Any) -> bool:
+    return isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 2
+
+
 def _spatial(image: Any, target: Any, spec: LabelSpec) -> bool:
     """True when image and target look like an image/mask pair (mask 2-D, (1, H, W) or a
     volume one axis shorter than its image), or, under a declared scale factor, an image
@@ -338,7 +342,7 @@ def _spatial(image: Any, target: Any, spec: LabelSpec) -> bool:
     if target_ndim is None or image_ndim is None or target_ndim < 2 or getattr(target, "is_nested", False):
         return False
     shape = tuple(target.shape)
-    scaled = isinstance(spec.sizes, float) and target_ndim == image_ndim
+    scaled = spec.scale is not None and target_ndim == image_ndim
     return target_ndim == 2 or shape[0] == 1 or target_ndim == image_ndim - 1 or scaled
 
 
@@ -524,7 +528,7 @@ def guard(
     check_inputs: bool = True,
     input_range: tuple[float, float] | None = None,
     sizes: str | float | None = None,
-    boxes: str | None = None,
+    boxes: str | bool | None = None,
 ) -> GuardedDataset | GuardedIterableDataset:
     """Wrap ``dataset`` so that each sample's target is checked when it is produced.
 
@@ -568,11 +572,16 @@ def guard(
             ``"equal"`` (the default: a mask of another size than its image is LG206),
             ``"any"`` (sizes differ on purpose: not checked), or a scale factor (``2``: the
             target is twice the input's height and width, as super-resolution pairs).
-        boxes: how the boxes of a detection target are written, when the guard cannot tell:
-            ``"xyxy"`` (corners), ``"xywh"`` (COCO's corner and size) or ``"cxcywh"``
-            (centre and size; YOLO's when every value is a fraction of the image). Default:
-            a torchvision target dict's ``boxes`` are corners in pixels, a COCO annotation's
-            ``bbox`` is [x, y, width, height], an Ultralytics ``bboxes`` is YOLO's.
+        boxes: how the boxes of a detection target are written, torchvision's names:
+            ``"xyxy"`` (corners), ``"xywh"`` (COCO's corner and size), ``"cxcywh"`` (centre
+            and size), in the input's pixels, or with an ``n`` (``"cxcywhn"``...) in fractions
+            of the image; ``"yolo"``: rows of (class, cx, cy, w, h) in fractions; ``False``: no
+            box check. Declared, a sample's ``bboxes`` (Albumentations') are checked too.
+            Default: a tv_tensors.BoundingBoxes' own format and canvas; a torchvision dict's
+            ``boxes`` are corners in pixels (DETR's, with ``orig_size``/``size``, normalised
+            centre and size; boxes all in [0, 1] with no layout said, only for NaN/Inf); a COCO
+            annotation's ``bbox`` is [x, y, width, height]; an Ultralytics sample's ``bboxes``
+            are normalised centre and size.
 
     Checks: values outside the spec (LG201 in masks, LG102/LG103 in class ids), non-integer
     or non-finite targets (LG204; a target cast to an integer type after it held NaN shows
@@ -610,8 +619,8 @@ def guard(
         raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
     if isinstance(dataset, _GuardedBase):
         raise UsageError("this dataset is already guarded")
-    if boxes is not None and boxes not in BOX_LAYOUTS:
-        raise UsageError(f"boxes must be one of {', '.join(BOX_LAYOUTS)}, got {boxes!r}")
+    if boxes is not None and boxes is not False and boxes not in BOX_LAYOUTS:
+        raise UsageError(f"boxes must be one of {', '.join(BOX_LAYOUTS)} or False, got {boxes!r}")
     if input_range is not None and not _is_range(input_range):
         raise UsageError(f"input_range must be (low, high) with low <= high, got {input_range!r}")
     tokens = token_spec_of(model) if model is not None else None

@@ -224,8 +224,15 @@ class _Preflight:
             self.model.train(was_training)
         if self.heads:
             # The layer whose output the logits are (a detector's classifier, not the box
-            # regressor that ran after it); else the last such layer that ran.
-            name, module, _ = self.logits_head or self.heads[-1]
+            # regressor that ran after it); else the last such layer with as many outputs as
+            # the logits have classes (logits reshaped or concatenated); else none is named (a
+            # layer of another size is not the head), unless no logits were seen.
+            sized = next((head for head in reversed(self.heads) if _outputs(head[1]) == self.classes), None)
+            chosen = self.logits_head or sized or (self.heads[-1] if not self.classes else None)
+        else:
+            chosen = None
+        if chosen is not None:
+            name, module, _ = chosen
             # A head has an int out_features or out_channels: _install_hooks picks no other module.
             size = cast(int, getattr(module, "out_features", None) or getattr(module, "out_channels", None))
             self.report.head = {"module": name, "type": type(module).__name__, "outputs": int(size)}
@@ -362,6 +369,11 @@ def _install_hooks(model: nn.Module, heads: list, report: PreflightReport) -> li
             handles.append(module.register_forward_pre_hook(
                 lambda m, inputs, name=name: _check_ids(name, m, inputs, report)))
     return handles
+
+
+def _outputs(module: nn.Module) -> int | None:
+    size = getattr(module, "out_features", None) or getattr(module, "out_channels", None)
+    return size if isinstance(size, int) else None
 
 
 def _storage(output: Any) -> int | None:

@@ -47,15 +47,20 @@ _SPARSE_LAYOUTS = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.s
 _READ_AS_IS = (torch.float32, torch.float64)
 
 TargetSelector = Callable[[Any], Any] | str | int | None
-# How a detection target's boxes may be written (guard(boxes=...)): corners, COCO's corner and
-# size, centre and size; "yolo": rows of (class, centre x, centre y, width, height) in fractions.
-BOX_LAYOUTS = ("xyxy", "xywh", "cxcywh", "yolo")
-# Where a detection target keeps its boxes: torchvision's dict (corners in pixels), Ultralytics'
-# sample (centre and size in fractions of the image).
+# How a detection target's boxes may be written (guard(boxes=...)), torchvision's names: corners,
+# a corner and the size (COCO's), the centre and the size; in pixels of the input, or with "n" in
+# fractions of the image. "yolo": rows of (class, centre x, centre y, width, height) in fractions
+# (or a dict's boxes as "cxcywhn").
+BOX_LAYOUTS = ("xyxy", "xywh", "cxcywh", "xyxyn", "xywhn", "cxcywhn", "yolo")
+# torchvision's tv_tensors.BoundingBoxes say their format: the ones checked.
+_TV_FORMATS = {"XYXY": "xyxy", "XYWH": "xywh", "CXCYWH": "cxcywh"}
+# Keys that mark a target dict as DETR's (its boxes normalised centre and size), and a sample
+# as Ultralytics' (with "cls" and "bboxes": normalised centre and size).
+_DETR_KEYS = ("orig_size", "size")
+_ULTRALYTICS_KEYS = ("batch_idx", "im_file", "ori_shape")
 # How far (in pixels) a box may pass its input's border before it counts as outside: the
 # rounding of a resize or flip written in float.
 BOX_TOLERANCE = 1.0
-_BOX_KEYS = (("boxes", "xyxy", False), ("bboxes", "cxcywh", True))
 
 
 class LossMode(enum.Enum):
@@ -127,7 +132,8 @@ def _default_target(sample: Any) -> Any:
         for key in TARGET_KEYS:
             if key in sample:
                 found = sample[key]
-                if key == "cls" and isinstance(found, torch.Tensor) and found.ndim == 2 and found.shape[-1] == 1:
+                if (key == "cls" and isinstance(found, (torch.Tensor, np.ndarray)) and found.ndim == 2
+                        and found.shape[-1] == 1):
                     found = found.reshape(-1)  # Ultralytics keeps one class per row, as (n, 1)
                 return found
         raise TargetProblem(
@@ -161,76 +167,158 @@ def _object_classes(objects: Sequence[Mapping]) -> torch.Tensor | list:
 
 @dataclass(frozen=True)
 class DetectionBoxes:
-    """The boxes of a detection target: ``values`` (n, 4) as written in ``layout`` (one of
-    :data:`BOX_LAYOUTS` but "yolo"), in fractions of the image when ``normalised``, else in
-    its pixels; ``classes`` names each box's class for messages."""
+    """The boxes of a detection target: ``values`` (n, 4) as written in ``layout`` ("xyxy",
+    "xywh", "cxcywh"; None when the layout cannot be told: only non-finite values are judged),
+    in fractions of the image when ``normalised``, else in the pixels of ``canvas`` (width,
+    height: a tv_tensors box's own canvas) or of the sample's input; ``classes`` names each
+    box's class for messages."""
 
     values: np.ndarray
-    layout: str
+    layout: str | None
     normalised: bool
     classes: list
+    canvas: tuple[float, float] | None = None
 
 
-def detection_boxes(sample: Any, selected: Any, layout: str | None) -> DetectionBoxes | None:
-    """The boxes of a detection sample, None when it has none: a target dict's ``boxes``
-    (torchvision) or a sample's ``bboxes`` (Ultralytics), a list of COCO annotation dicts'
-    ``bbox``, or with ``layout="yolo"`` a target of rows (class, cx, cy, w, h). ``selected`` is
-    the target the selector found, before its class ids were taken; ``layout`` (guard(boxes=))
-    says how the boxes are written when the default is not it.
+def detection_boxes(sample: Any, selected: Any, layout: str | bool | None) -> DetectionBoxes | None:
+    """The boxes of a detection sample, None when it has none or they are not checked.
+
+    Found in a target dict's ``boxes`` (torchvision: corners in pixels, or the format a
+    tv_tensors.BoundingBoxes states; DETR's dict, with ``orig_size``/``size``: normalised
+    centre and size), an Ultralytics sample's ``bboxes`` (with ``cls`` and its own keys:
+    normalised centre and size), a list of COCO annotation dicts' ``bbox`` (corner and size),
+    or with ``layout="yolo"`` a target of rows (class, cx, cy, w, h). ``selected`` is the target
+    the selector found, before its class ids were taken; ``layout`` is guard(boxes=): how the
+    boxes are written (it also makes a sample's ``bboxes`` checked, as Albumentations keeps
+    them), or False for no box check. Boxes whose layout cannot be told (every value in [0, 1]
+    on an input of pixels, with none declared) are judged for NaN/Inf only. Boxes off the CPU
+    are not read (that would wait for the device); rotated or other boxes of more than 4
+    values are not checked: both are said once in the log.
 
     Raises:
-        TargetProblem: boxes that are not (n, 4) numbers.
+        TargetProblem: boxes that are not numbers, or declared YOLO rows that are not (n, 5).
     """
-    values: Any = None
-    normalised = False
-    classes: Any = None
-    for holder in (selected, sample):
-        if not isinstance(holder, Mapping):
-            continue
-        found = next(((key, written, fractions) for key, written, fractions in _BOX_KEYS if key in holder), None)
-        if found is not None:
-            key, default, normalised = found
-            values, layout = holder[key], layout or default
-            classes = next((holder[k] for k in TARGET_KEYS if k in holder), None)
-            break
-    else:
-        if (isinstance(selected, (list, tuple)) and selected and all(isinstance(o, Mapping) for o in selected)
-                and all("bbox" in o for o in selected)):
-            values, layout = [o["bbox"] for o in selected], layout or "xywh"
-            classes = [next((o[k] for k in OBJECT_CLASS_KEYS if k in o), None) for o in selected]
-        elif layout == "yolo" and isinstance(selected, (torch.Tensor, np.ndarray)) and selected.ndim == 2:
-            rows = _box_array(selected, 5, "rows of (class, centre x, centre y, width, height)")
-            return DetectionBoxes(rows[:, 1:5], "cxcywh", True, rows[:, 0].tolist())
-        else:
+    if layout is False:
+        return None
+    declared = layout if isinstance(layout, str) else None
+    if declared == "yolo" and _rows_of_numbers(selected):
+        rows = _box_array(selected, "rows of (class, centre x, centre y, width, height)", exact=5)
+        if rows is None:
             return None
-    if layout == "yolo":
-        layout, normalised = "cxcywh", True
-    array = _box_array(values, 4, f"boxes ({layout})")
-    if isinstance(classes, torch.Tensor):
-        classes = classes.detach().reshape(-1).cpu().tolist()
+        return DetectionBoxes(rows[:, 1:5], "cxcywh", True, rows[:, 0].tolist())
+    found = _boxes_in(sample, selected, declared)
+    if found is None:
+        return None
+    values, written, normalised, classes = found
+    canvas = None
+    tv_format = getattr(getattr(values, "format", None), "name", None)
+    if tv_format is not None and declared is None:
+        if tv_format not in _TV_FORMATS:
+            _warn_once(f"boxes {tv_format}", f"detection boxes in the {tv_format} format are not checked "
+                       "(labelguard.torch checks XYXY, XYWH and CXCYWH boxes)")
+            return None
+        written, normalised = _TV_FORMATS[tv_format], False
+        size = getattr(values, "canvas_size", None)
+        canvas = (float(size[1]), float(size[0])) if isinstance(size, (tuple, list)) and len(size) == 2 else None
+    array = _box_array(values, f"boxes ({written or 'layout unknown'})")
+    if array is None:
+        return None
+    if isinstance(classes, (torch.Tensor, np.ndarray)):
+        classes = classes.reshape(-1).tolist() if getattr(classes, "device", None) in (None, _CPU) else None
     if not isinstance(classes, list) or len(classes) != len(array):
         classes = [None] * len(array)
-    return DetectionBoxes(array, layout, normalised, classes)
+    if written is None and not normalised and len(array) and np.nanmax(np.abs(array)) <= 1.0:
+        # Every value a fraction of the image, on an input of pixels, and no layout said: DETR's
+        # centre and size or albumentations' corners; which one, nothing tells.
+        return DetectionBoxes(array, None, True, classes, canvas)
+    return DetectionBoxes(array, written or "xyxy", normalised, classes, canvas)
 
 
-def _box_array(values: Any, width: int, what: str) -> np.ndarray:
-    """``values`` as a float64 (n, ``width``) array; TargetProblem naming ``what`` when they
-    are not numbers of that shape (an empty target is (0, width))."""
+_CPU = torch.device("cpu")
+
+
+def _boxes_in(sample: Any, selected: Any, declared: str | None) -> tuple[Any, str | None, bool, Any] | None:
+    """(boxes as written, their layout or None when it cannot be told, normalised, classes)
+    from the target dict, the Ultralytics (or declared) sample, or a COCO annotation list."""
+    if isinstance(selected, Mapping) and "boxes" in selected:
+        if declared is not None:
+            return (selected["boxes"], *_declared(declared), _classes_in(selected))
+        if any(key in selected for key in _DETR_KEYS):
+            return selected["boxes"], "cxcywh", True, _classes_in(selected)
+        return selected["boxes"], None, False, _classes_in(selected)
+    if (isinstance(selected, (list, tuple)) and selected and all(isinstance(o, Mapping) for o in selected)
+            and all("bbox" in o for o in selected)):
+        written, normalised = _declared(declared) if declared is not None else ("xywh", False)
+        classes = [next((o[k] for k in OBJECT_CLASS_KEYS if k in o), None) for o in selected]
+        return [o["bbox"] for o in selected], written, normalised, classes
+    if isinstance(sample, Mapping) and "bboxes" in sample and _class_vector(selected):
+        if declared is not None:
+            return (sample["bboxes"], *_declared(declared), _classes_in(sample))
+        if "cls" in sample and any(key in sample for key in _ULTRALYTICS_KEYS):
+            return sample["bboxes"], "cxcywh", True, _classes_in(sample)
+    return None
+
+
+def _declared(layout: str) -> tuple[str, bool]:
+    """(layout, normalised) of a guard(boxes=) value: "xyxyn" -> ("xyxy", True), "yolo" ->
+    ("cxcywh", True)."""
+    if layout == "yolo":
+        return "cxcywh", True
+    return (layout[:-1], True) if layout.endswith("n") else (layout, False)
+
+
+def _classes_in(holder: Mapping) -> Any:
+    return next((holder[k] for k in TARGET_KEYS if k in holder), None)
+
+
+def _class_vector(selected: Any) -> bool:
+    """True for a target that can be a detection sample's classes: a vector (or (n, 1))."""
+    shape = shape_of(selected)
+    if shape is None:
+        return isinstance(selected, (list, tuple))
+    return len(shape) <= 1 or (len(shape) == 2 and shape[1] == 1)
+
+
+def _rows_of_numbers(value: Any) -> bool:
+    return isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 2
+
+
+def _box_array(values: Any, what: str, exact: int = 4) -> np.ndarray | None:
+    """``values`` as a float64 (n, ``exact``) array, None when they are not checked (off the
+    CPU, or rotated boxes of more values: said once in the log).
+
+    Raises:
+        TargetProblem: values that are not numbers, of another shape, or declared YOLO rows
+            of another width.
+    """
     if isinstance(values, torch.Tensor):
+        if values.device.type == "meta":
+            raise TargetProblem(f"the target's {what} are a meta tensor: it holds no values to check")
+        if values.device.type != "cpu":
+            _warn_once(f"boxes on {values.device.type}", f"detection boxes on {values.device.type} are not "
+                       "checked: reading them would wait for the device; check them where the dataset builds them")
+            return None
         if values.is_nested or values.layout != torch.strided or values.is_complex():
             raise TargetProblem(f"the target's {what} are a {values.layout} tensor of {values.dtype}: expected "
-                                f"a dense (n, {width}) tensor of numbers")
-        array = values.detach().cpu().to(torch.float64).numpy()
+                                f"a dense (n, {exact}) tensor of numbers")
+        array = values.detach().to(torch.float64).numpy()
     else:
         try:
             array = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):
             raise TargetProblem(f"the target's {what} are not numbers") from None
     if array.size == 0:
-        return array.reshape(0, width)
-    if array.ndim != 2 or array.shape[1] < width:
-        raise TargetProblem(f"the target's {what} have shape {tuple(array.shape)}: expected (n, {width})")
-    return array[:, :width] if width == 4 else array
+        return array.reshape(0, exact)
+    if array.ndim != 2:
+        raise TargetProblem(f"the target's {what} have shape {tuple(array.shape)}: expected (n, {exact})")
+    if array.shape[1] != exact:
+        if exact == 5:
+            raise TargetProblem(f"the target's {what} have shape {tuple(array.shape)}: expected (n, 5) "
+                                "(a batch index in front? give each sample's rows)")
+        _warn_once(f"boxes of {array.shape[1]}", f"detection boxes of {array.shape[1]} values (rotated or "
+                   "other boxes) are not checked: labelguard.torch checks boxes of 4 values")
+        return None
+    return array
 
 
 def input_size(image: Any) -> tuple[float, float] | None:
@@ -250,11 +338,16 @@ def input_size(image: Any) -> tuple[float, float] | None:
 
 
 def box_problems(boxes: DetectionBoxes, image: Any, spec: LabelSpec) -> list[Finding]:
-    """LG301 (degenerate boxes, or boxes outside the input image) and LG302 (YOLO values
+    """LG301 (degenerate boxes, or boxes outside the input image) and LG302 (normalised values
     outside [0, 1]) on a detection target's boxes, through the registered box rules."""
     values = boxes.values
     names = [f"class {c:g}" if isinstance(c, float) else f"class {c}" if c is not None else "box"
              for c in boxes.classes]
+    if boxes.layout is None:  # the layout cannot be told: NaN/Inf is wrong in any of them
+        bad = ~np.isfinite(values).all(axis=1)
+        if not bad.any():
+            return []
+        return box_findings(None, spec, [n for n, b in zip(names, bad) if b], corners=values[bad])
     if boxes.layout == "cxcywh" and boxes.normalised:
         rows = values.tolist()
         return box_findings(None, spec, names, extents=[(w, h) for _, _, w, h in rows],
@@ -266,7 +359,7 @@ def box_problems(boxes: DetectionBoxes, image: Any, spec: LabelSpec) -> list[Fin
         corners = np.concatenate([values[:, :2] - half, values[:, :2] + half], axis=1)
     else:
         corners = values
-    size = (1.0, 1.0) if boxes.normalised else input_size(image)
+    size = (1.0, 1.0) if boxes.normalised else boxes.canvas or input_size(image)
     return box_findings(None, spec, names, corners=corners, image_size=size,
                         box_style="xywh" if boxes.layout == "xywh" else "corners",
                         tolerance=0.0 if boxes.normalised else BOX_TOLERANCE)
