@@ -13,8 +13,9 @@ import pytest
 from PIL import Image
 
 from audit_helpers import found, run
-from builders import jpeg_roundtrip, organic_mask, with_border, write_npz, write_png
+from builders import jpeg_roundtrip, organic_mask, with_border, write_npy, write_npz, write_png
 from labelguard.core.spec import LabelSpec
+from labelguard.rules import lg202
 from rule_cases import examples_of, proves
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -164,6 +165,124 @@ def test_masks_whose_many_values_are_real_classes_are_not_jpeg_damage(tmp_path):
         small[100:108, 100:110] = 3  # a small but whole object of the next class
         write_png(tmp_path / "masks" / f"small_{seed}.png", small)
     assert not found(run(tmp_path), "LG202")
+
+
+def lane_frames(count: int = 3) -> list[np.ndarray]:
+    """Dash-cam frames of background 0, road 1 and dashed lane markings 2 a few pixels inside
+    the road's edges, the dashes at another phase in each frame."""
+    frames = []
+    for shift in (0, 7, 13)[:count]:
+        mask = np.zeros((720, 1280), np.uint8)
+        for row in range(360, 720):
+            half = int((row - 360) * 1.6) + 20
+            left, right = 640 - half, 640 + half
+            mask[row, max(left, 0):min(right, 1280)] = 1
+            width = max(1, (row - 360) // 40)
+            if ((row + shift) // 20) % 2 == 0:
+                for col in (left + 6, right - 6 - width):
+                    if 0 <= col < 1280:
+                        mask[row, col:col + width] = 2
+        frames.append(mask)
+    return frames
+
+
+def lesions_at_an_organ_border(seed: int) -> np.ndarray:
+    """Background 0, an organ 1 and eight lesions 2 of a few pixels on its border."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:256, 0:256]
+    mask = np.zeros((256, 256), np.uint8)
+    mask[(yy - 128) ** 2 + (xx - 128) ** 2 < 70 ** 2] = 1
+    for _ in range(8):
+        angle, distance, radius = rng.uniform(0, 2 * np.pi), rng.uniform(55, 72), rng.uniform(1.0, 2.5)
+        mask[(yy - 128 - distance * np.sin(angle)) ** 2 + (xx - 128 - distance * np.cos(angle)) ** 2 < radius ** 2] = 2
+    return mask
+
+
+def shape_reaches_the_ringing_test(mask: np.ndarray) -> bool:
+    """The thin class lies as JPEG's ringing would (just past the others, beside them, near
+    their edges) and only JPEG's 8x8 grid tells it apart: the cases below test that gate."""
+    values, counts = np.unique(mask, return_counts=True)
+    ringing = lg202.jpeg_overshoot(mask, values, counts)
+    return ringing is not None and not ringing.jpeg
+
+
+@pytest.mark.code("LG202", "pass")
+@pytest.mark.parametrize("spec", [LabelSpec(), LabelSpec(num_classes=3)], ids=["no spec", "3 classes"])
+@pytest.mark.parametrize("shape", ["lanes", "lesions"])
+def test_a_thin_or_small_class_numbered_next_to_the_others_stays_a_class(tmp_path, shape, spec):
+    """Lane markings 2 beside the road 1, lesions 2 at an organ's border: rare, thin, touching
+    the class one below and near class edges, as JPEG's ringing lies, but off JPEG's 8x8 grid.
+    No LG202, and the class stays in the statistics (no LG104 for it, fix remap has no reason
+    to refuse)."""
+    masks = lane_frames() if shape == "lanes" else [lesions_at_an_organ_border(seed) for seed in range(4)]
+    assert all(shape_reaches_the_ringing_test(mask) for mask in masks)
+    for number, mask in enumerate(masks):
+        write_png(tmp_path / "masks" / f"{shape}{number:04d}.png", mask)
+    report = run(tmp_path, spec)
+    assert not found(report, "LG202") and not found(report, "LG104")
+    assert report.summary.value_files[2] == len(masks)
+
+
+def ade20k_seams(seed: int) -> np.ndarray:
+    """ADE20K-style classes (wall 1, floor 4, ceiling 6, furniture) whose polygons leave the
+    unlabelled 0 only in thin gaps along the seams between them."""
+    rng = np.random.default_rng(seed)
+    mask = np.ones((384, 512), np.uint8)
+    mask[300:], mask[:40] = 4, 6
+    for value in rng.choice([8, 11, 15, 20, 24, 37, 45, 67], 8):
+        row, col = rng.integers(40, 330), rng.integers(0, 460)
+        mask[row:row + rng.integers(20, 90), col:col + rng.integers(20, 120)] = value
+    seam = np.zeros(mask.shape, dtype=bool)
+    seam[:, 1:] |= mask[:, 1:] != mask[:, :-1]
+    seam[1:] |= mask[1:] != mask[:-1]
+    rows, cols = np.nonzero(seam)
+    gaps = ((rows + 5) // 13 + (cols + 3) // 11 * 7 + seed) % 3 == 0
+    mask[rows[gaps], cols[gaps]] = 0
+    return mask
+
+
+@pytest.mark.code("LG202", "pass")
+@pytest.mark.parametrize("spec", [LabelSpec(), LabelSpec(num_classes=151, ignore=(0,))],
+                         ids=["no spec", "ADE20K's 151 classes, ignore 0"])
+def test_ade20k_seams_of_the_unlabelled_0_are_no_jpeg_damage(tmp_path, spec):
+    masks = [ade20k_seams(seed) for seed in range(6)]
+    assert any(shape_reaches_the_ringing_test(mask) for mask in masks)
+    for number, mask in enumerate(masks):
+        write_png(tmp_path / "annotations" / f"ADE_train_{number:08d}.png", mask)
+    report = run(tmp_path, spec)
+    assert not found(report, "LG202")
+    assert report.summary.value_files[0] == len(masks)
+
+
+@pytest.mark.code("LG202", "pass")
+@pytest.mark.parametrize("spec", [LabelSpec(num_classes=4), LabelSpec(num_classes=3, ignore=(3,))],
+                         ids=["a class", "an ignore value"])
+def test_a_value_the_spec_declares_is_never_called_jpeg_damage(tmp_path, spec):
+    """The 3s JPEG left beside the 2s, declared a class or an ignore value: the detection is
+    missed (cheaper than a false error on a real thin class) and they stay in the statistics."""
+    damaged = jpeg_roundtrip(three_classes(1), quality=75)
+    assert stray_of(damaged, (0, 1, 2)) == [3]
+    write_png(tmp_path / "masks" / "a.png", damaged)
+    assert found(run(tmp_path, LabelSpec(num_classes=3)), "LG202")
+    report = run(tmp_path, spec)
+    assert not [f for f in found(report, "LG202") if 3 in f.data.get("stray_values", ())]
+    assert report.summary.value_files[3] == 1
+
+
+@pytest.mark.code("LG202", "pass")
+def test_a_one_pixel_wide_mask_is_audited_not_crashed(tmp_path):
+    """A (4000, 1) NPY column of runs of 0 and 1 with a lone 2 after some runs of 1: the
+    ringing test meets planes too narrow for JPEG's grid and says no grid, where it crashed."""
+    column = np.zeros((4000, 1), np.uint8)
+    for start in range(0, 4000, 16):
+        column[start:start + 8] = 1
+    column[8::160] = 2
+    write_npy(tmp_path / "masks" / "a.npy", column)
+    report = run(tmp_path)
+    assert not report.errors and len(report.files) == 1
+    assert not found(report, "LG202")
+    assert lg202.on_jpeg_grid(np.ones((1, 4000, 1), dtype=bool)) is False
+    assert lg202.on_jpeg_grid(np.ones((1, 8, 4000), dtype=bool)) is False
 
 
 @pytest.mark.code("LG202", "fail")

@@ -294,20 +294,22 @@ def list_command(lists, root, keep_missing, apply, out, from_report, as_json, fo
 @fix.command("drop")
 @click.argument("files", nargs=-1, required=True, type=LocalPath(exists=True, dir_okay=False))
 @click.option("--root", type=LocalPath(exists=True, file_okay=False),
-              help="The dataset root: only files inside it are touched, its list files are searched and the "
-                   "journal goes there (default: the folder above the files' folder, VOC's Annotations/..).")
+              help="The dataset root: only files inside it are read or touched, its list files are searched and "
+                   "the journal goes there (default: the folder above the files' folder, VOC's Annotations/..).")
 @click.option("--list", "lists", multiple=True, type=LocalPath(exists=True, dir_okay=False),
-              help="Another list file whose lines naming FILES go too (repeatable); the lists the dataset reads "
-                   "and VOC's ImageSets/*/*.txt are searched without it.")
+              help="Another list file whose lines naming FILES go too (repeatable); the lists and label tables the "
+                   "dataset reads and VOC's ImageSets/*/*.txt are searched without it.")
 @click.option("--apply", is_flag=True, help="Remove and rewrite (default: a dry run that only shows them).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--force", is_flag=True,
-              help="Also remove read-only files and files with other hard links (and rewrite such lists).")
+              help="Also remove read-only files and files with other hard links (and rewrite such lists), and drop "
+                   "FILES although a list the data reads lies outside --root and cannot be searched (it is named).")
 def drop_command(files, root, lists, apply, as_json, force):
     """Remove FILES that do not belong to the dataset (a VOC XML from another dataset, whose class
     names the spec lacks: LG101), with the lines of its list files that name them (ImageSets/Main
-    ids, per-class lists, split lists). The files' bytes go into the run's backup and every list
-    is rewritten atomically, so `labelguard fix undo DATA` restores them byte for byte."""
+    ids, per-class lists, split lists, the rows of a label table such as ImageNet's train.txt).
+    The files' bytes go into the run's backup and every list is rewritten atomically, so
+    `labelguard fix undo DATA` restores them byte for byte (a file's mode and time too)."""
     from labelguard.fix._drop import drop
 
     _show(drop(list(files), root=root, lists=list(lists), apply=apply, force=force), as_json)

@@ -20,8 +20,10 @@ files. So undo works after a kill -9 (of the run or of undo itself), and running
 changes nothing the second time.
 
 A removal (``fix drop``) goes the same way without a temporary file: the bytes are copied to
-``files/`` and fsynced, a ``write`` line whose ``after`` is null (no file) is appended, then the
-file is unlinked; undo copies the backup back.
+``files/`` and fsynced, a ``write`` line whose ``after`` is null (no file) is appended, with the
+file's permission bits and modification time, then the file is unlinked; undo copies the backup
+back with those permissions (never more than ``rwxrwxrwx``: a journal cannot make a file setuid)
+and that time.
 
 Renames of files and folders (ImageFolder class folders) are ``move`` lines written before
 their ``os.rename``; ``mkdir``/``rmdir`` lines record the folders a run creates or empties.
@@ -75,6 +77,11 @@ TEMP_MARK = ".lgtmp-"
 PAUSE_ENV = "LABELGUARD_FIX_PAUSE"
 # Bytes of a file's name kept in its temporary and backup names (a name has 255 at most).
 NAME_KEPT = 80
+# The permission bits a removed file gets back on undo, at most: never setuid, setgid or sticky
+# (the journal is untrusted when undo reads it).
+RESTORED_MODE = 0o777
+# Modification times a journal may give a restored file: int64 nanoseconds either side of 1970.
+TIME_NS_LIMIT = 2 ** 63
 _HASH = re.compile(r"[0-9a-f]{64}")
 
 
@@ -400,15 +407,21 @@ class Run:
 
     def remove(self, target: str) -> None:
         """Journaled removal of the regular file ``target``: its bytes go to the run's ``files/``
-        first (copied and fsynced), then a ``write`` line with no ``after`` (no file), then the
-        unlink; undo restores the bytes. FixError when no regular file is there."""
+        first (copied and fsynced), then a ``write`` line with no ``after`` (no file) that keeps
+        its permission bits and modification time, then the unlink; undo restores the bytes,
+        the permissions and the time. FixError when no regular file is there."""
         target = os.path.abspath(target)
         relative = self._relative(target)
         backup = f"{FILES}/{self.written:06d}-{_short(os.path.basename(target))}"
+        try:
+            status = os.lstat(target)
+        except FileNotFoundError:
+            raise FixError(f"{target} does not exist; nothing to remove") from None
         before = copy_file(target, os.path.join(self.dir, backup), 0o600)
         if before is None:
             raise FixError(f"{target} does not exist; nothing to remove")
-        self._append({"event": "write", "path": relative, "backup": backup, "before": before, "after": None})
+        self._append({"event": "write", "path": relative, "backup": backup, "before": before, "after": None,
+                      "mode": stat.S_IMODE(status.st_mode) & RESTORED_MODE, "mtime_ns": status.st_mtime_ns})
         if self._pause:
             time.sleep(self._pause)
         os.unlink(target)
@@ -593,6 +606,12 @@ def _wrong_fields(entry, event) -> str | None:
         value = entry.get(name) if name in _FIELDS.get(event, {}) else None
         if value is not None and not _HASH.fullmatch(value):
             return f"({event}) has a {name!r} that is no SHA-256"
+    if event == "write":
+        for name, low, high, what in (("mode", 0, RESTORED_MODE, "permission mode"),
+                                      ("mtime_ns", -TIME_NS_LIMIT, TIME_NS_LIMIT - 1, "time in nanoseconds")):
+            value = entry.get(name)
+            if name in entry and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+                return f"(write) has a {name!r} that is no {what}"
     return None
 
 
@@ -794,6 +813,7 @@ class _Undo:
                                                  "journal's); not restored"))
                 return
             _copy_mode(target, temp)
+            _restore_status(entry, temp)
             os.replace(temp, target)
             _fsync_dir(os.path.dirname(target))
         finally:
@@ -845,6 +865,16 @@ class _Undo:
             else:
                 self.result.conflicts.append((path, "a temporary name of the run that is not a regular file; "
                                                     "not removed"))
+
+
+def _restore_status(entry: dict, temp: str) -> None:
+    """Give the restored copy ``temp`` of a removed file the permission bits and modification
+    time its journal line kept (a removal's; other writes restore onto the file that is there,
+    whose mode the copy took)."""
+    if "mode" in entry:
+        os.chmod(temp, entry["mode"] & RESTORED_MODE)
+    if "mtime_ns" in entry:
+        os.utime(temp, ns=(time.time_ns(), entry["mtime_ns"]))
 
 
 def _is_folder(path: str) -> bool:

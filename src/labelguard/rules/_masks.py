@@ -62,7 +62,7 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
     summary.kinds["mask"] += 1
     try:
         sample = read_sample(task.path, task.display, task.option("key"), task.option("color_map"),
-                             task.option("image_key"), task.option("encoding"))
+                             task.option("image_key"), task.option("encoding"), spec)
     except ReadError as exc:
         summary.unreadable += 1
         findings.append(not_read(task.display, exc))
@@ -106,12 +106,14 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
 
 
 def read_sample(path: str, display: str, key: str | None = None, color_map: ColorMap | None = None,
-                image_key: str | None = None, encoding: str | None = None) -> MaskSample:
+                image_key: str | None = None, encoding: str | None = None,
+                spec: LabelSpec | None = None) -> MaskSample:
     """The sample of one mask file; ReadError (-> LG001) when it cannot be read.
 
     ``encoding`` names a format that stores class indices by formula: ``ade20k`` in the colour
     channels (R / 10 * 256 + G), ``cityscapes_instances`` in instance ids (the class id, or
-    class id * 1000 + instance)."""
+    class id * 1000 + instance). A value ``spec`` declares (a class, an ignore value) is never
+    taken for the ringing of a JPEG save."""
     record = read_mask(path, key, image_key)
     sample = MaskSample(display, record)
     array = record.array
@@ -148,10 +150,12 @@ def read_sample(path: str, display: str, key: str | None = None, color_map: Colo
         if fringe is not None:
             sample.fringe_values, sample.fringe_pixels, sample.main_values = fringe
         else:
-            # Values just past the class values, as ringing leaves them: JPEG's in a mask saved
-            # as JPEG once and re-encoded losslessly, or a bicubic resize's (LG202 names them).
-            ringing = jpeg_overshoot(labels, values, counts)
-            if ringing is not None:
+            # Values just past the class values, as JPEG's ringing leaves them in a mask saved as
+            # JPEG once and re-encoded losslessly (LG202 names them). Only on JPEG's 8x8 grid: a
+            # thin or small class numbered next to the others (lane markings, lesions at an
+            # organ's border) lies the same way off the grid, and stays a class.
+            ringing = jpeg_overshoot(labels, values, counts, spec)
+            if ringing is not None and ringing.jpeg:
                 sample.fringe_values, sample.fringe_pixels, sample.main_values = \
                     ringing.values, ringing.pixels, ringing.classes
     return sample

@@ -11,6 +11,7 @@ import numpy as np
 
 from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
+from labelguard.core.spec import LabelSpec
 from labelguard.core.text import plural, shorten
 from labelguard.core.rules import Example, rule
 from labelguard.core.values import histogram
@@ -92,10 +93,17 @@ class Ringing:
     jpeg: bool = True
 
 
-def jpeg_overshoot(array: np.ndarray, values: np.ndarray, counts: np.ndarray) -> Ringing | None:
+def jpeg_overshoot(array: np.ndarray, values: np.ndarray, counts: np.ndarray,
+                   spec: LabelSpec | None = None) -> Ringing | None:
     """The values just past the class values of a lossless integer label plane (or stack of
     planes), when they lie as ringing leaves them (the constants above), JPEG's or a bicubic
-    resize's (``Ringing.jpeg`` tells them apart); None otherwise.
+    resize's (``Ringing.jpeg`` tells them apart); None otherwise. A value ``spec`` declares (a
+    class or an ignore value) is a class, never a stray.
+
+    Only the shape of the strays is read, so the JPEG saves that ring little are missed: a
+    save at quality 90 or more may leave too few strays (or ones no higher than the classes
+    allow) to be told from a thin class; a missed detection is cheaper than calling a clean
+    mask damaged.
 
     The gate runs on every mask and is plain Python over the histogram: the pixels are read
     only for a mask with a short run of rare values just past its common ones, and then only
@@ -110,8 +118,11 @@ def jpeg_overshoot(array: np.ndarray, values: np.ndarray, counts: np.ndarray) ->
         return None
     above = _run([v for v, c in pairs if v > common[-1] and c < threshold], common[-1])
     below = _run([v for v, c in reversed(pairs) if v < common[0] and c < threshold], common[0])
+    if above is None or below is None:
+        return None
+    declared = {v for v in above + below if _declares(spec, v)}
     count_of = dict(pairs)
-    if above is None or below is None or sum(count_of[v] for v in above + below) < RINGING_MIN_PIXELS:
+    if sum(count_of[v] for v in above + below if v not in declared) < RINGING_MIN_PIXELS:
         return None
     planes = array.reshape(-1, *array.shape[-2:])
     # Every value between the common ones and the end of a run is in the run: two comparisons.
@@ -124,11 +135,11 @@ def jpeg_overshoot(array: np.ndarray, values: np.ndarray, counts: np.ndarray) ->
     interior = _interior_at(planes, where)
     inner_values, inner_counts = histogram(planes[where][interior])
     solid = {v for v, n in zip(inner_values.tolist(), inner_counts.tolist()) if n >= SOLID_SHARE * count_of[v]}
-    classes = sorted(set(common) | solid)
+    classes = sorted(set(common) | solid | declared)
     high, low = classes[-1], classes[0]
     strays = [v for v in above if v > high and v not in solid] + [v for v in below if v < low and v not in solid]
     pixels = sum(count_of[v] for v in strays)
-    if pixels < RINGING_MIN_PIXELS:
+    if pixels < RINGING_MIN_PIXELS or not _smeared_between(pairs, classes):
         return None
     kept = _holding(planes[where], strays)
     if int(np.count_nonzero(interior & kept)) > RINGING_MAX_INTERIOR * pixels:
@@ -142,6 +153,27 @@ def jpeg_overshoot(array: np.ndarray, values: np.ndarray, counts: np.ndarray) ->
         return None
     return Ringing(tuple(sorted(strays)), pixels, tuple(classes), pixels / total,
                    jpeg=on_jpeg_grid(is_stray))
+
+
+def _declares(spec: LabelSpec | None, value: int) -> bool:
+    """True when ``spec`` names ``value`` legal: a class or an ignore value (a spec that says
+    nothing names none)."""
+    if spec is None:
+        return False
+    legal = spec.legal_values()
+    return (legal is not None and value in legal) or spec.is_ignored(value)
+
+
+def _smeared_between(pairs: list[tuple[int, int]], classes: list[int]) -> bool:
+    """False when ``classes`` leave gaps in their numbers and no value of the mask (``pairs`` of
+    value and pixels) lies in one. JPEG smears every edge where two classes meet, and between
+    class values more than one apart it leaves values between them: a mask of classes 1, 4,
+    6, 8... holding nothing but them and a rare 0 (ADE20K's unlabelled seams between polygons)
+    went through no JPEG."""
+    if classes[-1] - classes[0] + 1 == len(classes):
+        return True
+    members, low, high = set(classes), classes[0], classes[-1]
+    return any(low < value < high and value not in members for value, _ in pairs)
 
 
 def _run(rare: list[int], start: int) -> list[int] | None:
@@ -204,7 +236,10 @@ def on_jpeg_grid(is_stray: np.ndarray) -> bool:
     """True when stray pixels meet pixels that are none across the borders of JPEG's 8x8 blocks
     :data:`JPEG_GRID_PEAK` times as often as at the likeliest other place of a block, and
     :data:`JPEG_GRID_SIGNIFICANCE` standard deviations above what that place's rate gives (rows
-    and columns together; ``is_stray`` of shape (planes, rows, cols))."""
+    and columns together; ``is_stray`` of shape (planes, rows, cols)); False for planes too
+    narrow to hold two blocks side by side."""
+    if min(is_stray.shape[1:]) <= JPEG_BLOCK:
+        return False  # no border between two blocks across the plane: no grid to follow
     changes = np.zeros(JPEG_BLOCK)
     seen = np.zeros(JPEG_BLOCK)
     for axis in (1, 2):
@@ -261,21 +296,38 @@ def crowded_fringe(values: np.ndarray, counts: np.ndarray, fringe: tuple[int, ..
     return wide > 0 and 2 * wide >= sum(count_of.get(v, 0) for v in fringe) and crowded >= CROWDED_SHARE * wide
 
 
-def jpeg_ringing(sample: MaskSample) -> Ringing | None:
+def jpeg_ringing(sample: MaskSample, spec: LabelSpec | None = None) -> Ringing | None:
     """The JPEG damage a lossless mask carries (its stray values overshoot the class values in
     JPEG's 8x8 grid, crowd around two far-apart ones, or follow that grid), or None: a fringe
-    that may as well come from interpolation, or no fringe."""
+    that may as well come from interpolation, or no fringe. A value ``spec`` declares (a class,
+    an ignore value) is never called JPEG damage."""
     labels, values, counts = sample.labels, sample.values, sample.counts
     if sample.record.lossy or not sample.fringe_values or labels is None or values is None or counts is None:
         return None
-    ringing = jpeg_overshoot(labels, values, counts)
+    ringing = jpeg_overshoot(labels, values, counts, spec)
     if ringing is not None and ringing.jpeg:
         return ringing
-    if crowded_fringe(values, counts, sample.fringe_values, sample.main_values) or on_jpeg_grid(
-            _holding(labels.reshape(-1, *labels.shape[-2:]), list(sample.fringe_values))):
-        return Ringing(sample.fringe_values, sample.fringe_pixels, sample.main_values,
-                       sample.fringe_pixels / int(counts.sum()))
-    return None
+    if not (crowded_fringe(values, counts, sample.fringe_values, sample.main_values) or on_jpeg_grid(
+            _holding(labels.reshape(-1, *labels.shape[-2:]), list(sample.fringe_values)))):
+        return None
+    strays = [value for value in sample.fringe_values if not _declares(spec, value)]
+    if not strays:
+        return None
+    count_of = dict(zip(values.tolist(), counts.tolist()))
+    pixels = sum(count_of[value] for value in strays)
+    return Ringing(tuple(strays), pixels, sample.main_values, pixels / int(counts.sum()))
+
+
+def _place(values: list[int], classes: list[int]) -> str:
+    """Where stray ``values`` lie against the class values, for messages."""
+    low, high = min(classes), max(classes)
+    if all(low < value < high for value in values):
+        return "between"
+    if all(value > high for value in values):
+        return "above"
+    if all(value < low for value in values):
+        return "below"
+    return "around"
 
 
 def _blobs() -> np.ndarray:
@@ -339,6 +391,53 @@ def _small_object() -> np.ndarray:
     return mask
 
 
+def _lane_markings() -> np.ndarray:
+    """A dash-cam frame: background 0, the road 1 widening towards the bottom and dashed lane
+    markings 2 a few pixels inside its edges (a thin, rare class numbered one past the others,
+    every pixel of it beside the road)."""
+    rows, cols = 180, 320
+    mask = np.zeros((rows, cols), np.uint8)
+    for row in range(rows // 2, rows):
+        half = int((row - rows // 2) * 1.6) + 10
+        left, right = cols // 2 - half, cols // 2 + half
+        mask[row, max(left, 0):min(right, cols)] = 1
+        width = max(1, (row - rows // 2) // 40)
+        if (row // 20) % 2 == 0:
+            for col in (left + 6, right - 6 - width):
+                if 0 <= col < cols:
+                    mask[row, col:col + width] = 2
+    return mask
+
+
+def _lesions_at_an_organ_border() -> np.ndarray:
+    """Background 0, an organ 1 and eight lesions 2 of one to five pixels across on the organ's
+    border (a small class numbered one past the others, lying where they meet)."""
+    rng = np.random.default_rng(1)
+    discs: list[tuple[float, float, float, int]] = [(64, 64, 35, 1)]
+    for _ in range(8):
+        angle, distance = rng.uniform(0, 2 * np.pi), rng.uniform(20, 37)
+        discs.append((64 + distance * np.sin(angle), 64 + distance * np.cos(angle), rng.uniform(1.0, 2.5), 2))
+    return _discs((128, 128), discs)
+
+
+def _ade20k_seams() -> np.ndarray:
+    """ADE20K-style classes (wall 1, floor 4, ceiling 6 and furniture) whose polygons leave the
+    unlabelled 0 only in thin gaps along their seams: a rare value one below the lowest class."""
+    rng = np.random.default_rng(5)
+    mask = np.ones((192, 256), np.uint8)
+    mask[144:], mask[:19] = 4, 6
+    for value in rng.choice([8, 11, 15, 20, 24, 37, 45, 67], 6):
+        row, col = rng.integers(19, 144), rng.integers(0, 216)
+        mask[row:row + rng.integers(10, 45), col:col + rng.integers(10, 60)] = value
+    seam = np.zeros(mask.shape, dtype=bool)
+    seam[:, 1:] |= mask[:, 1:] != mask[:, :-1]
+    seam[1:] |= mask[1:] != mask[:-1]
+    rows, cols = np.nonzero(seam)
+    gaps = ((rows + 5) // 13 + (cols + 3) // 11 * 7 + 5) % 3 == 0
+    mask[rows[gaps], cols[gaps]] = 0
+    return mask
+
+
 EXAMPLES = (
     Example(True, "a mask saved as JPEG", lambda: {"masks/a.jpg": _blobs()}),
     Example(False, "the same classes saved as PNG", lambda: {"masks/a.png": _blobs()}),
@@ -361,6 +460,12 @@ RINGING_EXAMPLES = (
     Example(False, "a thin boundary class 2 around cells of class 1 (a three-class cell target)",
             lambda: {"masks/a.png": _cell_targets()}),
     Example(False, "a small, whole object of class 3", lambda: {"masks/a.png": _small_object()}),
+    Example(False, "thin dashed lane markings 2 along the edges of the road 1 (off JPEG's 8x8 grid)",
+            lambda: {"masks/a.png": _lane_markings()}),
+    Example(False, "small lesions 2 at the border of an organ 1, the lesion class declared",
+            lambda: {"masks/a.png": _lesions_at_an_organ_border()}, spec={"num_classes": 3}),
+    Example(False, "ADE20K classes with the unlabelled 0, the declared ignore value, in the seams between polygons",
+            lambda: {"annotations/a.png": _ade20k_seams()}, spec={"num_classes": 151, "ignore": (0,)}),
 )
 
 
@@ -401,7 +506,7 @@ def _stored_as(sample: MaskSample) -> str:
 def jpeg_damage_kept(sample: MaskSample, spec):
     """A lossless mask (PNG, NPZ, NPY, TIFF, HDF5...) whose stray values are the ringing of a
     JPEG save it went through once: re-encoding kept the damage."""
-    ringing = jpeg_ringing(sample)
+    ringing = jpeg_ringing(sample, spec)
     if ringing is None:
         return ()
     values = list(ringing.values)
@@ -423,19 +528,17 @@ def jpeg_damage_kept(sample: MaskSample, spec):
 def edge_fringe(sample: MaskSample, spec):
     """Lossless containers (PNG, NPY, NPZ, HDF5, TIFF...) holding an array that went through
     JPEG or interpolation once (JPEG's own signature: :func:`jpeg_damage_kept`)."""
-    if sample.record.lossy or not sample.fringe_values or jpeg_ringing(sample) is not None:
+    if sample.record.lossy or not sample.fringe_values or jpeg_ringing(sample, spec) is not None:
         return ()
     rare, common = list(sample.fringe_values), list(sample.main_values)
     record = sample.record
     where = "" if record.container in IMAGE_CONTAINERS else \
         f" (the {ARRAY_CONTAINERS.get(record.container, record.container)} array" \
         f"{' ' + repr(record.key) if record.key else ''})"
-    # Values past every main value are a ringing overshoot (JPEG's or a bicubic resize's).
-    place = "just past" if not any(min(common) < v < max(common) for v in rare) else "between"
     return (LOSSY.finding(
         sample.display,
         f"{sample.fringe_pixels} pixels along class edges{where} hold {plural(len(rare), 'stray value')} "
-        f"({shorten(rare, 8)}) {place} the main "
+        f"({shorten(rare, 8)}) {_place(rare, common)} the main "
         f"values {common[:6]}: the mask went through JPEG or was resized with interpolation",
         hint="Re-export the mask losslessly from the source labels, and resize masks with nearest-neighbour "
         "interpolation only.",
