@@ -7,14 +7,19 @@ iteration) ranked the same with or without the lines that point at the cause."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from explain_fixtures import read_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labelguard.explain import explain
 from labelguard.explain._evidence import KEYS, gather
+from labelguard.explain._extract import normalise
 from labelguard.explain._render import render_explanation
+
+CORPUS = Path(__file__).parent / "corpus"
 
 BCE_ASSERT = (
     "/pytorch/aten/src/ATen/native/cuda/Loss.cu:102: operator(): block: [0,0,0], thread: [0,0,0] "
@@ -158,3 +163,85 @@ def test_evidence_reading_takes_any_text(text):
     lines = text.count("\n") + 1
     for item in gather(text):
         assert item.key in KEYS and 1 <= item.line <= lines and item.text
+
+
+# --- the target a loss rejected, against the ignore_index the log declares ------------------
+
+CROSS_ENTROPY = ('  File "/home/u/seg/train.py", line 40, in <module>\n    loss = criterion(out, lbl)\n'
+                 "IndexError: Target {target} is out of bounds.\n")
+
+
+@pytest.mark.parametrize(("declared", "target", "first", "seen"), [
+    # a class id past the classes, whatever ignore_index the log declares
+    ("Namespace(ignore_index=255, num_classes=19)\n", 26, "class-id-too-large",
+     "line 4: the target the loss rejected is 26, no ignore value (negative or 255); the log declares "
+     "ignore_index=255 (line 1): a class id at or past the number of classes"),
+    ("", 19, "class-id-too-large",
+     "line 3: the target the loss rejected is 19, no ignore value (negative or 255): a class id at or past the "
+     "number of classes"),
+    # an ignore value the loss was not given
+    ("", 255, "ignore-value-not-ignored",
+     "line 3: the target the loss rejected is 255, a value datasets use for 'ignore' or 'no label', and the log "
+     "declares no ignore_index"),
+    ("ignore_index: 255\n", -1, "ignore-value-not-ignored",
+     "line 4: the target the loss rejected is -1, a value datasets use for 'ignore' or 'no label', while the log "
+     "declares ignore_index=255 (line 1)"),
+    ("Namespace(ignore_index=255, num_classes=19)\n", 255, "ignore-value-not-ignored",
+     "line 4: the target the loss rejected is 255, a value datasets use for 'ignore' or 'no label', the log's own "
+     "ignore_index=255 (line 1): the value reached a loss that was not given it"),
+])
+def test_a_declared_ignore_index_moves_the_ignore_cause_only_for_an_ignore_value(declared, target, first, seen):
+    result = explain(declared + CROSS_ENTROPY.format(target=target))
+    assert (result.causes[0].id, result.causes[0].likelihood) == (first, "likely")
+    ignore = next(c for c in result.causes if c.id == "ignore-value-not-ignored")
+    if first == "ignore-value-not-ignored":
+        assert ignore.support == (seen,)
+    else:
+        assert ignore.likelihood == "less likely" and ignore.against == (seen,)
+        assert result.causes[0].noted == (seen,)
+
+
+def test_the_cityscapes_label_ids_log_ranks_the_class_id_first():
+    result = explain((CORPUS / "seg_target_26_ignore_index_255.log").read_text(encoding="utf-8"))
+    assert [c.id for c in result.causes][:1] == ["class-id-too-large"]
+    assert next(c for c in result.causes if c.id == "ignore-value-not-ignored").likelihood == "less likely"
+
+
+# --- Rich's logging handler ---------------------------------------------------------------
+
+RICH = (
+    "[12/05/26 10:01:02] INFO     step 1 loss 22.07                    train_sr.py:21\n"
+    "                    WARNING  LG508 training is diverging (step 2): _watch.py:336\n"
+    "                             the output of '0' (Conv2d) grew from               \n"
+    "                             max |x| 305 (step 1) to 5.63e+04 at                \n"
+    "                             step 2 (184x)                                      \n"
+    "[12/05/26 10:01:03] WARNING  LG502 the loss became non-finite at   _watch.py:336\n"
+    "                             step 7; before it, the loss reached 5e+31x. Hint:   \n"
+    "                             The growth reported before it (LG508)              \n"
+    "                             ended in an overflow: lower the                    \n"
+    "                             learning rate.                                     \n"
+    "RuntimeError: Loss is inf, stopping training\n"
+)
+
+
+def test_rich_records_are_read_as_reports_with_their_wrapped_lines():
+    clean = normalise(RICH)
+    lines = clean.split("\n")
+    assert len(lines) == len(RICH.split("\n"))  # every line keeps its number
+    assert lines[1] == ("                    WARNING  LG508 training is diverging (step 2): the output of '0' (Conv2d) "
+                        "grew from max |x| 305 (step 1) to 5.63e+04 at step 2 (184x)")
+    assert lines[2:5] == ["", "", ""]
+    evidence = {e.key: e for e in gather(clean)}
+    assert evidence["divergence-reported"].text.startswith("line 2: labelguard reported LG508: training is diverging")
+    lg502 = "\n".join(RICH.split("\n")[5:10])
+    (reading,) = [e for e in gather(normalise(lg502)) if e.key == "divergence-reported"]
+    assert reading.text.startswith("line 1: labelguard.torch.watch saw the growth it reported (LG508) end in the "
+                                   "non-finite value (LG502)")
+    result = explain(RICH)
+    assert result.matches[0].entry == "labelguard-finding"
+    assert (result.causes[0].id, result.causes[0].likelihood) == ("training-diverged", "likely")
+
+
+def test_a_level_word_without_a_time_or_a_path_makes_no_rich_record():
+    text = "ERROR    plain text without a time\n                             indented code line\n"
+    assert normalise(text) == text

@@ -21,9 +21,12 @@ neutralised: ``guard`` raising LG201 out of a DataLoader worker; ``trace_nonfini
 LG502 in a training loop whose activations exploded (the setup's LG507 printed at start-up and
 named in its hint), in one whose MeanShift, frozen by an attribute that freezes nothing, was
 where they exploded, and in ``generate`` over a checkpoint holding a NaN weight; ``watch``
-logging LG508 then LG502. ``cpu_bert_positions_*`` were printed by transformers 5.25's BERT fed
-600 tokens with 512 positions (with and without token_type_ids), ``cpu_generate_fp16_multinomial``
-by its ``generate`` sampling from a float16 GPT-2 whose logits overflowed.
+logging LG508 then LG502, through the standard handler and through Rich's (its records wrapped
+at 80 columns); ``guard`` noting LG003 on the FileNotFoundError a dataset raised (a list name
+with a trailing space); ``preflight`` raising LG507. ``cpu_bert_positions_*`` were printed by
+transformers 5.25's BERT fed 600 tokens with 512 positions (with and without token_type_ids),
+``cpu_generate_fp16_multinomial`` by its ``generate`` sampling from a float16 GPT-2 whose logits
+overflowed.
 """
 
 from __future__ import annotations
@@ -224,6 +227,19 @@ CASES.update({
     }),
     "cpu_labelguard_tracer_generate_nan_weights.log": ("labelguard-finding", {
         "error_type": "labelguard.torch.NonFiniteError", "user": ("/home/user/summarize/run_summaries.py", 13),
+    }),
+    "cpu_labelguard_guard_note_file_not_found.log": ("labelguard-finding", {
+        "error_type": "FileNotFoundError",
+        "error_message": "[Errno 2] No such file or directory: 'data/cases/case0002.npz '",
+        "values": {"labelguard_code": "LG003"}, "user": ("/home/user/kidney/train_cases.py", 7),
+    }),
+    "cpu_labelguard_preflight_freeze_raised.log": ("labelguard-finding", {
+        "error_type": "labelguard.torch.PreflightError", "values": {"labelguard_code": "LG507"},
+        "user": ("/home/user/rcan/preflight_rcan.py", 16),
+    }),
+    "cpu_labelguard_watch_rich_handler.log": ("labelguard-finding", {
+        "error_type": "RuntimeError", "values": {"labelguard_code": "LG508"},
+        "user": ("/home/user/sr/train_sr.py", 23),
     }),
     "cpu_bert_positions_add.log": ("tensor-size-mismatch", {
         "error_type": "RuntimeError", "values": {"size_a": "600", "size_b": "512", "dimension": "1"},

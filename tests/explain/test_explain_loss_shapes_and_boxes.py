@@ -16,7 +16,7 @@ from labelguard.explain._render import render_explanation
 TARGET_CODES = {"LG201", "LG102", "LG204", "LG209"}
 
 BCE_TRACEBACK = """Traceback (most recent call last):
-  File "/home/ana/seg/train.py", line 61, in <module>
+  File "/home/user/seg/train.py", line 61, in <module>
     loss = criterion(pred, mask)
   File "/usr/local/lib/python3.11/site-packages/torch/nn/modules/loss.py", line 699, in forward
     return F.binary_cross_entropy(

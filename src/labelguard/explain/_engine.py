@@ -8,7 +8,9 @@ the faults the log shows, and says what the log cannot tell.
 The causes are ranked by the evidence tied to the failure (a cause's ``supported_by`` moves it
 up, ``weakened_by`` down); evidence a cause only notes (``noted_by``: a finding printed at
 start-up, the sign of inference that several causes share) is shown with it and moves nothing.
-Each ranked cause lists which evidence moved it and which it only notes.
+With no evidence for any of its causes, a fault's most common cause is the likely one (the
+prior), but never a cause listed only for evidence it notes: then no cause is likely. Each
+ranked cause lists which evidence moved it and which it only notes.
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ class RankedCause:
         likelihood: what the log says about this cause (:data:`LIKELIHOODS`): ``likely``
             when the log shows the fault (its assertion condition or message) and either
             evidence for this cause or, with no evidence for any of the fault's causes, this
-            is its most common one; ``less likely`` when the log shows evidence against it;
+            is its most common one (not a cause listed only for evidence it notes); ``less
+            likely`` when the log shows evidence against it;
             ``possible`` otherwise. Never more than ``likely``.
         id: the cause's stable id (the knowledge base's; ``labelguard-lg201`` for the check
             labelguard itself raised).
@@ -321,11 +324,14 @@ def _rank_causes(
                 () if support[cause.id] else _shown(cause.weakened_by, shown))
             if against:
                 likelihood = "less likely"
-            elif fault_shown and (support[cause.id] or cause.id in preferred or prior):
+            elif fault_shown and (support[cause.id] or cause.id in preferred or (prior and not cause.needs_evidence)):
                 likelihood = "likely"
                 prior = False
             else:
                 likelihood = "possible"
+                # A cause listed only for evidence it notes (the sign of inference, a freeze reported at
+                # start-up) is no most common cause of the fault: in line for the prior, it ends it.
+                prior = prior and not cause.needs_evidence
             ranked.append(RankedCause(
                 rank=0, likelihood=likelihood, id=cause.id, entry=entry.id, title=cause.title, why=cause.why,
                 confirm=cause.confirm, codes=cause.codes, fix=cause.fix,

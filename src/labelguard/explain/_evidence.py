@@ -17,10 +17,22 @@ nothing (LG507) or frozen parameters in the optimizer (LG504) describe the setup
 to a failure only when labelguard located the NaN or the growth in the module they name. A code
 a hint cites in passing ("... before the NaN (LG508)") is no report.
 
-The traceback's frames tell inference from training (``generate`` and no backward pass or
-optimizer step) and show the embeddings of positions; a few lines tell the precision
-(float16), weights a checkpoint did not hold, the sampling settings, a tokenizer's warning of a
-sequence too long, and the shapes ``torch.stack`` could not join.
+An error labelguard raised is told from a note its guard added to an error the dataset raised
+(``labelguard.torch.guard: LG003 sample 1 (...): the dataset raised FileNotFoundError``): the
+first is labelguard's check failing, the second the dataset's own error with the sample and file
+labelguard named. An error that sums up findings ("preflight found 1 error") is read from the
+finding listed after it.
+
+Inference is claimed only on positive signs: the traceback runs transformers' generation (or a
+pipeline), no frame of it trains (a backward pass, an optimizer step or one handed on, a
+training loop or script), and the log prints no training progress (epochs, steps), loss or
+gradient norm. A printed gradient norm is a series like a loss: its growth by orders of
+magnitude is divergence. The embeddings of positions count where they raised the error, and for
+a size mismatch only at the sequence axis (dimension 1, or the sizes a tokenizer warned about).
+A few lines tell the precision (float16), weights a checkpoint did not hold, the sampling
+settings, a tokenizer's warning of a sequence too long, the target a loss rejected against the
+ignore_index the log declares, and the shapes ``torch.stack`` could not join (read as shapes:
+which dimensions differ, never a kind of data guessed from the rank).
 
 Each piece of evidence has a key the knowledge base's causes name (``supported_by``,
 ``weakened_by``, ``noted_by``) and a sentence, with the line it was read from, that the
@@ -32,7 +44,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from labelguard.core.text import cut, plural
@@ -53,14 +65,20 @@ LOSS_STABLE = "loss-stable"
 LOSS_SCALE_REDUCED = "loss-scale-reduced"
 # A box term of a detection loss was printed: the run trains an object detector.
 DETECTION_LOSSES = "detection-losses"
-# A loss printed two or more finite values: training ran before the error.
+# A loss (or, without one, a gradient norm) printed two or more finite values: training ran before the error.
 TRAINED = "trained"
+# A printed gradient norm grew by GROWTH or more between two printed values.
+GRAD_NORM_GREW = "grad-norm-grew"
 # labelguard.torch raised an error naming a check code (SampleError, NonFiniteError,
 # PreflightError): the failure itself. One piece per code, which carries it.
 LABELGUARD_ERROR = "labelguard-error"
+# labelguard.torch.guard added a note naming a check code to an error the dataset raised: the
+# dataset's error, with the sample and file labelguard named. One piece per code, which carries it.
+LABELGUARD_NOTE = "labelguard-note"
 # labelguard printed LG504 or LG507 (frozen parameters): the setup, tied to no failure by itself.
 FROZEN_REPORTED = "frozen-reported"
-# labelguard located the NaN or the growth (LG502, LG508) in a module an LG504/LG507 line names.
+# labelguard located the NaN or the growth (LG502, LG508) in a module an LG504/LG507 line names, or
+# raised LG504/LG507 itself (preflight stopped the run on it).
 FROZEN_AT_FAILURE = "frozen-at-failure"
 # labelguard printed LG508 (divergence), or its tracer or watch saw the growth end in the NaN (LG502).
 DIVERGENCE_REPORTED = "divergence-reported"
@@ -78,8 +96,8 @@ CAST_NAN = "cast-nan"
 PATH_WHITESPACE = "path-whitespace"
 MISSING_FILE = "missing-file"
 UNREADABLE_FILE = "unreadable-file"
-# The traceback runs generation (generate, a sampling loop) and nothing of training, and no
-# loss was printed: the weights are as loaded.
+# The traceback runs transformers' generation or a pipeline, no frame of it trains, and the log
+# prints no training progress, loss or gradient norm.
 INFERENCE = "inference"
 # The model runs in float16 (torch_dtype=torch.float16, .half(), a float16 tensor printed).
 HALF_PRECISION = "half-precision"
@@ -87,12 +105,23 @@ HALF_PRECISION = "half-precision"
 WEIGHTS_NOT_LOADED = "weights-not-loaded"
 # Sampling with a temperature of (about) zero, or top_p 0.
 SAMPLING_SETTINGS = "sampling-settings"
-# A frame of the traceback computes position (or token-type) embeddings.
+# The frame that raised the error (the last one outside torch) computes position (or token-type)
+# embeddings.
 POSITION_FRAMES = "position-frames"
+# As POSITION_FRAMES, for a size mismatch at the sequence axis: dimension 1 of the embeddings'
+# (batch, sequence, ...) tensors, or sizes that are a tokenizer's sequence length and limit.
+POSITION_SEQUENCE_MISMATCH = "position-sequence-mismatch"
 # A tokenizer warned that a sequence is longer than the model's maximum length.
 SEQUENCE_TOO_LONG = "sequence-too-long"
-# The shapes torch.stack could not join: 2-D maps of two sizes, images of two sizes, images of two
-# channel counts, tensors of two ranks, sequences of two lengths.
+# The sizes of the size mismatch that failed are the length and the limit a tokenizer warned about.
+MISMATCH_SIZES_OF_LONG_SEQUENCE = "mismatch-sizes-of-long-sequence"
+# The target a loss rejected ("Target 255 is out of bounds") is an ignore value (negative, 255)...
+TARGET_IGNORE_VALUE = "target-ignore-value"
+# ...or a non-negative id that is no ignore value (a class id past the classes).
+TARGET_CLASS_ID = "target-class-id"
+# The shapes torch.stack could not join, by which dimensions differ: both of two 2-D shapes, the
+# height and width of two 3-D shapes with one leading size, the leading size alone of two 3-D
+# shapes (1 to 4: a channel count), the last alone (a variable length), or the rank.
 STACK_MAP_SIZES = "stack-map-sizes"
 STACK_IMAGE_SIZES = "stack-image-sizes"
 STACK_CHANNELS = "stack-channels"
@@ -100,12 +129,13 @@ STACK_RANKS = "stack-ranks"
 STACK_LENGTHS = "stack-lengths"
 
 KEYS = (
-    LABELGUARD_ERROR,
+    LABELGUARD_ERROR, LABELGUARD_NOTE,
     LOSS_NONFINITE, LOSS_GREW, LOSS_NAN_FROM_START, LOSS_STEADY, LOSS_STABLE, LOSS_SCALE_REDUCED, TRAINED,
-    DETECTION_LOSSES, FROZEN_REPORTED, FROZEN_AT_FAILURE,
+    GRAD_NORM_GREW, DETECTION_LOSSES, FROZEN_REPORTED, FROZEN_AT_FAILURE,
     DIVERGENCE_REPORTED, BAD_INPUT_REPORTED, UNSAFE_OP_REPORTED, NONFINITE_WEIGHTS, NO_GROWTH_REPORTED,
     CAST_NAN, PATH_WHITESPACE, MISSING_FILE, UNREADABLE_FILE,
-    INFERENCE, HALF_PRECISION, WEIGHTS_NOT_LOADED, SAMPLING_SETTINGS, POSITION_FRAMES, SEQUENCE_TOO_LONG,
+    INFERENCE, HALF_PRECISION, WEIGHTS_NOT_LOADED, SAMPLING_SETTINGS, POSITION_FRAMES, POSITION_SEQUENCE_MISMATCH,
+    SEQUENCE_TOO_LONG, MISMATCH_SIZES_OF_LONG_SEQUENCE, TARGET_IGNORE_VALUE, TARGET_CLASS_ID,
     STACK_MAP_SIZES, STACK_IMAGE_SIZES, STACK_CHANNELS, STACK_RANKS, STACK_LENGTHS,
 )
 
@@ -160,9 +190,14 @@ _UNABLE_TO_LOAD = re.compile(
     r"[ \t]?(?P<path>[^\n]{1,1000})"
 )
 # A check code labelguard reports: where a finding's message starts (the start of a line, after a
-# logger's or an exception's ':', a log format's ' - ' or ']', after ';' in a list of findings), not
-# a code a hint cites in passing ("... before the NaN (LG508)", "(LG504/LG507)").
-_REPORTED = re.compile(r"(?:^[ \t]{0,8}|[:;\]][ \t]{0,3}|[ \t]-[ \t])(?P<code>LG\d{3})\b(?![/)])")
+# logger's or an exception's ':', a log format's ' - ' or ']', after ';' in a list of findings, and
+# after the level a handler prints before the message, as Rich's "[12/05/26 10:01:02] WARNING  LG508"),
+# not a code a hint cites in passing ("... before the NaN (LG508)", "(LG504/LG507)").
+_LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ \t]{1,8}"
+_REPORTED = re.compile(rf"(?:^[ \t]{{0,8}}|[:;\]][ \t]{{0,3}}|[ \t]-[ \t]|^[ \t]{{9,40}}(?={_LEVEL}))(?:{_LEVEL})?"
+                       r"(?P<code>LG\d{3})\b(?![/)])")
+# An error's message that only counts findings ("preflight found 1 error:"): the findings follow it.
+_COUNT_ONLY = re.compile(r"\bfound \d{1,9} (?:errors?|warnings?|findings?|problems?)\W{0,3}$")
 # The exception line of an error labelguard raised, and the note its guard adds to an error the
 # dataset raised (the code then follows the note's prefix).
 _RAISED = re.compile(r"\blabelguard(?:\.\w{1,30}){0,3}\.\w{0,40}Error[ \t]{0,3}:[ \t]{0,3}(?P<error>LG\d{3})\b"
@@ -176,30 +211,42 @@ _SETUP_CODES = ("LG504", "LG507")
 _SEVERITY = re.compile(r"^(?:error|warning|info)\b:?\s*")
 _CAST_NAN = re.compile(r"(?<![\d.])-9223372036854775808\b")
 
-# Frames of generation (transformers' generate and its decoding loops, a model's own generate) and
-# of training (a backward pass, an optimizer step, a training loop or a training script).
-_GENERATION_PATH = re.compile(r"(?:^|[\\/])generation(?:[\\/]utils)?\.py$|[\\/]pipelines[\\/]text_generation\.py$")
-_GENERATION_FUNCTIONS = frozenset((
-    "generate", "_sample", "sample", "beam_sample", "_beam_sample", "beam_search", "_beam_search",
-    "greedy_search", "assisted_decoding", "_assisted_decoding", "contrastive_search", "_contrastive_search",
-))
-# (An autograd path is no sign: generate() runs under torch.no_grad, whose decorator lives there.)
+# The positive sign of inference: transformers' generation (generation/utils.py, the old
+# generation_utils.py) or one of its pipelines. A function named generate or sample elsewhere (a
+# captioning model's own sampling loop) is no such sign: training loops sample too.
+_GENERATION_PATH = re.compile(r"[\\/]transformers[\\/](?:generation[\\/]\w{1,60}|generation_utils|"
+                              r"pipelines[\\/]\w{1,60})\.py$")
+# Frames of training: a backward pass, an optimizer's step, an optimizer handed to a function, a
+# function or script named for training. (An autograd path is no sign: generate() runs under
+# torch.no_grad, whose decorator lives there.)
 _TRAINING_PATH = re.compile(r"[\\/]torch[\\/]optim[\\/]")
-# A script or module named for training (train.py, trainer.py, rl_training.py): a generate() called
-# from it may sample from weights the run is changing, so it is no sign of inference either.
-_TRAINING_FILE = re.compile(r"(?i)(?:^|[\\/])(?:\w{0,60}?_)?train(?:er|ing)?(?:_\w{0,60})?\.py$")
-_TRAINING_FUNCTIONS = frozenset((
-    "backward", "training_step", "train_step", "_inner_training_loop", "fit", "optimizer_step",
-    "train_one_epoch", "train_epoch", "train",
+# The words of a function or script name (split at '_', '-' and case changes) that name training:
+# run_epoch, train_one_epoch, reinforce_step, ppo_loop.py, rl_training.py. ("update" and "fit" are
+# not among them: a chat UI's update_chat callback generates too.)
+_TRAINING_WORDS = frozenset((
+    "train", "training", "trainer", "epoch", "epochs", "backward", "optimize", "optimise",
+    "finetune", "finetuning", "reinforce", "ppo", "rlhf", "dpo", "grpo", "sft",
 ))
-_TRAINING_CODE = re.compile(r"\.backward\(|\boptim\w{0,20}\.step\(")
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]{1,40}|[A-Z]{1,40}(?![a-z])")
+# A source line that runs a backward pass or an optimizer's step, or hands an optimizer on.
+_TRAINING_CODE = re.compile(r"\.backward\(|\b(?:optim|optimi[sz]er|scaler|scheduler)\w{0,20}\.step\("
+                            r"|[(,][ \t]{0,3}(?:self\.)?optim(?:i[sz]er)?s?\b[ \t]{0,3}[,)=]")
+# A training loop's progress: "epoch 3", "Epoch: [0][0/2975]", "step 100", "iter 300", "it 20",
+# "global_step=5" (not a rate such as "2.61s/it").
+_PROGRESS = re.compile(r"(?i)(?<![\w.])(?:epoch|step|global_step|iter(?:ation)?|it)[ \t]{0,3}[:=#]?[ \t]{0,3}\[?\d")
+# A printed gradient norm ("grad_norm 7.9", "'grad_norm': 8812.4", "gradient norm: 1.2e3", "gnorm=3.1").
+_GRAD_NORM = re.compile(
+    r"(?i)(?<![\w.])(?:grad(?:ient)?[ _]?norm|gnorm|total_norm)['\"\]]?"
+    r"(?:[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})(?:tensor\()?['\"]?"
+    r"(?P<value>[-+]?(?:nan|inf(?:inity)?|(?:\d{1,30}\.?\d{0,30}|\.\d{1,30})(?:e[-+]?\d{1,4})?))(?![\w.])"
+)
 # Source lines that compute position or token-type embeddings (BERT, RoBERTa, DistilBERT, GPT-2...).
 _POSITION_CODE = re.compile(r"\b(?:position_embeddings|position_embeds|token_type_embeddings|buffered_token_type_ids)"
                             r"\b|\bself\.(?:position_ids|token_type_ids|wpe)\b")
 _TOO_LONG = re.compile(r"Token indices sequence length is longer than the specified maximum sequence length "
                        r"for this model \((?P<length>\d{1,12}) > (?P<limit>\d{1,12})\)")
 _HALF = re.compile(r"\btorch\.float16\b|\btorch\.half\b|\.half\(\)|\btorch_dtype\s{0,3}=\s{0,3}['\"]float16['\"]"
-                   r"|\bfp16\s{0,3}=\s{0,3}True\b")
+                   r"|\bfp16\s{0,3}=\s{0,3}True\b|\btorch\.(?:cuda\.)?HalfTensor\b")
 _NOT_INITIALISED = re.compile(r"Some weights of \S{1,200} were not initiali[sz]ed from the model checkpoint"
                               r"|\bnewly initiali[sz]ed\b")
 # Sampling settings written out (in a traceback's code line, a config print): their values are read
@@ -208,6 +255,16 @@ _SAMPLING = re.compile(r"\b(?P<name>temperature|top_p)\s{0,3}[=:]\s{0,3}"
                        r"(?P<value>\d{0,4}\.?\d{0,12}(?:e-?\d{1,3})?)(?![\w.])")
 # The temperature at or below which sampling divides logits into overflow.
 COLD = 1e-3
+# The sizes of a mismatch in an element-wise operation or an expand, and the dimension.
+_MISMATCH = re.compile(r"The (?:size of tensor a|expanded size of the tensor) \((?P<a>\d{1,12})\) must match the "
+                       r"(?:size of tensor b|existing size) \((?P<b>\d{1,12})\) at non-singleton dimension "
+                       r"(?P<dimension>\d{1,3})")
+# The target a loss rejected, and the ignore_index a log declares (an argparse Namespace, a config,
+# a call's keyword written out; torch's own "ignore_index=self.ignore_index" names no value).
+_TARGET = re.compile(r"\bTarget (?P<target>-?\d{1,20}) is out of bounds")
+_IGNORE_INDEX = re.compile(r"\bignore_index['\"]?\s{0,3}[=:]\s{0,3}(?P<value>-?\d{1,20})(?![\w.])")
+# The value masks use for "ignore" besides negative ones (-1, -100): 255, the largest of 8 bits.
+_IGNORE_VALUES = (255,)
 # The two shapes default_collate's torch.stack could not join.
 _STACK = re.compile(r"stack expects each tensor to be equal size, but got \[(?P<first>[\d, ]{0,200})\] "
                     r"at entry \d{1,12} and \[(?P<other>[\d, ]{0,200})\] at entry \d{1,12}")
@@ -256,14 +313,56 @@ class FrameLike(Protocol):
     @property
     def at(self) -> int | None: ...
 
+    @property
+    def is_library(self) -> bool: ...
+
+    @property
+    def is_torch(self) -> bool: ...
+
 
 @dataclass
 class _Series:
-    """The values one named loss printed, up to its first non-finite one."""
+    """The values one named loss (or the gradient norm) printed, up to its first non-finite one."""
 
     name: str
     finite: list[tuple[int, float]]
     nonfinite: tuple[int, str] | None = None
+
+
+@dataclass
+class _Context:
+    """What single lines tell that other evidence is judged against, each with its line: the
+    first line of a training loop's progress, the gradient norms printed, a tokenizer's warning
+    (length, limit), the last size mismatch (sizes a and b, dimension), the last target a loss
+    rejected and the first ignore_index the log declares."""
+
+    progress: int | None = None
+    norms: _Series = field(default_factory=lambda: _Series("gradient norm", []))
+    too_long: tuple[int, int, int] | None = None
+    mismatch: tuple[int, int, int, int] | None = None
+    target: tuple[int, int] | None = None
+    ignore_index: tuple[int, int] | None = None
+
+    def read(self, line: str, number: int) -> None:
+        # labelguard's findings count steps of their own (the tracer counts forward calls).
+        if self.progress is None and _PROGRESS.search(line) and not ("LG" in line and _REPORTED.search(line)):
+            self.progress = number
+        if "norm" in line.lower():
+            _read_series(_GRAD_NORM, line, number, self.norms)
+        if self.too_long is None and "Token indices" in line and (long := _TOO_LONG.search(line)):
+            self.too_long = (number, int(long.group("length")), int(long.group("limit")))
+        if "must match" in line and (mismatch := _MISMATCH.search(line)):
+            self.mismatch = (number, int(mismatch.group("a")), int(mismatch.group("b")),
+                             int(mismatch.group("dimension")))
+        if "Target " in line and (target := _TARGET.search(line)):
+            self.target = (number, int(target.group("target")))
+        if self.ignore_index is None and "ignore_index" in line and (declared := _IGNORE_INDEX.search(line)):
+            self.ignore_index = (number, int(declared.group("value")))
+
+    def printed_training(self, series: dict[str, _Series]) -> bool:
+        """True when the log prints a loop's progress, a loss or a gradient norm."""
+        return (self.progress is not None or bool(self.norms.finite or self.norms.nonfinite)
+                or any(s.finite or s.nonfinite for s in series.values()))
 
 
 def gather(text: str, frames: Sequence[FrameLike] = ()) -> tuple[Evidence, ...]:
@@ -273,6 +372,7 @@ def gather(text: str, frames: Sequence[FrameLike] = ()) -> tuple[Evidence, ...]:
     found: dict[str, Evidence] = {}
     raised: dict[str, Evidence] = {}
     setup = _Modules()
+    context = _Context()
     missing: set[str] = set()
     mentioned: tuple[int, str] | None = None
     reductions: list[tuple[int, str]] = []
@@ -302,6 +402,7 @@ def gather(text: str, frames: Sequence[FrameLike] = ()) -> tuple[Evidence, ...]:
         if "LG" in line:
             _code_evidence(found, raised, setup, line, number)
         _context_evidence(found, line, number)
+        context.read(line, number)
         if "9223372036854775808" in line and CAST_NAN not in found and _CAST_NAN.search(line):
             found[CAST_NAN] = Evidence(
                 CAST_NAN, f"line {number} shows -9223372036854775808, what NaN becomes when cast "
@@ -318,11 +419,12 @@ def gather(text: str, frames: Sequence[FrameLike] = ()) -> tuple[Evidence, ...]:
             LOSS_SCALE_REDUCED, f"line {first_cut}: the fp16 loss scaler cut its scale after a gradient overflow "
             f"during training ({plural(len(reductions), 'time')}, to {lowest} by line {last_cut}): fp16 overflowed",
             first_cut)
-    for item in _loss_evidence(series):
+    for item in _loss_evidence(series, context.norms):
         found.setdefault(item.key, item)
     if (tied := setup.tied()) is not None:
         found[FROZEN_AT_FAILURE] = tied
-    _frame_evidence(found, frames)
+    _target_evidence(found, context)
+    _frame_evidence(found, frames, context, context.printed_training(series))
     return (*raised.values(), *(found[key] for key in KEYS if key in found))
 
 
@@ -330,14 +432,22 @@ def _read_losses(line: str, number: int, series: dict[str, _Series]) -> None:
     for hit in _LOSS.finditer(line):
         before = _LOSS_NAME.search(line, max(0, hit.start() - 18), hit.start())
         name = f"{before.group('name')} loss" if before else "loss"
-        value = float(hit.group("value"))
-        entry = series.setdefault(name.lower(), _Series(name, []))
-        if entry.nonfinite is not None:
-            continue
-        if math.isfinite(value):
-            entry.finite.append((number, value))
-        else:
-            entry.nonfinite = (number, hit.group("value"))
+        _add_value(series.setdefault(name.lower(), _Series(name, [])), hit.group("value"), number)
+
+
+def _read_series(pattern: re.Pattern, line: str, number: int, series: _Series) -> None:
+    for hit in pattern.finditer(line):
+        _add_value(series, hit.group("value"), number)
+
+
+def _add_value(series: _Series, raw: str, number: int) -> None:
+    if series.nonfinite is not None:
+        return
+    value = float(raw)
+    if math.isfinite(value):
+        series.finite.append((number, value))
+    else:
+        series.nonfinite = (number, raw)
 
 
 def _nonfinite_message(line: str) -> str | None:
@@ -361,10 +471,10 @@ def _add_mentioned(series: dict[str, _Series], line: int, said: str) -> None:
     main.nonfinite = (line, repr(said))
 
 
-def _loss_evidence(series: dict[str, _Series]) -> list[Evidence]:
-    """NaN from the start, growth before the NaN (the series that grew most), a steady run
-    (before the NaN, or up to the error when no loss was non-finite), and a run of finite
-    values (training ran before the error)."""
+def _loss_evidence(series: dict[str, _Series], norms: _Series) -> list[Evidence]:
+    """NaN from the start, growth before the NaN (the series that grew most; the gradient
+    norm's too), a steady run (before the NaN, or up to the error when no loss was non-finite)
+    when nothing grew, and a run of finite values (training ran before the error)."""
     evidence: list[Evidence] = []
     nonfinite = sorted((s for s in series.values() if s.nonfinite), key=lambda s: _nonfinite(s)[0])
     if nonfinite:
@@ -384,16 +494,29 @@ def _loss_evidence(series: dict[str, _Series]) -> list[Evidence]:
         (ratio, (low_line, low), (high_line, high)), grew = max(grown, key=lambda item: item[0][0])
         evidence.append(Evidence(
             LOSS_GREW, f"{grew.name} grew from {low:g} (line {low_line}) to {high:g} (line {high_line}), "
-            f"{ratio:,.0f}x" + (" before it became non-finite" if grew.nonfinite else ""), high_line))
+            f"{_factor(ratio)}" + (" before it became non-finite" if grew.nonfinite else ""), high_line))
+    norm_growth = _growth(norms.finite)
+    if norm_growth is not None:
+        ratio, (low_line, low), (high_line, high) = norm_growth
+        evidence.append(Evidence(
+            GRAD_NORM_GREW, f"the {norms.name} grew from {low:g} (line {low_line}) to {high:g} (line {high_line}), "
+            f"{_factor(ratio)}: the gradients grew by orders of magnitude before the error", high_line))
     trained = max(series.values(), key=lambda s: len(s.finite), default=None)
-    if not grown and (steady := _steady(nonfinite[0] if nonfinite else trained)) is not None:
+    if not grown and norm_growth is None and (steady := _steady(nonfinite[0] if nonfinite else trained)) is not None:
         evidence.append(steady)
+    if (trained is None or len(trained.finite) < 2) and len(norms.finite) >= 2:
+        trained = norms
     if trained is not None and len(trained.finite) >= 2:
         evidence.append(Evidence(
             TRAINED, f"{trained.name} printed {plural(len(trained.finite), 'finite value')} "
             f"(lines {trained.finite[0][0]}-{trained.finite[-1][0]}): training ran before the error",
             trained.finite[0][0]))
     return evidence
+
+
+def _factor(ratio: float) -> str:
+    """A growth factor as people read it: 1,830x, or 7.3e+24x past a million."""
+    return f"{ratio:,.0f}x" if ratio < 1e6 else f"{ratio:.2g}x"
 
 
 def _steady(series: _Series | None) -> Evidence | None:
@@ -485,12 +608,20 @@ def _code_evidence(found: dict[str, Evidence], raised: dict[str, Evidence], setu
         code = error.group("error") or error.group("note")
         if code not in raised:
             said = _message(line, error.end())
-            raised[code] = Evidence(LABELGUARD_ERROR, f"line {number}: labelguard.torch raised {code}: "
-                                    f"{cut(said, 260)}", number, code=code)
+            if error.group("note"):
+                raised[code] = Evidence(LABELGUARD_NOTE, f"line {number}: labelguard.torch.guard's note ({code}) on "
+                                        f"the error the dataset raised: {cut(said, 260)}", number, code=code)
+            else:
+                _raised(found, raised, code, said, number)
     for position, hit in enumerate(hits):
         code = hit.group("code")
         end = hits[position + 1].start() if position + 1 < len(hits) else len(line)
         said = _message(line[:end], hit.end())
+        if _COUNT_ONLY.search(said):
+            continue  # an error that counts findings: they follow it, one a line
+        counted = raised.get(code)
+        if counted is not None and counted.key == LABELGUARD_ERROR and _COUNT_ONLY.search(counted.text):
+            _raised(found, raised, code, said, number)
         if code in _SETUP_CODES:
             for name in [*_QUOTED_MODULE.findall(said), *_PARAMETER.findall(said)]:
                 setup.frozen.setdefault(name, (number, code))
@@ -500,8 +631,22 @@ def _code_evidence(found: dict[str, Evidence], raised: dict[str, Evidence], setu
         if code == "LG502":
             _nonfinite_reading(found, said, line[hit.end():end], number)
         key = _CODE_KEYS.get(code)
+        stopped = found.get(FROZEN_AT_FAILURE)
+        if key == FROZEN_REPORTED and stopped is not None and stopped.line == number:
+            continue  # the finding the run stopped on is shown as such, not again as context
         if key is not None and key not in found:
             found[key] = Evidence(key, f"line {number}: labelguard reported {code}: {cut(said, 240)}", number)
+
+
+def _raised(found: dict[str, Evidence], raised: dict[str, Evidence], code: str, said: str, number: int) -> None:
+    """The error labelguard raised with ``code``; a freeze (LG504, LG507) that stopped the run is
+    tied to the failure: it is the failure."""
+    raised[code] = Evidence(LABELGUARD_ERROR, f"line {number}: labelguard.torch raised {code}: {cut(said, 260)}",
+                            number, code=code)
+    if code in _SETUP_CODES and not _COUNT_ONLY.search(said):
+        found[FROZEN_AT_FAILURE] = Evidence(
+            FROZEN_AT_FAILURE, f"line {number}: labelguard.torch raised {code} and stopped the run on this setup "
+            f"finding: {cut(said, 240)}", number)
 
 
 def _message(line: str, start: int) -> str:
@@ -574,42 +719,109 @@ def _number(text: str) -> float | None:
 
 
 def _stack_evidence(found: dict[str, Evidence], stack: re.Match, number: int) -> None:
-    """What the two shapes torch.stack could not join say about the samples."""
+    """Which dimensions of the two shapes torch.stack could not join differ: the evidence states
+    the shapes and those dimensions, and the causes say what such samples usually are."""
     first, other = ([int(n) for n in re.findall(r"\d+", stack.group(name))] for name in ("first", "other"))
     shapes = f"[{stack.group('first')}] and [{stack.group('other')}]"
-    if len(first) != len(other):
-        key, meaning = STACK_RANKS, "tensors of different ranks: some samples have an axis the others lack"
-    elif len(first) == 1:
-        key, meaning = STACK_LENGTHS, "1-D tensors of different lengths: sequences that were not padded"
-    elif len(first) == 2:
-        key, meaning = STACK_MAP_SIZES, "2-D maps of different sizes: label maps (masks) not resized to one size"
-    elif len(first) == 3 and first[0] != other[0] and first[1:] == other[1:] and {first[0], other[0]} <= {1, 2, 3, 4}:
-        key, meaning = STACK_CHANNELS, ("images with different channel counts: grayscale or RGBA images among RGB "
-                                        "ones, or masks saved with colour channels")
-    elif len(first) == 3 and first[0] == other[0] and first[0] in (1, 3, 4):
-        key, meaning = STACK_IMAGE_SIZES, "images of different heights and widths: no resize or crop to one size"
+    differ = [axis for axis, (a, b) in enumerate(zip(first, other)) if a != b]
+    rank = len(first)
+    if rank != len(other):
+        key, seen = STACK_RANKS, f"tensors of {len(first)} and {len(other)} dimensions: one has an axis the other lacks"
+    elif differ == [rank - 1]:
+        key, seen = STACK_LENGTHS, (f"they differ only in the last dimension ({first[-1]} against {other[-1]}): a "
+                                    "length that varies from sample to sample")
+    elif rank == 2 and differ == [0, 1]:
+        key, seen = STACK_MAP_SIZES, f"they differ in both dimensions ({_size(first)} against {_size(other)})"
+    elif rank == 3 and differ == [1, 2] and first[0] <= 4:
+        key, seen = STACK_IMAGE_SIZES, (f"they differ in the last two dimensions ({_size(first[1:])} against "
+                                        f"{_size(other[1:])}) and share a first dimension of {first[0]}")
+    elif rank == 3 and differ == [0] and max(first[0], other[0]) <= 4:
+        key, seen = STACK_CHANNELS, f"they differ only in the first dimension ({first[0]} against {other[0]})"
     else:
         return
-    found.setdefault(key, Evidence(key, f"line {number}: the stacked shapes are {shapes}: {meaning}", number))
+    found.setdefault(key, Evidence(key, f"line {number}: the stacked shapes are {shapes}: {seen}", number))
 
 
-def _frame_evidence(found: dict[str, Evidence], frames: Sequence[FrameLike]) -> None:
-    """What the traceback's frames show: generation without training, position embeddings."""
-    position = next((f for f in frames if f.code and _POSITION_CODE.search(f.code)), None)
-    if position is not None and position.at is not None:
-        found[POSITION_FRAMES] = Evidence(
-            POSITION_FRAMES, f"line {position.at}: the traceback passes through the model's position embeddings "
-            f"({cut(position.code or '', 100)}): the size or index that failed is a token position", position.at)
-    generating = next((f for f in frames if _generates(f)), None)
-    if generating is None or generating.at is None or TRAINED in found or LOSS_NONFINITE in found:
+def _size(shape: Sequence[int]) -> str:
+    return "x".join(str(n) for n in shape)
+
+
+def _target_evidence(found: dict[str, Evidence], context: _Context) -> None:
+    """The target a loss rejected, against the ignore_index the log declares: an ignore value
+    (negative, 255) that reached the loss unignored, or a non-negative id that is none."""
+    if context.target is None:
         return
-    if any(_trains(f) or _TRAINING_FILE.search(f.path) for f in frames):
+    number, target = context.target
+    declared = ""
+    if context.ignore_index is not None:
+        declared_line, ignore = context.ignore_index
+        declared = f"ignore_index={ignore} (line {declared_line})"
+    if target < 0 or target in _IGNORE_VALUES:
+        if context.ignore_index is None:
+            said = "and the log declares no ignore_index"
+        elif context.ignore_index[1] == target:
+            said = f"the log's own {declared}: the value reached a loss that was not given it"
+        else:
+            said = f"while the log declares {declared}"
+        found[TARGET_IGNORE_VALUE] = Evidence(
+            TARGET_IGNORE_VALUE, f"line {number}: the target the loss rejected is {target}, a value datasets use "
+            f"for 'ignore' or 'no label', {said}", number)
+    else:
+        said = f"; the log declares {declared}" if declared else ""
+        found[TARGET_CLASS_ID] = Evidence(
+            TARGET_CLASS_ID, f"line {number}: the target the loss rejected is {target}, no ignore value (negative "
+            f"or 255){said}: a class id at or past the number of classes", number)
+
+
+def _frame_evidence(found: dict[str, Evidence], frames: Sequence[FrameLike], context: _Context,
+                    printed_training: bool) -> None:
+    """What the traceback's frames show: the embeddings of positions raising the error, and
+    transformers' generation with no sign of training anywhere in the log."""
+    raising = next((f for f in reversed(frames) if not f.is_torch), None)
+    if raising is not None and raising.at is not None and raising.code and _POSITION_CODE.search(raising.code):
+        code = cut(raising.code, 100)
+        found[POSITION_FRAMES] = Evidence(
+            POSITION_FRAMES, f"line {raising.at}: the error was raised in the model's position or token-type "
+            f"embeddings ({code})", raising.at)
+        sequence = _sequence_axis(context)
+        if sequence is not None:
+            number, said = sequence
+            found[POSITION_SEQUENCE_MISMATCH] = Evidence(
+                POSITION_SEQUENCE_MISMATCH, f"line {number}: {said}, raised in the model's position or token-type "
+                f"embeddings ({code}, line {raising.at})", number)
+    if context.mismatch is not None and context.too_long is not None:
+        number, a, b, _ = context.mismatch
+        warned, length, limit = context.too_long
+        if {a, b} == {length, limit}:
+            found[MISMATCH_SIZES_OF_LONG_SEQUENCE] = Evidence(
+                MISMATCH_SIZES_OF_LONG_SEQUENCE, f"line {number}: the sizes that did not match ({a} and {b}) are "
+                f"the sequence length and the model's maximum the tokenizer warned about (line {warned})", number)
+    generating = next((f for f in frames if f.at is not None and _GENERATION_PATH.search(f.path)), None)
+    if generating is None or generating.at is None or printed_training:
+        return
+    if any(_trains(f) for f in frames):
         return
     found[INFERENCE] = Evidence(
-        INFERENCE, f"line {generating.at}: the traceback runs {generating.function or 'generation'} "
-        f"({_tail(generating.path)}) and "
-        "no backward pass, optimizer step or training loop, and the log prints no training loss: the "
-        "failure came at inference, from weights as they were loaded", generating.at)
+        INFERENCE, f"line {generating.at}: the traceback runs transformers' {generating.function or 'generation'} "
+        f"({_tail(generating.path)}); no training frame seen (no backward pass, optimizer or training loop) "
+        "and the log prints no training progress, loss or gradient norm: inference, as far as the log shows",
+        generating.at)
+
+
+def _sequence_axis(context: _Context) -> tuple[int, str] | None:
+    """The line of the last size mismatch and what makes it one of the sequence axis: the sizes a
+    tokenizer warned about, or dimension 1 of the embeddings' (batch, sequence, ...) tensors; None
+    without either."""
+    if context.mismatch is None:
+        return None
+    number, a, b, dimension = context.mismatch
+    if context.too_long is not None and {a, b} == set(context.too_long[1:]):
+        return number, (f"the sizes {a} and {b} did not match, the sequence length and the model's maximum the "
+                        f"tokenizer warned about (line {context.too_long[0]})")
+    if dimension == 1:
+        return number, (f"the sizes {a} and {b} did not match at dimension 1, the sequence axis of (batch, sequence) "
+                        "inputs")
+    return None
 
 
 def _tail(path: str) -> str:
@@ -617,12 +829,14 @@ def _tail(path: str) -> str:
     return "/".join(path.replace("\\", "/").split("/")[-2:])
 
 
-def _generates(frame: FrameLike) -> bool:
-    function = (frame.function or "").split(".")[-1]
-    return function in _GENERATION_FUNCTIONS or _GENERATION_PATH.search(frame.path) is not None
-
-
 def _trains(frame: FrameLike) -> bool:
-    function = (frame.function or "").split(".")[-1]
-    return (function in _TRAINING_FUNCTIONS or _TRAINING_PATH.search(frame.path) is not None
-            or (frame.code is not None and _TRAINING_CODE.search(frame.code) is not None))
+    """A frame of training: in torch.optim, running a backward pass or an optimizer's step or
+    handing an optimizer on, or named with a word of training: its script (trainer.py,
+    ppo_loop.py) or, for the user's own code, its function (run_epoch, reinforce_step; a
+    library's function names are no sign: they name its internals)."""
+    if _TRAINING_PATH.search(frame.path) or (frame.code is not None and _TRAINING_CODE.search(frame.code)):
+        return True
+    names = [re.split(r"[\\/]", frame.path)[-1].rsplit(".", 1)[0]]
+    if not frame.is_library:
+        names.append((frame.function or "").split(".")[-1])
+    return any(word.lower() in _TRAINING_WORDS for name in names for word in _NAME_WORDS.findall(name))

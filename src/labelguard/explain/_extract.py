@@ -38,6 +38,9 @@ _ERROR = re.compile(
     r"(?P<message>.*\S)\s*$"
 )
 
+# The note labelguard.torch.guard adds to an error the dataset raised (Python 3.11's add_note).
+_GUARD_NOTE = re.compile(r"^\s*labelguard\.torch\.guard:")
+
 _FRAME_PLAIN = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?')
 _FRAME_IPYTHON = re.compile(r"^\s*File (?P<path>\S.*?):(?P<line>\d+), in (?P<function>[^(\s]+)")
 _FRAME_CELL = re.compile(r"^\s*(?P<path>Cell In\s*\[\d*\]), line (?P<line>\d+)")
@@ -208,13 +211,50 @@ def decode(data: bytes) -> str:
 
 
 def normalise(text: str) -> str:
-    """The log without colour codes, carriage returns and per-process prefixes."""
+    """The log without colour codes, carriage returns and per-process prefixes, and with the
+    records of Rich's logging handler on one line each (their line numbers kept)."""
     text = _ANSI.sub("", text).replace("\r\n", "\n")
     if "\r" in text:
         # A lone carriage return is a progress bar redrawing its line: keep the last drawing.
         text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
     text = _CONTROL.sub("", text)
-    return "\n".join(_LINE_PREFIX.sub("", _clip_line(line)) for line in text.split("\n"))
+    return "\n".join(_unwrap_rich([_LINE_PREFIX.sub("", _clip_line(line)) for line in text.split("\n")]))
+
+
+# A record of Rich's logging handler (rich.logging.RichHandler, its default columns): the time
+# (left blank when it repeats), the level, the message wrapped onto lines indented to its column,
+# and the path of the call at the right of the first line.
+_RICH_RECORD = re.compile(r"^(?:(?P<time>\[[^\]\n]{1,40}\])|[ \t]{1,40})[ \t]{0,40}"
+                          r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ \t]{1,8}(?=\S)")
+_RICH_PATH = re.compile(r"[\w.-]{1,120}:\d{1,6}")
+
+
+def _unwrap_rich(lines: list[str]) -> list[str]:
+    """Each Rich record's message joined onto its first line, without the path column; the lines
+    it was wrapped onto are left empty, so that every other line keeps its number."""
+    index = 0
+    while index < len(lines):
+        head = _RICH_RECORD.match(lines[index])
+        message = lines[index].rstrip()
+        index += 1
+        if head is None:
+            continue
+        before, _, last = message.rpartition(" ")
+        has_path = bool(before.strip()) and _RICH_PATH.fullmatch(last) is not None
+        if has_path:
+            message = before.rstrip()
+        elif head.group("time") is None:
+            continue  # an indented level word, and no path: not a record of Rich's
+        column, first = head.end(), index - 1
+        while index < len(lines):
+            wrapped = lines[index]
+            if len(wrapped) <= column or wrapped[:column].strip() or wrapped[column] in " \t":
+                break
+            message += " " + wrapped.strip()
+            lines[index] = ""
+            index += 1
+        lines[first] = message
+    return lines
 
 
 # A log line longer than this is a dump (a printed tensor, a base64 blob), never an error
@@ -348,6 +388,8 @@ def _function_name(between: str) -> str | None:
 def _errors(lines: list[str]) -> list[str]:
     seen: dict[str, None] = {}
     for line in lines:
+        if _GUARD_NOTE.match(line):
+            continue  # the note quotes the dataset's error, printed on the line above it
         found = _ERROR.search(line.strip())
         if found is None:
             continue

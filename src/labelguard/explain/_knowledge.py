@@ -33,20 +33,24 @@ from labelguard.explain._evidence import (
     DIVERGENCE_REPORTED,
     FROZEN_AT_FAILURE,
     FROZEN_REPORTED,
+    GRAD_NORM_GREW,
     HALF_PRECISION,
     INFERENCE,
     LABELGUARD_ERROR,
+    LABELGUARD_NOTE,
     LOSS_GREW,
     LOSS_NAN_FROM_START,
     LOSS_NONFINITE,
     LOSS_SCALE_REDUCED,
     LOSS_STABLE,
     LOSS_STEADY,
+    MISMATCH_SIZES_OF_LONG_SEQUENCE,
     NO_GROWTH_REPORTED,
     NONFINITE_LOSS_MESSAGES,
     NONFINITE_WEIGHTS,
     PATH_WHITESPACE,
     POSITION_FRAMES,
+    POSITION_SEQUENCE_MISMATCH,
     SAMPLING_SETTINGS,
     SEQUENCE_TOO_LONG,
     STACK_CHANNELS,
@@ -54,6 +58,8 @@ from labelguard.explain._evidence import (
     STACK_LENGTHS,
     STACK_MAP_SIZES,
     STACK_RANKS,
+    TARGET_CLASS_ID,
+    TARGET_IGNORE_VALUE,
     TRAINED,
     UNSAFE_OP_REPORTED,
     WEIGHTS_NOT_LOADED,
@@ -182,6 +188,9 @@ _CLASS_ID_TOO_LARGE = Cause(
     fix="Set num_classes to the number of distinct labels including background (max label + 1), "
     "or remap/drop the labels that exceed it; remove annotations of classes that are not in the "
     "dataset.",
+    # A target past the classes that is no ignore value: shown here; it tells this cause from the
+    # ignore value, not from a mask's storage or a head too small.
+    noted_by=(TARGET_CLASS_ID,),
 )
 
 _HEAD_TOO_SMALL = Cause(
@@ -222,10 +231,12 @@ _IGNORE_VALUE_NOT_IGNORED = Cause(
     codes=("LG201", "LG103"),
     fix="Pass ignore_index=255 (or the value you use) to the loss, or map the value to the "
     "loss's ignore_index before training.",
-    # An ignore_index the user set (not torch's own code line passing the parameter on), or a
-    # CPU message naming a negative target or 255.
-    prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d", r"\bignore_index\s{0,3}=\s{0,3}-?\d",
-                 r"Target (?:-\d+|255) is out of bounds"),
+    # A segmentation kernel (masks carry ignore values); a CPU message names the target, which
+    # tells: an ignore value (negative, 255) supports this cause, any other contradicts it, whatever
+    # ignore_index the log declares.
+    prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d",),
+    supported_by=(TARGET_IGNORE_VALUE,),
+    contradicted_by=(TARGET_CLASS_ID,),
 )
 
 _MASK_STORAGE = Cause(
@@ -269,7 +280,7 @@ _DIVERGING = Cause(
     codes=("LG508", "LG502"),
     fix="Lower the learning rate (and check Adam's betas and eps against their defaults), clip "
     "gradients (torch.nn.utils.clip_grad_norm_), keep the loss in fp32.",
-    supported_by=(LOSS_GREW, DIVERGENCE_REPORTED, LOSS_SCALE_REDUCED, NONFINITE_WEIGHTS),
+    supported_by=(LOSS_GREW, GRAD_NORM_GREW, DIVERGENCE_REPORTED, LOSS_SCALE_REDUCED, NONFINITE_WEIGHTS),
     weakened_by=(LOSS_NAN_FROM_START, LOSS_STEADY, LOSS_STABLE, NO_GROWTH_REPORTED),
     contradicted_by=(INFERENCE,),
 )
@@ -381,8 +392,10 @@ _INDEX_FROM_MODEL = Cause(
     "(on the CPU run), and guard empty inputs.",
 )
 
-# A NaN in generate()'s sampling: the weights are as loaded, so nothing diverged in this run.
-# Each is offered when the traceback shows inference (or evidence of its own points at it).
+# A NaN in generate()'s sampling where the log shows inference (transformers' generation, no
+# training frame, no training printed): nothing of this run trained, so nothing diverged in it.
+# Each is offered when the log shows inference (or evidence of its own points at it); inference
+# alone tells none of them from the others, so it makes none likely.
 _GENERATION_CAUSES = (
     Cause(
         id="half-precision-overflow",
@@ -467,6 +480,22 @@ _LABELGUARD_CHECK = Cause(
     reports=r"LG(?!50[2478])\d{3}",
 )
 
+# labelguard.torch.guard's note on an error the dataset raised (a missing file, a failed decode): no
+# labelguard check failed; the guard named the sample, its file and the check such a failure is.
+_LABELGUARD_NOTE = Cause(
+    id="labelguard-note",
+    title="{code} {name}: {summary} (the dataset raised the error; labelguard.torch.guard named the sample "
+    "and its file)",
+    why="The dataset's own code raised the error, not a labelguard check: labelguard.torch.guard caught it on "
+    "its way out and added a note naming the sample, its file and the check such a failure is ({code}). {why}",
+    confirm="the note shown names the sample and its file; `labelguard rule {code}` explains the check; "
+    "guard(dataset, on_error='skip', quarantine=PATH) trains on and lists every such sample",
+    codes=(),
+    fix="{fix}",
+    supported_by=(LABELGUARD_NOTE,),
+    reports=r"LG(?!50[2478])\d{3}",
+)
+
 _POSITIONS_SHORTER = Cause(
     id="sequence-longer-than-positions",
     title="a sequence longer than the model's positions (max_position_embeddings): the embeddings add a "
@@ -481,7 +510,10 @@ _POSITIONS_SHORTER = Cause(
     fix="Tokenize with truncation=True and max_length at most max_position_embeddings (2 fewer for "
     "RoBERTa-style models), or split long texts into overlapping windows; models with more positions "
     "(Longformer, BigBird) take longer inputs.",
-    supported_by=(POSITION_FRAMES, SEQUENCE_TOO_LONG),
+    # Tied to the failure only at the sequence axis, raised in the embeddings; sizes a tokenizer
+    # warned about, raised elsewhere (a user's layer sized for 512 tokens), are shown, not ranked.
+    supported_by=(POSITION_SEQUENCE_MISMATCH,),
+    noted_by=(MISMATCH_SIZES_OF_LONG_SEQUENCE,),
 )
 
 
@@ -502,6 +534,8 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         messages=(
             r"\blabelguard\.torch\W{1,4}(?:(?:DEBUG|INFO|WARNING|ERROR)\W{1,4})?(?P<labelguard_code>LG50[28])\b",
+            # Rich's logging handler: "[12/05/26 10:01:02] WARNING  LG508 ...", no logger name
+            r"(?m)^(?:\[[^\]\n]{1,40}\])?[ \t]{0,40}(?:WARNING|ERROR)[ \t]{1,8}(?P<labelguard_code>LG50[28])\b",
         ),
         frames=(r"\braise_sample_error\b|\b_locate_(?:forward|backward)\b",),
         cpu_message="the same finding, raised the same way: labelguard.torch checks on the host, before "
@@ -510,7 +544,7 @@ ENTRIES: tuple[Entry, ...] = (
             "what else the run holds: labelguard.torch stops at the first check that fails "
             "(guard(..., on_error='skip', quarantine=PATH) trains on and lists every bad sample)",
         ),
-        causes=(_LABELGUARD_CHECK, _FREEZE, *_GENERATION_CAUSES,
+        causes=(_LABELGUARD_CHECK, _LABELGUARD_NOTE, _FREEZE, *_GENERATION_CAUSES,
                 when_seen(_DIVERGING, DIVERGENCE_REPORTED, NONFINITE_WEIGHTS),
                 when_seen(_NAN_IN_INPUT, BAD_INPUT_REPORTED), when_seen(_NAN_IN_LOSS, UNSAFE_OP_REPORTED)),
     ),
@@ -1094,14 +1128,17 @@ ENTRIES: tuple[Entry, ...] = (
             ),
             Cause(
                 id="sequences-not-padded",
-                title="token sequences of different lengths batched without padding (tokenized without "
-                "padding, no padding collator)",
-                why="default_collate stacks each field; input_ids of 128 and 97 tokens cannot be stacked "
-                "unless the tokenizer padded them to one length or the collate function pads the batch.",
-                confirm=f"{GUARD_COLLATE}; print len(sample['input_ids']) of a few samples",
+                title="samples of varying length along their last axis (token sequences, audio, feature "
+                "frames, time series) batched without padding to one length",
+                why="default_collate stacks each field with torch.stack, which needs equal shapes: sequences "
+                "of 128 and 97 tokens, clips of 16000 and 14720 samples or feature maps of 3001 and 2113 "
+                "frames cannot be stacked unless the data is padded or cut to one length, or the collate "
+                "function pads the batch.",
+                confirm=f"{GUARD_COLLATE}; print the last dimension of a few samples",
                 codes=("LG206",),
-                fix="Tokenize with padding='max_length' (and truncation), or pad per batch: "
-                "DataCollatorWithPadding(tokenizer), or torch.nn.utils.rnn.pad_sequence in a collate_fn.",
+                fix="Pad per batch in a collate_fn (torch.nn.utils.rnn.pad_sequence, with the lengths kept for "
+                "masking; DataCollatorWithPadding(tokenizer) for tokenized text), or pad or crop every sample to "
+                "one length in the dataset (padding='max_length' with truncation for a tokenizer).",
                 supported_by=(STACK_LENGTHS,),
                 needs_evidence=True,
             ),
