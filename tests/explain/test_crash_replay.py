@@ -200,6 +200,7 @@ def test_replay_of_clean_batches_passes_and_says_where_else_to_look(in_crash_fol
 
 
 def test_replay_finds_unequal_sizes_per_sample(tmp_path, monkeypatch):
+    """Random crops of unequal sizes fail the loader's own default_collate at replay."""
     (tmp_path / "sizes_data.py").write_text(textwrap.dedent('''
         import torch
 
@@ -210,7 +211,11 @@ def test_replay_finds_unequal_sizes_per_sample(tmp_path, monkeypatch):
     from labelguard.flight import FlightRecordWriter
 
     FlightRecordWriter(tmp_path / "f.json", sync=True).handed(0, 0, [0, 1, 2], None)
-    report = replay(tmp_path / "f.json", "sizes_data:make")
+    # without the loader's collate_fn, torch's default stands in: its failure blames no sample
+    batch, = replay(tmp_path / "f.json", "sizes_data:make").batches
+    assert batch.batch_error.startswith("not replayed: torch's default_collate (no collate_fn given)")
+    assert all(s.ok for s in batch.samples)
+    report = replay(tmp_path / "f.json", "sizes_data:make", collate_fn=torch.utils.data.default_collate)
     batch, = report.batches
     assert batch.batch_error.startswith("collate: RuntimeError: stack expects each tensor")
     assert [s.index for s in batch.samples if not s.ok] == [2]

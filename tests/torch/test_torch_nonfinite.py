@@ -1,6 +1,7 @@
 """trace_nonfinite: the first module that produced a NaN/Inf, by name."""
 
 import copy
+import logging
 import pickle
 
 import pytest
@@ -157,3 +158,89 @@ def test_backward_from_the_loss_is_named_as_the_loss():
         out = model(torch.ones(2, 3))
         with pytest.raises(NonFiniteError, match="the loss's backward produced it"):
             (out - out.detach()).sqrt().sum().backward()
+
+
+class SRMGate(nn.Module):
+    """Style-based recalibration (SRM): each channel's mean and standard deviation (the
+    variance summed by hand, as IMDN's contrast layer does), a channel-wise linear layer and a
+    sigmoid gate."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.cfc = nn.Conv1d(channels, channels, kernel_size=2, groups=channels)
+
+    def forward(self, x):
+        flat = x.reshape(*x.shape[:2], -1)
+        mean = flat.mean(-1, keepdim=True)
+        std = (flat - mean).pow(2).mean(-1, keepdim=True).sqrt()
+        return x * torch.sigmoid(self.cfc(torch.cat([mean, std], dim=-1))).unsqueeze(-1)
+
+
+class GatedSR(nn.Module):
+    """A small super-resolution body: head and body convolutions, the gate, a long skip and a
+    reconstruction tail."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        self.head = nn.Conv2d(3, channels, 3, padding=1)
+        self.body = nn.Conv2d(channels, channels, 3, padding=1)
+        self.gate = SRMGate(channels)
+        self.tail = nn.Conv2d(channels, 3, 3, padding=1)
+
+    def forward(self, x):
+        features = self.head(x)
+        return self.tail(self.gate(self.body(features)) + features)
+
+
+@pytest.mark.code("LG502", "fail")
+def test_an_inf_that_a_later_sigmoid_absorbs_is_reported_at_its_step():
+    """Fine-tuning the feature convolutions under L1 at lr=0.03 (gate and tail frozen)
+    diverges. At step 12 a channel's variance overflows inside the gate, whose sigmoid turns
+    +Inf into 1: the output stays finite until step 23, where 'body' overflows."""
+    torch.manual_seed(0)
+    model = GatedSR()
+    model.gate.requires_grad_(False)
+    model.tail.requires_grad_(False)
+    generator = torch.Generator().manual_seed(1)
+    images, targets = (torch.rand(2, 3, 8, 8, generator=generator) * 255 for _ in range(2))
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.03)
+
+    def step():
+        loss = nn.functional.l1_loss(model(images), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    with trace_nonfinite(model) as tracer, pytest.raises(NonFiniteError) as caught:
+        for _ in range(30):
+            tracer.check(step())
+    error = caught.value
+    assert (error.step, error.module, error.module_type) == (12, "gate", "SRMGate")
+    assert str(error).startswith(
+        "LG502 step 12: the first non-finite value was produced inside the forward of 'gate' (SRMGate) before "
+        "it called 'gate.cfc' (Conv1d): the value passed to it (2, 8, 2) float32 holds 0 NaN, 2 +Inf, 0 -Inf of 32")
+    assert "the model output was still finite: an operation after it absorbed the value" in str(error)
+    assert error.stats["absorbed"] is True and error.stats["exploded"]["module"] == "head"
+    finite_outputs = []
+    for _ in range(12, 24):  # step 12 again and the steps after it, untraced
+        with torch.no_grad():
+            finite_outputs.append(bool(torch.isfinite(model(images)).all()))
+        step()
+    assert finite_outputs == [True] * 11 + [False]  # the output turns non-finite at step 23
+
+
+@pytest.mark.code("LG502", "pass")
+def test_finite_outputs_too_large_to_sum_are_not_reported(caplog):
+    """Outputs of 1e37 are finite, but their float32 sum is not: the replay looks at the
+    values and reports nothing."""
+    model = nn.Sequential(nn.Linear(4, 64), nn.Tanh())
+    with torch.no_grad():
+        model[0].weight.fill_(0)
+        model[0].bias.fill_(1e37)
+    with caplog.at_level(logging.WARNING, logger="labelguard.torch"):
+        with trace_nonfinite(model) as tracer:
+            for _ in range(3):
+                model(torch.ones(2, 4))
+    assert tracer.step == 3
+    assert caplog.text.count("found no NaN/Inf") == 1

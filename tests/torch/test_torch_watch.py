@@ -13,6 +13,7 @@ from builders import swin_unet_dataset  # noqa: E402
 from labelguard import UsageError  # noqa: E402
 from labelguard.torch import DivergenceWatch, guard, watch  # noqa: E402
 from torch_datasets import SynapseDataset, synapse_to_tensors  # noqa: E402
+from torch_models import RCANLike  # noqa: E402
 
 
 def regression(seed=1):
@@ -65,7 +66,7 @@ def test_a_learning_rate_past_the_stable_one_is_reported_long_before_the_nan(cap
     assert finding.data["module"] == "0"
     assert finding.data["step"] <= 40
     message = finding.message
-    assert message.startswith("training is diverging (steps ")
+    assert message.startswith(f"training is diverging (step {finding.data['step']}): ")
     assert "the output of '0' (Linear) grew from max |x| " in message
     assert "the first module in the forward to grow past " in message
     assert "gradient norm " in message and "loss " in message
@@ -73,7 +74,118 @@ def test_a_learning_rate_past_the_stable_one_is_reported_long_before_the_nan(cap
     assert f"lr={float(f'{lr:.4g}') / 10:g} instead of {lr:.4g}" in finding.hint
     assert "clip_grad_norm_" in finding.hint
     assert "LG508 training is diverging" in caplog.text
-    assert [h["steps"] for h in watcher.history[:2]] == [(1, 8), (9, 16)]
+    # growing from the first step: read step by step throughout
+    assert [h["steps"] for h in watcher.history] == [(step, step) for step in range(1, 49)]
+
+
+class SigmoidRCAN(nn.Module):
+    """RCAN's outline (its MeanShift convs trainable, as published) with a sigmoid, for a BCE
+    loss on binary high-resolution targets; images in 0..255, as RCAN feeds them."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = RCANLike()
+
+    def forward(self, x):
+        return torch.sigmoid(self.net(x))
+
+
+def super_resolution_batch(scale):
+    generator = torch.Generator().manual_seed(1)
+    images = torch.rand(2, 3, 8, 8, generator=generator) * scale
+    return images, torch.rand(2, 3, 8, 8, generator=generator)
+
+
+def train_rcan(model, loss_fn, images, targets, steps):
+    """SGD at lr=2 under a watch with its default window; the watch and the losses."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=2.0)
+    losses = []
+    with watch(model, optimizer) as watcher:
+        for _ in range(steps):
+            loss = loss_fn(model(images), targets)
+            watcher.observe(loss)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+    return watcher, losses
+
+
+@pytest.mark.code("LG508", "fail")
+def test_a_divergence_within_the_first_window_is_reported_at_its_step():
+    """BCELoss at lr=2: the outputs grow 100x by step 3, then the sigmoid saturates, so no NaN
+    follows and every later step looks like the first ones; a watch that took its first 16
+    steps as the baseline never saw it."""
+    torch.manual_seed(0)
+    images, targets = super_resolution_batch(255)
+    watcher, losses = train_rcan(SigmoidRCAN(), nn.BCELoss(), images, (targets > 0.5).float(), steps=24)
+    assert all(torch.isfinite(torch.tensor(losses)))
+    (finding,) = watcher.report()
+    assert finding.code == "LG508"
+    assert (finding.data["step"], finding.data["module"]) == (3, "net.body")
+    assert finding.message.startswith(
+        "training is diverging (step 3): the output of 'net.body' (Conv2d) grew from max |x| 120 (step 1) "
+        "to 1.36e+04 at step 3 (114x), the first module in the forward to grow past 100x; "
+        "gradient norm stayed near 9.26 (steps 1-3); loss stayed near 49.4 (steps 1-3). Optimizer SGD: lr=2.0")
+    assert [h["steps"] for h in watcher.history[:4]] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+
+
+def test_growth_in_the_first_steps_is_reported_before_the_nan_against_the_steps_before_it():
+    """L1 at lr=2 on 0..1 images: the loss is 4,652 times step 1's at step 2, the gradient norm
+    non-finite at step 4."""
+    torch.manual_seed(0)
+    images, targets = super_resolution_batch(1)
+    watcher, losses = train_rcan(RCANLike(), nn.L1Loss(), images, targets, steps=6)
+    assert not all(torch.isfinite(torch.tensor(losses)))
+    diverging, broken = watcher.report()
+    assert (diverging.code, diverging.data["step"], diverging.data["module"]) == ("LG508", 2, "body")
+    assert diverging.message.startswith(
+        "training is diverging (step 2): the output of 'body' (Conv2d) grew from max |x| 100 (step 1) to "
+        "1.81e+05 at step 2 (1,803x), the first module in the forward to grow past 100x; gradient norm 279 "
+        "(step 1) -> 1.54e+05 at step 2 (553x); loss 108 (step 1) -> 5.03e+05 at step 2 (4,652x)")
+    assert (broken.code, broken.data["step"]) == ("LG502", 4)
+    assert broken.message.startswith(
+        "the gradient norm became non-finite at step 4; before it, the loss reached 4.8e+10x its 108 of step 1 "
+        "(5.14e+12 at step 3), the gradient norm reached 1.5e+07x its 279 of step 1 (4.2e+09 at step 3)")
+    assert "(LG508) ended in an overflow" in broken.hint
+
+
+def test_a_nan_at_the_second_step_compares_no_step_with_itself():
+    """MSE at lr=2: step 2's loss is 1.7e22 and its gradient norm non-finite, with step 1 the
+    only finite step before it."""
+    torch.manual_seed(0)
+    images, targets = super_resolution_batch(1)
+    watcher, _ = train_rcan(RCANLike(), nn.MSELoss(), images, targets, steps=3)
+    diverging, broken = watcher.report()
+    assert (diverging.code, diverging.data["step"]) == ("LG508", 2)
+    assert "; gradient norm 6.54e+04 (step 1) -> non-finite at step 2; loss 1.44e+04 (step 1) -> 1.7e+22 at step 2" \
+        in diverging.message
+    assert broken.message.startswith(
+        "the gradient norm became non-finite at step 2; before it, the loss was 1.44e+04 at step 1, the only "
+        "step recorded, the gradient norm was 6.54e+04 at step 1, the only step recorded. Optimizer SGD")
+    assert "(step 1) to" not in broken.message
+
+
+def test_growth_after_a_calm_start_is_read_step_by_step_again():
+    """A warm restart at step 25 sets a learning rate past the stable one (the error grows 1.6x
+    a step): the watch, reading once per 8 steps by then, reads each step again once the growth
+    shows, and reports the step the loss crosses 100x its baseline while training is at it."""
+    x, y = regression()
+    y = y + 0.5 * torch.randn(y.shape, generator=torch.Generator().manual_seed(2))  # a floor under the loss
+    model = fixed_head_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.3 / curvature(model, x))
+    with watch(model, optimizer, every=8) as watcher:
+        train(model, optimizer, watcher, x, y, steps=24)
+        for group in optimizer.param_groups:
+            group["lr"] = 2.6 / curvature(model, x)
+        train(model, optimizer, watcher, x, y, steps=27)
+        (finding,) = watcher.findings  # at step 51, without report()
+    assert (finding.code, finding.data["step"], watcher.step) == ("LG508", 51, 51)
+    assert finding.message.startswith("training is diverging (step 51): the output of '0' (Linear) grew from max "
+                                      "|x| 14.2 (steps 1-8) to 185 at step 51 (13x)")
+    assert "; loss 2.18 (steps 1-8) -> 468 at step 51 (215x)" in finding.message
+    assert [h["steps"] for h in watcher.history[7:]] == [
+        (8, 8), (9, 16), (17, 24), (25, 32), (33, 40), (41, 48), (49, 49), (50, 50), (51, 51)]
 
 
 @pytest.mark.code("LG508", "pass")
@@ -96,7 +208,8 @@ def test_healthy_training_on_real_files_gives_no_finding(tmp_path):
                     model(batch["image"])
     assert watcher.report() == []
     assert watcher.step == 12
-    assert len(watcher.history) == 3
+    # the first 4 steps one by one, then calm: windows of 4
+    assert [h["steps"] for h in watcher.history] == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 12)]
     assert set(watcher.history[0]["activations"]) == {"0", "1", "3"}
 
 
@@ -124,7 +237,8 @@ def test_adam_betas_that_differ_from_the_defaults_are_named_in_the_hint():
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-4, betas=(0.5, 0.999))
     settings, unusual = _optimizer_settings(optimizer)
     assert settings == "Adam: lr=0.0002, betas=(0.5, 0.999), eps=1e-08, weight_decay=0"
-    assert "betas=(0.5, 0.999) differs from Adam's default (0.9, 0.999), a safer start" in _lower_the_step(optimizer, unusual)
+    assert "betas=(0.5, 0.999) differs from Adam's default (0.9, 0.999), a safer start" in _lower_the_step(
+        optimizer, unusual)
     assert _optimizer_settings(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))[1] == {}
 
 
@@ -149,7 +263,7 @@ def test_without_an_optimizer_each_forward_is_a_step_and_bad_arguments_are_usage
             watcher.observe((model(x) - y).square().mean())
     assert watcher.step == 4
     assert watcher.report() == []
-    assert [h["steps"] for h in watcher.history] == [(1, 2), (3, 4), (5, 5)]
+    assert [h["steps"] for h in watcher.history] == [(1, 1), (2, 2), (3, 4), (5, 5)]
     assert watcher.history[0]["grad_norm"] is None
     with pytest.raises(UsageError, match="growth must be above 1"):
         watch(model, growth=1)

@@ -76,6 +76,11 @@ def explain_command(log: str | None, text: str | None, record: str | None, outpu
     "--loss", metavar="MODULE:FUNCTION",
     help="A function taking one collated batch and computing the loss on the CPU.",
 )
+@click.option(
+    "--collate-fn", metavar="MODULE:FUNCTION",
+    help="The collate function of the crashed run's DataLoader, when the factory returns a dataset "
+    "(default: the DataLoader's own, else torch's default_collate).",
+)
 @click.option("--num-classes", type=click.IntRange(min=1),
               help="Check every sample's target through labelguard.torch.guard.")
 @click.option("--ignore-index", type=int, multiple=True,
@@ -89,7 +94,7 @@ def explain_command(log: str | None, text: str | None, record: str | None, outpu
     "-f", "--output-format", type=click.Choice(OUTPUT_FORMATS), default="text",
     show_default=True, help="text for people, json for tools.",
 )
-def replay_command(record, dataset_factory, loss, num_classes, ignore_index, guard_loss, batches,
+def replay_command(record, dataset_factory, loss, collate_fn, num_classes, ignore_index, guard_loss, batches,
                    output_format):
     """Re-run the samples of a flight RECORD on the CPU to get the precise error.
 
@@ -110,7 +115,7 @@ def replay_command(record, dataset_factory, loss, num_classes, ignore_index, gua
     with _cpu_only(), _current_directory_importable():
         try:
             report = replay(
-                record, dataset_factory, loss=loss, num_classes=num_classes,
+                record, dataset_factory, loss=loss, collate_fn=collate_fn, num_classes=num_classes,
                 ignore_index=ignore, guard_loss=guard_loss, batches=batches,
             )
         except FlightRecordError as exc:

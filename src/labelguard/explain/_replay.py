@@ -4,8 +4,16 @@ On the GPU a bad target is a device-side assert that names no value and no sampl
 samples run on the CPU raise a Python exception with the value ("Target 3 is out of bounds."),
 so replaying the recorded batches through the user's dataset and loss names the sample and
 the value. Each recorded batch is loaded (through :func:`labelguard.torch.guard` when a label
-spec is given) and collated as the loader would; with a loss, the batch is run through it, and
-when anything fails every sample is run alone to say which.
+spec is given) and collated as the loader did, with its ``collate_fn`` (a detection loader's
+``lambda b: tuple(zip(*b))``); with a loss, the batch is run through it, and when anything
+fails every sample is run alone to say which.
+
+A recorded batch is one the loader handed to the loop, so its collate succeeded in the run.
+When no collate function was given (the factory returned a dataset) torch's
+``default_collate`` stands in for it; if that fails on a recorded batch, the loader had its
+own, and the batch is reported as not replayed for want of it, blaming no sample. A loss that
+fails on a batch so collated and on each of its samples alone with one same error blames the
+batch's form, not the samples.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from labelguard._optional import require
 from labelguard.core.text import plural, shorten, verb
@@ -25,6 +33,14 @@ from labelguard.flight import BatchRecord, FlightRecord, read_record
 
 if TYPE_CHECKING:  # `labelguard explain` imports this package, and runs without numpy
     from labelguard.core.spec import LabelSpec
+
+# How a batch error starts when torch's default_collate, standing in for a collate_fn nobody
+# gave, fails on a batch the loader of the run collated.
+_NOT_COLLATED = "not replayed: torch's default_collate (no collate_fn given) cannot collate it"
+# What a loss error of the whole batch adds when, collated by that stand-in, every sample alone
+# fails the loss with the same error.
+_ALIKE = ("; every sample alone fails it alike, so the form torch's default_collate (no collate_fn "
+          "given) made of the batch is more likely at fault than any sample")
 
 
 @dataclass(frozen=True)
@@ -104,7 +120,11 @@ class ReplayReport:
         if failing:
             indices = shorten((s.index for s in failing), 10)
             return f"{plural(len(failing), 'sample')} {verb(len(failing), 'fails')} on the CPU: index {indices}"
-        if any(b.batch_error for b in self.batches):
+        errors = [b.batch_error for b in self.batches if b.batch_error]
+        if errors and all(e.startswith(_NOT_COLLATED) for e in errors):
+            return (f"{plural(len(errors), 'recorded batch')} not replayed: torch's default_collate cannot "
+                    "collate what the crashed run's loader did, and no collate_fn was given")
+        if errors:
             return "a recorded batch fails on the CPU as a whole, no single sample does"
         return "no recorded sample fails on the CPU"
 
@@ -147,9 +167,10 @@ def load_callable(reference: str) -> Callable:
 
 def replay(
     record: str | os.PathLike | FlightRecord,
-    dataset_factory: Callable[[], Any] | str,
+    dataset_factory: Callable[[], Any] | str | Any,
     *,
     loss: Callable[[Any], Any] | str | None = None,
+    collate_fn: Callable[[list], Any] | str | None = None,
     spec: LabelSpec | None = None,
     num_classes: int | None = None,
     ignore_index: int | tuple[int, ...] | None = None,
@@ -161,10 +182,13 @@ def replay(
     Args:
         record: the flight record (path or loaded).
         dataset_factory: a function (or ``module:function``) returning the dataset, or the
-            DataLoader whose dataset and collate_fn to use. It must build the same dataset as
-            the crashed run (same files, same order), on the CPU.
+            DataLoader whose dataset and collate_fn to use; or that DataLoader itself. It must
+            build the same dataset as the crashed run (same files, same order), on the CPU.
         loss: a function (or ``module:function``) taking one collated batch, as the loader
             yields it, and computing the loss on the CPU; its exception is the precise error.
+        collate_fn: the loader's collate function (or ``module:function``), when the factory
+            returns a dataset; by default the DataLoader's own, else torch's
+            ``default_collate``.
         spec, num_classes, ignore_index, guard_loss: when any is given, every sample is
             loaded through :func:`labelguard.torch.guard`, which checks its target against
             them (LG201, LG102, LG103, LG204, LG206; with ``guard_loss``, the loss the target
@@ -184,11 +208,11 @@ def replay(
         load_callable(dataset_factory) if isinstance(dataset_factory, str) else dataset_factory
     )
     loss_fn = load_callable(loss) if isinstance(loss, str) else loss
-    made = factory()
-    if hasattr(made, "dataset") and hasattr(made, "collate_fn"):
-        dataset, collate = made.dataset, made.collate_fn
-    else:
-        dataset, collate = made, None
+    made: Any = factory if _is_loader(factory) else factory()
+    dataset, collate = (made.dataset, made.collate_fn) if _is_loader(made) else (made, None)
+    if collate_fn is not None:
+        collate = load_callable(collate_fn) if isinstance(collate_fn, str) else collate_fn
+    assumed = collate is None
     if collate is None:
         collate = require("torch.utils.data", "collate the replayed samples").default_collate
 
@@ -220,9 +244,14 @@ def replay(
     if batches is not None:
         chosen = chosen[:batches]
     results = tuple(
-        _replay_batch(_role(position), batch, dataset, guarded, collate, loss_fn)
+        _replay_batch(_role(position), batch, dataset, guarded, collate, loss_fn, assumed)
         for position, batch in enumerate(chosen)
     )
+    if any(r.batch_error and r.batch_error.startswith(_NOT_COLLATED) for r in results):
+        notes.append(
+            "no collate_fn was given and torch's default_collate fails on batches the crashed run's "
+            "loader collated: return the DataLoader from the dataset factory, or pass collate_fn="
+        )
     if results and not any(r.failed for r in results):
         notes.append(
             "nothing failed on the CPU: the fault may come from the model (an index computed "
@@ -248,7 +277,11 @@ def _replay_batch(
     guarded: Any,
     collate: Callable,
     loss_fn: Callable | None,
+    assumed: bool,
 ) -> BatchReplay:
+    """Load, check and collate one recorded batch, run the loss on it and, when anything
+    failed, on each sample alone. ``assumed``: ``collate`` is torch's default standing in for
+    a collate function nobody gave, which the loader of the run may not have used."""
     if batch.indices is None:
         return BatchReplay(role, batch, "the record has no indices for this batch", ())
     problems: dict[int, list[str]] = {}
@@ -272,6 +305,9 @@ def _replay_batch(
         try:
             collated = collate(list(items.values()))
         except Exception as exc:
+            if assumed:  # the run's loader collated these very samples: it collates otherwise
+                return BatchReplay(role, batch, f"{_NOT_COLLATED} ({_describe(exc)})",
+                                   _samples(batch, batch.indices, problems))
             batch_error = f"collate: {_describe(exc)}"
             for position, text in _odd_shapes(items).items():
                 problems[position].append(text)
@@ -279,6 +315,7 @@ def _replay_batch(
             if loss_fn is not None:
                 batch_error = _run_loss(loss_fn, collated)
     if loss_fn is not None and (batch_error or any(problems.values())):
+        alone_errors: dict[int, str] = {}
         for position, item in items.items():
             try:
                 alone = collate([item])
@@ -287,13 +324,30 @@ def _replay_batch(
                 continue
             error = _run_loss(loss_fn, alone)
             if error:
-                problems[position].append(error)
-    sources = batch.sources or (None,) * len(batch.indices)
-    samples = tuple(
+                alone_errors[position] = error
+        if assumed and batch_error and len(items) > 1 and len(alone_errors) == len(items) \
+                and len(set(alone_errors.values())) == 1:
+            # every sample fails alike: the form default_collate gave the batch, not a sample
+            batch_error += _ALIKE
+            alone_errors.clear()
+        for position, error in alone_errors.items():
+            problems[position].append(error)
+    return BatchReplay(role, batch, batch_error, _samples(batch, batch.indices, problems))
+
+
+def _samples(
+    batch: BatchRecord, indices: Sequence[int], problems: Mapping[int, list[str]]
+) -> tuple[SampleReplay, ...]:
+    sources = batch.sources or (None,) * len(indices)
+    return tuple(
         SampleReplay(index, source, tuple(problems[position]))
-        for position, (index, source) in enumerate(zip(batch.indices, sources))
+        for position, (index, source) in enumerate(zip(indices, sources))
     )
-    return BatchReplay(role, batch, batch_error, samples)
+
+
+def _is_loader(made: Any) -> bool:
+    """A DataLoader (or anything holding a dataset and its collate_fn, as record() returns)."""
+    return hasattr(made, "dataset") and hasattr(made, "collate_fn")
 
 
 def _run_loss(loss_fn: Callable, batch: Any) -> str | None:

@@ -18,11 +18,12 @@ Public API::
                         nothing back; reports them a step later (safe_targets.report());
                         TargetMonitor(...) for a monitor of one's own
     trace_nonfinite(model, optimizer=None)
-                        name the first module that produced a NaN/Inf (LG502) and the first
-                        whose output magnitude had exploded before it
+                        name the first module that produced a NaN/Inf (LG502), even one a later
+                        layer absorbed, and the first whose output magnitude had exploded before it
     watch(model, optimizer) -> DivergenceWatch
                         loss, gradient norm and activations growing by orders of magnitude
-                        before any NaN (LG508); kept on the device, read once per window
+                        before any NaN (LG508); kept on the device, read step by step at the
+                        start and after a doubling, else once per window
     audit_optimizer(model, optimizer, frozen=None)
                         frozen parameters optimised, trainable ones missing (LG504); freezes
                         that freeze nothing (LG507)

@@ -1,15 +1,22 @@
 """trace_nonfinite(model): name the first module that produced a NaN/Inf, at almost no cost.
 
-Steady state, each step costs one float32 sum over the model output (NaN and Inf poison
-it; one reduction and one sync on a GPU) and a copy of the RNG state; no per-module hooks.
-``detect_anomaly`` and an ``isfinite`` hook on every module cost 50 % or more of a step;
-this stays within a few per cent (benchmarks/bench_guard.py measures both in one run).
+A NaN or Inf need not reach the model output: ``sigmoid(inf)`` is 1, ``relu(-inf)`` is 0, so a
+value that overflowed inside the model can be absorbed by a later operation, and the output
+turns non-finite only steps later, where another module overflows. So each step the tracer
+sums the output of every module that can make a NaN/Inf of finite inputs (a float32 sum, which
+NaN and Inf poison; no host sync; ReLU, max pooling, nearest upsampling and the like cannot) and
+checks all the sums at the end of the forward at once (one sync), with a copy of the RNG state.
+``detect_anomaly`` and an ``isfinite`` hook on every module, which syncs on each, cost a large
+part of a step; this stays within a few per cent (benchmarks/bench_guard.py measures them all
+in one run).
 
-Only when the output is non-finite does the tracer replay that batch, with the same inputs
-and RNG state and without gradients, with hooks on every module, to find the first one whose
-output turned non-finite while its inputs were finite. Buffers (BatchNorm statistics) and
-RNG state are restored after the replay. Inputs modified in place by the forward itself
-are not restored, so the replay of such a model can differ from the original step.
+Only when a sum is non-finite does the tracer replay that batch, with the same inputs and RNG
+state and without gradients, with hooks on every module, to find the first one whose output
+turned non-finite while its inputs were finite, and raises at that step, whether the model
+output was finite or not. A sum that overflowed on finite values is told apart by the replay,
+which looks at the values. Buffers (BatchNorm statistics) and RNG state are restored after the
+replay. Inputs modified in place by the forward itself are not restored, so the replay of
+such a model can differ from the original step.
 
 The replay also measures each module's largest finite output magnitude, in the order the
 forward runs them: the module where values become non-finite is often only where they
@@ -41,6 +48,15 @@ log = logging.getLogger("labelguard.torch")
 # A module output this many times the model input's largest magnitude (at least 1) has
 # exploded: healthy activations stay within a few orders of magnitude of their input.
 EXPLODED = 1e6
+# Modules that cannot make a NaN/Inf of finite inputs, so never produce the first one: their
+# outputs are not summed (a non-finite input shows in the module that made it).
+_NEVER_FIRST = (nn.ReLU, nn.ReLU6, nn.Sigmoid, nn.Tanh, nn.Hardtanh, nn.Softmax, nn.Identity, nn.Flatten,
+                nn.Unflatten, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AdaptiveMaxPool1d,
+                nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d)
+_INTERPOLATING = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear")  # Upsample modes
+# What an error adds when the model output stayed finite after a module made a NaN/Inf.
+_ABSORBED = ("; the model output was still finite: an operation after it absorbed the value "
+             "(sigmoid(+-Inf) is 1 or 0, relu(-Inf) is 0), so the loss did not show it yet")
 
 
 def _float_tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -79,7 +95,8 @@ def _describe_stats(stats: dict[str, Any]) -> str:
 
 
 class NonFiniteTracer:
-    """Hooks that raise :class:`NonFiniteError` (LG502) on the first NaN/Inf of a model.
+    """Hooks that raise :class:`NonFiniteError` (LG502) on the first NaN/Inf any module of a
+    model produces, absorbed downstream or not.
 
     Use as a context manager (``with trace_nonfinite(model):``) or call :meth:`attach` and
     :meth:`detach`. ``step`` counts the traced model's forward calls.
@@ -95,6 +112,10 @@ class NonFiniteTracer:
         self._call: tuple[tuple, dict, dict] | None = None
         self._grad_output: list[torch.Tensor] = []
         self._replaying = False
+        self._sums: list[tuple[nn.Module, torch.Tensor]] = []  # this step's module outputs, summed
+        self._summed: torch.Tensor | None = None  # the output summed last (a container returns it again)
+        self._in_forward = False
+        self._warned = False
 
     def __enter__(self) -> "NonFiniteTracer":
         self.attach()
@@ -107,6 +128,9 @@ class NonFiniteTracer:
         if self._handles:
             return self
         self._handles.append(self.model.register_forward_pre_hook(self._before, with_kwargs=True))
+        for module in self.model.modules():
+            if module is not self.model and not _never_first(module):
+                self._handles.append(module.register_forward_hook(self._after_module))
         self._handles.append(self.model.register_forward_hook(self._after, with_kwargs=True))
         if self.backward:
             named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
@@ -121,6 +145,9 @@ class NonFiniteTracer:
         self._handles.clear()
         self._call = None
         self._grad_output = []
+        self._sums = []
+        self._summed = None
+        self._in_forward = False
 
     def check(self, value: torch.Tensor, what: str = "loss") -> None:
         """Raise LG502 when ``value`` (the loss) is non-finite; one sync on a GPU."""
@@ -151,14 +178,34 @@ class NonFiniteTracer:
             return
         self.step += 1
         self._call = (args, kwargs, _rng_states(args, kwargs))
+        self._sums, self._summed = [], None
+        self._in_forward = True
+
+    def _after_module(self, module: nn.Module, args: tuple, output: Any) -> None:
+        if not self._in_forward or self._replaying:
+            return
+        for tensor in _float_tensors(output):
+            if tensor is not self._summed:
+                self._sums.append((module, _poisoned_sum(tensor)))
+                self._summed = tensor
 
     def _after(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
         if self._replaying:
             return
+        self._in_forward, self._summed = False, None
         tensors = list(_float_tensors(output))
-        if tensors and not _all_finite(tensors):
-            call, self._call = self._call, None
-            raise self._locate_forward(call, output)
+        sums, self._sums = self._sums + [(self.model, _poisoned_sum(t)) for t in tensors], []
+        if sums:
+            device = sums[0][1].device
+            finite = torch.isfinite(torch.stack([total.to(device) for _, total in sums]))
+            if not bool(finite.all()):  # the one sync of the step
+                call, self._call = self._call, None
+                if tensors and not _all_finite(tensors):
+                    raise self._locate_forward(call, output)
+                inner = [sums[i][0] for i in (~finite).nonzero()[:, 0].tolist() if sums[i][0] is not self.model]
+                absorbed = self._locate_absorbed(call, inner[0]) if inner else None
+                if absorbed is not None:
+                    raise absorbed
         # The call stays until the next forward, so that a non-finite loss can be replayed
         # (it holds the batch the loop holds anyway, never the output).
         if self.backward and torch.is_grad_enabled():
@@ -188,6 +235,21 @@ class NonFiniteTracer:
                 stats={"output": root_stats},
             )
         return self._forward_error(found)
+
+    def _locate_absorbed(self, call: tuple | None, module: nn.Module) -> NonFiniteError | None:
+        """The error for a non-finite value that ``module`` output while the model output
+        stayed finite, as the replay finds it; None when the replay finds none (the sum
+        overflowed on finite values)."""
+        found = self._replay(call) if call is not None else {}
+        if "kind" in found:
+            return self._forward_error(found, absorbed=True)
+        if not self._warned:
+            self._warned = True
+            names = {id(m): n for n, m in self.model.named_modules()}
+            log.warning("step %d: the sum of the output of %s was not finite, but a replay of the batch found no "
+                        "NaN/Inf (finite values too large to sum in float32, or a forward that is not "
+                        "deterministic); not reported", self.step, module_label(names.get(id(module), "?"), module))
+        return None
 
     def _replay(self, call: tuple) -> dict[str, Any]:
         """Run the call again without gradients, hooks on every module: where the first
@@ -252,9 +314,10 @@ class NonFiniteTracer:
                                  "magnitude": exploded[1], "input_scale": scale}
         return found
 
-    def _forward_error(self, found: dict[str, Any]) -> NonFiniteError:
+    def _forward_error(self, found: dict[str, Any], absorbed: bool = False) -> NonFiniteError:
         step = f"LG502 step {self.step}"
         exploded = self._explosion_text(found)
+        seen = exploded + (_ABSORBED if absorbed else "")
         if found["kind"] == "input" and found["parent"] is None:
             stats = {"input": found["input"]}
             return NonFiniteError(
@@ -272,9 +335,9 @@ class NonFiniteTracer:
             return NonFiniteError(
                 f"{step}: the first non-finite value was produced inside the forward of "
                 f"{module_label(name, parent)} before it called {module_label(found['name'], child)}: "
-                f"the value passed to it {_describe_stats(found['input'])}{exploded}. Hint: {hint}",
+                f"the value passed to it {_describe_stats(found['input'])}{seen}. Hint: {hint}",
                 module=name, module_type=type(parent).__name__, step=self.step,
-                stats={"input": found["input"], "exploded": _exploded_stats(found)},
+                stats={"input": found["input"], "exploded": _exploded_stats(found), "absorbed": absorbed},
             )
         module, name = found["module"], found["name"]
         params = {
@@ -301,9 +364,9 @@ class NonFiniteTracer:
                     "unsafe operation (log/sqrt/division near 0, exp, float16 range); clamp the "
                     "input, add an epsilon, or compute that module in float32.")
         stats = {"output": found["output"], "input": found["input"], "parameters": params,
-                 "exploded": _exploded_stats(found)}
+                 "exploded": _exploded_stats(found), "absorbed": absorbed}
         return NonFiniteError(
-            "; ".join(parts) + f"{exploded}. Hint: {hint}",
+            "; ".join(parts) + f"{seen}. Hint: {hint}",
             module=name, module_type=type(module).__name__, step=self.step, stats=stats,
         )
 
@@ -401,6 +464,20 @@ def _exploded_stats(found: dict[str, Any]) -> dict[str, Any] | None:
 
 
 
+def _never_first(module: nn.Module) -> bool:
+    """True for a module that cannot turn finite inputs into a NaN/Inf."""
+    if isinstance(module, nn.Upsample):
+        return module.mode in _INTERPOLATING
+    return isinstance(module, _NEVER_FIRST)
+
+
+def _poisoned_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """A float32 sum of ``tensor`` on its device, which a NaN or Inf in it poisons (a complex
+    tensor's parts summed as reals); no host sync."""
+    data = tensor.detach()
+    return torch.sum(torch.view_as_real(data) if data.is_complex() else data, dtype=torch.float32)
+
+
 def _total_norm_finite(grads: list[torch.Tensor]) -> bool:
     total_norm = getattr(torch.nn.utils, "get_total_norm", None)
     if total_norm is not None:
@@ -431,7 +508,8 @@ def trace_nonfinite(model: nn.Module, *, backward: bool = False,
     """Raise LG502 naming the first module that produced a NaN/Inf in ``model``.
 
     Args:
-        model: the model to trace; only its output is checked at each step.
+        model: the model to trace; at each step the output of each of its modules that can
+            make a NaN/Inf of finite inputs is summed, and the sums checked at once (one sync).
         backward: also check the gradients once per backward pass (one more reduction
             and sync per step).
         optimizer: the model's optimizer, audited (LG504/LG507) only when a non-finite
@@ -444,9 +522,10 @@ def trace_nonfinite(model: nn.Module, *, backward: bool = False,
 
     Raises:
         NonFiniteError: from the forward (or backward) call that produced the first
-            non-finite value, naming the module's qualified name and type, its input/output
-            statistics, its non-finite parameters, the step, and the first module whose
-            output magnitude had exploded before it (``stats["exploded"]``).
+            non-finite value, also when a later operation absorbed it and the model output
+            stayed finite (``stats["absorbed"]``), naming the module's qualified name and type,
+            its input/output statistics, its non-finite parameters, the step, and the first
+            module whose output magnitude had exploded before it (``stats["exploded"]``).
 
     Example::
 

@@ -73,7 +73,8 @@ class LabelGuardCallback(pl.Callback):
         watch: watch the training for divergence (:func:`labelguard.torch.watch`, warnings
             logged as they are found); the loss is the one Lightning backpropagates. With
             several optimizers, each forward of the module counts as a step.
-        watch_every: the watch's window of steps.
+        watch_every: the watch's window of steps once training is calm (its first steps
+            and those after growth are read one by one: :func:`labelguard.torch.watch`).
 
     Attributes:
         report: the preflight report, after fit start.
