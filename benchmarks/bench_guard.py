@@ -9,19 +9,31 @@
    ever adds time). Also the guard's own cost per sample, timed in the
    main process: the CPU it adds, wherever it runs.
 2. ``checked(CrossEntropyLoss)``: in-memory batches, with the loss checked.
-3. ``trace_nonfinite`` against ``torch.autograd.detect_anomaly`` and against a naive
-   ``isfinite`` forward hook on every module, on in-memory batches. Every variant runs on
-   each batch in turn; the figure is the median of the per-batch ratios to the plain step.
+3. ``trace_nonfinite`` (a float32 sum of the output of each module that can make a NaN/Inf,
+   one sync a step) against ``torch.autograd.detect_anomaly`` and against a naive
+   ``isfinite`` forward hook on every module (a sync on each), on in-memory batches. Every
+   variant runs on each batch in turn; the figure is the median of the per-batch ratios to
+   the plain step, and for trace_nonfinite also its own work, timed inside its hooks, over
+   the plain steps' time (as for 4.).
 4. ``watch(model, optimizer)`` (LG508: loss, gradient norm and activation magnitudes kept on
-   the device, read back once per window), in the same rotation as 2. and 3.; its hooks stay
-   attached across steps, as in training.
+   the device), its steps taking turns with a plain step and a second plain one (the noise
+   floor) on each batch; its hooks stay attached across its steps, as in training. Its cost
+   has two phases, measured apart: close (the first 16 steps and those after growth: each
+   step read back, every output measured) and calm (one read per 16 steps, outputs measured
+   on every 4th step). Two figures for each, both over the plain steps of the same batches:
+   the watch's own work, timed inside its hooks (what it adds, which on a shared machine the
+   noise of whole steps hides), and whole steps, as the median over blocks of 4 consecutive
+   watched steps (one measuring step each: a median of single steps would leave it out) of a
+   block's time over its plain steps' time.
 
 5. The audit of tokenized datasets (the token rules that ``guard(model=...)`` and preflight
    also run): rows/s against a plain pyarrow scan of the same columns, through
    ``benchmarks/bench_tokens.py`` (which also measures peak memory; run it alone for more).
+6. ``guard()`` on a detection set, its class ids and boxes checked (LG102, LG301), through
+   ``benchmarks/bench_guard_detection.py`` (run it alone for more rounds).
 
-The targets: guard <= 3 % of step time, trace_nonfinite <= 5 %, watch <= 3 %, the token audit
->= 0.5x the pyarrow scan.
+The targets: guard <= 3 % of step time (segmentation, 1., and detection with its box checks,
+6.), trace_nonfinite <= 5 %, watch (calm) <= 2 %, the token audit >= 0.5x the pyarrow scan.
 
 Usage::
 
@@ -44,7 +56,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from labelguard.torch import checked, guard, trace_nonfinite, watch
+from labelguard.torch import DivergenceWatch, NonFiniteTracer, checked, guard
+
+import bench_guard_detection  # noqa: E402  (the script beside this one)
 
 NUM_CLASSES = 9
 
@@ -193,12 +207,39 @@ class NaiveHooks:
             handle.remove()
 
 
-def bench_step_tools(batches, rounds: int) -> dict[str, float]:
+class TimedTracer(NonFiniteTracer):
+    """trace_nonfinite's tracer, adding up the time spent in its hooks and ``check``
+    (``spent``): its own work, which the noise of whole steps hides on a shared machine."""
+
+    spent = 0.0
+
+    def _timed(self, work, *args):
+        started = time.perf_counter()
+        try:
+            work(*args)
+        finally:
+            self.spent += time.perf_counter() - started
+
+    def check(self, value, what="loss"):
+        self._timed(super().check, value, what)
+
+    def _before(self, module, args, kwargs):
+        self._timed(super()._before, module, args, kwargs)
+
+    def _after_module(self, module, args, output):
+        self._timed(super()._after_module, module, args, output)
+
+    def _after(self, module, args, kwargs, output):
+        self._timed(super()._after, module, args, kwargs, output)
+
+
+def bench_step_tools(batches, rounds: int) -> tuple[dict[str, tuple[float, float]], float]:
+    """2./3.: each variant's median step and median per-batch ratio to the plain step; and the
+    tracer's own work over the plain steps' time."""
     model = small_net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     plain_loss, checked_loss = nn.CrossEntropyLoss(), checked(nn.CrossEntropyLoss())
-    tracer = trace_nonfinite(model)
-    watcher = watch(model, optimizer)
+    tracer = TimedTracer(model)
     variants = {
         "plain": dict(loss_fn=plain_loss),
         "plain again (noise floor)": dict(loss_fn=plain_loss),
@@ -206,7 +247,6 @@ def bench_step_tools(batches, rounds: int) -> dict[str, float]:
         "trace_nonfinite": dict(loss_fn=plain_loss, context=lambda: tracer, check_loss=tracer.check),
         "isfinite hook on every module": dict(loss_fn=plain_loss, context=lambda: NaiveHooks(model)),
         "detect_anomaly": dict(loss_fn=plain_loss, context=torch.autograd.detect_anomaly),
-        "watch": dict(loss_fn=plain_loss, check_loss=watcher.observe, attach=watcher),
     }
     for batch in batches[:2]:  # warm-up
         one_step(batch, model, optimizer, plain_loss)
@@ -217,18 +257,82 @@ def bench_step_tools(batches, rounds: int) -> dict[str, float]:
             for batch in batches:  # every variant on every batch, in turn
                 order.append(order.pop(0))
                 for name in order:
-                    variant = dict(variants[name])
-                    attached = variant.pop("attach", None)
-                    if attached is not None:
-                        attached.attach()  # hooks on, as in training: attaching is not timed
-                    times[name].append(one_step(batch, model, optimizer, **variant))
-                    if attached is not None:
-                        attached.detach()
-    watcher.report()
+                    times[name].append(one_step(batch, model, optimizer, **variants[name]))
     # Steps of one batch ran back to back: their ratio to the plain step is what noise spares.
-    return {name: (statistics.median(values),
-                   statistics.median(v / p for v, p in zip(values, times["plain"])))
-            for name, values in times.items()}
+    return ({name: (statistics.median(values), statistics.median(v / p for v, p in zip(values, times["plain"])))
+             for name, values in times.items()}, tracer.spent / sum(times["plain"]))
+
+
+class TimedWatch(DivergenceWatch):
+    """The watch, adding up the time spent in its hooks and ``observe`` (``spent``): its own
+    work, which the noise of a shared machine hides in whole-step times."""
+
+    spent = 0.0
+
+    def _timed(self, work, *args):
+        started = time.perf_counter()
+        work(*args)
+        self.spent += time.perf_counter() - started
+
+    def observe(self, loss):
+        self._timed(super().observe, loss)
+
+    def _after_module(self, position, output):
+        self._timed(super()._after_module, position, output)
+
+    def _before_step(self, optimizer, args, kwargs):
+        self._timed(super()._before_step, optimizer, args, kwargs)
+
+    def _after_step(self, optimizer, args, kwargs):
+        self._timed(super()._after_step, optimizer, args, kwargs)
+
+
+def bench_watch(batches, rounds: int) -> dict[str, tuple[float, ...]]:
+    """4.: the watch's cost per phase: its own work and the whole step, each over the plain
+    step (and the second plain step's, the noise floor), with the steps measured."""
+    model = small_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    watcher = TimedWatch(model, optimizer)
+    for batch in batches[:2]:  # warm-up
+        one_step(batch, model, optimizer, loss_fn)
+    times: dict[str, list[float]] = {"plain": [], "again": [], "watch": []}
+    own: list[float] = []
+    order = list(times)
+    for _ in range(rounds):
+        for batch in batches:  # the three on every batch, in turn
+            order.append(order.pop(0))
+            for name in order:
+                if name == "watch":
+                    watcher.attach()  # hooks on, as in training: attaching is not timed
+                    watcher.spent = 0.0
+                    times[name].append(one_step(batch, model, optimizer, loss_fn, check_loss=watcher.observe))
+                    own.append(watcher.spent)
+                    watcher.detach()
+                else:
+                    times[name].append(one_step(batch, model, optimizer, loss_fn))
+    watcher.report()
+    # Watched step n (from 1) was read back alone in the close phase.
+    close = {h["steps"][0] for h in watcher.history if h["steps"][0] == h["steps"][1]}
+    plain, watched, again = times["plain"], times["watch"], times["again"]
+    result: dict[str, tuple[float, ...]] = {"plain step": (statistics.median(plain), len(plain))}
+    phases = {"close": [i for i in range(len(watched)) if i + 1 in close],
+              "calm": [i for i in range(len(watched)) if i + 1 not in close]}
+    for phase, steps in phases.items():
+        if not steps:
+            continue
+        # its own work, over the plain steps of the same batches
+        work = sum(own[i] for i in steps) / sum(plain[i] for i in steps)
+        # whole steps: blocks of sample_every consecutive watched steps (one measuring step
+        # each), each block's time over its plain steps'; the median of the blocks
+        blocks: dict[int, list[int]] = {}
+        for i in steps:
+            blocks.setdefault(i // watcher.sample_every, []).append(i)
+        full = [b for b in blocks.values() if len(b) == watcher.sample_every] or list(blocks.values())
+        whole = [statistics.median(sum(variant[i] for i in b) / sum(plain[i] for i in b) for b in full)
+                 for variant in (watched, again)]
+        result[phase] = (work, whole[0], whole[1], len(steps))
+    return result
 
 
 @contextlib.contextmanager
@@ -275,18 +379,30 @@ def main() -> None:
               "of a step")
 
         batches = memory_batches(root, names, args.batch_size, count=4 if args.quick else 10)
-        steps = bench_step_tools(batches, rounds=1 if args.quick else 4)
-        print("\n2./3./4. per-step tools on in-memory batches, every variant on each batch in turn "
+        steps, tracer_work = bench_step_tools(batches, rounds=1 if args.quick else 4)
+        print("\n2./3. per-step tools on in-memory batches, every variant on each batch in turn "
               "(median step time; median of the per-batch ratios to the plain step)")
         for name, (value, ratio) in steps.items():
             print(f"   {name:30s} {value * 1e3:8.2f} ms/step   {ratio:5.2f}x")
         trace, anomaly = steps["trace_nonfinite"][1] - 1, steps["detect_anomaly"][1] - 1
-        print(f"\n   trace_nonfinite overhead {trace * 100:+.1f} % (target <= 5 %); "
-              f"detect_anomaly {anomaly * 100:+.1f} %")
-        watched = steps["watch"][1] - 1
         floor = steps["plain again (noise floor)"][1] - 1
-        print(f"   watch overhead {watched * 100:+.1f} % (target <= 3 %; noise floor {floor * 100:+.1f} %)")
+        print(f"\n   trace_nonfinite overhead {trace * 100:+.1f} % (target <= 5 %; noise floor {floor * 100:+.1f} %), "
+              f"its own work {tracer_work * 100:.1f} % of a plain step; detect_anomaly {anomaly * 100:+.1f} %")
+
+        watched = bench_watch(batches, rounds=2 if args.quick else 15)
+        plain, count = watched["plain step"]
+        print(f"\n4. watch(model, optimizer): plain, a second plain and watched steps on each batch in turn "
+              f"({count:.0f} each; plain step {plain * 1e3:.2f} ms, median)")
+        for phase, what in (("calm", "one read per 16 steps, outputs measured on every 4th"),
+                            ("close", "every step read back and all outputs measured")):
+            if phase in watched:
+                work, whole, floor, steps_measured = watched[phase]
+                target = " (target <= 2 %)" if phase == "calm" else ""
+                print(f"   {phase:5s} ({what}; {steps_measured:.0f} steps): its own work {work * 100:.1f} % of a "
+                      f"plain step{target}; whole steps {(whole - 1) * 100:+.1f} % (noise floor "
+                      f"{(floor - 1) * 100:+.1f} %)")
         bench_token_audit(root, 20_000 if args.quick else args.token_rows, repeat=2 if args.quick else 5)
+    bench_guard_detection.report(args.quick)
 
 
 def bench_token_audit(root: Path, rows: int, repeat: int) -> None:

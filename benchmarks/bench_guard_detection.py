@@ -16,7 +16,7 @@ Usage::
     python benchmarks/bench_guard_detection.py            # about a minute on 2 cores
     python benchmarks/bench_guard_detection.py --quick    # a smoke run
 
-``benchmarks/bench_guard.py`` runs it after its own parts.
+``benchmarks/bench_guard.py`` runs it (quick or not) after its own parts.
 """
 
 from __future__ import annotations

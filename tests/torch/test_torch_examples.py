@@ -45,3 +45,43 @@ def test_torchvision_example_names_the_mask_file(tmp_path):
     assert "SegmentationClass/2007_000011.png" in result.stderr
     assert "label value 21 in 16 pixels" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_seed_000_reproduces_the_stray_class_and_labelguard_names_it(tmp_path):
+    result = run("seed_000.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "labels.txt written by scanning the XMLs: ['0', '1', '2', '3', '5']" in out
+    assert "IndexError: Target 4 is out of bounds." in out
+    assert "cause 1 (likely): a label is >= the number of classes" in out
+    assert "LG214 " in out and "the data uses '5' (1 object)" in out
+    assert "LG102 sample 13 (000013.xml): values [4]" in out
+    assert "LG301 sample 6 (" in out and "000006.xml): 1 box degenerate of the 32x24 image" in out
+    assert "xmin 20 >= xmax 8" in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_seed_002_reproduces_the_nan_into_bceloss_and_labelguard_names_its_sources(tmp_path):
+    result = run("seed_002.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "RuntimeError: all elements of input should be between 0 and 1" in out
+    assert "LG507: 'sub_mean' (MeanShift), 'add_mean' (MeanShift) set requires_grad = False" in out
+    assert "watch: LG508 training is diverging (step 3)" in out  # before the non-finite loss of step 4
+    assert "trace_nonfinite: LG502 step " in out
+    assert "8 pairs of 12x12 -> 24x24 accepted" in out
+    assert "LG206 sample 5: image shape (3, 12, 12) and target shape (3, 36, 36)" in out
+
+
+def test_seed_003_reproduces_the_forgotten_background_and_the_odd_slice(tmp_path):
+    result = run("seed_003.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "IndexError: Target 2 is out of bounds." in out
+    assert "LG201 case0001_slice000.npz: label value 2 in 100 pixels is outside [0, 2)" in out
+    assert "num_classes must be 3 (count the background too)" in out
+    assert "LG213 1 mask of " in out and "differs in shape from the 15 of 16 there that are 32x32: 64x64 in 1" in out
+    assert "LG004 train.txt: " in out
+    assert "RuntimeError: stack expects each tensor to be equal size" in out
+    assert "guard_collate: LG206 batch: " in out and "case0002_slice005.npz" in out
+    assert list(tmp_path.iterdir()) == []
