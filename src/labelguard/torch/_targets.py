@@ -227,7 +227,7 @@ def detection_boxes(sample: Any, selected: Any, layout: str | bool | None) -> De
         classes = classes.reshape(-1).tolist() if getattr(classes, "device", None) in (None, _CPU) else None
     if not isinstance(classes, list) or len(classes) != len(array):
         classes = [None] * len(array)
-    if written is None and not normalised and len(array) and np.nanmax(np.abs(array)) <= 1.0:
+    if written is None and not normalised and len(array) and np.abs(array).max() <= 1.0:
         # Every value a fraction of the image, on an input of pixels, and no layout said: DETR's
         # centre and size or albumentations' corners; which one, nothing tells.
         return DetectionBoxes(array, None, True, classes, canvas)
@@ -301,7 +301,10 @@ def _box_array(values: Any, what: str, exact: int = 4) -> np.ndarray | None:
         if values.is_nested or values.layout != torch.strided or values.is_complex():
             raise TargetProblem(f"the target's {what} are a {values.layout} tensor of {values.dtype}: expected "
                                 f"a dense (n, {exact}) tensor of numbers")
-        array = values.detach().to(torch.float64).numpy()
+        plain = values.detach()
+        if plain.dtype in (torch.bfloat16, torch.float16) or plain.dtype.is_floating_point and plain.itemsize == 1:
+            plain = plain.float()  # numpy has no bfloat16 or float8
+        array = np.asarray(plain.numpy(), dtype=np.float64)
     else:
         try:
             array = np.asarray(values, dtype=np.float64)
