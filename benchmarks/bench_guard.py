@@ -139,34 +139,9 @@ def bench_guard(root: Path, names: list[str], rounds: int, batch_size: int) -> d
     model = small_net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
-    for loader in loaders.values():  # warm-up: workers, allocator
-        train_epoch(loader, model, optimizer, loss_fn)
-    ratios: dict[str, list[float]] = {"guarded": [], "again": []}
-    best = {name: float("inf") for name in loaders}
-    order = list(loaders)
-    for _ in range(rounds):
-        order.append(order.pop(0))
-        epoch = {}
-        for name in order:
-            epoch[name] = statistics.median(train_epoch(loaders[name], model, optimizer, loss_fn))
-            best[name] = min(best[name], epoch[name])
-        for name in ratios:
-            ratios[name].append(epoch[name] / epoch["plain"])
-    # Other load on the machine only ever adds time: the paired ratio and the best epoch of
-    # each are what it spares.
-    result = dict(best)
-    result.update({f"ratio {name}": statistics.median(values) for name, values in ratios.items()})
-
-    per_sample_plain, per_sample_guarded = [], []
-    for index in range(len(names)):
-        started = time.perf_counter()
-        plain[index]
-        middle = time.perf_counter()
-        guarded[index]
-        per_sample_guarded.append(time.perf_counter() - middle)
-        per_sample_plain.append(middle - started)
-    result["load"] = statistics.median(per_sample_plain)
-    result["check"] = statistics.median(per_sample_guarded) - result["load"]
+    result = bench_guard_detection.epochs_in_turn(
+        loaders, lambda loader: train_epoch(loader, model, optimizer, loss_fn), rounds)
+    result.update(bench_guard_detection.per_sample(plain, guarded, len(names)))
     return result
 
 

@@ -138,6 +138,44 @@ def train_epoch(loader, model, optimizer) -> list[float]:
     return times[1:]  # the first step waits for the workers' first batches
 
 
+def epochs_in_turn(loaders: dict, run_epoch, rounds: int) -> dict[str, float]:
+    """Each loader's best epoch (the median of its step times) and the median over rounds of
+    "guarded" and "again" (a second plain loader: the noise floor) over "plain", their epochs
+    taking turns after one warm-up epoch each (workers, allocator), the order rotated each round.
+    Other load on the machine only ever adds time: the paired ratio and the best epoch of each
+    are what it spares."""
+    for loader in loaders.values():
+        run_epoch(loader)
+    ratios: dict[str, list[float]] = {"guarded": [], "again": []}
+    best = {name: float("inf") for name in loaders}
+    order = list(loaders)
+    for _ in range(rounds):
+        order.append(order.pop(0))
+        epoch = {}
+        for name in order:
+            epoch[name] = statistics.median(run_epoch(loaders[name]))
+            best[name] = min(best[name], epoch[name])
+        for name in ratios:
+            ratios[name].append(epoch[name] / epoch["plain"])
+    result = dict(best)
+    result.update({f"ratio {name}": statistics.median(values) for name, values in ratios.items()})
+    return result
+
+
+def per_sample(plain, guarded, count: int) -> dict[str, float]:
+    """The median time to load a sample ("load") and what the guard adds to it ("check"),
+    timed in this process, the two datasets taking turns sample by sample."""
+    loads, checks = [], []
+    for index in range(count):
+        started = time.perf_counter()
+        plain[index]
+        middle = time.perf_counter()
+        guarded[index]
+        checks.append(time.perf_counter() - middle)
+        loads.append(middle - started)
+    return {"load": statistics.median(loads), "check": statistics.median(checks) - statistics.median(loads)}
+
+
 def bench_detection(root: Path, ids: list[str], rounds: int, batch_size: int) -> dict[str, float]:
     plain = VOCDetection(root, ids)
     guarded = guard(VOCDetection(root, ids), num_classes=len(CLASSES) + 1)
@@ -149,31 +187,8 @@ def bench_detection(root: Path, ids: list[str], rounds: int, batch_size: int) ->
     torch.manual_seed(0)
     model = TinyDetector()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for loader in loaders.values():  # warm-up: workers, allocator
-        train_epoch(loader, model, optimizer)
-    ratios: dict[str, list[float]] = {"guarded": [], "again": []}
-    best = {name: float("inf") for name in loaders}
-    order = list(loaders)
-    for _ in range(rounds):
-        order.append(order.pop(0))
-        epoch = {}
-        for name in order:
-            epoch[name] = statistics.median(train_epoch(loaders[name], model, optimizer))
-            best[name] = min(best[name], epoch[name])
-        for name in ratios:
-            ratios[name].append(epoch[name] / epoch["plain"])
-    result = dict(best)
-    result.update({f"ratio {name}": statistics.median(values) for name, values in ratios.items()})
-    per_plain, per_guarded = [], []
-    for index in range(len(ids)):
-        started = time.perf_counter()
-        plain[index]
-        middle = time.perf_counter()
-        guarded[index]
-        per_guarded.append(time.perf_counter() - middle)
-        per_plain.append(middle - started)
-    result["load"] = statistics.median(per_plain)
-    result["check"] = statistics.median(per_guarded) - result["load"]
+    result = epochs_in_turn(loaders, lambda loader: train_epoch(loader, model, optimizer), rounds)
+    result.update(per_sample(plain, guarded, len(ids)))
     return result
 
 
