@@ -12,7 +12,7 @@ This script builds such a set in a temporary folder and runs, in order:
    device assert is ``IndexError: Target 4 is out of bounds`` from the loss;
 2. ``labelguard explain`` on that error;
 3. ``labelguard.audit`` with ``num_classes=4``: LG214 (the scanned list names a class past
-   the count, used by the stray file) and LG101 for the stray file, by name;
+   the count, '5', and the data uses it: the stray file's object);
 4. the same training under ``labelguard.torch.guard``: the error names the sample, the XML
    file and the value before the loss runs; with the list fixed, a box drawn with its corners
    flipped is LG301 and the stray file's KeyError is recorded as LG001, each naming its XML.

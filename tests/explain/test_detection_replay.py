@@ -139,7 +139,8 @@ def test_without_the_loaders_collate_no_sample_is_blamed_and_the_fix_is_named(de
     path, data = detection
     report = replay(path, data.make_dataset, loss=data.cpu_loss)
     assert report.failing_samples == []
-    assert report.failed
+    assert not report.failed and not report.replayed  # nothing was checked: neither passed nor failed
+    assert not any("nothing failed on the CPU" in note for note in report.notes)
     assert all(batch.batch_error.startswith("not replayed: torch's default_collate (no collate_fn given) cannot "
                                             "collate it (RuntimeError: stack expects each tensor to be equal size")
                for batch in report.batches)
@@ -184,3 +185,61 @@ def test_the_cli_takes_the_loaders_collate_fn_for_a_dataset_factory(detection):
     ])
     assert result.exit_code == 1, result.output
     assert result.output.startswith(f"labelguard replay: 1 sample fails on the CPU: index {BAD_INDEX}")
+
+
+def test_the_cli_exits_2_when_no_batch_could_be_replayed(detection):
+    path, _ = detection
+    result = CliRunner().invoke(main, [
+        "replay", str(path), "--dataset-factory", "detection_data:make_dataset", "--loss", "detection_data:cpu_loss",
+    ])
+    assert result.exit_code == 2, result.output
+    assert "samples not checked" in result.output and "passed" not in result.output
+
+
+SEGMENTATION_MODULE = '''
+import torch
+import torch.nn.functional as F
+from torch.utils.data import Dataset
+
+
+class Borders(Dataset):
+    """VOC-style masks: every one outlined with 255, which the loss below does not ignore."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        mask = torch.zeros(8, 8, dtype=torch.int64)
+        mask[2:6, 2:6] = 1
+        mask[0] = 255
+        return torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(index)), mask
+
+
+def make_dataset():
+    return Borders()
+
+
+def cpu_loss(batch):
+    images, masks = batch
+    torch.manual_seed(0)
+    return F.cross_entropy(torch.nn.Conv2d(3, 2, 1)(images), masks)
+'''
+
+
+def test_a_value_every_sample_holds_is_blamed_on_every_sample_not_on_the_batch(tmp_path, monkeypatch):
+    """Every mask holds 255 and default_collate is the run's own collate: the loss fails on the
+    batch and on each sample alike with a value error, which is each sample's, not the form's."""
+    (tmp_path / "seg_data.py").write_text(textwrap.dedent(SEGMENTATION_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "seg_data", raising=False)
+    import seg_data
+    from torch.utils.data import DataLoader
+
+    path = tmp_path / "flight.json"
+    with pytest.raises(IndexError, match="Target 255 is out of bounds"):
+        for batch in record(DataLoader(seg_data.make_dataset(), batch_size=4), path, sync=True):
+            seg_data.cpu_loss(batch)
+    report = replay(path, seg_data.make_dataset, loss=seg_data.cpu_loss)
+    assert report.summary == "4 samples fail on the CPU: index 0, 1, 2, 3"
+    assert all(s.problems == ("loss: IndexError: Target 255 is out of bounds.",) for s in report.failing_samples)
+    sys.modules.pop("seg_data", None)

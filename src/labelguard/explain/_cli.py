@@ -102,7 +102,8 @@ def replay_command(record, dataset_factory, loss, collate_fn, num_classes, ignor
     loss run on the CPU, where a bad target raises a Python error naming its value. With
     --num-classes (or --guard-loss) every sample also goes through labelguard.torch.guard.
     Modules are imported from the current directory, as `python -m` would. Exit 1 when a
-    recorded sample fails.
+    recorded sample fails, 2 when no recorded batch could be replayed (torch's default_collate
+    cannot collate what the run's loader did: give --collate-fn).
 
     \b
     Example:
@@ -128,7 +129,8 @@ def replay_command(record, dataset_factory, loss, collate_fn, num_classes, ignor
         from labelguard.explain._render import render_replay
 
         click.echo(render_replay(report), nl=False)
-    sys.exit(1 if report.failed else 0)
+    # 1: a recorded sample (or batch) fails; 2: nothing could be replayed (give the collate_fn).
+    sys.exit(1 if report.failed else 0 if report.replayed or not report.batches else 2)
 
 
 def _read_log(log: str | None, text: str | None) -> str:

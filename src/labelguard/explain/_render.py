@@ -173,8 +173,11 @@ def render_replay(report: ReplayReport) -> str:
             where = f"index {sample.index}" + (f" ({sample.source})" if sample.source else "")
             for problem in sample.problems:
                 out.append(_wrap(f"{where}: {problem}", "  ", "    "))
-        passed = len(batch.samples) - len(failing)
-        out.append(f"  {passed} of {len(batch.samples)} samples passed")
+        if not batch.replayed:
+            out.append(f"  {len(batch.samples)} samples not checked")
+        else:
+            passed = len(batch.samples) - len(failing)
+            out.append(f"  {passed} of {len(batch.samples)} samples passed")
         out.append("")
     for note in report.notes:
         out.append(_wrap(f"note: {note}", "", "      "))

@@ -83,14 +83,21 @@ class BatchReplay:
     samples: tuple[SampleReplay, ...]
 
     @property
+    def replayed(self) -> bool:
+        """False for a batch torch's default_collate, standing in for the run's own collate,
+        could not collate: nothing of it was checked."""
+        return not (self.batch_error or "").startswith(_NOT_COLLATED)
+
+    @property
     def failed(self) -> bool:
-        return self.batch_error is not None or any(not s.ok for s in self.samples)
+        return self.replayed and (self.batch_error is not None or any(not s.ok for s in self.samples))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "role": self.role,
             "batch": self.batch.to_dict(),
             "batch_error": self.batch_error,
+            "replayed": self.replayed,
             "failed": self.failed,
             "samples": [s.to_dict() for s in self.samples],
         }
@@ -111,6 +118,11 @@ class ReplayReport:
         return any(b.failed for b in self.batches)
 
     @property
+    def replayed(self) -> bool:
+        """False when no recorded batch could be replayed (none was checked)."""
+        return any(b.replayed for b in self.batches)
+
+    @property
     def failing_samples(self) -> list[SampleReplay]:
         return [s for b in self.batches for s in b.samples if not s.ok]
 
@@ -120,9 +132,10 @@ class ReplayReport:
         if failing:
             indices = shorten((s.index for s in failing), 10)
             return f"{plural(len(failing), 'sample')} {verb(len(failing), 'fails')} on the CPU: index {indices}"
-        errors = [b.batch_error for b in self.batches if b.batch_error]
-        if errors and all(e.startswith(_NOT_COLLATED) for e in errors):
-            return (f"{plural(len(errors), 'recorded batch')} not replayed: torch's default_collate cannot "
+        errors = [b.batch_error for b in self.batches if b.batch_error and b.replayed]
+        unreplayed = [b for b in self.batches if not b.replayed]
+        if unreplayed and not errors:
+            return (f"{plural(len(unreplayed), 'recorded batch')} not replayed: torch's default_collate cannot "
                     "collate what the crashed run's loader did, and no collate_fn was given")
         if errors:
             return "a recorded batch fails on the CPU as a whole, no single sample does"
@@ -252,7 +265,7 @@ def replay(
             "no collate_fn was given and torch's default_collate fails on batches the crashed run's "
             "loader collated: return the DataLoader from the dataset factory, or pass collate_fn="
         )
-    if results and not any(r.failed for r in results):
+    if any(r.replayed for r in results) and not any(r.failed for r in results):
         notes.append(
             "nothing failed on the CPU: the fault may come from the model (an index computed "
             "inside it, NaN weights) rather than the samples; run the guard in the training loop"
@@ -326,8 +339,9 @@ def _replay_batch(
             if error:
                 alone_errors[position] = error
         if assumed and batch_error and len(items) > 1 and len(alone_errors) == len(items) \
-                and len(set(alone_errors.values())) == 1:
-            # every sample fails alike: the form default_collate gave the batch, not a sample
+                and len(set(alone_errors.values())) == 1 and _about_form(batch_error):
+            # every sample fails alike with an error about the batch's form (a type, a key, an
+            # unpacking), not its values: the form default_collate gave it, not a sample
             batch_error += _ALIKE
             alone_errors.clear()
         for position, error in alone_errors.items():
@@ -348,6 +362,16 @@ def _samples(
 def _is_loader(made: Any) -> bool:
     """A DataLoader (or anything holding a dataset and its collate_fn, as record() returns)."""
     return hasattr(made, "dataset") and hasattr(made, "collate_fn")
+
+
+# Errors about the form of a batch (what a loss written for another collate meets), as
+# _describe writes them; an error about values ("Target 255 is out of bounds") is a sample's.
+_FORM_ERRORS = ("loss: TypeError", "loss: AttributeError", "loss: KeyError", "loss: ValueError: not enough values",
+                "loss: ValueError: too many values")
+
+
+def _about_form(error: str) -> bool:
+    return error.startswith(_FORM_ERRORS)
 
 
 def _run_loss(loss_fn: Callable, batch: Any) -> str | None:
