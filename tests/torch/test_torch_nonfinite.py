@@ -193,10 +193,12 @@ class GatedSR(nn.Module):
 
 
 @pytest.mark.code("LG502", "fail")
-def test_an_inf_that_a_later_sigmoid_absorbs_is_reported_at_its_step():
+def test_an_inf_that_a_later_sigmoid_absorbs_is_recorded_and_named_when_the_output_overflows(caplog):
     """Fine-tuning the feature convolutions under L1 at lr=0.03 (gate and tail frozen)
     diverges. At step 12 a channel's variance overflows inside the gate, whose sigmoid turns
-    +Inf into 1: the output stays finite until step 23, where 'body' overflows."""
+    +Inf into 1: the output stays finite, so nothing is raised, but the value is logged once and
+    recorded; at step 23 'body' overflows and the output turns non-finite: the error raised then
+    says the first non-finite value began at step 12 in 'gate'."""
     torch.manual_seed(0)
     model = GatedSR()
     model.gate.requires_grad_(False)
@@ -212,35 +214,124 @@ def test_an_inf_that_a_later_sigmoid_absorbs_is_reported_at_its_step():
         optimizer.step()
         return loss
 
-    with trace_nonfinite(model) as tracer, pytest.raises(NonFiniteError) as caught:
-        for _ in range(30):
-            tracer.check(step())
-    error = caught.value
-    assert (error.step, error.module, error.module_type) == (12, "gate", "SRMGate")
-    assert str(error).startswith(
+    with caplog.at_level(logging.WARNING, logger="labelguard.torch"):
+        with trace_nonfinite(model) as tracer, pytest.raises(NonFiniteError) as caught:
+            for _ in range(30):
+                tracer.check(step())
+    first = tracer.first_nonfinite
+    assert (first["step"], first["module"], first["module_type"]) == (12, "gate", "SRMGate")
+    assert first["message"].startswith(
         "LG502 step 12: the first non-finite value was produced inside the forward of 'gate' (SRMGate) before "
         "it called 'gate.cfc' (Conv1d): the value passed to it (2, 8, 2) float32 holds 0 NaN, 2 +Inf, 0 -Inf of 32")
-    assert "the model output was still finite: an operation after it absorbed the value" in str(error)
-    assert error.stats["absorbed"] is True and error.stats["exploded"]["module"] == "head"
-    finite_outputs = []
-    for _ in range(12, 24):  # step 12 again and the steps after it, untraced
-        with torch.no_grad():
-            finite_outputs.append(bool(torch.isfinite(model(images)).all()))
-        step()
-    assert finite_outputs == [True] * 11 + [False]  # the output turns non-finite at step 23
+    assert "the model output was still finite: an operation after it absorbed the value (sigmoid(+Inf) is 1" \
+        in first["message"]
+    assert first["stats"]["absorbed"] is True and first["stats"]["exploded"]["module"] == "head"
+    assert caplog.text.count("LG502 step 12") == 1 and caplog.text.count("LG502") == 1  # logged once
+    error = caught.value
+    assert error.step == 23
+    assert ("it began earlier: the first non-finite value appeared at step 12, made inside the forward of "
+            "'gate' (SRMGate) while the model output stayed finite") in str(error)
+    assert error.stats["first_nonfinite"] == {"step": 12, "module": "gate", "module_type": "SRMGate"}
 
 
 @pytest.mark.code("LG502", "pass")
-def test_finite_outputs_too_large_to_sum_are_not_reported(caplog):
-    """Outputs of 1e37 are finite, but their float32 sum is not: the replay looks at the
-    values and reports nothing."""
+def test_finite_outputs_too_large_to_sum_are_never_replayed(caplog):
+    """Outputs of 1e37 are finite (their float32 sum is not): the check looks at the minimum
+    and maximum, so nothing is replayed, logged or raised."""
     model = nn.Sequential(nn.Linear(4, 64), nn.Tanh())
     with torch.no_grad():
         model[0].weight.fill_(0)
         model[0].bias.fill_(1e37)
     with caplog.at_level(logging.WARNING, logger="labelguard.torch"):
         with trace_nonfinite(model) as tracer:
+            tracer._replay = None  # a replay would fail the test
             for _ in range(3):
                 model(torch.ones(2, 4))
+    assert tracer.step == 3 and tracer.first_nonfinite is None
+    assert caplog.text == ""
+
+
+def test_a_loss_that_overflows_from_huge_finite_outputs_is_told_apart_from_the_loss():
+    """The batch stays held after a clean forward, so check() can replay it and see outputs
+    already too large for a squared loss."""
+    model = nn.Sequential(nn.Linear(4, 64), nn.Linear(64, 1))
+    with torch.no_grad():
+        model[0].weight.fill_(0)
+        model[0].bias.fill_(1e30)
+    with trace_nonfinite(model) as tracer:
+        out = model(torch.ones(2, 4))
+        assert tracer._call is not None
+        with pytest.raises(NonFiniteError, match="the loss overflowed from exploded outputs"):
+            tracer.check(out.pow(2).sum())
+
+
+class MaskScores(nn.Module):
+    def forward(self, scores, pad):
+        return scores.masked_fill(pad[:, None, :], float("-inf"))
+
+
+class MaskedAttention(nn.Module):
+    """Padded keys get -Inf scores, which the softmax turns into weight 0."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.emb, self.qkv, self.mask = nn.Embedding(20, d), nn.Linear(d, 3 * d), MaskScores()
+        self.softmax, self.head = nn.Softmax(-1), nn.Linear(d, 2)
+
+    def forward(self, tokens, pad):
+        q, k, v = self.qkv(self.emb(tokens)).chunk(3, -1)
+        h = self.softmax(self.mask(q @ k.transpose(1, 2), pad)) @ v
+        return self.head(h.masked_fill(pad[..., None], 0).sum(1))
+
+
+class SetEncoder(nn.Module):
+    """A fully padded set makes nn.MultiheadAttention return NaN rows, replaced by nan_to_num."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.inp, self.attn = nn.Linear(4, d), nn.MultiheadAttention(d, 2, batch_first=True)
+        self.head = nn.Linear(d, 1)
+
+    def forward(self, x, pad):
+        h = self.inp(x)
+        a, _ = self.attn(h, h, h, key_padding_mask=pad)
+        return self.head(torch.nan_to_num(a).masked_fill(pad[..., None], 0.0).sum(1))
+
+
+@pytest.mark.code("LG502", "pass")
+@pytest.mark.parametrize("kind", ["mask", "attn"])
+def test_values_masked_or_replaced_on_purpose_are_logged_once_and_never_raised(kind, caplog):
+    torch.manual_seed(0)
+    if kind == "mask":
+        model = MaskedAttention()
+        pad = torch.arange(6)[None] >= torch.tensor([[3], [6]])
+        args = (torch.randint(0, 20, (2, 6)), pad)
+        words = "a softmax gives -Inf scores weight 0"
+    else:
+        model = SetEncoder()
+        pad = torch.zeros(2, 5, dtype=torch.bool)
+        pad[1] = True
+        args = (torch.randn(2, 5, 4), pad)
+        words = "replaced or discarded the NaN (nan_to_num"
+    with caplog.at_level(logging.WARNING, logger="labelguard.torch"):
+        with trace_nonfinite(model) as tracer:
+            for _ in range(3):
+                tracer.check(model(*args).sum())
     assert tracer.step == 3
-    assert caplog.text.count("found no NaN/Inf") == 1
+    assert tracer.first_nonfinite["module"] == kind and tracer.first_nonfinite["step"] == 1
+    assert caplog.text.count("LG502") == 1 and f"'{kind}'" in caplog.text and words in caplog.text
+    assert "sigmoid" not in caplog.text and "clamp the input" not in caplog.text
+
+
+def test_a_subclass_of_a_safe_module_with_its_own_forward_is_checked():
+    class SafeLog(nn.ReLU):
+        def forward(self, x):
+            return torch.log(x)
+
+    model = nn.Sequential(nn.Linear(2, 2), SafeLog(), nn.Sigmoid())
+    with torch.no_grad():
+        model[0].weight.zero_()
+        model[0].bias.zero_()
+    with trace_nonfinite(model) as tracer:
+        assert torch.isfinite(model(torch.ones(1, 2))).all()  # sigmoid(log 0) = sigmoid(-Inf) = 0
+    assert tracer.first_nonfinite["module"] == "1"

@@ -18,8 +18,9 @@ Public API::
                         nothing back; reports them a step later (safe_targets.report());
                         TargetMonitor(...) for a monitor of one's own
     trace_nonfinite(model, optimizer=None)
-                        name the first module that produced a NaN/Inf (LG502), even one a later
-                        layer absorbed, and the first whose output magnitude had exploded before it
+                        name the module that produced a NaN/Inf (LG502) when the output or loss
+                        goes non-finite, and where it began (a value a later layer absorbed is
+                        logged once, not raised), and the first whose magnitude had exploded
     watch(model, optimizer) -> DivergenceWatch
                         loss, gradient norm and activations growing by orders of magnitude
                         before any NaN (LG508); kept on the device, read step by step at the

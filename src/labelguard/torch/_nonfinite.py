@@ -1,22 +1,28 @@
 """trace_nonfinite(model): name the first module that produced a NaN/Inf, at almost no cost.
 
-A NaN or Inf need not reach the model output: ``sigmoid(inf)`` is 1, ``relu(-inf)`` is 0, so a
-value that overflowed inside the model can be absorbed by a later operation, and the output
-turns non-finite only steps later, where another module overflows. So each step the tracer
-sums the output of every module that can make a NaN/Inf of finite inputs (a float32 sum, which
-NaN and Inf poison; no host sync; ReLU, max pooling, nearest upsampling and the like cannot) and
-checks all the sums at the end of the forward at once (one sync), with a copy of the RNG state.
+A NaN or Inf need not reach the model output: ``sigmoid(inf)`` is 1, ``relu(-inf)`` is 0, a
+softmax gives ``-inf`` scores weight 0, so a value that overflowed inside the model can be
+absorbed by a later operation, and the output turns non-finite only steps later, where another
+module overflows. Healthy models also make such values on purpose and discard them (``-inf``
+written into padded attention keys, the NaN rows of a fully padded ``nn.MultiheadAttention``
+replaced by ``nan_to_num``). So each step the tracer takes the minimum and maximum of the output
+of every module that can make a NaN/Inf of finite inputs (NaN and Inf show in them, finite values
+however large never do; no host sync; ReLU, max pooling, nearest upsampling and the like cannot
+make one) and checks them all at the end of the forward at once (one sync), with a copy of the
+RNG state.
 ``detect_anomaly`` and an ``isfinite`` hook on every module, which syncs on each, cost a large
 part of a step; this stays within a few per cent (benchmarks/bench_guard.py measures them all
 in one run).
 
-Only when a sum is non-finite does the tracer replay that batch, with the same inputs and RNG
-state and without gradients, with hooks on every module, to find the first one whose output
-turned non-finite while its inputs were finite, and raises at that step, whether the model
-output was finite or not. A sum that overflowed on finite values is told apart by the replay,
-which looks at the values. Buffers (BatchNorm statistics) and RNG state are restored after the
-replay. Inputs modified in place by the forward itself are not restored, so the replay of
-such a model can differ from the original step.
+When the model output is non-finite, the tracer replays that batch, with the same inputs and
+RNG state and without gradients, with hooks on every module, to find the first one whose output
+turned non-finite while its inputs were finite, and raises. When only an inner module's output is
+non-finite and the model output stays finite (the value was absorbed), nothing is raised: the
+first such value is located by one replay, logged once as a warning and kept in
+``tracer.first_nonfinite``, and an error raised later, when the output or the checked loss does
+turn non-finite, says where the first non-finite value began. Buffers (BatchNorm statistics)
+and RNG state are restored after the replay. Inputs modified in place by the forward itself
+are not restored, so the replay of such a model can differ from the original step.
 
 The replay also measures each module's largest finite output magnitude, in the order the
 forward runs them: the module where values become non-finite is often only where they
@@ -49,14 +55,15 @@ log = logging.getLogger("labelguard.torch")
 # exploded: healthy activations stay within a few orders of magnitude of their input.
 EXPLODED = 1e6
 # Modules that cannot make a NaN/Inf of finite inputs, so never produce the first one: their
-# outputs are not summed (a non-finite input shows in the module that made it).
+# outputs are not checked (a non-finite input shows in the module that made it).
 _NEVER_FIRST = (nn.ReLU, nn.ReLU6, nn.Sigmoid, nn.Tanh, nn.Hardtanh, nn.Softmax, nn.Identity, nn.Flatten,
                 nn.Unflatten, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AdaptiveMaxPool1d,
                 nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d)
+# The hint when the model output stayed finite and neither parameters nor activations had grown.
+_ABSORBED_HINT = ("not raised, since the model output stayed finite: a value masked or replaced "
+                  "on purpose is harmless. Should the output or the loss turn non-finite later, the "
+                  "error will name this module as where it began.")
 _INTERPOLATING = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear")  # Upsample modes
-# What an error adds when the model output stayed finite after a module made a NaN/Inf.
-_ABSORBED = ("; the model output was still finite: an operation after it absorbed the value "
-             "(sigmoid(+-Inf) is 1 or 0, relu(-Inf) is 0), so the loss did not show it yet")
 
 
 def _float_tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -112,10 +119,14 @@ class NonFiniteTracer:
         self._call: tuple[tuple, dict, dict] | None = None
         self._grad_output: list[torch.Tensor] = []
         self._replaying = False
-        self._sums: list[tuple[nn.Module, torch.Tensor]] = []  # this step's module outputs, summed
-        self._summed: torch.Tensor | None = None  # the output summed last (a container returns it again)
+        self._sums: list[tuple[nn.Module, torch.Tensor]] = []  # this step's module outputs: finite?
+        self._summed: torch.Tensor | None = None  # the output checked last (a container returns it again)
         self._in_forward = False
         self._warned = False
+        self._absorbed_seen = False  # an absorbed value is located (replayed) once, not every step
+        # The first non-finite value a module made while the model output stayed finite: step,
+        # module, module_type, stats, message; None until one is seen.
+        self.first_nonfinite: dict[str, Any] | None = None
 
     def __enter__(self) -> "NonFiniteTracer":
         self.attach()
@@ -165,10 +176,11 @@ class NonFiniteTracer:
                 hint = ("look for log(0), division by a zero count (Dice on an empty mask) or "
                         "float16 overflow in it.")
             raise NonFiniteError(
-                f"LG502 step {self.step}: the {what} {_describe_stats(stats)} while {seen}. "
-                f"Hint: {hint}",
+                f"LG502 step {self.step}: the {what} {_describe_stats(stats)} while {seen}"
+                f"{self._origin_text()}. Hint: {hint}",
                 module=None, module_type=None, step=self.step,
-                stats={what: stats, "output_magnitude": largest, "exploded": _exploded_stats(replayed)},
+                stats={what: stats, "output_magnitude": largest, "exploded": _exploded_stats(replayed),
+                       "first_nonfinite": self._origin_stats()},
             )
 
     # steady state -------------------------------------------------------------------------
@@ -186,7 +198,9 @@ class NonFiniteTracer:
             return
         for tensor in _float_tensors(output):
             if tensor is not self._summed:
-                self._sums.append((module, _poisoned_sum(tensor)))
+                probe = _finite_probe(tensor)
+                if probe is not None:
+                    self._sums.append((module, probe))
                 self._summed = tensor
 
     def _after(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
@@ -194,18 +208,19 @@ class NonFiniteTracer:
             return
         self._in_forward, self._summed = False, None
         tensors = list(_float_tensors(output))
-        sums, self._sums = self._sums + [(self.model, _poisoned_sum(t)) for t in tensors], []
+        own = [(self.model, p) for p in map(_finite_probe, tensors) if p is not None]
+        sums, self._sums = self._sums + own, []
         if sums:
             device = sums[0][1].device
-            finite = torch.isfinite(torch.stack([total.to(device) for _, total in sums]))
+            finite = torch.stack([ok.to(device) for _, ok in sums])
             if not bool(finite.all()):  # the one sync of the step
-                call, self._call = self._call, None
                 if tensors and not _all_finite(tensors):
+                    call, self._call = self._call, None  # raised: the batch is not held on
                     raise self._locate_forward(call, output)
-                inner = [sums[i][0] for i in (~finite).nonzero()[:, 0].tolist() if sums[i][0] is not self.model]
-                absorbed = self._locate_absorbed(call, inner[0]) if inner else None
-                if absorbed is not None:
-                    raise absorbed
+                if not self._absorbed_seen:  # absorbed: located and logged once, never raised
+                    self._absorbed_seen = True
+                    inner = [sums[i][0] for i in (~finite).nonzero()[:, 0].tolist()]
+                    self._record_absorbed(self._call, inner[0])
         # The call stays until the next forward, so that a non-finite loss can be replayed
         # (it holds the batch the loop holds anyway, never the output).
         if self.backward and torch.is_grad_enabled():
@@ -230,26 +245,48 @@ class NonFiniteTracer:
                 f"LG502 step {self.step}: the model output {_describe_stats(root_stats)}; a "
                 "replay of the batch without gradients did not reproduce it (a forward that "
                 "changes its inputs in place, or nondeterministic kernels). Hint: run this "
-                "step under torch.autograd.detect_anomaly() to see the operation.",
+                "step under torch.autograd.detect_anomaly() to see the operation."
+                + self._origin_text(sentence=True),
                 module="", module_type=type(self.model).__name__, step=self.step,
-                stats={"output": root_stats},
+                stats={"output": root_stats, "first_nonfinite": self._origin_stats()},
             )
         return self._forward_error(found)
 
-    def _locate_absorbed(self, call: tuple | None, module: nn.Module) -> NonFiniteError | None:
-        """The error for a non-finite value that ``module`` output while the model output
-        stayed finite, as the replay finds it; None when the replay finds none (the sum
-        overflowed on finite values)."""
+    def _record_absorbed(self, call: tuple | None, module: nn.Module) -> None:
+        """Locate, by one replay, the non-finite value that ``module`` output while the model
+        output stayed finite; keep it in :attr:`first_nonfinite` and log it once (a warning,
+        never an error: models mask with -Inf and replace NaN on purpose)."""
         found = self._replay(call) if call is not None else {}
-        if "kind" in found:
-            return self._forward_error(found, absorbed=True)
-        if not self._warned:
-            self._warned = True
-            names = {id(m): n for n, m in self.model.named_modules()}
-            log.warning("step %d: the sum of the output of %s was not finite, but a replay of the batch found no "
-                        "NaN/Inf (finite values too large to sum in float32, or a forward that is not "
-                        "deterministic); not reported", self.step, module_label(names.get(id(module), "?"), module))
-        return None
+        names = {id(m): n for n, m in self.model.named_modules()}
+        if "kind" not in found:
+            log.warning("step %d: the output of %s held a NaN/Inf, but a replay of the batch found no NaN/Inf "
+                        "(a forward that is not deterministic or changes its inputs in place); not reported",
+                        self.step, module_label(names.get(id(module), "?"), module))
+            return
+        error = self._forward_error(found, absorbed=True)
+        self.first_nonfinite = {"step": self.step, "module": error.module, "module_type": error.module_type,
+                                "stats": error.stats, "message": str(error)}
+        log.warning("%s", error)
+
+    def _origin_text(self, sentence: bool = False) -> str:
+        """Where the first non-finite value began, when an absorbed one was seen before ("")."""
+        first = self.first_nonfinite
+        if first is None:
+            return ""
+        if first["module"] is None:
+            where = "in the model input"
+        elif first["stats"].get("output") is None:
+            where = f"made inside the forward of '{first['module']}' ({first['module_type']})"
+        else:
+            where = f"made by '{first['module']}' ({first['module_type']})"
+        when = "earlier in this step" if first["step"] == self.step else f"at step {first['step']}"
+        text = (f"the first non-finite value appeared {when}, {where} "
+                "while the model output stayed finite (see tracer.first_nonfinite)")
+        return f" It began earlier: {text}." if sentence else f"; it began earlier: {text}"
+
+    def _origin_stats(self) -> dict[str, Any] | None:
+        first = self.first_nonfinite
+        return None if first is None else {k: first[k] for k in ("step", "module", "module_type")}
 
     def _replay(self, call: tuple) -> dict[str, Any]:
         """Run the call again without gradients, hooks on every module: where the first
@@ -317,7 +354,8 @@ class NonFiniteTracer:
     def _forward_error(self, found: dict[str, Any], absorbed: bool = False) -> NonFiniteError:
         step = f"LG502 step {self.step}"
         exploded = self._explosion_text(found)
-        seen = exploded + (_ABSORBED if absorbed else "")
+        bad = found["output"] if found["kind"] == "output" else found["input"]
+        seen = exploded + (_absorbed_text(bad) if absorbed else self._origin_text())
         if found["kind"] == "input" and found["parent"] is None:
             stats = {"input": found["input"]}
             return NonFiniteError(
@@ -329,7 +367,7 @@ class NonFiniteTracer:
         if found["kind"] == "input":
             parent, child = found["parent"], found["module"]
             name = found["parent_name"]
-            hint = (self._diverged_hint(found) if exploded else
+            hint = (self._diverged_hint(found) if exploded else _ABSORBED_HINT if absorbed else
                     "look at the tensor operations in that forward (log/sqrt/division near 0, "
                     "exp overflow).")
             return NonFiniteError(
@@ -337,7 +375,8 @@ class NonFiniteTracer:
                 f"{module_label(name, parent)} before it called {module_label(found['name'], child)}: "
                 f"the value passed to it {_describe_stats(found['input'])}{seen}. Hint: {hint}",
                 module=name, module_type=type(parent).__name__, step=self.step,
-                stats={"input": found["input"], "exploded": _exploded_stats(found), "absorbed": absorbed},
+                stats={"input": found["input"], "exploded": _exploded_stats(found), "absorbed": absorbed,
+                       "first_nonfinite": None if absorbed else self._origin_stats()},
             )
         module, name = found["module"], found["name"]
         params = {
@@ -359,12 +398,15 @@ class NonFiniteTracer:
                     + self._diverged_hint(found))
         elif exploded:
             hint = self._diverged_hint(found)
+        elif absorbed:
+            hint = _ABSORBED_HINT
         else:
             hint = ("Finite inputs and parameters of ordinary size gave a non-finite output: an "
                     "unsafe operation (log/sqrt/division near 0, exp, float16 range); clamp the "
                     "input, add an epsilon, or compute that module in float32.")
         stats = {"output": found["output"], "input": found["input"], "parameters": params,
-                 "exploded": _exploded_stats(found), "absorbed": absorbed}
+                 "exploded": _exploded_stats(found), "absorbed": absorbed,
+                 "first_nonfinite": None if absorbed else self._origin_stats()}
         return NonFiniteError(
             "; ".join(parts) + f"{seen}. Hint: {hint}",
             module=name, module_type=type(module).__name__, step=self.step, stats=stats,
@@ -468,14 +510,35 @@ def _never_first(module: nn.Module) -> bool:
     """True for a module that cannot turn finite inputs into a NaN/Inf."""
     if isinstance(module, nn.Upsample):
         return module.mode in _INTERPOLATING
-    return isinstance(module, _NEVER_FIRST)
+    return type(module) in _NEVER_FIRST  # a subclass with its own forward can make one
 
 
-def _poisoned_sum(tensor: torch.Tensor) -> torch.Tensor:
-    """A float32 sum of ``tensor`` on its device, which a NaN or Inf in it poisons (a complex
-    tensor's parts summed as reals); no host sync."""
+def _finite_probe(tensor: torch.Tensor) -> torch.Tensor | None:
+    """A 0-d bool tensor on ``tensor``'s device, False when it holds a NaN or Inf (its minimum
+    and maximum show them; finite values however large never overflow); no host sync. None
+    for an empty tensor."""
     data = tensor.detach()
-    return torch.sum(torch.view_as_real(data) if data.is_complex() else data, dtype=torch.float32)
+    if data.is_complex():
+        data = torch.view_as_real(data)
+    if not data.numel():
+        return None
+    return torch.isfinite(torch.stack(torch.aminmax(data))).all()
+
+
+def _absorbed_text(stats: dict[str, Any] | None) -> str:
+    """Why the model output stayed finite, in words that fit the values that were absorbed."""
+    if stats is None:
+        how = "an operation after it discarded the value"
+    elif stats["nan"]:
+        how = ("an operation after it replaced or discarded the NaN (nan_to_num, masked_fill, "
+               "torch.where, as fully padded attention rows are handled)")
+    elif stats["posinf"]:
+        how = ("an operation after it absorbed the value (sigmoid(+Inf) is 1, clamp or "
+               "masked_fill replace it)")
+    else:
+        how = ("an operation after it discarded the value (a softmax gives -Inf scores weight 0, "
+               "as attention masking does on purpose; relu(-Inf) is 0)")
+    return f"; the model output was still finite: {how}"
 
 
 def _total_norm_finite(grads: list[torch.Tensor]) -> bool:
@@ -509,7 +572,7 @@ def trace_nonfinite(model: nn.Module, *, backward: bool = False,
 
     Args:
         model: the model to trace; at each step the output of each of its modules that can
-            make a NaN/Inf of finite inputs is summed, and the sums checked at once (one sync).
+            make a NaN/Inf of finite inputs is checked for NaN/Inf, all at once (one sync).
         backward: also check the gradients once per backward pass (one more reduction
             and sync per step).
         optimizer: the model's optimizer, audited (LG504/LG507) only when a non-finite
@@ -521,10 +584,12 @@ def trace_nonfinite(model: nn.Module, *, backward: bool = False,
         the loss.
 
     Raises:
-        NonFiniteError: from the forward (or backward) call that produced the first
-            non-finite value, also when a later operation absorbed it and the model output
-            stayed finite (``stats["absorbed"]``), naming the module's qualified name and type,
-            its input/output statistics, its non-finite parameters, the step, and the first
+        NonFiniteError: from the forward (or backward) call whose model output (or
+            gradient) is non-finite; a non-finite value a later operation absorbed, the model
+            output staying finite, is never raised but logged once as a warning and kept in
+            ``tracer.first_nonfinite`` (``stats["first_nonfinite"]`` of a later error). The
+            error names the module's qualified name and type, its
+            input/output statistics, its non-finite parameters, the step, and the first
             module whose output magnitude had exploded before it (``stats["exploded"]``).
 
     Example::
