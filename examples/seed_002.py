@@ -102,6 +102,8 @@ def train(guarded: bool = False, found: list | None = None) -> None:
                 fake = net_g(low)
                 score = net_d(fake)
                 loss = nn.functional.mse_loss(fake, high) + criterion(score, torch.ones_like(score))
+                if tracer is not None:
+                    tracer.check(loss)
                 if watcher is not None:
                     watcher.observe(loss)
                 optimizer.zero_grad()

@@ -2,6 +2,7 @@
 
 import logging
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -126,7 +127,8 @@ def test_a_divergence_within_the_first_window_is_reported_at_its_step():
     assert finding.message.startswith(
         "training is diverging (step 3): the output of 'net.body' (Conv2d) grew from max |x| 120 (step 1) "
         "to 1.36e+04 at step 3 (114x), the first module in the forward to grow past 100x; "
-        "gradient norm stayed near 9.26 (steps 1-3); loss stayed near 49.4 (steps 1-3). Optimizer SGD: lr=2.0")
+        "gradient norm 5.85 (steps 1-2) -> 28.3 at step 3 (4.8x); loss stayed near 48 (steps 1-2). "
+        "Optimizer SGD: lr=2.0")
     assert [h["steps"] for h in watcher.history[:4]] == [(1, 1), (2, 2), (3, 3), (4, 4)]
 
 
@@ -271,3 +273,124 @@ def test_without_an_optimizer_each_forward_is_a_step_and_bad_arguments_are_usage
         watch(model, every=0)
     with pytest.raises(UsageError, match="names 'head', not modules of Sequential"):
         watch(model, modules=["head"])
+
+
+class LayerScale(nn.Module):
+    """timm's LayerScale: a per-channel gain that starts at 1e-6 (DeiT-III, ConvNeXt)."""
+
+    def __init__(self, dim, init_values=1e-6):
+        super().__init__()
+        self.gamma = nn.Parameter(init_values * torch.ones(dim))
+
+    def forward(self, x):
+        return x * self.gamma
+
+
+class ScaledResidual(nn.Module):
+    def __init__(self, d=16):
+        super().__init__()
+        self.inp, self.mlp, self.ls, self.head = nn.Linear(8, d), nn.Linear(d, d), LayerScale(d), nn.Linear(d, 4)
+
+    def forward(self, x):
+        h = self.inp(x)
+        return self.head(h + self.ls(torch.relu(self.mlp(h))))
+
+
+@pytest.mark.code("LG508", "pass")
+def test_a_layer_scale_growing_from_1e_6_while_training_is_healthy_is_no_divergence():
+    """AdamW moves a 1e-6 gain by ~lr a step: its output grows 1,000x in the first steps while
+    the loss and the gradient norm stay where they were. A module's rise alone is not LG508."""
+    torch.manual_seed(0)
+    generator = torch.Generator().manual_seed(0)
+    model = ScaledResidual()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    protos = torch.randn(4, 8, generator=generator)
+    with watch(model, optimizer, every=8) as watcher:
+        for _ in range(40):
+            y = torch.randint(0, 4, (32,), generator=generator)
+            loss = nn.functional.cross_entropy(model(protos[y] + torch.randn(32, 8, generator=generator)), y)
+            watcher.observe(loss)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    ls = [h["activations"]["ls"] for h in watcher.history]
+    assert max(ls) > 100 * ls[0]  # the output did grow by two orders of magnitude
+    assert watcher.report() == []
+
+
+@pytest.mark.code("LG508", "pass")
+def test_a_loss_that_starts_near_zero_grows_without_divergence_while_the_gradient_norm_holds():
+    """A GRPO-style policy loss (group-normalised advantages, ratio 1, beta * KL to a frozen
+    reference) is ~1e-8 at step 1 and 1e-5 a few steps later, the gradient norm steady."""
+    import copy
+
+    torch.manual_seed(0)
+    generator = torch.Generator().manual_seed(0)
+    policy = nn.Sequential(nn.Embedding(32, 32), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 16))
+    reference = copy.deepcopy(policy).requires_grad_(False)
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-3)
+    rewards = torch.rand(32, 16, generator=generator)
+    losses = []
+    with watch(policy, optimizer, every=8) as watcher:
+        for _ in range(24):
+            prompts = torch.randint(0, 32, (8,), generator=generator).repeat_interleave(16)
+            logits = policy(prompts)
+            actions = torch.multinomial(logits.detach().softmax(-1), 1, generator=generator).squeeze(1)
+            r = rewards[prompts, actions].view(8, 16)
+            advantage = ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-4)).view(-1)
+            logp = logits.log_softmax(-1).gather(1, actions[:, None]).squeeze(1)
+            ref_logp = reference(prompts).log_softmax(-1).gather(1, actions[:, None]).squeeze(1)
+            kl = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1
+            loss = (-(torch.exp(logp - logp.detach()) * advantage) + 0.04 * kl).mean()
+            watcher.observe(loss)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(abs(float(loss.detach())))
+    assert max(losses[1:8]) > 100 * losses[0]
+    assert watcher.report() == []
+
+
+def test_after_the_first_window_the_baseline_is_the_median_of_its_steps_all_of_them():
+    """The first layer's output grows 13x from step 1 to 2 as SGD learns: the baseline after
+    the first 8 steps is their median, not step 1 kept because step 2 was too far from it."""
+    x, y = regression()
+    model = fixed_head_net()
+    stable = 2 / curvature(model, x)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5 * stable)
+    with watch(model, optimizer, every=8) as watcher:
+        train(model, optimizer, watcher, x, y, steps=40)
+        assert watcher.findings == []
+        optimizer.param_groups[0]["lr"] = 1.3 * stable
+        train(model, optimizer, watcher, x, y, steps=40)
+    outputs = [h["activations"]["0"] for h in watcher.history[:8]]
+    assert outputs[1] > 10 * outputs[0]
+    finding = watcher.report()[0]
+    assert finding.code == "LG508"
+    assert "(steps 1-8)" in finding.message and "(step 1)" not in finding.message
+    assert "the output of '0'" not in finding.message  # it stayed near its median of steps 1-8
+
+
+def test_a_module_rise_alone_is_not_divergence_and_stayed_near_means_within_2x():
+    """Without an optimizer: the output grows 1,000x at step 2 and the loss 9x; no gradient
+    norm. The loss did not corroborate the output's growth."""
+    model = nn.Linear(2, 2)
+    with watch(model) as watcher:
+        for scale, loss in ((1.0, 1.0), (1000.0, 9.0)):
+            with torch.no_grad():
+                model.weight.fill_(scale)
+                model.bias.zero_()
+            model(torch.ones(1, 2))
+            watcher.observe(torch.tensor(loss))
+        model(torch.ones(1, 2))
+    assert watcher.report() == []
+    from labelguard.torch._watch import _Signals
+
+    signals = _Signals(2, 4, 10.0, 2.0)
+    for step, value in ((1, 1.0), (2, 9.0)):
+        values = np.array([value, value])
+        ratios = signals.ratios(values)
+        signals.note(step, values)
+        if step == 2:
+            assert signals.change(0) == "1 (step 1) -> 9 at step 2 (9x)"
+        signals.add(step, values, ratios)

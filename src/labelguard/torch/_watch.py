@@ -18,10 +18,14 @@ one read per window of ``every`` steps, the outputs measured on every ``sample_e
 step, until a signal doubles over its baseline (an output only while the loss does not fall)
 and at each doubling after, which brings the close watch back for the next ``every`` steps.
 
-A signal's baseline is the median of its first ``every`` positive values, each judged against
-the median of those before it; one already ``sqrt(growth)`` times that median does not join
-it, so growth within the first steps is measured against the steps before it. A step whose
-value is ``growth`` times its baseline (100: two orders of magnitude) is LG508, naming the first
+A signal's baseline is the median of its first ``every`` positive values. Until it has seen
+that many, each value is judged against the median of those before it (one already
+``sqrt(growth)`` times that median does not join it), so growth within the first steps is
+measured against the steps before it. A step whose value is ``growth`` times its baseline
+(100: two orders of magnitude) is LG508 only when corroborated: a module's output with the loss
+or the gradient norm up by ``sqrt(growth)`` over the same steps; the loss, when the gradient
+norm is recorded, with it up by ``sqrt(growth)`` too; a signal with fewer than three values
+in its baseline only with another signal up by ``sqrt(growth)``. The message names the first
 module in the forward whose output grew that much, the loss and gradient norm, and the
 optimizer's hyperparameters; a non-finite value is LG502 with what the steps before it
 showed, including when they show no growth at all (then divergence is not the cause).
@@ -52,6 +56,11 @@ log = logging.getLogger("labelguard.torch")
 _MISSING = -1.0  # magnitudes are >= 0: a slot nothing was written to
 # A signal at this many times its baseline, and at each doubling after, brings the close watch back.
 _RISING = 2.0
+# A signal is judged on its own once its baseline holds this many values (before, only with
+# another signal corroborating it).
+_SETTLED = 3
+# "Stayed near" its baseline: within this factor of it, either way.
+_NEAR = 2.0
 # The columns of a step's row: the loss, the gradient norm, then one per watched module.
 _LOSS, _GRAD, _MODULES = 0, 1, 2
 # The hyperparameters a divergence message shows, in this order, when the optimizer has them.
@@ -242,12 +251,15 @@ class DivergenceWatch:
         bad = recorded & ~finite
         # told from the steps before this one, before this step joins them
         broken = self._non_finite_story(np.flatnonzero(bad)) if bad.any() and not self._non_finite else None
+        # "the loss falls" against the steps before this one, never a baseline holding this step
+        falling = self._loss_falling(values[_LOSS])
+        self._signals.note(step, values)
+        if not self._diverged and not self._non_finite:
+            self._check_growth(step, first, ratios, bad, falling)
         rising = self._signals.add(step, values, ratios)
-        if rising[:_MODULES].any() or (rising[_MODULES:].any() and not self._loss_falling()):
+        if rising[:_MODULES].any() or (rising[_MODULES:].any() and not falling):
             # from the step read now: a window read late must not shorten the close watch
             self._close_until = max(self._close_until, self.step + self.every)
-        if not self._diverged and not self._non_finite:
-            self._check_growth(step, first, ratios, bad)
         if broken is not None:
             self._non_finite = True
             what, before, grew = broken
@@ -257,14 +269,36 @@ class DivergenceWatch:
                 growth_hint=_lower_the_step(self.optimizer, unusual) if grew else None,
             ))
 
-    def _check_growth(self, step: int, first: int, ratios: np.ndarray, bad: np.ndarray) -> None:
+    def _check_growth(self, step: int, first: int, ratios: np.ndarray, bad: np.ndarray, falling: bool) -> None:
+        """LG508 when growth is corroborated: a module's output only with the loss or the
+        gradient norm up by at least ``sqrt(growth)`` over the same steps; the loss, when the
+        gradient norm is recorded, only with it up too (a loss that starts near 0 grows by
+        orders of magnitude while learning); a signal judged on fewer than
+        :data:`_SETTLED` values only with another signal up by ``sqrt(growth)``."""
         signals = self._signals
         order = self._forward_order()
-        grown = None if self._loss_falling() else next(
-            (p for p in order if ratios[_MODULES + p] >= self.growth), None)
+        alert = math.sqrt(self.growth)
+        # finite growth can be divergence; a non-finite value after finite ones corroborates it
+        # (past any factor) but is no growth on its own (LG502 tells it)
+        grew = np.nan_to_num(ratios, nan=0.0)
+        up = np.where(bad & (signals.count > 0), np.inf, grew)
+        settled = signals.count >= min(_SETTLED, self.every)
+        grad_recorded = bool(signals.count[_GRAD]) or bool(bad[_GRAD])
+        modules_up = any(up[_MODULES + p] >= alert for p in order)
+
+        def corroborated(position: int) -> bool:
+            column = _MODULES + position
+            return any(up[c] == np.inf or signals.over_steps_of(c, column, ratios[c]) >= alert
+                       for c in (_LOSS, _GRAD))
+
+        grown = None if falling else next(
+            (p for p in order if grew[_MODULES + p] >= self.growth and corroborated(p)), None)
         loss, grad = _ratio(ratios[_LOSS]), _ratio(ratios[_GRAD])
         module_ratio = float(ratios[_MODULES + grown]) if grown is not None else 0.0
-        if max(loss, grad, module_ratio) < self.growth:
+        loss_counts = grew[_LOSS] >= self.growth and (
+            up[_GRAD] >= alert if grad_recorded else (settled[_LOSS] or modules_up))
+        grad_counts = grew[_GRAD] >= self.growth and (settled[_GRAD] or up[_LOSS] >= alert or modules_up)
+        if grown is None and not loss_counts and not grad_counts:
             return
         self._diverged = True
         # The loss and gradients can cross first: then the module whose output led by an
@@ -293,10 +327,11 @@ class DivergenceWatch:
             growth={"loss": loss, "grad_norm": grad, "module": module_ratio if grown is not None else None},
         ))
 
-    def _loss_falling(self) -> bool:
-        """True when the latest loss is below its baseline: outputs that grow meanwhile are
-        learning a larger scale, not diverging."""
-        return bool(self._signals.last[_LOSS] < self._signals.base[_LOSS])
+    def _loss_falling(self, loss: float) -> bool:
+        """True when this step's loss (else the latest one) is below its baseline of the steps
+        before it: outputs that grow meanwhile are learning a larger scale, not diverging."""
+        latest = loss if np.isfinite(loss) else self._signals.last[_LOSS]
+        return bool(latest < self._signals.base[_LOSS])
 
     def _forward_order(self) -> list[int]:
         count = len(self._watched)
@@ -341,13 +376,21 @@ class _Signals:
     """What each signal (a column: the loss, the gradient norm, a watched module's output) did
     over the steps read so far, as plain arrays over the columns.
 
-    Its baseline is the median of its first ``size`` positive values that had not grown past
-    ``alert`` times the median of those before them (the pool); the values left out of the pool
-    are what came after the baseline. Step 0 means none.
+    Its baseline is the median of its first ``size`` positive values. Until it has seen that
+    many, each is judged against the median of those before it that had not grown past
+    ``alert`` times the median of the ones before them (the pool), so growth within the first
+    steps is measured against the steps before it; once it has, the pool is those first
+    ``size`` values, all of them, and stays so. The values left out of the pool are what came
+    after the baseline. Step 0 means none.
     """
 
     def __init__(self, columns: int, size: int, alert: float, rising: float) -> None:
         self.alert = alert
+        self.size = size
+        # the first ``size`` positive values, all of them, and their steps
+        self.seen = np.full((size, columns), np.nan)
+        self.seen_steps = np.zeros((size, columns), dtype=np.int64)
+        self.seen_count = np.zeros(columns, dtype=np.int64)
         self.pool = np.full((size, columns), np.nan)
         self.pool_steps = np.zeros((size, columns), dtype=np.int64)
         self.count = np.zeros(columns, dtype=np.int64)
@@ -363,24 +406,40 @@ class _Signals:
         with np.errstate(divide="ignore", invalid="ignore"):
             return values / self.base
 
-    def add(self, step: int, values: np.ndarray, ratios: np.ndarray) -> np.ndarray:
-        """Take one step's finite values (NaN elsewhere) and their ``ratios``; True for each
-        signal that rose to a new level over its baseline (the next one is twice as high)."""
+    def note(self, step: int, values: np.ndarray) -> None:
+        """Take one step's finite values (NaN elsewhere) as the first and latest of each signal."""
         seen = np.isfinite(values)
         new = seen & (self.first_step == 0)
         self.first[new], self.first_step[new] = values[new], step
         self.last[seen], self.last_step[seen] = values[seen], step
-        pooled = seen & (values > 0) & (self.count < self.pool.shape[0]) & ~(ratios >= self.alert)
-        columns = np.flatnonzero(pooled)
+
+    def add(self, step: int, values: np.ndarray, ratios: np.ndarray) -> np.ndarray:
+        """Let one step's finite values (NaN elsewhere), after :meth:`note`, join the baselines;
+        ``ratios`` are theirs to the baselines before them. True for each signal that rose to a
+        new level over its baseline (the next one is twice as high)."""
+        seen = np.isfinite(values)
+        settling = seen & (values > 0) & (self.seen_count < self.size)
+        pooled = settling & ~(ratios >= self.alert)
+        for column in np.flatnonzero(settling):
+            self.seen[self.seen_count[column], column] = values[column]
+            self.seen_steps[self.seen_count[column], column] = step
+        self.seen_count[settling] += 1
+        for column in np.flatnonzero(pooled):
+            self.pool[self.count[column], column] = values[column]
+            self.pool_steps[self.count[column], column] = step
+        self.count[pooled] += 1
+        # all of the first ``size`` values seen: they are the baseline from now on
+        full = settling & (self.seen_count == self.size)
+        self.pool[:, full], self.pool_steps[:, full] = self.seen[:, full], self.seen_steps[:, full]
+        self.count[full] = self.size
+        self.peak[full], self.peak_step[full] = -np.inf, 0  # what came after the baseline: none yet
+        columns = np.flatnonzero(pooled | full)
         if columns.size:
-            self.pool[self.count[columns], columns] = values[columns]
-            self.pool_steps[self.count[columns], columns] = step
-            self.count[columns] += 1
             ordered = np.sort(self.pool[:, columns], axis=0)  # NaN (unfilled) sorts last
             count = self.count[columns]
             self.base[columns] = (ordered[(count - 1) // 2, np.arange(columns.size)]
                                   + ordered[count // 2, np.arange(columns.size)]) / 2
-        higher = seen & ~pooled & (values > self.peak)
+        higher = seen & ~pooled & ~full & (values > self.peak)
         self.peak[higher], self.peak_step[higher] = values[higher], step
         rising = ratios >= self.level
         self.level[rising] = 2 * ratios[rising]
@@ -389,18 +448,27 @@ class _Signals:
     def baseline_steps(self, column: int) -> str:
         return _steps(int(self.pool_steps[0, column]), int(self.pool_steps[self.count[column] - 1, column]))
 
+    def over_steps_of(self, column: int, other: int, ratio: float) -> float:
+        """The latest value of ``column`` over its median at the steps of ``other``'s baseline
+        (growth over the same steps); ``ratio`` (to its own baseline) when it has none there."""
+        steps = self.pool_steps[:self.count[other], other]
+        at = np.isin(self.seen_steps[:self.seen_count[column], column], steps)
+        if not at.any() or not np.isfinite(self.last[column]):
+            return _ratio(ratio)
+        return _ratio(self.last[column] / float(np.median(self.seen[:self.seen_count[column], column][at])))
+
     def latest_ratio(self, column: int) -> float:
         return _ratio(self.last[column] / self.base[column]) if self.count[column] else 0.0
 
     def change(self, column: int, broken: int | None = None) -> str | None:
         """How the latest value compares with the baseline ("2.4 (step 1) -> 28 at step 3
-        (12x)"), that it stayed near it when it joined the baseline itself, or that it turned
-        non-finite at step ``broken``."""
+        (12x)"), that it stayed near it (within ``_NEAR`` times, either way), or that it turned
+        non-finite at step ``broken``. Called before the step joins the baseline."""
         if not self.count[column]:
             return None
         if broken is not None:
             return f"{self.base[column]:.3g} ({self.baseline_steps(column)}) -> non-finite at step {broken}"
-        if self.pool_steps[self.count[column] - 1, column] == self.last_step[column]:
+        if 1 / _NEAR <= self.last[column] / self.base[column] <= _NEAR:
             return f"stayed near {self.base[column]:.3g} ({self.baseline_steps(column)})"
         return (f"{self.base[column]:.3g} ({self.baseline_steps(column)}) -> {self.last[column]:.3g} at step "
                 f"{self.last_step[column]} ({_times(self.latest_ratio(column))})")
@@ -549,9 +617,13 @@ def watch(
             steps after a signal doubles over its baseline (and after each doubling since),
             are read back one by one with every watched output measured, so divergence in the
             first steps is reported as it happens. Each signal's baseline is the median of
-            its first ``every`` values.
+            its first ``every`` positive values; before it has that many, the median of the
+            values before the step judged, leaving out those that had already grown
+            ``sqrt(growth)`` times.
         growth: how many times its baseline a step's value must be to count as divergence
-            (100: two orders of magnitude).
+            (100: two orders of magnitude), when another signal corroborates it (up by
+            ``sqrt(growth)``): an output's growth alone, or the loss's while the gradient norm
+            holds, is not divergence.
         sample_every: once training is calm, activation magnitudes are taken on every
             ``sample_every``-th step (one ``aminmax`` reduction per watched module on such
             steps, none on others); the loss and the gradient norm on every step.
