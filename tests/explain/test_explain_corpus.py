@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,5 +49,8 @@ def test_each_entry_names_a_known_cause_and_its_source(item):
 
 @pytest.mark.parametrize("path", sorted(CORPUS.glob("*.log")), ids=lambda path: path.name)
 def test_corpus_logs_name_no_path_of_the_machine_that_wrote_them(path):
+    """No log names this checkout or this machine's temporary folder (where a log printed by a
+    local run would show them)."""
     text = decode(path.read_bytes())
-    assert not re.search(r"/work/main|/tmp/lgwork", text)
+    checkout = str(Path(__file__).resolve().parents[2])
+    assert checkout not in text and tempfile.gettempdir() + "/" not in text
