@@ -40,6 +40,14 @@ stalls a process for seconds now and then), with the load average before and aft
 share of the cores' time the hypervisor took meanwhile (steal, on a virtual machine): this
 machine's cores may be shared, and a second worker is only as fast as a free core.
 
+The default audit (all cores, as a user runs it) of N masks written by each of Pillow,
+OpenCV (``cv2.imwrite``) and imageio (``imageio.v3.imwrite``), their defaults (``--writers``;
+by default every one installed, ``pip install 'labelguard[bench]'`` adds OpenCV and imageio):
+its first run with the result cache on and empty (a new cache folder of the benchmark's own
+each round), the same with ``--no-cache`` and its second run (every result cached), each against
+the decode-only loop on the same files, in wall and in CPU time. Targets: the first run
+>= 0.85x the decode-only loop, and at most 10 % slower than ``--no-cache``.
+
 It also checks (untimed) that ``labelguard --version`` and ``labelguard rules`` import no
 numpy, and, unless ``--no-memory``, prints the peak RSS of the CLI audit at N and 4N files
 (hard links to the same masks), from ``os.wait4``: the largest of the main process and its
@@ -81,6 +89,8 @@ TARGET_DECODE = 0.85  # CLI, one worker, no cache, vs the decode-only loop
 TARGET_NAIVE = 2.2  # CLI, one worker, no cache, vs the naive script
 TARGET_SCALING = 1.8  # two workers vs one
 TARGET_STARTUP = 0.08  # seconds a one-mask audit may take over `import numpy, PIL.Image`
+TARGET_FIRST = 0.85  # the default first audit (cache on, empty) vs the decode-only loop, every writer
+TARGET_FILLING = 1.10  # the default first audit's time over the same audit with --no-cache, at most
 
 # What the `labelguard` console script runs (it imports `re`, which numpy has imported anyway).
 CONSOLE_SCRIPT = "import sys; from labelguard.cli import main; sys.exit(main())"
@@ -124,9 +134,9 @@ def make_mask(seed: int) -> np.ndarray:
     return mask
 
 
-def mask_image(index: int) -> Image.Image:
-    """Mask ``index``: a label map of its own, or past :data:`BASE_MASKS` one turned a
-    quarter ``k`` times, maybe flipped and shifted; mode P with the VOC colours when odd."""
+def mask_array(index: int) -> np.ndarray:
+    """Mask ``index``'s label map: one of its own, or past :data:`BASE_MASKS` one turned a
+    quarter ``k`` times, maybe flipped and shifted."""
     mask = make_mask(index % BASE_MASKS)
     variant = index // BASE_MASKS
     if variant:
@@ -134,26 +144,58 @@ def mask_image(index: int) -> Image.Image:
         if variant % 8 >= 4:
             mask = mask[:, ::-1]
         mask = np.roll(mask, 37 * (variant // 8 + 1), axis=1)
-    image = Image.fromarray(np.ascontiguousarray(mask), "P" if index % 2 else "L")
+    return np.ascontiguousarray(mask)
+
+
+def mask_image(index: int) -> Image.Image:
+    """Mask ``index`` as Pillow writes it: mode P with the VOC colours when odd, else L."""
+    image = Image.fromarray(mask_array(index), "P" if index % 2 else "L")
     if index % 2:
         image.putpalette(PALETTE)
     return image
 
 
-def _write_one(args: tuple[str, int]) -> None:
-    path, index = args
-    mask_image(index).save(path, format="PNG")
+# The libraries that write the masks of the writers' ratios: (module, what to install).
+WRITERS = {"pillow": ("PIL", "Pillow"), "opencv": ("cv2", "opencv-python-headless"),
+           "imageio": ("imageio", "imageio")}
+INSTALL_WRITERS = "pip install 'labelguard[bench]' (OpenCV and imageio for the benchmarks)"
+
+
+def writer_installed(writer: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(WRITERS[writer][0]) is not None
+
+
+def write_mask(path: str, index: int, writer: str = "pillow") -> None:
+    """Write mask ``index`` as ``writer`` writes a PNG with its defaults: Pillow (modes L and
+    P), OpenCV's ``cv2.imwrite`` and imageio's ``imageio.v3.imwrite`` (greyscale)."""
+    if writer == "pillow":
+        mask_image(index).save(path, format="PNG")
+    elif writer == "opencv":
+        import cv2
+
+        if not cv2.imwrite(path, mask_array(index)):
+            raise SystemExit(f"cv2.imwrite could not write {path}")
+    else:
+        import imageio.v3 as iio
+
+        iio.imwrite(path, mask_array(index), extension=".png")
     then = time.time() - AGE_SECONDS
     os.utime(path, (then, then))
 
 
-def ensure_masks(folder: Path, count: int) -> list[Path]:
-    """``count`` masks in ``folder``, writing only the ones missing."""
+def _write_one(args: tuple[str, int, str]) -> None:
+    write_mask(*args)
+
+
+def ensure_masks(folder: Path, count: int, writer: str = "pillow") -> list[Path]:
+    """``count`` masks in ``folder`` written by ``writer``, writing only the ones missing."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"mask_{i:06d}.png" for i in range(count)]
-    missing = [(str(p), i) for i, p in enumerate(paths) if not p.exists()]
+    missing = [(str(p), i, writer) for i, p in enumerate(paths) if not p.exists()]
     if missing:
-        print(f"writing {len(missing)} masks to {folder} ...", flush=True)
+        print(f"writing {len(missing)} masks with {writer} to {folder} ...", flush=True)
         with ProcessPoolExecutor() as pool:
             list(pool.map(_write_one, missing, chunksize=32))
     return paths
@@ -206,11 +248,19 @@ def naive_unique(paths: list[Path]) -> set[int]:
     return found
 
 
-def cli_command(folder: Path, workers: int, cache: Path | None) -> list[str]:
+def cli_command(folder: Path, workers: int | None, cache: Path | None) -> list[str]:
+    """The audit of ``folder``: ``workers`` None is the default (every core)."""
     caching = ["--cache-dir", str(cache)] if cache else ["--no-cache"]
-    return [sys.executable, "-c", CONSOLE_SCRIPT, "audit", str(folder), "--workers", str(workers),
+    working = ["--workers", str(workers)] if workers is not None else []
+    return [sys.executable, "-c", CONSOLE_SCRIPT, "audit", str(folder), *working,
             "--num-classes", str(NUM_CLASSES), "--ignore-index", str(IGNORE), "--no-config",
             "--no-progress", "-o", os.devnull, *caching]
+
+
+def first_audit(folder: Path, cache: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of a default audit whose cache folder is new and empty."""
+    shutil.rmtree(cache, ignore_errors=True)
+    return wall_and_cpu(cli_command(folder, None, cache), env)
 
 
 def cli_environment(pycache: Path) -> dict[str, str]:
@@ -296,6 +346,56 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
+def first_run_measurements(paths: list[Path], folder: Path, cache: Path, env: dict[str, str]) -> dict:
+    """The writers' measurements of one folder, taken in this order each round: the second
+    run reads the cache the first run of its round filled."""
+    return {
+        "decode": lambda: timed(decode_only, paths),
+        "first": lambda: first_audit(folder, cache, env),
+        "no_cache": lambda: wall_and_cpu(cli_command(folder, None, None), env),
+        "second": lambda: wall_and_cpu(cli_command(folder, None, cache), env),
+    }
+
+
+def writers_section(writers: list[str], root: Path, count: int, rounds: int, env: dict[str, str]) -> int:
+    """The default audit (every core) of ``count`` masks of each writer: its first run (the
+    result cache on and empty: a new folder each round), with ``--no-cache`` and its second
+    run (every result cached), each against the decode-only loop, wall and CPU time; the
+    number of targets missed."""
+    failed = 0
+    print(f"\nThe default audit (all {os.cpu_count()} cores) of {count} masks per writer; best of {rounds} rounds; "
+          f"load average {load()} before")
+    counters = cpu_counters()
+    rows = []
+    for writer in writers:
+        folder = root / f"{writer}-{count}"
+        paths = ensure_masks(folder, count, writer)
+        warm(paths)
+        cache = root / f"cache-{writer}"
+        run_process(cli_command(folder, None, None), env)  # bytecode compiled, files in the page cache
+        best, cpu = best_of(first_run_measurements(paths, folder, cache, env), rounds)
+        rows.append((writer, best, cpu))
+    print(f"load average {load()} after; {stolen(counters)}")
+    print(f"  {'writer':<8} {'decode-only':>12} {'first run':>18} {'--no-cache':>18} {'second run':>18}"
+          f"   (files/s, then x the decode-only loop in wall / CPU time)")
+    for writer, best, cpu in rows:
+        cells = [f"{count / best['decode']:12.0f}"]
+        for key in ("first", "no_cache", "second"):
+            cells.append(f"{count / best[key]:7.0f} {best['decode'] / best[key]:4.2f}/{cpu['decode'] / cpu[key]:4.2f}")
+        print(f"  {writer:<8} " + " ".join(f"{cell:>18}" for cell in cells))
+    print()
+    for writer, best, cpu in rows:
+        ratio = best["decode"] / best["first"]
+        failed += ratio < TARGET_FIRST
+        print(f"  {f'{writer}: first run / decode-only >= {TARGET_FIRST}x':<46} {ratio:>10.2f}x  "
+              f"{verdict(ratio >= TARGET_FIRST)}  (CPU time {cpu['decode'] / cpu['first']:.2f}x)")
+        filling = best["first"] / best["no_cache"]
+        failed += filling > TARGET_FILLING
+        print(f"  {f'{writer}: first run / --no-cache <= {TARGET_FILLING}x':<46} {filling:>10.2f}x  "
+              f"{verdict(filling <= TARGET_FILLING)}  (CPU time {cpu['first'] / cpu['no_cache']:.2f}x)")
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--count", type=int, default=3000, help="masks of the speed ratios (default 3000)")
@@ -308,7 +408,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-rounds", type=int, default=20,
                         help="rounds of the start-up measurements (one-mask audits); the best counts")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak RSS runs at N and 4N files")
+    parser.add_argument("--writers", default=None,
+                        help="comma-separated writers of the first-audit ratios: pillow, opencv, imageio "
+                             "(default: every one installed; '' skips them)")
     args = parser.parse_args(argv)
+    if args.writers is None:
+        writers = [writer for writer in WRITERS if writer_installed(writer)]
+        missing = [WRITERS[writer][1] for writer in WRITERS if writer not in writers]
+        if missing:
+            print(f"not installed, so no masks of theirs: {', '.join(missing)}; {INSTALL_WRITERS}")
+    else:
+        writers = [writer.strip() for writer in args.writers.split(",") if writer.strip()]
+        unknown = [writer for writer in writers if writer not in WRITERS]
+        if unknown:
+            parser.error(f"unknown writer {', '.join(unknown)}: choose among {', '.join(WRITERS)}")
+        absent = [WRITERS[writer][1] for writer in writers if not writer_installed(writer)]
+        if absent:
+            parser.error(f"{', '.join(absent)} not installed: {INSTALL_WRITERS}")
 
     temporary = None
     if args.dir is None:
@@ -392,6 +508,9 @@ def main(argv: list[str] | None = None) -> int:
             failed += numpy_loaded
             print(f"  {'labelguard ' + ' '.join(command) + ' imports no numpy':<46} "
                   f"{'numpy' if numpy_loaded else 'no numpy':>11}  {verdict(not numpy_loaded)}")
+
+        if writers:
+            failed += writers_section(writers, root, args.count, args.repeat, env)
 
         if args.scale_count:
             big = linked(every[:args.scale_count], root / f"masks-{args.scale_count}")

@@ -308,7 +308,7 @@ def test_the_spec_constructor_takes_the_users_fields_and_provenance_is_set_by_la
 
     public = [name for name in inspect.signature(LabelSpec).parameters if not name.startswith("_")]
     assert public == ["classes", "values", "num_classes", "ignore", "background", "reduce_zero_label", "tokens",
-                      "dtype", "require_pairs", "max_files_unreadable", "sizes"]
+                      "dtype", "require_pairs", "max_files_unreadable", "sizes", "masks_hold"]
     with pytest.raises(TypeError):
         LabelSpec(num_classes=3, sources=("x",))  # type: ignore[call-arg]
     spec = LabelSpec.from_source("labels.txt", classes=("a", "b"))

@@ -75,8 +75,8 @@ EVERY_MASK = [f"m{index}.png" for index in range(BAD_MASKS)]
 
 
 def stored_entries(cache: Path) -> list[Path]:
-    """The entries of files and of batches, in the shards of the entries' folder."""
-    return sorted(p for p in (cache / "v1").glob("*/*") if not p.name.endswith(".tmp"))
+    """The entries of files and the packs of blocks, in the shards of the entries' folder."""
+    return sorted(p for p in (cache / cache_module.STORE_VERSION).glob("*/*") if not p.name.endswith(".tmp"))
 
 
 def listing(folder: Path) -> list[str]:
@@ -87,6 +87,18 @@ def forge(entry: Path) -> None:
     """Empty the entry's findings and compute its checksum again, as the format's head gives
     it (the magic, then the checksum of the body), without any key."""
     data = entry.read_bytes()
+    if data.startswith(cache_module.PACK_MAGIC):  # a pack: every result's findings emptied
+        head = len(cache_module.PACK_MAGIC) + cache_module.CHECKSUM_BYTES
+        key, merged, items = cache_module._ResultUnpickler(io.BytesIO(data[head:])).load()
+
+        def emptied(blob: bytes) -> bytes:
+            _, parts, files = cache_module._load_result(blob)
+            return cache_module._result_blob([], parts, files)
+
+        body = pickle.dumps((key, merged and emptied(merged), [(identity, dependencies, emptied(blob))
+                                                                for identity, dependencies, blob in items]))
+        entry.write_bytes(cache_module.PACK_MAGIC + hashlib.sha256(body).digest() + body)
+        return
     head = len(cache_module.MAGIC) + cache_module.CHECKSUM_BYTES
     identity, dependencies, _, summary, files = cache_module._ResultUnpickler(io.BytesIO(data[head:])).load()
     body = pickle.dumps((identity, dependencies, [], summary, files), protocol=pickle.HIGHEST_PROTOCOL)
@@ -109,7 +121,8 @@ def test_a_forged_entry_is_a_miss_and_the_errors_are_still_reported(tmp_path):
 def test_a_fifo_in_the_cache_folder_does_not_stop_the_audit(tmp_path):
     data, cache = bad_masks(tmp_path / "data"), tmp_path / "cache"
     audit_cli(data, cache)
-    planted = stored_entries(cache) + [cache / "v1" / name for name in ("sources", "libraries", "last-sweep")]
+    planted = stored_entries(cache) + [cache / cache_module.STORE_VERSION / name
+                                       for name in ("sources", "libraries", "last-sweep")]
     for path in planted:
         if path.exists():
             path.unlink()
@@ -170,7 +183,7 @@ def test_an_entry_copied_from_another_users_cache_is_a_miss(tmp_path):
 def test_the_key_is_private_and_made_once(tmp_path):
     data, cache = bad_masks(tmp_path / "data"), tmp_path / "cache"
     audit_cli(data, cache)
-    key = cache / "v1" / "key"
+    key = cache / cache_module.STORE_VERSION / "key"
     made = key.stat()
     assert stat.S_IMODE(made.st_mode) == 0o600 and made.st_size == cache_module.KEY_BYTES
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
@@ -204,7 +217,7 @@ def test_a_cache_folder_others_may_write_into_is_refused(tmp_path):
 def test_a_key_others_may_read_is_refused(tmp_path):
     data, cache = bad_masks(tmp_path / "data"), tmp_path / "cache"
     audit_cli(data, cache)
-    key = cache / "v1" / "key"
+    key = cache / cache_module.STORE_VERSION / "key"
     key.chmod(0o644)
     assert_refused(data, cache, f"other users may read or write its key {key} (mode 0644); "
                                 "`labelguard cache clear` deletes it with the entries")

@@ -13,6 +13,7 @@ from labelguard import layouts
 from labelguard.core import storage
 from labelguard.core.rules import run_rules
 from labelguard.rules._dataset import suggested_remap
+from labelguard.rules._instances import recognition_notes
 from labelguard.rules._unread import LINK_HINT
 from labelguard.config import NOT_DETECTED, Config, ConfigFinder, Refusal
 from labelguard.core.cache import DEFAULT_MAX_BYTES, CacheSettings, default_cache_dir, open_cache
@@ -84,6 +85,7 @@ def audit(
     scheduler: str | None = None,
     client: Any = None,
     storage_options: dict | None = None,
+    check_images: str | None = None,
     **layout_options: Any,
 ) -> Report:
     """Audit the datasets at ``paths`` against ``spec`` and return a :class:`Report`.
@@ -137,6 +139,11 @@ def audit(
             any of ``paths``, ``options.images``, ``options.masks``, ``options.lists`` may
             be one. Without them, the backend's own configuration applies (for S3: the
             ``AWS_*`` environment variables, ``~/.aws``). A ``file://`` URL is a local path.
+        check_images: how the images and volumes the datasets reference are checked to be
+            whole (LG008): "structure" (what each container says of its own extent, no pixel
+            decoded), "full" (a complete decode) or "off"; None for ``options.check_images``
+            when it was set, else the config's [audit] check_images, else "structure". A
+            config found with the data never sets it (it decides how strict the verdict is).
 
     Raises:
         OptionError: an option the dataset found cannot use (a table column on a mask
@@ -171,6 +178,8 @@ def audit(
     overrides.update(severity or {})
     hint = layout_hint(configs, options)
     options = with_settings(options, settings, hint)
+    mode, mode_origin = _check_mode(check_images, options, settings, configs)
+    options = replace(options, check_images=mode)
     choice = engine_choice(engine, scheduler, client, settings)
     if choice.name == "dask":
         # The workers may run on other machines, from other folders: they get absolute paths.
@@ -190,6 +199,9 @@ def audit(
     report.errors.extend(crashed)
     report.read_limits = limits
     report.read_roots = roots
+    if mode == "off":
+        report.notes.append("images were not checked to be whole (LG008: truncated or undecodable images), as "
+                            f"check_images is off: {mode_origin}")
     return report
 
 
@@ -210,6 +222,34 @@ def _with_option_paths(options: AuditOptions, convert: Callable[[str], str]) -> 
 def _local_paths(options: AuditOptions) -> AuditOptions:
     """``options`` with its ``file://`` URLs as the local paths they name."""
     return _with_option_paths(options, storage.local_path)
+
+
+def _note_unsampled_backgrounds(discovery: layouts.Discovery, tasks: list[FileTask], kept: list[FileTask]) -> None:
+    """Say how many images without a label file (YOLO backgrounds, checked with the label
+    files they are shared out to) rode on label files the sample left out: not checked."""
+    left = sum(len(task.option("backgrounds", ())) for task in tasks) - \
+        sum(len(task.option("backgrounds", ())) for task in kept)
+    if left:
+        discovery.notes.append(
+            f"{plural(left, 'image')} without a label file (background images) {verb(left, 'was')} not checked to "
+            "be whole (LG008): each is checked with a label file, and --sample left those label files out")
+
+
+def _check_mode(given: str | None, options: AuditOptions, settings: dict, configs: list) -> tuple[str, str]:
+    """How images are checked, and what said so: the argument, else the options' when not
+    the default, else the config's [audit] check_images, else the default."""
+    from labelguard.readers.integrity import CHECK_MODES, DEFAULT_CHECK_MODE
+
+    mode = given if given is not None else options.check_images
+    origin = (f"--check-images {mode} (check_images={mode!r} in the call)" if given is not None
+              else f"AuditOptions(check_images={mode!r})")
+    if given is None and mode == DEFAULT_CHECK_MODE and "check_images" in settings:
+        mode = settings["check_images"]
+        named = [config for config in configs if "check_images" in config.audit]
+        origin = f"check_images = {mode!r} in [audit] of {display_path(named[-1].path) if named else 'a config'}"
+    if mode not in CHECK_MODES:
+        raise UsageError(f"check_images must be one of {', '.join(CHECK_MODES)}, got {mode!r}")
+    return mode, origin
 
 
 def _limit(name: str, given: int | None, settings: dict, default: int) -> int:
@@ -366,6 +406,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
             start = 0
             for index, own_tasks in enumerate(chosen):
                 chosen[index] = [t for i, t in enumerate(own_tasks, start) if i in picked]
+                _note_unsampled_backgrounds(discoveries[index], own_tasks, chosen[index])
                 start += len(own_tasks)
         stream.files = FileList(t.display for own_tasks in chosen for t in own_tasks)
         stream.total = len(stream.files)  # the sample's, not the whole set's
@@ -459,6 +500,7 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
     notes = [warning for use in uses for warning in use.warnings()] + notes_head + [n for d in discoveries
                                                                                    for n in d.notes]
     notes.extend(_remark_notes(summary))
+    notes.extend(recognition_notes(summary, effective))
     notes.extend(_unused_option_notes(options, stream.keyed, summary, discoveries))
     if any(s.tokens is not None for s in specs) and not summary.kinds.get("tokens"):
         notes.append("the token spec (--model-config, --tokenizer or [tokens]) was compared with itself only "

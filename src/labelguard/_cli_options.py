@@ -20,3 +20,20 @@ def storage_options_of(text: str | None) -> dict | None:
         raise click.BadParameter(f"a JSON object is needed, like '{{\"endpoint_url\": \"http://...\"}}', "
                                  f"got {type(value).__name__}", param_hint="--storage-options")
     return value
+
+
+class ImportedChoice(click.Choice):
+    """A :class:`click.Choice` of the names a module defines, imported only when a value is
+    parsed or the help is shown: the module stays the one definition of the names, and a
+    command that does not use the option does not import it."""
+
+    def __init__(self, module: str, attribute: str) -> None:  # (click.Choice's own fields are properties here)
+        self._source = (module, attribute)
+        self.case_sensitive = True
+
+    @property
+    def choices(self):  # type: ignore[override]  # click.Choice keeps them as a plain attribute
+        import importlib
+
+        module, attribute = self._source
+        return tuple(getattr(importlib.import_module(module), attribute))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from labelguard._cli_options import storage_options_of
+from labelguard._cli_options import ImportedChoice, storage_options_of
 from labelguard._version import __version__
 from labelguard.core import storage
 from labelguard.errors import LabelguardError, SpecError
@@ -141,7 +141,7 @@ def _int_list(values: tuple[str, ...] | str | None) -> tuple[int, ...]:
 
 
 def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background,
-              sizes=None) -> LabelSpec:
+              sizes=None, masks_hold=None) -> LabelSpec:
     from labelguard.core.spec import LabelSpec
 
     names = None
@@ -179,11 +179,13 @@ def _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_z
         origins.append(("reduce_zero_label", "--reduce-zero-label"))
     if sizes is not None:
         origins.append(("sizes", f"--sizes {sizes}"))
+    if masks_hold is not None:
+        origins.append(("masks_hold", "--instances" if masks_hold == "instances" else "--semantic"))
     try:
         return LabelSpec(
             classes=names, values=_int_list(values) or None, num_classes=num_classes,
             ignore=_int_list(ignore_index), background=background if background is not None else 0,
-            reduce_zero_label=reduce_zero_label, sizes=sizes,
+            reduce_zero_label=reduce_zero_label, sizes=sizes, masks_hold=masks_hold,
         ).with_origins(origins)
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None
@@ -204,6 +206,12 @@ def spec_options(func):
                      help="How a mask's size relates to its image's and to the other samples': 'equal' (the "
                           "default: LG206, LG213), 'any' (sizes differ on purpose: neither is checked), or a "
                           "scale factor (2: the mask is twice its image's size, as super-resolution pairs)."),
+        click.option("--instances", "masks_hold", flag_value="instances", default=None,
+                     help="Masks hold instance ids (one id per object, 0 background: StarDist, Cellpose): each "
+                          "object is checked (LG212), no class rule judges the ids. Without --instances or "
+                          "--semantic, each mask's own evidence decides."),
+        click.option("--semantic", "masks_hold", flag_value="classes",
+                     help="Masks hold class ids: masks that look like instance ids are LG212."),
         click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
                      help="Your labelguard.toml / pyproject.toml: all its settings apply, above the project "
                           "config (one found at or above the data sets the label spec and layout hints only)."),
@@ -325,6 +333,10 @@ def _progress(enabled: bool):
 @click.option("--severity", "severity_overrides", multiple=True, metavar="CODE=LEVEL",
               help="Change a code's severity, e.g. LG205=warning. Repeatable.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--check-images", type=ImportedChoice("labelguard.readers.integrity", "CHECK_MODES"), default=None,
+              help="How the images and volumes the data references are checked to be whole (LG008): 'structure' "
+                   "(the default: each file's own structure, end markers, chunk checksums, no pixel decoded), "
+                   "'full' (a complete decode, slower) or 'off' (default: [audit] check_images of a --config file).")
 @limit_options
 @click.option("--cache-dir", type=click.Path(file_okay=False),
               help="Folder of the per-file result cache (default: [audit] cache_dir, else the user's cache folder; "
@@ -345,10 +357,11 @@ def _progress(enabled: bool):
                    "'{\"endpoint_url\": \"http://localhost:9000\"}'; by default the backend's own configuration "
                    "(for S3: the AWS_* environment variables, ~/.aws).")
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes,
+          masks_hold,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
           image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
-          write_classes, force, severity_overrides, no_progress, max_pixels, max_file_bytes, cache_dir, no_cache,
-          model_config, tokenizer, engine, scheduler, storage_options_json):
+          write_classes, force, severity_overrides, no_progress, check_images, max_pixels, max_file_bytes, cache_dir,
+          no_cache, model_config, tokenizer, engine, scheduler, storage_options_json):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -397,7 +410,8 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
     if write_classes and os.path.lexists(write_classes) and not force:
         raise click.UsageError(f"--write-classes {write_classes}: the file exists; pass --force to replace it")
     images, masks = _folders_in(paths, images, masks)
-    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes)
+    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes,
+                     masks_hold)
     if model_config or tokenizer:
         from dataclasses import replace
 
@@ -420,7 +434,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             workers=workers if workers is not None else "config", sample=sample, seed=seed,
             severity=overrides, progress=progress, max_pixels=max_pixels, max_file_bytes=max_file_bytes,
             cache=False if no_cache else cache_dir, engine=engine, scheduler=scheduler,
-            storage_options=storage_options,
+            storage_options=storage_options, check_images=check_images,
         )
     _warn_of_configs(report.configs)
     seed_given = click.get_current_context().get_parameter_source("seed") is not click.core.ParameterSource.DEFAULT
@@ -581,6 +595,7 @@ def _folders_in(paths: tuple[str, ...], images: str | None, masks: str | None) -
 @click.option("-j", "--workers", type=click.IntRange(min=1), help="Processes (default: all cores).")
 @limit_options
 def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes,
+         masks_hold,
          config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
          output, force, accept_faults, workers, max_pixels, max_file_bytes):
     """Infer a label spec from the data at PATH and write it as labelguard.toml.
@@ -597,7 +612,8 @@ def init(path, num_classes, values, classes, classes_file, ignore_index, reduce_
                                     "labelguard.toml")
     if os.path.exists(target) and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it")
-    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes)
+    spec = _cli_spec(num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes,
+                     masks_hold)
     text, inferred, faults = infer_spec_file(
         path, spec, options=_options(layout, images, masks, lists, key, color_map, path_column, label_column),
         workers=workers, config_file=config_file, use_project_config=not no_config, max_pixels=max_pixels,

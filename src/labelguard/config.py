@@ -29,6 +29,7 @@ Example ``labelguard.toml``::
     cache_max_bytes = 1_073_741_824  # the cache is swept back under this size
     engine = "dask"                  # per-file work on a Dask cluster (default: "local")
     scheduler = "tcp://head:8786"    # that cluster's scheduler (default: a LocalCluster)
+    check_images = "full"            # images decoded whole (default "structure"; "off")
 
     [severity]
     LG205 = "warning"
@@ -60,12 +61,12 @@ from labelguard.readers.base import ReadError, read_text
 
 CONFIG_NAME = "labelguard.toml"
 AUDIT_KEYS = {"fail_on", "workers", "format", "key", "sample", "color_map", "max_pixels", "max_file_bytes",
-              "cache", "cache_dir", "cache_max_bytes", "engine", "scheduler"}
+              "cache", "cache_dir", "cache_max_bytes", "engine", "scheduler", "check_images"}
 TOP_KEYS = {"labels", "audit", "severity", "tokens"}
 # What a config found with the data may set beside [labels] and [tokens]: how the dataset's
 # files are laid out, which its author knows. The other [audit] keys and [severity] decide where
 # code runs (engine, scheduler, workers), how strict the verdict is (fail_on, severities,
-# sample), and what is read and written outside the data (cache, read limits).
+# sample, check_images), and what is read and written outside the data (cache, read limits).
 DATA_AUDIT_KEYS = ("format", "key", "color_map")
 # The [labels] keys a config found with the data may not set: they make verdicts less strict.
 DATA_REFUSED_LABEL_KEYS = ("sizes",)
@@ -73,7 +74,8 @@ DATA_REFUSED_LABEL_KEYS = ("sizes",)
 FLAGS = {"audit.engine": "--engine", "audit.scheduler": "--scheduler", "audit.workers": "--workers",
          "audit.sample": "--sample", "audit.fail_on": "--fail-on", "audit.cache": "--no-cache",
          "audit.cache_dir": "--cache-dir", "audit.max_pixels": "--max-pixels",
-         "audit.max_file_bytes": "--max-file-bytes", "severity": "--severity CODE=LEVEL"}
+         "audit.max_file_bytes": "--max-file-bytes", "audit.check_images": "--check-images",
+         "severity": "--severity CODE=LEVEL"}
 
 
 # Why a setting of a config was not applied (Refusal.kind).
@@ -329,6 +331,10 @@ def within_trust(config: Config, data: str | None = None) -> Config:
         return replace(config, spec=_with_tokens(config.spec, config.tokens, config.path))
     folder = os.path.dirname(os.path.abspath(config.path))
     refused = [Refusal(setting, TRUSTED_ONLY) for setting in config.use.applied if not _data_may_set(setting)]
+    if "labels.masks_hold" in config.use.applied:
+        # Either reading loosens a verdict: "instances" leaves the masks out of the class rules,
+        # "classes" is final and silences LG212's doubt: the user's own to declare.
+        refused.append(Refusal("labels.masks_hold", TRUSTED_ONLY))
     audit = {key: value for key, value in config.audit.items() if key in DATA_AUDIT_KEYS}
     tokens = dict(config.tokens)
     own = inside_root(folder, data)  # the dataset's own config, not one above it
@@ -354,6 +360,8 @@ def within_trust(config: Config, data: str | None = None) -> Config:
     spec = config.spec
     if "labels.sizes" in dropped:  # a size relation loosens LG206/LG213: the user's own to declare
         spec = replace(spec, sizes=None)
+    if "labels.masks_hold" in dropped:
+        spec = replace(spec, masks_hold=None)
     return replace(config, spec=_with_tokens(spec, tokens, config.path), audit=audit, severity={}, use=use)
 
 
@@ -409,6 +417,12 @@ def _audit_value(key: str, value: Any, path: str) -> Any:
         if value not in ("local", "dask"):
             raise SpecError(f"{where} must be \"local\" or \"dask\", got {value!r}")
         return value
+    if key == "check_images":
+        from labelguard.readers.integrity import CHECK_MODES
+
+        if value not in CHECK_MODES:
+            raise SpecError(f"{where} must be one of {', '.join(CHECK_MODES)}; got {value!r}")
+        return value
     if key == "fail_on":
         if not isinstance(value, str) or value.strip().lower() not in ("error", "warning", "info", "never"):
             raise SpecError(f"{where} must be one of error, warning, info, never; got {value!r}")
@@ -444,7 +458,8 @@ def format_config(spec: LabelSpec, comments: list[str] | None = None) -> str:
     lines.append("")
     lines.append("[labels]")
     data = spec.to_dict()
-    for key in ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label", "sizes"):
+    for key in ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label", "sizes",
+                "masks_hold"):
         if key not in data or data[key] is None:
             continue
         lines.append(f"{key} = {_toml_value(data[key], key)}")

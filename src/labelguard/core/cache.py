@@ -11,7 +11,10 @@ of them is what it was:
   a version bump), the source of a processor or rule registered from outside the package,
   the list of registered rules, the versions of the libraries that decode files, Python's;
 * the entry lists the task's *dependencies* with a digest of each: the bytes of the task's
-  file and of its paired image (SHA-256), and what the processor looked at while it ran,
+  file and of its paired image (SHA-256: of the bytes the reader decoded when it tells them,
+  :func:`note_bytes`, else of the file read again after the task ran; either is kept only
+  when the file's signature was the same before the task ran, when it was read and after),
+  and what the processor looked at while it ran,
   which it tells through :func:`note_file` (a file's bytes: an HDF5 external link's target),
   :func:`note_folder` (a folder's listing: the names that a COCO file or a table names,
   looked up) and :func:`note_path` (whether a path is a file, a folder or nothing), or that
@@ -30,23 +33,38 @@ True``); a result with an internal error, a task whose inputs changed while it r
 file modified in the last :data:`RACY_SECONDS` (a timestamp that coarse file systems may
 not move on a second write) are not stored. Discovery is never cached.
 
-Store: a folder of one file per entry, ``<dir>/v1/<2 hex>/<30 hex>``, written to a temporary
-name beside it and renamed into place, so that two audits (or the workers of a cluster on a
-shared file system, where SQLite's locks are unreliable) can share it with no lock: a reader
-sees a whole entry or none. The folder is bounded: at the end of an audit that stored
-entries (at most every :data:`SWEEP_EVERY_SECONDS`), the least recently used ones are deleted
-until it holds less than :attr:`CacheSettings.max_bytes`.
+Store: the tasks are cut into *blocks* by their paths alone (:func:`blocks`: a block ends
+after a file whose path hashes to 0 modulo :data:`BLOCK_FILES`, 64 files on average), so that
+every audit of the same files finds the same blocks whatever its batches, and a file added or
+removed changes its own block only. A block's entries are one file, its *pack*,
+``<dir>/v2/p<hex>/<31 hex>.<files>.pack``: each task's entry (its dependencies, its result
+pickled on its own, unpickled only when used) and the block's merged result, which answers
+for the whole block in one read and one merge when no dependency's signature moved; else each
+task is judged by its own entry in the pack, and the pack is written again. A first audit
+thus creates one file per block, not one per file (``benchmarks/bench_masks.py`` prints its
+time beside ``--no-cache``'s). A file checked outside a whole block (a pool's batch of slow files, a part of a
+block) has an entry of its own, ``<dir>/v2/<2 hex>/<30 hex>``, which a block without a pack
+looks up. Packs and entries are written to a temporary name beside them and renamed into
+place, so that two audits (or the workers of a cluster on a shared file system, where
+SQLite's locks are unreliable) can share the folder with no lock: a reader sees a whole pack
+or entry or none, and a writer killed mid-write leaves only a temporary file (deleted by a
+later sweep). Two audits that fill one block at once each write the whole pack; the last
+rename wins, and either is right. The folder is bounded: at the end of an audit that stored
+entries (at most every :data:`SWEEP_EVERY_SECONDS`), the least recently used packs and
+entries are deleted until it holds less than :attr:`CacheSettings.max_bytes`.
 
 A cached result is a verdict, so the folder is trusted only as far as it is this user's own
 (:meth:`ResultCache.refused`; a folder refused is not used at all): it must belong to this
 user and let no one else write into it (it is made with mode 0700), and a symbolic link to it
-must belong to this user or to root. Each entry starts with an HMAC-SHA256 of its body under
-a key of this user's (:data:`KEY_FILE`, 32 random bytes, mode 0600, made once with an
-exclusive create); an entry written without the key (forged, or copied from another user's
-cache, whose key differs) is a miss, as is one truncated or damaged, and it is rewritten. An
-entry is read only when it is a regular file of this user's (opened without following a
-link or waiting on a pipe) of at most :data:`MAX_ENTRY_BYTES`, the most this module writes;
-only then is its body unpickled, with only the classes of a result allowed. Every process
+must belong to this user or to root. Each pack and entry starts with an HMAC-SHA256 of its
+whole body under a key of this user's (:data:`KEY_FILE`, 32 random bytes, mode 0600, made
+once with an exclusive create), so every entry in a pack is checked with it; one written
+without the key (forged, or copied from another user's cache, whose key differs) is a miss,
+as is one truncated or damaged, and it is rewritten. A pack or entry is read only when it is
+a regular file of this user's (opened without following a link or waiting on a pipe) of at
+most :data:`MAX_ENTRY_BYTES`, the most this module writes (a block whose pack would be larger
+is stored file by file); only then is its body unpickled, with only the classes of a result
+allowed. Every process
 that uses the folder (a pool's workers, a cluster's) checks it and reads the key from it
 itself: the key never travels with a task.
 
@@ -71,10 +89,11 @@ import re
 import stat
 import sys
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable, Iterable, Sequence, cast
+from typing import Any, Callable, Iterable, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -89,7 +108,7 @@ from labelguard.core.workdir import working_folder
 log = logging.getLogger(__name__)
 
 # The layout of entries; a change of it starts a new folder beside the old one.
-STORE_VERSION = "v1"
+STORE_VERSION = "v2"
 # An entry's head: the magic, then the HMAC-SHA256 of its body (LGCACHE1's plain checksum is
 # read as damaged: its entries are rewritten).
 MAGIC = b"LGCACHE2"
@@ -116,8 +135,21 @@ SWEEP_MARKER = "last-sweep"
 SOURCES_FILE = "sources"
 # The digest of the decoding libraries' versions with what tells they are still installed.
 LIBRARIES_FILE = "libraries"
-# The name ending of a batch's entry (a file's entry has none).
-BATCH_SUFFIX = ".batch"
+# A pack's head: the magic, then the HMAC-SHA256 of its body.
+PACK_MAGIC = b"LGPACK01"
+# The name ending of a pack: the entries of one block of files and their merged result (a
+# file's own entry has none).
+PACK_SUFFIX = ".pack"
+# Packs lie in folders named this and a hex digit; files' own entries in folders of 2 hex digits.
+PACK_FOLDER = "p"
+# A block of tasks ends after a task whose path hashes to 0 modulo this (on average this many
+# files), or after MAX_BLOCK_FILES tasks: a file added or removed changes its own block only.
+# Each block is one file created (0.7 ms of CPU on some virtual machines' disks, more than a
+# mask's checking), so a block is as large as a re-check of one costs little (40 ms for masks).
+BLOCK_FILES = 64
+MAX_BLOCK_FILES = 512
+# A file this large or smaller is hashed from one read.
+ONE_READ_BYTES = 1 << 20
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                 "# This file is a cache directory tag created by labelguard.\n"
                 "# For information about cache directory tags see https://bford.info/cachedir/\n")
@@ -182,6 +214,15 @@ def note_path(path: str) -> None:
         noted.append(("path", storage.abspath(path)))
 
 
+def note_bytes(path: str, data: bytes, st: os.stat_result) -> None:
+    """The running task read all of ``path``: ``data``, from a file whose descriptor had the
+    stat ``st``. The cache takes their digest instead of reading the file again (a task's own
+    file, hashed after it ran). Costs nothing outside a cached task."""
+    noted = _NOTED.get()
+    if noted is not None:
+        noted.append(("bytes", os.path.abspath(path), _signature(st), hashlib.sha256(data).digest()))
+
+
 def note_uncacheable(reason: str) -> None:
     """The running task's result depends on more than can be checked cheaply (files that a
     library opens by names it computes): it is not stored."""
@@ -227,8 +268,16 @@ def _hash_file(path: str, limit: int | None = None) -> tuple[os.stat_result | No
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return st, f"not-regular:{stat.S_IFMT(st.st_mode)}".encode()
-        digest = hashlib.sha256()
-        buffer = bytearray(1 << 20)
+        if st.st_size < ONE_READ_BYTES:
+            # A mask's few KiB: one read (one byte more than the size sees a file that grew),
+            # not a megabyte's buffer zeroed per file.
+            data = os.read(fd, st.st_size + 1)
+            if len(data) <= st.st_size:
+                return st, hashlib.sha256(data).digest()
+            digest = hashlib.sha256(data)
+        else:
+            digest = hashlib.sha256()
+        buffer = bytearray(ONE_READ_BYTES)
         view = memoryview(buffer)
         while True:
             count = handle.readinto(buffer)
@@ -236,13 +285,6 @@ def _hash_file(path: str, limit: int | None = None) -> tuple[os.stat_result | No
                 break
             digest.update(view[:count])
         return st, digest.digest()
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def _path_kind(path: str) -> bytes:
@@ -625,11 +667,12 @@ _SUMMARY_EMPTY = {item.name: item.default_factory() if item.default_factory is n
 
 def _summary_parts(summary: Summary) -> dict[str, Any]:
     """The fields of ``summary`` that are not empty (a file's summary has a few), counters as
-    plain dicts: a small entry, quick to load."""
+    plain dicts: a small entry, quick to load. Every field's empty value is false (0, False,
+    an empty counter, dict or list), and a counter that holds a key counted 0 is kept whole."""
     parts = {}
-    for name, empty in _SUMMARY_EMPTY.items():
+    for name in _SUMMARY_EMPTY:
         value = getattr(summary, name)
-        if value != empty:
+        if value:
             parts[name] = dict(value) if isinstance(value, Counter) else value
     return parts
 
@@ -681,13 +724,78 @@ def _decode_entry(data: bytes, key: bytes) -> _Entry | None:
 
 @dataclass
 class Batch:
-    """A batch's lookup: each task's identity and, once known, its dependencies (None: not
-    cached); ``key`` names the entry of the whole batch, ``hit`` is it when still valid."""
+    """A block's lookup: each task's identity and, once known, its entry as the block's pack
+    holds it, (dependencies, result; see :func:`_result_blob`), None while not cached;
+    ``key`` names the pack, ``hit`` is its merged result when still valid, ``pack`` the
+    entries read from it; ``fresh`` when the pack must be written."""
 
     identities: list[str | None]
-    dependencies: list[list | None]
+    entries: list[tuple[list, bytes] | None]
     key: str | None = None
     hit: CachedResult | None = None
+    pack: dict[str, tuple[list, bytes]] | None = None
+    fresh: bool = False
+
+
+def blocks(tasks: Iterable[FileTask]) -> Iterator[list[FileTask]]:
+    """``tasks`` cut into the blocks whose results share a pack: a block ends after a task
+    whose path hashes to 0 modulo :data:`BLOCK_FILES`, or after :data:`MAX_BLOCK_FILES` tasks.
+    The cuts depend on the paths alone, not on where a batch began: a file added to or removed
+    from a dataset changes the pack of its own block, and the next audit finds the others."""
+    block: list[FileTask] = []
+    for task in tasks:
+        block.append(task)
+        if (zlib.crc32(task.path.encode("utf-8", "surrogateescape")) % BLOCK_FILES == 0
+                or len(block) >= MAX_BLOCK_FILES):
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _result_blob(findings: list, parts: dict[str, Any], files: int) -> bytes:
+    """A result as a pack keeps it: unpickled only when it is used."""
+    return pickle.dumps((findings, parts, files), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _load_result(blob: bytes) -> tuple[list, dict[str, Any], int] | None:
+    """The result of :func:`_result_blob`, or None when it is not one."""
+    try:
+        findings, parts, files = _ResultUnpickler(io.BytesIO(blob)).load()
+    except Exception:  # a signed body of another version of the classes
+        log.debug("cached result could not be loaded", exc_info=True)
+        return None
+    if not (isinstance(findings, list) and isinstance(parts, dict) and set(parts) <= _SUMMARY_EMPTY.keys()
+            and isinstance(files, int)):
+        return None
+    return findings, parts, files
+
+
+def _encode_pack(key: str, merged: bytes | None, items: list[tuple[str, list, bytes]], secret: bytes) -> bytes:
+    body = pickle.dumps((key, merged, items), protocol=pickle.HIGHEST_PROTOCOL)
+    return PACK_MAGIC + hmac.digest(secret, body, "sha256") + body
+
+
+def _decode_pack(data: bytes, key: str, secret: bytes) -> tuple[bytes | None, dict[str, tuple[list, bytes]]] | None:
+    """(merged result, {identity: entry}) of the pack ``key`` in ``data``; None when it is
+    truncated, damaged, of another block or not signed with ``secret`` (nothing of it is
+    unpickled then)."""
+    head = len(PACK_MAGIC) + CHECKSUM_BYTES
+    if len(data) <= head or not data.startswith(PACK_MAGIC):
+        return None
+    body = memoryview(data)[head:]
+    if not hmac.compare_digest(hmac.digest(secret, body, "sha256"), data[len(PACK_MAGIC):head]):
+        return None
+    try:
+        found, merged, items = _ResultUnpickler(io.BytesIO(body)).load()
+        entries = {identity: (dependencies, blob) for identity, dependencies, blob in items}
+    except Exception:
+        log.debug("cache pack could not be loaded", exc_info=True)
+        return None
+    if found != key or not (merged is None or isinstance(merged, bytes)) or not all(
+            isinstance(dependencies, list) and isinstance(blob, bytes) for dependencies, blob in entries.values()):
+        return None
+    return merged, entries
 
 
 def _unchanged(dependency: tuple) -> bool:
@@ -713,8 +821,8 @@ class CacheInfo:
     """What ``labelguard cache info`` shows."""
 
     directory: str
-    entries: int  # files' results
-    batches: int  # batches' merged results (each also stored file by file)
+    entries: int  # files' results, in their own entries and in packs
+    batches: int  # packs: the entries of a block of files with their merged result
     size: int
     max_bytes: int
 
@@ -727,6 +835,7 @@ class ResultCache:
         self.root = os.path.join(os.path.abspath(settings.directory), STORE_VERSION)
         self._spec: tuple[Any, bytes] | None = None
         self._tagged = False
+        self._singles: bool | None = None
         # (the key, None) once the folder was found this user's own, else (None, why not)
         self._state: tuple[bytes | None, str | None] | None = None
 
@@ -768,12 +877,13 @@ class ResultCache:
         return digest.digest()
 
     def batch(self, tasks: Sequence[FileTask], context: bytes) -> Batch:
-        """The lookup of a batch of tasks: the entry of the whole batch when every dependency
-        of every task is unchanged by its signature (one read and one merge for 32 files),
-        else what :meth:`run` of each task and :meth:`store_batch` need."""
+        """The lookup of a block of tasks (:func:`blocks`): its pack, whose merged result is
+        the block's when every dependency of every task is unchanged by its signature (one
+        read and one merge for the block's files), else what :meth:`run` of each task and
+        :meth:`store_batch` need."""
         batch = Batch([None] * len(tasks), [None] * len(tasks))
         if len(tasks) < 2:
-            return batch  # its file's entry is the batch's
+            return batch  # its file's entry is the block's
         for index, task in enumerate(tasks):
             if not getattr(task.processor, "cacheable", False):
                 return batch
@@ -784,21 +894,31 @@ class ResultCache:
                           exc_info=True)
                 return batch
         identities = cast("list[str]", batch.identities)  # every task's was set above
-        batch.key = hashlib.sha256(":".join(identities).encode()).hexdigest()[:32] + BATCH_SUFFIX
-        entry = self._read(batch.key)
-        if entry is not None and all(_unchanged(dependency) for dependency in entry.dependencies):
-            batch.hit = CachedResult(tasks[0].display, entry.findings, _parts_view(entry.summary), entry.files)
-            if time.time() - entry.used > TOUCH_AFTER_SECONDS:
-                # The files' entries are used with it: after an edit they answer for the batch.
-                for identity in identities:
-                    self._touch(identity)
+        batch.key = (hashlib.sha256(":".join(identities).encode()).hexdigest()[:32]
+                     + f".{len(tasks)}{PACK_SUFFIX}")
+        secret = self._opened()[0]
+        found = _read_own(self._path(batch.key), MAX_ENTRY_BYTES) if secret is not None else None
+        if found is None or secret is None:
+            return batch
+        pack = _decode_pack(found[0], batch.key, secret)
+        if pack is None:
+            return batch
+        merged, batch.pack = pack
+        if time.time() - found[1].st_mtime > TOUCH_AFTER_SECONDS:
+            self._touch(batch.key)
+        if merged is not None and all(_unchanged(dependency) for dependencies, _ in batch.pack.values()
+                                      for dependency in dependencies):
+            result = _load_result(merged)
+            if result is not None:
+                batch.hit = CachedResult(tasks[0].display, result[0], _parts_view(result[1]), result[2])
         return batch
 
     def run(self, task: FileTask, spec: Any, runner: Callable[[FileTask, Any], FileResult],
             context: bytes, batch: Batch | None = None, index: int = 0) -> FileResult | CachedResult:
         """The result cached for ``task`` when its inputs are unchanged, else
         ``runner(task, spec)``, stored. ``context`` is :meth:`context` of ``spec``; with the
-        task's ``batch``, its identity is taken from there and its dependencies kept there."""
+        task's ``batch`` (a block's, with a key), its identity is taken from there and its
+        entry is looked up in, and kept for, the block's pack."""
         if not getattr(task.processor, "cacheable", False):
             return runner(task, spec)
         identity = batch.identities[index] if batch is not None else None
@@ -809,19 +929,46 @@ class ResultCache:
                 log.debug("task of %s has an option without a canonical form: not cached", task.path,
                           exc_info=True)
                 return runner(task, spec)
+        packed = batch if batch is not None and batch.key is not None else None
         declared = [task.path] + ([task.image] if task.image else [])
-        entry = self._read(identity)
-        if entry is not None and self._still_valid(entry, declared):
-            if batch is not None:
-                batch.dependencies[index] = entry.dependencies
+        if packed is not None and packed.pack is not None:
+            kept = packed.pack.get(identity)
+            loaded = _load_result(kept[1]) if kept is not None else None
+            entry = _Entry(identity, kept[0], *loaded) if kept is not None and loaded is not None else None
+        elif packed is None or self._has_singles():
+            # No pack: the file's own entry, written where it ran outside a whole block.
+            entry = self._read(identity)
+        else:
+            entry = None
+        if entry is not None and self._still_valid(entry, declared, rewrite=packed is None):
+            if packed is not None:
+                kept = packed.pack.get(identity) if packed.pack is not None else None
+                if kept is None or entry.dependencies is not kept[0]:  # refreshed, or from its own entry
+                    packed.fresh = True
+                    kept = (entry.dependencies, _result_blob(entry.findings, entry.summary, entry.files))
+                packed.entries[index] = kept
             return CachedResult(task.display, entry.findings, _parts_view(entry.summary), entry.files)
         limit = current_limits().max_file_bytes
-        # A file over the limit is refused unread by the reader: hashing would read it all.
-        # (An object's size comes with its validator: one look at it.)
-        if any(not storage.url_scheme(path) and _size(path) > limit for path in declared):
-            return runner(task, spec)
-        before = [_hash_file(path, limit) for path in declared]
-        if any(digest is None for _, digest in before):
+        # A local file's stat before it is read; its bytes are hashed after the task ran (or
+        # taken from the reader, :func:`note_bytes`), and the result is stored only when the
+        # signature was the same before, while hashing and after. An object's validator is
+        # looked at before (its size comes with it: one look).
+        before: list = []
+        for path in declared:
+            if storage.url_scheme(path):
+                before.append(_hash_file(path, limit))
+                continue
+            try:
+                # (A link that leads outside the granted roots is neither read by the reader,
+                # which notes no bytes then, nor hashed: no digest, so nothing is stored.)
+                st = os.stat(path)
+            except OSError:
+                return runner(task, spec)
+            # A file over the limit is refused unread by the reader: hashing would read it all.
+            if st.st_size > limit:
+                return runner(task, spec)
+            before.append((st, None))
+        if any(st is None and digest is None for st, digest in before):
             return runner(task, spec)
         noted: list = []  # what the runner reads beyond its files, noted there
         token = _NOTED.set(noted)
@@ -830,18 +977,46 @@ class ResultCache:
         finally:
             _NOTED.reset(token)
         if not result.errors:
-            stored = self._store(identity, declared, before, noted, result)
-            if batch is not None:
-                batch.dependencies[index] = stored
+            dependencies = self._dependencies(declared, before, noted)
+            if dependencies is not None:
+                parts = _summary_parts(result.summary)
+                if packed is not None:
+                    packed.fresh = True
+                    packed.entries[index] = (dependencies, _result_blob(result.findings, parts, result.files))
+                else:
+                    self._write(_Entry(identity, dependencies, result.findings, parts, result.files))
+        elif packed is not None:
+            packed.fresh = True  # the pack read holds an entry this task no longer has
         return result
 
     def store_batch(self, batch: Batch, result: FileResult) -> None:
-        """Store the merged ``result`` of a batch whose every task was stored or reused."""
-        if batch.key is None or result.errors or any(found is None for found in batch.dependencies):
+        """Write the block's pack: the entries of its tasks that were stored or reused and, when
+        every task's was, the block's merged ``result``; nothing when the pack read is still
+        whole. A pack too large to be read back is written as one entry per file."""
+        if batch.key is None or not batch.fresh:
             return
-        known = cast("list[list]", batch.dependencies)  # none is None: checked above
-        dependencies = [dependency for found in known for dependency in found]
-        self._write(_Entry(batch.key, dependencies, result.findings, _summary_parts(result.summary), result.files))
+        secret = self._opened()[0]
+        if secret is None:
+            return
+        items = [(identity, entry[0], entry[1]) for identity, entry in zip(batch.identities, batch.entries)
+                 if identity is not None and entry is not None]
+        if not items:
+            _unlink(self._path(batch.key))  # a pack of entries no longer valid
+            return
+        whole = len(items) == len(batch.entries) and not result.errors
+        try:
+            merged = _result_blob(result.findings, _summary_parts(result.summary), result.files) if whole else None
+            data = _encode_pack(batch.key, merged, items, secret)
+        except Exception:  # a result that cannot be pickled is computed again next time
+            log.debug("results of pack %s cannot be cached", batch.key, exc_info=True)
+            return
+        if len(data) <= MAX_ENTRY_BYTES:
+            self._put(self._path(batch.key), data)
+            return
+        for identity, dependencies, blob in items:
+            loaded = _load_result(blob)
+            if loaded is not None:
+                self._write(_Entry(identity, dependencies, *loaded))
 
     def _identity(self, task: FileTask, context: bytes) -> str:
         processor = task.processor
@@ -852,7 +1027,23 @@ class ResultCache:
         return digest.hexdigest()[:32]
 
     def _path(self, identity: str) -> str:
+        if identity.endswith(PACK_SUFFIX):
+            # Packs in 16 folders: a first audit's few hundred packs make few folders.
+            return os.path.join(self.root, PACK_FOLDER + identity[0], identity[1:])
         return os.path.join(self.root, identity[:2], identity[2:])
+
+    def _has_singles(self) -> bool:
+        """Whether the folder may hold files' own entries (those written outside a whole
+        block), asked once per process: a first audit then looks up no file of a block
+        without a pack, one open that fails per file. An entry another process writes
+        meanwhile is not looked for (a miss, never a wrong result)."""
+        if self._singles is None:
+            try:
+                with os.scandir(self.root) as scan:
+                    self._singles = any(len(item.name) == 2 and item.is_dir(follow_symlinks=False) for item in scan)
+            except OSError:
+                self._singles = False
+        return self._singles
 
     def _read(self, identity: str) -> _Entry | None:
         key = self._opened()[0]
@@ -876,10 +1067,11 @@ class ResultCache:
         except OSError:
             pass
 
-    def _still_valid(self, entry: _Entry, declared: list[str]) -> bool:
-        """True when every dependency of the entry is as it was; the entry is rewritten when a
-        file's signature changed but not its bytes (touched, copied back), so that the next
-        audit need not hash it again."""
+    def _still_valid(self, entry: _Entry, declared: list[str], rewrite: bool = True) -> bool:
+        """True when every dependency of the entry is as it was; when a file's signature
+        changed but not its bytes (touched, copied back) the entry's dependencies are
+        refreshed, and the entry rewritten with ``rewrite`` (its pack is, without), so that
+        the next audit need not hash it again."""
         kinds = [(kind, path) for kind, path, _, _ in entry.dependencies[:len(declared)]]
         if kinds != [("file", path) for path in declared]:
             return False
@@ -918,26 +1110,46 @@ class ResultCache:
                 return False
         if changed:
             entry.dependencies = refreshed
-            self._write(entry)
+            if rewrite:
+                self._write(entry)
         return True
 
-    def _store(self, identity: str, declared: list[str], before: list, noted: list,
-               result: FileResult) -> list | None:
-        """Store ``result`` unless an input changed while it was computed or was modified too
-        recently to be told apart from its next version; its dependencies, or None."""
+    def _dependencies(self, declared: list[str], before: list, noted: list,
+                      read: dict[str, tuple] | None = None) -> list | None:
+        """The dependencies of a result computed from ``declared`` files (``before``: their
+        stat and digest) and what the processor ``noted``; None when an input changed while it
+        was computed or was modified too recently to be told apart from its next version (the
+        result is then not stored). ``read``: the files the processor noted reading whole
+        (:func:`note_bytes`), by path, when already taken out of ``noted``."""
+        if read is None:
+            read = {item[1]: item[2:] for item in noted if item[0] == "bytes"}
+            noted = [item for item in noted if item[0] != "bytes"]
         if any(kind == "uncacheable" for kind, _ in noted):
             return None
         now = time.time_ns()
-        dependencies = []
+        dependencies: list[tuple] = []
         for path, (st, digest) in zip(declared, before):
             if st is None and storage.url_scheme(path) and storage.content_digest(path) != digest:
                 return None  # the object was replaced while it was read
             if st is not None:
+                signature = _signature(st)
+                if digest is None:
+                    signature_read, digest = read.get(os.path.abspath(path), (None, None))
+                    if signature_read == signature:
+                        # Read whole between two looks that saw one signature, the second on the
+                        # descriptor read, after the last byte: the bytes are the file's.
+                        if _racy(st, now):
+                            return None
+                        dependencies.append(("file", path, signature, digest))
+                        continue
+                    hashed, digest = _hash_file(path)
+                    if hashed is None or digest is None or _signature(hashed) != signature:
+                        return None
                 try:
                     after = os.stat(path)
                 except OSError:
                     return None
-                if _signature(after) != _signature(st) or _racy(after, now):
+                if _signature(after) != signature or _racy(after, now):
                     return None
             dependencies.append(("file", path, _signature(st) if st is not None else None, digest))
         for kind, path in dict.fromkeys(noted):
@@ -950,7 +1162,6 @@ class ResultCache:
                 dependencies.append((kind, path, None, _listing_digest(path)))
             else:
                 dependencies.append((kind, path, None, _path_kind(path)))
-        self._write(_Entry(identity, dependencies, result.findings, _summary_parts(result.summary), result.files))
         return dependencies
 
     def _write(self, entry: _Entry) -> None:
@@ -966,12 +1177,16 @@ class ResultCache:
             log.debug("result of entry %s is %d bytes, over %d: not cached", entry.identity, len(data),
                       MAX_ENTRY_BYTES)
             return
-        path = self._path(entry.identity)
+        self._singles = True
+        self._put(self._path(entry.identity), data)
+
+    def _put(self, path: str, data: bytes) -> None:
+        """Write an entry or a pack into place, its shard folder made when missing."""
         if not _write_atomically(path, data) and not os.path.isdir(os.path.dirname(path)):
             try:
                 self._make_folders(os.path.dirname(path))
             except OSError:
-                log.debug("cannot make the folder of cache entry %s", path, exc_info=True)
+                log.debug("cannot make the folder of cache file %s", path, exc_info=True)
                 return
             _write_atomically(path, data)
 
@@ -1026,8 +1241,10 @@ class ResultCache:
         for path, st in self._entries():
             if path.endswith(".tmp"):
                 continue
-            if path.endswith(BATCH_SUFFIX):
+            if path.endswith(PACK_SUFFIX):
                 batches += 1
+                count = path[:-len(PACK_SUFFIX)].rpartition(".")[2]  # a pack's name ends .N.pack
+                entries += int(count) if count.isdigit() else 0
             else:
                 entries += 1
             size += st.st_size
@@ -1040,7 +1257,7 @@ class ResultCache:
         import shutil
 
         shutil.rmtree(self.root, ignore_errors=True)  # the key with the entries: a new one is made
-        self._state = None
+        self._state = self._singles = None
         _unlink(os.path.join(self.settings.directory, "CACHEDIR.TAG"))
         try:
             os.rmdir(self.settings.directory)  # only when nothing else is in it

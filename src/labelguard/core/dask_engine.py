@@ -153,7 +153,7 @@ class DaskEngine:
             head = list(islice(source, full * threads))
             size = dask_batch_size(len(head), threads) if len(head) < full * threads else full
             tasks = chain(head, source)
-        fresh = ((str(index), batch) for index, batch in enumerate(batches_of(tasks, size)))
+        fresh = ((str(index), batch) for index, batch in enumerate(batches_of(tasks, size, aligned=cache is not None)))
         again: deque[tuple[str, Sequence[FileTask]]] = deque()  # files of batches whose workers kept dying
         job = BatchJob(spec, current_limits(), cache, working_folder(), current_roots())
         window = max(2, IN_FLIGHT_PER_THREAD * threads)

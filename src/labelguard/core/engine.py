@@ -32,7 +32,7 @@ import traceback
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
-from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, open_cache
+from labelguard.core.cache import Batch, CachedResult, CacheSettings, ResultCache, blocks, open_cache
 from labelguard.core.limits import ReadLimits, current_limits, set_limits
 from labelguard.core.paths import Roots, current_roots, set_roots
 from labelguard.core.spec import LabelSpec
@@ -59,6 +59,9 @@ BATCH_FILES = 32
 # (cached results, small annotation files) larger ones, up to POOL_BATCH_FILES.
 BATCH_SECONDS = 0.1
 POOL_BATCH_FILES = 1024
+# A block of the result cache is cut into parts (batches of its own, files stored one by one)
+# only when it takes longer than this: slow files, not a first batch that waited for its worker.
+PART_SECONDS = 1.0
 # Batches per worker at least, so a slow batch at the end does not leave the others idle.
 BATCHES_PER_WORKER = 16
 # Batches handed to the pool per worker at a time: one running and one waiting keeps every
@@ -85,7 +88,7 @@ def run_one(task: FileTask, spec: LabelSpec) -> FileResult:
 
 
 def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings | None = None,
-              block: int | None = None) -> FileResult:
+              whole: bool = True) -> FileResult:
     """Run ``tasks`` in order and merge their results into one covering ``len(tasks)`` files.
 
     A processor may offer ``processor.batch(tasks, spec)``, equal to its per-file results
@@ -93,21 +96,18 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings |
     If it raises, the batch runs file by file, so the failure is pinned to its file.
 
     With a ``cache``, each task of a cacheable processor is looked up there first and its
-    result stored after it ran (:mod:`labelguard.core.cache`), in the process that runs it; a
-    batch of such tasks also has an entry of its own, read at once when nothing changed. With
-    ``block``, those entries cover ``block`` files each, from the batch's first: a pool's
-    batches grow and shrink with the time their files take (:class:`TimedBatches`) but always
-    start on a block, so the next audit finds the same entries whatever its batches.
+    result stored after it ran (:mod:`labelguard.core.cache`), in the process that runs it.
+    A batch that is ``whole`` blocks (:func:`labelguard.core.cache.blocks`: cut by the files'
+    paths, so the next audit finds the same blocks whatever its batches) keeps each block's
+    results in one pack, whose merged result is read at once when nothing changed; a part of a
+    block (a pool's batch of slow files, :class:`TimedBatches`) is looked up and stored file by
+    file.
     """
     processor = tasks[0].processor if tasks else None
     if cache is not None and any(getattr(task.processor, "cacheable", False) for task in tasks):
-        if block is None:
-            return _run_cached(tasks, spec, cache)
-        # An entry per whole block; a part of a block (a batch of slow files) is looked up
-        # file by file: an entry of its own would cover files no other audit's batch does.
-        return _merged(tasks, [_run_cached(tasks[start:start + block], spec, cache,
-                                           entry=len(tasks) - start >= block)
-                               for start in range(0, len(tasks), block)])
+        if not whole:
+            return _run_cached(tasks, spec, cache, entry=False)
+        return _merged(tasks, [_run_cached(block, spec, cache) for block in blocks(tasks)])
     batched = getattr(processor, "batch", None)
     if batched is not None and all(task.processor is processor for task in tasks):
         try:
@@ -120,8 +120,9 @@ def run_batch(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings |
 
 
 def _run_cached(tasks: Sequence[FileTask], spec: LabelSpec, cache: CacheSettings, entry: bool = True) -> FileResult:
-    """:func:`run_batch` file by file, each through the cache (a result is stored per file);
-    with ``entry``, the batch has an entry of its own too, looked up first."""
+    """:func:`run_batch` file by file, each through the cache; with ``entry``, ``tasks`` are a
+    block, whose pack is looked up first and holds their results, else each file has an entry
+    of its own."""
     store = open_cache(cache)
     context = store.context(spec)
     batch = store.batch(tasks, context) if entry else None
@@ -144,7 +145,8 @@ def _run_through(store: ResultCache, task: FileTask, spec: LabelSpec, context: b
     except Exception:
         log.debug("the result cache failed on %s; checking it without", task.path, exc_info=True)
         if batch is not None:
-            batch.dependencies[index] = None
+            batch.entries[index] = None
+            batch.fresh = True
         return run_one(task, spec)
 
 
@@ -174,11 +176,11 @@ def _init_worker(spec: LabelSpec, limits: ReadLimits, cache: CacheSettings | Non
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run_batch_in_worker(tasks: Sequence[FileTask], block: int | None = None) -> tuple[FileResult, float]:
+def _run_batch_in_worker(tasks: Sequence[FileTask], whole: bool = True) -> tuple[FileResult, float]:
     """The batch's merged result, and the seconds it took here (which size the next batches)."""
     assert _WORKER_SPEC is not None
     start = time.perf_counter()
-    result = run_batch(tasks, _WORKER_SPEC, _WORKER_CACHE, block)
+    result = run_batch(tasks, _WORKER_SPEC, _WORKER_CACHE, whole)
     return result, time.perf_counter() - start
 
 
@@ -276,20 +278,38 @@ def run_batches(
     if cache is not None:
         open_cache(cache).environment()  # once here (and the folder checked), not in every forked worker
     if workers == 1 or (complete and len(head) < 4):
-        return ((batch, run_batch(batch, spec, cache)) for batch in batches_of(itertools.chain(head, source), size))
+        return ((batch, run_batch(batch, spec, cache))
+                for batch in batches_of(itertools.chain(head, source), size, aligned=cache is not None))
     # The processors the first tasks use, imported once by a fork server (see _context).
     modules = sorted({task.processor.__module__ for task in head})
     # A whole set known from its head keeps batches for every worker; a stream may grow them.
-    batches = TimedBatches(itertools.chain(head, source), size, most=size if complete else POOL_BATCH_FILES)
+    batches = TimedBatches(itertools.chain(head, source), size, most=size if complete else POOL_BATCH_FILES,
+                           aligned=cache is not None)
     del head
     return _run_pooled(batches, spec, workers, modules, cache)
 
 
-def batches_of(tasks: Iterable[FileTask], size: int) -> Iterator[list[FileTask]]:
-    """``tasks`` in lists of ``size`` (the last one shorter), taken as they come."""
+def batches_of(tasks: Iterable[FileTask], size: int, aligned: bool = False) -> Iterator[list[FileTask]]:
+    """``tasks`` in lists of ``size`` (the last one shorter), taken as they come; ``aligned``:
+    in whole blocks of the result cache instead, at least ``size`` tasks a list."""
+    if aligned:
+        batch: list[FileTask] = []
+        for block in blocks(tasks):
+            batch.extend(block)
+            if len(batch) >= size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+        return
     iterator = iter(tasks)
     while batch := list(itertools.islice(iterator, size)):
         yield batch
+
+
+class BlockPart(list):
+    """A batch that is a part of a block (:class:`TimedBatches`): its files are looked up and
+    stored in the cache one by one."""
 
 
 class TimedBatches:
@@ -298,30 +318,53 @@ class TimedBatches:
     (between 1 and ``most``). The time per file is a moving average of the recent batches', so
     the size follows a dataset whose files get slower or faster (its cached part, say).
 
-    The tasks are cut into blocks of the first ``size`` (``block``), and a batch is whole blocks
-    or part of one, never parts of two: the cache's entries of batches are the blocks'
-    (:func:`run_batch`), the same in every audit of the same files however long they took."""
+    The tasks are cut into blocks, and a batch is whole blocks or part of one (a
+    :class:`BlockPart`, once files are measured slower than a block in
+    :data:`BATCH_SECONDS`), never parts of two: with ``aligned``, the result cache's blocks
+    (:func:`labelguard.core.cache.blocks`, whose packs are the same in every audit of the same
+    files however long they took), cut into parts only when a block takes more than
+    :data:`PART_SECONDS` (the first batches' times include the workers' start: a part's files
+    are stored one entry each), else blocks of the first ``size`` (``block``)."""
 
-    def __init__(self, tasks: Iterable[FileTask], size: int, most: int = POOL_BATCH_FILES) -> None:
-        self.tasks = iter(tasks)
+    def __init__(self, tasks: Iterable[FileTask], size: int, most: int = POOL_BATCH_FILES,
+                 aligned: bool = False) -> None:
         self.block = self.size = max(1, size)
+        self.aligned = aligned
+        self.blocks = blocks(tasks) if aligned else batches_of(tasks, self.block)
         self.most = max(1, most)
         self.per_file: float | None = None
         self.taken = 0
+        self.rest: list[FileTask] = []  # what is left of a block handed out in parts
+        self.next_block: list[FileTask] | None = None
 
     def __iter__(self) -> Iterator[list[FileTask]]:
         return self
 
     def __next__(self) -> list[FileTask]:
-        into_block = self.taken % self.block
-        if into_block:
-            count = min(self.size, self.block - into_block)  # the rest of a block begun
-        else:
-            count = max(self.block, self.size // self.block * self.block) if self.size >= self.block else self.size
-        batch = list(itertools.islice(self.tasks, count))
+        batch = self._next()
         if not batch:
             raise StopIteration
         self.taken += len(batch)
+        return batch
+
+    def _next(self) -> list[FileTask]:
+        if self.rest:
+            part, self.rest = self.rest[:self.size], self.rest[self.size:]
+            return BlockPart(part)
+        batch: list[FileTask] = []
+        while len(batch) < self.size:
+            block = self.next_block if self.next_block is not None else next(self.blocks, None)
+            self.next_block = None
+            if block is None:
+                break
+            if batch and len(batch) + len(block) > self.size:
+                self.next_block = block
+                break
+            if self.per_file is not None and len(block) > self.size and (
+                    not self.aligned or len(block) * self.per_file > PART_SECONDS):  # measured slow
+                self.rest = block[self.size:]
+                return BlockPart(block[:self.size])
+            batch.extend(block)
         return batch
 
     def took(self, files: int, seconds: float) -> None:
@@ -397,7 +440,7 @@ def _run_until_a_worker_dies(
     """Run the batches of ``waiting`` (taken from its left, at most ``in_flight`` handed out at
     a time) on a new pool of ``workers`` until they are done or a worker dies; then the
     batches handed out and not finished are added to ``struck``. ``timed`` (the source of
-    ``waiting``) hears how long each batch ran in its worker, and gives the cache's block."""
+    ``waiting``) hears how long each batch ran in its worker."""
     # Imported here: the process pool brings multiprocessing and sockets, some 5 ms of the
     # start-up of every audit, which a one-worker audit does without.
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -413,7 +456,7 @@ def _run_until_a_worker_dies(
             while waiting and not broken and len(running) < in_flight:
                 batch = waiting.popleft()
                 try:
-                    running[pool.submit(_run_batch_in_worker, batch, timed.block if timed else None)] = batch
+                    running[pool.submit(_run_batch_in_worker, batch, not isinstance(batch, BlockPart))] = batch
                 except BrokenProcessPool:
                     waiting.appendleft(batch)
                     broken = True

@@ -21,6 +21,29 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 
+@dataclass(frozen=True)
+class VolumeGeometry:
+    """Where a volume's voxels lie in space, as ITK and SimpleITK (and so nnU-Net's readers)
+    read its header, in their LPS convention; a header that two families of readers read
+    apart also carries nibabel's reading.
+
+    Attributes:
+        spacing: the voxel size along each spatial axis of the stored array, in mm.
+        origin: the position of the first voxel's centre, in mm (x, y, z).
+        direction: the unit direction of each array axis, the 3x3 matrix's rows flattened.
+        source: the part of the header this reading comes from ("sform", "qform", "no
+            transform (sform and qform codes 0)"), for a message to say.
+        nibabel: where nibabel (MONAI's and TorchIO's reader) places the voxels (its best
+            affine, in LPS), when that differs from this reading; None when it is the same.
+    """
+
+    spacing: tuple[float, ...]
+    origin: tuple[float, ...]
+    direction: tuple[float, ...]
+    source: str = ""
+    nibabel: VolumeGeometry | None = None
+
+
 @dataclass
 class MaskRecord:
     """A mask as stored.
@@ -36,6 +59,7 @@ class MaskRecord:
         image_key: the key of the image stored beside it, when there is one.
         remark: how the label was read when the report should say so (through an HDF5
             external link...): the report counts the files under each remark.
+        geometry: where the voxels lie in space, for a volume whose header says it (NIfTI).
     """
 
     array: np.ndarray
@@ -47,6 +71,7 @@ class MaskRecord:
     key: str | None = None
     image_key: str | None = None
     remark: str | None = None
+    geometry: VolumeGeometry | None = None
 
     @property
     def lossy(self) -> bool:
@@ -58,6 +83,35 @@ class MaskRecord:
         return self.declared is not None and self.declared != self.container and not (
             self.declared == "gzip" and self.container == "nifti"
         )
+
+
+@dataclass
+class InstanceEvidence:
+    """One mask's values read as instance ids: what says they number objects, not classes.
+
+    Attributes:
+        dtype: the stored dtype.
+        ids / lowest / highest: how many non-zero values, the smallest and the largest.
+        one_region: ids that are one connected region each; split_ids: ids of two or more
+            regions, the first few with their region count and each region's first pixel
+            (``split_places``: (id, regions, ((row, column) or (slice, row, column), ...))).
+        has_zero: 0 occurs; background: 0, or else the commonest value; background_pixels,
+            pixels: its pixels and the mask's.
+        recognised: the signals together read the mask as instance ids.
+    """
+
+    dtype: str
+    ids: int
+    highest: int
+    lowest: int
+    one_region: int
+    split_ids: int = 0
+    split_places: tuple = ()
+    has_zero: bool = True
+    background: int = 0
+    background_pixels: int = 0
+    pixels: int = 0
+    recognised: bool = False
 
 
 @dataclass
@@ -84,7 +138,18 @@ class MaskSample:
             neighbouring pixels differ); image_evidence: the numbers that say so.
         fringe_values / fringe_pixels / main_values: values that a lossy fringe explains (JPEG
             storage, or thin stray lines along class edges), kept out of class statistics.
-        paired_display / paired_shape: the paired image file as shown, and its geometry once read.
+        paired_display / paired_shape: the paired image file as shown, and its shape once read.
+        paired_geometry: the paired volumes as shown, each with where its voxels lie in space
+            (the paired image first, then the other channels of its case), for volumes whose
+            header says it.
+        paired_problem: what makes the paired image not whole (truncated, undecodable), as
+            :func:`labelguard.readers.integrity.image_problem` says it; None when it is whole
+            or was not checked.
+        damaged_channels: the other channels of the paired image's case (nnU-Net's
+            ``case_0001``...) that are not whole, each as shown with its problem.
+        instances: what the mask's values say about being instance ids (:class:`InstanceEvidence`),
+            for a mask of many ids or where instances are declared; None otherwise, and for a
+            tensor of the guard.
     """
 
     display: str | None
@@ -113,6 +178,10 @@ class MaskSample:
     main_values: tuple[int, ...] = ()
     paired_display: str | None = None
     paired_shape: tuple[int, ...] | None = None
+    paired_geometry: tuple[tuple[str, VolumeGeometry], ...] = ()
+    paired_problem: str | None = None
+    damaged_channels: tuple[tuple[str, str], ...] = ()
+    instances: InstanceEvidence | None = None
 
     @property
     def stored_shape(self) -> tuple[int, ...]:
@@ -294,6 +363,30 @@ class ClassFolder:
 
 
 @dataclass(frozen=True)
+class DamagedImage:
+    """An image or volume a dataset references that a loader cannot read whole: truncated,
+    or (checked in full) not decodable.
+
+    Attributes:
+        display: the image file, as shown.
+        problem: what is missing or wrong, as a sentence about the file ("ends after 12,345
+            bytes without the JPEG end marker (FF D9) after its image data").
+        place: where the annotation names it, when it names many (``images[3]``).
+        unnamed: no annotation names it (a YOLO background image, an ImageFolder image): the
+            record that checked it is not its label.
+        unread: the file is there but could not be read at all (a folder, a named pipe, no
+            permission, an I/O error): ``problem`` is the reader's reason, an LG001 finding,
+            not LG008's.
+    """
+
+    display: str
+    problem: str
+    place: str | None = None
+    unnamed: bool = False
+    unread: bool = False
+
+
+@dataclass(frozen=True)
 class NamedFiles:
     """Other files an annotation file names (COCO panoptic PNGs), resolved by the layout.
 
@@ -379,6 +472,8 @@ class AnnotationRecord:
         small_polygons: polygons of fewer than 3 points.
         named_files: other files the file names (COCO panoptic PNGs), resolved.
         folder: the class folder an ImageFolder record is.
+        damaged_images: the images the file references (or a class folder holds) that are
+            truncated or cannot be decoded; None when its images were not checked.
     """
 
     display: str | None  # None for the class ids of a guard's target (no file)
@@ -410,6 +505,7 @@ class AnnotationRecord:
     small_polygons: Problem | None = None
     named_files: NamedFiles | None = None
     folder: ClassFolder | None = None
+    damaged_images: Sequence[DamagedImage] | None = None
 
     def place(self, index: int) -> int:
         """The 1-based place of object ``index`` (0-based)."""

@@ -25,7 +25,7 @@ _COMPARED_ONE_BY_ONE = 8
 
 # The parts of a spec whose origin the report names, in the order it names them.
 PARTS = ("classes", "values", "num_classes", "ignore_index", "background", "reduce_zero_label", "dtype",
-         "require_pairs", "max_files_unreadable", "sizes")
+         "require_pairs", "max_files_unreadable", "sizes", "masks_hold")
 # The parts that say which values are classes: a user who gives one of them gives the spec.
 CLASS_PARTS = ("classes", "values", "num_classes")
 # How a target's size relates to its input's and to the other samples' (``sizes``): "equal"
@@ -33,6 +33,10 @@ CLASS_PARTS = ("classes", "values", "num_classes")
 # (multi-scale pipelines that crop or resize in the loader); a number is a scale factor (the
 # target is that many times the input's size: super-resolution pairs).
 SIZE_RELATIONS = ("equal", "any")
+# What the values of a dataset's masks are (``masks_hold``): "classes" (semantic masks: a value
+# is a class) or "instances" (instance-id masks: a value numbers one object, 0 is background,
+# as StarDist, Cellpose and MONAI write them). Undeclared, each mask's own evidence decides.
+MASK_CONTENTS = ("classes", "instances")
 # The dtypes a spec may declare for its masks (``dtype = "uint8"``): integer types only.
 MASK_DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64")
 # Said of a class-name file found next to the data it describes: such a file is often
@@ -254,6 +258,11 @@ class LabelSpec:
             (a float: the target is ``sizes`` times its input's size, super-resolution). Read
             it with :attr:`sizes_vary` and :attr:`scale`; only the user declares it (never data beside the
             data: it makes verdicts less strict).
+        masks_hold: what mask values are (:data:`MASK_CONTENTS`): ``"instances"`` (every integer
+            mask is an instance-id mask: LG212 checks its objects, no class rule judges its
+            ids), ``"classes"`` (every mask holds classes: masks that look like instance ids are
+            LG212), or None (each mask's own evidence decides). A config found with the data
+            may say ``"classes"`` only: ``"instances"`` makes verdicts less strict.
         conventional_ignore: (read-only) the ignore values a tool's convention gave rather than a
             declaration (labelme2voc's ``__ignore__``, stored as 255 and -1): legal all the
             same; the ignore_index origin names the convention and the file that made it one.
@@ -288,6 +297,7 @@ class LabelSpec:
     require_pairs: bool = False
     max_files_unreadable: int | None = None
     sizes: str | float | None = None
+    masks_hold: str | None = None
     # Provenance, set by labelguard (from_source, with_origins, merged, as_declared), never by
     # the constructor's user: keyword-only and private; read them through the properties.
     _sources: tuple[str, ...] = field(default=(), compare=False, kw_only=True, repr=False)
@@ -305,6 +315,8 @@ class LabelSpec:
             raise SpecError(f"num_classes must be at least 1, got {self.num_classes}")
         if self.sizes is not None:
             object.__setattr__(self, "sizes", size_relation(self.sizes))
+        if self.masks_hold is not None:
+            object.__setattr__(self, "masks_hold", mask_contents(self.masks_hold))
         _check_int64("num_classes", () if self.num_classes is None else (self.num_classes,))
         _check_int64("values", self.values or ())
         _check_int64("ignore_index", self.ignore)
@@ -384,6 +396,7 @@ class LabelSpec:
             "require_pairs": self.require_pairs,
             "max_files_unreadable": self.max_files_unreadable is not None,
             "sizes": self.sizes is not None,
+            "masks_hold": self.masks_hold is not None,
         }
         return tuple(part for part in PARTS if present[part])
 
@@ -656,13 +669,16 @@ class LabelSpec:
             data["max_files_unreadable"] = self.max_files_unreadable
         if self.sizes is not None:
             data["sizes"] = self.sizes
+        if self.masks_hold is not None:
+            data["masks_hold"] = self.masks_hold
         return data
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], source: str = "") -> "LabelSpec":
         """Build a spec from a config table; unknown keys are an error that names them."""
         known = {"classes", "values", "num_classes", "ignore_index", "ignore", "background",
-                 "reduce_zero_label", "dtype", "require_pairs", "max_files_unreadable", "sizes"}
+                 "reduce_zero_label", "dtype", "require_pairs", "max_files_unreadable", "sizes",
+                 "masks_hold"}
         unknown = sorted(set(data) - known)
         if unknown:
             where = f" in {source}" if source else ""
@@ -684,6 +700,7 @@ class LabelSpec:
             max_files_unreadable=_int(data["max_files_unreadable"], "max_files_unreadable")
             if data.get("max_files_unreadable") is not None else None,
             sizes=size_relation(data["sizes"]) if data.get("sizes") is not None else None,
+            masks_hold=mask_contents(data["masks_hold"]) if data.get("masks_hold") is not None else None,
         )
 
 
@@ -772,6 +789,17 @@ def size_relation(value: Any) -> str | float:
         raise SpecError(f"sizes must be \"equal\", \"any\" or a scale factor above 0 (2 for targets twice the "
                         f"input's size), got {shown!r}")
     return "equal" if factor == 1.0 else factor
+
+
+def mask_contents(value: Any) -> str:
+    """What masks hold (``masks_hold``): ``"classes"`` (``"semantic"`` says the same) or
+    ``"instances"``."""
+    text = value.strip().lower() if isinstance(value, str) else value
+    if text == "semantic":
+        return "classes"
+    if text not in MASK_CONTENTS:
+        raise SpecError(f"masks_hold must be \"classes\" (or \"semantic\") or \"instances\", got {value!r}")
+    return text
 
 
 def _dtype(value: Any) -> str:

@@ -60,6 +60,12 @@ class Summary:
             "1x96x96") -> masks of that shape there, and a few of them (LG213); shapes_varied:
             more than :data:`SHAPES_KEPT` (folder, shape) pairs were seen (the dataset's sizes
             vary by design), so none is counted.
+        instances / instance_extent / instance_examples: masks whose values number objects
+            (instance ids), by (folder, reading): "instances" for masks read as such,
+            "classes" for masks that look so where class ids are expected. ``instances``
+            counts (folder, reading, what) with what: "masks", "ids", "split" (masks with an id
+            of several regions), "outside" (masks with values the spec does not allow) and
+            "dtype NAME"; ``instance_extent`` keeps [fewest ids, most ids, highest id] of a mask.
     """
 
     samples: int = 0
@@ -85,6 +91,9 @@ class Summary:
     shapes: Counter = field(default_factory=Counter)
     shape_examples: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     shapes_varied: bool = False
+    instances: Counter = field(default_factory=Counter)
+    instance_extent: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    instance_examples: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     def add_remark(self, remark: str, path: str) -> None:
         self.remarks[remark] += 1
@@ -106,6 +115,26 @@ class Summary:
             self.shapes.clear()
             self.shape_examples.clear()
             self.shapes_varied = True
+
+    def add_instance_mask(self, path: str, reading: str, ids: int, highest: int, dtype: str,
+                          split: bool = False, outside: bool = False, one_region: int = 0) -> None:
+        """Count one mask whose values number objects; ``reading`` is "instances" (read as
+        such) or "classes" (class ids were expected); ``one_region``: its ids of one connected
+        region each."""
+        key = (os.path.dirname(path), reading)
+        self._add_instances({(*key, "masks"): 1, (*key, "ids"): ids, (*key, "split"): int(split),
+                             (*key, "one region"): one_region,
+                             (*key, "outside"): int(outside), (*key, f"dtype {dtype}"): 1},
+                            {key: [ids, ids, highest]}, {key: [path]})
+
+    def _add_instances(self, counts, extents, examples) -> None:
+        self.instances.update({key: n for key, n in counts.items() if n})
+        for key, (fewest, most, highest) in extents.items():
+            had = self.instance_extent.get(key)
+            self.instance_extent[key] = [fewest, most, highest] if had is None else \
+                [min(had[0], fewest), max(had[1], most), max(had[2], highest)]
+        for key, paths in examples.items():
+            self.instance_examples[key] = _merge_examples(self.instance_examples.get(key, []), paths)
 
     def add_palette_decoded(self, palette: str, path: str) -> None:
         self.palette_decoded[palette] += 1
@@ -186,6 +215,8 @@ class Summary:
             for key, paths in other.shape_examples.items():
                 self.shape_examples[key] = _merge_examples(self.shape_examples.get(key, []), paths)
             self._cap_shapes()
+        if other.instances:
+            self._add_instances(other.instances, other.instance_extent, other.instance_examples)
         if other.token_rows:
             self.token_rows.update(other.token_rows)
             for column, highest in other.token_highest.items():

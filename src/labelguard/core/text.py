@@ -68,6 +68,20 @@ def verb(n: int, singular: str) -> str:
     return singular[:-1] if singular.endswith("s") else singular
 
 
+def with_article(phrase: str) -> str:
+    """``phrase`` after "a" or "an", as it is said: "an image", "an NPY file", "a NIfTI file",
+    "a YAML file" (an acronym by its first letter's name); a phrase with its own article as
+    it is."""
+    word = phrase.split(" ", 1)[0]
+    if word in ("a", "an", "the"):
+        return phrase
+    if word.isupper() and len(word) > 1:
+        vowel_sound = word[0] in "AEFHILMNORSX"
+    else:
+        vowel_sound = word[:1].lower() in ("a", "e", "i", "o", "u")
+    return f"{'an' if vowel_sound else 'a'} {phrase}"
+
+
 def shorten(
     items: Iterable[Any],
     limit: int = SHOWN,

@@ -6,7 +6,7 @@ masks. No layout is registered here; each mask layout is a module of its own.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from labelguard.rules._unread import unreadable
 from labelguard.core import storage
@@ -29,8 +29,9 @@ LIST_EXTENSIONS = tuple(MASK_EXTENSIONS)
 
 
 def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: str | None = None,
-          encoding: str | None = None, shown: str | None = None) -> FileTask:
-    extra: list[tuple[str, Any]] = []
+          encoding: str | None = None, shown: str | None = None, channels: Sequence[str] = ()) -> FileTask:
+    # The paired image is checked to be whole as the audit says (LG008).
+    extra: list[tuple[str, Any]] = [("check_images", options.check_images)]
     if options.key:
         extra.append(("key", options.key))
     if options.image_key:
@@ -39,6 +40,8 @@ def _task(path: str, options: AuditOptions, color_map: ColorMap | None, image: s
         extra.append(("color_map", color_map))
     if encoding is not None:
         extra.append(("encoding", encoding))
+    if channels:
+        extra.append(("channels", tuple((channel, display_path(channel)) for channel in channels)))
     return FileTask(
         processor=process_mask, path=path, display=shown or display_path(path), image=image,
         image_display=display_path(image) if image else None, options=tuple(extra),
@@ -145,11 +148,13 @@ def _value_classes_spec(pairs: list[tuple[int, str]], path: str) -> LabelSpec:
 
 
 def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs: dict[str, str],
-            color_map: ColorMap | None, extra_dirs: list[str], images: Sequence[str] = ()) -> Discovery:
+            color_map: ColorMap | None, extra_dirs: list[str], images: Sequence[str] = (),
+            channels: Mapping[str, Sequence[str]] | None = None) -> Discovery:
     """The tasks of the masks (those ``--list`` selects), the dataset's spec and colour map.
 
     ``images`` are the image files the layout found besides those ``pairs`` names: a list
-    entry naming an image selects its mask, never the image as a mask."""
+    entry naming an image selects its mask, never the image as a mask. ``channels``: mask ->
+    the other channel images of its case (nnU-Net), whose geometry its task compares too."""
     root = discovery.root
     if options.lists:
         known_images = sorted(set(images) | set(pairs.values()))
@@ -160,7 +165,8 @@ def _finish(discovery: Discovery, options: AuditOptions, masks: list[str], pairs
         discovery.add_lists(selection)
         masks = selection.paths
         pairs = {**pairs, **selection.pairs}
-    discovery.tasks = [_task(m, options, color_map, pairs.get(m)) for m in masks]
+    channels = channels or {}
+    discovery.tasks = [_task(m, options, color_map, pairs.get(m), channels=channels.get(m, ())) for m in masks]
     return _declare(discovery, color_map, extra_dirs)
 
 

@@ -22,6 +22,7 @@ from labelguard.config import CONFIG_NAME
 from labelguard.errors import LabelguardError, UsageError
 from labelguard.readers.base import CLASS_NAME_FILES
 from labelguard.readers.colormap import COLOR_MAP_FILES
+from labelguard.readers.integrity import DEFAULT_CHECK_MODE
 from labelguard.readers.masks import JPEG_EXTENSIONS, PHOTO_EXTENSIONS, is_mask_candidate, mask_extension
 from labelguard.layouts.conventions import CLASS_TABLE_FILES, is_image_dir, is_mask_dir
 from labelguard.layouts.folders import holds_yolo_rows
@@ -43,6 +44,9 @@ class AuditOptions:
     color_map: str | None = None  # colour map file
     path_column: str | None = None
     label_column: str | None = None
+    # How the images a dataset references are checked to be whole (LG008): one of
+    # labelguard.readers.integrity.CHECK_MODES.
+    check_images: str = DEFAULT_CHECK_MODE
 
 
 log = logging.getLogger(__name__)

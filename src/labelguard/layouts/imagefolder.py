@@ -8,7 +8,8 @@ classes; ``--format imagefolder`` forces it.
 Each class folder is one task: :func:`class_folder_record` reads it into an annotation
 record and the annotation rules judge it: a class folder without images LG002 (torchvision
 raises "Found no valid file for the classes ..."), an image file that is empty or not an
-image LG001. A class folder missing from one split (LG104) is found at discovery, where the
+image LG001, one that is truncated or cannot be decoded LG008 (checked as ``--check-images``
+says). A class folder missing from one split (LG104) is found at discovery, where the
 splits' folders are listed.
 """
 
@@ -29,6 +30,7 @@ from labelguard.layouts.base import NAMES, SHAPE, AuditOptions, Discovery, Evide
 from labelguard.layouts.conventions import IMAGE_DIRS, MASK_DIRS
 from labelguard.layouts.pairing import may_pair, pair_in_folder
 from labelguard.readers.base import ReadError, open_regular, read_head, sniff
+from labelguard.readers.integrity import DEFAULT_CHECK_MODE, damaged_images
 from labelguard.readers.masks import JPEG_EXTENSIONS, mask_extension
 from labelguard.layouts.tables.reader import label_names_file, read_names
 from labelguard.rules._annotations import process_annotation
@@ -55,6 +57,7 @@ def class_folder_record(task: FileTask) -> AnnotationRecord:
     the index ImageFolder gives it."""
     images = 0
     unreadable = []
+    whole: list[tuple[str, str, None]] = []  # images, to check for truncation
     for directory, dirs, files in storage.walk(task.path, followlinks=True):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for file in sorted(files):
@@ -65,9 +68,12 @@ def class_folder_record(task: FileTask) -> AnnotationRecord:
             problem = _image_problem(path)
             if problem:
                 unreadable.append(f"{display_path(path)} {problem}")
+            else:
+                whole.append((path, display_path(path), None))
     folder = ClassFolder(task.option("class_name"), task.option("split"), task.option("index"),
                          task.option("classes"), images, TORCHVISION_EXTENSIONS, tuple(unreadable))
-    return AnnotationRecord(task.display, "folder", "image", folder=folder)
+    damaged = damaged_images(whole, task.option("check_images", DEFAULT_CHECK_MODE), unnamed=True)
+    return AnnotationRecord(task.display, "folder", "image", folder=folder, damaged_images=damaged)
 
 
 def process_class_folder(task: FileTask, spec: LabelSpec) -> FileResult:
@@ -234,7 +240,7 @@ def discover_imagefolder(root: str, options: AuditOptions) -> Discovery:
             discovery.tasks.append(FileTask(
                 processor=process_class_folder, path=path, display=display_path(path),
                 options=(("class_name", name), ("split", split), ("index", index),
-                         ("classes", len(classes_of[split])))))
+                         ("classes", len(classes_of[split])), ("check_images", options.check_images))))
     numeric = classes_of[reference]
     if len(numeric) > 10 and all(n.isdigit() for n in numeric) and numeric != sorted(numeric, key=int):
         discovery.notes.append(

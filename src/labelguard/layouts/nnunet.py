@@ -11,7 +11,7 @@ from labelguard.layouts._mask_common import _declared_color_map, _finish, _mask_
 from labelguard.layouts.base import (
     DECLARED, LISTS, MASKS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
 )
-from labelguard.layouts.pairing import unpaired_findings
+from labelguard.layouts.pairing import channel_case, unpaired_findings
 
 
 def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
@@ -31,7 +31,24 @@ def discover_nnunet(root: str, options: AuditOptions) -> Discovery:
         all_images.extend(images)
         pairs.update(found)
     color_map = _declared_color_map(options, [root], discovery)
-    return _finish(discovery, options, masks, pairs, color_map, [], all_images)
+    return _finish(discovery, options, masks, pairs, color_map, [], all_images, _other_channels(pairs, all_images))
+
+
+def _other_channels(pairs: dict[str, str], images: list[str]) -> dict[str, list[str]]:
+    """Label -> the channels of its case besides the one it is paired with (``case_0001``...
+    beside ``case_0000``): their geometry must match the label's too."""
+    cases: dict[tuple[str, str], list[str]] = {}
+    for image in images:
+        case = channel_case(image)
+        if case is not None:
+            cases.setdefault(case, []).append(image)
+    others = {}
+    for label, image in pairs.items():
+        case = channel_case(image)
+        channels = cases.get(case, []) if case is not None else []
+        if len(channels) > 1:
+            others[label] = sorted(c for c in channels if c != image)
+    return others
 
 
 def _detect_nnunet(root: str, options: AuditOptions) -> Evidence:

@@ -257,8 +257,17 @@ def labels_by_image(pairs: dict[str, str]) -> dict[str, list[str]]:
     return found
 
 
+def channel_case(path: str) -> tuple[str, str] | None:
+    """(folder, case name) of an image named with nnU-Net's channel suffix
+    (``case_0001.nii.gz``: its folder and ``case``), None for another name."""
+    stem = strip_extension(os.path.basename(path))
+    if not _CHANNEL.search(stem):
+        return None
+    return os.path.dirname(path), _CHANNEL.sub("", stem)
+
+
 def _channels_of_one_case(candidates: list[str]) -> bool:
-    stems = {_CHANNEL.sub("", strip_extension(os.path.basename(p))).lower() for p in candidates}
+    stems = {_CHANNEL.sub("", strip_extension(os.path.basename(p))) for p in candidates}
     return len(stems) == 1 and all(_CHANNEL.search(strip_extension(os.path.basename(p))) for p in candidates)
 
 

@@ -26,10 +26,12 @@ def may_leave(name: str) -> bool:
     return storage.isabs(name) or name.startswith("\\") or ".." in name.replace("\\", "/").split("/")
 
 
-def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str) -> tuple[list[int], list[int]]:
+def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str,
+                  found: list[tuple[int, str]] | None = None) -> tuple[list[int], list[int]]:
     """(missing, escaping): the indices of ``names`` whose file does not exist under ``bases``,
     and of those that lead outside ``root`` (and outside the first folder, which may be an
-    image folder given elsewhere). Empty names are skipped."""
+    image folder given elsewhere). Empty names are skipped. ``found`` (when given) gets the
+    (index, path) of each name whose file exists."""
     missing: list[int] = []
     escaping: list[int] = []
     listings = DirectoryListings()
@@ -44,8 +46,14 @@ def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str) -> tu
                 note_path(target)
                 if not storage.isfile(target):
                     missing.append(index)
-        elif not _found(name, bases, listings):
-            missing.append(index)
+                elif found is not None:
+                    found.append((index, target))
+        else:
+            path = _found(name, bases, listings)
+            if path is None:
+                missing.append(index)
+            elif found is not None:
+                found.append((index, path))
     return missing, escaping
 
 
@@ -54,8 +62,12 @@ def resolve_names(names: Sequence[str], bases: tuple[str, ...], root: str) -> tu
 NAMELESS_TRIES = tuple(sorted(IMAGE_EXTENSIONS)) + tuple(sorted(ext.upper() for ext in IMAGE_EXTENSIONS))
 
 
-def _found(name: str, bases: tuple[str, ...], listings: DirectoryListings) -> bool:
-    """True when the plain relative ``name`` is a file under one of ``bases`` (written without
-    an extension: with one of the image extensions)."""
+def _found(name: str, bases: tuple[str, ...], listings: DirectoryListings) -> str | None:
+    """The file the plain relative ``name`` is under one of ``bases`` (written without an
+    extension: with one of the image extensions), or None."""
     extensions = () if os.path.splitext(name)[1] else NAMELESS_TRIES
-    return any(listings.holds(storage.normpath(os.path.join(base, name)), extensions) is not None for base in bases)
+    for base in bases:
+        path = listings.holds(storage.normpath(os.path.join(base, name)), extensions)
+        if path is not None:
+            return path
+    return None

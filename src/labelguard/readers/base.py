@@ -32,7 +32,7 @@ from labelguard.core import storage
 from labelguard.core.cache import note_uncacheable
 from labelguard.core.limits import RAISE_WITH, current_limits
 from labelguard.core.paths import LeadsOutside, open_within
-from labelguard.core.text import byte_size
+from labelguard.core.text import byte_size, with_article
 from labelguard.errors import MissingDependency
 
 
@@ -140,6 +140,8 @@ def sniff(head: bytes) -> str | None:
             return kind
     if len(head) >= 348 and head[344:348] in (b"n+1\x00", b"ni1\x00"):
         return "nifti"
+    if len(head) >= 540 and head[4:8] in (b"n+2\x00", b"ni2\x00"):
+        return "nifti"
     return None
 
 
@@ -200,7 +202,7 @@ def _from_object_storage(url: str, what: str) -> Iterator[None]:
         check_decoded(f"the {what}", exc.size, "is")
         raise  # not reached: the size is over the limit
     except IsADirectoryError:
-        raise ReadError(f"is a directory, not a {what}") from None
+        raise ReadError(f"is a directory, not {with_article(what)}") from None
     except FileNotFoundError:
         raise ReadError("cannot open: No such file or directory (no object at this URL)") from None
     except storage.StorageError as exc:
@@ -217,15 +219,15 @@ def _open_regular_fd(path: str, what: str) -> tuple[int, int]:
     except LeadsOutside as exc:
         raise LinkedOutside(exc.describe()) from None
     except IsADirectoryError:
-        raise ReadError(f"is a directory, not a {what}") from None
+        raise ReadError(f"is a directory, not {with_article(what)}") from None
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from None
     try:
         status = os.fstat(fd)
         if stat.S_ISDIR(status.st_mode):
-            raise ReadError(f"is a directory, not a {what}")
+            raise ReadError(f"is a directory, not {with_article(what)}")
         if not stat.S_ISREG(status.st_mode):
-            raise ReadError(f"not a regular file (a named pipe, socket or device), not read as a {what}")
+            raise ReadError(f"not a regular file (a named pipe, socket or device), not read as {with_article(what)}")
     except BaseException:
         os.close(fd)
         raise
@@ -314,7 +316,7 @@ def read_text_bytes(path: str, what: str = "text file") -> bytes:
     """The bytes of a text file (list, table); ReadError when unreadable or binary."""
     data = read_bytes(path, what)
     if b"\x00" in data[:4096]:
-        raise ReadError(f"binary content, not a {what}")
+        raise ReadError(f"binary content, not {with_article(what)}")
     return data
 
 

@@ -25,14 +25,16 @@ from PIL import Image, ImageFile, UnidentifiedImageError
 
 from labelguard._optional import require
 from labelguard.core import storage
-from labelguard.core.cache import note_uncacheable
+from labelguard.core.cache import note_bytes, note_uncacheable
 from labelguard.core.paths import is_below
-from labelguard.core.records import MaskRecord
+from labelguard.core.records import MaskRecord, VolumeGeometry
 from labelguard.core.text import clipped, plural, shorten, show_name
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
 from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds, open_regular,
-                                     read_bytes, read_head, register_container, require_to_read, sniff)
+                                     read_bytes, read_head, register_container, require_to_read, sniff,
+                                     stream_size)
 from labelguard.readers import containers
+from labelguard.readers.integrity import image_problem, nifti_extent, png_problem
 from labelguard.readers.png import array_backed, decode_png
 
 # Array keys as the common tools write them: pytorch-3dunet ``raw``/``label``, ``image``/
@@ -73,7 +75,8 @@ def _declared(path: str) -> str | None:
 @dataclass(frozen=True)
 class ReadRequest:
     """What a container reader gets: the file, its sniffed container, the kind its name
-    declares, the array keys asked for and the bytes already read."""
+    declares, the array keys asked for, the bytes already read and, for a local file, the
+    file open past them (a reader that reads through it opens the file no second time)."""
 
     path: str
     container: str
@@ -81,6 +84,7 @@ class ReadRequest:
     key: str | None
     image_key: str | None
     head: bytes
+    handle: BinaryIO | None = None
 
 
 # container name (as :func:`labelguard.readers.base.sniff` says it) -> reader; the fixers'
@@ -113,7 +117,15 @@ def read_mask(path: str, key: str | None = None, image_key: str | None = None) -
     In NPZ/HDF5 files ``key`` names the label array and ``image_key`` the image beside it
     (whose shape the record keeps); each defaults to the first of the usual names present.
     """
-    head = read_head(path, FIRST_READ)
+    if storage.url_scheme(path):
+        # One ranged request for the head: the object is fetched whole only by its reader.
+        return _read_mask_head(path, key, image_key, read_head(path, FIRST_READ), None)
+    with open_regular(path) as handle:
+        return _read_mask_head(path, key, image_key, _read_through(handle, FIRST_READ), handle)
+
+
+def _read_mask_head(path: str, key: str | None, image_key: str | None, head: bytes,
+                    handle: BinaryIO | None) -> MaskRecord:
     if not head:
         raise ReadError("empty file (0 bytes)")
     container = sniff(head)
@@ -126,12 +138,29 @@ def read_mask(path: str, key: str | None = None, image_key: str | None = None) -
     reader = MASK_READERS.get(container)
     if reader is None:
         raise ReadError(f"unsupported format {container}")
-    return reader(ReadRequest(path, container, declared, key, image_key, head))
+    return reader(ReadRequest(path, container, declared, key, image_key, head, handle))
+
+
+def _read_through(handle: BinaryIO, size: int | None = None, what: str = "file") -> bytes:
+    """The next ``size`` bytes of an open file (all the rest when None, as long as the read
+    limits allow a file of its size); ReadError with the OS reason."""
+    try:
+        if size is None:
+            check_decoded(f"the {what}", stream_size(handle), "is")
+            return handle.read()
+        return handle.read(size)
+    except OSError as exc:
+        raise ReadError(f"cannot read: {exc.strerror or exc}") from None
 
 
 @mask_reader(*IMAGE_FORMATS)
 def _image_reader(request: ReadRequest) -> MaskRecord:
     whole = request.head if len(request.head) < FIRST_READ else None
+    if whole is None and request.handle is not None and request.container != "tiff":
+        whole = request.head + _read_through(request.handle, what="image")
+    if whole is not None and request.handle is not None:
+        # The result cache hashes these bytes rather than reading the file once more.
+        note_bytes(request.path, whole, os.fstat(request.handle.fileno()))
     return _read_image(request.path, request.container, request.declared, whole)
 
 
@@ -152,7 +181,7 @@ def _hdf5_reader(request: ReadRequest) -> MaskRecord:
 
 @mask_reader("nifti", "gzip")
 def _nifti_reader(request: ReadRequest) -> MaskRecord:
-    return _read_nifti(request.path, request.declared)
+    return _read_nifti(request.path, request.declared, request.handle)
 
 
 def _read_image(path: str, container: str, declared: str | None, data: bytes | None = None) -> MaskRecord:
@@ -178,7 +207,7 @@ def _read_image(path: str, container: str, declared: str | None, data: bytes | N
         if container == "png":
             # Pillow checks no IDAT checksum and no end chunk when decoding: flipped bytes
             # can decode to wrong labels and a cut-off file to a complete-looking one.
-            _verify_png(image, data)
+            _verify_png(data)
         decoded = _decode_in_place(image) if container == "png" else None
         if decoded is None and frames > 1:
             decoded = _tiff_frames(image)
@@ -274,17 +303,12 @@ def _check_image_size(image: Image.Image, frames: int) -> None:
                 f"{image.mode}-mode")
 
 
-def _verify_png(image: ImageFile.ImageFile, data: bytes) -> None:
-    """``PngImageFile.verify()`` (every chunk's checksum from the first IDAT to IEND) on the
-    bytes of the opened ``image``, which stays loadable: no second ``Image.open``."""
-    # Imported here: a PNG that the libdeflate path decodes never needs Pillow's plugin
-    # (some 8 ms of start-up).
-    from PIL import PngImagePlugin
-
-    data_file = io.BytesIO(data)
-    stream = PngImagePlugin.ChunkStream(data_file)  # its fp is data_file, placed by the seek below
-    data_file.seek(image.tile[0][2] - 8)
-    stream.verify()
+def _verify_png(data: bytes) -> None:
+    """ReadError when a PNG's chunks are not whole (cut short, a critical chunk's checksum
+    wrong, no IEND): the walk an image's check makes (:func:`labelguard.readers.integrity.png_problem`)."""
+    problem = png_problem(data)
+    if problem is not None:
+        raise ReadError(f"the PNG file {problem}")
 
 
 def _decode_in_place(image: Image.Image) -> np.ndarray | None:
@@ -578,17 +602,158 @@ def _beside(path: str, filename: str) -> str | None:
     return target
 
 
-def _read_nifti(path: str, declared: str | None) -> MaskRecord:
+def _read_nifti(path: str, declared: str | None, handle: BinaryIO | None = None) -> MaskRecord:
     nib = require_to_read("nibabel", "read NIfTI masks")
     try:
-        with _nifti_image(nib, path) as (image, size, gzipped):
+        with _nifti_image(nib, path, handle) as (image, size, gzipped):
             _check_nifti_size(image.header, size, gzipped)
             array = np.asanyarray(image.dataobj)
+            geometry = nifti_geometry(image.header)
     except ReadError:
         raise
     except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
         raise ReadError(f"cannot read NIfTI: {exc or type(exc).__name__}") from None
-    return MaskRecord(array=np.asarray(array), container="nifti", declared=declared, mode=str(array.dtype))
+    return MaskRecord(array=np.asarray(array), container="nifti", declared=declared, mode=str(array.dtype),
+                      geometry=geometry)
+
+
+# NIfTI's affine maps voxels to RAS+ millimetres; ITK (and so nnU-Net's SimpleITK reader)
+# says positions in LPS: x and y change sign.
+RAS_TO_LPS = np.array([[-1.0], [-1.0], [1.0]])
+
+# ITK's NIfTI reader (SimpleITK's, so nnU-Net's) and nibabel's best affine (MONAI's, TorchIO's)
+# can place one file's voxels apart, and a label written by one family beside an image written
+# by the other is aligned for its own family only. ITK's rule, as its NiftiImageIO applies it:
+# * the spacing is always the header's voxel sizes (pixdim, in mm by its unit code), never
+#   the lengths of the matrix's columns;
+# * with sform and qform codes both 0 the first voxel lies at 0 with ITK's own axes (no
+#   direction): nibabel centres such a volume instead;
+# * otherwise the sform is taken only when it is a rotation once its column lengths are
+#   divided out (a sheared sform never is) and either there is no qform (code 0), or the
+#   sform says scanner coordinates (code 1), or it agrees with the qform to 1e-4 in rotation,
+#   voxel size and offset (so a code-2 sform that moved away from its qform loses to it);
+#   two matrices equal element by element also give the sform. Else the qform is taken; a
+#   sheared sform without a qform ITK does not read at all.
+# nibabel takes the sform whenever its code is above 0, sheared or not, then the qform.
+ITK_TOLERANCE = 1e-4
+ITK_SAME_ELEMENT = 1e-5
+ITK_SAME_OFFSET = 1e-7
+# NIfTI's xyzt_units (its low three bits) as a factor to mm: metre, mm, micron.
+SPACE_UNIT_TO_MM = {1: 1e3, 2: 1.0, 3: 1e-3}
+NO_TRANSFORM = "no transform (sform and qform codes 0)"
+
+
+def nifti_geometry(header) -> VolumeGeometry | None:
+    """Spacing, origin and direction of a NIfTI volume as ITK (SimpleITK, nnU-Net) reads them,
+    in LPS, with nibabel's reading beside it where the two differ (see the rule above). None
+    when the header gives no usable geometry (a zero or non-finite voxel size)."""
+    spatial = min(len(header.get_data_shape()), 3)
+    pixdim = np.asarray(header["pixdim"], dtype=np.float64)
+    sizes = np.abs(pixdim[1:4])
+    unit = SPACE_UNIT_TO_MM.get(int(header["xyzt_units"]) & 7, 1.0)
+    itk = _itk_reading(header, sizes, tuple(float(z) * unit for z in sizes[:spatial]))
+    nibabel = _nibabel_reading(header, spatial)
+    if itk is None:
+        return nibabel if nibabel is None else VolumeGeometry(
+            nibabel.spacing, nibabel.origin, nibabel.direction,
+            f"{nibabel.source}, as nibabel reads it (ITK reads no sheared sform without a qform)")
+    if nibabel is None or (nibabel.spacing, nibabel.origin, nibabel.direction) == (itk.spacing, itk.origin,
+                                                                                   itk.direction):
+        return itk
+    return VolumeGeometry(itk.spacing, itk.origin, itk.direction, itk.source, nibabel)
+
+
+def _itk_reading(header, sizes: np.ndarray, spacing: tuple[float, ...]) -> VolumeGeometry | None:
+    if not (np.isfinite(spacing).all() and all(spacing)):
+        return None
+    sform_code, qform_code = int(header["sform_code"]), int(header["qform_code"])
+    if sform_code <= 0 and qform_code <= 0:
+        return VolumeGeometry(spacing, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), NO_TRANSFORM)
+    sform = np.asarray(header.get_sform(), dtype=np.float64) if sform_code > 0 else np.zeros((4, 4))
+    qform = _niftilib_qform(header, sizes) if qform_code > 0 else np.diag([*np.where(sizes > 0, sizes, 1.0), 1.0])
+    if not np.isfinite(sform).all():
+        sform = np.zeros((4, 4))
+    if not np.isfinite(qform).all():
+        return None
+    same = bool(np.all(np.abs(sform[:3, :3] - qform[:3, :3]) <= ITK_SAME_ELEMENT)
+                and np.abs(sform[:3, 3] - qform[:3, 3]).sum() <= ITK_SAME_OFFSET)
+    rigid = sform_code > 0 and _rotation_once_scaled(sform[:3, :3])
+    if same or rigid and (qform_code <= 0 or sform_code == 1 or _agree(sform, qform)):
+        chosen, source = sform, "sform"
+    elif qform_code > 0:
+        chosen, source = qform, "qform"
+    else:
+        return None
+    return _lps_geometry(chosen, spacing, source)
+
+
+def _nibabel_reading(header, spatial: int) -> VolumeGeometry | None:
+    try:
+        affine = np.asarray(header.get_best_affine(), dtype=np.float64)
+        spacing = tuple(abs(float(z)) for z in header.get_zooms()[:spatial])
+    except Exception:  # nibabel refuses a negative voxel size or a qfac other than 1 or -1: no reading
+        return None
+    sform_code, qform_code = int(header["sform_code"]), int(header["qform_code"])
+    source = "sform" if sform_code > 0 else "qform" if qform_code > 0 else "voxel sizes alone (sform and qform " \
+        "codes 0: nibabel centres the volume)"
+    if not (np.isfinite(spacing).all() and all(spacing)):
+        return None
+    return _lps_geometry(affine, spacing, source)
+
+
+def _lps_geometry(affine: np.ndarray, spacing: tuple[float, ...], source: str) -> VolumeGeometry | None:
+    lps = affine[:3] * RAS_TO_LPS
+    matrix = lps[:, :3]
+    lengths = np.linalg.norm(matrix, axis=0)
+    if not (np.isfinite(lps).all() and lengths.all()):
+        return None
+    direction = matrix / lengths
+    return VolumeGeometry(spacing, tuple(float(v) for v in lps[:, 3]), tuple(float(v) for v in direction.ravel()),
+                          source)
+
+
+def _niftilib_qform(header, sizes: np.ndarray) -> np.ndarray:
+    """The qform's matrix as the NIfTI reference library builds it (which ITK reads): a
+    quaternion whose first part is rebuilt from the other three, voxel sizes of 0 taken as 1,
+    qfac -1 when pixdim[0] is negative and 1 otherwise."""
+    b, c, d = (float(header[name]) for name in ("quatern_b", "quatern_c", "quatern_d"))
+    a = 1.0 - (b * b + c * c + d * d)
+    if a < 1e-7:
+        norm = (b * b + c * c + d * d) ** 0.5 or 1.0
+        b, c, d, a = b / norm, c / norm, d / norm, 0.0
+    else:
+        a = a ** 0.5
+    rotation = np.array([
+        [a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)],
+        [2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b)],
+        [2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b]])
+    scale = np.where(sizes > 0, sizes, 1.0)
+    if float(header["pixdim"][0]) < 0:
+        scale = scale * np.array([1.0, 1.0, -1.0])
+    qform = np.eye(4)
+    qform[:3, :3] = rotation * scale
+    qform[:3, 3] = [float(header[name]) for name in ("qoffset_x", "qoffset_y", "qoffset_z")]
+    return qform
+
+
+def _rotation_once_scaled(matrix: np.ndarray) -> bool:
+    """The matrix is invertible and its columns, each divided by its length, are orthonormal
+    (to ITK's 1e-4): no shear."""
+    lengths = np.linalg.norm(matrix, axis=0)
+    if not lengths.all() or abs(np.linalg.det(matrix)) < np.finfo(np.float64).eps:
+        return False
+    unit = matrix / lengths
+    return bool(np.all(np.abs(unit @ unit.T - np.eye(3)) <= ITK_TOLERANCE))
+
+
+def _agree(sform: np.ndarray, qform: np.ndarray) -> bool:
+    """The sform and the qform agree to ITK's 1e-4 in voxel sizes, rotation and offset."""
+    sform_lengths, qform_lengths = np.linalg.norm(sform[:3, :3], axis=0), np.linalg.norm(qform[:3, :3], axis=0)
+    if not qform_lengths.all():
+        return False
+    return bool(np.all(np.abs(sform_lengths - qform_lengths) <= ITK_TOLERANCE)
+                and np.all(np.abs(sform[:3, :3] / sform_lengths - qform[:3, :3] / qform_lengths) <= ITK_TOLERANCE)
+                and np.all(np.abs(sform[:3, 3] - qform[:3, 3]) <= ITK_TOLERANCE))
 
 
 # The names nibabel reads as one image of several files, opening the others by the name of the
@@ -599,21 +764,25 @@ NIFTI_PAIR_PARTS = {"hdr": ("header", "img"), "img": ("image", "hdr")}
 
 
 @contextlib.contextmanager
-def _nifti_image(nib, path: str):
+def _nifti_image(nib, path: str, handle: BinaryIO | None = None):
     """(image, bytes of the file its voxels are in, whether that file is gzip-compressed) of
-    the NIfTI file at ``path``, open while the caller reads it. nibabel opens by name only a
-    file that is one image alone; the two files of a header/image pair are opened here
-    (:func:`_nifti_pair`), an object of object storage is read from its bytes."""
-    if storage.url_scheme(path):
-        data = read_bytes(path, "NIfTI file")
-        yield _nifti_from_bytes(nib, data), len(data), data[:2] == b"\x1f\x8b"
-    elif SEVERAL_FILES.search(path):
+    the NIfTI file at ``path``, open while the caller reads it: read through ``handle``, the
+    file already open, when given (a file of one image), else opened here once. The two
+    files of a header/image pair are opened here (:func:`_nifti_pair`), an object of object
+    storage is read from its bytes."""
+    if SEVERAL_FILES.search(path) and not storage.url_scheme(path):
         # What it reads depends on the other file of the pair.
         note_uncacheable("a NIfTI header whose voxels are in the .img beside it")
         with contextlib.ExitStack() as files:
             yield _nifti_pair(nib, path, files)
-    else:
-        yield nib.load(path), os.path.getsize(path), read_head(path, 2) == b"\x1f\x8b"
+        return
+    with contextlib.ExitStack() as files:
+        if handle is None:
+            handle = files.enter_context(io.BytesIO(read_bytes(path, "NIfTI file")) if storage.url_scheme(path)
+                                         else open_regular(path, "NIfTI file"))
+        handle.seek(0)
+        gzipped = handle.read(2) == b"\x1f\x8b"
+        yield _nifti_from_file(nib, handle), stream_size(handle), gzipped
 
 
 def _nifti_pair(nib, path: str, files: contextlib.ExitStack):
@@ -657,12 +826,16 @@ def _nifti_pair(nib, path: str, files: contextlib.ExitStack):
                     "NIfTI header/image pairs, not Analyze 7.5 ones")
 
 
-def _nifti_from_bytes(nib, data: bytes):
-    """The NIfTI-1 or NIfTI-2 image in ``data`` (gzip-compressed or not), its voxels read from
-    memory when asked for: nibabel's own loading needs a file name."""
-    stream: io.BufferedIOBase = io.BytesIO(data)
-    if data[:2] == b"\x1f\x8b":
-        stream = gzip.GzipFile(fileobj=stream)
+def _nifti_from_file(nib, handle: BinaryIO):
+    """The NIfTI-1 or NIfTI-2 image in the open file ``handle`` (gzip-compressed or not), its
+    voxels read through it when asked for: nibabel's own loading opens the file by name, once
+    to sniff and again for the header and the voxels."""
+    handle.seek(0)
+    stream: BinaryIO = handle
+    if handle.read(2) == b"\x1f\x8b":
+        handle.seek(0)
+        stream = gzip.GzipFile(fileobj=handle)  # type: ignore[assignment]  # a binary file as any other
+    stream.seek(0)
     head = stream.read(540)
     stream.seek(0)
     for kind in (nib.Nifti1Image, nib.Nifti2Image):
@@ -679,7 +852,8 @@ def _check_nifti_size(header, size: int, gzipped: bool) -> None:
     dtype = header.get_data_dtype()
     nbytes = check_array("the NIfTI header", tuple(int(side) for side in header.get_data_shape()),
                          dtype.itemsize, dtype)
-    offset = int(header.get_data_offset())
+    # What the file must hold is reckoned as an image's check reckons it (one policy).
+    offset, nbytes = nifti_extent(header.binaryblock, pair=True) or (int(header.get_data_offset()), nbytes)
     if gzipped:
         check_decoded("the NIfTI volume", offset + nbytes, "needs")
         if offset + nbytes > DEFLATE_RATIO * size + DEFLATE_SLACK:
@@ -690,30 +864,79 @@ def _check_nifti_size(header, size: int, gzipped: bool) -> None:
         check_holds("the NIfTI header", nbytes, size - offset)
 
 
-def image_shape(path: str) -> tuple[int, ...]:
-    """The array shape of an image file from its header, without decoding its pixels.
+# The bytes that tell an image's container: a NIfTI-2 header's 540 and the first bytes of
+# every other kind.
+HEADER_BYTES = 540
 
-    2D images give (H, W) or (H, W, C); NIfTI gives its header shape; arrays their shape.
+
+@dataclass(frozen=True)
+class ImageHeader:
+    """What a paired image's header says: its array shape and, for a volume whose header
+    places it in space (NIfTI), where its voxels lie."""
+
+    shape: tuple[int, ...]
+    geometry: VolumeGeometry | None = None
+
+
+def read_image_header(path: str, data: bytes | None = None) -> ImageHeader:
+    """The header of an image file, without decoding its pixels: ``data`` is its whole
+    content when already read; else a local file is opened once for it.
+
+    2D images give (H, W) or (H, W, C); NIfTI gives its header shape and geometry; arrays
+    their shape.
     """
-    head = read_head(path)
+    if data is not None:
+        return _image_header(path, data[:FIRST_READ], io.BytesIO(data))
+    if storage.url_scheme(path):
+        return _image_header(path, read_head(path), None)
+    with open_regular(path) as handle:
+        return _image_header(path, _read_through(handle, HEADER_BYTES), handle)
+
+
+def image_shape(path: str) -> tuple[int, ...]:
+    """The array shape of an image file from its header (:func:`read_image_header`)."""
+    return read_image_header(path).shape
+
+
+def read_paired_image(path: str, mode: str) -> tuple[ImageHeader, str | None]:
+    """The header of the image at ``path`` (:func:`read_image_header`) and what makes it
+    unreadable to a loader, checked as ``mode`` says
+    (:func:`labelguard.readers.integrity.image_problem`), from one open: the check reads the
+    open file in pieces as it needs them (a ``.nii.gz`` its head and tail), never the whole
+    file into memory. ReadError when the file cannot be read (LG001)."""
+    if storage.url_scheme(path):
+        return read_image_header(path), image_problem(path, mode)
+    with open_regular(path) as handle:
+        problem = image_problem(path, mode, handle=handle)
+        handle.seek(0)
+        return _image_header(path, _read_through(handle, HEADER_BYTES), handle), problem
+
+
+def _image_header(path: str, head: bytes, handle: BinaryIO | None) -> ImageHeader:
+    """:func:`read_image_header` of the file that starts with ``head``, read through
+    ``handle`` where its container allows (a TIFF, an NPY, an NPZ or an HDF5 file is opened
+    again by its reader)."""
     if not head:
         raise ReadError("empty file (0 bytes)")
     container = sniff(head)
     if container in IMAGE_FORMATS:
-        return _image_header_shape(path, container)
+        if handle is not None and container != "tiff":
+            handle.seek(0)
+            return ImageHeader(_header_shape(handle, container))
+        return ImageHeader(_image_header_shape(path, container))
     if container == "npy":
-        return npy_shape(path)
+        return ImageHeader(npy_shape(path))
     if container in ("nifti", "gzip"):
         nib = require_to_read("nibabel", "read NIfTI images")
         try:
-            with _nifti_image(nib, path) as (image, _, _):
-                return tuple(image.shape)
+            with _nifti_image(nib, path, handle) as (image, _, _):
+                return ImageHeader(tuple(image.shape), nifti_geometry(image.header))
         except ReadError:
             raise
         except Exception as exc:  # nibabel raises ImageFileError, EOFError, zlib.error, ...
             raise ReadError(f"cannot read NIfTI header: {exc or type(exc).__name__}") from None
     if container in ("zip", "hdf5"):
-        return tuple(read_mask_image_array_shape(path, container))
+        return ImageHeader(tuple(read_mask_image_array_shape(path, container)))
     raise ReadError(f"not a known image format (starts with {head[:8]!r})")
 
 

@@ -91,6 +91,11 @@ def check_annotation(task: FileTask, spec: LabelSpec, reader: Reader, kind: str,
         return None
     summary.samples += 1 if record.images is None and record.folder is None else 0
     run_rules("annotation", record, spec, task.display, findings, errors)
+    for image in record.damaged_images or ():
+        if image.unread:
+            # An image that the check of its bytes could not read at all (a folder, a named
+            # pipe, no permission): LG001, as for a mask's paired image.
+            findings.append(not_read(image.display, ReadError(image.problem)))
     return record
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from typing import Iterable, Sequence
+
+import numpy as np
 
 
 def voc_xml(objects: Iterable[tuple[str, tuple[float, float, float, float]]], *,
@@ -60,3 +62,45 @@ def token_lines(rows: Iterable[dict]) -> str:
     """A tokenized dataset as JSON lines (``Dataset.to_json`` writes them so): one object of
     columns (``input_ids``, ``token_type_ids``, ``labels``...) per row."""
     return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def nnunet_dataset_json(labels: Sequence[str] = ("background", "organ"), channels: Sequence[str] = ("CT",),
+                        training: int = 1, ending: str = ".nii") -> str:
+    """An nnU-Net v2 ``dataset.json``: ``labels`` numbered from 0, one name per channel."""
+    return json.dumps({"channel_names": {str(i): name for i, name in enumerate(channels)},
+                       "labels": {name: i for i, name in enumerate(labels)},
+                       "numTraining": training, "file_ending": ending}, indent=4)
+
+
+def nifti_file(array: np.ndarray, spacing: Sequence[float], origin: Sequence[float] = (0.0, 0.0, 0.0),
+               axes: Sequence[float] = (1.0, 1.0, 1.0)) -> bytes:
+    """The bytes of a single-file NIfTI-1 volume as nibabel saves it: voxels of ``spacing``
+    along axes of sign ``axes`` (RAS+), the first voxel at ``origin`` (RAS+ mm)."""
+    import nibabel  # the examples of NIfTI cases are written only where nibabel is installed
+
+    affine = np.diag([*(s * a for s, a in zip(spacing, axes)), 1.0])
+    affine[:3, 3] = origin
+    return nibabel.Nifti1Image(array, affine).to_bytes()
+
+
+def image_bytes(kind: str = "jpeg", *, cut: int = 0, corrupt_scan: bool = False, bad_crc: bool = False) -> bytes:
+    """The bytes of :func:`image` saved as ``kind`` ("jpeg", "png"), as a damaged copy holds
+    them: the last ``cut`` bytes missing, a JPEG's scan data overwritten in its middle with a
+    marker that may not stand there (it still ends with FF D9), or a PNG's IDAT checksum
+    changed."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(image()).save(buffer, kind.upper())
+    data = buffer.getvalue()
+    if corrupt_scan:
+        start = data.index(b"\xff\xda")
+        middle = (start + len(data)) // 2
+        data = data[:middle] + b"\xff\xd8" + data[middle + 2:]
+    if bad_crc:
+        idat = data.index(b"IDAT")
+        end = idat + 4 + int.from_bytes(data[idat - 4:idat], "big")
+        data = data[:end] + bytes([data[end] ^ 0xFF]) + data[end + 1:]
+    return data[:len(data) - cut] if cut else data

@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from labelguard.core.findings import Finding
+from labelguard.core.cache import note_file
 from labelguard.core.records import MaskSample
 from labelguard.core.rules import run_rules
 from labelguard.core.spec import LabelSpec
@@ -21,8 +22,10 @@ from labelguard.core.values import histogram
 from labelguard.errors import UnsupportedError
 from labelguard.readers.base import ReadError
 from labelguard.readers.colormap import ColorMap, decode, pack, unpack
-from labelguard.readers.masks import IMAGE_FORMATS, image_shape, read_mask
+from labelguard.readers.integrity import DEFAULT_CHECK_MODE
+from labelguard.readers.masks import IMAGE_FORMATS, ImageHeader, read_mask, read_paired_image
 from labelguard.rules._analysis import image_evidence, jpeg_stray, lossless_fringe
+from labelguard.rules._instances import instance_evidence, reading_of
 from labelguard.rules._unread import not_read
 from labelguard.rules.lg001 import UNREADABLE
 from labelguard.rules.lg202 import jpeg_overshoot
@@ -75,15 +78,19 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
     start = len(findings)
     if task.image is not None:
         sample.paired_display = task.image_display or task.image
+    sample.instances = instance_evidence(sample, spec)
     run_rules("mask", sample, spec, task.display, findings, errors)
     if sample.unusable:
         findings.append(UNREADABLE.finding(task.display, sample.unusable))
     if task.image is not None:
+        mode = task.option("check_images", DEFAULT_CHECK_MODE)
         try:
-            sample.paired_shape = image_shape(task.image)
+            header, sample.paired_problem = read_paired_image(task.image, mode)
         except ReadError as exc:
             findings.append(not_read(task.image_display or task.image, exc))
         else:
+            sample.paired_shape = header.shape
+            _read_channels(task, header, mode, sample, findings)
             run_rules("pair", sample, spec, task.display, findings, errors)
     if sample.colors:
         summary.colors.update(sample.colors)
@@ -98,11 +105,43 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
     if sample.looks_like_image:
         # A photograph's grey levels are no classes: LG201 names it, class statistics skip it.
         return
+    reading = reading_of(sample.instances, spec)
+    if reading is not None and sample.instances is not None:
+        evidence = sample.instances
+        summary.add_instance_mask(task.display, reading, evidence.ids, evidence.highest, evidence.dtype,
+                                  split=bool(evidence.split_ids),
+                                  outside=spec.is_known and not bool(spec.legal(values).all()),
+                                  one_region=evidence.one_region)
+        if reading == "instances":
+            return  # object ids: class statistics skip them (where classes are expected they count, LG212 says why)
     if sample.fringe_values:
         # Values that a lossy fringe explains are reported by LG202, not counted as classes.
         keep = ~np.isin(values, np.array(sample.fringe_values, dtype=values.dtype))
         values, counts = values[keep], counts[keep]
     summary.add_values(task.display, values, counts)
+
+
+def _read_channels(task: FileTask, header: ImageHeader, mode: str, sample: MaskSample,
+                   findings: list[Finding]) -> None:
+    """Where the paired image's voxels lie, and those of the other channels of its case (the
+    task's ``channels``: nnU-Net's ``case_0001``... beside ``case_0000``), into the sample's
+    ``paired_geometry``; each channel opened once here for its header and the check that it
+    is whole (``damaged_channels``, reported on the channel's own path). A channel that
+    cannot be read is LG001."""
+    found = [(task.image_display or task.image or "", header.geometry)]
+    damaged = []
+    for channel, shown in task.option("channels", ()):
+        note_file(channel)
+        try:
+            channel_header, problem = read_paired_image(channel, mode)
+        except ReadError as exc:
+            findings.append(not_read(shown, exc))
+            continue
+        found.append((shown, channel_header.geometry))
+        if problem is not None:
+            damaged.append((shown, problem))
+    sample.paired_geometry = tuple((shown, geometry) for shown, geometry in found if geometry is not None)
+    sample.damaged_channels = tuple(damaged)
 
 
 def read_sample(path: str, display: str, key: str | None = None, color_map: ColorMap | None = None,

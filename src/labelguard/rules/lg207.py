@@ -8,6 +8,7 @@ import numpy as np
 from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
+from labelguard.rules._instances import reading_of
 
 LAYOUT = define(
     "LG207", "mask-layout-unexpected", "warning",
@@ -76,6 +77,8 @@ def wider_dtype(sample: MaskSample, spec):
     if sample.record.container not in ("png", "tiff") or stored.ndim != 2 or stored.dtype.itemsize == 1 \
             or stored.dtype.kind not in "iu" or not stored.size or sample.looks_like_image:
         return ()
+    if reading_of(sample.instances, spec) == "instances":
+        return ()  # object ids: the next mask may hold more than 255 (LG212 judges the dtype)
     if int(stored.max(initial=0)) >= 256 or int(stored.min(initial=0)) < 0:
         return ()
     return (LAYOUT.finding(

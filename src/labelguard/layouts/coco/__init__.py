@@ -217,6 +217,7 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
         extra: list[tuple[str, object]] = [
             ("image_dirs", dirs), ("root", dataset_root(path)),
             ("reference", references.get(flavour)), ("discovered_classes", discovered),
+            ("check_images", options.check_images),
         ]
         if flavour.startswith("panoptic") and storage.isdir(panoptic):
             extra.append(("panoptic_dir", panoptic))

@@ -7,11 +7,12 @@ import numpy as np
 
 from labelguard.core import storage
 from labelguard.core.paths import display_path
-from labelguard.core.records import AnnotationRecord, ClassTable, ImageTable, NamedFiles
+from labelguard.core.records import AnnotationRecord, ClassTable, DamagedImage, ImageTable, NamedFiles
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.coco.reader import CAPTION, NO_ID, CocoRecord, looks_like_coco, read_coco
 from labelguard.layouts.references import resolve_names
+from labelguard.readers.integrity import DEFAULT_CHECK_MODE, damaged_images
 from labelguard.rules._annotations import process_annotation
 
 # Boxes may pass the image border by this many pixels (float rounding in exporters).
@@ -26,6 +27,8 @@ def coco_record(task: FileTask) -> AnnotationRecord:
     their category ids in the file's own class table, their boxes as corners, each one's row
     in the file's image table, and the image files and panoptic PNGs looked up on disk."""
     coco = read_coco(task.path)
+    found: list[tuple[int, str]] = []
+    images = _image_table(task, coco, found)
     categories = coco.category_of
     has_box = ~np.isnan(coco.boxes).any(axis=1)
     corners = coco.boxes.copy()
@@ -39,9 +42,9 @@ def coco_record(task: FileTask) -> AnnotationRecord:
         boxes=corners, box_style="xywh", border_tolerance=BORDER_TOLERANCE,
         keys=keys, compared=has_box & (categories != NO_ID),
         problem_groups=list(coco.problems.values()), problem_hint=TYPE_HINT,
-        images=_image_table(task, coco), image_of=_image_rows(coco), image_written=coco.image_of,
+        images=images, image_of=_image_rows(coco), image_written=coco.image_of,
         classes=_class_table(task, coco), mask_sizes=coco.rle_sizes, small_polygons=coco.small_polygons,
-        named_files=_panoptic_files(task, coco),
+        named_files=_panoptic_files(task, coco), damaged_images=_damaged(task, found),
     )
 
 
@@ -55,9 +58,10 @@ def process_coco(task: FileTask, spec: LabelSpec) -> FileResult:
 process_coco.cacheable = True  # type: ignore[attr-defined]
 
 
-def _image_table(task: FileTask, coco: CocoRecord) -> ImageTable:
+def _image_table(task: FileTask, coco: CocoRecord, found: list[tuple[int, str]]) -> ImageTable:
     """``images`` with their files looked up in the image folders of the task (when it has
-    any), ``file_name``s that lead outside the dataset root told apart."""
+    any), ``file_name``s that lead outside the dataset root told apart; ``found`` gets the
+    (row, path) of each file found."""
     bases: tuple[str, ...] = task.option("image_dirs") or ()
     table = ImageTable(
         "image file_name", "image file", "image", "images[{}]", coco.file_names, ids=coco.image_ids,
@@ -66,10 +70,19 @@ def _image_table(task: FileTask, coco: CocoRecord) -> ImageTable:
     )
     if bases:
         root = task.option("root") or bases[0]
-        table.missing, table.escaping = resolve_names(coco.file_names, bases, storage.abspath(root))
+        table.missing, table.escaping = resolve_names(coco.file_names, bases, storage.abspath(root), found)
         table.folders = tuple(display_path(b) for b in bases)
         table.root = display_path(root)
     return table
+
+
+def _damaged(task: FileTask, found: list[tuple[int, str]]) -> list[DamagedImage] | None:
+    """The images of the file's table found on disk that are truncated or cannot be decoded,
+    each with its place in ``images``; None when images are not checked (or not looked for)."""
+    if not task.option("image_dirs"):
+        return None
+    return damaged_images([(path, display_path(path), f"images[{row}]") for row, path in found],
+                          task.option("check_images", DEFAULT_CHECK_MODE))
 
 
 def _image_rows(coco: CocoRecord) -> np.ndarray:

@@ -205,7 +205,9 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
         chosen = set(selection.paths)
         xmls = [path for path in xmls if path in chosen]
     # The image folder as shown goes with each task: a display path per file costs a tenth of its audit.
-    image_option = (("image_dir", image_dir), ("image_folder", display_path(image_dir))) if image_dir else ()
+    image_option: tuple[tuple[str, str], ...] = (
+        (("image_dir", image_dir), ("image_folder", display_path(image_dir))) if image_dir else ())
+    image_option += (("check_images", options.check_images),)
     # Of several images of one id (x.jpg and x.png) the first by name stands for it: the
     # annotation has an image, and <filename> says which.
     # The tasks are made as the engine takes them: a task and its display paths are some

@@ -13,6 +13,7 @@ from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.pairing import strip_extension
 from labelguard.readers.base import ReadError, read_head
+from labelguard.readers.integrity import DEFAULT_CHECK_MODE, damaged_images
 from labelguard.rules._annotations import process_annotation, process_annotation_batch
 
 OBJECT_HINT = ("Fix or remove the object: a VOC loader reads <name> and the four <bndbox> numbers "
@@ -40,6 +41,8 @@ def voc_record(task: FileTask) -> AnnotationRecord:
         image_size=(annotation.width, annotation.height) if sized else None,
         problems=annotation.problems, problem_hint=OBJECT_HINT,
         image=_image_reference(task, annotation.filename, image_dir) if image_dir is not None else None,
+        damaged_images=damaged_images([(task.image, task.image_display or task.image, None)],
+                                      task.option("check_images", DEFAULT_CHECK_MODE)) if task.image else None,
     )
 
 

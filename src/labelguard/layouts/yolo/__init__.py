@@ -106,41 +106,59 @@ def _label_files_in(folder: str) -> list[str]:
 class _Collector:
     """Label tasks and findings gathered from the splits of one dataset."""
 
-    def __init__(self, discovery: Discovery, keypoint_shape: tuple[int, int] | None):
+    def __init__(self, discovery: Discovery, keypoint_shape: tuple[int, int] | None, check_images: str):
         self.discovery = discovery
-        self.options = (("keypoint_shape", keypoint_shape),) if keypoint_shape else ()
-        self.labels: dict[str, None] = {}  # label files, in order, without repeats
+        self.check_images = check_images
+        self.options: tuple = (("keypoint_shape", keypoint_shape),) if keypoint_shape else ()
+        self.options += (("check_images", check_images),)
+        self.labels: dict[str, str | None] = {}  # label files, in order, without repeats -> their image
         self.orphans: list[str] = []  # label files without an image
-        self.backgrounds = 0
+        self.backgrounds: list[str] = []  # images without a label file
 
     def add(self, pairing: Pairing, labels: Sequence[str] = ()) -> None:
         """The label files found (``labels``) and those ``pairing`` found for images; the
         labels it left without an image are LG002, its images without a label backgrounds."""
-        self.labels.update(dict.fromkeys(labels))
-        self.labels.update(dict.fromkeys(pairing.pairs))
-        self.backgrounds += len(pairing.orphan_images)
+        for label in labels:
+            self.labels.setdefault(label, None)
+        self.labels.update(pairing.pairs)
+        self.backgrounds.extend(pairing.orphan_images)
         self.orphans.extend(pairing.orphan_labels)
 
     def add_selection(self, selection: ListSelection) -> None:
         self.discovery.add_lists(selection)
-        self.labels.update(dict.fromkeys(selection.paths))
-        self.backgrounds += len(selection.unlabelled)
+        for label in selection.paths:
+            self.labels.setdefault(label, None)
+        self.labels.update((label, image) for label, image in selection.pairs.items() if label in self.labels)
+        self.backgrounds.extend(selection.unlabelled)
 
-    def _tasks(self, paths: list[str]) -> Iterator[FileTask]:
+    def _tasks(self, labels: dict[str, str | None], backgrounds: list[str]) -> Iterator[FileTask]:
+        """A task per label file, with its image; the background images are shared out among
+        the tasks (a trainer reads them too), so that they are checked in parallel as the
+        labels are, with no task of their own."""
         shown = DisplayNames()
-        for path in paths:
-            yield FileTask(process_yolo, path, shown(path), options=self.options)
+        share = -(-len(backgrounds) // len(labels)) if labels and self.check_images != "off" else 0
+        for index, (path, image) in enumerate(labels.items()):
+            options = self.options
+            if image is not None:
+                options += (("image_file", (image, shown(image))),)
+            if share and index * share < len(backgrounds):
+                shared = backgrounds[index * share:(index + 1) * share]
+                options += (("backgrounds", tuple((b, shown(b)) for b in shared)),)
+            yield FileTask(process_yolo, path, shown(path), options=options)
 
     def finish(self) -> None:
         self.discovery.findings.extend(unpaired_findings([], self.orphans, what="label", errors=self.discovery.errors))
         # The tasks are made as the engine takes them (a task and its display path cost more
         # than the label's path kept until then).
-        self.discovery.tasks = itertools.chain(self.discovery.tasks, self._tasks(list(self.labels)))
+        self.discovery.tasks = itertools.chain(self.discovery.tasks, self._tasks(self.labels, self.backgrounds))
+        count, labelled = len(self.backgrounds), bool(self.labels)
         self.labels = {}
-        if self.backgrounds:
+        self.backgrounds = []
+        if count:
             self.discovery.notes.append(
-                f"{plural(self.backgrounds, 'image')} without a label file "
-                "(background images, as an empty label file)")
+                f"{plural(count, 'image')} without a label file (background images, as an empty label file)"
+                + (": not checked to be whole, as no label file is audited with them"
+                   if self.check_images != "off" and not labelled else ""))
 
 
 def _spec(names: list[str] | None, nc: int | None, source: str, discovery: Discovery) -> LabelSpec:
@@ -219,7 +237,7 @@ def discover_data_yaml(yaml_path: str, options: AuditOptions, discovery: Discove
             discovery.notes.append(f"{source}: path: {clipped(declared.root)!r} {said}; "
                                    f"the splits are looked for under {display_path(folder)}")
     discovery.spec = _spec(declared.names, declared.nc, source, discovery)
-    collector = _Collector(discovery, declared.keypoint_shape)
+    collector = _Collector(discovery, declared.keypoint_shape, options.check_images)
     if options.lists:
         _add_lists(collector, options.lists, root)
     elif not declared.splits:
@@ -251,7 +269,7 @@ def discover_darknet(data_path: str, options: AuditOptions, discovery: Discovery
     if declared is None:
         return
     root = os.path.dirname(storage.abspath(data_path))
-    collector = _Collector(discovery, None)
+    collector = _Collector(discovery, None, options.check_images)
     names = None
     names_source = source
     if declared.names_file:
@@ -338,15 +356,20 @@ def _holds_txt(folder: str, limit: int = 2000) -> bool:
 
 def _paired_txt(folder: str) -> list[str]:
     """The .txt files of ``folder`` that have an image of the same name beside them."""
+    return sorted(_paired_beside(folder))
+
+
+def _paired_beside(folder: str) -> dict[str, str]:
+    """The .txt files of ``folder`` that have an image of the same name beside them -> that image."""
     try:
         texts = [os.path.join(folder, name) for name in storage.names_with_suffix(folder, (".txt",))
                  if name.endswith(".txt")]
         if not texts:
-            return []  # (a folder of 100,000 masks: no list of their names)
+            return {}  # (a folder of 100,000 masks: no list of their names)
         paths = [os.path.join(folder, name) for name in sorted(storage.listdir(folder))]
     except OSError:
-        return []
-    return sorted(pair_derived([path for path in paths if _is_image(path)], _beside, texts).pairs)
+        return {}
+    return pair_derived([path for path in paths if _is_image(path)], _beside, texts).pairs
 
 
 def _pair_trees(images_dir: str | None, label_dir: str, labels: list[str]) -> Pairing:
@@ -377,7 +400,7 @@ def _add_tree(collector: _Collector, root: str) -> None:
     else:
         for directory, dirs, _ in storage.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            collector.labels.update(dict.fromkeys(_paired_txt(directory)))
+            collector.labels.update(sorted(_paired_beside(directory).items()))
         return
     labels = _label_files_in(label_dir)
     collector.add(_pair_trees(images_dir, label_dir, labels), labels)
@@ -425,7 +448,7 @@ def discover_yolo(root: str, options: AuditOptions) -> Discovery:
         return discovery
     names, source = _names_beside([root, os.path.dirname(storage.abspath(root))], discovery)
     discovery.spec = class_list_spec(names or (), source)
-    collector = _Collector(discovery, None)
+    collector = _Collector(discovery, None, options.check_images)
     if options.lists:
         _add_lists(collector, options.lists, root)
     else:

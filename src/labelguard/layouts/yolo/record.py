@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import cast
 
-from labelguard.core.records import AnnotationRecord
+from labelguard.core.records import AnnotationRecord, DamagedImage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
 from labelguard.layouts.yolo.reader import read_label_file
+from labelguard.readers.integrity import DEFAULT_CHECK_MODE, damaged_images
 from labelguard.rules._annotations import process_annotation
 
 ROW_HINT = ("Fix or delete the row: Ultralytics drops the whole image as corrupt, darknet reads "
@@ -30,7 +31,19 @@ def yolo_record(task: FileTask) -> AnnotationRecord:
         keys=list(zip(labels.ids, labels.values)), normalised=normalised,
         extents=cast("list[tuple[float, float] | None]", extents),
         problems=list(labels.problems), problem_hint=ROW_HINT,
+        damaged_images=_damaged(task),
     )
+
+
+def _damaged(task: FileTask) -> list[DamagedImage] | None:
+    """The label file's image and the background images (without a label file) its task
+    checks, those that are damaged; None when images are not checked."""
+    mode = task.option("check_images", DEFAULT_CHECK_MODE)
+    image = task.option("image_file")
+    found = damaged_images([(image[0], image[1], None)] if image else [], mode)
+    backgrounds = damaged_images([(path, shown, None) for path, shown in task.option("backgrounds", ())], mode,
+                                 unnamed=True)
+    return None if found is None or backgrounds is None else found + backgrounds
 
 
 def process_yolo(task: FileTask, spec: LabelSpec) -> FileResult:
