@@ -712,3 +712,57 @@ def test_a_whole_paired_tiff_read_through_the_open_file_has_no_problem(tmp_path,
     with open(path, "rb") as handle:
         handle.seek(100)
         assert image_problem(str(path), mode, handle=handle) is None
+
+
+def _nnunet_case_files(root: Path, cut_channel: int | None) -> None:
+    """An nnU-Net v2 raw dataset of two two-channel .nii.gz cases, channel ``cut_channel`` of
+    case_002 cut to half its bytes (None: all whole)."""
+    nib = pytest.importorskip("nibabel")
+    rng = np.random.default_rng(0)
+    files: dict[str, object] = {
+        "dataset.json": json.dumps({"channel_names": {"0": "T1", "1": "T2"}, "labels": {"background": 0, "organ": 1},
+                                    "numTraining": 2, "file_ending": ".nii.gz"})}
+    for case in ("case_001", "case_002"):
+        label = np.zeros((12, 10, 8), np.uint8)
+        label[3:7, 2:6, 2:5] = 1
+        files[f"labelsTr/{case}.nii.gz"] = gzip.compress(nib.Nifti1Image(label, np.eye(4)).to_bytes())
+        for channel in (0, 1):
+            volume = rng.integers(0, 2000, (12, 10, 8)).astype(np.int16)
+            data = gzip.compress(nib.Nifti1Image(volume, np.eye(4)).to_bytes())
+            if case == "case_002" and channel == cut_channel:
+                data = data[: len(data) // 2]
+            files[f"imagesTr/{case}_{channel:04d}.nii.gz"] = data
+    _write(root, files)
+
+
+@pytest.mark.parametrize("channel", [0, 1])
+def test_a_truncated_nnunet_image_or_channel_is_lg008_on_its_own_path(tmp_path, channel):
+    root = tmp_path / "Dataset001_Organ"
+    _nnunet_case_files(root, cut_channel=channel)
+    report = run(root)
+    damaged = found(report, "LG008")
+    assert [Path(f.path).name for f in damaged] == [f"case_002_{channel:04d}.nii.gz"], \
+        [(f.code, f.path, f.message) for f in report.findings]
+    assert "gzip" in damaged[0].message
+    assert not [f for f in report.findings if f.severity == "error" and f.code != "LG008"]
+
+
+def test_a_whole_nnunet_dataset_gives_no_lg008(tmp_path):
+    root = tmp_path / "Dataset001_Organ"
+    _nnunet_case_files(root, cut_channel=None)
+    assert not [f for f in run(root).findings if f.severity == "error"]
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_image_beside_its_mask_is_lg008(tmp_path, damage):
+    extension, content = DAMAGE[damage]
+    array = np.zeros(image().shape[:2], np.uint8)
+    array[2:5, 3:7] = 1
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, "PNG")
+    mask = buffer.getvalue()
+    _write(tmp_path, {f"images/a.{extension}": content(), "images/b.jpg": image_bytes("jpeg"),
+                      "masks/a.png": mask, "masks/b.png": mask})
+    report = run(tmp_path)
+    assert [Path(f.path).name for f in found(report, "LG008")] == [f"a.{extension}"], \
+        [(f.code, f.path, f.message) for f in report.findings]
