@@ -438,7 +438,8 @@ def test_installed_versions_read_what_importlib_metadata_reads(tmp_path, monkeyp
     (tmp_path / "Py_Yaml_Fork-2.1.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: py-yaml.fork\nVersion: 2.1\n\nVersion: 9 in the description\n")
     (tmp_path / "legacy_lib.egg-info").mkdir()  # a development install: no version in the name
-    (tmp_path / "legacy_lib.egg-info" / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: legacy-lib\nVersion: 0.3\n")
+    (tmp_path / "legacy_lib.egg-info" / "PKG-INFO").write_text(
+        "Metadata-Version: 1.0\nName: legacy-lib\nVersion: 0.3\n")
     (tmp_path / "flat-1.0-py3.11.egg-info").write_text("Metadata-Version: 1.0\nName: flat\nVersion: 1.0\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     names = (*cache_module.DECODING_LIBRARIES, "py-yaml.fork", "legacy-lib", "flat", "no-such-library")
@@ -571,6 +572,21 @@ def test_a_block_of_unchanged_files_is_read_from_its_pack_and_an_edit_re_checks_
         "findings"]
 
 
+def test_a_pack_rewritten_after_an_edit_keeps_the_results_of_the_other_files(tmp_path):
+    # The entries' results are pickled together: the pack written after an edit holds the
+    # results read from the pack before, as they were, beside the edited file's new one.
+    data = masks_dataset(tmp_path / "data", count=64, bad=40)
+    cache = tmp_path / "cache"
+    cached_run(data, cache)
+    write_png(data / "m5.png", organic_mask((32, 32), classes=(0, 1, 2), seed=50))
+    age(data)  # older than a racy write, so that its new result is stored
+    edited = cached_run(data, cache)
+    assert edited.from_cache == 63
+    again = cached_run(data, cache)
+    assert again.from_cache == 64 and comparable(again) == comparable(edited)
+    assert open_cache(CacheSettings(str(cache))).info().entries == 64
+
+
 def test_a_file_added_re_checks_its_own_block_only(tmp_path):
     data = masks_dataset(tmp_path / "data", count=300)
     cache = tmp_path / "cache"
@@ -675,7 +691,7 @@ def test_a_pack_cannot_make_the_audit_call_a_function(tmp_path, where):
             body = planted
         else:
             kept = pickle.loads(pack.read_bytes()[len(PACK_MAGIC) + 32:])
-            body = pickle.dumps((name, planted, [(identity, [], planted) for identity, _, _ in kept[2]]))
+            body = pickle.dumps((name, planted, [(identity, []) for identity, _ in kept[2]], planted))
         pack.write_bytes(PACK_MAGIC + hmac.digest(key, body, "sha256") + body)
     after = cached_run(data, cache)
     assert not marker.exists()

@@ -89,14 +89,14 @@ def forge(entry: Path) -> None:
     data = entry.read_bytes()
     if data.startswith(cache_module.PACK_MAGIC):  # a pack: every result's findings emptied
         head = len(cache_module.PACK_MAGIC) + cache_module.CHECKSUM_BYTES
-        key, merged, items = cache_module._ResultUnpickler(io.BytesIO(data[head:])).load()
+        key, merged, items, results = cache_module._ResultUnpickler(io.BytesIO(data[head:])).load()
 
         def emptied(blob: bytes) -> bytes:
             _, parts, files = cache_module._load_result(blob)
             return cache_module._result_blob([], parts, files)
 
-        body = pickle.dumps((key, merged and emptied(merged), [(identity, dependencies, emptied(blob))
-                                                                for identity, dependencies, blob in items]))
+        results = pickle.dumps([([], parts, files) for _, parts, files in cache_module._load_results(results)])
+        body = pickle.dumps((key, merged and emptied(merged), items, results))
         entry.write_bytes(cache_module.PACK_MAGIC + hashlib.sha256(body).digest() + body)
         return
     head = len(cache_module.MAGIC) + cache_module.CHECKSUM_BYTES

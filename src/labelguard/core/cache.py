@@ -37,8 +37,8 @@ Store: the tasks are cut into *blocks* by their paths alone (:func:`blocks`: a b
 after a file whose path hashes to 0 modulo :data:`BLOCK_FILES`, 64 files on average), so that
 every audit of the same files finds the same blocks whatever its batches, and a file added or
 removed changes its own block only. A block's entries are one file, its *pack*,
-``<dir>/v2/p<hex>/<31 hex>.<files>.pack``: each task's entry (its dependencies, its result
-pickled on its own, unpickled only when used) and the block's merged result, which answers
+``<dir>/v2/p<hex>/<31 hex>.<files>.pack``: each task's entry (its dependencies; the entries'
+results are pickled together, unpickled only when one is used) and the block's merged result, which answers
 for the whole block in one read and one merge when no dependency's signature moved; else each
 task is judged by its own entry in the pack, and the pack is written again. A first audit
 thus creates one file per block, not one per file (``benchmarks/bench_masks.py`` prints its
@@ -135,8 +135,9 @@ SWEEP_MARKER = "last-sweep"
 SOURCES_FILE = "sources"
 # The digest of the decoding libraries' versions with what tells they are still installed.
 LIBRARIES_FILE = "libraries"
-# A pack's head: the magic, then the HMAC-SHA256 of its body.
-PACK_MAGIC = b"LGPACK01"
+# A pack's head: the magic, then the HMAC-SHA256 of its body (LGPACK01's, a result pickled
+# per entry, is read as of another format: its block is checked again and its pack rewritten).
+PACK_MAGIC = b"LGPACK02"
 # The name ending of a pack: the entries of one block of files and their merged result (a
 # file's own entry has none).
 PACK_SUFFIX = ".pack"
@@ -148,6 +149,8 @@ PACK_FOLDER = "p"
 # mask's checking), so a block is as large as a re-check of one costs little (40 ms for masks).
 BLOCK_FILES = 64
 MAX_BLOCK_FILES = 512
+# The hashes of identities' shared beginnings kept (one per audit's spec and processor).
+PREFIXES_KEPT = 64
 # A file this large or smaller is hashed from one read.
 ONE_READ_BYTES = 1 << 20
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -220,7 +223,7 @@ def note_bytes(path: str, data: bytes, st: os.stat_result) -> None:
     file, hashed after it ran). Costs nothing outside a cached task."""
     noted = _NOTED.get()
     if noted is not None:
-        noted.append(("bytes", os.path.abspath(path), _signature(st), hashlib.sha256(data).digest()))
+        noted.append(("bytes", path, _signature(st), hashlib.sha256(data).digest()))
 
 
 def note_uncacheable(reason: str) -> None:
@@ -326,9 +329,9 @@ def canonical(value: Any) -> bytes:
     """``value`` as bytes that two processes give alike for equal values (sets sorted, dict
     items sorted, floats exact, dataclasses field by field); TypeError for a value of a kind
     that has no such form (the task is then not cached)."""
-    out = io.BytesIO()
-    _encode(value, out.write)
-    return out.getvalue()
+    out: list[bytes] = []
+    _encode(value, out.append)
+    return b"".join(out)
 
 
 def _encode(value: Any, write: Callable[[bytes], Any]) -> None:
@@ -338,6 +341,11 @@ def _encode(value: Any, write: Callable[[bytes], Any]) -> None:
         write(b"s%d:" % len(data) + data)
     elif value is None:
         write(b"N")
+    elif kind is tuple:  # a task's fields and options: as any tuple below, without its tests
+        write(b"(")
+        for item in value:
+            _encode(item, write)
+        write(b")")
     elif kind is bool:
         write(b"T" if value else b"F")
     elif isinstance(value, enum.Enum):
@@ -669,12 +677,8 @@ def _summary_parts(summary: Summary) -> dict[str, Any]:
     """The fields of ``summary`` that are not empty (a file's summary has a few), counters as
     plain dicts: a small entry, quick to load. Every field's empty value is false (0, False,
     an empty counter, dict or list), and a counter that holds a key counted 0 is kept whole."""
-    parts = {}
-    for name in _SUMMARY_EMPTY:
-        value = getattr(summary, name)
-        if value:
-            parts[name] = dict(value) if isinstance(value, Counter) else value
-    return parts
+    return {name: dict(value) if isinstance(value, Counter) else value
+            for name, value in vars(summary).items() if value and name in _SUMMARY_EMPTY}
 
 
 def _parts_view(parts: dict[str, Any]) -> SimpleNamespace:
@@ -725,16 +729,26 @@ def _decode_entry(data: bytes, key: bytes) -> _Entry | None:
 @dataclass
 class Batch:
     """A block's lookup: each task's identity and, once known, its entry as the block's pack
-    holds it, (dependencies, result; see :func:`_result_blob`), None while not cached;
+    will hold it, (dependencies, (findings, summary parts, files)), None while not cached;
     ``key`` names the pack, ``hit`` is its merged result when still valid, ``pack`` the
-    entries read from it; ``fresh`` when the pack must be written."""
+    entries read from it (identity -> (dependencies, place in its results)) and ``results``
+    their results, unpickled when first needed; ``fresh`` when the pack must be written."""
 
     identities: list[str | None]
-    entries: list[tuple[list, bytes] | None]
+    entries: list[tuple[list, tuple] | None]
     key: str | None = None
     hit: CachedResult | None = None
-    pack: dict[str, tuple[list, bytes]] | None = None
+    pack: dict[str, tuple[list, int]] | None = None
+    results: bytes | list | None = None
     fresh: bool = False
+
+    def result(self, place: int) -> tuple[list, dict[str, Any], int] | None:
+        """The result at ``place`` of the pack read, or None when it holds none there."""
+        if isinstance(self.results, bytes):
+            self.results = _load_results(self.results)
+        if self.results is None or not 0 <= place < len(self.results):
+            return None
+        return self.results[place]
 
 
 def blocks(tasks: Iterable[FileTask]) -> Iterator[list[FileTask]]:
@@ -758,28 +772,52 @@ def _result_blob(findings: list, parts: dict[str, Any], files: int) -> bytes:
     return pickle.dumps((findings, parts, files), protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _picklable(result: tuple) -> bool:
+    try:
+        pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        return False
+    return True
+
+
+def _is_result(result: Any) -> bool:
+    """Whether ``result`` has the shape of :func:`_result_blob`'s (findings, parts, files)."""
+    return (isinstance(result, tuple) and len(result) == 3 and isinstance(result[0], list)
+            and isinstance(result[1], dict) and set(result[1]) <= _SUMMARY_EMPTY.keys() and isinstance(result[2], int))
+
+
 def _load_result(blob: bytes) -> tuple[list, dict[str, Any], int] | None:
     """The result of :func:`_result_blob`, or None when it is not one."""
     try:
-        findings, parts, files = _ResultUnpickler(io.BytesIO(blob)).load()
+        result = _ResultUnpickler(io.BytesIO(blob)).load()
     except Exception:  # a signed body of another version of the classes
         log.debug("cached result could not be loaded", exc_info=True)
         return None
-    if not (isinstance(findings, list) and isinstance(parts, dict) and set(parts) <= _SUMMARY_EMPTY.keys()
-            and isinstance(files, int)):
+    return result if _is_result(result) else None
+
+
+def _load_results(blob: bytes) -> list | None:
+    """The results of a pack's entries, pickled together (one call for the block, not one per
+    file), each as :func:`_result_blob` keeps one; None unless every one is one."""
+    try:
+        results = _ResultUnpickler(io.BytesIO(blob)).load()
+    except Exception:
+        log.debug("cached results could not be loaded", exc_info=True)
         return None
-    return findings, parts, files
+    return results if isinstance(results, list) and all(_is_result(result) for result in results) else None
 
 
-def _encode_pack(key: str, merged: bytes | None, items: list[tuple[str, list, bytes]], secret: bytes) -> bytes:
-    body = pickle.dumps((key, merged, items), protocol=pickle.HIGHEST_PROTOCOL)
+def _encode_pack(key: str, merged: bytes | None, items: list[tuple[str, list]], results: bytes,
+                 secret: bytes) -> bytes:
+    body = pickle.dumps((key, merged, items, results), protocol=pickle.HIGHEST_PROTOCOL)
     return PACK_MAGIC + hmac.digest(secret, body, "sha256") + body
 
 
-def _decode_pack(data: bytes, key: str, secret: bytes) -> tuple[bytes | None, dict[str, tuple[list, bytes]]] | None:
-    """(merged result, {identity: entry}) of the pack ``key`` in ``data``; None when it is
-    truncated, damaged, of another block or not signed with ``secret`` (nothing of it is
-    unpickled then)."""
+def _decode_pack(data: bytes, key: str, secret: bytes
+                 ) -> tuple[bytes | None, dict[str, tuple[list, int]], bytes] | None:
+    """(merged result, {identity: (dependencies, place in the results)}, the entries' results
+    pickled) of the pack ``key`` in ``data``; None when it is truncated, damaged, of another
+    block or not signed with ``secret`` (nothing of it is unpickled then)."""
     head = len(PACK_MAGIC) + CHECKSUM_BYTES
     if len(data) <= head or not data.startswith(PACK_MAGIC):
         return None
@@ -787,15 +825,22 @@ def _decode_pack(data: bytes, key: str, secret: bytes) -> tuple[bytes | None, di
     if not hmac.compare_digest(hmac.digest(secret, body, "sha256"), data[len(PACK_MAGIC):head]):
         return None
     try:
-        found, merged, items = _ResultUnpickler(io.BytesIO(body)).load()
-        entries = {identity: (dependencies, blob) for identity, dependencies, blob in items}
+        found, merged, items, results = _ResultUnpickler(io.BytesIO(body)).load()
+        entries = {identity: (dependencies, place) for place, (identity, dependencies) in enumerate(items)}
     except Exception:
         log.debug("cache pack could not be loaded", exc_info=True)
         return None
-    if found != key or not (merged is None or isinstance(merged, bytes)) or not all(
-            isinstance(dependencies, list) and isinstance(blob, bytes) for dependencies, blob in entries.values()):
+    if found != key or not (merged is None or isinstance(merged, bytes)) or not isinstance(results, bytes) or not all(
+            isinstance(dependencies, list) for dependencies, _ in entries.values()):
         return None
-    return merged, entries
+    return merged, entries, results
+
+
+def _read_as(read: dict[str, tuple], path: str) -> tuple:
+    """What :func:`note_bytes` noted of ``path`` under another spelling of it (the task's
+    file named relative by its reader), else (None, None)."""
+    place = os.path.abspath(path)
+    return next((found for named, found in read.items() if os.path.abspath(named) == place), (None, None))
 
 
 def _unchanged(dependency: tuple) -> bool:
@@ -834,6 +879,8 @@ class ResultCache:
         self.settings = settings
         self.root = os.path.join(os.path.abspath(settings.directory), STORE_VERSION)
         self._spec: tuple[Any, bytes] | None = None
+        # (context, processor) -> the hash of what their tasks' identities begin with
+        self._prefixes: dict[tuple[bytes, Any], Any] = {}
         self._tagged = False
         self._singles: bool | None = None
         # (the key, None) once the folder was found this user's own, else (None, why not)
@@ -903,7 +950,7 @@ class ResultCache:
         pack = _decode_pack(found[0], batch.key, secret)
         if pack is None:
             return batch
-        merged, batch.pack = pack
+        merged, batch.pack, batch.results = pack
         if time.time() - found[1].st_mtime > TOUCH_AFTER_SECONDS:
             self._touch(batch.key)
         if merged is not None and all(_unchanged(dependency) for dependencies, _ in batch.pack.values()
@@ -931,9 +978,10 @@ class ResultCache:
                 return runner(task, spec)
         packed = batch if batch is not None and batch.key is not None else None
         declared = [task.path] + ([task.image] if task.image else [])
+        kept = None
         if packed is not None and packed.pack is not None:
             kept = packed.pack.get(identity)
-            loaded = _load_result(kept[1]) if kept is not None else None
+            loaded = packed.result(kept[1]) if kept is not None else None
             entry = _Entry(identity, kept[0], *loaded) if kept is not None and loaded is not None else None
         elif packed is None or self._has_singles():
             # No pack: the file's own entry, written where it ran outside a whole block.
@@ -942,11 +990,9 @@ class ResultCache:
             entry = None
         if entry is not None and self._still_valid(entry, declared, rewrite=packed is None):
             if packed is not None:
-                kept = packed.pack.get(identity) if packed.pack is not None else None
                 if kept is None or entry.dependencies is not kept[0]:  # refreshed, or from its own entry
                     packed.fresh = True
-                    kept = (entry.dependencies, _result_blob(entry.findings, entry.summary, entry.files))
-                packed.entries[index] = kept
+                packed.entries[index] = (entry.dependencies, (entry.findings, entry.summary, entry.files))
             return CachedResult(task.display, entry.findings, _parts_view(entry.summary), entry.files)
         limit = current_limits().max_file_bytes
         # A local file's stat before it is read; its bytes are hashed after the task ran (or
@@ -981,8 +1027,9 @@ class ResultCache:
             if dependencies is not None:
                 parts = _summary_parts(result.summary)
                 if packed is not None:
+                    # Pickled with the block's other results when its pack is written.
                     packed.fresh = True
-                    packed.entries[index] = (dependencies, _result_blob(result.findings, parts, result.files))
+                    packed.entries[index] = (dependencies, (result.findings, parts, result.files))
                 else:
                     self._write(_Entry(identity, dependencies, result.findings, parts, result.files))
         elif packed is not None:
@@ -998,32 +1045,48 @@ class ResultCache:
         secret = self._opened()[0]
         if secret is None:
             return
-        items = [(identity, entry[0], entry[1]) for identity, entry in zip(batch.identities, batch.entries)
+        items = [(identity, *entry) for identity, entry in zip(batch.identities, batch.entries)
                  if identity is not None and entry is not None]
+        try:
+            results = pickle.dumps([found for _, _, found in items], protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a result that cannot be pickled is computed again next time
+            log.debug("a result of pack %s cannot be cached", batch.key, exc_info=True)
+            items = [item for item in items if _picklable(item[2])]
+            results = pickle.dumps([found for _, _, found in items], protocol=pickle.HIGHEST_PROTOCOL)
         if not items:
             _unlink(self._path(batch.key))  # a pack of entries no longer valid
             return
         whole = len(items) == len(batch.entries) and not result.errors
         try:
             merged = _result_blob(result.findings, _summary_parts(result.summary), result.files) if whole else None
-            data = _encode_pack(batch.key, merged, items, secret)
-        except Exception:  # a result that cannot be pickled is computed again next time
-            log.debug("results of pack %s cannot be cached", batch.key, exc_info=True)
-            return
+        except Exception:
+            log.debug("the merged result of pack %s cannot be cached", batch.key, exc_info=True)
+            merged = None
+        data = _encode_pack(batch.key, merged, [(identity, dependencies) for identity, dependencies, _ in items],
+                            results, secret)
         if len(data) <= MAX_ENTRY_BYTES:
             self._put(self._path(batch.key), data)
             return
-        for identity, dependencies, blob in items:
-            loaded = _load_result(blob)
-            if loaded is not None:
-                self._write(_Entry(identity, dependencies, *loaded))
+        for identity, dependencies, found in items:
+            self._write(_Entry(identity, dependencies, *found))
 
     def _identity(self, task: FileTask, context: bytes) -> str:
+        """The hash of the task's identity: the ``context``, the processor (its name, and its
+        source when outside the package) and the task's fields, canonical as one tuple."""
         processor = task.processor
-        digest = hashlib.sha256(context)
-        digest.update(_module_source(processor.__module__))
-        digest.update(canonical((f"{processor.__module__}.{processor.__qualname__}", task.path, task.display,
-                                 task.image, task.image_display, task.options)))
+        prefix = self._prefixes.get((context, processor))
+        if prefix is None:
+            # What every task of a processor shares in an audit, hashed once (a third of the
+            # identity's cost per file): the hash is copied and the task's fields added.
+            prefix = hashlib.sha256(context)
+            prefix.update(_module_source(processor.__module__))
+            prefix.update(b"(" + canonical(f"{processor.__module__}.{processor.__qualname__}"))
+            if len(self._prefixes) >= PREFIXES_KEPT:
+                self._prefixes.clear()
+            self._prefixes[(context, processor)] = prefix
+        digest = prefix.copy()
+        # (the fields' tuple without its opening, which the prefix holds)
+        digest.update(canonical((task.path, task.display, task.image, task.image_display, task.options))[1:])
         return digest.hexdigest()[:32]
 
     def _path(self, identity: str) -> str:
@@ -1120,7 +1183,7 @@ class ResultCache:
         stat and digest) and what the processor ``noted``; None when an input changed while it
         was computed or was modified too recently to be told apart from its next version (the
         result is then not stored). ``read``: the files the processor noted reading whole
-        (:func:`note_bytes`), by path, when already taken out of ``noted``."""
+        (:func:`note_bytes`), by path as the reader named it, when already taken out of ``noted``."""
         if read is None:
             read = {item[1]: item[2:] for item in noted if item[0] == "bytes"}
             noted = [item for item in noted if item[0] != "bytes"]
@@ -1134,7 +1197,7 @@ class ResultCache:
             if st is not None:
                 signature = _signature(st)
                 if digest is None:
-                    signature_read, digest = read.get(os.path.abspath(path), (None, None))
+                    signature_read, digest = read.get(path) or _read_as(read, path)
                     if signature_read == signature:
                         # Read whole between two looks that saw one signature, the second on the
                         # descriptor read, after the last byte: the bytes are the file's.
