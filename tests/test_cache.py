@@ -591,11 +591,15 @@ def test_a_file_added_re_checks_its_own_block_only(tmp_path):
     data = masks_dataset(tmp_path / "data", count=300)
     cache = tmp_path / "cache"
     cached_run(data, cache)
+    before = {tuple(t.path for t in block) for block in blocks(mask_tasks(data))}
     write_png(data / "m150a.png", organic_mask((32, 32), classes=(0, 1, 2), seed=7))
     age(data)
-    [block] = [block for block in blocks(mask_tasks(data)) if any(t.path.endswith("m150a.png") for t in block)]
+    changed = [block for block in blocks(mask_tasks(data)) if tuple(t.path for t in block) not in before]
+    # The block that takes the file; and, when the file's path hashes to a block's end, the
+    # rest of the block it cut in two (the paths of tmp_path decide: 1 time in 64).
+    assert any(t.path.endswith("m150a.png") for t in changed[0]) and len(changed) <= 2
     after = cached_run(data, cache)
-    assert after.from_cache == 301 - len(block)
+    assert after.from_cache == 301 - sum(len(block) for block in changed)
 
 
 def test_packs_written_by_one_process_are_read_by_another(tmp_path):
