@@ -171,6 +171,10 @@ def test_every_cut_of_a_small_file_is_reported_and_none_raises(kind):
 def test_random_bytes_never_raise(name, magic, tail, mode):
     """The checks themselves raise nothing (check_bytes lets through what image_problem
     would turn into no verdict)."""
+    if not magic + tail:
+        with pytest.raises(ReadError, match="empty file"):
+            check_bytes(b"", name, mode)  # no bytes to judge: LG001's, as for any file
+        return
     problem = check_bytes(magic + tail, name, mode)
     assert problem is None or isinstance(problem, str)
 
@@ -765,4 +769,17 @@ def test_a_damaged_image_beside_its_mask_is_lg008(tmp_path, damage):
                       "masks/a.png": mask, "masks/b.png": mask})
     report = run(tmp_path)
     assert [Path(f.path).name for f in found(report, "LG008")] == [f"a.{extension}"], \
+        [(f.code, f.path, f.message) for f in report.findings]
+
+
+def test_an_empty_image_is_lg001_in_every_layout_as_beside_a_mask(tmp_path):
+    """A 0-byte image has nothing to judge as whole or cut: LG001 names it, whichever layout
+    references it (an ImageFolder file and a paired image were LG001 already)."""
+    root = tmp_path / "yolo"
+    _write(root, {"data.yaml": "path: .\ntrain: images\nval: images\nnames: [cat, dog]\n",
+                  "images/a.jpg": b"", "images/b.jpg": image_bytes("jpeg"),
+                  "labels/a.txt": yolo_rows([(0, .5, .5, .2, .2)]), "labels/b.txt": yolo_rows([(1, .5, .5, .2, .2)])})
+    report = run(root)
+    assert not found(report, "LG008")
+    assert [(Path(f.path).name, "empty file" in f.message) for f in found(report, "LG001")] == [("a.jpg", True)], \
         [(f.code, f.path, f.message) for f in report.findings]

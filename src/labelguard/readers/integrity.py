@@ -254,7 +254,8 @@ def _guarded(path: str, file: _File, mode: str) -> str | None:
 def _checked(path: str, file: _File, mode: str) -> str | None:
     head = file.read(0, HEAD_BYTES)
     if not head:
-        return "is empty (0 bytes)"
+        # No bytes to judge: LG001 as for a paired image, an ImageFolder file or a label.
+        raise _Unreadable("empty file (0 bytes)")
     kind = _kind(head, path)
     check = _STRUCTURE.get(kind) if kind else None
     if check is None:
