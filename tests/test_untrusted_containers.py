@@ -157,6 +157,37 @@ def test_an_ome_tiff_whose_planes_are_all_its_own_is_read(tmp_path):
     assert report["summary"]["values"]["1"]["pixels"] == int(planes.sum())
 
 
+@pytest.mark.parametrize("mode", ["structure", "full"])
+def test_an_image_whose_ome_xml_names_a_pipe_outside_is_refused_or_checked_by_its_own_bytes(tmp_path, mode):
+    """An image (not a label) whose OME-XML places planes in a named pipe outside the data: a
+    paired image is refused by its header (LG001), a YOLO image checked by its own bytes, and
+    neither audit blocks on the pipe."""
+    pytest.importorskip("tifffile")
+    other = tmp_path / "elsewhere" / "secret.tif"
+    other.parent.mkdir()
+    os.mkfifo(other)
+    data = tmp_path / "data"
+    write_ome_tiff_elsewhere(data / "images" / "case.tif", np.zeros((32, 32), np.uint8), other)
+    write_tiff(data / "masks" / "case.tif", organic_mask((32, 32), classes=(0, 1)))
+    done = subprocess.run([sys.executable, "-m", "labelguard", "audit", str(data), "--no-config", "--no-cache",
+                           "--num-classes", "2", "-f", "json", "--check-images", mode],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    report = json.loads(done.stdout)
+    assert "OME-TIFF multi-file" in unreadable(report, "case.tif"), done.stderr
+    assert not [f for f in report["findings"] if f["code"] == "LG008"]
+    # A YOLO image is checked by its bytes alone (no header read first): it ends too.
+    yolo = tmp_path / "yolo"
+    (yolo / "images").mkdir(parents=True)
+    (yolo / "images" / "case.tif").write_bytes((data / "images" / "case.tif").read_bytes())
+    (yolo / "labels").mkdir()
+    (yolo / "labels" / "case.txt").write_text("0 0.5 0.5 0.2 0.2\n")
+    (yolo / "data.yaml").write_text("path: .\ntrain: images\nval: images\nnames: [a]\n")
+    done = subprocess.run([sys.executable, "-m", "labelguard", "audit", str(yolo), "--no-config", "--no-cache",
+                           "-f", "json", "--check-images", mode],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_fix_refuses_an_ome_tiff_placing_planes_in_another_file(tmp_path):
     tifffile = pytest.importorskip("tifffile")
     other = tmp_path / "elsewhere" / "secret.tif"

@@ -172,6 +172,16 @@ def open_stream(path: str, what: str = "file") -> BinaryIO:
         return io.BufferedReader(storage.open_object(path))  # type: ignore[type-var]  # fsspec's file has readinto
 
 
+class ThisFileOnly(io.BufferedReader):
+    """A raw file read without its descriptor showing. tifffile reads the other files that an
+    OME-TIFF's metadata, a Micro-Manager stack or an NDTiff index name (found by name beside
+    a file it is given open) only for a file that has a descriptor: given this, it reads the
+    bytes of this file and nothing else."""
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("read as this file alone")
+
+
 def stream_size(handle: BinaryIO) -> int:
     """The size in bytes of an open file: its descriptor's, or an in-memory file's length."""
     try:

@@ -56,8 +56,8 @@ from labelguard.core.records import DamagedImage
 from labelguard.core.text import shorten
 from labelguard.errors import UsageError
 from labelguard.readers.arrays import DEFLATE_RATIO
-from labelguard.readers.base import (LinkedOutside, ReadError, check_array, open_regular, read_bytes, sniff,
-                                     stream_size)
+from labelguard.readers.base import (LinkedOutside, ReadError, ThisFileOnly, check_array, open_regular, read_bytes,
+                                     sniff, stream_size)
 
 logger = logging.getLogger(__name__)
 
@@ -828,31 +828,20 @@ def _tifffile_decodes(tifffile, page) -> bool:
 def _tiff_stream(file: _File) -> Iterator[BinaryIO]:
     """The file for tifffile, without a descriptor or a name: tifffile then reads this file's
     bytes and no file that an OME-TIFF's or a Micro-Manager stack's metadata names."""
-    if file.data is not None:
-        with io.BytesIO(file.data) as stream:
+    try:
+        descriptor = file.handle.fileno() if file.data is None and file.handle is not None else None
+    except (AttributeError, io.UnsupportedOperation):
+        descriptor = None  # an in-memory file: no descriptor to hide
+    if descriptor is None:
+        with _stream(file) as stream:
             yield stream
         return
-    assert file.handle is not None  # not a user mistake: a file without data has a handle
     # tifffile takes the stream's position for the file's start; a duplicated descriptor
-    # shares the position.
+    # shares the position, and closing it leaves the caller's file open.
+    assert file.handle is not None  # not a user mistake: a descriptor comes from a handle
     file.handle.seek(0)
-    try:
-        descriptor = file.handle.fileno()
-    except (AttributeError, io.UnsupportedOperation):
-        yield file.handle  # an in-memory file: no descriptor to hide
-        return
-    with _ThisFileOnly(descriptor) as stream:
+    with ThisFileOnly(io.FileIO(os.dup(descriptor), "rb")) as stream:
         yield stream
-
-
-class _ThisFileOnly(io.BufferedReader):
-    """An open file read through a descriptor of its own, whose ``fileno`` is hidden."""
-
-    def __init__(self, descriptor: int) -> None:
-        super().__init__(io.FileIO(os.dup(descriptor), "rb"))
-
-    def fileno(self) -> int:
-        raise io.UnsupportedOperation("read as this file alone")
 
 
 def _said(exc: BaseException) -> str:

@@ -30,8 +30,8 @@ from labelguard.core.paths import is_below
 from labelguard.core.records import MaskRecord, VolumeGeometry
 from labelguard.core.text import clipped, plural, shorten, show_name
 from labelguard.readers.arrays import DEFLATE_RATIO, DEFLATE_SLACK, NpzArchive, npy_shape, read_npy
-from labelguard.readers.base import (EXTENSION_KINDS, ReadError, check_array, check_decoded, check_holds, open_regular,
-                                     read_bytes, read_head, register_container, require_to_read, sniff,
+from labelguard.readers.base import (EXTENSION_KINDS, ReadError, ThisFileOnly, check_array, check_decoded, check_holds,
+                                     open_regular, read_bytes, read_head, register_container, require_to_read, sniff,
                                      stream_size)
 from labelguard.readers import containers
 from labelguard.readers.integrity import image_problem, nifti_extent, png_problem
@@ -975,22 +975,12 @@ def _header_shape(handle: BinaryIO, container: str) -> tuple[int, ...]:
     return (pages, *plane) if pages > 1 else plane
 
 
-class _ThisFileOnly(io.BufferedReader):
-    """A TIFF opened for tifffile without its descriptor. tifffile reads the other files an
-    OME-TIFF's metadata, a Micro-Manager stack or an NDTiff index name (found by name in the
-    working folder, for a file it is given open) only for a file that has one: given this, it
-    reads the bytes of this file and nothing else."""
-
-    def fileno(self) -> int:
-        raise io.UnsupportedOperation("read as this file alone")
-
-
 @contextlib.contextmanager
 def tiff_file(tifffile, path: str):
     """``tifffile.TiffFile`` of the regular file at ``path``, which reads no other file."""
     with open_regular(path, "TIFF file") as handle:
         raw = getattr(handle, "raw", None)  # an object of object storage is in memory already
-        with (_ThisFileOnly(raw) if raw is not None else handle) as stream, \
+        with (ThisFileOnly(raw) if raw is not None else handle) as stream, \
                 tifffile.TiffFile(stream, name=os.path.basename(path)) as tiff:
             yield tiff
 
