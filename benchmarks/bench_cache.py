@@ -48,6 +48,8 @@ from bench_masks import make_mask  # noqa: E402  (the same realistic masks)
 from labelguard import audit  # noqa: E402
 from labelguard.core.cache import RACY_SECONDS  # noqa: E402
 
+import _docs  # noqa: E402  (the module beside this script)
+
 TARGET = 0.05  # the second audit against the first
 DISTINCT = 200
 
@@ -97,7 +99,9 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=20_000, help="masks (default 20,000)")
     parser.add_argument("--workers", type=int, default=1, help="workers of every audit (default 1)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; each figure is the best (default 1)")
+    report = _docs.Report("bench_cache", parser)
     args = parser.parse_args()
+    report.start(args)
 
     with tempfile.TemporaryDirectory(prefix="labelguard-bench-cache-") as temporary:
         root = Path(temporary)
@@ -153,6 +157,14 @@ def main() -> int:
     re_audited = args.n - after_edit["summary"]["from_cache"]
     print(f"re-audited after the edit: {re_audited} file(s) (expected 1); findings equal to an audit "
           f"without the cache: {'yes' if same else 'NO'}")
+    for name, seconds in best.items():
+        report.row(f"{name}, {args.n:,} masks, `--workers {args.workers}`", f"{seconds:.2f} s")
+    report.row("CLI: first audit into an empty cache / without the cache", "", f"{overhead:.2f}x")
+    report.row(f"CLI: second audit / first (target <= {TARGET})", "", f"{cli_ratio:.3f}")
+    report.row(f"in a running process: second audit / first (target <= {TARGET})", "", f"{process_ratio:.3f}")
+    report.row("after editing one mask: files re-audited (expected 1)", f"{re_audited}")
+    report.note(f"Findings equal to an audit without the cache: {'yes' if same else 'no'}.")
+    report.finish()
     if not same or re_audited != 1:
         return 2
     return 0 if cli_ratio <= TARGET else 1

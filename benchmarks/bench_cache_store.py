@@ -13,8 +13,8 @@ Two choices of ``core/cache.py`` are measured here, on this machine, in one run:
    ``INSERT OR REPLACE``, one transaction per entry as concurrent audits would need), for N
    entries of the size a mask's entry has (about 400 bytes): store all, then read all.
 
-Prints seconds and ratios; no target (these figures explain a design choice, see the README's
-"Result cache figures").
+Prints seconds and ratios; no target (these figures explain a design choice, see
+docs/performance.md).
 
 Usage::
 
@@ -41,6 +41,8 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_masks import make_mask  # noqa: E402  (the same realistic masks)
+
+import _docs  # noqa: E402  (the module beside this script)
 
 ENTRY_BYTES = 400
 
@@ -72,7 +74,7 @@ def best_of(rounds: int, work: Callable[[], None]) -> float:
     return min(times)
 
 
-def measure_hashes(folder: Path, count: int, rounds: int) -> None:
+def measure_hashes(folder: Path, count: int, rounds: int, report: _docs.Report) -> None:
     paths = []
     for seed in range(count):
         path = folder / f"mask_{seed:05d}.png"
@@ -95,15 +97,19 @@ def measure_hashes(folder: Path, count: int, rounds: int) -> None:
     decode = best_of(rounds, decode_all)
     print(f"   {'open + read (warm page cache)':32s} {read / count * 1e6:8.1f} us/file")
     print(f"   {'Pillow decode to an array':32s} {decode / count * 1e6:8.1f} us/file")
+    report.row(f"open + read of a mask file ({total / count / 1024:.1f} KiB)", f"{read / count * 1e6:.1f} us")
+    report.row("baseline: Pillow's decode of the mask to an array", f"{decode / count * 1e6:.1f} us")
     big = os.urandom(64 * 1024 * 1024)
     for name, digest in hashers().items():
-        spent = best_of(rounds, lambda: [digest(c) for c in contents])
-        large = best_of(rounds, lambda: digest(big))
+        spent = best_of(rounds, lambda digest=digest: [digest(c) for c in contents])
+        large = best_of(rounds, lambda digest=digest: digest(big))
         print(f"   {name:32s} {spent / count * 1e6:8.1f} us/file  = {spent / decode:6.1%} of a decode;"
               f"  {len(big) / large / 1e9:5.2f} GB/s on 64 MiB")
+        report.row(f"{name} of the mask file ({len(big) / large / 1e9:.2f} GB/s on 64 MiB)",
+                   f"{spent / count * 1e6:.1f} us", f"{spent / decode:.3f}x the decode")
 
 
-def measure_stores(folder: Path, count: int, rounds: int) -> None:
+def measure_stores(folder: Path, count: int, rounds: int, report: _docs.Report) -> None:
     keys = [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(count)]
     body = os.urandom(ENTRY_BYTES)
     print(f"\n2. storing and reading {count} entries of {ENTRY_BYTES} bytes")
@@ -156,9 +162,14 @@ def measure_stores(folder: Path, count: int, rounds: int) -> None:
             get(root)
             gets.append(time.perf_counter() - start)
         results[name] = (min(puts), min(gets))
-        print(f"   {name:16s} store {min(puts) / count * 1e6:7.1f} us/entry   read {min(gets) / count * 1e6:7.1f} us/entry")
+        print(f"   {name:16s} store {min(puts) / count * 1e6:7.1f} us/entry   "
+              f"read {min(gets) / count * 1e6:7.1f} us/entry")
     files, database = results["folder of files"], results["sqlite (WAL)"]
     print(f"   sqlite / folder: store {database[0] / files[0]:.2f}x the time, read {database[1] / files[1]:.2f}x")
+    report.row(f"baseline: folder of files, store an entry of {ENTRY_BYTES} bytes", f"{files[0] / count * 1e6:.1f} us")
+    report.row("sqlite (WAL), store an entry", f"{database[0] / count * 1e6:.1f} us", f"{database[0] / files[0]:.2f}x")
+    report.row("baseline: folder of files, read an entry", f"{files[1] / count * 1e6:.1f} us")
+    report.row("sqlite (WAL), read an entry", f"{database[1] / count * 1e6:.1f} us", f"{database[1] / files[1]:.2f}x")
 
 
 def main() -> int:
@@ -166,14 +177,17 @@ def main() -> int:
     parser.add_argument("--masks", type=int, default=2000, help="mask files to hash (default 2,000)")
     parser.add_argument("--entries", type=int, default=20_000, help="entries to store (default 20,000)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; each figure is the best (default 3)")
+    report = _docs.Report("bench_cache_store", parser)
     args = parser.parse_args()
+    report.start(args)
     print(f"load before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="labelguard-bench-store-") as temporary:
         root = Path(temporary)
         (root / "masks").mkdir()
-        measure_hashes(root / "masks", args.masks, args.repeat)
-        measure_stores(root, args.entries, args.repeat)
+        measure_hashes(root / "masks", args.masks, args.repeat, report)
+        measure_stores(root, args.entries, args.repeat, report)
     print(f"\nload after: {os.getloadavg()[0]:.2f}")
+    report.finish()
     return 0
 
 

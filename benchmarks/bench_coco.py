@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+import _docs  # noqa: E402  (the module beside this script)
+
 CHILD = r"""
 import json, resource, sys, time
 path, mode = sys.argv[1], sys.argv[2]
@@ -89,7 +91,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=100.0, help="size of the generated file")
     parser.add_argument("--keep", help="write the file here and keep it")
+    report = _docs.Report("bench_coco", parser)
     args = parser.parse_args()
+    report.start(args)
     with tempfile.TemporaryDirectory(prefix="labelguard-bench-coco-") as temporary:
         path = args.keep or os.path.join(temporary, "instances_bench.json")
         started = time.perf_counter()
@@ -99,11 +103,22 @@ def main() -> None:
         interpreter = float(subprocess.run([sys.executable, "-c", BASELINE_CHILD], check=True,
                                            capture_output=True, text=True).stdout)
         print(f"an empty interpreter peaks at {interpreter:.0f} MiB")
+        measured = {}
         for mode in ("baseline", "labelguard"):
-            figures = run(path, mode)
+            figures = measured[mode] = run(path, mode)
             label = "json.load" if mode == "baseline" else "labelguard COCO audit"
             print(f"{label:>22}: {figures['seconds']:6.2f} s, peak RSS {figures['peak_mib']:7.0f} MiB "
                   f"({figures['annotations']} annotations)")
+        plain, ours = measured["baseline"], measured["labelguard"]
+        what = f"a {size:.0f} MB COCO file, {count:,} annotations"
+        report.row(f"baseline: `json.load` of {what}, time", f"{plain['seconds']:.2f} s")
+        report.row("labelguard's COCO audit of the same file, time", f"{ours['seconds']:.2f} s",
+                   f"{ours['seconds'] / plain['seconds']:.2f}x")
+        report.row("baseline: `json.load`, peak RSS", f"{plain['peak_mib']:.0f} MiB")
+        report.row("labelguard's COCO audit, peak RSS", f"{ours['peak_mib']:.0f} MiB",
+                   f"{ours['peak_mib'] / plain['peak_mib']:.2f}x")
+        report.row("an empty interpreter, peak RSS", f"{interpreter:.0f} MiB")
+    report.finish()
 
 
 if __name__ == "__main__":

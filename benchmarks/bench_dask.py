@@ -45,6 +45,8 @@ from labelguard import LabelSpec, audit  # noqa: E402
 from labelguard._optional import require  # noqa: E402
 from labelguard.core.dask_engine import IN_FLIGHT_PER_THREAD, dask_batch_size  # noqa: E402
 
+import _docs  # noqa: E402  (the module beside this script)
+
 DISTINCT = 200
 BAD_EVERY = 50
 SPEC = LabelSpec(num_classes=NUM_CLASSES, ignore=(IGNORE,))
@@ -118,7 +120,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="worker processes of both engines (default 2)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; each figure is the best (default 1)")
     parser.add_argument("--tasks", type=int, default=2000, help="no-op tasks of the scheduler's rate (default 2000)")
+    report = _docs.Report("bench_dask", parser)
     args = parser.parse_args()
+    report.start(args)
     distributed = require("dask.distributed", "run this benchmark")
     dask = require("dask")
     print(f"load before (/proc/loadavg): {load()}")
@@ -178,6 +182,13 @@ def main() -> int:
           f"batch's {busy:.2f} s")
     print(f"findings identical to the local engine's: {'yes' if same else 'NO'}")
     print(f"load after (/proc/loadavg): {load()}")
+    for name, seconds in best.items():
+        report.row(f"{name}{' (the baseline)' if name == f'local engine, {args.workers} workers' else ''}",
+                   f"{seconds:.2f} s", "" if "start-up" in name else f"{seconds / local:.2f}x")
+    report.row("scheduler: no-op tasks through the engine's window", f"{rate:,.0f} tasks/s")
+    report.row("the client's and the scheduler's CPU per task", f"{1000 * cpu_per_task:.2f} ms")
+    report.note(f"{args.n:,} masks of 512x512, {findings:,} findings; reports identical: {'yes' if same else 'no'}.")
+    report.finish()
     assert same, "the Dask engine's report differs from the local engine's"
     return 0
 

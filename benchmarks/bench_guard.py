@@ -58,6 +58,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from labelguard.torch import DivergenceWatch, NonFiniteTracer, checked, guard
 
+import _docs  # noqa: E402  (the module beside this script)
 import bench_guard_detection  # noqa: E402  (the script beside this one)
 
 NUM_CLASSES = 9
@@ -325,7 +326,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=128, help="slice size in pixels")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--token-rows", type=int, default=300_000, help="rows of the token audit (5.)")
+    report = _docs.Report("bench_guard", parser)
     args = parser.parse_args()
+    report.start(args)
     files, rounds = (32, 2) if args.quick else (56, 15)
 
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
@@ -348,6 +351,11 @@ def main() -> None:
         print(f"   overhead {overhead * 100:+.1f} % (median of the per-round guarded/plain ratios; "
               "target <= 3 %)")
         print(f"   noise floor {noise * 100:+.1f} % (the same ratio for a second plain loader)")
+        report.row("baseline: plain dataset, DataLoader with 2 workers", f"{guard_result['plain'] * 1e3:.2f} ms a step")
+        report.row("`guard()`ed dataset (median of the per-round ratios)",
+                   f"{guard_result['guarded'] * 1e3:.2f} ms a step", f"{overhead * 100:+.1f} %")
+        report.row("a second plain loader (the noise floor)", "", f"{noise * 100:+.1f} %")
+        report.row("the guard's check per sample, in the main process", f"{guard_result['check'] * 1e6:.0f} us")
         print(f"   check per sample  {guard_result['check'] * 1e6:8.0f} us, timed in the main process "
               f"(loading the sample: {guard_result['load'] * 1e6:.0f} us); in the training process it "
               f"would be {guard_result['check'] * args.batch_size / guard_result['plain'] * 100:.2f} % "
@@ -359,6 +367,7 @@ def main() -> None:
               "(median step time; median of the per-batch ratios to the plain step)")
         for name, (value, ratio) in steps.items():
             print(f"   {name:30s} {value * 1e3:8.2f} ms/step   {ratio:5.2f}x")
+            report.row(f"in-memory step: {name}", f"{value * 1e3:.2f} ms", f"{ratio:.2f}x")
         trace, anomaly = steps["trace_nonfinite"][1] - 1, steps["detect_anomaly"][1] - 1
         floor = steps["plain again (noise floor)"][1] - 1
         print(f"\n   trace_nonfinite overhead {trace * 100:+.1f} % (target <= 5 %; noise floor {floor * 100:+.1f} %), "
@@ -376,8 +385,14 @@ def main() -> None:
                 print(f"   {phase:5s} ({what}; {steps_measured:.0f} steps): its own work {work * 100:.1f} % of a "
                       f"plain step{target}; whole steps {(whole - 1) * 100:+.1f} % (noise floor "
                       f"{(floor - 1) * 100:+.1f} %)")
+                report.row(f"`watch`, {phase} phase: its own work timed in its hooks", "",
+                           f"{work * 100:.1f} % of a plain step")
+                report.row(f"`watch`, {phase} phase: whole steps (noise floor {(floor - 1) * 100:+.1f} %)", "",
+                           f"{(whole - 1) * 100:+.1f} %")
         bench_token_audit(root, 20_000 if args.quick else args.token_rows, repeat=2 if args.quick else 5)
-    bench_guard_detection.report(args.quick)
+    detection = bench_guard_detection.report(args.quick)
+    report.row("`guard()` on a detection set (class ids and boxes)", "", f"{detection * 100:+.1f} %")
+    report.finish()
 
 
 def bench_token_audit(root: Path, rows: int, repeat: int) -> None:

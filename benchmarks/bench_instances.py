@@ -19,6 +19,8 @@ import numpy as np
 
 from labelguard.rules._instances import count_regions
 
+import _docs  # the module beside this script
+
 
 def cells(shape: tuple[int, ...], cell: int, seed: int = 0) -> np.ndarray:
     """Square cells of ``cell`` pixels a side, numbered 1.. in a random order, apart by one
@@ -59,7 +61,9 @@ def main() -> None:
     parser.add_argument("--side", type=int, default=2048, help="side of the 2-D mask (default 2048)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cube", type=int, default=0, help="side of a cube of cells and one of noise (default: none)")
+    report = _docs.Report("bench_instances", parser)
     args = parser.parse_args()
+    report.start(args)
     side = args.side
     arrays = [("2-D", cells((side, side), 36)), ("3-D", cells((max(8, side // 32), side // 8, side // 8), 12))]
     if args.cube:
@@ -74,6 +78,11 @@ def main() -> None:
               f"{counted * 1000:.1f} ms, histogram {histogram * 1000:.1f} ms, ratio count / histogram "
               f"{counted / histogram:.2f}x; count's peak memory {peak / array.size:.1f} bytes per voxel "
               f"(the array: {array.itemsize})")
+        shape = "x".join(map(str, array.shape))
+        report.row(f"baseline: `np.unique` histogram, {name} {shape}", f"{histogram * 1000:.1f} ms")
+        report.row(f"region count, {name} {shape}, {objects} objects, {peak / array.size:.1f} bytes a voxel at peak",
+                   f"{counted * 1000:.1f} ms", f"{counted / histogram:.2f}x")
+    report.finish()
 
 
 if __name__ == "__main__":

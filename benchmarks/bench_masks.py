@@ -77,6 +77,8 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from labelguard.readers.colormap import voc_palette_colors  # noqa: E402
 
+import _docs  # noqa: E402  (the module beside this script)
+
 SIZE = 512
 NUM_CLASSES = 8
 IGNORE = 255
@@ -411,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", default=None,
                         help="comma-separated writers of the first-audit ratios: pillow, opencv, imageio "
                              "(default: every one installed; '' skips them)")
+    report = _docs.Report("bench_masks", parser)
     args = parser.parse_args(argv)
+    report.start(args)
     if args.writers is None:
         writers = [writer for writer in WRITERS if writer_installed(writer)]
         missing = [WRITERS[writer][1] for writer in WRITERS if writer not in writers]
@@ -476,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
                           ("labelguard audit --workers 1 --no-cache (CLI)", "cli"),
                           ("labelguard audit --workers 1, cached second run", "cached")):
             print(f"  {name:<52} {n / best[key]:8.0f} files/s {best[key]:8.2f} s")
+            report.row(f"{name}, {n:,} masks", f"{n / best[key]:,.0f} files/s", "" if key == "decode" else
+                       f"{best['decode'] / best[key]:.2f}x the decode-only loop")
         for name, key in (('python -c "import numpy, PIL.Image"', "imports"),
                           ("the same, OPENBLAS_NUM_THREADS=1 (as the CLI starts it)", "imports_one_thread"),
                           ("the same with click (the CLI's library) imported too", "imports_click"),
@@ -483,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
                           ("labelguard audit of 1 mask, cached", "start"),
                           ("labelguard audit of 1 mask, --no-cache", "start_uncached")):
             print(f"  {name:<52} {best[key]:8.3f} s")
+            report.row(name.replace('"', "`") if key == "imports" else name, f"{best[key]:.3f} s",
+                       "" if key == "imports" else f"{best[key] - best['imports']:+.3f} s")
 
         targets = [
             (f"CLI --workers 1 / decode-only >= {TARGET_DECODE}x", best["decode"] / best["cli"], TARGET_DECODE),
@@ -493,11 +501,14 @@ def main(argv: list[str] | None = None) -> int:
         for name, ratio, target in targets:
             failed += ratio < target
             print(f"  {name:<46} {ratio:>10.2f}x  {verdict(ratio >= target)}")
+            report.note(f"Target {name}: {ratio:.2f}x, {verdict(ratio >= target)}.")
         for name, key in (("cached", "start"), ("--no-cache", "start_uncached")):
             extra = best[key] - best["imports"]
             failed += extra > TARGET_STARTUP
             print(f"  {f'start-up ({name}) <= imports + {TARGET_STARTUP} s':<46} {extra:>+9.3f} s  "
                   f"{verdict(extra <= TARGET_STARTUP)}")
+            report.note(f"Target start-up ({name}) <= imports + {TARGET_STARTUP} s: {extra:+.3f} s, "
+                        f"{verdict(extra <= TARGET_STARTUP)}.")
         # The same ratios in CPU seconds, which stalls of a shared machine (another job on the
         # core, a host that slows the VM down) leave out: what the code costs, not the verdict.
         print(f"  (in CPU time: CLI / decode-only {cpu['decode'] / cpu['cli']:.2f}x, CLI / naive "
@@ -525,10 +536,15 @@ def main(argv: list[str] | None = None) -> int:
             for workers, key in ((1, "one"), (2, "two")):
                 print(f"  {f'labelguard audit --workers {workers} --no-cache (CLI)':<52} "
                       f"{len(big) / scaling[key]:8.0f} files/s {scaling[key]:8.2f} s")
+                report.row(f"labelguard audit --workers {workers} --no-cache (CLI), {len(big):,} masks"
+                           f"{' (the baseline)' if workers == 1 else ''}", f"{len(big) / scaling[key]:,.0f} files/s",
+                           "" if workers == 1 else f"{scaling['one'] / scaling[key]:.2f}x faster")
             ratio = scaling["one"] / scaling["two"]
             failed += ratio < TARGET_SCALING
             print(f"  {f'CLI --workers 2 / --workers 1 >= {TARGET_SCALING}x':<46} {ratio:>10.2f}x  "
                   f"{verdict(ratio >= TARGET_SCALING)}")
+            report.note(f"Target CLI --workers 2 / --workers 1 >= {TARGET_SCALING}x: {ratio:.2f}x, "
+                        f"{verdict(ratio >= TARGET_SCALING)}.")
             print(f"  (CPU time in all: {scaling_cpu['one']:.2f} s with one worker, {scaling_cpu['two']:.2f} s "
                   f"with two, the parent included: {scaling_cpu['two'] / scaling_cpu['one']:.2f}x; the two cores "
                   f"busy {scaling_cpu['two'] / (2 * scaling['two']):.0%} of the two-worker run)")
@@ -541,6 +557,9 @@ def main(argv: list[str] | None = None) -> int:
                 for label, target_dir in ((f"N = {n}", folder), (f"4N = {4 * n}", replicated)):
                     _, rss, _ = run_process(cli_command(target_dir, workers, None), env)
                     print(f"  peak RSS of its largest process, --workers {workers}, {label:<12} {rss / 1024:7.1f} MiB")
+                    report.row(f"peak RSS of the CLI's largest process, --workers {workers}, {label}",
+                               f"{rss / 1024:.1f} MiB")
+        report.finish()
         return 1 if failed else 0
     finally:
         if temporary is not None:

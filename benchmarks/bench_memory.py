@@ -37,6 +37,8 @@ from PIL import Image
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TARGET = 1.20  # the large audit's peak against the small one's
+import _docs  # noqa: E402  (the module beside this script)
+
 POLL_SECONDS = 0.005
 DISTINCT = 100
 NUM_CLASSES = 4
@@ -115,7 +117,9 @@ def main() -> int:
     parser.add_argument("--small", type=int, default=10_000, help="masks in the small dataset")
     parser.add_argument("--large", type=int, default=100_000, help="masks in the large dataset")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to measure")
+    docs = _docs.Report("bench_memory", parser)
     args = parser.parse_args()
+    docs.start(args)
     try:
         import psutil  # noqa: F401
     except ImportError:
@@ -137,10 +141,15 @@ def main() -> int:
                 one = f"{largest / 2**20:7.1f} MiB" if largest else "no more than an earlier run's"
                 print(f"workers {workers}, {count:>9,} masks: peak RSS of the process tree {peak / 2**20:7.1f} MiB, "
                       f"largest process {one}, {seconds:6.1f} s ({count / seconds:,.0f} files/s), exit {code}")
+                docs.row(f"peak RSS of the process tree, `--workers {workers}`, {count:,} masks"
+                           f"{' (the baseline)' if name == 'small' else ''}", f"{peak / 2**20:.1f} MiB",
+                           f"{peak / results['small']:.2f}x" if name == "large" else "")
             ratio = results["large"] / results["small"]
             verdict = "ok" if ratio <= TARGET else "MISSED"
             missed |= ratio > TARGET
             print(f"workers {workers}: large / small peak = {ratio:.2f} (target <= {TARGET:.2f}) {verdict}")
+            docs.note(f"`--workers {workers}`: large / small peak {ratio:.2f} (target <= {TARGET:.2f}): {verdict}.")
+    docs.finish()
     return 1 if missed else 0
 
 

@@ -26,6 +26,8 @@ import time
 
 from labelguard.layouts.pairing import pair_files
 
+import _docs  # the module beside this script
+
 
 def names(count: int) -> tuple[list[str], list[str]]:
     images = [f"/d/imgs/{i // 1000:03d}/{i:06d}_img.jpg" for i in range(count)]
@@ -53,7 +55,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--count", type=int, default=100_000, help="pairs (default 100000)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the best of each counts")
+    report = _docs.Report("bench_pairing", parser)
     args = parser.parse_args()
+    report.start(args)
     images, labels = names(args.count)
     expected = baseline(images, labels)
     assert pair_files(images, labels, "/d/imgs", "/d/gts").pairs == expected
@@ -65,6 +69,9 @@ def main() -> None:
     print(f"  baseline dict of one convention   {naive:8.3f} s  ({args.count / naive:,.0f} pairs/s)")
     print(f"  labelguard pair_files             {engine:8.3f} s  ({args.count / engine:,.0f} pairs/s)")
     print(f"  ratio labelguard / baseline       {engine / naive:8.1f}x")
+    report.row(f"baseline: a dict of one naming convention, {args.count:,} pairs", f"{naive:.3f} s")
+    report.row(f"labelguard `pair_files`, {args.count:,} pairs", f"{engine:.3f} s", f"{engine / naive:.1f}x")
+    report.finish()
 
 
 if __name__ == "__main__":

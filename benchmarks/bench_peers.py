@@ -75,6 +75,7 @@ from _peer_datasets import (  # noqa: E402
     NNUNET_NAME, YOLO_CLASSES, Fault, copy_tree, nnunet_faults, plant_yolo_faults, remove_cases, write_nnunet,
     write_yolo,
 )
+import _docs  # noqa: E402  (the module beside this script)
 
 HERE = Path(__file__).resolve().parent
 PEERS_VENV = HERE / ".venv-peers"
@@ -569,7 +570,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers-venv", type=Path, default=PEERS_VENV, help="the peers' virtual environment")
     parser.add_argument("--setup", action="store_true", help="make the peers' environment, then stop")
     parser.add_argument("--no-peers", action="store_true", help="labelguard's side only (peers' rows skipped)")
+    docs = _docs.Report("bench_peers", parser)
     args = parser.parse_args(argv)
+    docs.start(args)
     if args.cases < 9:
         parser.error("--cases must be at least 9 (cases 1-8 carry the faults)")
 
@@ -620,6 +623,18 @@ def main(argv: list[str] | None = None) -> int:
         if peers is None:
             print("targets: not judged without the peers")
         data = as_data(results, setting)
+        for result in results:
+            title = {"yolo": f"YOLO, {args.count:,} images", "nnunet": f"nnU-Net v2, {args.cases} cases"}
+            for name, timing in timing_lines(result):
+                docs.row(f"{title[result['dataset']]}: {name}", f"wall {timing.wall:.2f} s, CPU {timing.cpu:.2f} s")
+            for what, wall, cpu in ratio_lines(result):
+                docs.row(f"{title[result['dataset']]}: {what}", "", f"wall {wall:.2f}x, CPU {cpu:.2f}x")
+        if peers is None:
+            docs.note("The peers were not run, so no ratio was measured: their environment is made by "
+                      "`python benchmarks/bench_peers.py --setup` (it installs pinned Ultralytics and nnU-Net v2 "
+                      "into `benchmarks/.venv-peers`), then this command again.")
+        docs.notes += [f"{'PASS' if met else 'FAIL'}: {text}." for text, met in checks]
+        docs.finish()
         if args.out:
             args.out.write_text(as_markdown(results, data) if args.out.suffix == ".md" else json.dumps(data, indent=2))
         return 1 if failed_rows or not all(met for _, met in checks) else 0

@@ -38,6 +38,8 @@ from labelguard.core import engine  # noqa: E402
 from labelguard.core.spec import LabelSpec  # noqa: E402
 from labelguard.layouts.base import AuditOptions, discover_datasets  # noqa: E402
 
+import _docs  # noqa: E402  (the module beside this script)
+
 
 def cpu(who: int) -> float:
     usage = resource.getrusage(who)
@@ -70,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", "--count", type=int, default=20_000, help="masks (default 20,000)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the best of each counts")
     parser.add_argument("--dir", type=Path, help="folder for the masks (reused if present); default: a temp dir")
+    report = _docs.Report("bench_pool", parser)
     args = parser.parse_args(argv)
+    report.start(args)
     spec = LabelSpec(num_classes=NUM_CLASSES, ignore=(IGNORE,))
     temporary = None if args.dir else tempfile.TemporaryDirectory(prefix="labelguard-bench-pool-")
     root = args.dir or Path(temporary.name)
@@ -82,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = list(discover_datasets(str(folder), AuditOptions())[0].tasks)
         print(f"{len(tasks):,} masks 512x512 in one folder; 2 workers against 1, best of {args.repeat}")
         print(f"  detection and discovery up to the first task (serial in every audit)  {serial:6.3f} s")
+        report.row(f"detection and discovery up to the first task, {len(tasks):,} masks", f"{serial:.3f} s")
         for fixed, label in ((False, "batches sized by their time (the engine's)"),
                              (True, f"batches of {engine.BATCH_FILES} files throughout")):
             best: dict[int, tuple[float, float, float, int]] = {}
@@ -92,9 +97,15 @@ def main(argv: list[str] | None = None) -> int:
                         best[workers] = run
             print(f"  {label}:")
             for workers, (wall, parent, children, count) in sorted(best.items()):
-                print(f"    {workers} worker{'s' if workers > 1 else ' '}: {wall:6.2f} s, {count:5d} batches, parent CPU "
-                      f"{parent:5.2f} s, workers' CPU {children:6.2f} s")
+                print(f"    {workers} worker{'s' if workers > 1 else ' '}: {wall:6.2f} s, {count:5d} batches, "
+                      f"parent CPU {parent:5.2f} s, workers' CPU {children:6.2f} s")
             print(f"    one worker / two: {best[1][0] / best[2][0]:.2f}x")
+            for workers, (wall, parent, children, count) in sorted(best.items()):
+                report.row(f"{label}: {workers} worker{'s' if workers > 1 else ''}"
+                           f"{' (the baseline)' if workers == 1 else ''}, {count} batches, parent CPU {parent:.2f} s, "
+                           f"workers' CPU {children:.2f} s", f"{wall:.2f} s",
+                           "" if workers == 1 else f"{best[1][0] / wall:.2f}x faster")
+        report.finish()
     finally:
         if temporary is not None:
             temporary.cleanup()

@@ -31,6 +31,8 @@ from pathlib import Path
 
 from labelguard.flight import DEFAULT_KEEP, FlightRecordWriter
 
+import _docs  # noqa: E402  (the module beside this script)
+
 TARGET_US_PER_BATCH = 200  # the recorder must cost the loop a fraction of a millisecond
 
 
@@ -99,7 +101,9 @@ def main() -> None:
     parser.add_argument("--step-ms", type=float, default=50.0, help="reference training step")
     parser.add_argument("--dir", type=Path,
                         help="where the record is written (default: a temporary folder)")
+    report = _docs.Report("bench_record", parser)
     args = parser.parse_args()
+    report.start(args)
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         directory = Path(tmp)
@@ -110,6 +114,9 @@ def main() -> None:
         print(f"  writer, in the loop:   {loop_us:8.1f} us per batch (the file is written "
               f"in the background in {write_us:.0f} us)")
         print(f"  writer with sync=True: {sync_us:8.1f} us per batch")
+        report.row(f"flight record writer in the loop, batch {args.batch_size}, keep {args.keep}",
+                   f"{loop_us:.1f} us a batch")
+        report.row("the same with `sync=True`", f"{sync_us:.1f} us a batch")
         for workers in (0, 2):
             plain, recorded = loader_cost(directory, args.batch_size, args.keep, workers,
                                           args.batches, args.repeat)
@@ -117,10 +124,15 @@ def main() -> None:
             print(f"  DataLoader, {workers} workers: {plain:7.1f} us plain, {recorded:7.1f} us "
                   f"recorded: +{extra:.1f} us per batch "
                   f"({extra / (args.step_ms * 1000):.3%} of a {args.step_ms:g} ms step)")
+            report.row(f"baseline: DataLoader, {workers} workers, plain", f"{plain:.1f} us a batch")
+            report.row(f"DataLoader, {workers} workers, recorded", f"{recorded:.1f} us a batch",
+                       f"{recorded / plain:.2f}x ({extra:+.1f} us)")
     verdict = "ok" if loop_us < TARGET_US_PER_BATCH else "OVER TARGET"
     print(f"  target: < {TARGET_US_PER_BATCH} us per batch in the loop (default writer): {verdict}")
     print("  (the DataLoader figures include the background writer's CPU time; a training step")
     print("  that waits on the GPU releases the interpreter to it, so they are an upper bound)")
+    report.note(f"Target: < {TARGET_US_PER_BATCH} us a batch in the loop (default writer): {verdict}.")
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ masks (64x64, a few classes) and audits them with ``labelguard.audit`` in this p
   again, as a prefix past 16 GiB of names is).
 
 The server is moto on loopback: no network latency, no S3 request rate, a Python server
-that answers a request in some milliseconds, its threads sharing one interpreter. The figures compare labelguard's per-object cost
-with its local one on this machine; they are not what real S3 gives (there, each request
-costs 10-50 ms of latency and the throughput scales with the requests in flight).
+that answers a request in some milliseconds, its threads sharing one interpreter. The figures
+compare labelguard's per-object cost with its local one on this machine; they are not what
+real S3 gives (there, each request costs 10-50 ms of latency and the throughput scales with the requests in flight).
 
 Usage::
 
@@ -52,6 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from labelguard import audit  # noqa: E402
 from labelguard.core.spec import LabelSpec  # noqa: E402
+
+import _docs  # noqa: E402  (the module beside this script)
 
 SPEC = LabelSpec(num_classes=4)
 CREDENTIALS = {"key": "testing", "secret": "testing", "client_kwargs": {"region_name": "us-east-1"}}
@@ -131,7 +133,9 @@ def detection(url: str, options: dict, kept_entries: int, kept_bytes: int, spill
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--count", type=int, default=2000, help="masks")
+    report = _docs.Report("bench_s3", parser)
     args = parser.parse_args()
+    report.start(args)
     try:
         import boto3
         import moto.server  # noqa: F401
@@ -170,6 +174,9 @@ def main() -> int:
                   lambda: audit(url, SPEC, cache=cache, workers=1, storage_options=options, **common))
             timed("s3://, 1 worker, cache: second audit", args.count,
                   lambda: audit(url, SPEC, cache=cache, workers=1, storage_options=options, **common))
+            report.row(f"baseline: local folder, 1 worker, no cache, {args.count:,} masks", f"{reference:.2f} s")
+            report.row("s3:// (moto on loopback), 1 worker, no cache", f"{one:.2f} s", f"{one / reference:.1f}x")
+            report.row("s3://, 2 workers, no cache", f"{two:.2f} s", f"{two / reference:.1f}x")
             print(f"s3:// (1 worker) takes {one / reference:.1f}x the local audit; 2 workers {one / two:.2f}x faster "
                   "than 1 (moto on loopback, not real S3: see the docstring)")
             print("\ndetection of the prefix, with what one discovery keeps of the store's answers:")
@@ -186,9 +193,11 @@ def main() -> int:
                     storage.KEPT_BYTES if packed is None else packed,
                     storage.SPILLED_BYTES if spilled is None else spilled)
                 print(f"  {label:<52} {listings:4d} listings {looks:4d} looks {seconds:6.2f} s")
+                report.row(f"detection of the prefix, {label}: {listings} listings, {looks} looks", f"{seconds:.2f} s")
     finally:
         server.terminate()
         server.wait()
+    report.finish()
     return 0
 
 

@@ -48,6 +48,8 @@ from labelguard.core.cache import RACY_SECONDS  # noqa: E402
 from labelguard.core.engine import run_tasks  # noqa: E402
 from labelguard.layouts import AuditOptions, discover  # noqa: E402
 
+import _docs  # noqa: E402  (the module beside this script)
+
 DISTINCT = 100
 SPEC = LabelSpec(num_classes=NUM_CLASSES, ignore=(IGNORE,))
 MASKS = 10 ** 8
@@ -131,7 +133,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=1000, help="files of the small formats (default 1000)")
     parser.add_argument("--repeat", type=int, default=2, help="rounds; each figure is the best (default 2)")
+    report = _docs.Report("bench_scale", parser)
     args = parser.parse_args()
+    report.start(args)
     print(f"load before (/proc/loadavg): {Path('/proc/loadavg').read_text().strip()}")
     rates = {}
     with tempfile.TemporaryDirectory(prefix="labelguard-bench-scale-") as temporary:
@@ -143,12 +147,14 @@ def main() -> int:
             count = max(10, int(args.n * share))
             paths = write(root / name.split()[0] / name.split()[1], count, maker, writer)
             folder = paths[0].parent
-            seconds, cpu = best_time(lambda: audit(folder, SPEC, cache=False, **common), args.repeat)
+            seconds, cpu = best_time(lambda folder=folder: audit(folder, SPEC, cache=False, **common), args.repeat)
             size = sum(p.stat().st_size for p in paths) / count
             rates[name] = count / cpu
             print(f"  {name:30} {count:6,} files  {size / 1024:7.1f} KiB/file  CPU {1e3 * cpu / count:6.2f} ms/file "
                   f"= {count / cpu:6,.0f} files/s = {count * size / cpu / 2**20:6.1f} MB/s per core  "
                   f"(wall {1e3 * seconds / count:6.2f} ms/file)")
+            report.row(f"CPU per file, {name} ({count:,} files of {size / 1024:.1f} KiB)",
+                       f"{1e3 * cpu / count:.2f} ms", f"{count * size / cpu / 2**20:.1f} MB/s per core")
 
         folder = root / "PNG" / "512x512"
         count = len(list(folder.iterdir()))
@@ -163,6 +169,9 @@ def main() -> int:
         print(f"result cache, PNG 512x512, every result cached: CPU {1e6 * hit / count:,.0f} us/file (entries of "
               f"whole batches; discovery and the report included); after touching every file: "
               f"{1e6 * rehash / count:,.0f} us/file (each hashed again, its own entry read)")
+        report.row("result cache, PNG 512x512, every result cached: CPU per file", f"{1e6 * hit / count:,.0f} us")
+        report.row("result cache after touching every file (hashed again): CPU per file",
+                   f"{1e6 * rehash / count:,.0f} us")
 
         tasks, task_bytes = retained(lambda: discover(str(folder), options).tasks)
         bad = root / "bad"
@@ -176,11 +185,14 @@ def main() -> int:
             lambda: [f for result in run_tasks(bad_tasks, SPEC, 1) for f in result.findings])
         print(f"client memory: {task_bytes / len(tasks):,.0f} bytes per task (discovery), "
               f"{finding_bytes / len(findings):,.0f} bytes per finding ({len(findings):,} LG201 findings)")
+        report.row("client memory per task (discovery)", f"{task_bytes / len(tasks):,.0f} bytes")
+        report.row("client memory per finding", f"{finding_bytes / len(findings):,.0f} bytes")
 
     print(f"core-hours of the per-file work (CPU) for {MASKS:.0e} masks, files already local:")
     for name, rate in rates.items():
         print(f"  {name:30} {MASKS / rate / 3600:10,.0f} core-hours")
     print(f"load after (/proc/loadavg): {Path('/proc/loadavg').read_text().strip()}")
+    report.finish()
     return 0
 
 

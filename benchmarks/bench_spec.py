@@ -32,6 +32,8 @@ from labelguard.core.summary import Summary
 from labelguard.core.values import histogram, violations
 from labelguard.rules.lg104 import classes_never_seen
 
+import _docs  # the module beside this script
+
 SIZES = (10, 100_000_000)
 
 
@@ -52,7 +54,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--count", type=int, default=200, help="masks audited (default 200)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the best of each counts")
+    report = _docs.Report("bench_spec", parser)
     args = parser.parse_args()
+    report.start(args)
     rng = np.random.default_rng(0)
     values = np.arange(50, dtype=np.int64)
     summary = Summary()
@@ -69,9 +73,9 @@ def main() -> None:
             for size in SIZES:
                 spec = LabelSpec(num_classes=size)
                 figures = {
-                    "spec work": timed(lambda: spec_work(size, values, summary)),
-                    "audit": timed(lambda: audit(root, spec, workers=1, use_project_config=False)),
-                    "violations": timed(lambda: violations(mask_values, mask_counts, spec)),
+                    "spec work": timed(lambda size=size: spec_work(size, values, summary)),
+                    "audit": timed(lambda spec=spec: audit(root, spec, workers=1, use_project_config=False)),
+                    "violations": timed(lambda spec=spec: violations(mask_values, mask_counts, spec)),
                 }
                 for name, seconds in figures.items():
                     best[name, size] = min(best.get((name, size), float("inf")), seconds)
@@ -79,6 +83,9 @@ def main() -> None:
     for name in ("spec work", "audit", "violations"):
         small, large = best[name, SIZES[0]], best[name, SIZES[1]]
         print(f"  {name:<11} {small * 1e3:9.3f} ms  {large * 1e3:9.3f} ms  ratio {large / small:5.2f}x")
+        report.row(f"{name}, num_classes {SIZES[0]} (the baseline)", f"{small * 1e3:.3f} ms")
+        report.row(f"{name}, num_classes {SIZES[1]:,}", f"{large * 1e3:.3f} ms", f"{large / small:.2f}x")
+    report.finish()
 
 
 if __name__ == "__main__":

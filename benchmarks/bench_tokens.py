@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+import _docs  # the module beside this script
+
 GOAL = 0.5
 WRITER_BATCH_ROWS = 1000  # datasets' writer_batch_size
 VOCAB, POSITIONS, CLASSES = 30522, 512, 3
@@ -134,7 +136,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--rows", type=int, default=300_000)
     parser.add_argument("--repeat", type=int, default=5)
+    report = _docs.Report("bench_tokens", parser)
     args = parser.parse_args()
+    report.start(args)
     folder = Path(tempfile.mkdtemp(prefix="lgbench-tokens-"))
     try:
         path = write_dataset(folder / "data", args.rows)
@@ -153,11 +157,19 @@ def main() -> int:
               f"(best of {args.repeat})")
         print(f"labelguard audit, every token rule:  {audit_rate:,.0f} rows/s (best of {args.repeat})")
         print(f"ratio audit / scan: {ratio:.2f}x (goal >= {GOAL}x)")
+        report.row(f"baseline: pyarrow `min_max` scan of the id columns, {args.rows:,} rows ({size / 2**20:.0f} MiB)",
+                   f"{scan_rate:,.0f} rows/s")
+        report.row("labelguard audit, every token rule", f"{audit_rate:,.0f} rows/s", f"{ratio:.2f}x")
         small = write_dataset(folder / "tenth", max(1, args.rows // 10), seed=1)
         peaks = [peak_rss(folder / "data"), peak_rss(folder / "tenth")]
         if peaks[0] is not None:
             print(f"peak resident memory of an audit: {peaks[0] / 2**20:.0f} MiB for {size / 2**20:.0f} MiB, "
                   f"{peaks[1] / 2**20:.0f} MiB for a tenth of the rows ({small.stat().st_size / 2**20:.0f} MiB)")
+            report.row(f"peak resident memory, a tenth of the rows ({small.stat().st_size / 2**20:.0f} MiB)",
+                       f"{peaks[1] / 2**20:.0f} MiB")
+            report.row(f"peak resident memory, every row ({size / 2**20:.0f} MiB)", f"{peaks[0] / 2**20:.0f} MiB",
+                       f"{peaks[0] / peaks[1]:.2f}x")
+        report.finish()
         return 0 if ratio >= GOAL else 1
     finally:
         shutil.rmtree(folder, ignore_errors=True)

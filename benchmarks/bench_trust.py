@@ -29,6 +29,8 @@ from pathlib import Path
 from labelguard.config import ConfigFinder, toml_parser
 from labelguard.core.paths import applied_roots, granted_roots, open_within
 
+import _docs  # the module beside this script
+
 FLAGS = os.O_RDONLY | os.O_NONBLOCK
 CONFIG = '[labels]\nnum_classes = 3\nignore_index = [255]\n\n[audit]\nengine = "dask"\nformat = "masks"\n'
 
@@ -59,7 +61,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--count", type=int, default=5000, help="files opened per round (default 5,000)")
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds; the best of each counts")
+    report = _docs.Report("bench_trust", parser)
     args = parser.parse_args()
+    report.start(args)
     with tempfile.TemporaryDirectory(prefix="labelguard-bench-trust-") as folder:
         data = Path(folder) / "data"
         paths = []
@@ -88,6 +92,13 @@ def main() -> None:
     print(f"  TOML parse of the dataset's labelguard.toml    {min(parsed) * 1e6:8.1f} us")
     print(f"  ConfigFinder: found, parsed, within_trust    {min(decided) * 1e6:8.1f} us a dataset")
     print(f"  ratio config decision / parse alone: {min(decided) / min(parsed):.2f}x")
+    report.row("baseline: `os.open` + `fstat` + `close`", f"{min(plain) / args.count * 1e6:.2f} us a file")
+    report.row("`open_within` under the granted roots", f"{min(checked) / args.count * 1e6:.2f} us a file",
+               f"{min(checked) / min(plain):.2f}x ({per_file:+.2f} us)")
+    report.row("baseline: TOML parse of a dataset's `labelguard.toml`", f"{min(parsed) * 1e6:.1f} us")
+    report.row("`ConfigFinder`: found, parsed, trust decided", f"{min(decided) * 1e6:.1f} us a dataset",
+               f"{min(decided) / min(parsed):.2f}x")
+    report.finish()
 
 
 if __name__ == "__main__":

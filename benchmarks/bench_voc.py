@@ -45,6 +45,8 @@ from pathlib import Path
 CLASSES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
            "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa",
            "train", "tvmonitor")
+import _docs  # noqa: E402  (the module beside this script)
+
 TARGET_SEED = 1.0  # one worker vs the seed loop
 
 OBJECT = """    <object>
@@ -169,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cli", action="store_true", help="skip the CLI subprocess reference run")
     parser.add_argument("--devkit", action="store_true",
                         help="also JPEGImages and ImageSets/Main split lists (pairing and lists measured)")
+    report = _docs.Report("bench_voc", parser)
     args = parser.parse_args(argv)
+    report.start(args)
 
     temporary = None
     if args.dir is None:
@@ -201,14 +205,22 @@ def main(argv: list[str] | None = None) -> int:
         seed = rates["seed loop (ElementTree)"]
         for name, rate in rates.items():
             print(f"  {name:<26} {rate:>9,.0f} files/s   {rate / seed:5.2f}x the seed loop")
+            what = "baseline: the seed-style ElementTree loop" if name.startswith("seed") else f"`{name}`"
+            report.row(f"{what}, {n:,} XMLs", f"{rate:,.0f} files/s", "" if name.startswith("seed") else
+                       f"{rate / seed:.2f}x")
         if not args.no_cli:
             wall = run_cli(str(root))
             print(f"  {'CLI --workers 1 (wall)':<26} {n / wall:>9,.0f} files/s   "
                   f"{n / wall / seed:5.2f}x  (start-up and imports included)")
+            report.row("`labelguard audit --workers 1` (CLI, start-up included)", f"{n / wall:,.0f} files/s",
+                       f"{n / wall / seed:.2f}x")
         ratio = rates["labelguard --workers 1"] / seed
         verdict = "PASS" if ratio >= TARGET_SEED else "FAIL"
         print(f"one worker vs the seed loop: {ratio:.2f}x (target >= {TARGET_SEED:.1f}x): {verdict}")
         print(f"two workers vs one: {rates['labelguard --workers 2'] / rates['labelguard --workers 1']:.2f}x")
+        report.note(f"Target: one worker >= {TARGET_SEED:.1f}x the seed loop ({verdict}); two workers "
+                    f"{rates['labelguard --workers 2'] / rates['labelguard --workers 1']:.2f}x one.")
+        report.finish()
         return 0 if ratio >= TARGET_SEED else 1
     finally:
         if temporary is not None:

@@ -76,7 +76,8 @@ print("\\n".join(write_demo({str(root / 'demo')!r}).values()))
         objects = "".join(
             f"<object><name>{rng.choice(names + ['dgo'] if i % 17 == 0 else names)}</name><bndbox>"
             f"<xmin>{x}</xmin><ymin>{y}</ymin><xmax>{x + rng.choice([-5, 30])}</xmax><ymax>{y + 20}</ymax>"
-            "</bndbox></object>" for x, y in [(rng.randint(0, 90), rng.randint(0, 90)) for _ in range(rng.randint(1, 3))])
+            "</bndbox></object>"
+            for x, y in [(rng.randint(0, 90), rng.randint(0, 90)) for _ in range(rng.randint(1, 3))])
         (voc / "Annotations" / f"{i:04d}.xml").write_text(
             f"<annotation><filename>{i:04d}.jpg</filename><size><width>128</width><height>128</height>"
             f"<depth>3</depth></size>{objects}</annotation>")
@@ -98,7 +99,8 @@ print("\\n".join(write_demo({str(root / 'demo')!r}).values()))
     (coco / "images").mkdir(parents=True)
     images = [{"id": i, "file_name": f"{i}.jpg", "width": 64, "height": 64} for i in range(30)]
     annotations = [{"id": k, "image_id": rng.randrange(32), "category_id": rng.choice([1, 2, 3, 7]),
-                    "bbox": [rng.randint(0, 60), rng.randint(0, 60), rng.randint(-2, 20), 10], "area": 100, "iscrowd": 0}
+                    "bbox": [rng.randint(0, 60), rng.randint(0, 60), rng.randint(-2, 20), 10], "area": 100,
+                    "iscrowd": 0}
                    for k in range(120)]
     (coco / "annotations.json").write_text(json.dumps({"images": images, "annotations": annotations, "categories": [
         {"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}]}))

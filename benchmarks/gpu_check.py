@@ -28,6 +28,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import statistics
 import subprocess
@@ -44,6 +45,8 @@ from torch.utils.data import DataLoader, Dataset
 
 from labelguard import LabelError
 from labelguard.torch import TargetMonitor, checked, guard, record, trace_nonfinite, watch
+
+import _docs  # the module beside this script
 
 NUM_CLASSES = 9
 BAD_INDEX = 37
@@ -297,7 +300,8 @@ def check_e(data_dir: Path) -> bool:
     for line in text.splitlines()[-6:]:
         print(f"   {line[:300]}")
     return (result.returncode == 0 and "context alive after the epoch: True" in text
-            and "names the sample and file: True" in text and "no synchronising call in safe_targets/watch steps: True" in text)
+            and "names the sample and file: True" in text
+            and "no synchronising call in safe_targets/watch steps: True" in text)
 
 
 def throughput_per_step(batches, steps: int = 50, rounds: int = 3) -> dict[str, float]:
@@ -354,8 +358,13 @@ def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--masked":
         masked_child(sys.argv[2])
         return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    report = _docs.Report("gpu_check", parser)
+    report.start(parser.parse_args())
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to check here (labelguard.torch itself needs no GPU)")
+        report.note("Not measured: this machine has no CUDA device.")
+        report.finish()
         return 0
     print(f"labelguard gpu_check: torch {torch.__version__}, CUDA {torch.version.cuda}, "
           f"{torch.cuda.get_device_name(0)}")
@@ -370,6 +379,9 @@ def main() -> int:
         plain, guarded, load_plain, load_guarded = overhead_guard(data_dir, names)
         print(f"   training loop, DataLoader {WORKERS} workers, batch 16: plain {plain * 1e3:.2f} "
               f"ms/step, guarded {guarded * 1e3:.2f} ms/step, overhead {(guarded / plain - 1) * 100:+.1f} %")
+        report.row(f"baseline: training loop, DataLoader {WORKERS} workers, batch 16, plain",
+                   f"{plain * 1e3:.2f} ms a step")
+        report.row("the same, `guard()`ed", f"{guarded * 1e3:.2f} ms a step", f"{(guarded / plain - 1) * 100:+.1f} %")
         print(f"   the loader alone (no training): plain {load_plain * 1e3:.2f} ms/batch, guarded "
               f"{load_guarded * 1e3:.2f} ms/batch (a loop slower than this is not data-bound)")
         rng = torch.Generator().manual_seed(0)
@@ -379,6 +391,7 @@ def main() -> int:
         steps = overhead_per_step(batches)
         for name, value in steps.items():
             print(f"   {name:16s} {value * 1e3:7.2f} ms/step  {value / steps['plain']:5.2f}x")
+            report.row(f"step on the GPU: {name}", f"{value * 1e3:.2f} ms", f"{value / steps['plain']:.2f}x")
 
         e = check_e(data_dir)
         print("\nf. steps that never sync: 50 steps back to back, one synchronize at the end "
@@ -386,10 +399,15 @@ def main() -> int:
         flows = throughput_per_step(batches)
         for name, value in flows.items():
             print(f"   {name:26s} {value * 1e3:7.3f} ms/step  {(value / flows['unchecked'] - 1) * 100:+6.1f} %")
+            report.row(f"50 steps without a sync: {name}", f"{value * 1e3:.3f} ms a step",
+                       f"{(value / flows['unchecked'] - 1) * 100:+.1f} %")
 
     print(f"\nsummary: assert reproduced without guard: {a}; guard named the file: {b}; "
           f"checked() stopped before the kernel: {c}; safe_targets masked it, kept the context "
           f"and named the sample without a sync: {e}")
+    report.note(f"Assert reproduced without the guard: {a}; the guard named the file: {b}; `checked()` stopped "
+                f"before the kernel: {c}; `safe_targets` masked it without a sync: {e}.")
+    report.finish()
     return 0 if (a and b and c and e) else 1
 
 

@@ -79,6 +79,7 @@ PUBLIC = {
     "labelguard.torch": [
         "CheckedLoss",
         "DivergenceWatch",
+        "DroppedSample",
         "GuardedDataset",
         "GuardedIterableDataset",
         "NonFiniteError",

@@ -1,8 +1,12 @@
 """The benchmark scripts run as a user runs them (at a tiny size) and write only to temporary
-folders: nothing in the folder they run from, nothing left in the temporary folder."""
+folders: nothing in the folder they run from, nothing left in the temporary folder. Every
+figure of docs/performance.md sits in a block its script wrote (``--write-docs``), unedited."""
 
+import importlib.util
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +16,25 @@ import pytest
 from labelguard._optional import available
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+PERFORMANCE = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
+
+
+def docs_module():
+    """``benchmarks/_docs.py``, the writer every script calls (benchmarks/ is no package)."""
+    spec = importlib.util.spec_from_file_location("_bench_docs", BENCHMARKS / "_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
+_docs = docs_module()
+SECTIONS = _docs.sections(PERFORMANCE.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(("script", "args", "result_line"), [
-    ("bench_masks.py", ["-n", "12", "--scale-count", "16", "--repeat", "1", "--startup-rounds", "1", "--scale-rounds", "1",
-                      "--no-memory"],
+    ("bench_masks.py", ["-n", "12", "--scale-count", "16", "--repeat", "1", "--startup-rounds", "1",
+                        "--scale-rounds", "1", "--no-memory"],
      "CLI --workers 2 / --workers 1 >= 1.8x"),
     ("bench_pool.py", ["-n", "40", "--repeat", "1"], "one worker / two:"),
     ("bench_voc.py", ["-n", "30", "--repeat", "1"], "one worker vs the seed loop:"),
@@ -70,3 +88,80 @@ def test_bench_peers_attributes_findings_to_the_planted_faults(tmp_path):
     nnunet = {fault["fault"]: fault["labelguard"]["labelguard default"] for fault in datasets["nnunet"]["faults"]}
     assert "LG201" in nnunet["label-value-undeclared"] and "LG002" in nnunet["missing-label"]
     assert {fault["peer"] for fault in datasets["yolo"]["faults"]} == {""}
+
+
+def test_the_performance_page_has_a_section_per_script():
+    names = [section.name for section in SECTIONS]
+    assert len(names) == len(set(names)), names
+    assert {"bench_masks", "bench_cache", "bench_voc", "bench_coco", "bench_memory", "bench_pool"} <= set(names)
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=lambda section: section.name)
+def test_a_machine_written_section_is_as_its_script_wrote_it(section):
+    assert section.recorded is not None, f"{section.name}: no stamp; run benchmarks/{section.name}.py --write-docs"
+    assert section.intact, (f"{section.name}: the block differs from what its script wrote (its stamp no longer "
+                            f"matches): run benchmarks/{section.name}.py --write-docs instead of editing it")
+
+
+@pytest.mark.parametrize("name", sorted({section.name for section in SECTIONS}))
+def test_a_section_names_a_script_that_writes_it(name):
+    script = BENCHMARKS / f"{name}.py"
+    assert script.is_file(), f"docs/performance.md has a section of {script.name}, which is not in benchmarks/"
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--write-docs" in done.stdout
+
+
+def test_the_hand_written_text_of_the_performance_page_holds_no_figure():
+    text = re.sub(r"^<!-- bench:([\w-]+) begin -->$.*?^<!-- bench:\1 end -->$", "",
+                  PERFORMANCE.read_text(encoding="utf-8"), flags=re.M | re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    # A digit after a letter, a digit or a hyphen is part of a name (SHA-256, S3, nnU-Net v2).
+    figures = re.findall(r".{0,30}(?<![\w-])\d.{0,30}", text)
+    assert figures == [], figures
+
+
+def test_the_writer_replaces_one_section_and_nothing_else(tmp_path):
+    page = tmp_path / "performance.md"
+    shutil.copyfile(PERFORMANCE, page)
+    before = page.read_text(encoding="utf-8")
+    name = SECTIONS[0].name
+    _docs.replace_section(page, name, "| measured | figure | ratio |\n| --- | ---: | ---: |\n| a | 1.0 s | 2.00x |\n")
+    after = page.read_text(encoding="utf-8")
+    pattern = re.compile(rf"^<!-- bench:{name} begin -->\n.*?^<!-- bench:{name} end -->$", re.M | re.S)
+    assert pattern.sub("", before) == pattern.sub("", after)
+    rewritten = {section.name: section for section in _docs.sections(after)}
+    assert rewritten[name].intact and "| a | 1.0 s | 2.00x |" in rewritten[name].body
+    assert [(s.name, s.body, s.recorded) for s in _docs.sections(after) if s.name != name] == [
+        (s.name, s.body, s.recorded) for s in _docs.sections(before) if s.name != name]
+    assert [path.name for path in tmp_path.iterdir()] == ["performance.md"]
+
+
+def test_a_figure_edited_by_hand_breaks_the_stamp(tmp_path):
+    page = tmp_path / "performance.md"
+    page.write_text("# Head\n", encoding="utf-8")
+    _docs.replace_section(page, "bench_x", "| a | 1.0 s | 2.00x |\n")
+    assert [section.intact for section in _docs.sections(page.read_text(encoding="utf-8"))] == [True]
+    page.write_text(page.read_text(encoding="utf-8").replace("2.00x", "3.00x"), encoding="utf-8")
+    assert [section.intact for section in _docs.sections(page.read_text(encoding="utf-8"))] == [False]
+    assert page.read_text(encoding="utf-8").startswith("# Head\n\n<!-- bench:bench_x begin -->\n")
+
+
+def test_a_script_run_with_write_docs_rewrites_its_own_section(tmp_path):
+    page = tmp_path / "performance.md"
+    shutil.copyfile(PERFORMANCE, page)
+    before = {section.name: section.body for section in _docs.sections(page.read_text(encoding="utf-8"))}
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_spec.py"), "-n", "5", "--repeat", "1",
+                           "--write-docs", str(page)], cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    after = {section.name: section for section in _docs.sections(page.read_text(encoding="utf-8"))}
+    assert {name: section.body for name, section in after.items() if name != "bench_spec"} == {
+        name: body for name, body in before.items() if name != "bench_spec"}
+    written = after["bench_spec"]
+    assert written.intact
+    assert written.body.startswith("`python benchmarks/bench_spec.py -n 5 --repeat 1 --write-docs ")
+    assert "| audit, num_classes 100,000,000 |" in written.body and "load average" in written.body
+    assert str(tmp_path) not in written.body and list(folder.iterdir()) == []

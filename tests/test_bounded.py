@@ -112,7 +112,7 @@ def test_a_hundred_million_class_spec_audits_in_a_small_address_space(tmp_path):
     assert unused["data"]["missing_count"] == HUNDRED_MILLION - 3
     assert unused["data"]["missing"][:3] == [3, 4, 5] and len(unused["data"]["missing"]) == 1000
     assert unused["message"].startswith("class values 3, 4, 5")
-    assert f"and {HUNDRED_MILLION - 3 - 20} more of the spec never occur in 2 samples" in unused["message"]
+    assert f"and {HUNDRED_MILLION - 3 - 20:,} more of the spec never occur in 2 samples" in unused["message"]
 
 
 @pytest.mark.code("LG201", "fail")
@@ -138,7 +138,7 @@ def test_an_image_saved_as_a_label_is_counted_with_a_bounded_summary(tmp_path):
     assert report.suggested_remap is None
     assert report.to_dict()["summary"]["values_capped"] == {"kept": 2048, "other_pixels": summary.capped_pixels}
     [outside] = [f for f in report.findings if f.code == "LG201"]
-    assert "and 249989 more values are outside [0, 3)" in outside.message  # the file's own finding is exact
+    assert "and 249,989 more values are outside [0, 3)" in outside.message  # the file's own finding is exact
     # Its data lists the first values and counts them all: a report stays small.
     assert len(outside.data["values"]) == len(outside.data["counts"]) == 1000
     assert outside.data["distinct"] == 249_997 and outside.data["pixels"] == 1_000_000 - 12

@@ -9,6 +9,7 @@ so the test runs this checkout's labelguard.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -62,16 +63,20 @@ def _hook() -> dict:
     return hook
 
 
-def _example_hook() -> dict:
+def _example_repo() -> dict:
     config = yaml.safe_load((REPO / "examples" / "ci" / "pre-commit-config.yaml").read_text(encoding="utf-8"))
-    [local] = config["repos"][0]["hooks"]
-    return local
+    [repo] = config["repos"]
+    return repo
+
+
+def _example_hook() -> dict:
+    [hook] = _example_repo()["hooks"]
+    return hook
 
 
 def _example_command() -> str:
-    """The hook's command line as the example config runs it: its entry and its args."""
-    local = _example_hook()
-    return " ".join([local["entry"], *local.get("args", [])])
+    """The hook's command line as the example config runs it: the declared entry and the example's args."""
+    return " ".join([_hook()["entry"], *_example_hook().get("args", [])])
 
 
 def test_the_hook_audits_the_touched_dataset_with_its_baseline(repository):
@@ -126,10 +131,44 @@ def test_the_hook_leaves_files_outside_every_dataset_alone(repository):
 
 
 def test_the_example_pre_commit_config_runs_the_declared_hook():
-    local = _example_hook()
-    declared = _hook()
-    for key in ("id", "entry", "language", "pass_filenames", "require_serial", "types"):
-        assert local[key] == declared[key], key
+    # pre-commit installs the hook from labelguard's repository at `rev` (no package index),
+    # and runs it as .pre-commit-hooks.yaml declares it: the example overrides nothing but args.
+    repo = _example_repo()
+    assert repo["repo"] != "local" and repo["rev"]
+    assert _example_hook()["id"] == _hook()["id"]
+    assert set(_example_hook()) <= {"id", "args"}
+
+
+# A requirement naming labelguard, with or without extras, and nothing that says where it comes
+# from (a path, a wheel, a URL after "@"): pip would look it up on a package index, where it is not.
+BARE = re.compile(r"""^['"]?labelguard(\[[\w,]+\])?['"]?$""")
+
+
+def _pip_requirements(text: str) -> list[str]:
+    """The words after `pip install` on each line of ``text`` that are no option."""
+    found = []
+    for line in text.splitlines():
+        _, pip, rest = line.partition("pip install ")
+        if pip:
+            rest = rest.replace("`", " ")
+            try:
+                words = shlex.split(rest, comments=True)
+            except ValueError:  # a quote that the line does not close: prose, not a command
+                words = rest.split()
+            ends = [at for at, word in enumerate(words) if word in ("&&", "||", ";", "|")]
+            found.extend(word for word in words[:min(ends, default=len(words))] if not word.startswith("-"))
+    return found
+
+
+def test_no_example_installs_labelguard_from_a_package_index():
+    texts = {path: path.read_text(encoding="utf-8")
+             for path in [*(REPO / "examples" / "ci").iterdir(), REPO / "README.md", *(REPO / "docs").glob("*.md")]}
+    bare = [(path.name, word) for path, text in texts.items() for word in _pip_requirements(text) if BARE.match(word)]
+    assert not bare, f"labelguard is installed from a package index, where it is not published: {bare}"
+    assert not BARE.match("labelguard[html] @ git+<labelguard-git-url>@<tag>")
+    assert BARE.match('"labelguard[html]"') and BARE.match("labelguard")
+    for hook in _example_repo()["hooks"]:
+        assert not any(BARE.match(dependency) for dependency in hook.get("additional_dependencies", []))
 
 
 def _workflow_steps() -> list[str]:
@@ -168,3 +207,17 @@ def test_the_workflow_fails_a_pull_request_that_adds_a_finding(repository):
 def test_a_mistyped_option_of_the_hook_is_a_usage_error_not_a_file(repository):
     done = _run(f"{_hook()['entry']} --trust-contract", repository, "data/masks/a.png")
     assert done.returncode == 2 and "no such option: --trust-contract" in done.stderr
+
+
+def test_the_workflow_and_the_hook_give_one_verdict_on_a_contract_that_sets_severities(repository):
+    """The repository's own contract applies whole in both gates: one that makes LG201 a warning
+    passes a new 255 in CI as it does in the pre-commit hook (before, CI found the contract with the
+    data, applied its spec only, and failed what the hook passed)."""
+    data = repository / "data"
+    (data / "labelguard.toml").write_text(CONTRACT + '\n[severity]\nLG201 = "warning"\n', encoding="utf-8")
+    _pair(data, "c", bad=255)
+    first, *_ = _workflow_steps()
+    workflow = _run(first, repository)
+    hook = _run(_example_command(), repository, "data/masks/c.png")
+    assert workflow.returncode == hook.returncode == 0, (workflow.stdout, workflow.stderr, hook.stdout, hook.stderr)
+    assert "was not applied" not in workflow.stderr + hook.stderr

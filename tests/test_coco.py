@@ -83,6 +83,19 @@ def test_non_contiguous_ids_are_explained_in_a_note(tmp_path):
     assert any("not class indices" in n and "{1: 0, 2: 1" in n and "90: 79}" in n for n in report.notes)
 
 
+@pytest.mark.parametrize("ids, said", [
+    ((1,), "category id 1 is not a class index; training code maps it to 0 with {1: 0}"),
+    ((1, 2), "category ids 1, 2 are not class indices; training code maps them to 0..1 with {1: 0, 2: 1}"),
+])
+def test_the_note_on_category_ids_agrees_with_their_number(tmp_path, ids, said):
+    images = [coco_image(1, "1.jpg")]
+    anns = [coco_box(n, 1, cat) for n, cat in enumerate(ids, 1)]
+    categories = coco_categories(["person", "dog"][:len(ids)], ids)
+    coco_dataset(tmp_path, images=images, annotations=anns, categories=categories, write_images=False)
+    [note] = [n for n in run(tmp_path).notes if "class ind" in n]
+    assert note.endswith(said)
+
+
 def test_captions_and_image_info_files_carry_no_class_labels(tmp_path):
     images = [coco_image(5, "a.jpg")]
     caption = {"id": 1, "image_id": 5, "category_id": 0, "caption": "a cat"}

@@ -80,4 +80,4 @@ def test_a_trailing_comma_in_classes_is_no_class(tmp_path):
 def test_more_workers_than_cores_are_capped_with_a_note(tmp_path):
     result = cli("audit", masks(tmp_path), "--num-classes", "2", "-j", "4096", "-f", "json")
     assert result.exit_code == 0, result.output
-    assert any(n.startswith("4096 workers asked for") for n in json.loads(result.output)["summary"]["notes"])
+    assert any(n.startswith("4,096 workers asked for") for n in json.loads(result.output)["summary"]["notes"])

@@ -1,6 +1,7 @@
-"""`labelguard demo`: the README's first command writes its datasets and finds every planted fault."""
+"""`labelguard demo`: the README's first set-up command writes its datasets and finds every planted fault."""
 
 import os
+import re
 
 from click.testing import CliRunner
 
@@ -50,3 +51,16 @@ def test_declaring_the_border_value_accepts_the_voc_borders(tmp_path):
     report = audit(sets["voc_seg"], LabelSpec(ignore=(255,)))
     clean = [f for f in found(report, "LG201") if not f.path.endswith("2007_000004.png")]
     assert clean == []  # only the JPEG-smeared mask still holds values outside the spec
+
+
+def test_the_closing_line_and_the_html_report_count_what_the_three_audits_found(tmp_path):
+    result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    results = re.findall(r"^result: +(\d+) errors?, (\d+) warnings?, (\d+) info$", result.output, re.M)
+    errors, warnings, info = (sum(int(r[i]) for r in results) for i in range(3))
+    assert len(results) == 3 and (errors, warnings) == (18, 2)
+    assert f"labelguard found {errors} errors, {warnings} warnings, {info} info in the three demo datasets." \
+        in result.output
+    if available("matplotlib"):
+        page = (tmp_path / "demo" / "report.html").read_text(encoding="utf-8")
+        assert f"{errors} errors, {warnings} warnings, {info} info" in page

@@ -61,7 +61,7 @@ def test_byte_sizes_read_as_people_read_them():
     from labelguard.core.text import byte_size
 
     assert [byte_size(n) for n in (0, 1, 1023, 1024, 8 << 20, 4 << 30, 80 * 10**12)] == [
-        "0 bytes", "1 byte", "1023 bytes", "1.0 KiB", "8.0 MiB", "4.0 GiB", "72.8 TiB"]
+        "0 bytes", "1 byte", "1,023 bytes", "1.0 KiB", "8.0 MiB", "4.0 GiB", "72.8 TiB"]
     assert byte_size(8 * 10**30) == "about 10^30 bytes"  # a declared shape past a float's range
     assert byte_size(10**400) == "about 10^400 bytes"
 

@@ -319,7 +319,7 @@ def test_the_cli_flags_set_the_limits(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     [finding] = json.loads(done.stdout)["findings"]
-    assert finding["code"] == "LG001" and "4.0 KiB, over the limit of 1000 bytes (max_file_bytes)" \
+    assert finding["code"] == "LG001" and "4.0 KiB, over the limit of 1,000 bytes (max_file_bytes)" \
         in finding["message"]
     done = subprocess.run([sys.executable, "-m", "labelguard", "audit", str(tmp_path), "--max-pixels", "0"],
                           capture_output=True, text=True, timeout=120)

@@ -21,6 +21,7 @@ from labelguard._audit import audit
 from labelguard.cli import main
 from labelguard.core.spec import LabelSpec
 from labelguard.layouts import AuditOptions
+from labelguard.rules.lg201 import ON_A_GPU
 from audit_helpers import found
 from detection_builders import write_yolo
 
@@ -38,7 +39,8 @@ def test_scenario_3_swin_unet_labels_0_1_2_with_nclass_2(tmp_path):
     for finding in lg201:
         with np.load(finding.path) as sample:
             twos = int((sample["label"] == 2).sum())
-            assert finding.data == {"values": [2], "counts": [twos], "distinct": 1, "pixels": twos}
+            assert finding.data == {"values": [2], "counts": [twos], "distinct": 1, "pixels": twos,
+                                    "consequence": ON_A_GPU}
         assert "num_classes must be 3" in finding.hint
     result = cli("audit", str(data), "--list", str(listing), "--num-classes", "2")
     assert result.exit_code == 1

@@ -119,9 +119,9 @@ def test_a_mask_of_thousands_of_ids_gives_short_lines_and_the_json_keeps_every_v
     table = lines[lines.index("Found values") + 2:]
     rows = [line for line in table[: LISTED + 1] if line.split()[0].isdigit()]
     assert len(rows) == LISTED
-    assert table[LISTED].startswith(f"  ... {distinct - LISTED} more values, each in at most 1 file")
+    assert table[LISTED].startswith(f"  ... {distinct - LISTED:,} more values, each in at most 1 file")
     outside = next(line for line in lines if line.startswith("  outside the spec: "))
-    assert outside.endswith(f"; and {len(report.outside_spec()) - LISTED} more values")
+    assert outside.endswith(f"; and {len(report.outside_spec()) - LISTED:,} more values")
     assert len(json.loads(_json(report))["summary"]["values"]) == distinct
 
 
@@ -138,7 +138,7 @@ def test_an_uncapped_message_is_cut_in_the_text_and_whole_in_the_json(tmp_path):
     report = replace(report, findings=[Finding("LG201", Severity.ERROR, "masks/a.png", message)])
     [line] = [line for line in text_of(report).splitlines() if line.startswith("  - masks/a.png")]
     assert len(line) < MESSAGE_CHARS + 200
-    assert line.endswith(f"({len(message)} characters: --output-format json has all of it)")
+    assert line.endswith(f"({len(message):,} characters: --output-format json has all of it)")
     assert json.loads(_json(report))["findings"][0]["message"] == message
 
 

@@ -267,7 +267,7 @@ def test_a_file_with_many_bad_rows_names_the_first_and_counts_them_all(tmp_path)
     [finding] = found(report, "LG601")
     assert finding.data["row_count"] == len(bad) and finding.data["rows"] == sorted(bad)[:100]
     assert finding.data["count"] == len(bad)
-    assert f"and {len(bad) - 10} more" in finding.message
+    assert f"and {len(bad) - 10:,} more" in finding.message
 
 
 def test_a_dataset_dict_audits_each_split_file(tmp_path):

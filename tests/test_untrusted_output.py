@@ -45,7 +45,7 @@ NAMES = {
 # bidi marks, overrides and isolates, line separators, lone surrogates.
 FORBIDDEN = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
                        "\ud800-\udfff]")
-FORMATS = ("text", "json", "sarif", "github", "junit", "html", "baseline")
+FORMATS = ("text", "concise", "json", "sarif", "github", "junit", "html", "baseline")
 
 
 def _invoke(*args: str):
@@ -91,6 +91,13 @@ def _check_text(text: str) -> None:
     assert sum(shown in text for shown in NAMES.values()) == len(NAMES)
 
 
+def _check_concise(text: str) -> None:
+    lines = text.splitlines()
+    assert lines[-1].startswith("Found ")  # its last line: the report is whole
+    # one line per finding: no name adds a line of its own
+    assert sorted(line.partition(": LG201 ")[0] for line in lines if ": LG201 " in line) == sorted(_shown_paths())
+
+
 def _check_json(text: str) -> None:
     report = json.loads(text)
     assert {f["path"] for f in report["findings"] if f["code"] == "LG201"} == _shown_paths()
@@ -131,8 +138,8 @@ def _check_baseline(text: str) -> None:
     assert not any(FORBIDDEN.search(string) for string in _strings(document))
 
 
-CHECKS = {"text": _check_text, "json": _check_json, "sarif": _check_sarif, "github": _check_github,
-          "junit": _check_junit, "html": _check_html, "baseline": _check_baseline}
+CHECKS = {"text": _check_text, "concise": _check_concise, "json": _check_json, "sarif": _check_sarif,
+          "github": _check_github, "junit": _check_junit, "html": _check_html, "baseline": _check_baseline}
 
 
 @pytest.mark.parametrize("to_file", [False, True], ids=["stdout", "output-file"])

@@ -172,6 +172,17 @@ def test_malformed_rows_are_lg001_with_the_row_and_the_rest_is_checked(tmp_path)
     assert large.data["places"] == [9]
 
 
+@pytest.mark.code("LG001", "fail")
+def test_concise_output_points_an_unreadable_row_at_its_line_as_for_other_codes(tmp_path):
+    write_yolo(tmp_path, {"train": {"a": "0 0.5 0.5 0.2 0.2\n\n1 0.5 0.5 0.2\n7 0.1 0.1 0.1 0.1\n"}}, names=NAMES)
+    result = CliRunner().invoke(main, ["audit", str(tmp_path), "-f", "concise", "--no-progress", "--no-config"])
+    lines = result.output.splitlines()
+    assert any(line.endswith("a.txt:3: LG001 [error] row 3 has 4 values; a detection row has 5 "
+                             "(class x_center y_center width height), a segmentation row 1 + an even number "
+                             ">= 6 (class x1 y1 x2 y2 x3 y3 ...)") for line in lines), result.output
+    assert any("a.txt:4: LG102 [error] class id 7" in line for line in lines), result.output
+
+
 @pytest.mark.parametrize("data, words", [
     (b"\x00\x01binary", "binary content"),
     ("0 0.5 0.5 0.1 0.1\n".encode("utf-16"), "binary content"),

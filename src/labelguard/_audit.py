@@ -511,8 +511,6 @@ def _audit_paths(paths: list[str], spec: LabelSpec | None, options: AuditOptions
         notes.extend(where + note for note in own_spec.provenance_notes() if where + note not in notes)
     nothing = None if len(stream.files) else nothing_audited(paths, discoveries, options)
     reported = {f.path for f in findings}
-    if nothing:
-        notes.append(nothing)
     return Report(
         paths=[display_path(p) for p in paths],
         spec=effective,

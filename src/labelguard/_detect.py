@@ -137,8 +137,8 @@ def render_text(detections: list[Detection]) -> str:
             lines.append(f"    nothing seen of: {', '.join(unseen)}")
         lines.append(f"  datasets found: {len(detection.datasets)}")
         for dataset in detection.datasets:
-            lines.append(f"    {printable(dataset.root)}: {dataset.layout}, {dataset.labels} label files, "
-                         f"{dataset.images} paired with an image")
+            lines.append(f"    {printable(dataset.root)}: {dataset.layout}, {plural(dataset.labels, 'label file')}, "
+                         f"{dataset.images:,} paired with an image")
             for example in dataset.examples:
                 lines.append(f"      {printable(example)}")
             if dataset.labels > len(dataset.examples):

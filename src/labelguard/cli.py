@@ -1,7 +1,9 @@
 """The ``labelguard`` command line: a thin layer over the library.
 
 Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage or internal error (a
-missing optional extra included), 130 interrupted (Ctrl-C).
+missing optional extra included), 130 interrupted (Ctrl-C). A reader that stops reading
+(``labelguard rules | head -1``) changes none of them and gets no message: the command's
+output goes nowhere from then on.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from labelguard._cli_options import ImportedChoice, storage_options_of
 from labelguard._version import __version__
 from labelguard.core import storage
 from labelguard.errors import LabelguardError, SpecError
+from labelguard.output._style import COLOR_CHOICES
 
 if TYPE_CHECKING:  # imported where used: numpy comes with it, which --version and rules do without
     from labelguard.core.spec import LabelSpec
@@ -64,17 +67,96 @@ class LabelguardGroup(click.Group):
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
-            click.echo("labelguard: interrupted", err=True)
+            _tell("labelguard: interrupted")
             ctx.exit(130)
+        except BrokenPipeError as exc:
+            gone = [stream for stream in (sys.stdout, sys.stderr) if _reader_gone(stream)]
+            if not gone:  # a pipe of something else (a subprocess, a socket): a failure like any other
+                _tell(_printable(f"labelguard: error: {exc}"))
+                ctx.exit(2)
+            # The reader of the output stopped reading (head -1): what it read is all it wanted.
+            # The exit code stays the one the command decided before it wrote (audit: what it
+            # found), and is 0 for one that decided none (rules): it did what it was asked.
+            for stream in gone:
+                _to_devnull(stream)
+            ctx.exit(ctx.meta.get(_EXIT_CODE, 0))
         except (LabelguardError, ValueError, OSError) as exc:
-            click.echo(_printable(f"labelguard: error: {exc}"), err=True)
+            _tell(_printable(f"labelguard: error: {exc}"))
             ctx.exit(2)
         except Exception as exc:  # an internal bug: short message, traceback only on request
             if os.environ.get("LABELGUARD_DEBUG"):
                 traceback.print_exc()
-            click.echo(_printable(f"labelguard: internal error: {type(exc).__name__}: {exc} "
-                                  "(set LABELGUARD_DEBUG=1 for the traceback)"), err=True)
+            _tell(_printable(f"labelguard: internal error: {type(exc).__name__}: {exc} "
+                             "(set LABELGUARD_DEBUG=1 for the traceback)"))
             ctx.exit(2)
+        finally:
+            # Output still buffered goes out now, while a closed pipe can be told apart: at the
+            # interpreter's exit it would print "BrokenPipeError" and exit 120.
+            _flush_stdout(ctx)
+
+
+# Where a command puts the exit code it decided before writing its output (ctx.meta is shared
+# by every context of one command line): a reader that stops reading does not change it.
+_EXIT_CODE = "labelguard.exit_code"
+
+
+def _flush_stdout(ctx: click.Context) -> None:
+    """Standard output's buffer written out; a reader gone sends the rest to the null device,
+    a failed write (a full disk) is an error, exit 2."""
+    stream = sys.stdout
+    if stream is None:  # no standard output at all (``>&-``): nothing was written
+        return
+    try:
+        stream.flush()
+    except BrokenPipeError:
+        _to_devnull(stream)
+    except ValueError:  # closed by the command: what it wrote was flushed when it was closed
+        return
+    except OSError as exc:
+        _to_devnull(stream)
+        _tell(_printable(f"labelguard: error: writing the output: {exc}"))
+        ctx.exit(2)
+
+
+def _tell(message: str) -> None:
+    """``message`` on standard error, where a reader that stopped reading it (``2>&1 | head``)
+    or a closed standard error is no error: the message goes nowhere, the exit code stays."""
+    try:
+        click.echo(message, err=True)
+    except BrokenPipeError:
+        _to_devnull(sys.stderr)
+    except ValueError:  # standard error closed by the command
+        pass
+
+
+def _reader_gone(stream) -> bool:
+    """Whether ``stream`` writes into a pipe whose reader has closed it; True where that cannot
+    be asked of a stream (no poll, no file descriptor): a broken pipe is then taken for its."""
+    if stream is None:
+        return False
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, ValueError, OSError):
+        return True
+
+
+def _to_devnull(stream) -> None:
+    """``stream`` written to the null device from now on, at the level of its file descriptor:
+    the output still buffered, and the flush at the interpreter's exit, go there without an
+    error."""
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, ValueError, OSError):  # a stream in memory (a test's runner): nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, descriptor)
+    finally:
+        os.close(devnull)
 
 
 @click.group(cls=LabelguardGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -315,7 +397,16 @@ def _progress(enabled: bool):
 @click.option("--image-key",
               help="Array key of the image in NPZ/HDF5 files (its shape is checked against the label's).")
 @click.option("-f", "--output-format", default="text", show_default=True,
-              help="Report format: text, json, sarif, junit, github, html or baseline (see `labelguard formats`).")
+              help="Report format: text, concise (one line per finding), json, sarif, junit, github, html or "
+                   "baseline (see `labelguard formats`). On a terminal the text report's long lines wrap to its "
+                   "width; piped or written with -o, each stays one line.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="text: only the findings and one result line (no header, tables, notes or next steps); concise: "
+                   "only the findings. In every format: no progress bar and no 'report written to' on stderr "
+                   "(warnings and errors still show); the exit code is the same.")
+@click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+              help="Severities and codes in colour (text and concise): 'auto' on a terminal unless NO_COLOR is set, "
+                   "'always' (also piped or written with -o), 'never'.")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
               help="Findings this file holds (`labelguard baseline write`, or a JSON report) are known: "
                    "reported, never failing the run; new ones fail it.")
@@ -359,9 +450,9 @@ def _progress(enabled: bool):
 def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduce_zero_label, background, sizes,
           masks_hold,
           config_file, no_config, layout, images, masks, lists, key, color_map, path_column, label_column,
-          image_key, output_format, baseline_file, html_thumbnails, output_file, fail_on, sample, seed, workers,
-          write_classes, force, severity_overrides, no_progress, check_images, max_pixels, max_file_bytes, cache_dir,
-          no_cache, model_config, tokenizer, engine, scheduler, storage_options_json):
+          image_key, output_format, quiet, color, baseline_file, html_thumbnails, output_file, fail_on, sample, seed,
+          workers, write_classes, force, severity_overrides, no_progress, check_images, max_pixels, max_file_bytes,
+          cache_dir, no_cache, model_config, tokenizer, engine, scheduler, storage_options_json):
     """Audit the datasets at PATHS against the label spec.
 
     \b
@@ -425,7 +516,7 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
             overrides[known_code(code, f"--severity {item}")] = Severity.parse(level)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--severity") from None
-    show_progress = not no_progress and sys.stderr.isatty()
+    show_progress = not no_progress and not quiet and sys.stderr.isatty()
     with _progress(show_progress) as progress:
         report = run_audit(
             list(paths), spec, options=_options(layout, images, masks, lists, key, color_map, path_column,
@@ -450,7 +541,8 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         from labelguard.fix._journal import atomic_write
 
         atomic_write(write_classes, "".join(f"{name}\n" for name in names).encode("utf-8"))
-        click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)
+        if not quiet:
+            click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)
     if force and not write_classes:
         report.notes.append("--force was not used: it lets --write-classes replace a file that exists")
     if baseline_file:
@@ -464,12 +556,30 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         if "thumbnails" not in get_formatter(output_format).options:
             report.notes.append(f"--html-thumbnails {html_thumbnails} was not used: it sets the pictures of "
                                 "--output-format html")
-    report.write(output_format, output_file or sys.stdout, **format_options)
+    from labelguard.output._style import terminal_width, wants_color
+
+    # Decided before a word is written: a reader that stops reading (``2>&1 | head -1``) does not change it.
+    code = report.exit_code(fail_on)
+    click.get_current_context().meta[_EXIT_CODE] = code
+    stream = None if output_file else sys.stdout
+    format_options.update(color=wants_color(color, stream), quiet=quiet)
+    if stream is not None and (width := terminal_width(stream)):
+        format_options["width"] = width
     if output_file:
-        click.echo(f"report written to {output_file}", err=True)
+        report.write(output_format, output_file, **format_options)
+    elif stream is not None:  # None: standard output is closed (``>&-``), the exit code says it all
+        try:
+            report.write(output_format, stream, **format_options)
+            stream.flush()
+        except BrokenPipeError:
+            if not _reader_gone(stream):
+                raise
+            _to_devnull(stream)  # the reader stopped reading (head -1): the exit code still says what was found
+    if output_file and not quiet:
+        _tell(f"report written to {output_file}")
     if report.audited_nothing:
-        click.echo(_printable(f"labelguard: error: {report.audited_nothing}"), err=True)
-    sys.exit(report.exit_code(fail_on))
+        _tell(_printable(f"labelguard: error: {report.audited_nothing}"))
+    sys.exit(code)
 
 
 @main.group()
@@ -653,14 +763,23 @@ def rules(markdown: bool) -> None:
 
 
 @main.command()
-@click.argument("code")
+@click.argument("code", metavar="CODE_OR_NAME")
 def rule(code: str) -> None:
-    """Explain one check code: what, why it breaks training, example, fix."""
+    """Explain one check: what, why it breaks training, example, fix.
+
+    CODE_OR_NAME is its code (LG201, lg201) or its name as `labelguard rules` lists it
+    (mask-value-outside-spec).
+    """
     from labelguard._catalog import shipped_catalog
 
-    check = shipped_catalog().checks.get(code.strip().upper())
+    checks = shipped_catalog().checks
+    wanted = code.strip()
+    by_name = {check.name: check for check in checks.values()}
+    check = checks.get(wanted.upper()) or by_name.get(wanted.lower())
     if check is None:
-        raise click.UsageError(f"unknown code {code!r}; `labelguard rules` lists them")
+        close = _closest_checks(wanted, list(checks), list(by_name))
+        guess = f"; did you mean {_either(close)}?" if close else ""
+        raise click.UsageError(f"unknown check {code!r}{guess} (`labelguard rules` lists every code and name)")
     click.echo(f"{check.code} {check.name} (default severity: {check.severity}, {check.scope}-level)")
     click.echo("")
     click.echo(f"What it means:\n  {check.summary}")
@@ -679,6 +798,48 @@ def rule(code: str) -> None:
 
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.strip().splitlines())
+
+
+# Letters typed for the digits they look like, in the number of a code (LG2O1, LG2l0).
+_DIGIT_LOOKALIKES = str.maketrans("oOlLiI", "001111")
+
+
+def _closest_checks(wanted: str, codes: list[str], names: list[str]) -> list[str]:
+    """Up to three codes or names closest to ``wanted``: for a code (LG2O1, lg2011, lg-201),
+    the codes one edit away at most, a letter O read as 0 and l or I as 1, the fewest edits
+    first, then the longest start in common, then the nearest in number; for a name, the
+    names most alike."""
+    import difflib
+    import re
+
+    typed = re.fullmatch(r"(?i)lg[\s_-]*([0-9oli]{1,6})", wanted)
+    if typed is None:
+        known = {name.lower(): name for name in (*names, *codes)}
+        return [known[name] for name in difflib.get_close_matches(wanted.lower(), known, n=3, cutoff=0.6)]
+    number = typed.group(1).translate(_DIGIT_LOOKALIKES)
+    ranked = sorted((_edits(number, code[2:]), -len(os.path.commonprefix([number, code[2:]])),
+                     abs(int(number) - int(code[2:])), code) for code in codes if code[2:].isdigit())
+    return [code for edits, _, _, code in ranked if edits <= 1][:3]
+
+
+def _edits(a: str, b: str) -> int:
+    """Insertions, deletions, substitutions and swaps of two neighbours that turn ``a`` into ``b``."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        row = [i]
+        for j, y in enumerate(b, 1):
+            cost = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (x != y))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                cost = min(cost, previous2[j - 2] + 1)
+            row.append(cost)
+        previous2, previous = previous, row
+    return previous[-1]
+
+
+def _either(items: list[str]) -> str:
+    """"A", "A or B", "A, B or C"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
 @main.command()
@@ -710,12 +871,14 @@ def detect(paths, layout, images, masks, lists, key, color_map, path_column, lab
 def formats() -> None:
     """List the dataset layouts and report formats."""
     from labelguard._catalog import shipped_catalog
-    from labelguard.output import format_names
+    from labelguard.output import FORMAT_DESCRIPTIONS, format_names
 
     click.echo("dataset layouts (--format):")
     for layout in shipped_catalog().layouts:
         click.echo(f"  {layout.name:<18} {layout.description}")
-    click.echo("report formats (--output-format): " + ", ".join(format_names()))
+    click.echo("report formats (--output-format):")
+    for name in format_names():
+        click.echo(f"  {name:<18} {FORMAT_DESCRIPTIONS.get(name, '')}".rstrip())
 
 
 @main.group()
@@ -771,7 +934,7 @@ def cache_clear(cache_dir: str | None, config_file: str | None) -> None:
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 def demo(directory: str | None) -> None:
-    """Write a small dataset with planted faults to DIRECTORY and audit it."""
+    """Write three small datasets with planted faults to DIRECTORY and audit them."""
     from labelguard.demo import run_demo
 
     run_demo(directory, sys.stdout)

@@ -52,7 +52,7 @@ from typing import Any
 from labelguard.core import storage
 from labelguard.core.findings import Severity
 from labelguard.core.owner import not_own, other_owner
-from labelguard.core.paths import inside_root, resolves_inside
+from labelguard.core.paths import display_path, inside_root, resolves_inside
 from labelguard.core.registry import REGISTRY
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import UNSAFE_CHARACTERS, clipped, printable, show_name, verb
@@ -311,7 +311,9 @@ def parse_config(data: dict[str, Any], path: str) -> Config:
     applied = (*(f"labels.{key}" for key in labels), *(f"tokens.{key}" for key in tokens),
                *(f"audit.{key}" for key in audit), *(f"severity.{code}" for code in severity))
     return Config(path, ConfigUse(path, trusted=True, applied=applied),
-                  spec=LabelSpec.from_mapping(labels, source=path) if labels else LabelSpec(),
+                  # named as the report names files (relative to the working folder when inside it), not
+                  # as the walk up from the data found it: an absolute path there is the machine's, not the user's
+                  spec=LabelSpec.from_mapping(labels, source=display_path(path)) if labels else LabelSpec(),
                   audit={key: _audit_value(key, value, path) for key, value in audit.items()},
                   severity=severity, tokens=_token_table(tokens, path))
 

@@ -21,6 +21,7 @@ from typing import IO, Any
 import numpy as np
 from PIL import Image
 
+from labelguard.core.text import plural
 from labelguard.readers.colormap import voc_palette_colors
 
 SIZE = 96
@@ -131,6 +132,7 @@ def run_demo(directory: str | None, stream: IO[str]) -> int:
     from labelguard.core.paths import display_path
     from labelguard.layouts.base import AuditOptions
     from labelguard.output import write_report
+    from labelguard.report import severity_counts
 
     root = directory or tempfile.mkdtemp(prefix="labelguard-demo-")
     os.makedirs(root, exist_ok=True)
@@ -142,7 +144,7 @@ def run_demo(directory: str | None, stream: IO[str]) -> int:
         ("voc_seg", "labelguard audit {p}", {}),
         ("binary", "labelguard audit {p}", {}),
     ]
-    total = 0
+    findings = []
     for name, command, kwargs in runs:
         path = sets[name]
         shown = display_path(path)
@@ -151,18 +153,23 @@ def run_demo(directory: str | None, stream: IO[str]) -> int:
         buffer = io.StringIO()
         write_report(report, "text", buffer)
         stream.write(buffer.getvalue() + "\n")
-        total += len(report.findings)
+        findings.extend(report.findings)
+    counts = severity_counts(findings)
     stream.write(
-        f"labelguard found {total} findings in the demo data. Try `labelguard rule LG201`, or "
+        f"labelguard found {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
+        f"{counts['info']:,} info in the three demo datasets. Try `labelguard rule LG201`, or "
         f"`labelguard audit {display_path(sets['voc_seg'])} --ignore-index 255` to see the 255 borders accepted.\n"
     )
-    stream.write(_html_report(root) + "\n")
+    # The HTML report audits the three sets together, the swin_unet one through its list
+    # (a --list would apply to every PATH): the same findings as the three audits above.
+    stream.write(_html_report(root, [os.path.join(sets["swin_unet"], "lists", "train.txt"),
+                                     sets["voc_seg"], sets["binary"]]) + "\n")
     return 0
 
 
-def _html_report(root: str) -> str:
-    """Write the HTML report of the three sets (audited together, each against its own spec)
-    beside them, and say where; without the html extra, say how to get it."""
+def _html_report(root: str, paths: list[str]) -> str:
+    """Write the HTML report of the three sets at ``paths`` (audited together, each against its
+    own spec) beside them, and say where; without the html extra, say how to get it."""
     from labelguard._audit import audit
     from labelguard._optional import available
     from labelguard.core.paths import display_path
@@ -172,6 +179,6 @@ def _html_report(root: str) -> str:
         return "The HTML report needs matplotlib: pip install 'labelguard[html]', then run the demo again."
     target = os.path.join(root, "report.html")
     with open(target, "w", encoding="utf-8") as handle:
-        write_report(audit(root, workers=1), "html", handle)
+        write_report(audit(paths, workers=1), "html", handle)
     return (f"HTML report of the three sets, with pictures of the flagged masks: {display_path(target)} "
             "(open it in a browser)")

@@ -7,7 +7,7 @@ from labelguard.rules._unread import refuse_unread_for_extras
 from labelguard.config import format_config
 from labelguard.core.findings import Severity
 from labelguard.core.spec import CLASS_PARTS, LabelSpec
-from labelguard.core.text import clipped
+from labelguard.core.text import clipped, plural
 from labelguard.errors import UsageError
 from labelguard.layouts.base import AuditOptions
 
@@ -91,16 +91,16 @@ def infer_spec_file(path: str, given: LabelSpec, *, options: AuditOptions | None
                 "--tokenizer to `labelguard audit`, or a [tokens] table in labelguard.toml"
                 if "tokens" in report.layouts else "give the spec with --num-classes, --values or --classes")
         raise UsageError(f"found no label values or class names under {report.paths[0]} "
-                         f"(layout: {', '.join(report.layouts) or 'none'}, {report.summary.samples} samples) "
+                         f"(layout: {', '.join(report.layouts) or 'none'}, {plural(report.summary.samples, 'sample')}) "
                          f"to infer a label spec from; nothing written: {what}")
-    comments = [f"inferred from {report.summary.samples} samples under {report.paths[0]} "
+    comments = [f"inferred from {plural(report.summary.samples, 'sample')} under {report.paths[0]} "
                 f"(layout: {', '.join(report.layouts)})"]
     for value in report.summary.found_values():
-        comments.append(f"value {value}: {report.summary.value_files[value]} files, "
-                        f"{report.summary.value_pixels[value]} pixels")
+        comments.append(f"value {value}: {plural(report.summary.value_files[value], 'file')}, "
+                        f"{plural(report.summary.value_pixels[value], 'pixel')}")
     for name in sorted(report.summary.class_objects):
-        comments.append(f"class {name!r}: {report.summary.class_objects[name]} objects in "
-                        f"{report.summary.class_images[name]} images")
+        comments.append(f"class {name!r}: {plural(report.summary.class_objects[name], 'object')} in "
+                        f"{plural(report.summary.class_images[name], 'image')}")
     if any(v in IGNORE_CANDIDATES for v in report.summary.value_files):
         comments.append("values 255/-1/-100 next to class values were taken for ignore values: check it")
     if spec.sizes is not None:

@@ -333,11 +333,12 @@ class Report:
 
     def write(self, format: str = "text", to: "str | os.PathLike | IO[str] | None" = None,
               **options: Any) -> str | None:
-        """Render the report as ``labelguard audit --output-format FORMAT`` does (text, json,
-        sarif, junit, github, html, baseline; ``labelguard formats`` lists them) to ``to``: a
-        path (the file is written, replacing one there), a text stream, or None to return the
-        text. ``options`` are the format's own (``fail_on="warning"``, ``thumbnails=...``);
-        an unknown format is a UsageError."""
+        """Render the report as ``labelguard audit --output-format FORMAT`` does (text, concise,
+        json, sarif, junit, github, html, baseline; ``labelguard formats`` lists them) to ``to``:
+        a path (the file is written, replacing one there), a text stream, or None to return the
+        text. ``options`` are the format's own (``fail_on="warning"``, ``thumbnails=...``; text
+        and concise: ``color=True``, ``quiet=True``, text: ``width=100``); an unknown format is
+        a UsageError."""
         import io
 
         from labelguard.output import get_formatter, write_report

@@ -134,7 +134,7 @@ def test_a_dataset_factory_replays_with_the_collate_fn_given(detection, collate)
 
 
 def test_without_the_loaders_collate_no_sample_is_blamed_and_the_fix_is_named(detection):
-    """The README's dataset factory alone: torch's default_collate stands in for the loader's
+    """The dataset factory of docs/explain.md alone: torch's default_collate stands in for the loader's
     collate and cannot stack the boxes of these batches, which the run's loader collated."""
     path, data = detection
     report = replay(path, data.make_dataset, loss=data.cpu_loss)

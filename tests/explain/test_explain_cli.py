@@ -15,13 +15,15 @@ from labelguard.cli import main
 from labelguard.explain import explain
 from labelguard.flight import FlightRecordWriter
 
+CORPUS = LOGS.parent / "corpus"
+
 
 def run(*args, input=None):
     return CliRunner().invoke(main, ["explain", *args], input=input)
 
 
 def test_explains_a_log_file_with_ranked_causes_and_the_generic_steps():
-    result = run(str(LOGS / "cuda_nll2d_torch113.log"))
+    result = run("-v", str(LOGS / "cuda_nll2d_torch113.log"))
     assert result.exit_code == 0, result.output
     out = result.output
     assert out.startswith("labelguard explain: a class target outside [0, n_classes)")
@@ -34,6 +36,22 @@ def test_explains_a_log_file_with_ranked_causes_and_the_generic_steps():
     assert out.index("Causes to check") < out.index("What the log cannot tell") < out.index(
         "Steps that help whatever the cause")
     assert "CUDA_LAUNCH_BLOCKING=1" in out
+
+
+def test_the_default_explanation_is_short_and_says_how_to_get_the_rest():
+    short = run(str(LOGS / "cuda_nll2d_torch113.log")).output
+    full = run("--verbose", str(LOGS / "cuda_nll2d_torch113.log")).output
+    assert len(short.splitlines()) <= 40 < len(full.splitlines())
+    assert short.startswith("labelguard explain: a class target outside [0, n_classes)")
+    assert "condition:   t >= 0 && t < n_classes" in short
+    # The top causes, each with one line of reason; the checks; the first fix; the way to the rest.
+    assert "1. [likely]" in short and "3. [" in short and "4. [" not in short
+    assert short.count("     why:  ") + short.count("     seen: ") == 3
+    assert "To confirm\n  - labelguard audit DATA --num-classes N" in short
+    assert "Fix, if it is cause 1\n  Pass ignore_index=255" in short
+    assert "more causes" in short and "labelguard explain -v adds" in short
+    assert "What the log cannot tell" not in short and "CUDA_LAUNCH_BLOCKING" not in short
+    assert "What the log cannot tell" in full and "4. [" in full
 
 
 def test_reads_standard_input():
@@ -94,6 +112,25 @@ def test_the_record_names_the_samples_in_flight(tmp_path):
     assert result.exit_code == 0
     assert "batch in flight: epoch 0, batch 3 of the epoch (step 0), 2 samples" in result.output
     assert "index 13       masks/case_013.png" in result.output
+
+
+def test_the_short_explanation_says_that_v_shows_the_record_it_hides(tmp_path):
+    path = tmp_path / "flight.json"
+    writer = FlightRecordWriter(path)
+    for step, first in enumerate((0, 2, 4)):
+        writer.handed(0, step, [first, first + 1], [f"masks/case_{first:03d}.png", f"masks/case_{first + 1:03d}.png"])
+    writer.flush()
+    short = " ".join(run(str(LOGS / "cuda_nll2d_torch113.log"), "--record", str(path)).output.split())
+    assert "batch before it: epoch" not in short and "note:" not in short
+    assert "the flight record's 1 earlier batch and 1 note." in short.split("labelguard explain -v adds")[1]
+    full = run("-v", str(LOGS / "cuda_nll2d_torch113.log"), "--record", str(path)).output
+    assert full.count("batch before it: epoch") == 1 and full.count("note:") == 1
+
+
+def test_the_short_explanation_lists_a_confirming_command_once_with_all_its_codes():
+    short = run(str(CORPUS / "bce_target_binary_masks_0_255.log")).output
+    confirm = short.split("To confirm\n")[1].split("\n\n")[0]
+    assert confirm == "  - labelguard audit DATA --num-classes N  [LG209, LG201, LG505, LG204]"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -40,6 +40,22 @@ def test_class_names_audited_without_a_spec_are_listed_in_lg006(tmp_path):
     assert finding.data["classes"] == ["cat", "dog"]
 
 
+@pytest.mark.code("LG006", "fail")
+@pytest.mark.parametrize("labels, said", [
+    (["train"], "1 class ('train') in 1 sample was listed, not checked"),
+    (["train", "dog"], "2 classes ('dog', 'train') in 1 sample were listed, not checked"),
+])
+def test_the_verb_of_lg006_agrees_with_what_was_listed(tmp_path, labels, said):
+    objects = "".join(f"<object><name>{label}</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax>"
+                      "<ymax>5</ymax></bndbox></object>" for label in labels)
+    (tmp_path / "Annotations").mkdir()
+    (tmp_path / "Annotations" / "a.xml").write_text(
+        "<annotation><filename>a.jpg</filename><size><width>10</width><height>10</height><depth>3</depth>"
+        f"</size>{objects}</annotation>", encoding="utf-8")
+    [finding] = found(run(tmp_path), "LG006")
+    assert said in finding.message
+
+
 @pytest.mark.code("LG006", "pass")
 @pytest.mark.parametrize("spec", [LabelSpec(num_classes=8), LabelSpec(values=(0, 1, 2, 7)),
                                   LabelSpec(classes=tuple("abcdefgh"))], ids=["num_classes", "values", "classes"])

@@ -126,7 +126,7 @@ def test_without_a_users_spec_the_convention_fills_it_and_the_spec_line_says_so(
 
 @pytest.mark.code("LG210", "pass")
 def test_plain_voc_255_borders_are_lg201_without_the_flag(tmp_path):
-    """No convention of a plain VOC folder accepts 255: the README's "without the flag: LG201"."""
+    """No convention of a plain VOC folder accepts 255: the common causes table's "without the flag: LG201"."""
     root = voc_segmentation_dataset(tmp_path / "VOC2012", n=3, num_classes=3)
     report = run(root, LabelSpec(num_classes=3))
     assert "LG210" not in codes(report) and len(found(report, "LG201")) == 3

@@ -536,3 +536,114 @@ def test_nan_label_cast_to_long_in_the_dataset_is_named_a_cast_nan(tmp_path, wor
     assert caught.value.code == "LG204"
     assert "5 target values are -9223372036854775808, what NaN and +-Inf become when cast to int64" in str(caught.value)
     assert "remap" not in str(caught.value)
+
+
+def numbered(bad=(13,), n=16):
+    """(the sample's own index as its input, a class id) pairs; the ``bad`` ones hold 9."""
+    return [(torch.tensor([float(i)]), torch.tensor(9 if i in bad else 1)) for i in range(n)]
+
+
+def served(batches):
+    return [[int(v) for v in inputs.flatten()] for inputs, _ in batches]
+
+
+def test_skip_serves_the_next_good_index_by_default_and_says_which(caplog):
+    dataset = guard(numbered(), num_classes=3, on_error="skip")
+    with caplog.at_level(logging.INFO, logger="labelguard.torch"):
+        batches = served(drain(dataset, 0))
+    assert batches[3] == [12, 14, 14, 15]  # batches keep their size; the neighbour is served twice
+    assert [(r.index, r.action, r.replaced_by) for r in dataset.records] == [(13, "skipped", 14)]
+    assert dataset.substitutions == {13: 14}
+    assert "Sample 14 is served in its place (substitute='next')." in caplog.text
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_skip_with_substitute_random_serves_a_good_index_drawn_under_torch_seed(workers):
+    def run():
+        torch.manual_seed(5)
+        dataset = guard(numbered(bad=(4, 13)), num_classes=3, on_error="skip", substitute="random")
+        return served(drain(dataset, workers)), dataset.substitutions
+
+    batches, substitutions = run()
+    assert set(substitutions) == {4, 13}
+    assert all(other not in (4, 13) for other in substitutions.values())
+    flat = [index for batch in batches for index in batch]
+    assert len(flat) == 16 and 4 not in flat and 13 not in flat
+    assert run() == (batches, substitutions)  # the same draws under the same torch seed
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_skip_with_substitute_drop_shortens_the_batch_through_the_guard_collate(workers):
+    from labelguard.torch import collate
+
+    dataset = guard(numbered(), num_classes=3, on_error="skip", substitute="drop")
+    batches = served(drain(dataset, workers, collate_fn=collate))
+    assert batches[3] == [12, 14, 15]
+    assert [(r.index, r.action, r.replaced_by) for r in dataset.records] == [(13, "dropped", None)]
+    assert dataset.substitutions == {}
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+@pytest.mark.parametrize("substitute", ["next", "random", "drop"])
+def test_substitutions_name_what_was_really_served_in_each_bad_sample_place(substitute, workers):
+    from labelguard.torch import collate
+
+    bad = (5, 12, 13)  # 13 is met while looking for 12's replacement before it is asked for
+    torch.manual_seed(0)
+    dataset = guard(numbered(bad=bad, n=20), num_classes=3, on_error="skip", substitute=substitute)
+    flat = [i for batch in served(drain(dataset, workers, collate_fn=collate)) for i in batch]
+    substitutions = dataset.substitutions
+    expected = [substitutions.get(i, i) for i in range(20) if substitute != "drop" or i not in bad]
+    assert flat == expected
+    assert set(substitutions) == (set() if substitute == "drop" else set(bad))
+    assert sorted(r.index for r in dataset.records) == list(bad)  # one record per bad sample
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_random_substitute_recorded_is_the_one_served_when_indexed_directly(seed):
+    bad = {1, 2, 3}
+    torch.manual_seed(seed)
+    dataset = guard(numbered(bad=bad, n=6), num_classes=3, on_error="skip", substitute="random")
+    served_at = {i: int(dataset[i][0]) for i in range(6)}
+    assert dataset.substitutions == {i: served_at[i] for i in bad}
+
+
+def test_a_bad_sample_met_on_the_way_has_a_substitute_only_once_asked_for():
+    dataset = guard(numbered(bad=(12, 13)), num_classes=3, on_error="skip")
+    dataset[12]  # meets 13 on the way to 14
+    assert [(r.index, r.replaced_by) for r in dataset.records] == [(13, None), (12, 14)]
+    assert dataset.substitutions == {12: 14}
+    dataset[13]
+    assert [(r.index, r.replaced_by) for r in dataset.records] == [(13, 14), (12, 14)]
+    assert dataset.substitutions == {12: 14, 13: 14}
+
+
+def test_a_batch_of_nothing_but_dropped_samples_gets_the_next_good_one():
+    from labelguard.torch import guard_collate
+
+    dataset = guard(numbered(), num_classes=3, on_error="skip", substitute="drop")
+    batches = served(drain(dataset, 0, batch_size=1, collate_fn=guard_collate()))
+    assert batches[12:15] == [[12], [14], [14]]
+
+
+def test_a_dropped_sample_in_a_plain_collate_says_which_collate_to_pass():
+    dataset = guard(numbered(), num_classes=3, on_error="skip", substitute="drop")
+    with pytest.raises(UsageError, match="sample 13 was dropped by guard.*pass collate_fn=labelguard.torch.collate"):
+        drain(dataset, 0)
+
+
+def test_substitute_is_refused_where_it_cannot_apply():
+    with pytest.raises(UsageError, match="substitute must be one of next, random, drop, got 'first'"):
+        guard(numbered(), num_classes=3, on_error="skip", substitute="first")
+    with pytest.raises(UsageError, match="on_error='raise' skips none"):
+        guard(numbered(), num_classes=3, substitute="drop")
+    with pytest.raises(UsageError, match="substitute='random' needs a map-style dataset"):
+        guard(TargetStream([torch.tensor(1)]), num_classes=3, on_error="skip", substitute="random")
+
+
+def test_no_good_sample_to_serve_names_the_substitute():
+    dataset = guard(numbered(bad=range(4), n=4), num_classes=3, on_error="skip", substitute="random")
+    with pytest.raises(LabelError) as caught:
+        dataset[0]
+    assert ("found no good sample to serve in its place (substitute='random'): it and the 3 samples drawn "
+            "at random in its place are all bad") in str(caught.value)

@@ -68,7 +68,7 @@ def test_swin_unet_head_of_two_for_labels_zero_one_two(tmp_path):
     assert isinstance(error, LabelError) and error.code == "LG503"
     (finding,) = error.report.errors
     assert finding.message.startswith(
-        "the model outputs 2 classes ('output' (Conv2d, 2 outputs)) but the targets hold 0, 1, 2")
+        "head 'output' (Conv2d) gives 2 classes but the targets hold 0, 1, 2: value 2 indexes past the logits")
     assert "num_classes must be 3" in finding.hint
 
 
@@ -100,7 +100,7 @@ def test_class_weight_length_and_ignore_index_against_the_data(tmp_path):
                        raise_on_error=False)
     messages = {f.code: f for f in report.errors}
     assert set(messages) == {"LG503", "LG201"}
-    assert "CrossEntropyLoss(weight=...) has 2 entries but 'output' (Conv2d, 3 outputs) gives 3 classes" \
+    assert "CrossEntropyLoss(weight=...) has 2 entries but head 'output' (Conv2d) gives 3 classes" \
         in messages["LG503"].message
     assert "ignores -100: 255 reaches the loss" in messages["LG201"].message
     assert messages["LG201"].hint == "Build the loss with ignore_index=255."
@@ -267,4 +267,4 @@ def test_the_head_is_the_layer_that_gave_the_logits_not_the_box_regressor_run_af
     report = preflight(TinyDet(6), nn.CrossEntropyLoss(), loader, raise_on_error=False,
                        forward=lambda model, batch: model(batch[0]))
     assert report.head == {"module": "cls", "type": "Conv2d", "outputs": 6}
-    assert any(f.code == "LG503" and "'cls' (Conv2d, 6 outputs)" in f.message for f in report.errors)
+    assert any(f.code == "LG503" and "head 'cls' (Conv2d) gives 6 classes" in f.message for f in report.errors)

@@ -52,7 +52,7 @@ def test_a_bad_label_is_masked_in_its_step_and_reported_at_the_next_naming_the_r
     assert (error.code, error.index, error.values) == ("LG201", 6, [9])
     assert error.source.endswith("case0003_slice000.npz")
     message = str(error)
-    assert message.startswith("LG201 target of call 2: 100 elements of 4096 were no class of [0, 9)")
+    assert message.startswith("LG201 target of call 2: 100 elements of 4,096 were no class of [0, 9)")
     assert "the first label value 9 at element 2048 (batch item 2: sample 6 (" in message
     assert "samples 4 (" in message and "safe_targets replaced them with 255 on the device" in message
     assert monitor.pending == 0

@@ -32,6 +32,12 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
+# The key of a finding's data holding its message's last sentence when that sentence says what
+# the fault does in training, the same for every file (LG201's "On a GPU this is the
+# device-side assert..."): a report of many findings of a code says it once, not once per file.
+CONSEQUENCE = "consequence"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One problem found in one place.

@@ -51,8 +51,9 @@ def noun(n: int, word: str) -> str:
 
 
 def plural(n: int, word: str) -> str:
-    """The count and the noun: ``plural(1, "file")`` -> "1 file", ``plural(2, "class")`` -> "2 classes"."""
-    return f"{n} {noun(n, word)}"
+    """The count and the noun: ``plural(1, "file")`` -> "1 file", ``plural(2, "class")`` -> "2 classes",
+    ``plural(3000, "file")`` -> "3,000 files" (thousands grouped, as every count of a report is)."""
+    return f"{n:,} {noun(n, word)}"
 
 
 def verb(n: int, singular: str) -> str:
@@ -111,7 +112,7 @@ def shorten(
     text = sep.join(shown)
     if rest <= 0:
         return text
-    tail = f"and {rest} more" + (f" {noun(rest, what)}" if what else "")
+    tail = f"and {rest:,} more" + (f" {noun(rest, what)}" if what else "")
     if not text:
         return tail
     return f"{text} {tail}" if sep == ", " else f"{text}{sep}{tail}"

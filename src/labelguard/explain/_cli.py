@@ -35,15 +35,22 @@ _LOOKS_LIKE_PATH = re.compile(r"^[^\s]*(?:[\\/][^\s]*|\.(?:log|txt|out|err|json)
     "-f", "--output-format", type=click.Choice(OUTPUT_FORMATS), default="text",
     show_default=True, help="text for people, json for tools.",
 )
-def explain_command(log: str | None, text: str | None, record: str | None, output_format: str):
+@click.option(
+    "-v", "--verbose", is_flag=True,
+    help="Every cause with its evidence, why, check and fix; what the log cannot tell; the steps "
+    "that help whatever the cause.",
+)
+def explain_command(log: str | None, text: str | None, record: str | None, output_format: str, verbose: bool):
     """Explain a PyTorch error log: what failed, the likely causes, how to confirm them.
 
     FILE is a log or traceback; - (or nothing, with input piped in) reads standard input.
-    A pasted string works too, as FILE or with --text.
+    A pasted string works too, as FILE or with --text. The text names the most likely
+    causes, the checks that confirm them and the first fix; -v gives everything.
 
     \b
     Examples:
       labelguard explain train.log
+      labelguard explain -v train.log
       python train.py 2>&1 | tail -n 200 | labelguard explain -
       labelguard explain 'Assertion `t >= 0 && t < n_classes` failed.'
       labelguard explain crash.log --record flight.json --output-format json
@@ -63,7 +70,7 @@ def explain_command(log: str | None, text: str | None, record: str | None, outpu
     else:
         from labelguard.explain._render import render_explanation
 
-        click.echo(render_explanation(result), nl=False)
+        click.echo(render_explanation(result, verbose=verbose), nl=False)
 
 
 @click.command("replay")

@@ -14,10 +14,18 @@ from labelguard.explain._replay import ReplayReport
 WIDTH = 100
 MAX_SITES = 3
 MAX_SAMPLES = 20
+# The short explanation (the CLI's default): this many causes, the facts of these labels,
+# this many samples of a batch in flight.
+SHORT_CAUSES = 3
+SHORT_FACTS = ("condition", "error", "your code", "values", "on the CPU")
+SHORT_SAMPLES = 8
 
 
-def render_explanation(result: Explanation) -> str:
-    """The explanation as readable text, ranked causes first after the facts."""
+def render_explanation(result: Explanation, *, verbose: bool = True) -> str:
+    """The explanation as readable text, ranked causes first after the facts; without
+    ``verbose``, the short one (:func:`render_short`)."""
+    if not verbose:
+        return render_short(result)
     out: list[str] = [f"labelguard explain: {result.summary}", ""]
     if result.matches:
         out.append("Matched on")
@@ -61,7 +69,87 @@ def render_explanation(result: Explanation) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_short(result: Explanation) -> str:
+    """The explanation in a screenful: the key facts, the most likely causes each with one
+    line of reason, the checks that confirm them, the first cause's fix, the samples in
+    flight; and how to see the rest (``-v``)."""
+    out: list[str] = [f"labelguard explain: {result.summary}", ""]
+    seen_labels: set[str] = set()
+    rows = []
+    for label, value in _fact_rows(result):
+        if label in SHORT_FACTS and label not in seen_labels:
+            seen_labels.add(label)
+            rows.append(_fact_line(label, value))
+    if rows:
+        out.append("What the log says")
+        out.extend(rows)
+        out.append("")
+    causes = result.causes[:SHORT_CAUSES]
+    if causes:
+        out.append("Most likely causes" if len(causes) > 1 else "Most likely cause")
+        for cause in causes:
+            out.append(_wrap(f"{cause.rank}. [{cause.likelihood}] {cause.title}", "  ", "     "))
+            reason = f"seen: {cause.support[0]}" if cause.support else f"why:  {_first_sentence(cause.why)}"
+            out.append(_wrap(reason, "     ", "           "))
+        out.append("")
+        out.append("To confirm")
+        # One line per command: causes confirmed by the same audit differ only in their codes.
+        confirms: dict[str, list[str]] = {}
+        for cause in causes:
+            codes = confirms.setdefault(cause.confirm, [])
+            codes.extend(code for code in cause.codes if code not in codes)
+        out.extend(_wrap(f"- {confirm}" + (f"  [{', '.join(codes)}]" if codes else ""), "  ", "    ")
+                   for confirm, codes in confirms.items())
+        out.append("")
+        out.append(f"Fix, if it is cause {causes[0].rank}")
+        out.append(_wrap(causes[0].fix, "  ", "  "))
+        out.append("")
+    if result.record is not None:
+        out.extend(_record(result.record, SHORT_SAMPLES))
+        out.append("")
+    if not causes:
+        # Nothing was recognised: the general steps are all the advice there is.
+        out.append("Steps that help whatever the cause")
+        out.extend(_wrap(f"{number}. {step}", "  ", "     ") for number, step in enumerate(result.steps, 1))
+        out.append("")
+    left = []
+    if len(result.causes) > len(causes):
+        left.append(plural(len(result.causes) - len(causes), "more cause"))
+    if causes:
+        left.append("each cause's evidence, why and fix")
+    if result.unknowns:
+        left.append("what the log cannot tell")
+    if causes:
+        left.append("the steps that help whatever the cause")
+    record = result.record
+    if record is not None and (record.previous or record.notes):  # what _record leaves out here
+        hidden = [plural(len(record.previous), "earlier batch")] if record.previous else []
+        hidden += [plural(len(record.notes), "note")] if record.notes else []
+        left.append(f"the flight record's {' and '.join(hidden)}")
+    if left:
+        out.append(_wrap(f"labelguard explain -v adds {_listing(left)}.", "", ""))
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _listing(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (up to a full stop followed by a capital letter)."""
+    found = re.match(r"(.+?[.!?])\s+(?=[A-Z`'\"(])", " ".join(text.split()))
+    return found.group(1) if found else " ".join(text.split())
+
+
 def _facts(result: Explanation) -> list[str]:
+    return [_fact_line(label, value) for label, value in _fact_rows(result)]
+
+
+def _fact_line(label: str, value: str) -> str:
+    return _wrap(f"{label + ':' if label else '':<13}{value}", "  ", " " * 15)
+
+
+def _fact_rows(result: Explanation) -> list[tuple[str, str]]:
     facts = result.facts
     rows: list[tuple[str, str]] = []
     for site in facts.assertions[:MAX_SITES]:
@@ -100,9 +188,7 @@ def _facts(result: Explanation) -> list[str]:
     if result.cpu_message:
         rows.append(("on the CPU", f"e.g. {result.cpu_message}"))
     rows.extend(("evidence", item.text) for item in result.evidence)
-    return [
-        _wrap(f"{label + ':' if label else '':<13}{value}", "  ", " " * 15) for label, value in rows
-    ]
+    return rows
 
 
 def _source_path(location: str) -> str:
@@ -112,15 +198,17 @@ def _source_path(location: str) -> str:
     return found.group(0) if found else location
 
 
-def _record(record: RecordSummary) -> list[str]:
+def _record(record: RecordSummary, samples: int | None = None) -> list[str]:
+    """The flight record's lines: the batch in flight (its first ``samples`` samples and the
+    replay command only, when given), then the batches before it."""
     out = [f"Flight record ({record.path})"]
     if record.in_flight is not None:
         out.append(f"  batch in flight: {_batch_header(record.in_flight)}")
-        out.extend(_samples(record.in_flight))
-    for batch in record.previous:
+        out.extend(_samples(record.in_flight, samples or MAX_SAMPLES))
+    for batch in record.previous if samples is None else ():
         out.append(f"  batch before it: {_batch_header(batch)}")
         out.extend(_samples(batch))
-    for note in record.notes:
+    for note in record.notes if samples is None else ():
         out.append(_wrap(f"note: {note}", "  ", "        "))
     out.append(
         _wrap(
@@ -142,16 +230,16 @@ def _batch_header(batch: BatchRecord) -> str:
     )
 
 
-def _samples(batch: BatchRecord) -> list[str]:
+def _samples(batch: BatchRecord, limit: int = MAX_SAMPLES) -> list[str]:
     samples = batch.samples()
     if not samples:
         return ["    (indices not recorded)"]
     lines = [
         f"    index {index:<8} {source}" if source else f"    index {index}"
-        for index, source in samples[:MAX_SAMPLES]
+        for index, source in samples[:limit]
     ]
-    if len(samples) > MAX_SAMPLES:
-        lines.append(f"    ... {len(samples) - MAX_SAMPLES} more (see --output-format json)")
+    if len(samples) > limit:
+        lines.append(f"    ... {len(samples) - limit} more (see --output-format json)")
     return lines
 
 

@@ -14,7 +14,7 @@ import click
 from labelguard._cli_options import storage_options_of
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import printable, printable_data
+from labelguard.core.text import plural, printable, printable_data
 from labelguard.errors import SpecError
 from labelguard.fix._base import PLANNED, REFUSED, SKIPPED, UNCHANGED, WRITTEN, FixResult, read_json_file
 from labelguard.fix._journal import OBJECT_STORAGE_REFUSAL, FixError
@@ -331,7 +331,8 @@ def undo_command(path, run_id, force, show_runs):
         for info in runs:
             state = "undone" if info.undone else "partly undone" if info.partly_undone else (
                 "complete" if info.finished else "interrupted")
-            click.echo(f"{info.id}  {state:<13}  {len(info.entries):>5} files  {info.command}")
+            files = plural(len(info.entries), "file")
+            click.echo(f"{info.id}  {state:<13}  {files:>11}  {info.command}")
         return
     result = undo(path, run_id, force=force)
     for target in result.restored:

@@ -136,7 +136,7 @@ def _plan_one(task: FileTask, target: str, root: str, claimed: dict[str, set[str
     merge = os.path.exists(target) or key in claimed
     if not merge:
         claimed[key] = set(relative)
-        change = FileChange(shown, PLANNED, f"class folder {name!r} -> {new!r} ({len(files)} files)",
+        change = FileChange(shown, PLANNED, f"class folder {name!r} -> {new!r} ({plural(len(files), 'file')})",
                             display_path(target), {"moved": len(files)})
         plans.append((_Plan(task, source, target, False), change))
         return change
@@ -150,7 +150,8 @@ def _plan_one(task: FileTask, target: str, root: str, claimed: dict[str, set[str
         return FileChange(shown, UNCHANGED, f"class folder {name!r} holds no files; nothing to merge")
     held.update(relative)
     moves = [(f, os.path.join(target, r)) for f, r in zip(files, relative)]
-    change = FileChange(shown, PLANNED, f"class folder {name!r} merged into {new!r} ({len(files)} files moved)",
+    change = FileChange(shown, PLANNED,
+                        f"class folder {name!r} merged into {new!r} ({plural(len(files), 'file')} moved)",
                         display_path(target), {"moved": len(files)})
     plans.append((_Plan(task, source, target, True, moves), change))
     return change

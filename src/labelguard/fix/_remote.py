@@ -24,6 +24,7 @@ from typing import Callable, Iterator, Sequence
 
 from labelguard.core import storage
 from labelguard.core.paths import applied_roots, granted_roots, inside_root
+from labelguard.core.text import plural, verb
 from labelguard.fix._base import FixResult
 from labelguard.fix._journal import OBJECT_STORAGE_REFUSAL, STATE_DIR, FixError, refuse_object_storage
 
@@ -72,10 +73,12 @@ class Staging:
                             .replace(self.folder, self.root) for note in result.notes]
             result.notes.append(
                 f"{self.root} is in object storage, which a fix never writes: this dry run planned on a temporary "
-                f"copy of its {self.copied} files (deleted); --apply copies them to {out} and fixes that copy")
+                f"copy of its {plural(self.copied, 'file')} (deleted); --apply copies them to {out} and fixes "
+                "that copy")
         else:
             result.notes.append(
-                f"{self.root} is in object storage, which a fix never writes: its {self.copied} files were copied "
+                f"{self.root} is in object storage, which a fix never writes: its {plural(self.copied, 'file')} "
+                f"{verb(self.copied, 'was')} copied "
                 f"to {out} and the fix was applied to that copy (`labelguard fix undo {out}` restores the copied "
                 f"files); upload it when it is right, leaving out {STATE_DIR}/ (for S3: aws s3 sync {out} "
                 f"{self.root} --exclude '{STATE_DIR}/*')")

@@ -18,6 +18,7 @@ from labelguard.core.findings import Finding
 from labelguard.core.paths import current_roots, display_path, is_below
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
+from labelguard.core.text import plural
 from labelguard.config import CONFIG_NAME
 from labelguard.errors import LabelguardError, UsageError
 from labelguard.readers.base import CLASS_NAME_FILES
@@ -386,7 +387,8 @@ def _isolated_walk(name: str, discovery: Discovery, tasks: Iterable[FileTask]) -
         raise
     except Exception as exc:  # the files found before the crash are still audited
         log.debug("layout %s crashed walking %s", name, discovery.root, exc_info=True)
-        discovery.errors.append(_crash(name, discovery.root, exc, f"walking the dataset, after {found} files"))
+        walked = f"walking the dataset, after {plural(found, 'file')}"
+        discovery.errors.append(_crash(name, discovery.root, exc, walked))
 
 
 def _detail(exc: BaseException) -> str:

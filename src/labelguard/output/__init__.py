@@ -8,9 +8,9 @@ A formatter has a start / handle / stop life cycle over one report::
         formatter.handle(finding)
     formatter.stop(report)
 
-Options a format takes (``fail_on``, ``thumbnails``) come as keyword arguments; each format
-reads those it knows (:attr:`Formatter.options` lists them, so the CLI can say when one was
-given for a format that does not use it).
+Options a format takes (``fail_on``, ``thumbnails``, ``color``, ``width``, ``quiet``) come as
+keyword arguments; each format reads those it knows (:attr:`Formatter.options` lists them, so
+the CLI can say when one was given for a format that does not use it).
 """
 
 from __future__ import annotations
@@ -27,8 +27,19 @@ Report = Any
 FORMATTERS: dict[str, type["Formatter"]] = {}
 # The built-in formats and the module of each, imported when its format is asked for: sarif's
 # URL quoting and html's entities would add some 5 ms to the start-up of every audit.
-BUILTIN_FORMATS = {"baseline": "baseline_format", "github": "github", "html": "html", "json": "json_format",
-                   "junit": "junit", "sarif": "sarif", "text": "text"}
+BUILTIN_FORMATS = {"baseline": "baseline_format", "concise": "concise", "github": "github", "html": "html",
+                   "json": "json_format", "junit": "junit", "sarif": "sarif", "text": "text"}
+# What each built-in format is, as `labelguard formats` lists it.
+FORMAT_DESCRIPTIONS = {
+    "baseline": "every finding's identity, to accept today's findings (labelguard baseline write)",
+    "concise": "one line per finding: path:line: CODE [severity] message",
+    "github": "GitHub Actions annotations on each file and line",
+    "html": "a page with charts and pictures of the flagged files (labelguard[html])",
+    "json": "everything: every finding with its data, the value and class tables",
+    "junit": "JUnit XML, a test case per code, for CI test views",
+    "sarif": "SARIF 2.1.0, for code scanning",
+    "text": "the readable report: summary, tables, findings grouped by code, next steps (the default)",
+}
 
 
 class Formatter:
@@ -85,4 +96,5 @@ def write_report(report: Report, name: str, stream: IO[str], **options: Any) -> 
     formatter.stop(report)
 
 
-__all__ = ["BUILTIN_FORMATS", "FORMATTERS", "Formatter", "format_names", "get_formatter", "register", "write_report"]
+__all__ = ["BUILTIN_FORMATS", "FORMATTERS", "FORMAT_DESCRIPTIONS", "Formatter", "format_names", "get_formatter",
+           "register", "write_report"]

@@ -117,10 +117,10 @@ class HtmlFormatter(Formatter):
             ("layout", ", ".join(sorted(set(report.layouts)))),
             *(("config", use.describe()) for use in report.configs),
             ("audited", plural(report.summary.samples, "file" if set(report.summary.kinds) <= {"mask"} else "sample")
-             + (f" (a random sample of {report.sampled['size']} out of {report.sampled['of']}, seed "
+             + (f" (a random sample of {report.sampled['size']:,} out of {report.sampled['of']:,}, seed "
                 f"{report.sampled['seed']})" if report.sampled else "")),
             ("result", f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
-                       f"{counts['info']} info"),
+                       f"{counts['info']:,} info"),
         ]
         if report.summary.unreadable:
             rows.append(("unreadable", plural(report.summary.unreadable, "file")))
@@ -128,7 +128,7 @@ class HtmlFormatter(Formatter):
             known = len(report.baseline.known)
             rows.append(("baseline", f"{plural(known, 'known finding')} of {report.baseline.source}, "
                                      f"{plural(len(report.findings) - known, 'new finding')}, "
-                                     f"{len(report.baseline.absent)} no longer found"))
+                                     f"{len(report.baseline.absent):,} no longer found"))
         if report.audited_nothing:
             rows.append(("nothing audited", report.audited_nothing))
         return ['<table class="summary">'] + [f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows] + \

@@ -6,18 +6,26 @@ gives them, then the totals.
 
 The text is short but hides no distinct problem: each code group shows one example for every
 distinct class, value and hint it holds (then counts the rest), a group whose findings give
-different hints prints each example's own hint, and every list is capped with a count
+different hints prints each example's own hint, a sentence that ends every finding of a group
+is said once on its summary line, and every list is capped with a count
 (:data:`labelguard.core.text.LISTED`). The JSON report keeps everything.
+
+Options: ``color`` (severities, codes and headings in colour), ``width`` (lines wrapped to it,
+for a terminal; without it each line stays one line, for grep and diff) and ``quiet`` (the
+findings and one result line, no header, tables or next steps).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
+from labelguard.core.findings import CONSEQUENCE
 from labelguard.core.registry import REGISTRY
 from labelguard.core.summary import VALUES_KEPT
 from labelguard.core.text import LISTED, cut, plural, printable, shorten, show_name, verb
 from labelguard.output import Formatter, register
+from labelguard.output._style import Style, wrapped
 
 EXAMPLES = 5
 # A message longer than this is cut in the text report (a list that a check failed to cap).
@@ -29,11 +37,13 @@ CLASS_ROWS = 60
 @register
 class TextFormatter(Formatter):
     name = "text"
+    options = ("color", "width", "quiet")
     examples = EXAMPLES
 
     def start(self, report) -> None:
         self.groups: dict[str, list] = defaultdict(list)
         self.baseline = report.baseline
+        self.style = Style(bool(self.settings.get("color")))
 
     def handle(self, finding) -> None:
         # Findings a baseline holds are counted in its line, not listed again.
@@ -43,12 +53,27 @@ class TextFormatter(Formatter):
     def stop(self, report) -> None:
         lines: list[str] = []
 
-        def out(line: str) -> None:
+        def out(line: str, paint=None) -> None:
             # Each line is escaped whole: no name, message or note from the data can break it
-            # (a workflow command at the start of a line) or act on the terminal.
-            lines.append(printable(line))
+            # (a workflow command at the start of a line) or act on the terminal. Colour comes
+            # after, from ``paint``, around the words the report chose.
+            shown = printable(line)
+            lines.append(paint(shown) if paint and self.style.enabled else shown)
 
-        out("labelguard label audit report")
+        if self.settings.get("quiet"):
+            self._quiet(report, out)
+            while lines and not lines[0]:
+                lines.pop(0)
+        else:
+            self._whole(report, out)
+        width = self.settings.get("width")
+        if width:
+            lines = [part for line in lines for part in wrapped(line, width)]
+        self.stream.write("\n".join(lines) + "\n")
+
+    def _whole(self, report, out) -> None:
+        """The whole report: header, tables, findings, notes and next steps."""
+        out("labelguard label audit report", self.style.heading)
         out("=" * 29)
         layouts = ", ".join(sorted(set(report.layouts)))
         out(f"data:      {', '.join(report.paths)}  (layout: {layouts})")
@@ -61,14 +86,14 @@ class TextFormatter(Formatter):
             for dataset in report.datasets:
                 self._dataset(dataset, out)
             out("")
-            out("Totals")
+            out("Totals", self.style.heading)
             out("-" * 6)
         else:
             for where, spec in report.dataset_specs():
                 _spec_lines(spec, f"spec:      {where + ': ' if where else ''}", out)
         samples = _samples(report.summary)
         if report.sampled:
-            samples += (f"  (a random sample of {report.sampled['size']} out of {report.sampled['of']}, "
+            samples += (f"  (a random sample of {report.sampled['size']:,} out of {report.sampled['of']:,}, "
                         f"seed {report.sampled['seed']}: rerun without --sample for the full audit)")
         out(f"audited:   {samples}")
         if not several and report.datasets and report.datasets[0].inventory is not None:
@@ -76,12 +101,8 @@ class TextFormatter(Formatter):
         if report.from_cache:
             out(f"cache:     {report.from_cache:,} of {plural(len(report.files), 'file')} unchanged since an earlier "
                 "audit: their results came from the cache")
-        counts = report.counts()
-        if self.baseline is not None:
-            counts = {level: sum(1 for group in self.groups.values() for f in group if str(f.severity) == level)
-                      for level in counts}
-        out(f"result:    {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
-            f"{counts['info']} info{' (new)' if self.baseline is not None else ''}")
+        counts = self._counts(report)
+        out(f"result:    {_counted(counts)}{' (new)' if self.baseline is not None else ''}", self._paint_counts)
         if self.baseline is not None:
             absent = len(self.baseline.absent)
             out(f"baseline:  {plural(len(self.baseline.known), 'known finding')} of {self.baseline.source} "
@@ -100,9 +121,58 @@ class TextFormatter(Formatter):
         for note in report.notes:
             out(f"note: {_capped(note)}")
         for error in report.errors:
-            out(f"internal error: {error}")
+            out(f"internal error: {error}", self._paint_error)
         self._next_steps(report, out)
-        self.stream.write("\n".join(lines) + "\n")
+
+    def _quiet(self, report, out) -> None:
+        """The findings, grouped as in the whole report, then one line: what was audited and
+        what was found (a clean audit says it was one, never nothing)."""
+        if len(report.datasets) > 1:
+            for dataset in report.datasets:
+                groups = self._grouped(dataset.findings)
+                if groups:
+                    out("")
+                    out(f"Dataset {dataset.root}", self.style.heading)
+                    self._findings(groups, out, None)
+            grouped = {id(f) for dataset in report.datasets for f in dataset.findings}
+            self._findings(self._grouped(f for f in report.findings if id(f) not in grouped), out, None)
+        else:
+            self._findings(self.groups, out, None)
+        for error in report.errors:
+            out(f"internal error: {error}", self._paint_error)
+        out("")
+        # ``data/voc: 6 files audited: 7 errors, 0 warnings, 0 info``; a clean audit says it was one.
+        where = f"{', '.join(report.paths)}: "
+        if report.audited_nothing:
+            out(f"{where}nothing was checked: no file was audited")
+            return
+        counted = f"{_samples(report.summary)} audited: {_counted(self._counts(report))}"
+        after = ""
+        if report.sampled:
+            after += f" (a random sample of {report.sampled['size']:,} out of {report.sampled['of']:,})"
+        if self.baseline is not None:
+            after += f" (new); {plural(len(self.baseline.known), 'known finding')} of {self.baseline.source} not listed"
+        # Only the counts are painted, never a word of the paths around them.
+        start = len(printable(where))
+        end = start + len(counted)
+        out(where + counted + after, lambda line: line[:start] + self._paint_counts(line[start:end]) + line[end:])
+
+    def _counts(self, report) -> dict[str, int]:
+        """The report's findings by severity, those a baseline holds left out."""
+        counts = report.counts()
+        if self.baseline is not None:
+            counts = {level: sum(1 for group in self.groups.values() for f in group if str(f.severity) == level)
+                      for level in counts}
+        return counts
+
+    def _paint_counts(self, line: str) -> str:
+        """The counts of a result line that are not 0 in their severity's colour."""
+        return re.sub(r"\b[1-9][0-9,]* (error|warning|info)s?\b",
+                      lambda match: self.style.severity(match.group(), match.group(1)), line)
+
+    def _paint_error(self, line: str) -> str:
+        head, sep, rest = line.partition(":")
+        return self.style.severity(head, "error") + sep + rest
 
     def _grouped(self, findings) -> dict[str, list]:
         """``findings`` by code, without those a baseline holds (counted in its line)."""
@@ -117,7 +187,7 @@ class TextFormatter(Formatter):
         its findings."""
         out("")
         title = f"Dataset {dataset.root}  (layout: {dataset.layout})"
-        out(title)
+        out(title, self.style.heading)
         out("-" * min(len(title), 79))
         _spec_lines(dataset.spec, "spec:      ", out)
         out(f"audited:   {_samples(dataset.summary)}")
@@ -126,8 +196,7 @@ class TextFormatter(Formatter):
         groups = self._grouped(dataset.findings)
         counts = {level: sum(1 for group in groups.values() for f in group if str(f.severity) == level)
                   for level in ("error", "warning", "info")}
-        out(f"result:    {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
-            f"{counts['info']} info{' (new)' if self.baseline is not None else ''}")
+        out(f"result:    {_counted(counts)}{' (new)' if self.baseline is not None else ''}", self._paint_counts)
         _empty_and_unreadable(dataset.summary, out)
         self._values(dataset, out, mixed=False)
         self._classes(dataset, out, mixed=False)
@@ -142,7 +211,7 @@ class TextFormatter(Formatter):
         if not summary.value_files and not report.suggested_color_map:
             return
         out("")
-        out("Found values")
+        out("Found values", self.style.heading)
         if summary.value_files:
             self._value_table(report, out, mixed)
         if report.suggested_color_map:
@@ -165,8 +234,8 @@ class TextFormatter(Formatter):
                 verdict = "ignored"
             name = report.spec.class_name(value)
             name = _cell(name, 16) if name else ""
-            out(f"  {value:>7}  {name:<16} {summary.value_files[value]:>7} "
-                f"{summary.value_pixels[value]:>12}  {verdict}")
+            out(f"  {value:>7}  {name:<16} {summary.value_files[value]:>7,} "
+                f"{summary.value_pixels[value]:>12,}  {verdict}", self._paint_verdict)
         rest = [v for v in found if v not in kept]
         if rest:
             files = max(summary.value_files[v] for v in rest)
@@ -195,15 +264,15 @@ class TextFormatter(Formatter):
         if not summary.class_objects:
             return
         out("")
-        out("Classes")
+        out("Classes", self.style.heading)
         out(f"  {'class':<24} {'objects':>9} {'images':>8}  in spec")
         # datasets with different specs: each file's findings say which names are unknown
         names = set() if mixed else set(report.spec.legal_class_names())
         ranked = sorted(summary.class_objects, key=lambda n: (-summary.class_objects[n], n))
         for name in ranked[:CLASS_ROWS]:
             verdict = "-" if not names else ("yes" if name in names else "NO")
-            out(f"  {_cell(name, 24):<24} {summary.class_objects[name]:>9} {summary.class_images[name]:>8}  "
-                f"{verdict}")
+            out(f"  {_cell(name, 24):<24} {summary.class_objects[name]:>9,} {summary.class_images[name]:>8,}  "
+                f"{verdict}", self._paint_verdict)
         if len(ranked) > CLASS_ROWS:
             out(f"  ... {plural(len(ranked) - CLASS_ROWS, 'more class')} (--output-format json lists every class)")
         unknown = [name for name in ranked if names and name not in names]
@@ -227,9 +296,15 @@ class TextFormatter(Formatter):
             out("")
             where = f", {plural(files, 'file')}" if files > 1 else ""
             title = check.summary if check else ""
-            out(f"{code} {group[0].severity} {check.name if check else ''}: {plural(len(group), 'finding')}{where}")
-            if title:
-                out(f"  {title}")
+            severity = str(group[0].severity)
+            out(f"{code} {severity} {check.name if check else ''}: {plural(len(group), 'finding')}{where}",
+                lambda line, code=code, severity=severity: self.style.code(code) + " "
+                + self.style.severity(severity, severity) + line[len(code) + len(severity) + 1:])
+            # A sentence that ends every message of the group (LG201's word on the GPU's error)
+            # is said once, here, not once per file.
+            ending = said_once(group)
+            if title or ending:
+                out(f"  {'. '.join(part for part in (title, ending) if part)}")
             overview = _overview(group)
             if overview:
                 out(f"  {overview}")
@@ -237,7 +312,8 @@ class TextFormatter(Formatter):
             shown = representatives(group, self.examples)
             for finding in shown:
                 place = f"{finding.path}: " if finding.path else ""
-                out(f"  - {place}{_capped(finding.message)}")
+                message = without(finding.message, ending)
+                out(f"  - {place}{_capped(message)}")
                 if len(hints) > 1 and finding.hint:
                     out(f"    hint: {finding.hint}")
             if len(group) > len(shown):
@@ -266,9 +342,40 @@ class TextFormatter(Formatter):
             steps.append("rerun without --sample to audit every file")
         steps.append("wrap the training dataset with labelguard.torch.guard(...) to name the sample at load time")
         out("")
-        out("What to run next")
+        out("What to run next", self.style.heading)
         for step in steps:
             out(f"  {step}")
+
+
+    def _paint_verdict(self, row: str) -> str:
+        """A table row whose last column says NO (a value or class outside the spec) with it in red."""
+        return row[:-2] + self.style.severity("NO", "error") if row.endswith("  NO") else row
+
+
+def said_once(findings: list) -> str:
+    """The sentence that ends the message of every one of ``findings`` (two or more) and says
+    what the fault does in training (the rule names it: :data:`CONSEQUENCE` of its data), for a
+    report to say once; "" when they do not all end with the same one."""
+    if len(findings) < 2:
+        return ""
+    sentence = findings[0].data.get(CONSEQUENCE)
+    if not isinstance(sentence, str) or not sentence:
+        return ""
+    tail = ". " + sentence
+    if all(f.data.get(CONSEQUENCE) == sentence and len(f.message) > len(tail) and f.message.endswith(tail)
+           for f in findings):
+        return sentence
+    return ""
+
+
+def without(message: str, sentence: str) -> str:
+    """``message`` without its last ``sentence`` (one :func:`said_once` found in it)."""
+    return message[:len(message) - len(sentence) - 2] if sentence else message
+
+
+def _counted(counts: dict[str, int]) -> str:
+    """"7 errors, 0 warnings, 0 info": a result line's counts."""
+    return f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {counts['info']:,} info"
 
 
 def _spec_lines(spec, head: str, out) -> None:

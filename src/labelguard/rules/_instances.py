@@ -294,9 +294,9 @@ def instance_folders(summary, reading: str) -> list[InstanceFolder]:
                         if (f, r) == key and what.startswith("dtype "))
         total, one_region = summary.instances[key + ("ids",)], summary.instances[key + ("one region",)]
         regions = "every id one connected region" if one_region == total else \
-            f"{one_region} of {total} ids one connected region each"
+            f"{one_region:,} of {plural(total, 'id')} one connected region each"
         found.append(InstanceFolder(folder, summary.instances[key + ("masks",)], examples,
-                                    f"{fewest} ids" if fewest == most else f"{fewest} to {most} ids", highest,
+                                    plural(fewest, "id") if fewest == most else f"{fewest:,} to {most:,} ids", highest,
                                     ", ".join(dtypes), regions, summary.instances[key + ("outside",)]))
     return found
 

@@ -122,9 +122,12 @@ def unreadable_objects(record: AnnotationRecord, spec):
     findings = []
     shown = record.problems[:OBJECT_PROBLEMS_SHOWN]
     for place, problem in shown:
+        # unit and places as the other codes' findings carry them: a YOLO row or a list line
+        # is a line of the file, which concise, SARIF and GitHub output point at.
+        where = {"unit": unit, "places": [place]} if place else {}
         findings.append(UNREADABLE.finding(
             record.display, f"{unit} {place} {problem}" if place else problem,
-            hint=record.problem_hint or "", **{unit: place or None},
+            hint=record.problem_hint or "", **{unit: place or None}, **where,
         ))
     extra = record.problems[OBJECT_PROBLEMS_SHOWN:]
     more = total - len(shown)
@@ -251,7 +254,7 @@ def unreadable_over_bound(summary: Summary, spec):
     return [UNREADABLE.finding(
         None,
         f"{plural(summary.unreadable, 'file')} cannot be read and the spec{spec.origin_note('max_files_unreadable')} "
-        f"allows at most {bound} (max_files_unreadable)",
+        f"allows at most {bound:,} (max_files_unreadable)",
         hint="Re-export or remove the unreadable files (each is an LG001 finding of its own).",
         unreadable=summary.unreadable, bound=bound,
     )]

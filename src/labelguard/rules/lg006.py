@@ -10,7 +10,7 @@ from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
-from labelguard.core.text import plural, shorten
+from labelguard.core.text import plural, shorten, verb
 from labelguard.core.spec import TokenSpec
 from labelguard.rules._examples import token_lines
 
@@ -80,9 +80,11 @@ def no_label_spec(summary: Summary, spec: LabelSpec):
     if classes:
         listed.append(f"{plural(len(classes), 'class')} ({shorten(classes, SHOWN, repr)})")
     found = " and ".join(listed)
+    # The subject is the values, the classes, or both: "1 class ... was", "2 classes ... were".
+    subjects = 2 if len(listed) == 2 else len(values) or len(classes)
     return [NO_SPEC.finding(
         None,
         f"no label spec was given or found: {found} in {plural(summary.samples, 'sample')} "
-        "were listed, not checked against the classes the model expects",
+        f"{verb(subjects, 'was')} listed, not checked against the classes the model expects",
         values=values[:SHOWN], classes=classes[:SHOWN], samples=summary.samples,
     )]

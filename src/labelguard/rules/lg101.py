@@ -187,7 +187,7 @@ def names_missing_from_the_reference(record: AnnotationRecord, spec: LabelSpec):
         guess = did_you_mean(suggestions)
         findings.append(UNKNOWN_CLASS.finding(
             record.display,
-            f"category {name!r} (id {value}) is not among the {len(table.reference)} categories of "
+            f"category {name!r} (id {value}) is not among the {len(table.reference):,} categories of "
             f"{table.reference_source}: {plural(count, record.unit)} ({sample(shown, count)}){guess}",
             hint="Use the same categories in every split (training code builds its class list from "
             "one file), or rename the category.",
@@ -211,7 +211,7 @@ def class_folder_not_in_the_spec(record: AnnotationRecord, spec: LabelSpec):
     return (UNKNOWN_CLASS.finding(
         record.display,
         f"class folder {folder.name!r}{where} ({plural(folder.images, 'image')}) is not one of the "
-        f"{len(spec.classes)} classes of the spec{guess}",
+        f"{len(spec.classes):,} classes of the spec{guess}",
         hint=(f"Rename the folder to {suggestions[0]!r}" if suggestions else "Rename the folder")
         + ", add the class to the spec, or move the folder out of the dataset.",
         **{"class": folder.name}, suggestions=suggestions, unit="image", places=[], count=folder.images,

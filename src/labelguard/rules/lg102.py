@@ -165,7 +165,7 @@ def class_folder_index_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     return (ID_TOO_LARGE.finding(
         record.display,
         f"class folder {folder.name!r} ({plural(folder.images, 'image')}) gets class index {folder.index}: "
-        f"{where} has {folder.classes} class folders, which ImageFolder numbers 0..{folder.classes - 1} in "
+        f"{where} has {folder.classes:,} class folders, which ImageFolder numbers 0..{folder.classes - 1} in "
         f"sorted order, but the spec allows {expected} ({spec.describe()})",
         hint=f"Set num_classes to {folder.classes}, or remove the class folders that are not classes.",
         ids=[folder.index], num_classes=n if spec.is_contiguous() else None,

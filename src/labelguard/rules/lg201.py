@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from labelguard.core.findings import Finding
+from labelguard.core.findings import CONSEQUENCE, Finding
 from labelguard.core import storage
 from labelguard.core.paths import display_path
 from labelguard.core.records import MaskSample
@@ -43,6 +43,8 @@ device-side assert on a GPU, raised late and without naming the file: the #1 cau
 # The key of ``Finding.data`` that marks a file as a photograph rather than a label map;
 # fixers refuse to rewrite such files.
 LOOKS_LIKE_IMAGE = "looks_like_image"
+# What a value outside the spec does on a GPU: the last sentence of each such finding.
+ON_A_GPU = 'On a GPU this is the "device-side assert triggered" in cross_entropy'
 
 
 def _photo(seed: int = 0) -> np.ndarray:
@@ -168,19 +170,23 @@ def outside_spec(display: str | None, bad, spec: LabelSpec, value_name: str = "l
                      "(count the background too)")
     ignore_like = [v for v in stored if v in (255, -1, -100)]
     if ignore_like:
-        hints.append(f"if {ignore_like[0]} marks borders/unlabelled pixels, declare it with "
-                     f"--ignore-index {ignore_like[0]} and pass ignore_index={ignore_like[0]} to the loss")
-    hints.append("or remap the values (`labelguard fix remap`)")
-    message = (
-        f"{noun(distinct, value_name)} {pairs} {verb(distinct, 'is')} outside {spec.describe()}. "
-        "On a GPU this is the "
-        "\"device-side assert triggered\" in cross_entropy"
-    )
+        # The same finding comes from the audit and from guard(): both ways to declare it.
+        hints.append(f"if {ignore_like[0]} marks borders/unlabelled pixels, declare it as the ignore index "
+                     f"(--ignore-index {ignore_like[0]}; guard(..., ignore_index={ignore_like[0]})) and pass "
+                     f"ignore_index={ignore_like[0]} to the loss")
+    # The remap hint stands alone when no other applies: it then opens the sentence.
+    hints.append(f"{'or r' if hints else 'R'}emap the values (`labelguard fix remap`)")
+    message = f"{noun(distinct, value_name)} {pairs} {verb(distinct, 'is')} outside {spec.describe()}. {ON_A_GPU}"
     return VALUE_OUTSIDE_SPEC.finding(
-        display, message, hint="; ".join(hints).capitalize() + ".",
+        display, message, hint=_sentence("; ".join(hints)), **{CONSEQUENCE: ON_A_GPU},
         values=list(stored[:VALUES_KEPT]), counts=list(bad.counts[:VALUES_KEPT]), distinct=distinct,
         pixels=int(sum(bad.counts)),
     )
+
+
+def _sentence(text: str) -> str:
+    # Not str.capitalize(): it would lower the rest (a path, a class name in the hint).
+    return text[:1].upper() + text[1:] + "."
 
 
 def _with(value: int) -> np.ndarray:

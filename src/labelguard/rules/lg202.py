@@ -537,7 +537,7 @@ def edge_fringe(sample: MaskSample, spec):
         f"{' ' + repr(record.key) if record.key else ''})"
     return (LOSSY.finding(
         sample.display,
-        f"{sample.fringe_pixels} pixels along class edges{where} hold {plural(len(rare), 'stray value')} "
+        f"{sample.fringe_pixels:,} pixels along class edges{where} hold {plural(len(rare), 'stray value')} "
         f"({shorten(rare, 8)}) {_place(rare, common)} the main "
         f"values {common[:6]}: the mask went through JPEG or was resized with interpolation",
         hint="Re-export the mask losslessly from the source labels, and resize masks with nearest-neighbour "

@@ -122,7 +122,7 @@ def one_id_on_separate_objects(sample: MaskSample, spec: LabelSpec):
                      len(evidence.split_places), total=evidence.split_ids, sep="; ")
     return (INSTANCE_MASK.finding(
         sample.display,
-        f"{plural(evidence.split_ids, 'instance id')} of {evidence.ids} {verb(evidence.split_ids, 'is')} used by "
+        f"{plural(evidence.split_ids, 'instance id')} of {evidence.ids:,} {verb(evidence.split_ids, 'is')} used by "
         f"separate objects (regions apart from each other, corners counting as touching): {listed}",
         hint="An instance loss reads one id as one object: give each region its own id (or join the regions "
              "if they are one object cut by a crop).",
@@ -173,7 +173,7 @@ def instance_ids_where_classes_expected(summary: Summary, spec: LabelSpec):
     expects class ids (never where the user said the masks hold classes: --semantic)."""
     findings = []
     for found in instance_folders(summary, "classes"):
-        illegal = f"; {found.outside} of them hold values the spec does not allow (LG201)" if found.outside else ""
+        illegal = f"; {found.outside:,} of them hold values the spec does not allow (LG201)" if found.outside else ""
         where = f" of {found.folder}" if found.folder else ""
         findings.append(INSTANCE_MASK.finding(
             None,

@@ -90,12 +90,12 @@ def shapes_differ_from_the_majority(summary: Summary, spec: LabelSpec):
         odd = sorted((key for key in shapes if key != majority), key=lambda key: (-shapes[key], key))
         count = total - held
         examples = {key: summary.shape_examples.get((folder, key), []) for key in odd[:SHOWN]}
-        listed = shorten([f"{_shown(key)} in {shapes[key]} ({', '.join(examples.get(key, []))})" for key in odd],
+        listed = shorten([f"{_shown(key)} in {shapes[key]:,} ({', '.join(examples.get(key, []))})" for key in odd],
                          SHOWN, sep="; ")
         where = f" of {folder}" if folder else ""
         findings.append(SHAPE_OUTLIER.finding(
             None,
-            f"{plural(count, 'mask')}{where} differ{'s' if count == 1 else ''} in shape from the {held} of {total} "
+            f"{plural(count, 'mask')}{where} differ{'s' if count == 1 else ''} in shape from the {held:,} of {total:,} "
             f"there that are {_shown(majority)}: {listed}",
             hint=f"Re-export these samples at {_shown(majority)} (nearest-neighbour for masks), or resize every "
             "sample in the dataset's transform; batching them as they are fails with 'stack expects each tensor to "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from labelguard.core.findings import Finding
 from labelguard.core.registry import define
+from labelguard.core.text import noun, verb
 
 HEAD_MISMATCH = define(
     "LG503", "head-size-mismatch", "error",
@@ -40,7 +41,7 @@ def head_differs_from_num_classes(classes: int, head: str, output_shape: list[in
     output's shape."""
     return HEAD_MISMATCH.finding(
         None,
-        f"the model outputs {classes} classes ({head}, output shape {output_shape}) but num_classes={num_classes}",
+        f"{head} gives {classes} classes (output shape {output_shape}) but num_classes={num_classes}",
         hint=f"Build the head with {num_classes} outputs (background included), or fix num_classes.",
         outputs=classes, num_classes=num_classes,
     )
@@ -55,9 +56,10 @@ def targets_past_the_head(classes: int, head: str, seen: list[int], too_large: l
         hint += "; if 0 means 'unlabelled' (ADE20K style), set reduce_zero_label=True"
     return HEAD_MISMATCH.finding(
         None,
-        f"the model outputs {classes} classes ({head}) but the targets hold "
-        f"{', '.join(map(str, seen[:20]))}: {', '.join(map(str, too_large[:10]))} index "
-        "past the logits (on a GPU: the \"device-side assert triggered\" in the loss)",
+        f"{head} gives {classes} classes but the targets hold "
+        f"{', '.join(map(str, seen[:20]))}: {noun(len(too_large), 'value')} {', '.join(map(str, too_large[:10]))} "
+        f"{verb(len(too_large), 'indexes')} past the logits "
+        "(on a GPU: the \"device-side assert triggered\" in the loss)",
         hint=hint + ".", outputs=classes, values=too_large,
     )
 

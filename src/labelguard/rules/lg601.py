@@ -78,5 +78,5 @@ def _table(tokens: TokenSpec) -> str:
     """The table token ids must fit, in words: the embedding, else the tokenizer."""
     if tokens.vocab_size is not None:
         return f"the embedding's {plural(tokens.vocab_size, 'row')} ({tokens.described('vocab_size', 'vocab_size')})"
-    return (f"the {tokens.tokenizer_size} ids of the tokenizer ({tokens.origin('tokenizer')}; no model config "
+    return (f"the {tokens.tokenizer_size:,} ids of the tokenizer ({tokens.origin('tokenizer')}; no model config "
             "given): no such tokenizer made them")

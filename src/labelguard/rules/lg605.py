@@ -68,7 +68,7 @@ def tokenizer_findings(tokens: TokenSpec) -> list:
     return [TOKENIZER_PAST_EMBEDDING.finding(
         None,
         f"the tokenizer ({tokens.origin('tokenizer') or 'given'}) makes ids up to {tokens.tokenizer_size - 1} "
-        f"({tokens.tokenizer_size} ids, added tokens included) but the embedding has {rows} rows "
+        f"({tokens.tokenizer_size:,} ids, added tokens included) but the embedding has {plural(rows, 'row')} "
         f"({tokens.described('vocab_size', 'vocab_size')}): ids {rows}..{tokens.tokenizer_size - 1} have no "
         f"row{special}",
         tokenizer_size=tokens.tokenizer_size, vocab_size=rows, special_outside=[token for _, token in outside],

@@ -5,11 +5,15 @@ labelguard never imports torch.
 
 Public API::
 
-    guard(dataset, spec=None, *, num_classes=..., ignore_index=..., on_error=..., quarantine=...,
-          model=...)    check each sample's target where it is produced (DataLoader workers);
-                        with model=, tokenized samples against the model's tables (LG601-LG604)
+    guard(dataset, spec=None, *, num_classes=..., ignore_index=..., on_error=..., substitute=...,
+          quarantine=..., model=...)
+                        check each sample's target where it is produced (DataLoader workers);
+                        on_error="skip" serves the next good sample in a bad one's place, or
+                        substitute="random" / "drop"; with model=, tokenized samples against
+                        the model's tables (LG601-LG604)
     collate, guard_collate
-                        name the two samples whose shapes torch.stack cannot join (LG206)
+                        name the two samples whose shapes torch.stack cannot join (LG206);
+                        leave out the DroppedSamples of substitute="drop"
     checked(loss_fn, num_classes=None, on_device="check")
                         a loss that raises a LabelError instead of a device-side assert;
                         any loss when told num_classes; on_device="mask": no sync
@@ -44,7 +48,7 @@ from labelguard._optional import require
 
 require("torch", "use labelguard.torch")
 
-from labelguard.torch._collate import collate, guard_collate  # noqa: E402
+from labelguard.torch._collate import DroppedSample, collate, guard_collate  # noqa: E402
 from labelguard.torch._errors import NonFiniteError, PreflightError, SampleError  # noqa: E402
 from labelguard.torch._guard import (  # noqa: E402
     GuardedDataset,
@@ -63,6 +67,7 @@ from labelguard.torch._watch import DivergenceWatch, watch  # noqa: E402
 __all__ = [
     "CheckedLoss",
     "DivergenceWatch",
+    "DroppedSample",
     "GuardedDataset",
     "GuardedIterableDataset",
     "NonFiniteError",

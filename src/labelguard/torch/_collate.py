@@ -1,4 +1,5 @@
-"""Batch-level checks: name the two samples whose shapes ``torch.stack`` cannot join.
+"""Batch-level checks: name the two samples whose shapes ``torch.stack`` cannot join, and
+leave out the samples ``guard(on_error="skip", substitute="drop")`` dropped.
 
 ``collate`` costs nothing on good batches: it calls the real collate function and only
 when that fails looks for the shapes that differ. The samples are named by dataset index
@@ -14,6 +15,7 @@ from typing import Any, Callable, Iterator
 
 from torch.utils.data import default_collate
 
+from labelguard.errors import UsageError
 from labelguard.rules.lg206 import batch_sizes_differ
 from labelguard.torch._targets import sample_error, shape_of
 from labelguard.torch._errors import SampleError, raise_sample_error
@@ -27,13 +29,70 @@ def remember_sample(index: Any, sample: Any, dataset: Any) -> None:
     _RECENT.append((id(sample), index, dataset))
 
 
+class DroppedSample:
+    """What a guarded dataset with ``substitute="drop"`` hands out in place of a bad sample:
+    :func:`collate` and :func:`guard_collate` leave it out of its batch, which comes out one
+    sample shorter. Another collate function fails on it, with this class's name (or, for
+    samples that are tuples, lists or dicts, with a UsageError saying which collate to pass).
+
+    Attributes:
+        index: the dataset index of the bad sample.
+        replacement: the next good sample, which a batch of nothing but dropped samples gets
+            instead (a batch is never empty).
+        replacement_index: its dataset index.
+    """
+
+    __slots__ = ("index", "replacement", "replacement_index")
+
+    def __init__(self, index: int, replacement: Any, replacement_index: int) -> None:
+        self.index = index
+        self.replacement = replacement
+        self.replacement_index = replacement_index
+
+    def __repr__(self) -> str:
+        return f"DroppedSample(index={self.index})"
+
+    def __bool__(self) -> bool:
+        return True
+
+    # default_collate takes a batch of tuples, lists or dicts apart with these: say what to do.
+    def __len__(self) -> int:
+        raise self._not_collated()
+
+    def __iter__(self) -> Iterator[Any]:
+        raise self._not_collated()
+
+    def __getitem__(self, key: Any) -> Any:
+        raise self._not_collated()
+
+    def _not_collated(self) -> UsageError:
+        return UsageError(
+            f"sample {self.index} was dropped by guard(on_error='skip', substitute='drop') but the "
+            "DataLoader's collate_fn does not leave it out: pass collate_fn=labelguard.torch.collate "
+            "(or labelguard.torch.guard_collate(your_collate))")
+
+
+def kept_samples(batch: list) -> list:
+    """``batch`` without the samples a guard dropped; the first one's replacement when it
+    held nothing else."""
+    kept = [sample for sample in batch if not isinstance(sample, DroppedSample)]
+    if kept or not batch:
+        return kept
+    return [batch[0].replacement]
+
+
 def collate(batch: list, *, collate_fn: Callable[[list], Any] | None = None) -> Any:
     """``default_collate`` (or ``collate_fn``) that names the samples a shape mismatch comes from.
+
+    Samples dropped by ``guard(on_error="skip", substitute="drop")`` are left out first: the
+    batch comes out shorter (a batch of nothing but dropped samples gets the first one's
+    replacement, the next good sample, so it is never empty).
 
     Raises:
         SampleError: LG206 naming the two samples (index and file when known), the field
             and both shapes, when the collate function fails on samples of different shapes.
     """
+    batch = kept_samples(batch)
     try:
         return (collate_fn or default_collate)(batch)
     except Exception as exc:
@@ -44,7 +103,8 @@ def collate(batch: list, *, collate_fn: Callable[[list], Any] | None = None) -> 
 
 
 class guard_collate:  # noqa: N801 - used like a function: guard_collate(my_collate)
-    """Wrap a collate function with :func:`collate`'s shape diagnosis (picklable)."""
+    """Wrap a collate function with :func:`collate`'s shape diagnosis and its leaving out of
+    dropped samples (picklable)."""
 
     def __init__(self, collate_fn: Callable[[list], Any] | None = None) -> None:
         self.collate_fn = collate_fn

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from torch.utils.data import get_worker_info
 
@@ -80,7 +80,7 @@ class SampleError(LabelError):
         return _WorkerPayload(f"{_PAYLOAD_TAG} {json.dumps(payload, default=_jsonable)}")
 
 
-def raise_sample_error(error: SampleError, cause: BaseException | None = None) -> None:
+def raise_sample_error(error: SampleError, cause: BaseException | None = None) -> NoReturn:
     """Raise ``error`` (from ``cause``) so that it reaches the main process whole, also from
     inside a DataLoader worker, where it is chained from its payload instead."""
     if get_worker_info() is not None:

@@ -11,7 +11,9 @@ is known by its position in its worker's stream, so its record names the worker 
 
 With ``on_error="skip"`` at most :data:`MAX_SUBSTITUTES` bad samples in a row are skipped;
 one more ends the run with a SampleError, so a stream of nothing but bad samples stops
-instead of spinning (an endless stream) or training on nothing (a finite one).
+instead of spinning (an endless stream) or training on nothing (a finite one). What takes a
+skipped sample's place in a map-style dataset is ``substitute``'s choice (:data:`SUBSTITUTES`);
+each record says which index took it (``replaced_by``).
 
 A sample the wrapped dataset cannot produce (its ``__getitem__`` raises: a missing file, a
 corrupt one) is a bad sample too: skipped and recorded with the original error under
@@ -64,7 +66,7 @@ from labelguard.torch._targets import (
     target_arrays,
     target_classes,
 )
-from labelguard.torch._collate import remember_sample
+from labelguard.torch._collate import DroppedSample, remember_sample
 from labelguard.torch._losses import rules_for
 from labelguard.torch._tokens import holds_tokens, token_findings, token_spec_of
 from labelguard.torch._errors import SampleError, raise_sample_error
@@ -77,6 +79,10 @@ except ImportError:  # Windows: records are appended without a lock
 log = logging.getLogger("labelguard.torch")
 
 ON_ERROR = ("raise", "skip", "warn")
+# What takes a skipped sample's place in a map-style dataset: the next good index (batches
+# keep their size; the neighbour is seen twice), a good index drawn at random (no one
+# neighbour over-weighted), or nothing (the guard's collate leaves it out: a shorter batch).
+SUBSTITUTES = ("next", "random", "drop")
 # With on_error="skip", this many bad samples in a row are skipped; the next one ends the run.
 MAX_SUBSTITUTES = 32
 
@@ -88,7 +94,11 @@ class QuarantineRecord:
     ``worker`` is the DataLoader worker whose stream ``index`` counts in, for a sample of an
     IterableDataset read by a worker; None for a map-style dataset, whose index is global.
     ``error`` is the exception the dataset raised for the sample (type and message), when
-    it raised one.
+    it raised one. ``replaced_by`` is the index of the good sample served in its place
+    (``on_error="skip"``, ``substitute="next"`` or ``"random"``); None when nothing was: a
+    dropped sample, a sample of an IterableDataset (the stream's next sample simply follows),
+    one for which no good sample was found, or one met only while looking for another
+    sample's replacement and never asked for itself.
     """
 
     index: int | None
@@ -96,9 +106,10 @@ class QuarantineRecord:
     code: str
     values: list | None
     message: str
-    action: str  # skipped | warned | raised
+    action: str  # skipped | dropped | warned | raised
     worker: int | None = None
     error: str | None = None
+    replaced_by: int | None = None
 
     @property
     def key(self) -> tuple:
@@ -106,7 +117,12 @@ class QuarantineRecord:
 
 
 class RecordStore:
-    """A JSON-lines file of QuarantineRecords, appended to by several processes."""
+    """A JSON-lines file of QuarantineRecords, appended to by several processes.
+
+    One record per key, but for one update: a record without ``replaced_by`` (a bad sample
+    met while looking for another's replacement) is followed by the record naming what was
+    served when that sample is asked for itself; :meth:`read` keeps the later one.
+    """
 
     def __init__(self, path: str | os.PathLike | None) -> None:
         if path is None:
@@ -122,7 +138,7 @@ class RecordStore:
 
     def _reset_process_state(self) -> None:
         self._pid = os.getpid()
-        self._seen: set[tuple] = set()
+        self._seen: dict[tuple, bool] = {}  # key -> whether its record names what was served
         self._offset = 0
 
     def __getstate__(self) -> dict:
@@ -133,7 +149,8 @@ class RecordStore:
         self._reset_process_state()
 
     def add(self, record: QuarantineRecord) -> None:
-        """Append ``record`` unless a record with the same key is already in the file."""
+        """Append ``record`` unless a record with the same key is already in the file, or
+        only one without ``replaced_by`` is and ``record`` has one."""
         if os.getpid() != self._pid:  # a forked worker: its own file offset and lock
             self._reset_process_state()
         with open(self.path, "a+", encoding="utf-8") as handle:
@@ -142,15 +159,18 @@ class RecordStore:
             try:
                 handle.seek(self._offset)
                 for line in handle:
-                    self._seen.add(_key_of(json.loads(line)))
+                    data = json.loads(line)
+                    key = _key_of(data)
+                    self._seen[key] = self._seen.get(key, False) or data.get("replaced_by") is not None
                 self._offset = handle.tell()
-                if record.key in self._seen:
+                served = self._seen.get(record.key)
+                if served is not None and (served or record.replaced_by is None):
                     return
                 line = json.dumps(asdict(record), default=str) + "\n"
                 handle.write(line)
                 handle.flush()
                 self._offset = handle.tell()
-                self._seen.add(record.key)
+                self._seen[record.key] = record.replaced_by is not None
             finally:
                 if fcntl is not None:
                     fcntl.flock(handle, fcntl.LOCK_UN)
@@ -158,12 +178,12 @@ class RecordStore:
     def read(self) -> list[QuarantineRecord]:
         if not self.path.exists():
             return []
-        records = []
+        records: dict[tuple, QuarantineRecord] = {}  # in first-met order; a later record updates
         for line in self.path.read_text(encoding="utf-8").splitlines():
             if line.strip():
-                data = json.loads(line)
-                records.append(QuarantineRecord(**data))
-        return records
+                record = QuarantineRecord(**json.loads(line))
+                records[record.key] = record
+        return list(records.values())
 
 
 def _key_of(data: Mapping[str, Any]) -> tuple:
@@ -185,6 +205,7 @@ class _SampleGuard:
         source: Callable[[int], Any] | None,
         on_error: str,
         store: RecordStore,
+        substitute: str = "next",
         tokens: Any = None,
         check_inputs: bool = True,
         input_range: tuple[float, float] | None = None,
@@ -194,6 +215,7 @@ class _SampleGuard:
         self.target = target
         self.source = source
         self.on_error = on_error
+        self.substitute = substitute
         self.store = store
         self.tokens = tokens  # the TokenSpec of guard(model=...), or None
         self.check_inputs = check_inputs
@@ -291,11 +313,12 @@ class _SampleGuard:
             found = source_in_sample(sample)
         return None if found is None else os.fspath(found)
 
-    def record(self, error: SampleError, action: str, worker: int | None = None) -> None:
+    def record(self, error: SampleError, action: str, worker: int | None = None,
+               replaced_by: int | None = None) -> None:
         self.store.add(QuarantineRecord(
             index=error.index, source=error.source, code=error.code,
             values=error.values, message=error.message, action=action, worker=worker,
-            error=getattr(error, "raised", None),
+            error=getattr(error, "raised", None), replaced_by=replaced_by,
         ))
 
     def reraise(self, exc: BaseException, error: SampleError, worker: int | None = None) -> None:
@@ -315,13 +338,18 @@ class _SampleGuard:
         log.warning("%s", error.message)
 
 
-def no_replacement(first: SampleError, bad_in_a_row: int) -> SampleError:
+def no_replacement(first: SampleError, bad_in_a_row: int, substitute: str = "next") -> SampleError:
     """The error that ends a skipping run after ``bad_in_a_row`` bad samples in a row, the
-    first of them ``first``."""
-    run = ("it is the only sample" if bad_in_a_row == 1 else
-           f"it and the {plural(bad_in_a_row - 1, 'sample')} after it are all bad")
+    first of them ``first``; ``substitute``: how the replacements were looked for."""
+    if bad_in_a_row == 1:
+        run = "it is the only sample"
+    elif substitute == "random":
+        run = f"it and the {plural(bad_in_a_row - 1, 'sample')} drawn at random in its place are all bad"
+    else:
+        run = f"it and the {plural(bad_in_a_row - 1, 'sample')} after it are all bad"
     return SampleError(
-        f"{first.message} (on_error='skip' found no good sample: {run}, and at most "
+        f"{first.message} (on_error='skip' found no good sample to serve in its place "
+        f"(substitute={substitute!r}): {run}, and at most "
         f"{MAX_SUBSTITUTES} bad samples in a row are skipped; fix the data or the spec)",
         code=first.code, index=first.index, source=first.source,
         values=first.values, expected=first.expected,
@@ -380,8 +408,12 @@ class _GuardedBase:
 class GuardedDataset(_GuardedBase, Dataset):
     """A map-style dataset whose every sample's target is checked when it is loaded.
 
-    With ``on_error="skip"`` a bad sample is replaced by the next good index (so batches keep
-    their size) and recorded; ``records`` lists every one after the epoch.
+    With ``on_error="skip"`` a bad sample is recorded and, by ``substitute``, replaced by the
+    next good index (``"next"``: batches keep their size, that neighbour is served twice), by
+    a good index drawn at random (``"random"``), or handed out as a :class:`DroppedSample`
+    that :func:`labelguard.torch.collate` leaves out of its batch (``"drop"``). ``records``
+    lists every bad sample after the epoch, with the index served in its place
+    (``replaced_by``); ``substitutions`` maps one to the other.
     """
 
     def __init__(self, dataset: Any, guard: _SampleGuard) -> None:
@@ -399,12 +431,19 @@ class GuardedDataset(_GuardedBase, Dataset):
             if isinstance(sample, BaseException):
                 self._guard.reraise(sample, error)
             self._guard.fail(error)
-        self._guard.record(error, "skipped")
         # "warn" passes a bad sample through, but a sample that could not be loaded has
         # nothing to pass: it is skipped, and said as loudly as a warning.
-        log.log(logging.WARNING if self._guard.on_error == "warn" else logging.INFO,
-                "skipped %s", error.message)
-        return self._substitute(int(index), error)
+        level = logging.WARNING if self._guard.on_error == "warn" else logging.INFO
+        index = int(index)
+        other, replacement = self._replacement(index, error)
+        if self._guard.substitute == "drop":
+            self._guard.record(error, "dropped")
+            log.log(level, "skipped %s It is dropped from its batch (substitute='drop').", error.message)
+            return DroppedSample(index, replacement, other)
+        self._guard.record(error, "skipped", replaced_by=other)
+        log.log(level, "skipped %s Sample %d is served in its place (substitute=%r).",
+                error.message, other, self._guard.substitute)
+        return replacement
 
     def _sample(self, index: Any) -> tuple[Any, SampleError | None]:
         """(sample, None) for a sample to hand out (good, or bad under "warn", which is then
@@ -421,16 +460,43 @@ class GuardedDataset(_GuardedBase, Dataset):
         remember_sample(index, sample, self)
         return sample, None
 
-    def _substitute(self, index: int, first: SampleError) -> Any:
-        size = len(self.dataset)
-        tried = min(size, MAX_SUBSTITUTES + 1)
-        for step in range(1, tried):
-            other = (index + step) % size
+    @property
+    def substitutions(self) -> dict[int, int]:
+        """Bad sample index -> the index served in its place, as recorded by this process and
+        its DataLoader workers (the first time each bad sample was asked for)."""
+        return {r.index: r.replaced_by for r in self.records
+                if r.index is not None and r.replaced_by is not None}
+
+    def _replacement(self, index: int, first: SampleError) -> tuple[int, Any]:
+        """(index, sample) of the good sample to serve in the place of bad sample ``index``.
+        The bad ones met on the way are recorded without ``replaced_by``: what takes their
+        place is known only when each is asked for (under "random" another draw)."""
+        bad: list[SampleError] = []
+        for other in self._candidates(index):
             sample, error = self._sample(other)
             if error is None:
-                return sample
-            self._guard.record(error, "skipped")
-        raise_sample_error(no_replacement(first, tried))
+                dropped = self._guard.substitute == "drop"
+                for met in bad:
+                    self._guard.record(met, "dropped" if dropped else "skipped")
+                return other, sample
+            bad.append(error)
+        self._guard.record(first, "skipped")
+        for met in bad:
+            self._guard.record(met, "skipped")
+        raise_sample_error(no_replacement(first, len(bad) + 1, self._guard.substitute))
+
+    def _candidates(self, index: int) -> list[int]:
+        """The indices tried, in order, for the place of bad sample ``index``: the following
+        ones, or (substitute="random") ones drawn from a generator seeded by torch's seed of
+        this process and the index, so a run under torch.manual_seed draws the same."""
+        size = len(self.dataset)
+        count = min(size - 1, MAX_SUBSTITUTES)
+        if count <= 0:
+            return []
+        if self._guard.substitute == "random":
+            draws = np.random.default_rng([torch.initial_seed(), index]).integers(1, size, count)
+            return [(index + int(step)) % size for step in draws]
+        return [(index + step) % size for step in range(1, count + 1)]
 
     def source(self, index: int) -> str | None:
         """The file of sample ``index`` as the guard names it (None when unknown)."""
@@ -522,6 +588,7 @@ def guard(
     target: TargetSelector = None,
     source: Callable[[int], Any] | None = None,
     on_error: str = "raise",
+    substitute: str | None = None,
     quarantine: str | os.PathLike | None = None,
     loss: Any = None,
     model: Any = None,
@@ -552,6 +619,17 @@ def guard(
             (a missing or corrupt file) is re-raised unchanged with a note under ``"raise"``
             and skipped and recorded with its error (LG003 missing file, LG001 any other)
             under ``"skip"`` and ``"warn"``.
+        substitute: what a map-style dataset serves in a skipped sample's place:
+            ``"next"`` (the default) the next good index, so batches keep their size and that
+            neighbour is seen twice; ``"random"`` a good index drawn at random (seeded by
+            ``torch.initial_seed()`` and the bad index: the same under ``torch.manual_seed``);
+            ``"drop"`` nothing: the sample comes out as a :class:`DroppedSample` that
+            ``DataLoader(..., collate_fn=labelguard.torch.collate)`` (or
+            ``guard_collate(your_collate)``) leaves out, so its batch is one shorter (a
+            batch of nothing but dropped samples gets the first one's next good sample).
+            Each record names the index served (``replaced_by``; ``.substitutions`` maps
+            them) and each skip is logged at INFO. An IterableDataset takes ``"next"`` or
+            ``"drop"``: its stream's next sample follows, nothing is repeated.
         quarantine: a JSON-lines path the records are written to as they are found.
         loss: what the target feeds (a loss module, an ``F.*`` function or a name:
             ``"cross_entropy"``, ``"nll"``, ``"dice"``/``"one_hot"``, ``"bce"``,
@@ -594,15 +672,17 @@ def guard(
     class (``category_id``, ``label``...).
 
     With ``on_error="skip"``, a sample that cannot be replaced (more than 32 bad samples in
-    a row, or a stream of nothing else) ends the run with a SampleError.
+    a row, or a stream of nothing else) ends the run with a SampleError. A sample whose
+    target is bad never reaches the model; which sample does in its place is ``substitute``'s.
 
     Returns:
         A :class:`GuardedDataset` or :class:`GuardedIterableDataset`; ``.records`` lists the
         bad samples seen by every worker.
 
     Raises:
-        labelguard.UsageError: an unknown ``on_error``, an ``input_range`` that is not
-            ``(low, high)``, or a dataset that is already guarded.
+        labelguard.UsageError: an unknown ``on_error`` or ``substitute`` (or a ``substitute``
+            with ``on_error="raise"``, which substitutes nothing), an ``input_range`` that is
+            not ``(low, high)``, or a dataset that is already guarded.
         labelguard.SpecError: the spec is contradictory.
         labelguard.UnsupportedError: ``dataset`` is not a dataset, or ``loss`` is a loss
             labelguard does not know.
@@ -617,6 +697,14 @@ def guard(
     """
     if on_error not in ON_ERROR:
         raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
+    if substitute is not None and substitute not in SUBSTITUTES:
+        raise UsageError(f"substitute must be one of {', '.join(SUBSTITUTES)}, got {substitute!r}")
+    if substitute is not None and on_error == "raise":
+        raise UsageError(f"substitute={substitute!r} says what replaces a skipped sample, but on_error='raise' "
+                         "skips none: pass on_error='skip'")
+    if substitute == "random" and isinstance(dataset, IterableDataset):
+        raise UsageError("substitute='random' needs a map-style dataset: an IterableDataset's bad sample is "
+                         "followed by the stream's next one (substitute='next' or 'drop')")
     if isinstance(dataset, _GuardedBase):
         raise UsageError("this dataset is already guarded")
     if boxes is not None and boxes is not False and boxes not in BOX_LAYOUTS:
@@ -631,7 +719,8 @@ def guard(
         rules = TargetRules(LabelSpec())  # the model's head is the spec of tokenized samples
     else:
         rules = rules_for(spec, num_classes, ignore_index, loss, sizes)
-    sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine), tokens=tokens,
+    sample_guard = _SampleGuard(rules, target, source, on_error, RecordStore(quarantine),
+                                substitute=substitute or "next", tokens=tokens,
                                 check_inputs=check_inputs, boxes=boxes,
                                 # _is_range (above) checked that it holds two numbers
                                 input_range=None if input_range is None

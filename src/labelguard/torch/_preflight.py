@@ -94,12 +94,12 @@ class PreflightReport:
         return not self.errors
 
     def __str__(self) -> str:
-        head = (f"{self.head['module']} ({self.head['type']}, {self.head['outputs']} outputs)"
-                if self.head else "not found")
+        head = (f"{head_phrase(self.head)} with {plural(self.head['outputs'], 'output')}"
+                if self.head else "head not found")
         values = shorten(sorted(self.target_values), 20) or "none"
         if self.batches:
             lines = [
-                f"preflight: {self.batches} batches, loss {self.loss}, head {head}, output "
+                f"preflight: {plural(self.batches, 'batch')}, loss {self.loss}, {head}, output "
                 f"{self.output_shape}, num_classes {self.num_classes}, target values {{{values}}}",
             ]
         else:
@@ -319,8 +319,7 @@ class _Preflight:
     def _cross_check(self) -> None:
         """Head, class weights, ignore values and reduce_zero_label against the data."""
         report, classes, spec, info, counts = self.report, self.classes, self.spec, self.info, self.counts
-        head_name = (f"'{report.head['module']}' ({report.head['type']}, {report.head['outputs']} outputs)"
-                     if report.head else "the model output")
+        head_name = head_phrase(report.head) if report.head else "the model output"
         n = spec.effective_num_classes
         if classes and n is not None and not self.binary and classes != n:
             report.findings.append(head_differs_from_num_classes(classes, head_name, report.output_shape, n))
@@ -349,6 +348,14 @@ class _Preflight:
         if len(classes_seen) == 1 and classes >= 2 and (
                 spec.reduce_zero_label or set(counts) == {classes_seen[0], IGNORE_REDUCED}):
             report.findings.append(one_class_reaches_the_loss(classes_seen[0], report.batches, classes))
+
+
+def head_phrase(head: Mapping[str, Any]) -> str:
+    """The head of a :class:`PreflightReport` as the subject of a sentence: "head 'decoder.cls'
+    (Conv2d)", or "the model (a Conv2d)" when the model is the head itself (its name is "")."""
+    if not head["module"]:
+        return f"the model (a {head['type']})"
+    return f"head '{head['module']}' ({head['type']})"
 
 
 def _cpu_model(model: nn.Module) -> nn.Module:

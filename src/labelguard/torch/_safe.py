@@ -189,7 +189,7 @@ class TargetMonitor:
         where = f"target of call {pending.call}"
         they = "it" if count == 1 else "them"
         message = (
-            f"{check.code} {where}: {plural(count, 'element')} of {total} "
+            f"{check.code} {where}: {plural(count, 'element')} of {total:,} "
             f"{'was' if count == 1 else 'were'} no class of {spec.describe()}, the first {what} "
             f"at element {first}{f' (batch item {item}{named})' if item is not None else ''}; "
             f"safe_targets replaced {they} with {pending.ignore_index} on the device, so the loss "

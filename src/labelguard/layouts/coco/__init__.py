@@ -31,7 +31,7 @@ from labelguard.rules._unread import unreadable
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileTask
-from labelguard.core.text import spans
+from labelguard.core.text import noun, spans, verb
 from labelguard.core.paths import display_path
 from labelguard.layouts.base import (
     CONTENT, IMAGES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
@@ -195,9 +195,12 @@ def discover_coco(root: str, options: AuditOptions) -> Discovery:
         discovery.spec = LabelSpec.from_source(display_path(primary), classes=discovered)
         ids = sorted(cat_id for cat_id, _ in categories)
         if ids != list(range(len(ids))):
+            one = len(ids) == 1
             discovery.notes.append(
-                f"{display_path(primary)}: category ids {spans(ids)} are not class indices; training code "
-                f"maps them to 0..{len(ids) - 1} with {short_map(category_index_map(dict(categories)))}")
+                f"{display_path(primary)}: {noun(len(ids), 'category id')} {spans(ids)} {verb(len(ids), 'is')} "
+                f"not {'a class index' if one else 'class indices'}; training code maps "
+                f"{'it to 0' if one else f'them to 0..{len(ids) - 1}'} with "
+                f"{short_map(category_index_map(dict(categories)))}")
     for path in files:
         flavour, _ = flavour_and_split(path)
         dirs = image_dirs(path, options)

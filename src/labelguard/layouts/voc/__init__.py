@@ -17,6 +17,7 @@ from typing import Iterator
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec, class_list_spec
 from labelguard.core.tasks import FileTask
+from labelguard.core.text import plural
 from labelguard.layouts.base import (
     CONTENT, IMAGES, LISTS, NAMES, AuditOptions, Discovery, Evidence, Seen, evidence, no, register_layout,
 )
@@ -231,7 +232,7 @@ def discover_voc(root: str, options: AuditOptions) -> Discovery:
         discovery.color_map = found.color_map
         if not discovery.spec.is_known:
             discovery.spec = found.spec
-        discovery.notes.append(f"SegmentationClass masks audited too ({len(found.tasks)} files)")
+        discovery.notes.append(f"SegmentationClass masks audited too ({plural(len(found.tasks), 'file')})")
     return discovery
 
 
