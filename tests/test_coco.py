@@ -119,7 +119,7 @@ def test_panoptic_segments_are_the_objects(tmp_path):
     [unknown] = found(report, "LG101")
     assert "category id 9" in unknown.message and "annotations[0].segments_info[1] (id 8)" in unknown.message
     [png] = found(report, "LG003")
-    assert "panoptic PNGs" in png.message and "'a.png'" in png.message
+    assert "the only panoptic PNG named in this file does not exist" in png.message and "'a.png'" in png.message
 
 
 # ---- LG101 / LG102: categories ------------------------------------------------------------------

@@ -96,7 +96,8 @@ def test_the_two_set_up_commands_are_the_ones_ci_runs():
     section = text[text.index("## Set-up: the two commands"):]
     section = section[:section.index("\n## ", 1)]
     demo, tests = _code_lines(section)[:2]
-    assert demo == "python -m pip install -e . && labelguard demo"
+    # with the html extra: the demo's HTML report, as the quick start shows it
+    assert demo == "python -m pip install -e '.[html]' && labelguard demo"
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert tests == ci
 

@@ -17,7 +17,7 @@ from builders import organic_mask, swin_unet_dataset, write_list, write_png
 from labelguard.cli import main
 from labelguard.core.findings import CONSEQUENCE, Finding, Severity
 from labelguard.output import write_report
-from labelguard.output.text import said_once, without
+from labelguard.output.text import consequence_of, said_once, without
 
 GPU = 'On a GPU this is the "device-side assert triggered" in cross_entropy'
 
@@ -84,6 +84,8 @@ def test_said_once_needs_every_finding_to_name_and_end_with_the_same_sentence():
     assert said_once([same[0], _finding(f"value 5 is outside. {GPU}", None)]) == ""  # not named by its rule
     assert said_once([_finding(GPU, GPU), _finding(GPU, GPU)]) == ""  # a message would be left empty
     assert without("unchanged", "") == "unchanged"
+    assert consequence_of(same[0]) == GPU and consequence_of(_finding(GPU, GPU)) == ""
+    assert consequence_of(_finding(f"value 5 is outside. {GPU}", None)) == ""
 
 
 def test_a_report_of_findings_that_do_not_share_it_keeps_every_message_whole(tmp_path):

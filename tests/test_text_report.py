@@ -101,7 +101,8 @@ def test_the_proposed_colour_map_is_printed(tmp_path):
         write_png(tmp_path / "masks" / f"{k}.png", colorize(organic_mask((32, 32), (0, 1, 2), seed=k), colours))
     report = run(tmp_path, LabelSpec(num_classes=3))
     assert report.suggested_color_map
-    mapping = ", ".join(f"({k}) -> {v}" for k, v in report.suggested_color_map.items())
+    # colours as every report writes them: "(200, 10, 10) -> 1"
+    mapping = ", ".join(f"({k.replace(',', ', ')}) -> {v}" for k, v in report.suggested_color_map.items())
     assert f"  proposed colour -> index map: {mapping}" in text_of(report).splitlines()
 
 

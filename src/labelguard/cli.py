@@ -796,8 +796,18 @@ def rule(code: str) -> None:
         click.echo("Fixed examples (tested):\n" + _indent("\n".join(check.fix_cases)))
 
 
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.strip().splitlines())
+def _indent(text: str, width: int = 100) -> str:
+    """``text`` indented by two blanks, a line longer than ``width`` wrapped under its own
+    indent (the why/bad/good texts are wrapped already; a fix and its safety are one line)."""
+    import textwrap
+
+    lines = []
+    for line in text.strip().splitlines():
+        hang = " " * (2 + len(line) - len(line.lstrip()))
+        lines.append(textwrap.fill(line, width, initial_indent="  ", subsequent_indent=hang,
+                                   break_long_words=False, break_on_hyphens=False)
+                     if len(line) + 2 > width else "  " + line)
+    return "\n".join(lines)
 
 
 # Letters typed for the digits they look like, in the number of a code (LG2O1, LG2l0).

@@ -64,9 +64,10 @@ def data_faults(report, spec: LabelSpec, given: LabelSpec) -> list[str]:
         for value, files in sorted(classes.items()):
             if files <= max(1.0, RARE_SHARE * summary.samples) and files <= RARE_AGAINST * common:
                 examples = ", ".join(summary.value_examples.get(value, [])[:3])
-                faults.append(f"value {value} is in {files} of {summary.samples} masks "
-                              f"({summary.value_pixels[value]} pixels; {examples}), the most common class in "
-                              f"{common}: a stray value, or a rare class to confirm")
+                pixels = plural(summary.value_pixels[value], "pixel") + (f"; {examples}" if examples else "")
+                faults.append(f"value {value} is in {files:,} of {plural(summary.samples, 'mask')} ({pixels}), "
+                              f"while the most common class is in {common:,}: a stray value, or a rare class "
+                              "to confirm")
     return faults
 
 

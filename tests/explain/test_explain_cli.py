@@ -54,6 +54,25 @@ def test_the_default_explanation_is_short_and_says_how_to_get_the_rest():
     assert "What the log cannot tell" in full and "4. [" in full
 
 
+BARE_ASSERT = ("RuntimeError: CUDA error: device-side assert triggered\n"
+               "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+               "below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+               "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+
+
+def test_a_log_that_points_at_no_cause_shows_how_to_get_more_of_it_without_v():
+    """The bare "device-side assert triggered" (the most common paste) names no kernel and no
+    value: every cause is only possible, so what to paste and how to rerun come in the short form."""
+    short = run(BARE_ASSERT).output
+    assert "[likely]" not in short and "1. [possible]" in short
+    narrow = short[short.index("To narrow it down"):]
+    assert "paste them too" in narrow and "1. Rerun with CUDA_LAUNCH_BLOCKING=1" in narrow
+    assert "2. Run the failing step on the CPU" in narrow and "3. " not in narrow.split("labelguard explain -v")[0]
+    assert "what else the log cannot tell and the other steps" in " ".join(short.split())
+    # a log that names its cause keeps the short form short
+    assert "To narrow it down" not in run(str(LOGS / "cuda_nll2d_torch113.log")).output
+
+
 def test_reads_standard_input():
     result = run("-", input=read_log("cuda_bce_input_torch21.log"))
     assert result.exit_code == 0

@@ -92,7 +92,7 @@ def test_masks_in_a_folder_no_layout_reads_are_lg007_and_counted_in_the_coverage
     (root / "data.yaml").write_text("names: [cat]\nnc: 1\ntrain: images\n")
     _masks(root / "segmentation", 3)
     result = CliRunner().invoke(main, ["audit", str(root), "--no-cache", "--no-progress", "--no-config"])
-    assert "coverage:  audited 1 label file, 1 image, 1 metadata file read" in result.output
+    assert "coverage:  took in 1 label file and 1 image, read 1 metadata file" in result.output
     assert "not audited: 3 files, 3 of which could hold labels (LG007)" in result.output
     _, report = _report(root)
     [finding] = _lg007(report)
@@ -173,7 +173,7 @@ def test_detect_prints_each_datasets_inventory(tmp_path):
     _labelme_json(root / "000001.json")
     result = CliRunner().invoke(main, ["detect", str(root)])
     assert result.exit_code == 0, result.output
-    assert "to audit: 1 label file, 2 images, 0 metadata files read" in result.output
+    assert "would take in 1 label file and 2 images, would read 0 metadata files" in result.output
     assert "not audited (LG007): 1 labelme JSON file, the coco layout read this dataset" in result.output
 
 

@@ -32,7 +32,10 @@ def test_seed_000_a_scanned_labels_txt_and_num_classes_4_is_an_error_naming_both
     assert result.exit_code == 1, result.output
     assert "LG214 error spec-sources-disagree" in result.output
     [line] = [line for line in result.output.splitlines() if line.startswith("  - ") and "class names (" in line]
-    assert "labels.txt" in line and "(--num-classes 4)" in line and "the data uses '5' (1 object)" in line
+    assert "labels.txt" in line and "(--num-classes 4)" in line
+    # the file that carries the stray class is named: the one to drop or fix
+    assert f"the data uses '5' (1 object; in {data / 'Annotations' / '2.xml'})" in line
+    assert "`labelguard fix drop FILE`" in result.output
     # the class table says a name past the count is not in the spec
     rows = {parts[0]: parts[-1] for parts in map(str.split, result.output.splitlines())
             if len(parts) == 4 and parts[-1] in ("yes", "NO")}
@@ -59,7 +62,8 @@ def test_a_mask_value_past_the_count_is_named_with_its_class_name(tmp_path):
     write_list(tmp_path / "seg" / "labels.txt", ["background", "road", "car"])
     report = run(tmp_path / "seg", LabelSpec(num_classes=2))
     [disagree] = found(report, "LG214")
-    assert "the masks hold value 2 ('car')" in disagree.message and disagree.data["used"] == ["car"]
+    assert f"the masks hold value 2 ('car') (in {tmp_path / 'seg' / 'masks' / 'a.png'})" in disagree.message
+    assert disagree.data["used"] == ["car"]
     assert "LG201" in codes(report)
 
 

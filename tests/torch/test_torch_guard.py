@@ -432,7 +432,7 @@ def test_nan_image_from_a_normalisation_is_lg509_naming_the_file(tmp_path, worke
     error = caught.value
     assert (error.code, error.index) == ("LG509", 5)
     assert error.source.endswith("case0002_slice002.npz")
-    assert "the input ('image', float32 (1, 32, 32)) holds 1024 NaN and 0 Inf of 1024 values" in str(error)
+    assert "the input ('image', float32 (1, 32, 32)) holds 1,024 NaN and 0 Inf of 1,024 values" in str(error)
 
 
 @pytest.mark.code("LG509", "pass")
@@ -645,5 +645,5 @@ def test_no_good_sample_to_serve_names_the_substitute():
     dataset = guard(numbered(bad=range(4), n=4), num_classes=3, on_error="skip", substitute="random")
     with pytest.raises(LabelError) as caught:
         dataset[0]
-    assert ("found no good sample to serve in its place (substitute='random'): it and the 3 samples drawn "
-            "at random in its place are all bad") in str(caught.value)
+    assert ("on_error='skip' (substitute='random') found no good sample to serve in its place: it and the 3 "
+            "samples drawn at random in its place are all bad") in str(caught.value)

@@ -241,3 +241,8 @@ def did_you_mean(suggestions: Iterable[str]) -> str:
     """"; did you mean 'dog' or 'dogs'?" for the closest allowed names, "" when there are none."""
     names = [repr(name) for name in suggestions]
     return f"; did you mean {' or '.join(names)}?" if names else ""
+
+
+def shown_color(key: str) -> str:
+    """A colour map key "r,g,b" as every report writes a colour: "(9, 9, 9)"."""
+    return "(" + ", ".join(part.strip() for part in key.split(",")) + ")"

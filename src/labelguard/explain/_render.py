@@ -16,6 +16,8 @@ MAX_SITES = 3
 MAX_SAMPLES = 20
 # The short explanation (the CLI's default): this many causes, the facts of these labels,
 # this many samples of a batch in flight.
+# The general steps the short form shows when the log points at no cause.
+SHORT_STEPS = 2
 SHORT_CAUSES = 3
 SHORT_FACTS = ("condition", "error", "your code", "values", "on the CPU")
 SHORT_SAMPLES = 8
@@ -93,16 +95,30 @@ def render_short(result: Explanation) -> str:
             out.append(_wrap(reason, "     ", "           "))
         out.append("")
         out.append("To confirm")
-        # One line per command: causes confirmed by the same audit differ only in their codes.
-        confirms: dict[str, list[str]] = {}
+        # One line per command: causes confirmed by the same command (told apart by their words
+        # after it, which -v keeps) share a line, with all their codes.
+        confirms: dict[str, tuple[str, list[str]]] = {}
         for cause in causes:
-            codes = confirms.setdefault(cause.confirm, [])
+            stem = _command_stem(cause.confirm)
+            text, codes = confirms.setdefault(stem, (cause.confirm, []))
+            if text != cause.confirm:
+                confirms[stem] = (stem, codes)
             codes.extend(code for code in cause.codes if code not in codes)
-        out.extend(_wrap(f"- {confirm}" + (f"  [{', '.join(codes)}]" if codes else ""), "  ", "    ")
-                   for confirm, codes in confirms.items())
+        out.extend(_wrap(f"- {text}" + (f"  [{', '.join(codes)}]" if codes else ""), "  ", "    ")
+                   for text, codes in confirms.values())
         out.append("")
         out.append(f"Fix, if it is cause {causes[0].rank}")
         out.append(_wrap(causes[0].fix, "  ", "  "))
+        out.append("")
+    # A log that names no cause more than the others (the bare "device-side assert triggered",
+    # the most common paste) is acted on by getting more of it: what it lacks and the first
+    # steps come first, not behind -v.
+    narrowing = bool(causes) and not any(cause.likelihood == "likely" for cause in causes)
+    if narrowing:
+        out.append("To narrow it down")
+        out.extend(_wrap(f"- {unknown}", "  ", "    ") for unknown in result.unknowns[:1])
+        out.extend(_wrap(f"{number}. {step}", "  ", "     ")
+                   for number, step in enumerate(result.steps[:SHORT_STEPS], 1))
         out.append("")
     if result.record is not None:
         out.extend(_record(result.record, SHORT_SAMPLES))
@@ -116,11 +132,12 @@ def render_short(result: Explanation) -> str:
     if len(result.causes) > len(causes):
         left.append(plural(len(result.causes) - len(causes), "more cause"))
     if causes:
-        left.append("each cause's evidence, why and fix")
-    if result.unknowns:
-        left.append("what the log cannot tell")
-    if causes:
-        left.append("the steps that help whatever the cause")
+        left.append("each cause's evidence and its whole why and fix")
+    if result.unknowns[1 if narrowing else 0:]:
+        left.append("what else the log cannot tell" if narrowing else "what the log cannot tell")
+    if causes and len(result.steps) > (SHORT_STEPS if narrowing else 0):
+        left.append("the other steps that help whatever the cause" if narrowing
+                    else "the steps that help whatever the cause")
     record = result.record
     if record is not None and (record.previous or record.notes):  # what _record leaves out here
         hidden = [plural(len(record.previous), "earlier batch")] if record.previous else []
@@ -129,6 +146,12 @@ def render_short(result: Explanation) -> str:
     if left:
         out.append(_wrap(f"labelguard explain -v adds {_listing(left)}.", "", ""))
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _command_stem(confirm: str) -> str:
+    """The command a cause's "confirm" text starts with: up to its first comma, parenthesis or
+    " on the " / " for " that explains it."""
+    return re.split(r"\s*\(|,| on the | for ", confirm, maxsplit=1)[0].strip()
 
 
 def _listing(items: list[str]) -> str:
@@ -222,11 +245,11 @@ def _record(record: RecordSummary, samples: int | None = None) -> list[str]:
 
 
 def _batch_header(batch: BatchRecord) -> str:
-    count = len(batch.indices) if batch.indices is not None else "unknown number of"
+    count = plural(len(batch.indices), "sample") if batch.indices is not None else "an unknown number of samples"
     when = datetime.fromtimestamp(batch.time).strftime("%Y-%m-%d %H:%M:%S") if batch.time else ""
     return (
         f"epoch {batch.epoch}, batch {batch.step_in_epoch} of the epoch (step {batch.step}), "
-        f"{count} samples" + (f", taken {when}" if when else "")
+        f"{count}" + (f", taken {when}" if when else "")
     )
 
 
@@ -239,7 +262,7 @@ def _samples(batch: BatchRecord, limit: int = MAX_SAMPLES) -> list[str]:
         for index, source in samples[:limit]
     ]
     if len(samples) > limit:
-        lines.append(f"    ... {len(samples) - limit} more (see --output-format json)")
+        lines.append(f"    ... {len(samples) - limit:,} more (see --output-format json)")
     return lines
 
 
@@ -262,10 +285,10 @@ def render_replay(report: ReplayReport) -> str:
             for problem in sample.problems:
                 out.append(_wrap(f"{where}: {problem}", "  ", "    "))
         if not batch.replayed:
-            out.append(f"  {len(batch.samples)} samples not checked")
+            out.append(f"  {plural(len(batch.samples), 'sample')} not checked")
         else:
             passed = len(batch.samples) - len(failing)
-            out.append(f"  {passed} of {len(batch.samples)} samples passed")
+            out.append(f"  {passed:,} of {plural(len(batch.samples), 'sample')} passed")
         out.append("")
     for note in report.notes:
         out.append(_wrap(f"note: {note}", "", "      "))

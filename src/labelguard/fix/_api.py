@@ -9,12 +9,12 @@ import numpy as np
 
 from labelguard.core import storage
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import shorten
+from labelguard.core.text import noun, plural, shorten, shown_color
 from labelguard.fix._base import CannotFix, FixResult, load_report, parse_name_map, parse_value_map, report_paths
 from labelguard.fix._journal import FixError
 from labelguard.fix._masks import (
     LabelFile, color_table, colors_to_indices, describe_counts, find_masks, open_color_file, open_label_file,
-    remap_array, run_mask_fix, values_of,
+    remap_array, run_mask_fix, shown_values, values_of,
 )
 from labelguard.layouts.base import AuditOptions
 from labelguard.fix._remote import fixed_locally
@@ -98,9 +98,10 @@ def remap(
         new, counts = remap_array(label_file.array, value_map)
         before = values_of(label_file.array)
         if not counts:
-            return None, f"no value of the map occurs (values {before})", {"values": before}
+            return None, f"no value of the map occurs ({noun(len(before), 'value')} {shown_values(before)})", {
+                "values": before}
         after = values_of(new)
-        return new, f"{describe_counts(counts, value_map)}; values {before} -> {after}", {
+        return new, f"{describe_counts(counts, value_map)}; values {shown_values(before)} -> {shown_values(after)}", {
             "pixels": {str(k): v for k, v in counts.items()}, "before": before, "after": after}
 
     def fix(local: list[str], fix_out: str | None, staging) -> FixResult:
@@ -195,7 +196,8 @@ def _colors(paths: list[str], color_map, report: dict | None, spec: LabelSpec | 
 
     def transform(label_file: LabelFile):
         indices, per_color = colors_to_indices(label_file.array, table_of(label_file.path), unmapped)
-        shown = shorten(per_color.items(), 8, lambda item: f"({item[0]}) -> {item[1][0]} ({item[1][1]} px)")
+        shown = shorten(per_color.items(), 8, lambda item: f"{shown_color(item[0])} -> {item[1][0]} in "
+                        f"{plural(item[1][1], 'pixel')}", what="colour")
         return indices.astype(np.int64), shown, {"colors": per_color}
 
     return run_mask_fix("colors", dataset, opener, transform, apply=apply, out=out, command="fix colors",

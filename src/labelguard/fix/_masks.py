@@ -32,7 +32,7 @@ from PIL import Image, PngImagePlugin
 from labelguard._optional import available, require
 from labelguard.core.spec import LabelSpec
 from labelguard.core.tasks import FileResult, FileTask
-from labelguard.core.text import shorten
+from labelguard.core.text import LISTED, noun, plural, shorten
 from labelguard.errors import MissingDependency
 from labelguard.fix._base import PLANNED, REFUSED, SKIPPED, UNCHANGED, CannotFix, FileChange, FixResult, Refusal
 from labelguard.fix._engine import (
@@ -513,8 +513,11 @@ def colors_to_indices(rgb: np.ndarray, table: dict[int, int], unmapped: int | No
     missing = {unpack(int(c)): int(n) for c, n, i in zip(codes, counts, index_of) if i < 0}
     if missing:
         if unmapped is None:
-            listed = shorten(sorted(missing.items(), key=lambda i: -i[1]), 6, lambda item: f"{item[0]} ({item[1]} px)")
-            raise CannotFix(f"colours not in the map: {listed}; add them to the map or pass --unmapped VALUE")
+            listed = shorten(sorted(missing.items(), key=lambda i: -i[1]), 6,
+                             lambda item: f"{item[0]} in {plural(item[1], 'pixel')}", what="colour")
+            them = "it" if len(missing) == 1 else "them"
+            raise CannotFix(f"{noun(len(missing), 'colour')} not in the map: {listed}; add {them} to the map "
+                            "or pass --unmapped VALUE")
         index_of[index_of < 0] = unmapped
     indices = index_of[inverse].reshape(rgb.shape[:2])
     per_color = {"%d,%d,%d" % unpack(int(c)): [int(i), int(n)] for c, n, i in zip(codes, counts, index_of)}
@@ -560,7 +563,13 @@ def open_color_file(path: str, table: dict[int, int], mode: str = "P") -> LabelF
 
 
 def describe_counts(counts: dict[int, int], mapping: dict[int, int]) -> str:
-    return ", ".join(f"{src} -> {mapping[src]} ({n} px)" for src, n in sorted(counts.items()))
+    """What a remap changes in one mask: "2 -> 1 in 662 pixels, 255 -> 0 in 1 pixel"."""
+    return ", ".join(f"{src} -> {mapping[src]} in {plural(n, 'pixel')}" for src, n in sorted(counts.items()))
+
+
+def shown_values(values: list[int]) -> str:
+    """A mask's values as a fix's line lists them: "0, 1, 2", the first few of many."""
+    return shorten(values, LISTED, what="value") if values else "none"
 
 
 def values_of(array: np.ndarray) -> list[int]:

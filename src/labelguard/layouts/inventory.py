@@ -173,8 +173,11 @@ class Inventory:
             return f"no inventory of the files: {self.why_not}"
         # Annotation formats name their images inside the files (read by the workers), so
         # the images discovery paired and the others are one count here.
-        line = (f"{'audited' if done else 'to audit:'} {plural(self.labels, 'label file')}, "
-                f"{plural(self.images + self.photos, 'image')}, {plural(self.metadata, 'metadata file')} read")
+        # "took in", not "audited": a file taken in may still be unreadable (the "audited:" line
+        # counts what was checked, the "unreadable:" line the rest).
+        line = (f"{'took in' if done else 'would take in'} {plural(self.labels, 'label file')} and "
+                f"{plural(self.images + self.photos, 'image')}, {'read' if done else 'would read'} "
+                f"{plural(self.metadata, 'metadata file')}")
         if self.unaudited:
             labels = sum(group.count for group in self.unaudited.values() if group.label)
             line += f"; not audited: {plural(self.not_audited, 'file')}"

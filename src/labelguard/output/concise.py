@@ -8,10 +8,10 @@ for the path. Hints are not printed (the text report has them). Findings a basel
 not listed; the last line counts what was found and audited, unless ``quiet``. Options:
 ``color`` (codes and severities in colour) and ``quiet``.
 
-The sentence a rule ends every message of its code with to say what the fault does in training
-(LG201's "On a GPU this is the device-side assert ..." on each file) is left out of each line
-when a code has several: the text report says it once per code, ``labelguard rule CODE``
-explains the code.
+The sentence a rule ends a message with to say what the fault does in training (LG201's "On a
+GPU this is the device-side assert ..." on each file; the finding's ``consequence``) is left out
+of every line, one finding or many: a line holds the facts of one place, the text report says
+that sentence once per code and ``labelguard rule CODE`` explains the code.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from labelguard.core.text import plural, printable
 from labelguard.output import Formatter, register
 from labelguard.output._style import Style
 from labelguard.output.places import finding_place
-from labelguard.output.text import said_once, without
+from labelguard.output.text import consequence_of, without
 
 
 @register
@@ -37,10 +37,6 @@ class ConciseFormatter(Formatter):
         files = set()
         in_files = 0
         listed = [finding for finding in report.findings if not known(finding)]
-        by_code: dict[str, list] = {}
-        for finding in listed:
-            by_code.setdefault(finding.code, []).append(finding)
-        endings = {code: said_once(findings) for code, findings in by_code.items()}
         for finding in listed:
             severity = str(finding.severity)
             counts[severity] += 1
@@ -51,7 +47,7 @@ class ConciseFormatter(Formatter):
                 in_files += 1
             where = f"{path}:{place.line}:" if finding.path is not None and place.line else f"{path}:"
             message = finding.message
-            message = without(message, endings[finding.code])
+            message = without(message, consequence_of(finding))
             if place.line and message.startswith(f"line {place.line}: "):
                 message = message[len(f"line {place.line}: "):]  # the line is said once, after the path
             elif place.element and not message.startswith(place.element):

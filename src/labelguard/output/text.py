@@ -23,7 +23,7 @@ from collections import defaultdict
 from labelguard.core.findings import CONSEQUENCE
 from labelguard.core.registry import REGISTRY
 from labelguard.core.summary import VALUES_KEPT
-from labelguard.core.text import LISTED, cut, plural, printable, shorten, show_name, verb
+from labelguard.core.text import LISTED, cut, plural, printable, shorten, show_name, shown_color, verb
 from labelguard.output import Formatter, register
 from labelguard.output._style import Style, wrapped
 
@@ -216,7 +216,7 @@ class TextFormatter(Formatter):
             self._value_table(report, out, mixed)
         if report.suggested_color_map:
             colours = report.suggested_color_map.items()
-            mapping = shorten(colours, LISTED, lambda item: f"({item[0]}) -> {item[1]}", what="colour")
+            mapping = shorten(colours, LISTED, lambda item: f"{shown_color(item[0])} -> {item[1]}", what="colour")
             out(f"  proposed colour -> index map: {mapping}")
 
     def _value_table(self, report, out, mixed: bool) -> None:
@@ -352,20 +352,25 @@ class TextFormatter(Formatter):
         return row[:-2] + self.style.severity("NO", "error") if row.endswith("  NO") else row
 
 
-def said_once(findings: list) -> str:
-    """The sentence that ends the message of every one of ``findings`` (two or more) and says
-    what the fault does in training (the rule names it: :data:`CONSEQUENCE` of its data), for a
-    report to say once; "" when they do not all end with the same one."""
-    if len(findings) < 2:
-        return ""
-    sentence = findings[0].data.get(CONSEQUENCE)
+def consequence_of(finding) -> str:
+    """The last sentence of ``finding``'s message when its rule names it as what the fault does
+    in training (:data:`CONSEQUENCE` of its data); "" when it names none or the message does not
+    end with it (a message is never left empty)."""
+    sentence = finding.data.get(CONSEQUENCE)
     if not isinstance(sentence, str) or not sentence:
         return ""
     tail = ". " + sentence
-    if all(f.data.get(CONSEQUENCE) == sentence and len(f.message) > len(tail) and f.message.endswith(tail)
-           for f in findings):
-        return sentence
-    return ""
+    return sentence if len(finding.message) > len(tail) and finding.message.endswith(tail) else ""
+
+
+def said_once(findings: list) -> str:
+    """The sentence that ends the message of every one of ``findings`` (two or more) and says
+    what the fault does in training (:func:`consequence_of`), for a report to say once; "" when
+    they do not all end with the same one."""
+    if len(findings) < 2:
+        return ""
+    sentence = consequence_of(findings[0])
+    return sentence if sentence and all(consequence_of(f) == sentence for f in findings) else ""
 
 
 def without(message: str, sentence: str) -> str:

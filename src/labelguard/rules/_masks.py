@@ -92,7 +92,9 @@ def check_mask(task: FileTask, spec: LabelSpec, findings: list[Finding], summary
             sample.paired_shape = header.shape
             _read_channels(task, header, mode, sample, findings)
             run_rules("pair", sample, spec, task.display, findings, errors)
-    if sample.colors:
+    if sample.colors and not sample.looks_like_image:
+        # A photograph's colours are no classes (LG203 names the file): a map proposed from
+        # them would be a list of its commonest colours.
         summary.colors.update(sample.colors)
     if sample.color_map is not None and sample.color_map.standard:
         summary.add_palette_decoded(sample.color_map.standard, task.display)

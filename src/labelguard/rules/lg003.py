@@ -16,6 +16,7 @@ from labelguard.core.registry import FixExample, define
 from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord, EntriesRecord
 from labelguard.core.rules import Example, rule
+from labelguard.core.text import plural, verb
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
 from labelguard.rules._entries import LIST_HINT, entry_problem_findings
 from labelguard.rules._objects import sample
@@ -89,6 +90,14 @@ def named_image_missing(record: AnnotationRecord, spec):
     ),)
 
 
+def _missing_of(count: int, total: int, what: str) -> str:
+    """"1,200 of 1,500 image files named in this file do not exist", "the only file named in
+    this file does not exist"."""
+    if total == 1:
+        return f"the only {what} named in this file does not exist"
+    return f"{count:,} of {plural(total, what)} named in this file {verb(count, 'does')} not exist"
+
+
 @rule(MISSING, "annotation", TABLE_EXAMPLES, reads="images", files_only=True)
 def image_files_missing(record: AnnotationRecord, spec):
     """LG003 for the image files a file of many images names (COCO ``file_name``, a table's
@@ -98,11 +107,12 @@ def image_files_missing(record: AnnotationRecord, spec):
         return ()
     missing = [f"{images.where(row)} {images.names[row]!r}" for row in images.missing]
     shown_folders = ", ".join(images.folders)
-    every = (" (none of them: is the image folder elsewhere? pass --images DIR)"
-             if len(missing) == images.looked_for else "")
+    every = "" if len(missing) < images.looked_for else \
+        " (is the image folder elsewhere? pass --images DIR)" if images.looked_for == 1 else \
+        " (none of them: is the image folder elsewhere? pass --images DIR)"
     return (MISSING.finding(
         record.display,
-        f"{len(missing)} of {images.looked_for} {images.noun}s named in this file do not exist under "
+        f"{_missing_of(len(missing), images.looked_for, images.noun)} under "
         f"{shown_folders}{every}: {sample(missing, len(missing))}",
         hint="Restore the files, point --images at the image folder, or remove the entries that name them.",
         missing=missing[:PLACES_KEPT], count=len(missing), image_dirs=list(images.folders),
@@ -119,7 +129,7 @@ def named_files_missing(record: AnnotationRecord, spec):
     count = len(named.missing)
     return (MISSING.finding(
         record.display,
-        f"{count} of {named.total} {named.noun}s named in this file do not exist under {named.folder}: "
+        f"{_missing_of(count, named.total, named.noun)} under {named.folder}: "
         f"{sample(named.missing, count)}",
         hint=f"Restore the {named.noun}s, or remove their annotations.",
         missing=named.missing[:PLACES_KEPT], count=count,

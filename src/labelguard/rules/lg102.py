@@ -161,12 +161,12 @@ def class_folder_index_past_the_spec(record: AnnotationRecord, spec: LabelSpec):
     if folder.index in allowed:
         return ()
     where = f"{folder.split}/" if folder.split else "the dataset"
-    expected = f"0..{n - 1}" if spec.is_contiguous() else str(list(allowed))
+    expected = f"0..{n - 1} (num_classes={n})" if spec.is_contiguous() else shorten(allowed, LISTED)
     return (ID_TOO_LARGE.finding(
         record.display,
         f"class folder {folder.name!r} ({plural(folder.images, 'image')}) gets class index {folder.index}: "
         f"{where} has {folder.classes:,} class folders, which ImageFolder numbers 0..{folder.classes - 1} in "
-        f"sorted order, but the spec allows {expected} ({spec.describe()})",
+        f"sorted order, but the spec allows {expected}",
         hint=f"Set num_classes to {folder.classes}, or remove the class folders that are not classes.",
         ids=[folder.index], num_classes=n if spec.is_contiguous() else None,
         allowed=None if spec.is_contiguous() else list(allowed), unit="image", places=[], count=folder.images,

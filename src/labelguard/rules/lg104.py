@@ -137,8 +137,8 @@ def one_class_reaches_the_loss(value: int, batches: int, classes: int) -> Findin
     return CLASS_UNUSED.finding(
         None,
         f"the targets reaching the loss hold one class ({value}) besides the "
-        f"ignore value {IGNORE_REDUCED} in {batches} batches, while the model has "
-        f"{classes} classes",
+        f"ignore value {IGNORE_REDUCED} in {plural(batches, 'batch')}, while the model has "
+        f"{plural(classes, 'class')}",
         hint="With reduce_zero_label=True a binary {0, 1} mask becomes {255, 0}: the "
         "background is ignored and one class is left; set reduce_zero_label=False for "
         "binary data.",

@@ -130,11 +130,18 @@ def colors_not_in_map(sample: MaskSample, spec: LabelSpec):
     ),)
 
 
+def covered_share(share: float) -> str:
+    """How much of a mask its commonest values cover, for the image evidence: "only 12%", or
+    "under 1%" where the share rounds to 0% (a photograph's commonest values cover almost nothing)."""
+    return "under 1%" if round(share * 100) < 1 else f"only {share:.0%}"
+
+
 def _evidence(sample: MaskSample) -> str:
     evidence = sample.image_evidence
-    what = "colours" if sample.color_container else "distinct values"
-    return (f"{evidence['distinct']} {what}, the {IMAGE_TOP_VALUES} commonest cover only {evidence['top_share']:.0%} "
-            f"of the pixels and {evidence['neighbour_change']:.0%} of neighbouring pixels differ")
+    what = "colour" if sample.color_container else "distinct value"
+    return (f"{plural(evidence['distinct'], what)}, the {IMAGE_TOP_VALUES} commonest cover "
+            f"{covered_share(evidence['top_share'])} of the pixels and {evidence['neighbour_change']:.0%} "
+            "of neighbouring pixels differ")
 
 
 def image_finding(sample: MaskSample, spec: LabelSpec):

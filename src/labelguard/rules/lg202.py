@@ -12,7 +12,7 @@ import numpy as np
 from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import plural, shorten
+from labelguard.core.text import noun, plural, shorten, verb
 from labelguard.core.rules import Example, rule
 from labelguard.core.values import histogram
 from labelguard.rules._analysis import RARE_SHARE
@@ -483,7 +483,8 @@ def jpeg_stored(sample: MaskSample, spec):
     if sample.fringe_values:
         values = list(sample.fringe_values)
         stray = {"stray_values": values[:STRAY_KEPT], "stray_pixels": sample.fringe_pixels}
-        message += (f"; {sample.fringe_pixels} pixels hold {len(values)} stray values "
+        message += (f"; {plural(sample.fringe_pixels, 'pixel')} {verb(sample.fringe_pixels, 'holds')} "
+                    f"{plural(len(values), 'stray value')} "
                     f"({shorten(values, 8)}), each under {RARE_SHARE:.0%} of the mask")
     return (LOSSY.finding(
         sample.display, message,
@@ -537,9 +538,10 @@ def edge_fringe(sample: MaskSample, spec):
         f"{' ' + repr(record.key) if record.key else ''})"
     return (LOSSY.finding(
         sample.display,
-        f"{sample.fringe_pixels:,} pixels along class edges{where} hold {plural(len(rare), 'stray value')} "
-        f"({shorten(rare, 8)}) {_place(rare, common)} the main "
-        f"values {common[:6]}: the mask went through JPEG or was resized with interpolation",
+        f"{plural(sample.fringe_pixels, 'pixel')} along class edges{where} {verb(sample.fringe_pixels, 'holds')} "
+        f"{plural(len(rare), 'stray value')} "
+        f"({shorten(rare, 8)}) {_place(rare, common)} the main {noun(len(common), 'value')} "
+        f"{shorten(common, 6)}: the mask went through JPEG or was resized with interpolation",
         hint="Re-export the mask losslessly from the source labels, and resize masks with nearest-neighbour "
         "interpolation only.",
         stray_values=rare[:STRAY_KEPT], stray_pixels=sample.fringe_pixels, main_values=common,

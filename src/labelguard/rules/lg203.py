@@ -8,8 +8,8 @@ from labelguard.core.records import MaskSample
 from labelguard.core.registry import FixExample, define
 from labelguard.core.rules import Example, rule
 from labelguard.core.summary import Summary
-from labelguard.core.text import plural, shorten
-from labelguard.rules.lg201 import LOOKS_LIKE_IMAGE
+from labelguard.core.text import plural, shorten, shown_color
+from labelguard.rules.lg201 import LOOKS_LIKE_IMAGE, covered_share
 
 COLOR_MASK = define(
     "LG203", "color-mask", "error",
@@ -52,7 +52,8 @@ def colors_without_map(sample: MaskSample, spec):
     if sample.colors is None:
         return ()
     colors = list(sample.colors.items())
-    shown = shorten(colors, 6, lambda item: f"({item[0]}) {item[1]} px", total=sample.color_count)
+    shown = shorten(colors, 6, lambda item: f"{shown_color(item[0])} in {plural(item[1], 'pixel')}",
+                    total=sample.color_count)
     extra: dict = {}
     message = (f"colour mask (mode {sample.record.mode}, {plural(sample.color_count, 'colour')}: {shown}) "
                "where class-index masks are expected")
@@ -60,8 +61,8 @@ def colors_without_map(sample: MaskSample, spec):
             "(`labelguard fix colors`); the report proposes a colour -> index map.")
     if sample.looks_like_image:
         evidence = sample.image_evidence
-        message = (f"this looks like a photograph, not a label: {sample.color_count} colours, the "
-                   f"commonest few cover only {evidence['top_share']:.0%} of the pixels and "
+        message = (f"this looks like a photograph, not a label: {plural(sample.color_count, 'colour')}, the "
+                   f"commonest few cover {covered_share(evidence['top_share'])} of the pixels and "
                    f"{evidence['neighbour_change']:.0%} of neighbouring pixels differ")
         hint = ("The image was saved where the label should be: check the export step that writes labels "
                 "(and the image/label folders of the pairing).")

@@ -8,6 +8,7 @@ from labelguard.core.records import MaskSample
 from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
+from labelguard.core.text import noun, plural, verb
 
 EMPTY_MASK = define(
     "LG205", "mask-empty", "info",
@@ -15,7 +16,7 @@ EMPTY_MASK = define(
     why="""
 Not an error in itself (empty slices are common in volumes), but many of them shift the class
 balance and Dice-style losses divide by zero on them.""",
-    bad="case0007_slice000.npz: all 262144 pixels are 0",
+    bad="case0007_slice000.npz: all 262,144 pixels are background/ignore (value 0)",
     good="a foreground class present, or empty slices sampled on purpose",
     fix="Nothing if expected; otherwise drop empty samples or sample them less often.",
 )
@@ -39,7 +40,7 @@ def only_background(sample: MaskSample, spec: LabelSpec):
         return ()
     return (EMPTY_MASK.finding(
         sample.display,
-        f"all {int(counts.sum())} pixels are background/ignore "
-        f"(values {', '.join(str(v) for v in values.tolist())})",
+        f"all {plural(int(counts.sum()), 'pixel')} {verb(int(counts.sum()), 'is')} background/ignore "
+        f"({noun(len(values), 'value')} {', '.join(str(v) for v in values.tolist())})",
         hint="Nothing to do if empty samples are expected; otherwise drop or down-sample them.",
     ),)

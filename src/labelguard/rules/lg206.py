@@ -59,7 +59,8 @@ def stored_image_geometry(sample: MaskSample, spec):
     label = f" {record.key!r}" if record.key else ""
     return (GEOMETRY.finding(
         sample.display,
-        f"image{image} {record.image_shape} and label{label} {mask_shape} in the same file differ in shape",
+        f"image{image} {describe_shape(record.image_shape)} and label{label} {describe_shape(mask_shape)} "
+        "in the same file differ in shape",
         hint="Re-create the sample so that image and label have the same size (resize labels with nearest neighbour).",
         image_shape=list(record.image_shape), label_shape=list(mask_shape),
         image_key=record.image_key, label_key=record.key,

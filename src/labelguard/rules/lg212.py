@@ -116,7 +116,7 @@ def one_id_on_separate_objects(sample: MaskSample, spec: LabelSpec):
     evidence = sample.instances
     if evidence is None or not evidence.split_ids or not reads_as_instances(sample, spec):
         return ()
-    listed = shorten([f"id {value} on {regions} separate regions (first pixels at "
+    listed = shorten([f"id {value} on {regions:,} separate regions (first pixels at "
                       f"{', '.join(_place(p) for p in places)}{' ...' if regions > len(places) else ''})"
                       for value, regions, places in evidence.split_places],
                      len(evidence.split_places), total=evidence.split_ids, sep="; ")

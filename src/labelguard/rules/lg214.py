@@ -21,7 +21,7 @@ from labelguard.core.registry import define
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
 from labelguard.core.summary import Summary
-from labelguard.core.text import LISTED, noun, plural, shorten
+from labelguard.core.text import LISTED, noun, plural, shorten, verb
 from labelguard.rules._examples import image, voc_xml
 
 SPEC_SOURCES_DISAGREE = define(
@@ -63,6 +63,15 @@ EXAMPLES = (
 )
 
 
+def _files(examples: dict, keys, total: int) -> str:
+    """"in FILE, FILE and N more files": the files that hold ``keys``, as many as the summary kept
+    (``total`` files in all); "" when it kept none."""
+    kept = sorted({path for key in keys for path in examples.get(key, [])})
+    if not kept:
+        return ""
+    return f"in {shorten(kept, LISTED, total=max(total, len(kept)), what='file')}"
+
+
 @rule(SPEC_SOURCES_DISAGREE, "dataset", EXAMPLES)
 def class_list_and_count_disagree(summary: Summary, spec: LabelSpec):
     if spec.values is not None or not spec.count_disagrees:
@@ -79,19 +88,24 @@ def class_list_and_count_disagree(summary: Summary, spec: LabelSpec):
         return []  # the disagreement alone is the spec's note: a convention may explain it
     if used:
         objects = sum(summary.class_objects[name] for name in used)
-        evidence = f"the data uses {shorten(used, LISTED, repr)} ({plural(objects, 'object')})"
+        files = _files(summary.class_examples, used, sum(summary.class_images[name] for name in used))
+        where = f"; {files}" if files else ""
+        evidence = f"the data uses {shorten(used, LISTED, repr)} ({plural(objects, 'object')}{where})"
     else:
         used = list(dict.fromkeys(names[spec.loss_value(v)] for v in values))
         shown = shorten(values, LISTED, lambda v: f"{v} ({names[spec.loss_value(v)]!r})")
-        evidence = f"the masks hold {noun(len(values), 'value')} {shown}"
+        files = _files(summary.value_examples, values, sum(summary.value_files[v] for v in values))
+        evidence = f"the masks hold {noun(len(values), 'value')} {shown}{f' ({files})' if files else ''}"
     past = len(names) - count
     return [SPEC_SOURCES_DISAGREE.finding(
         None,
         f"{plural(len(names), 'class name')} ({spec.origin('classes') or 'the class list'}) but "
         f"num_classes={count} ({spec.origin('num_classes') or 'the class count'}): {evidence}, "
         f"{'a name' if len(used) == 1 else 'names'} of the list past the count, outside [0, {count}): "
-        "a loader that indexes the class list gives the loss ids past the head",
-        hint=f"Make them agree: remove or remap {shorten(used, LISTED, repr)} in the class list, or set "
-        f"num_classes={len(names)} and build the head with {len(names)} outputs.",
+        "a loader that indexes the class list gives the loss class ids the model has no output for",
+        hint=f"Make them agree: if {shorten(used, LISTED, repr)} {verb(len(used), 'is')} no class of this "
+        "dataset, remove the annotations that use it (a stray file: `labelguard fix drop FILE`) and "
+        f"the name from the class list; else set num_classes={len(names)} and build the head with "
+        f"{len(names)} outputs.",
         names=len(names), num_classes=count, past_count=past, used=used,
     )]

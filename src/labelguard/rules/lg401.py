@@ -62,12 +62,27 @@ def class_imbalance(summary: Summary, spec: LabelSpec):
         return []
     total = sum(counts.values())
     listing = ", ".join(
-        f"{class_label(v, spec) if kind == 'pixels' else v}: {100 * c / total:.3g}%"
+        f"{class_label(v, spec) if kind == 'pixels' else v}: {_percent(100 * c / total)}"
         for v, c in sorted(counts.items(), key=lambda item: -item[1])
     )
     return [IMBALANCE.finding(
         None,
         f"class frequencies ({kind}) are extremely imbalanced: {listing}; the rarest class "
-        f"has {counts[rarest] / counts[commonest]:.2g}x the {kind} of the commonest",
+        f"has {_one_for_every(counts[rarest], counts[commonest], kind)}",
         counts={str(k): v for k, v in counts.items()},
     )]
+
+
+def _percent(share: float) -> str:
+    """A share in percent as people read it, to three significant digits: "98.9%", "0.000039%",
+    never "3.9e-05%"."""
+    return np.format_float_positional(share, precision=3, fractional=False, trim="-") + "%"
+
+
+def _one_for_every(rarest: int, commonest: int, kind: str) -> str:
+    """The rarest class's count against the commonest's, in whole numbers: "1 pixel for every
+    35,700 of the commonest" (three significant digits), "no pixels" for a class that has none."""
+    if rarest <= 0:
+        return f"no {kind}"
+    every = int(float(f"{commonest / rarest:.3g}"))
+    return f"1 {kind[:-1]} for every {every:,} of the commonest"

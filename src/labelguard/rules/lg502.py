@@ -54,8 +54,8 @@ def bce_input_non_finite(where: str | None, loss: str, stats: Mapping[str, Any],
     hint += "." if logits else "; BCEWithLogitsLoss on logits is numerically safer than sigmoid + BCELoss."
     return NON_FINITE.finding(
         where,
-        f"{loss} input holds {stats['nan']} NaN, {stats['posinf']} +Inf and "
-        f"{stats['neginf']} -Inf of {stats['numel']} values{'' if logits else BCE_DEVICE_ASSERT}",
+        f"{loss} input holds {stats['nan']:,} NaN, {stats['posinf']:,} +Inf and "
+        f"{stats['neginf']:,} -Inf of {stats['numel']:,} values{'' if logits else BCE_DEVICE_ASSERT}",
         hint=hint, **stats,
     )
 
@@ -64,7 +64,7 @@ def loss_target_non_finite(where: str | None, loss: str, stats: Mapping[str, Any
     """LG502 for a loss's float target that holds NaN/Inf (``stats`` as for :func:`bce_input_non_finite`)."""
     return NON_FINITE.finding(
         where,
-        f"{loss} target holds {stats['nan']} NaN and {stats['posinf'] + stats['neginf']} Inf",
+        f"{loss} target holds {stats['nan']:,} NaN and {stats['posinf'] + stats['neginf']:,} Inf",
         hint="Find where the dataset produces NaN targets (normalisation, failed lookups).",
         **stats,
     )

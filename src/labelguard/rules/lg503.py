@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from labelguard.core.findings import Finding
 from labelguard.core.registry import define
-from labelguard.core.text import noun, verb
+from labelguard.core.text import LISTED, SHOWN, noun, plural, shorten, verb
 
 HEAD_MISMATCH = define(
     "LG503", "head-size-mismatch", "error",
@@ -54,11 +54,15 @@ def targets_past_the_head(classes: int, head: str, seen: list[int], too_large: l
     hint = f"num_classes must be {max(too_large) + 1} (build the head with that many outputs), or remap the values"
     if zero_seen and max(too_large) == classes:
         hint += "; if 0 means 'unlabelled' (ADE20K style), set reduce_zero_label=True"
+    held = shorten(seen, LISTED, what="value")
+    if too_large == seen:
+        past = f"{held}, {'all' if len(seen) > 1 else 'which indexes'} past the logits"
+    else:
+        past = (f"{held}: {noun(len(too_large), 'value')} {shorten(too_large, SHOWN, what='value')} "
+                f"{verb(len(too_large), 'indexes')} past the logits")
     return HEAD_MISMATCH.finding(
         None,
-        f"{head} gives {classes} classes but the targets hold "
-        f"{', '.join(map(str, seen[:20]))}: {noun(len(too_large), 'value')} {', '.join(map(str, too_large[:10]))} "
-        f"{verb(len(too_large), 'indexes')} past the logits "
+        f"{head} gives {plural(classes, 'class')} but the targets hold {past} "
         "(on a GPU: the \"device-side assert triggered\" in the loss)",
         hint=hint + ".", outputs=classes, values=too_large,
     )
@@ -69,7 +73,7 @@ def class_weights_differ_from_head(loss: str, weights: int, head: str, classes: 
     names it) of ``classes`` outputs."""
     return HEAD_MISMATCH.finding(
         None,
-        f"{loss}(weight=...) has {weights} entries but {head} gives {classes} classes",
+        f"{loss}(weight=...) has {plural(weights, 'entry')} but {head} gives {plural(classes, 'class')}",
         hint=f"Give one weight per class ({classes}, background included); the ignore value needs no weight.",
         weight_length=weights, outputs=classes,
     )

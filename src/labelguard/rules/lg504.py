@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from labelguard.core.findings import Finding
 from labelguard.core.registry import define
+from labelguard.core.text import noun, plural, verb
 
 FROZEN_IN_OPTIMIZER = define(
     "LG504", "frozen-parameters-optimised", "warning",
@@ -28,7 +29,8 @@ def frozen_parameters_optimised(parameters: list[str], listed: str) -> Finding:
     shows the first few, each with the type of the module that holds it."""
     return FROZEN_IN_OPTIMIZER.finding(
         None,
-        f"{len(parameters)} frozen parameters (requires_grad=False) are in the optimizer: {listed}",
+        f"{plural(len(parameters), 'frozen parameter')} (requires_grad=False) "
+        f"{verb(len(parameters), 'is')} in the optimizer: {listed}",
         hint="Build the optimizer over the trainable parameters only: "
         "Adam(p for p in model.parameters() if p.requires_grad).",
         parameters=parameters, kind="frozen-in-optimizer",
@@ -38,11 +40,13 @@ def frozen_parameters_optimised(parameters: list[str], listed: str) -> Finding:
 def trainable_parameters_missing(parameters: list[str], listed: str) -> Finding:
     """LG504 for the trainable ``parameters`` of the model that no param group holds (``listed``
     as for :func:`frozen_parameters_optimised`)."""
+    them = "it" if len(parameters) == 1 else "them"
     return FROZEN_IN_OPTIMIZER.finding(
         None,
-        f"{len(parameters)} trainable parameters are in no param group, so they never change: {listed}",
-        hint="Add them to the optimizer (build it after the model is complete, e.g. after "
-        "replacing the head), or freeze them with requires_grad_(False).",
+        f"{plural(len(parameters), 'trainable parameter')} {verb(len(parameters), 'is')} in no param "
+        f"group, so {'it never changes' if len(parameters) == 1 else 'they never change'}: {listed}",
+        hint=f"Add {them} to the optimizer (build it after the model is complete, e.g. after "
+        f"replacing the head), or freeze {them} with requires_grad_(False).",
         parameters=parameters, kind="trainable-missing",
     )
 
@@ -52,7 +56,7 @@ def parameters_in_two_groups(groups: dict[str, list[int]], listed: str) -> Findi
     the numbers of its groups, ``listed`` shows the first few with their groups."""
     return FROZEN_IN_OPTIMIZER.finding(
         None,
-        f"{len(groups)} parameters are in more than one param group: {listed}",
+        f"{plural(len(groups), 'parameter')} {verb(len(groups), 'is')} in more than one param group: {listed}",
         hint="Give each parameter to exactly one group (e.g. split by name: decay / no decay).",
         parameters=list(groups), groups=list(groups.values()), kind="in-two-groups",
     )
@@ -63,8 +67,9 @@ def foreign_tensors_optimised(shapes: list[list[int]], listed: str) -> Finding:
     shape of each, ``listed``: the first few shapes as messages show them)."""
     return FROZEN_IN_OPTIMIZER.finding(
         None,
-        f"{len(shapes)} tensors in the optimizer are not parameters of this model "
-        f"(shapes {listed}): the optimizer was built over another copy of the model",
+        f"{plural(len(shapes), 'tensor')} in the optimizer {verb(len(shapes), 'is')} not "
+        f"{'a parameter' if len(shapes) == 1 else 'parameters'} of this model "
+        f"({noun(len(shapes), 'shape')} {listed}): the optimizer was built over another copy of the model",
         hint="Build the optimizer after the model is final (after copy.deepcopy, "
         "loading, wrapping) and over that model's parameters.",
         shapes=shapes, kind="foreign-tensors",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from labelguard.core.findings import Finding
 from labelguard.core.registry import define
+from labelguard.core.text import noun, verb
 
 INPUT_INVALID = define(
     "LG509", "input-non-finite-or-out-of-range", "error",
@@ -29,7 +30,7 @@ def input_non_finite(display: str | None, name: str, dtype: str, shape: tuple[in
     holds ``non_finite`` NaN/Inf values, ``nan`` of them NaN, among ``numel``."""
     return INPUT_INVALID.finding(
         display,
-        f"the input ({name}, {dtype} {shape}) holds {nan} NaN and {non_finite - nan} Inf of {numel} values; the "
+        f"the input ({name}, {dtype} {shape}) holds {nan:,} NaN and {non_finite - nan:,} Inf of {numel:,} values; the "
         "model turns them into NaN activations, then a NaN loss and NaN weights",
         hint="Find where the sample gets NaN/Inf: a corrupt file, or a normalisation "
         "that divides by zero (std of a constant image); re-export the file or add an "
@@ -46,8 +47,8 @@ def input_outside_range(display: str | None, name: str, dtype: str, shape: tuple
     low, high = expected
     return INPUT_INVALID.finding(
         display,
-        f"the input ({name}, {dtype} {shape}) ranges over [{smallest:g}, {largest:g}]; {outside} of "
-        f"{numel} values are outside the declared input_range [{low:g}, {high:g}]",
+        f"the input ({name}, {dtype} {shape}) ranges over [{smallest:g}, {largest:g}]; {outside:,} of "
+        f"{numel:,} {noun(numel, 'value')} {verb(outside, 'is')} outside the declared input_range [{low:g}, {high:g}]",
         hint="Scale the input as the model expects (images read as 0..255 where 0..1 is "
         "expected: divide by 255), or declare the range the data really has.",
         min=smallest, max=largest, outside=outside, numel=numel, expected=[low, high],

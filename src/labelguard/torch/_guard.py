@@ -348,9 +348,9 @@ def no_replacement(first: SampleError, bad_in_a_row: int, substitute: str = "nex
     else:
         run = f"it and the {plural(bad_in_a_row - 1, 'sample')} after it are all bad"
     return SampleError(
-        f"{first.message} (on_error='skip' found no good sample to serve in its place "
-        f"(substitute={substitute!r}): {run}, and at most "
-        f"{MAX_SUBSTITUTES} bad samples in a row are skipped; fix the data or the spec)",
+        f"{first.message}{' ' if first.message.endswith('.') else '. '}on_error='skip' "
+        f"(substitute={substitute!r}) found no good sample to serve in its place: {run}, and at "
+        f"most {MAX_SUBSTITUTES} bad samples in a row are skipped. Fix the data or the spec.",
         code=first.code, index=first.index, source=first.source,
         values=first.values, expected=first.expected,
     )

@@ -97,10 +97,12 @@ class PreflightReport:
         head = (f"{head_phrase(self.head)} with {plural(self.head['outputs'], 'output')}"
                 if self.head else "head not found")
         values = shorten(sorted(self.target_values), 20) or "none"
+        loss = f"loss {self.loss}" if self.loss else "no loss"
+        num_classes = "num_classes not given" if self.num_classes is None else f"num_classes {self.num_classes}"
         if self.batches:
             lines = [
-                f"preflight: {plural(self.batches, 'batch')}, loss {self.loss}, {head}, output "
-                f"{self.output_shape}, num_classes {self.num_classes}, target values {{{values}}}",
+                f"preflight: {plural(self.batches, 'batch')}, {loss}, {head}, output "
+                f"{self.output_shape}, {num_classes}, target values {{{values}}}",
             ]
         else:
             lines = ["preflight: no batch reached the model"]

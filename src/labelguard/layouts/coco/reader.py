@@ -455,7 +455,7 @@ class _Builder:
         elif type(bbox) is list and len(bbox) == 4 and _numbers(bbox):
             x, y, w, h = bbox
         else:
-            detail = f"{len(bbox)} values" if type(bbox) is list else _type_name(bbox)
+            detail = plural(len(bbox), "value") if type(bbox) is list else _type_name(bbox)
             self.problem("a bbox is not 4 numbers [x, y, width, height]", place,
                          f"{place} has bbox {_shown(bbox)} ({detail})")
             x = y = w = h = math.nan

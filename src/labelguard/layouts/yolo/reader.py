@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 
-from labelguard.core.text import clipped
+from labelguard.core.text import clipped, plural, spans
 from labelguard.readers.base import MAX_NESTING, ReadError, read_bytes, read_class_names, read_text
 
 SPLITS = ("train", "val", "test")
@@ -128,9 +128,9 @@ def is_number(text: str) -> bool:
 
 def _shape_problem(count: int, pose: int | None) -> str:
     if pose is not None:
-        return (f"has {count} values; rows of this pose dataset have {pose + 1} "
+        return (f"has {plural(count, 'value')}; rows of this pose dataset have {pose + 1} "
                 f"(class x_center y_center width height and the keypoints of kpt_shape)")
-    return (f"has {count} values; a detection row has 5 (class x_center y_center width height), "
+    return (f"has {plural(count, 'value')}; a detection row has 5 (class x_center y_center width height), "
             "a segmentation row 1 + an even number >= 6 (class x1 y1 x2 y2 x3 y3 ...)")
 
 
@@ -319,7 +319,7 @@ def _names(value: Any, problems: list[str]) -> list[str] | None:
             problems.append(f"names: the keys of {clipped(repr(value))} are not integer ids")
             return None
         if sorted(keyed) != list(range(len(keyed))):
-            problems.append(f"names: the ids {sorted(keyed)} are not 0..{len(keyed) - 1}")
+            problems.append(f"names: the ids {spans(sorted(keyed))} are not 0..{len(keyed) - 1}")
             return None
         return [keyed[i] for i in range(len(keyed))]
     problems.append(f"names: {clipped(repr(value))} is neither a list nor an {{id: name}} mapping")
