@@ -149,7 +149,8 @@ def main() -> int:
         try:
             train(guard(VOCDetection(root), num_classes=4))
         except SampleError as error:
-            print(f"{error.code} sample {error.index} ({Path(error.source).name}): values {error.values}")
+            values = ", ".join(map(str, error.values))
+            print(f"{error.code} sample {error.index} ({Path(error.source).name}): values {values}")
         flipped = write_voc(Path(folder) / "VOC-flipped", flipped=True)
         (flipped / "labels.txt").write_text("".join(f"{name}\n" for name in CLASSES))
         keep = guard(VOCDetection(flipped), num_classes=4, on_error="skip")

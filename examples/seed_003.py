@@ -115,7 +115,8 @@ def main() -> int:
             found = [f for f in report.findings if f.code == code]
             if found:
                 where = f"{Path(found[0].path).name}: " if found[0].path else ""
-                more = f" (and {len(found) - 1} more such findings)" if len(found) > 1 else ""
+                rest = len(found) - 1
+                more = f" (and {rest:,} more such finding{'s' if rest > 1 else ''})" if rest else ""
                 print(f"{code} {where}{found[0].message}{more}")
                 if found[0].hint:
                     print(f"      hint: {found[0].hint}")

@@ -134,7 +134,7 @@ def test_category_id_not_in_categories(tmp_path):
     report = run(tmp_path)
     [finding] = found(report, "LG101")
     assert "category id 91 is not among the 80 categories of this file" in finding.message
-    assert "2 annotations" in finding.message and "annotations[80] (id 81)" in finding.message
+    assert "; 2 annotations use it: annotations[80] (id 81); annotations[81] (id 82)" in finding.message
     assert finding.data["category_id"] == 91 and finding.data["count"] == 2
     assert finding.path.endswith("instances_train.json")
 
@@ -142,7 +142,8 @@ def test_category_id_not_in_categories(tmp_path):
 def test_category_ids_of_a_file_without_categories(tmp_path):
     coco_dataset(tmp_path, categories=[], annotations=[coco_box(1, 1, 3)], n_images=1)
     [finding] = found(run(tmp_path), "LG101")
-    assert "category id 3" in finding.message and "declares none" in finding.message
+    assert finding.message == "this file declares no categories, yet 1 annotation uses category id 3: " \
+        "annotations[0] (id 1)"
 
 
 @pytest.mark.code("LG101", "fail")

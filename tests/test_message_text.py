@@ -17,6 +17,7 @@ def test_plurals():
     assert [verb(n, "occurs") for n in (1, 3)] == ["occurs", "occur"]
     assert [verb(2, word) for word in ("applies", "matches", "fixes", "passes", "uses", "shares")] == [
         "apply", "match", "fix", "pass", "use", "share"]
+    assert [verb(2, word) for word in ("lies", "dies")] == ["lie", "die"]
 
 
 def test_did_you_mean():

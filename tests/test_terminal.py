@@ -228,7 +228,7 @@ def test_concise_prints_one_line_per_finding_then_the_count(swin):
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     assert lines == [
-        "swin: LG104 [warning] class values 4, 5, 6, 7, 8 of the spec never occur in 6 samples (found [0, 1, 2, 3, 9])",
+        "swin: LG104 [warning] class values 4, 5, 6, 7, 8 of the spec never occur in 6 samples (values found: 0, 1, 2, 3, 9)",
         "swin/lists/train.txt:7: LG003 [error] 'case0009_slice000' does not exist under swin",
         "swin/train_npz/case0001_slice001.npz: LG201 [error] label value 9 in 100 pixels is outside [0, 9) "
         "(num_classes=9, ignore_index=None)",

@@ -247,7 +247,7 @@ def test_flipped_and_outside_boxes(tmp_path):
     assert [(b["object"], b["problem"]) for b in boxes.data["boxes"]] == [
         (1, "degenerate"), (2, "outside"), (3, "degenerate"), (4, "outside")]
     assert "xmin 120 >= xmax 80" in boxes.message and "xmax 600 > width 500" in boxes.message
-    assert "of the 500x375 image" in boxes.message
+    assert "are degenerate (width or height <= 0) or outside the 500x375 image: " in boxes.message
 
 
 def test_boxes_without_size_are_only_checked_for_degeneracy(tmp_path):

@@ -16,8 +16,9 @@ from PIL import Image
 from annotation_builders import (coco_box, coco_dataset, coco_document, coco_image, imagefolder, write_image,
                                  write_json)
 from builders import organic_mask, paired_dataset, rgb_image, write_jpeg, write_npz, write_png, write_tiff
-from detection_builders import write_yolo
+from detection_builders import write_voc, write_yolo
 from labelguard.cli import main
+from labelguard.output.concise import names_element
 
 # A count of four digits or more written without its thousands separator.
 UNGROUPED = re.compile(r"(?<![\d,.])\d{4,} (pixel|colour|distinct value|image file|file|value)")
@@ -202,3 +203,64 @@ def test_an_id_on_thousands_of_regions_groups_the_count(tmp_path):
     write_png(root / "images" / "a.png", rgb_image((128, 128)))
     text = one(str(root), "--instances", code="LG212")
     assert "id 1 on 4,096 separate regions" in text, text
+
+
+def concise(*args: str) -> list[str]:
+    result = CliRunner().invoke(main, ["audit", *args, "-f", "concise", "--no-progress", "--no-config"],
+                                catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    return result.output.splitlines()
+
+
+@pytest.mark.code("LG301", "fail")
+def test_concise_names_the_objects_of_a_message_once_and_all_of_them(tmp_path):
+    root = write_voc(tmp_path / "voc", {
+        "a": [("cat", (1, 1, 5, 5)), ("G-man", (2, 2, 600, 6)), ("cat", (3, 3, 700, 8))], "b": [("cat", (1, 1, 5, 5))]})
+    lines = concise(str(root), "--classes", "cat,dog")
+    [outside] = [line for line in lines if " LG301 " in line]
+    assert outside == (f"{root}/Annotations/a.xml: LG301 [error] 2 boxes lie outside the 500x375 image: "
+                       "object 2 'G-man': xmax 600 > width 500; object 3 'cat': xmax 700 > width 500")
+    [unknown] = [line for line in lines if " LG101 " in line]
+    assert unknown.endswith(": LG101 [error] class 'G-man' is not one of the 2 classes of the spec (object 2)")
+
+
+def test_concise_puts_the_element_before_a_message_that_names_none():
+    assert not names_element("class 'x' is not in the spec", "object 2")
+    assert names_element("2 boxes: object 2 'a'; object 3 'b'", "object 2")
+    assert names_element("class 'x' (objects 1, 4)", "object 1")
+    assert not names_element("an object 12 away", "annotations[3] (id 4)")
+    assert names_element("annotations[3] (id 4) has bbox [4]", "annotations[3] (id 4)")
+
+
+@pytest.mark.code("LG301", "fail")
+def test_a_box_of_one_image_is_degenerate_or_lies_outside_it_in_a_sentence(tmp_path):
+    root = write_voc(tmp_path / "voc", {"a": [("cat", (5, 5, 3, 8))], "b": [("cat", (2, 2, 600, 6))],
+                                        "c": [("cat", (8, 3, 7, 8)), ("cat", (1, 1, 900, 5))]})
+    found = sorted(messages(str(root), code="LG301"))
+    assert found == [
+        "1 box is degenerate (width or height <= 0) in the 500x375 image: object 1 'cat': xmin 5 >= xmax 3",
+        "1 box lies outside the 500x375 image: object 1 'cat': xmax 600 > width 500",
+        "2 boxes are degenerate (width or height <= 0) or outside the 500x375 image: object 1 'cat': "
+        "xmin 8 >= xmax 7; object 2 'cat': xmax 900 > width 500",
+    ], found
+
+
+@pytest.mark.code("LG101", "fail")
+def test_a_category_id_of_a_file_without_categories_is_one_sentence_without_nested_brackets(tmp_path):
+    root = tmp_path / "d"
+    coco_dataset(root, categories=[], annotations=[coco_box(i + 1, 1, 1) for i in range(3)], n_images=1)
+    assert one(str(root), code="LG101") == ("this file declares no categories, yet 3 annotations use category "
+                                            "id 1: annotations[0] (id 1); annotations[1] (id 2); annotations[2] (id 3)")
+
+
+@pytest.mark.code("LG001", "fail")
+def test_a_polygon_of_odd_length_gets_a_hint_about_its_coordinates_not_its_types(tmp_path):
+    root = tmp_path / "d"
+    polygon = {**coco_box(1, 1, 1), "segmentation": [[1, 1, 9, 1, 9, 9, 1]]}
+    coco_dataset(root, annotations=[polygon], n_images=1)
+    result = CliRunner().invoke(main, ["audit", str(root), "-f", "json", "--no-progress", "--no-config"],
+                                catch_exceptions=False)
+    [finding] = [f for f in json.loads(result.output)["findings"] if f["code"] == "LG001"]
+    assert "a segmentation polygon has an odd number of coordinates in 1 place" in finding["message"]
+    assert finding["hint"].startswith("Re-export or redraw these polygons: a polygon is a flat list of x, y pairs")
+    assert "Fix the types" not in finding["hint"]

@@ -6,7 +6,10 @@ is written one way, and no number comes in scientific notation."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +23,7 @@ from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
 from labelguard.errors import LabelError  # noqa: E402
-from labelguard.torch import checked, guard, preflight  # noqa: E402
+from labelguard.torch import checked, guard, guard_collate, preflight, trace_nonfinite, watch  # noqa: E402
 
 
 class Masks(Dataset):
@@ -259,3 +262,103 @@ def test_a_one_sample_batch_is_one_sample(tmp_path, monkeypatch):
     out = CliRunner().invoke(main, ["replay", str(record), "--dataset-factory", "one_sample_data:make"]).output
     assert "Batch in flight: epoch 0, batch 2 of the epoch (step 0), 1 sample, taken " in out
     assert "  1 of 1 sample passed" in out and "1 samples" not in out
+
+
+# ---- items of a new user's reading: batches, the loss, watch, explain ------------------------
+
+class Pairs(Dataset):
+    """dict samples of an 'image' whose size changes at index 1 and a 'label'."""
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        size = 8 if index == 0 else 6
+        return {"image": torch.zeros(1, size, size), "label": torch.zeros(size, size, dtype=torch.long)}
+
+
+def test_a_batch_names_its_field_as_a_sentence_does_not_as_a_list():
+    with pytest.raises(LabelError) as caught:
+        next(iter(DataLoader(Pairs(), batch_size=2, collate_fn=guard_collate())))
+    assert str(caught.value).startswith("LG206 batch: field 'image' has shape (1, 8, 8) in batch position 0 "
+                                        "but (1, 6, 6) in batch position 1;"), str(caught.value)
+    with pytest.raises(LabelError) as caught:
+        next(iter(DataLoader([(torch.zeros(2), [torch.zeros(3)]), (torch.zeros(2), [torch.zeros(4)])],
+                             batch_size=2, collate_fn=guard_collate())))
+    assert "batch: element 1[0] has shape (3,) in batch position 0 but (4,)" in str(caught.value)
+
+
+def test_a_non_finite_scalar_loss_is_a_scalar_and_names_only_what_it_holds():
+    model = nn.Linear(3, 2)
+    with trace_nonfinite(model) as tracer, pytest.raises(LabelError) as caught:
+        tracer.check((model(torch.ones(4, 3)) * 0).sum().log())
+    text = str(caught.value)
+    assert "the loss (a float32 scalar) holds 1 -Inf while " in text, text
+    assert "()" not in text and "0 NaN" not in text and " of 1" not in text
+
+
+def test_watch_ends_the_message_with_a_full_stop_before_its_hint(caplog):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    x, y = torch.randn(16, 4) * 3, torch.randn(16, 1)
+    with caplog.at_level("WARNING", logger="labelguard.torch"), watch(model, optimizer) as watcher:
+        for _ in range(30):
+            loss = ((model(x) - y) ** 2).mean()
+            watcher.observe(loss)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if not torch.isfinite(loss):
+                break
+    said = {record.getMessage()[:5]: record.getMessage() for record in caplog.records}
+    assert set(said) == {"LG508", "LG502"}, said
+    for text in said.values():
+        assert "Optimizer SGD: lr=0.5, momentum=0, weight_decay=0. Hint: " in text, text
+        assert ".. Hint" not in text
+
+
+def test_guards_without_num_classes_warn_once_a_process(tmp_path):
+    script = textwrap.dedent("""
+        import torch
+        from labelguard.torch import guard
+        data = [(torch.zeros(3, 4, 4), torch.zeros(4, 4, dtype=torch.long))] * 2
+        guard(data)
+        guard(data)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("no num_classes or label spec given") == 1, result.stderr
+
+
+def explained(name: str, *args: str) -> str:
+    log = Path(__file__).parent / "explain" / "corpus" / name
+    return cli("explain", *args, str(log))
+
+
+def test_explain_says_on_the_cpu_once_with_one_example():
+    result = CliRunner().invoke(main, ["explain", "-"], input="RuntimeError: CUDA error: device-side assert "
+                                "triggered\n", catch_exceptions=False)
+    shown = " ".join(result.output.split())
+    assert ("on the CPU: the same step raises a Python exception with the value, such as 'IndexError: Target 3 is "
+            "out of bounds.'") in shown, shown
+    assert "e.g. the same" not in shown and "step on the CPU raises" not in shown
+    # An error as torch prints it is an example of what the CPU says.
+    shown = " ".join(explained("seg_unet_grayscale_masks_target_192.log").split())
+    assert "on the CPU: e.g. IndexError: Target 3 is out of bounds." in shown
+
+
+def test_explain_names_only_what_the_log_did_not_tell_and_fixes_the_value_it_showed():
+    text = " ".join(explained("seg_unet_grayscale_masks_target_192.log", "-v").split())
+    assert "values: target=192" in text
+    unknowns = text.split("What the log cannot tell")[1].split("Steps that help")[0]
+    assert "the offending target value" not in unknowns and "- n_classes: the error names the target" in unknowns
+    assert "Remap 255 to 1" not in text.split("less likely")[0]
+    assert "Map the mask's values to class ids (192 is no class id: " in text
+    short = " ".join(explained("seg_unet_grayscale_masks_target_192.log").split())
+    assert "Fix, if it is cause 1 Map the mask's values to class ids (192 is no class id" in short
+    # The same log with a target of 255 keeps the fix that names it.
+    log = (Path(__file__).parent / "explain" / "corpus" / "seg_unet_grayscale_masks_target_192.log").read_text()
+    shown = CliRunner().invoke(main, ["explain", "-v", "-"], input=log.replace("192", "255"),
+                               catch_exceptions=False).output
+    assert "Remap 255 to 1 for binary masks" in shown and "Map the mask's values" not in shown

@@ -36,7 +36,7 @@ def test_shape_mismatch_names_both_samples_and_shapes(tmp_path, workers):
     assert error.source.endswith("case0002_slice001.npz")
     assert error.values == [[1, 32, 32], [1, 32, 24]]
     message = str(error)
-    assert message.startswith("LG206 batch: field ['image'] has shape (1, 32, 32) in sample 0 (")
+    assert message.startswith("LG206 batch: field 'image' has shape (1, 32, 32) in sample 0 (")
     assert "case0001_slice000.npz) but (1, 32, 24) in sample 4 (" in message
     assert "stack expects each tensor to be equal size" in message
 

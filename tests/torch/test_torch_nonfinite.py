@@ -222,7 +222,7 @@ def test_an_inf_that_a_later_sigmoid_absorbs_is_recorded_and_named_when_the_outp
     assert (first["step"], first["module"], first["module_type"]) == (12, "gate", "SRMGate")
     assert first["message"].startswith(
         "LG502 step 12: the first non-finite value was produced inside the forward of 'gate' (SRMGate) before "
-        "it called 'gate.cfc' (Conv1d): the value passed to it (2, 8, 2) float32 holds 0 NaN, 2 +Inf, 0 -Inf of 32")
+        "it called 'gate.cfc' (Conv1d): the value passed to it (2, 8, 2) float32 holds 2 +Inf of 32 values")
     assert "the model output was still finite: an operation after it absorbed the value (sigmoid(+Inf) is 1" \
         in first["message"]
     assert first["stats"]["absorbed"] is True and first["stats"]["exploded"]["module"] == "head"

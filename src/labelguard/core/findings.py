@@ -74,6 +74,10 @@ class Finding:
         """This finding as one of the dataset at ``dataset`` (its root, as paths are shown)."""
         return replace(self, dataset=dataset)
 
+    def with_hint(self) -> str:
+        """The message and its hint in one line of text (a log record, SARIF's one text)."""
+        return with_hint(self.message, self.hint)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "code": self.code,
@@ -84,6 +88,14 @@ class Finding:
             "data": dict(self.data),
             "dataset": self.dataset,
         }
+
+
+def with_hint(message: str, hint: str | None) -> str:
+    """``message``, then "Hint: ``hint``" as a sentence of its own: a full stop comes between
+    them unless the message ends with one ("... weight_decay=0. Hint: Lower ...")."""
+    if not hint:
+        return message
+    return f"{message}{'' if message.endswith(('.', '!', '?')) else '.'} Hint: {hint}"
 
 
 _DIGITS = re.compile(r"(\d+)")

@@ -208,12 +208,15 @@ class Problem:
         places: where it occurs ("annotations[3] (id 4)").
         details: per place, what is there ("annotations[3] (id 4) has bbox [1, 2] (2 values)").
         count: how many places, all of them.
+        hint: what to do about this kind, when the record's ``problem_hint`` (the element
+            types of the format) does not fit it: a polygon of odd length.
     """
 
     what: str
     places: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     count: int = 0
+    hint: str = ""
 
     def add(self, place: str, detail: str) -> None:
         self.count += 1

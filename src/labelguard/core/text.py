@@ -62,8 +62,8 @@ def verb(n: int, singular: str) -> str:
         return singular
     if singular in _IRREGULAR:
         return _IRREGULAR[singular]
-    if singular.endswith("ies"):
-        return singular[:-3] + "y"  # applies -> apply
+    if singular.endswith("ies") and len(singular) > 4:
+        return singular[:-3] + "y"  # applies -> apply; lies -> lie below
     if singular.endswith(("ches", "shes", "sses", "xes", "zes")):
         return singular[:-2]  # matches -> match
     return singular[:-1] if singular.endswith("s") else singular

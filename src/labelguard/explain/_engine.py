@@ -299,7 +299,7 @@ def _rank_causes(
     shown = {item.key: item.text for item in reversed(evidence)}
     ranked: list[RankedCause] = []
     seen: set[str] = set()
-    for position, (match, entry, _) in enumerate(found):
+    for position, (match, entry, groups) in enumerate(found):
         fault_shown = not entry.generic and any(kind in ("condition", "message") for kind in match.kinds)
         preferred = {cause.id for cause in entry.causes if any(_compiled(p).search(text) for p in cause.prefer_when)}
         reports = {cause.id: _reports(cause, evidence) for cause in entry.causes if cause.reports}
@@ -334,7 +334,7 @@ def _rank_causes(
                 prior = prior and not cause.needs_evidence
             ranked.append(RankedCause(
                 rank=0, likelihood=likelihood, id=cause.id, entry=entry.id, title=cause.title, why=cause.why,
-                confirm=cause.confirm, codes=cause.codes, fix=cause.fix,
+                confirm=cause.confirm, codes=cause.codes, fix=cause.fix_for(groups),
                 support=support[cause.id], against=against, noted=noted[cause.id],
             ))
     ranked.sort(key=lambda cause: LIKELIHOODS.index(cause.likelihood))
@@ -388,8 +388,8 @@ def _unknowns(
     found: list[tuple[Match, Entry, dict]], facts: Facts, record: RecordSummary | None
 ) -> tuple[str, ...]:
     unknowns: list[str] = []
-    for _, entry, _ in found:
-        for item in entry.cannot_know:
+    for _, entry, groups in found:
+        for item in _cannot_know(entry, groups):
             if item not in unknowns:
                 unknowns.append(item)
     cuda_error = facts.assertion_lines > 0 or bool(
@@ -422,6 +422,16 @@ def _unknowns(
             "CPU message; paste the complete output, including the lines above the traceback",
         )
     return tuple(unknowns)
+
+
+def _cannot_know(entry: Entry, groups: dict[str, str]) -> tuple[str, ...]:
+    """What a log of ``entry``'s fault cannot tell, less what this log told (``groups``: the
+    values its matched messages carried): a CPU error that named the target leaves only
+    n_classes unknown (``Entry.told_by_values``)."""
+    for values, instead in entry.told_by_values:
+        if entry.cannot_know and all(value in groups for value in values):
+            return ((instead,) if instead else ()) + entry.cannot_know[1:]
+    return entry.cannot_know
 
 
 def _summarise_record(record: str | os.PathLike | FlightRecord) -> RecordSummary:

@@ -25,6 +25,7 @@ Signature kinds, from strongest to weakest:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Mapping
 
 from labelguard.explain._evidence import (
     BAD_INPUT_REPORTED,
@@ -112,6 +113,9 @@ class Cause:
             raised with such a code (the ``supported_by`` evidence that carries it), its
             fields formatted with the check's documentation (``{code}``, ``{name}``,
             ``{summary}``, ``{why}``, ``{fix}``) and its id suffixed with the code.
+        fix_for_value: (value, the values ``fix`` names, a fix with ``{value}``) for a log
+            whose matched message carried ``value`` and it is none of those: "Remap 255 to
+            1" is no fix for a target of 192, the fix worded for the value seen is.
     """
 
     id: str
@@ -128,6 +132,15 @@ class Cause:
     needs_evidence: bool = False
     offered_by: tuple[str, ...] = ()
     reports: str = ""
+    fix_for_value: tuple[str, tuple[str, ...], str] | None = None
+
+    def fix_for(self, values: Mapping[str, str]) -> str:
+        """The fix for a log whose matched messages carried ``values``."""
+        if self.fix_for_value is not None:
+            name, named, fix = self.fix_for_value
+            if name in values and values[name] not in named:
+                return fix.format(value=values[name])
+        return self.fix
 
     @property
     def offering(self) -> tuple[str, ...]:
@@ -154,6 +167,10 @@ class Entry:
             this entry counts (CTC: an illegal memory access only says "CTC" with the frame).
         cpu_message: what the CPU prints for the same fault, when it prints anything.
         cannot_know: what a log of this fault never tells.
+        told_by_values: (values, instead) pairs for when a matched message carried every one of
+            ``values`` (``target`` of "Target 192 is out of bounds"): the log told part of
+            what ``cannot_know``'s first item says it cannot, and ``instead`` stands in for that
+            item, saying only what is still missing ("" when nothing is).
         causes: the causes, most frequent first.
         generic: True for the catch-all entries (a bare device-side assert): they are shown
             only when no specific entry matched through a condition, message or kernel.
@@ -169,6 +186,7 @@ class Entry:
     requires: tuple[str, ...] = ()
     cpu_message: str = ""
     cannot_know: tuple[str, ...] = ()
+    told_by_values: tuple[tuple[tuple[str, ...], str], ...] = ()
     causes: tuple[Cause, ...] = ()
     generic: bool = False
 
@@ -251,6 +269,10 @@ _MASK_STORAGE = Cause(
     fix="Remap 255 to 1 for binary masks, store masks as PNG (never JPEG), resize masks with "
     "nearest-neighbour interpolation, and convert colour masks with an explicit colour-to-index "
     "map.",
+    fix_for_value=("target", ("255",), "Map the mask's values to class ids ({value} is no class id: a grey or "
+                   "colour mask holds such values, and so does an interpolated one): store masks as PNG (never "
+                   "JPEG), resize masks with nearest-neighbour interpolation, and convert colour masks with an "
+                   "explicit colour-to-index map."),
     # Masks in the code ("mask", "masks_pred", "true_masks"), not an attention_mask.
     prefer_when=(r"NLLLoss2d|SpatialClassNLLCriterion|nll_loss2d", r"\b(?:true_|gt_|target_)?masks?(?:_\w+)?\b"),
 )
@@ -572,6 +594,8 @@ ENTRIES: tuple[Entry, ...] = (
             "the offending target value and n_classes: the kernel assertion prints the "
             "condition, not the numbers (the CPU run prints the value)",
         ),
+        told_by_values=((("target",), "n_classes: the error names the target, not the number of "
+                         "classes the model outputs (print logits.shape[1])"),),
         causes=(
             _CLASS_ID_TOO_LARGE,
             _IGNORE_VALUE_NOT_IGNORED,
@@ -702,6 +726,7 @@ ENTRIES: tuple[Entry, ...] = (
             "which embedding (tokens, positions, token types, classes) failed when the model "
             "has several",
         ),
+        told_by_values=((("index", "size"), ""),),
         causes=(
             Cause(
                 id="token-id-past-embedding",
@@ -761,6 +786,7 @@ ENTRIES: tuple[Entry, ...] = (
         frames=(r"__getitem__|__setitem__|index_put",),
         cpu_message="IndexError: index 7 is out of bounds for dimension 0 with size 5",
         cannot_know=("the index value and the size it exceeded: the assertion prints neither",),
+        told_by_values=((("index", "size"), ""),),
         causes=(
             _INDEX_FROM_LABELS,
             _INDEX_FROM_MODEL,
@@ -862,6 +888,7 @@ ENTRIES: tuple[Entry, ...] = (
         "size 5 / index_add_ prints the gather message: RuntimeError: index 9 is out of bounds "
         "for dimension 0 with size 5",
         cannot_know=("the index value and the destination size: the assertion prints neither",),
+        told_by_values=((("index", "size"), ""),),
         causes=(
             Cause(
                 id="per-class-accumulation",
@@ -960,6 +987,7 @@ ENTRIES: tuple[Entry, ...] = (
         frames=(r"\bbernoulli_?\b",),
         cpu_message="RuntimeError: Expected p_in >= 0 && p_in <= 1 to be true, but got false.",
         cannot_know=("the probability that failed and its position",),
+        told_by_values=((("p",), "the position of the probability that failed"),),
         causes=(
             Cause(
                 id="bernoulli-fed-logits",
@@ -1301,7 +1329,7 @@ ENTRIES: tuple[Entry, ...] = (
             r"\bcudaErrorIllegalAddress\b",
             r"\berror=77\b",
         ),
-        cpu_message="depends on the operation: run the same batch on the CPU to get it",
+        cpu_message="depends on the operation: run the same batch there to get it",
         cannot_know=(
             "which kernel failed: the error is reported at a later synchronisation, and the "
             "Python frame is usually not the culprit unless CUDA_LAUNCH_BLOCKING=1 was set",
@@ -1338,7 +1366,7 @@ ENTRIES: tuple[Entry, ...] = (
         messages=(
             r"CUDA error: (?!device-side assert|an illegal memory access)(?P<cuda_error>[^\n.]{1,300})",
         ),
-        cpu_message="depends on the operation: run the same batch on the CPU to get it",
+        cpu_message="depends on the operation: run the same batch there to get it",
         cannot_know=(
             "which kernel failed and why: the error names only the CUDA status, reported at a "
             "later call than the fault",
@@ -1394,7 +1422,7 @@ ENTRIES: tuple[Entry, ...] = (
             r"cuda runtime error \((?:59|710)\)",
             r"\berror=(?:59|710)\b",
         ),
-        cpu_message="the same step on the CPU raises a Python exception with the value, e.g. "
+        cpu_message="the same step raises a Python exception with the value, such as "
         "'IndexError: Target 3 is out of bounds.'",
         cannot_know=(
             "which kernel asserted: the 'Assertion ... failed' lines are printed by the GPU on "

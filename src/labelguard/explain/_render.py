@@ -209,9 +209,20 @@ def _fact_rows(result: Explanation) -> list[tuple[str, str]]:
     if facts.values:
         rows.append(("values", ", ".join(f"{k}={v}" for k, v in facts.values.items())))
     if result.cpu_message:
-        rows.append(("on the CPU", f"e.g. {result.cpu_message}"))
+        rows.append(("on the CPU", cpu_fact(result.cpu_message)))
     rows.extend(("evidence", item.text) for item in result.evidence)
     return rows
+
+
+# A CPU message that is an error as torch prints it ("IndexError: Target 3 is out of bounds."):
+# an example of what the CPU says, values and all. Any other is a sentence about the CPU run.
+_EXCEPTION_TEXT = re.compile(r"[A-Z]\w*(?:Error|Exception): ")
+
+
+def cpu_fact(message: str) -> str:
+    """The "on the CPU" fact: an error torch prints there after "e.g.", a sentence as it is (it
+    has its own words: "the same step raises ..., such as 'IndexError: ...'")."""
+    return f"e.g. {message}" if _EXCEPTION_TEXT.match(message) else message
 
 
 def _source_path(location: str) -> str:

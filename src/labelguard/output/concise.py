@@ -16,6 +16,8 @@ that sentence once per code and ``labelguard rule CODE`` explains the code.
 
 from __future__ import annotations
 
+import re
+
 from labelguard.core.text import plural, printable
 from labelguard.output import Formatter, register
 from labelguard.output._style import Style
@@ -50,7 +52,7 @@ class ConciseFormatter(Formatter):
             message = without(message, consequence_of(finding))
             if place.line and message.startswith(f"line {place.line}: "):
                 message = message[len(f"line {place.line}: "):]  # the line is said once, after the path
-            elif place.element and not message.startswith(place.element):
+            elif place.element and not names_element(message, place.element):
                 message = f"{place.element}: {message}"
             # The path and message are escaped; colour goes around the code and severity only.
             lines.append(f"{printable(where)} {style.code(finding.code)} "
@@ -84,3 +86,14 @@ class ConciseFormatter(Formatter):
         return (f"Found {plural(total, 'new finding' if report.baseline is not None else 'finding')} "
                 f"({plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
                 f"{counts['info']:,} info){where}; {audited} audited{known}.")
+
+
+def names_element(message: str, element: str) -> bool:
+    """Whether ``message`` names ``element`` or another of its kind anywhere: LG301's "2 boxes
+    lie outside ...: object 2 'G-man': ...; object 3 'cat': ..." needs no "object 2: " before it
+    (which would name one object of two, twice). An element such as ``object 2`` counts as named
+    by any ``object N`` or ``objects N, M`` of the message; any other by itself."""
+    kind = re.fullmatch(r"([A-Za-z_]+) \d+", element)
+    if kind:
+        return re.search(rf"(?<![\w.]){kind.group(1)}s? \d", message) is not None
+    return element in message

@@ -85,7 +85,7 @@ class SarifFormatter(Formatter):
         index = {code: i for i, code in enumerate(codes)}
         results = []
         for finding, (_, _, digest) in zip(report.findings, report_identities(report)):
-            text = finding.message + (f" Hint: {finding.hint}" if finding.hint else "")
+            text = finding.with_hint()
             result = {
                 "ruleId": finding.code,
                 "ruleIndex": index[finding.code],

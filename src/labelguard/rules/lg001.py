@@ -151,7 +151,7 @@ def mistyped_elements(record: AnnotationRecord, spec):
         record.display,
         f"{group.what} in {plural(group.count, 'place')}: {sample(group.details, group.count)}; "
         "the rest of the file is still checked",
-        hint=record.problem_hint or "", problem=group.what, places=group.places, count=group.count,
+        hint=group.hint or record.problem_hint or "", problem=group.what, places=group.places, count=group.count,
     ) for group in record.problem_groups]
 
 

@@ -21,7 +21,7 @@ from labelguard.core.findings import Finding
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
 from labelguard.core.spec import LabelSpec
-from labelguard.core.text import did_you_mean, plural, spans
+from labelguard.core.text import did_you_mean, plural, spans, verb
 from labelguard.rules._examples import coco_box, coco_json, csv_table, image, voc_xml
 from labelguard.rules._labels import (PLACES_KEPT, class_set, declared_ids, declared_objects, integer_name,
                                       labelled_rows, named_objects, places_at, places_of, places_text)
@@ -145,16 +145,17 @@ def undeclared_category_ids(record: AnnotationRecord, spec: LabelSpec):
         return ()
     declared = sorted(record.classes.names)
     n = len(declared)
-    among = (f"the {plural(n, 'category')} of this file (ids {spans(declared)})" if n
-             else "the categories of this file: it declares none")
     findings = []
     values, counts = np.unique(labels[rows], return_counts=True)
     for value, count in zip(values.tolist(), counts.tolist()):
         where = rows[labels[rows] == value]
         shown = [record.where(int(r)) for r in where[:PLACES_KEPT]]
+        users = f"{plural(count, record.unit)} {verb(count, 'uses')}"
         findings.append(UNKNOWN_CLASS.finding(
             record.display,
-            f"category id {value} is not among {among}: {plural(count, record.unit)} ({sample(shown, count)})",
+            f"category id {value} is not among the {plural(n, 'category')} of this file (ids {spans(declared)}); "
+            f"{users} it: {sample(shown, count)}" if n else
+            f"this file declares no categories, yet {users} category id {value}: {sample(shown, count)}",
             hint=f"Add category {value} to 'categories', or fix or remove these annotations; code that "
             "maps category ids through 'categories' raises KeyError on them.",
             **{"class": str(value)}, category_id=value, suggestions=[], unit=record.unit,

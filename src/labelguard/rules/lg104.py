@@ -74,7 +74,7 @@ def classes_never_seen(summary: Summary, spec: LabelSpec):
                 None,
                 f"{noun(count, 'class value')} {shorten(labels, LISTED, total=count)} of the spec "
                 f"never {verb(count, 'occurs')} in {plural(summary.samples, 'sample')} "
-                f"(found [{shorten(sorted(summary.value_files), LISTED)}])",
+                f"(values found: {shorten(sorted(summary.value_files), LISTED)})",
                 hint="Check the spec against the data: a class too many in the spec, data "
                 "missing from this split, or a renumbered value.",
                 missing=missing, **extra,

@@ -196,12 +196,12 @@ def tensor_sizes_differ(display: str | None, image_shape: tuple[int, ...], targe
 
 
 def batch_sizes_differ(source: str | None, field: str, first: tuple[tuple, str], other: tuple[tuple, str]) -> Finding:
-    """LG206 for two samples of one batch whose ``field`` differs in shape: ``(shape, the
-    sample described)`` of each; default_collate cannot stack them."""
+    """LG206 for two samples of one batch whose ``field`` ("field 'image'", "element 0")
+    differs in shape: ``(shape, the sample described)`` of each; default_collate cannot stack them."""
     (shape_a, described_a), (shape_b, described_b) = first, other
     return GEOMETRY.finding(
         source,
-        f"field {field} has shape {shape_a} in {described_a} but {shape_b} in {described_b}; default_collate "
+        f"{field} has shape {shape_a} in {described_a} but {shape_b} in {described_b}; default_collate "
         "cannot stack them (\"stack expects each tensor to be equal size\")",
         hint="Resize or crop every sample to one size in the dataset's transform (masks with "
         "nearest-neighbour), or collate with padding.",

@@ -18,7 +18,7 @@ from labelguard.core.registry import define
 from labelguard.rules._labels import PLACES_KEPT
 from labelguard.core.records import AnnotationRecord
 from labelguard.core.rules import Example, rule
-from labelguard.core.text import SHOWN, plural, shorten
+from labelguard.core.text import SHOWN, plural, shorten, verb
 from labelguard.rules._examples import coco_box, coco_json, voc_xml, yolo_rows
 from labelguard.rules._objects import box_text, image_sizes, number, sample
 
@@ -124,13 +124,19 @@ def _one_image_finding(record: AnnotationRecord, indices: np.ndarray):
         box = tuple(float(v) for v in record.boxes[index])
         kind, what = _corner_problem(box, size)
         bad.append((record.place(index), record.labels[index], box, kind, what))
-    shown_size = f" of the {size[0]:g}x{size[1]:g} image" if size is not None else ""
+    image = f"the {size[0]:g}x{size[1]:g} image" if size is not None else "the image"
     listing = shorten(bad, SHOWN, lambda item: f"{record.unit} {item[0]} {item[1]!r}: {item[4]}", sep="; ")
     kinds = {kind for _, _, _, kind, _ in bad}
-    what = " or ".join(k for k in ("degenerate", "outside") if k in kinds)
+    n = len(bad)
+    if kinds == {"degenerate"}:
+        what = f"{verb(n, 'is')} degenerate (width or height <= 0) in {image}"
+    elif kinds == {"outside"}:
+        what = f"{verb(n, 'lies')} outside {image}"
+    else:
+        what = f"{verb(n, 'is')} degenerate (width or height <= 0) or outside {image}"
     return BAD_BOX.finding(
         record.display,
-        f"{plural(len(bad), 'box')} {what}{shown_size}: {listing}",
+        f"{plural(n, 'box')} {what}: {listing}",
         hint=RUN_TIME_HINT if record.format == "tensor" else
         "Swap flipped corners, clip boxes to the image size, drop zero-area boxes; "
         "check the image size the annotation states when every box of a file lies outside.",

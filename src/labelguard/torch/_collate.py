@@ -125,17 +125,28 @@ def batch_shape_error(batch: list) -> SampleError | None:
     return None
 
 
-def _shaped_fields(sample: Any, prefix: str = "") -> Iterator[tuple[str, tuple[int, ...]]]:
+def _shaped_fields(sample: Any, path: tuple = ()) -> Iterator[tuple[str, tuple[int, ...]]]:
     if isinstance(sample, Mapping):
         for key, value in sample.items():
-            yield from _shaped_fields(value, f"{prefix}[{key!r}]")
+            yield from _shaped_fields(value, (*path, key))
     elif isinstance(sample, (tuple, list)):
         for i, value in enumerate(sample):
-            yield from _shaped_fields(value, f"{prefix}[{i}]")
+            yield from _shaped_fields(value, (*path, i))
     else:
         shape = shape_of(sample)
         if shape is not None:
-            yield prefix or "sample", shape
+            yield _field_name(path), shape
+
+
+def _field_name(path: tuple) -> str:
+    """A field of a sample as a sentence names it, not as a Python list: "field 'image'",
+    "element 1" of a tuple, "field 'image'[0]" nested, "the tensor" when the sample is one."""
+    if not path:
+        return "the tensor"
+    head, rest = path[0], "".join(f"[{key!r}]" for key in path[1:])
+    if isinstance(head, int):
+        return f"element {head}{rest}"
+    return f"field {head!r}{rest}"
 
 
 def _mismatch(batch: list, field: str, a: tuple[int, tuple], b: tuple[int, tuple]) -> SampleError:

@@ -15,7 +15,6 @@ loss's ignore_index on the device and reports them one call later (or at ``.repo
 from __future__ import annotations
 
 import functools
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -39,10 +38,8 @@ from labelguard.core.findings import Finding
 from labelguard.core.spec import LabelSpec
 from labelguard.errors import SpecError, UnsupportedError, UsageError
 from labelguard.torch._batch import BatchSamples, batch_item
-from labelguard.torch._targets import LossMode, TargetRules, errors_of, sample_error
+from labelguard.torch._targets import LossMode, TargetRules, _warn_once, errors_of, sample_error
 from labelguard.torch._tensors import all_finite, finite_mask, invalid_targets, loss_legal_values, tensor_stats
-
-log = logging.getLogger("labelguard.torch")
 
 _CE_DEFAULT_IGNORE = -100
 ON_DEVICE = ("check", "mask")
@@ -457,10 +454,10 @@ def rules_for(
     spec = spec.merged(override)
     mode = info.mode if info is not None else LossMode.INDEX
     if mode is not LossMode.BINARY and not spec.is_known:
-        log.warning(
-            "no num_classes or label spec given: only non-finite and non-integer targets "
-            "are checked; pass num_classes=... to check the values"
-        )
+        # Once a process: a script guarding its training and validation sets, or guarding again
+        # after a change, learns nothing from the same sentence twice.
+        _warn_once("no spec", "no num_classes or label spec given: only non-finite and non-integer targets "
+                   "are checked; pass num_classes=... to check the values")
     return TargetRules(spec=spec, mode=mode, loss_name=info.name if info else None)
 
 

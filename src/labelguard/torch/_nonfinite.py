@@ -93,11 +93,20 @@ def _first_nonfinite(value: Any) -> torch.Tensor | None:
 
 
 def _describe_stats(stats: dict[str, Any]) -> str:
+    """A tensor and its NaN/Inf: "(2, 8) float32 holds 3 NaN and 1 +Inf of 16 values", "(a
+    float32 scalar) holds 1 +Inf" (a scalar's shape () says nothing, "of 1" neither), or its
+    range when finite."""
     shape = tuple(stats["shape"])
-    counts = f"{stats['nan']} NaN, {stats['posinf']} +Inf, {stats['neginf']} -Inf"
-    if stats["nan"] or stats["posinf"] or stats["neginf"]:
-        return f"{shape} {stats['dtype']} holds {counts} of {stats['numel']}"
-    return (f"{shape} {stats['dtype']} was finite (min {stats['min']:.4g}, max "
+    what = f"(a {stats['dtype']} scalar)" if not shape else f"{shape} {stats['dtype']}"
+    kinds = [f"{stats[key]:,} {name}" for key, name in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "-Inf"))
+             if stats[key]]
+    if kinds:
+        counts = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
+        total = f" of {stats['numel']:,} values" if stats["numel"] > 1 else ""
+        return f"{what} holds {counts}{total}"
+    if stats["numel"] == 1:
+        return f"{what} was finite ({stats['max']:.4g})"
+    return (f"{what} was finite (min {stats['min']:.4g}, max "
             f"{stats['max']:.4g}, mean {stats['mean']:.4g})")
 
 

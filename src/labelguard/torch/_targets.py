@@ -24,7 +24,7 @@ from labelguard.rules._runtime import binary_target_findings, box_findings, id_f
 from labelguard.rules.lg501 import one_hot_ignore_present
 from labelguard.rules.lg505 import target_holds_no_numbers, target_not_float_for_bce, target_not_int64_for_loss
 from labelguard.rules.lg509 import input_non_finite, input_outside_range
-from labelguard.core.findings import Finding, Severity
+from labelguard.core.findings import Finding, Severity, with_hint
 from labelguard.core.spec import LabelSpec
 from labelguard.core.text import clipped, shorten, show_name
 from labelguard.errors import UsageError
@@ -716,9 +716,7 @@ def sample_error(
 ) -> SampleError:
     """The SampleError for an error finding, with the message format of the docs."""
     place = f" ({show_name(source)})" if source else ""
-    message = f"{finding.code} {where}{place}: {finding.message.rstrip('.')}."
-    if finding.hint:
-        message += f" Hint: {finding.hint}"
+    message = with_hint(f"{finding.code} {where}{place}: {finding.message.rstrip('.')}.", finding.hint)
     return SampleError(
         message,
         code=finding.code,

@@ -369,7 +369,7 @@ class DivergenceWatch:
 
     def _emit(self, finding: Finding) -> None:
         self.findings.append(finding)
-        log.warning("%s %s Hint: %s", finding.code, finding.message, finding.hint)
+        log.warning("%s %s", finding.code, finding.with_hint())
 
 
 class _Signals:

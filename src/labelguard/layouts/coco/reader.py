@@ -41,6 +41,10 @@ SLACK = 16
 CAPTION = NO_ID + 1  # caption annotations carry a category_id that is not a class
 STRING_IDS = -(2**62)  # string image ids are coded downwards from here
 STREAMED = ("images", "annotations", "categories")
+# The types are right in a polygon of odd length: what is wrong is a coordinate.
+ODD_POLYGON_HINT = ("Re-export or redraw these polygons: a polygon is a flat list of x, y pairs "
+                    "[x1, y1, x2, y2, ...], so one of odd length has a coordinate missing or one too "
+                    "many, and its points cannot be read as they were drawn.")
 
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = " \t\n\r"
@@ -311,10 +315,10 @@ class _Builder:
         self.rle = array("q")
         self.section_types: dict[str, str] = {}
 
-    def problem(self, what: str, place: str, detail: str) -> None:
+    def problem(self, what: str, place: str, detail: str, hint: str = "") -> None:
         entry = self.record.problems.get(what)
         if entry is None:
-            entry = self.record.problems[what] = Problem(what)
+            entry = self.record.problems[what] = Problem(what, hint=hint)
         entry.add(place, detail)
 
     def image_key(self, value, place: str, key: str) -> int:
@@ -486,7 +490,8 @@ class _Builder:
                                  f"{place} has segmentation[{number}] = {_shown(polygon)}")
                 elif len(polygon) % 2:
                     self.problem("a segmentation polygon has an odd number of coordinates", place,
-                                 f"{place} has segmentation[{number}] with {len(polygon)} coordinates")
+                                 f"{place} has segmentation[{number}] with {len(polygon)} coordinates",
+                                 hint=ODD_POLYGON_HINT)
                 elif len(polygon) < 6:
                     self.record.small_polygons.add(place, f"{place} has segmentation[{number}] with "
                                                           f"{plural(len(polygon) // 2, 'point')}")
