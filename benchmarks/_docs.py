@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from labelguard.fix._journal import atomic_write
+
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
 STAMP = re.compile(r"^<!-- sha256 ([0-9a-f]{64}) -->$")
 
@@ -87,15 +89,9 @@ def replace_section(path: Path, name: str, body: str) -> None:
         text = pattern.sub(lambda _: block, text, count=1)
     else:
         text = f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
-    # A reader (mkdocs, the test, another script) sees the old file or the new one, never half.
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    # A reader (mkdocs, the test, another script) sees the old file or the new one, never half;
+    # the page keeps its permissions (the one atomic write of the project).
+    atomic_write(str(path), text.encode("utf-8"))
 
 
 class _Tee(io.TextIOBase):

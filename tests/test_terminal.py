@@ -46,9 +46,10 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "labelguard", *[str(a) for a in args]]
 
 
-def in_terminal(args, cwd, columns: int = 80, **env: str | None) -> tuple[int, str, str]:
+def in_terminal(args, cwd, columns: int = 80, both: bool = False, **env: str | None) -> tuple[int, str, str]:
     """(exit code, what the terminal showed, stderr) of ``labelguard ARGS`` with a terminal
-    of ``columns`` columns as its standard output."""
+    of ``columns`` columns as its standard output (``both``: its standard error too, whose text
+    then shows on the terminal and the third item is empty)."""
     import fcntl
     import struct
     import termios
@@ -57,8 +58,8 @@ def in_terminal(args, cwd, columns: int = 80, **env: str | None) -> tuple[int, s
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     errors = Path(cwd) / f"stderr-{os.getpid()}.txt"
     with open(errors, "w") as stderr:
-        process = subprocess.Popen(command(*args), stdin=subprocess.DEVNULL, stdout=follower, stderr=stderr,
-                                   cwd=cwd, env=environment(**env))
+        process = subprocess.Popen(command(*args), stdin=subprocess.DEVNULL, stdout=follower,
+                                   stderr=follower if both else stderr, cwd=cwd, env=environment(**env))
     os.close(follower)
     shown = bytearray()
     while True:
@@ -131,8 +132,10 @@ def test_an_empty_no_color_does_not_turn_colour_off(voc):
 def test_color_always_colours_a_pipe_and_a_report_file_only_when_asked(voc):
     always = piped(audit_args("--color", "always"), voc)
     assert "\x1b[1mLG201\x1b[0m \x1b[31merror\x1b[0m" in always.stdout
-    # piped output does not wrap, coloured or not
-    assert all(GPU not in line for line in always.stdout.splitlines() if line.startswith("  - voc/"))
+    # piped output does not wrap, coloured or not: each example stays one line past 80 columns
+    examples = [line for line in always.stdout.splitlines() if line.startswith("  - voc/")]
+    assert examples and all(line.endswith("(num_classes=3, ignore_index=None)") for line in examples)
+    assert max(visible_length(line) for line in examples) > 100
     code, shown, stderr = in_terminal(audit_args("-o", "report.txt"), voc)
     assert "\x1b" not in (voc / "report.txt").read_text() and "report written to report.txt" in stderr
     in_terminal(audit_args("-o", "coloured.txt", "--color", "always"), voc)
@@ -296,8 +299,12 @@ def test_quiet_silences_the_chatter_on_stderr_and_leaves_json_whole(voc):
 
 
 def test_quiet_on_a_terminal_shows_no_progress_bar(voc):
-    code, _, stderr = in_terminal(["audit", "voc", "--num-classes", "3", "--no-config", "--workers", "1", "-q"], voc)
-    assert code == 1 and stderr == ""
+    # Standard error on the terminal too: the bar is drawn only there.
+    args = ["audit", "voc", "--num-classes", "3", "--no-config", "--workers", "1", "--no-cache"]
+    code, shown, _ = in_terminal(args, voc, both=True)
+    assert code == 1 and "auditing" in shown  # the bar's label, drawn then erased
+    code, shown, _ = in_terminal([*args, "-q"], voc, both=True)
+    assert code == 1 and "auditing" not in shown and "6 files audited" in shown
 
 
 # ---- a reader that stops reading ----------------------------------------------------------

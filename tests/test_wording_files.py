@@ -18,7 +18,7 @@ from annotation_builders import (coco_box, coco_dataset, coco_document, coco_ima
 from builders import organic_mask, paired_dataset, rgb_image, write_jpeg, write_npz, write_png, write_tiff
 from detection_builders import write_voc, write_yolo
 from labelguard.cli import main
-from labelguard.output.concise import names_element
+from labelguard.output.places import names_element
 
 # A count of four digits or more written without its thousands separator.
 UNGROUPED = re.compile(r"(?<![\d,.])\d{4,} (pixel|colour|distinct value|image file|file|value)")
@@ -222,6 +222,18 @@ def test_concise_names_the_objects_of_a_message_once_and_all_of_them(tmp_path):
                        "object 2 'G-man': xmax 600 > width 500; object 3 'cat': xmax 700 > width 500")
     [unknown] = [line for line in lines if " LG101 " in line]
     assert unknown.endswith(": LG101 [error] class 'G-man' is not one of the 2 classes of the spec (object 2)")
+
+
+def test_github_annotations_name_an_object_once_as_concise_does(tmp_path):
+    """The element before a message comes from one place (output/places.py) for both formats."""
+    root = write_voc(tmp_path / "voc", {
+        "a": [("cat", (1, 1, 5, 5)), ("G-man", (2, 2, 600, 6)), ("cat", (3, 3, 700, 8))], "b": [("cat", (1, 1, 5, 5))]})
+    result = CliRunner().invoke(main, ["audit", str(root), "--classes", "cat,dog", "-f", "github", "--no-config",
+                                       "--no-cache", "--workers", "1"])
+    [outside] = [line for line in result.output.splitlines() if "LG301" in line]
+    assert "::2 boxes lie outside the 500x375 image: object 2 'G-man'" in outside, outside
+    [unknown] = [line for line in result.output.splitlines() if "LG101" in line]
+    assert "::class 'G-man' is not one of the 2 classes of the spec (object 2)" in unknown, unknown
 
 
 def test_concise_puts_the_element_before_a_message_that_names_none():

@@ -538,11 +538,12 @@ def audit(paths, num_classes, values, classes, classes_file, ignore_index, reduc
         why = " (masks hold values, not names)" if report.summary.kinds.get("mask") else ""
         report.notes.append(f"--write-classes: {write_classes} not written: no class names were found{why}")
     elif write_classes:
+        from labelguard.core.text import plural
         from labelguard.fix._journal import atomic_write
 
         atomic_write(write_classes, "".join(f"{name}\n" for name in names).encode("utf-8"))
         if not quiet:
-            click.echo(f"wrote {len(names)} class names to {write_classes}", err=True)
+            _tell(f"wrote {plural(len(names), 'class name')} to {write_classes}")
     if force and not write_classes:
         report.notes.append("--force was not used: it lets --write-classes replace a file that exists")
     if baseline_file:

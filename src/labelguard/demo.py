@@ -21,7 +21,7 @@ from typing import IO, Any
 import numpy as np
 from PIL import Image
 
-from labelguard.core.text import plural
+from labelguard.core.text import severity_counts_text
 from labelguard.readers.colormap import voc_palette_colors
 
 SIZE = 96
@@ -156,8 +156,7 @@ def run_demo(directory: str | None, stream: IO[str]) -> int:
         findings.extend(report.findings)
     counts = severity_counts(findings)
     stream.write(
-        f"labelguard found {plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
-        f"{counts['info']:,} info in the three demo datasets. Try `labelguard rule LG201`, or "
+        f"labelguard found {severity_counts_text(counts)} in the three demo datasets. Try `labelguard rule LG201`, or "
         f"`labelguard audit {display_path(sets['voc_seg'])} --ignore-index 255` to see the 255 borders accepted.\n"
     )
     # The HTML report audits the three sets together, the swin_unet one through its list

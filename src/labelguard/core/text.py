@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 # Items a message lists before it counts the rest.
 SHOWN = 5
@@ -246,3 +246,8 @@ def did_you_mean(suggestions: Iterable[str]) -> str:
 def shown_color(key: str) -> str:
     """A colour map key "r,g,b" as every report writes a colour: "(9, 9, 9)"."""
     return "(" + ", ".join(part.strip() for part in key.split(",")) + ")"
+
+
+def severity_counts_text(counts: Mapping[str, int]) -> str:
+    """"7 errors, 1 warning, 0 info": a result's counts as every report and the demo say them."""
+    return f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {counts['info']:,} info"

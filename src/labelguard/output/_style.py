@@ -40,12 +40,6 @@ class Style:
     def heading(self, text: str) -> str:
         return self._paint(text, "1")
 
-    def dim(self, text: str) -> str:
-        return self._paint(text, "2")
-
-
-PLAIN = Style(False)
-
 
 def wants_color(choice: str, stream: IO[str] | None) -> bool:
     """Whether ``--color CHOICE`` colours a report written to ``stream``: ``always`` and

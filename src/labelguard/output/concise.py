@@ -16,9 +16,7 @@ that sentence once per code and ``labelguard rule CODE`` explains the code.
 
 from __future__ import annotations
 
-import re
-
-from labelguard.core.text import plural, printable
+from labelguard.core.text import plural, printable, severity_counts_text
 from labelguard.output import Formatter, register
 from labelguard.output._style import Style
 from labelguard.output.places import finding_place
@@ -48,12 +46,11 @@ class ConciseFormatter(Formatter):
                 files.add(finding.path)
                 in_files += 1
             where = f"{path}:{place.line}:" if finding.path is not None and place.line else f"{path}:"
-            message = finding.message
-            message = without(message, consequence_of(finding))
+            message = without(finding.message, consequence_of(finding))
             if place.line and message.startswith(f"line {place.line}: "):
                 message = message[len(f"line {place.line}: "):]  # the line is said once, after the path
-            elif place.element and not names_element(message, place.element):
-                message = f"{place.element}: {message}"
+            else:
+                message = place.prefix(message) + message
             # The path and message are escaped; colour goes around the code and severity only.
             lines.append(f"{printable(where)} {style.code(finding.code)} "
                          f"{style.severity(f'[{severity}]', severity)} {printable(message)}")
@@ -84,16 +81,4 @@ class ConciseFormatter(Formatter):
         else:
             where = f": {in_files:,} in {plural(len(files), 'file')}, {whole:,} about a whole dataset"
         return (f"Found {plural(total, 'new finding' if report.baseline is not None else 'finding')} "
-                f"({plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
-                f"{counts['info']:,} info){where}; {audited} audited{known}.")
-
-
-def names_element(message: str, element: str) -> bool:
-    """Whether ``message`` names ``element`` or another of its kind anywhere: LG301's "2 boxes
-    lie outside ...: object 2 'G-man': ...; object 3 'cat': ..." needs no "object 2: " before it
-    (which would name one object of two, twice). An element such as ``object 2`` counts as named
-    by any ``object N`` or ``objects N, M`` of the message; any other by itself."""
-    kind = re.fullmatch(r"([A-Za-z_]+) \d+", element)
-    if kind:
-        return re.search(rf"(?<![\w.]){kind.group(1)}s? \d", message) is not None
-    return element in message
+                f"({severity_counts_text(counts)}){where}; {audited} audited{known}.")

@@ -53,7 +53,7 @@ class GithubFormatter(Formatter):
                     properties.append(f"line={place.line}")
             title = f"{finding.code} {check.name}" if check else finding.code
             properties.append(f"title={escape_property(title)}")
-            where = f"{place.element}: " if place.element else ""
+            where = place.prefix(finding.message)
             if finding.path is None and several and finding.dataset is not None:
                 where = f"dataset {finding.dataset}: {where}"
             text = _shown(f"{where}{finding.message}") + (escape_data("\n") + _shown(f"hint: {finding.hint}")

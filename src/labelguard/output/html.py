@@ -19,7 +19,7 @@ from collections import defaultdict
 from labelguard.core.limits import ReadLimits, applied_limits
 from labelguard.core.paths import applied_roots
 from labelguard.core.registry import REGISTRY
-from labelguard.core.text import plural, printable
+from labelguard.core.text import plural, printable, severity_counts_text
 from labelguard.output import Formatter, register
 
 DEFAULT_THUMBNAILS = 6
@@ -119,8 +119,7 @@ class HtmlFormatter(Formatter):
             ("audited", plural(report.summary.samples, "file" if set(report.summary.kinds) <= {"mask"} else "sample")
              + (f" (a random sample of {report.sampled['size']:,} out of {report.sampled['of']:,}, seed "
                 f"{report.sampled['seed']})" if report.sampled else "")),
-            ("result", f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
-                       f"{counts['info']:,} info"),
+            ("result", severity_counts_text(counts)),
         ]
         if report.summary.unreadable:
             rows.append(("unreadable", plural(report.summary.unreadable, "file")))
@@ -167,8 +166,7 @@ class HtmlFormatter(Formatter):
             parts.append(f"<tr><td><code>{_e(dataset.root)}</code></td><td>{_e(dataset.layout)}</td>"
                          f"<td><code>{_e(dataset.spec.describe())}</code></td>"
                          f'<td class="num">{dataset.summary.samples}</td>'
-                         f"<td>{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, "
-                         f"{counts['info']} info</td></tr>")
+                         f"<td>{severity_counts_text(counts)}</td></tr>")
         parts.append("</table>")
         return parts
 

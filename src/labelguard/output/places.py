@@ -10,6 +10,7 @@ element ``row 2``, with the line its JSON-lines reader kept (``lines``) when the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -27,6 +28,22 @@ class Place:
 
     def describe(self) -> str:
         return ", ".join(part for part in (f"line {self.line}" if self.line else "", self.element or "") if part)
+
+    def prefix(self, message: str) -> str:
+        """"object 3: " to put before ``message`` where a format has no place for the element,
+        or "" when there is none or the message names it already (:func:`names_element`)."""
+        return f"{self.element}: " if self.element and not names_element(message, self.element) else ""
+
+
+def names_element(message: str, element: str) -> bool:
+    """Whether ``message`` names ``element`` or another of its kind anywhere: LG301's "2 boxes
+    lie outside ...: object 2 'G-man': ...; object 3 'cat': ..." needs no "object 2: " before it
+    (which would name one object of two, twice). An element such as ``object 2`` counts as named
+    by any ``object N`` or ``objects N, M`` of the message; any other by itself."""
+    kind = re.fullmatch(r"([A-Za-z_]+) \d+", element)
+    if kind:
+        return re.search(rf"(?<![\w.]){kind.group(1)}s? \d", message) is not None
+    return element in message
 
 
 def _first_int(value: Any) -> int | None:

@@ -23,7 +23,9 @@ from collections import defaultdict
 from labelguard.core.findings import CONSEQUENCE
 from labelguard.core.registry import REGISTRY
 from labelguard.core.summary import VALUES_KEPT
-from labelguard.core.text import LISTED, cut, plural, printable, shorten, show_name, shown_color, verb
+from labelguard.core.text import (
+    LISTED, cut, plural, printable, severity_counts_text, shorten, show_name, shown_color, verb,
+)
 from labelguard.output import Formatter, register
 from labelguard.output._style import Style, wrapped
 
@@ -102,7 +104,8 @@ class TextFormatter(Formatter):
             out(f"cache:     {report.from_cache:,} of {plural(len(report.files), 'file')} unchanged since an earlier "
                 "audit: their results came from the cache")
         counts = self._counts(report)
-        out(f"result:    {_counted(counts)}{' (new)' if self.baseline is not None else ''}", self._paint_counts)
+        new = " (new)" if self.baseline is not None else ""
+        out(f"result:    {severity_counts_text(counts)}{new}", self._paint_counts)
         if self.baseline is not None:
             absent = len(self.baseline.absent)
             out(f"baseline:  {plural(len(self.baseline.known), 'known finding')} of {self.baseline.source} "
@@ -146,7 +149,7 @@ class TextFormatter(Formatter):
         if report.audited_nothing:
             out(f"{where}nothing was checked: no file was audited")
             return
-        counted = f"{_samples(report.summary)} audited: {_counted(self._counts(report))}"
+        counted = f"{_samples(report.summary)} audited: {severity_counts_text(self._counts(report))}"
         after = ""
         if report.sampled:
             after += f" (a random sample of {report.sampled['size']:,} out of {report.sampled['of']:,})"
@@ -196,7 +199,8 @@ class TextFormatter(Formatter):
         groups = self._grouped(dataset.findings)
         counts = {level: sum(1 for group in groups.values() for f in group if str(f.severity) == level)
                   for level in ("error", "warning", "info")}
-        out(f"result:    {_counted(counts)}{' (new)' if self.baseline is not None else ''}", self._paint_counts)
+        new = " (new)" if self.baseline is not None else ""
+        out(f"result:    {severity_counts_text(counts)}{new}", self._paint_counts)
         _empty_and_unreadable(dataset.summary, out)
         self._values(dataset, out, mixed=False)
         self._classes(dataset, out, mixed=False)
@@ -376,11 +380,6 @@ def said_once(findings: list) -> str:
 def without(message: str, sentence: str) -> str:
     """``message`` without its last ``sentence`` (one :func:`said_once` found in it)."""
     return message[:len(message) - len(sentence) - 2] if sentence else message
-
-
-def _counted(counts: dict[str, int]) -> str:
-    """"7 errors, 0 warnings, 0 info": a result line's counts."""
-    return f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {counts['info']:,} info"
 
 
 def _spec_lines(spec, head: str, out) -> None:

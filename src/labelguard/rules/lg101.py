@@ -186,10 +186,11 @@ def names_missing_from_the_reference(record: AnnotationRecord, spec: LabelSpec):
         shown = [record.where(int(r)) for r in where[:PLACES_KEPT]]
         suggestions = reference_spec.closest_classes(name)
         guess = did_you_mean(suggestions)
+        among = _not_among(len(table.reference), "category", str(table.reference_source))
         findings.append(UNKNOWN_CLASS.finding(
             record.display,
-            f"category {name!r} (id {value}) is not among the {len(table.reference):,} categories of "
-            f"{table.reference_source}: {plural(count, record.unit)} ({sample(shown, count)}){guess}",
+            f"category {name!r} (id {value}) {among}: "
+            f"{plural(count, record.unit)} ({sample(shown, count)}){guess}",
             hint="Use the same categories in every split (training code builds its class list from "
             "one file), or rename the category.",
             **{"class": name}, category_id=value, suggestions=suggestions, unit=record.unit,
@@ -211,8 +212,8 @@ def class_folder_not_in_the_spec(record: AnnotationRecord, spec: LabelSpec):
     where = f" in {folder.split}/" if folder.split else ""
     return (UNKNOWN_CLASS.finding(
         record.display,
-        f"class folder {folder.name!r}{where} ({plural(folder.images, 'image')}) is not one of the "
-        f"{len(spec.classes):,} classes of the spec{guess}",
+        f"class folder {folder.name!r}{where} ({plural(folder.images, 'image')}) "
+        f"{_not_among(len(spec.classes), 'class', 'the spec')}{guess}",
         hint=(f"Rename the folder to {suggestions[0]!r}" if suggestions else "Rename the folder")
         + ", add the class to the spec, or move the folder out of the dataset.",
         **{"class": folder.name}, suggestions=suggestions, unit="image", places=[], count=folder.images,
@@ -253,7 +254,7 @@ def name_findings(
         guess = did_you_mean(suggestions)
         findings.append(UNKNOWN_CLASS.finding(
             display,
-            f"class {name!r} is not one of the {n} classes of the spec ({places_text(unit, where)}){guess}",
+            f"class {name!r} {_not_among(n, 'class', 'the spec')} ({places_text(unit, where)}){guess}",
             hint=(f"Rename it to {suggestions[0]!r}" if suggestions else "Rename it to a class of the spec")
             + ", add it to the class list, or remove the file if it comes from another dataset "
             "(`labelguard fix drop FILE` takes it out with its list entries, undoably).",
@@ -282,3 +283,10 @@ def _names_as_ids(display: str | None, names: Sequence[str], spec: LabelSpec, un
             suggestions=[], unit=unit, places=where[:PLACES_KEPT], count=len(where),
         ))
     return findings
+
+
+def _not_among(count: int, noun_: str, whose: str) -> str:
+    """"is not one of the 20 classes of the spec", or "is not the only class of the spec"."""
+    if count == 1:
+        return f"is not the only {noun_} of {whose}"
+    return f"is not one of the {plural(count, noun_)} of {whose}"
