@@ -86,7 +86,9 @@ def test_the_json_lines_row_past_blank_lines_is_shown_on_its_line(tokenized, mon
     assert finding.data["rows"] == [0, 3] and finding.data["lines"] == [1, 6]
     finding.data["rows"], finding.data["lines"] = [3], [6]  # as a file whose first bad row is row 3
     [annotation] = [line for line in _written(report, "github").splitlines() if "LG601" in line]
-    assert annotation.startswith("::error file=data/jsonl/train.jsonl,line=6,title=LG601 token-id-past-embedding::row 3: ")
+    # the line is the annotation's; the message names its rows itself, so no "row 3: " before it
+    assert annotation.startswith("::error file=data/jsonl/train.jsonl,line=6,title=LG601 token-id-past-embedding::"
+                                 "'input_ids': 2 rows hold token ids outside"), annotation
     junit = ElementTree.fromstring(_written(report, "junit"))
     [failure] = junit.iter("failure")
     assert failure.text.startswith("LG601 error: data/jsonl/train.jsonl (line 6, row 3)\n")
@@ -98,7 +100,9 @@ def test_github_and_junit_name_the_row_of_a_parquet_file_and_no_line(tokenized, 
     annotations = [line for line in _cli(root, "-f", "github").splitlines() if "train.parquet" in line]
     assert [line.split("::")[1] for line in annotations] == [
         "error file=data/parquet/train.parquet,title=LG601 token-id-past-embedding"]
-    assert annotations[0].split("::")[2].startswith("row 0: 'input_ids': 2 rows hold token ids outside")
+    # no line in a Parquet file: the message itself names the rows (row 0 first)
+    text = annotations[0].split("::")[2]
+    assert text.startswith("'input_ids': 2 rows hold token ids outside") and "; rows 0, 3" in text, text
     suite = ElementTree.fromstring(_cli(root, "-f", "junit")).find("testsuite")
     cases = {case.get("name"): case for case in suite.findall("testcase")}
     [failure] = cases["data/parquet/train.parquet"].findall("failure")
